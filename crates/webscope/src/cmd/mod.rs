@@ -1,0 +1,8 @@
+//! One module per subcommand: its flags (`Args`) and the `run` function that turns them into
+//! a library call.
+
+pub mod fileset;
+pub mod load;
+pub mod model;
+pub mod monitor;
+pub mod serve;

@@ -1,0 +1,72 @@
+//! `webscope`: the command-line front end of the web-server performance laboratory.
+//!
+//! This binary is thin on purpose (as ripgrep's is): it parses flags with `clap`, turns them
+//! into each library crate's configuration type, calls it, and turns errors into one line on
+//! stderr and a non-zero exit code. Everything that measures, serves or models lives in the
+//! `webscope-*` crates so that it can be tested and reused without the CLI.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// A web-server performance laboratory: a fast HTTP/1.1 server, the papers' workloads, a load
+/// generator, an OS monitor, queueing models and reports.
+#[derive(Parser)]
+#[command(name = "webscope", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve static files over HTTP/1.1 (the server the lab measures by default).
+    Serve(cmd::serve::Args),
+    /// Generate a file set (SPECweb96, WebStone, heavy-tail, single) with its manifest.
+    Fileset(cmd::fileset::Args),
+    /// Drive an HTTP/1.1 server with load: closed or open loop, keep-alive or close.
+    Load(cmd::load::Args),
+    /// Sample the operating system: CPU, memory, disks, network, TCP states, threads, profile.
+    Monitor(cmd::monitor::Args),
+    /// Queueing models: operational laws, MVA, the Universal Scalability Law.
+    Model(cmd::model::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => cmd::serve::run(args),
+        Command::Fileset(args) => cmd::fileset::run(args),
+        Command::Load(args) => cmd::load::run(args),
+        Command::Monitor(args) => cmd::monitor::run(args),
+        Command::Model(args) => cmd::model::run(args),
+    };
+    if let Err(err) = result {
+        // A closed pipe (`webscope ... | head`) is not an error worth reporting.
+        if is_broken_pipe(&err) {
+            std::process::exit(0);
+        }
+        eprintln!("webscope: error: {}", one_line(&err));
+        std::process::exit(1);
+    }
+}
+
+/// Joins an error and its causes into one line, the way operators read errors in logs.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
