@@ -1,1 +1,2 @@
-//! placeholder
+//! placeholder (the lead is writing this crate now)
+pub mod response;
