@@ -1,1 +1,45 @@
-//! placeholder
+//! The HTTP/1.1 server that webscope measures by default (`webscope serve`).
+//!
+//! It serves regular files under a document root, correctly and defensively (RFC 9112 / 9110
+//! framing, limits, timeouts, no escape from the root), with a hot path designed to be
+//! measured: thread-per-core workers, each with its own SO_REUSEPORT listener and a
+//! current-thread tokio runtime; requests parsed from a per-connection buffer without
+//! allocation; small files read into memory and sent with their head in one write, large
+//! files sent with `sendfile(2)`; pipelined responses batched into one write; dates formatted
+//! once per second; the access log buffered per worker.
+//!
+//! What it is not: a general web server. No TLS, no HTTP/2, no CGI, no directory listings, no
+//! configuration files. It is the lab's embedded target and a peer for nginx in benchmarks.
+//!
+//! The main types are [`Config`] (what the operator chose), [`Server`] (bound, not yet
+//! running: its [`Server::local_addr`] gives the real port when port 0 was asked for) and
+//! [`Running`] (stop it with [`Running::shutdown`], which drains connections and flushes the
+//! access log).
+//!
+//! ```no_run
+//! let mut config = webscope_server::Config::new("./public");
+//! config.listen = "127.0.0.1:0".parse().unwrap();
+//! let server = webscope_server::Server::bind(config)?;
+//! println!("listening on http://{}", server.local_addr());
+//! let running = server.start()?;
+//! // ... later
+//! running.shutdown();
+//! # Ok::<(), webscope_server::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod access_log;
+mod config;
+mod conn;
+mod error;
+mod files;
+mod io;
+mod listener;
+mod range;
+mod respond;
+mod server;
+mod worker;
+
+pub use config::{AccessLog, Config};
+pub use error::Error;
+pub use server::{Running, Server};

@@ -21,7 +21,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve static files over HTTP/1.1 (the server the lab measures by default).
-    Serve(cmd::serve::Args),
+    Serve(Box<cmd::serve::Args>),
     /// Generate a file set (SPECweb96, WebStone, heavy-tail, single) with its manifest.
     Fileset(cmd::fileset::Args),
     /// Drive an HTTP/1.1 server with load: closed or open loop, keep-alive or close.
@@ -35,7 +35,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => cmd::serve::run(args),
+        Command::Serve(args) => cmd::serve::run(*args),
         Command::Fileset(args) => cmd::fileset::run(args),
         Command::Load(args) => cmd::load::run(args),
         Command::Monitor(args) => cmd::monitor::run(args),

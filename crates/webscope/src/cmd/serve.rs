@@ -1,9 +1,136 @@
-//! `webscope serve` (being built; see the open issue).
+//! `webscope serve`: flags to a `webscope_server::Config`, then run until SIGINT/SIGTERM.
 
-/// Flags of `webscope serve`.
-#[derive(clap::Args)]
-pub struct Args {}
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`webscope serve` is not built yet")
+use anyhow::Context;
+use webscope_server::{AccessLog, Config, Server};
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    webscope serve --root ./public
+    webscope serve --root ./public --listen 127.0.0.1:0 --workers 1
+    webscope serve --root /srv/www --listen [::1]:8080 --access-log access.log
+    webscope serve --root ./public --access-log - --keepalive-timeout 5s";
+
+/// Serve the regular files under a directory over HTTP/1.1 (GET and HEAD).
+///
+/// Keep-alive and pipelining, conditional requests (304), single byte ranges (206), Content-Type
+/// from the file extension, an Apache Combined Log Format access log. Never serves anything
+/// outside --root. SIGINT or SIGTERM stop accepting, let responses in flight finish, flush the
+/// log and exit 0.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// Directory whose files are served.
+    #[arg(long, value_name = "DIR")]
+    root: PathBuf,
+    /// Address and port to listen on; port 0 picks a free port (printed at start).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Worker threads, each with its own listener and event loop [default: number of cores].
+    #[arg(long, value_name = "N")]
+    workers: Option<usize>,
+    /// Access log (Combined Log Format): a file path, - for stdout, or off.
+    #[arg(long, value_name = "PATH|-|off", default_value = "off")]
+    access_log: String,
+    /// Serve files reached through symlinks that lead outside --root (refused with 403 otherwise).
+    #[arg(long)]
+    follow_symlinks: bool,
+    /// Requests served on one connection before it is closed (nginx's keepalive_requests).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    keepalive_requests: u64,
+    /// Open connections across all workers; beyond it, new connections wait in the backlog.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    max_connections: usize,
+    /// Time for a started request head to arrive completely (slowloris guard; 408 after).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    header_timeout: Duration,
+    /// Time a keep-alive connection may stay idle between requests.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    keepalive_timeout: Duration,
+    /// Time a response may make no progress because the client stopped reading.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    send_timeout: Duration,
+    /// On SIGINT/SIGTERM, time allowed for responses in flight before connections are cut.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    shutdown_timeout: Duration,
+    /// Longest request target in bytes (414 beyond).
+    #[arg(long, value_name = "BYTES", default_value_t = 8192)]
+    max_target: usize,
+    /// Largest request head in bytes (431 beyond).
+    #[arg(long, value_name = "BYTES", default_value_t = 16384)]
+    max_head: usize,
+    /// Most header fields in a request (431 beyond; at most 128).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=128))]
+    max_headers: u16,
+    /// Largest request body accepted and discarded (413 beyond).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    max_body: u64,
+}
+
+impl Args {
+    fn config(self) -> Config {
+        let mut config = Config::new(self.root);
+        config.listen = self.listen;
+        if let Some(workers) = self.workers {
+            config.workers = workers;
+        }
+        config.access_log = match self.access_log.as_str() {
+            "off" => AccessLog::Off,
+            "-" => AccessLog::Stdout,
+            path => AccessLog::File(PathBuf::from(path)),
+        };
+        config.follow_symlinks = self.follow_symlinks;
+        config.keepalive_requests = self.keepalive_requests;
+        config.max_connections = self.max_connections;
+        config.header_timeout = self.header_timeout;
+        config.keepalive_timeout = self.keepalive_timeout;
+        config.send_timeout = self.send_timeout;
+        config.shutdown_timeout = self.shutdown_timeout;
+        config.limits.max_target = self.max_target;
+        config.limits.max_head = self.max_head;
+        config.limits.max_headers = usize::from(self.max_headers);
+        config.max_body = self.max_body;
+        config
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let config = args.config();
+    let workers = config.workers;
+    let root = config.root.clone();
+    let server = Server::bind(config)?;
+    // Signal handlers go in before the address is printed: whoever reads the address may
+    // send SIGTERM at once, and must get a graceful stop, not the default action.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the signal handler")?;
+    let _guard = runtime.enter();
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let addr = server.local_addr();
+    let running = server.start()?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "webscope serve: listening on http://{addr} ({workers} worker{}, root {})",
+        if workers == 1 { "" } else { "s" },
+        root.display()
+    )?;
+    stdout.flush()?;
+    drop(stdout);
+    runtime.block_on(async {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    });
+    eprintln!("webscope serve: shutting down");
+    running.shutdown();
+    Ok(())
 }

@@ -1,0 +1,74 @@
+//! What the operator chose: the resolved configuration the server runs with.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use webscope_http::request::Limits;
+
+/// Where the access log goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessLog {
+    /// No access log.
+    Off,
+    /// Standard output (`-`).
+    Stdout,
+    /// Appended to this file (created if missing).
+    File(PathBuf),
+}
+
+/// The server's configuration. `Config::new(root)` gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The document root; only regular files under it are served.
+    pub root: PathBuf,
+    /// Address to listen on; port 0 picks a free port (see `Server::local_addr`).
+    pub listen: SocketAddr,
+    /// Worker threads, each with its own listener (SO_REUSEPORT) and runtime.
+    pub workers: usize,
+    /// Access log destination (Apache Combined Log Format).
+    pub access_log: AccessLog,
+    /// Follow symlinks that lead out of the root (off: such files get 403).
+    pub follow_symlinks: bool,
+    /// Request-head limits (414, 431).
+    pub limits: Limits,
+    /// Largest request body accepted (and discarded); larger gets 413.
+    pub max_body: u64,
+    /// Requests served on one connection before it is closed (nginx's keepalive_requests).
+    pub keepalive_requests: u64,
+    /// Open connections across all workers; beyond it the server stops accepting for a while.
+    pub max_connections: usize,
+    /// Time allowed for a request head to arrive once it has started (slowloris guard); 408.
+    pub header_timeout: Duration,
+    /// Time a keep-alive connection may sit idle between requests.
+    pub keepalive_timeout: Duration,
+    /// Time a response may make no progress because the client stopped reading.
+    pub send_timeout: Duration,
+    /// On SIGINT/SIGTERM, time allowed for responses in flight before connections are cut.
+    pub shutdown_timeout: Duration,
+    /// Files up to this size are read into memory and sent with their head in one write;
+    /// larger ones go by sendfile.
+    pub sendfile_threshold: u64,
+}
+
+impl Config {
+    /// The defaults of `webscope serve` for a document root.
+    pub fn new(root: impl Into<PathBuf>) -> Config {
+        Config {
+            root: root.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            workers: std::thread::available_parallelism().map_or(1, usize::from),
+            access_log: AccessLog::Off,
+            follow_symlinks: false,
+            limits: Limits::default(),
+            max_body: 1024 * 1024,
+            keepalive_requests: 10_000,
+            max_connections: 10_000,
+            header_timeout: Duration::from_secs(10),
+            keepalive_timeout: Duration::from_secs(15),
+            send_timeout: Duration::from_secs(30),
+            shutdown_timeout: Duration::from_secs(10),
+            sendfile_threshold: 16 * 1024,
+        }
+    }
+}

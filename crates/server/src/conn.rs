@@ -1,0 +1,286 @@
+//! One client connection: read, parse, answer, repeat, until the client or a rule closes it.
+//!
+//! The loop answers every complete request already buffered before it writes (pipelined
+//! responses leave in one write), writes before it waits for more input, and keeps one read
+//! buffer and one write buffer for the connection's life. Timeouts follow RFC 9112 and nginx:
+//! a started head must complete within the header timeout (408), an idle keep-alive connection
+//! closes after the keep-alive timeout, a client that stops reading is cut after the send
+//! timeout.
+
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use tokio::net::TcpStream;
+use tokio::time::{Duration, Instant};
+use webscope_http::request::{self, Body, Request};
+
+use crate::access_log::{Entry, RequestLine};
+use crate::io::{read_some, sendfile_all, write_all};
+use crate::respond::{self, ConnHeader, Reply, Scratch, Site};
+use crate::worker::Worker;
+
+/// Output is written out once this much is buffered, even if more pipelined requests wait.
+const OUT_HIGH_WATER: usize = 64 * 1024;
+/// How long a closing connection reads and discards what the client still sends, so that
+/// the kernel does not answer unread data with a RST that would destroy our response.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// How a connection ends.
+enum End {
+    /// Nothing unread: close at once.
+    Close,
+    /// The client may still be sending: shut down writing, drain, then close.
+    Linger,
+}
+
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    worker: Rc<Worker>,
+    input: Vec<u8>,
+    /// Start of unconsumed input.
+    start: usize,
+    output: Vec<u8>,
+    scratch: Scratch,
+    served: u64,
+    /// Body bytes of the last request still to be read and dropped.
+    discard: u64,
+}
+
+/// Serves one accepted connection to its end.
+pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, worker: Rc<Worker>) {
+    let mut conn = Conn {
+        stream,
+        peer,
+        worker,
+        input: Vec::with_capacity(4096),
+        start: 0,
+        output: Vec::with_capacity(4096),
+        scratch: Scratch::default(),
+        served: 0,
+        discard: 0,
+    };
+    match conn.run().await {
+        Ok(End::Close) | Err(_) => {}
+        Ok(End::Linger) => conn.linger().await,
+    }
+}
+
+/// What one pass over the buffered input decided.
+enum Step {
+    /// A request was answered; look for the next.
+    Answered,
+    /// No complete request is buffered: read more.
+    NeedMore,
+    /// The connection ends.
+    End(End),
+}
+
+impl Conn {
+    async fn run(&mut self) -> io::Result<End> {
+        let worker = Rc::clone(&self.worker);
+        let config = &worker.config;
+        let mut head_deadline: Option<Instant> = None;
+        loop {
+            if self.start == self.input.len() {
+                self.input.clear();
+                self.start = 0;
+            }
+            if self.discard > 0 && self.start < self.input.len() {
+                let n = (self.input.len() - self.start).min(self.discard as usize);
+                self.start += n;
+                self.discard -= n as u64;
+                continue;
+            }
+            if self.discard == 0 && self.start < self.input.len() {
+                // The request borrows the input while it is answered, so the buffer is lent
+                // out of `self` for the step (a move of three words, not a copy).
+                let input = std::mem::take(&mut self.input);
+                let step = self.step(&input).await;
+                self.input = input;
+                match step? {
+                    Step::Answered => {
+                        head_deadline = None;
+                        continue;
+                    }
+                    Step::NeedMore => {}
+                    Step::End(end) => return Ok(end),
+                }
+            }
+            // More input is needed: first send what is ready.
+            self.flush(false).await?;
+            let idle = self.start == self.input.len() && self.discard == 0;
+            if idle && worker.shutting_down() {
+                return Ok(End::Close);
+            }
+            let deadline = if idle {
+                let wait = if self.served == 0 {
+                    config.header_timeout
+                } else {
+                    config.keepalive_timeout
+                };
+                Instant::now() + wait
+            } else {
+                *head_deadline.get_or_insert_with(|| Instant::now() + config.header_timeout)
+            };
+            self.compact();
+            let read = tokio::select! {
+                biased;
+                read = read_some(&self.stream, &mut self.input, 2048, deadline) => read,
+                () = worker.shutdown_signal(), if idle => return Ok(End::Close),
+            };
+            match read {
+                Ok(0) => return Ok(End::Close),
+                Ok(_) => {}
+                Err(err) if err.kind() == io::ErrorKind::TimedOut => {
+                    if idle {
+                        return Ok(End::Close);
+                    }
+                    let input = std::mem::take(&mut self.input);
+                    let result = self.refuse(408, &input[self.start..]).await;
+                    self.input = input;
+                    result?;
+                    return Ok(End::Linger);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// Parses the next buffered request and answers it.
+    async fn step(&mut self, input: &[u8]) -> io::Result<Step> {
+        let pending = &input[self.start..];
+        match request::parse(pending, &self.worker.config.limits) {
+            Ok(Some(req)) => Ok(match self.answer(&req, input).await? {
+                Some(end) => Step::End(end),
+                None => Step::Answered,
+            }),
+            Ok(None) => Ok(Step::NeedMore),
+            Err(err) => {
+                self.refuse(err.status(), pending).await?;
+                Ok(Step::End(End::Linger))
+            }
+        }
+    }
+
+    /// Answers one parsed request. Returns how the connection ends if it must.
+    async fn answer(&mut self, req: &Request<'_>, input: &[u8]) -> io::Result<Option<End>> {
+        let worker = Rc::clone(&self.worker);
+        let config = &worker.config;
+        self.served += 1;
+        if matches!(req.body, Body::Length(n) if n > config.max_body) {
+            let reply = respond::error(&mut self.output, 413, ConnHeader::Close, false, &[]);
+            self.log(req, &reply);
+            self.flush(false).await?;
+            return Ok(Some(End::Linger));
+        }
+        let keep_alive = req.keep_alive()
+            && req.body != Body::Chunked
+            && self.served < config.keepalive_requests
+            && !worker.shutting_down();
+        let site = Site {
+            root: &worker.root,
+            sendfile_threshold: config.sendfile_threshold,
+        };
+        let reply = respond::respond(&site, req, keep_alive, &mut self.output, &mut self.scratch);
+        self.log(req, &reply);
+        self.start += req.head_len;
+        if let Body::Length(n) = req.body {
+            self.discard = n;
+        }
+        let Reply {
+            sendfile, close, ..
+        } = reply;
+        if let Some((file, offset, len)) = sendfile {
+            self.flush(true).await?;
+            let sent = sendfile_all(&self.stream, &file, offset, len, config.send_timeout).await?;
+            if sent < len {
+                return Ok(Some(End::Close));
+            }
+        }
+        if close {
+            self.flush(false).await?;
+            let unread = self.start < input.len() || self.discard > 0 || req.body == Body::Chunked;
+            return Ok(Some(if unread { End::Linger } else { End::Close }));
+        }
+        if self.output.len() >= OUT_HIGH_WATER {
+            self.flush(false).await?;
+        }
+        Ok(None)
+    }
+
+    /// Answers a request that could not be parsed (or timed out) and logs it; `pending` is
+    /// the unparsed input, whose first line goes to the log.
+    async fn refuse(&mut self, status: u16, pending: &[u8]) -> io::Result<()> {
+        let reply = respond::error(&mut self.output, status, ConnHeader::Close, false, &[]);
+        if self.worker.log_enabled() {
+            let line_end = pending
+                .iter()
+                .position(|&b| b == b'\r' || b == b'\n')
+                .unwrap_or(pending.len())
+                .min(1024);
+            self.worker.log(&Entry {
+                peer: self.peer.ip(),
+                request: RequestLine::Raw(&pending[..line_end]),
+                status: reply.status,
+                body_bytes: reply.body_bytes,
+                referer: None,
+                user_agent: None,
+            });
+        }
+        self.flush(false).await
+    }
+
+    fn log(&self, req: &Request<'_>, reply: &Reply) {
+        if !self.worker.log_enabled() {
+            return;
+        }
+        self.worker.log(&Entry {
+            peer: self.peer.ip(),
+            request: RequestLine::Parsed {
+                method: req.method_name,
+                target: req.target,
+                version: req.version.as_str(),
+            },
+            status: reply.status,
+            body_bytes: reply.body_bytes,
+            referer: req.referer,
+            user_agent: req.user_agent,
+        });
+    }
+
+    async fn flush(&mut self, more: bool) -> io::Result<()> {
+        if self.output.is_empty() {
+            return Ok(());
+        }
+        let timeout = self.worker.config.send_timeout;
+        let result = write_all(&self.stream, &self.output, more, timeout).await;
+        self.output.clear();
+        result
+    }
+
+    /// Moves unconsumed input to the front when the buffer's free space runs low.
+    fn compact(&mut self) {
+        if self.start > 0 && self.input.capacity() - self.input.len() < 2048 {
+            self.input.drain(..self.start);
+            self.start = 0;
+        }
+    }
+
+    /// Half-closes and reads what the client still sends, for a bounded time, so that our
+    /// last response reaches it (RFC 9112 §9.6).
+    async fn linger(&mut self) {
+        // SAFETY: shutdown on our own open socket.
+        unsafe { libc::shutdown(std::os::fd::AsRawFd::as_raw_fd(&self.stream), libc::SHUT_WR) };
+        let deadline = Instant::now() + LINGER;
+        let mut drained = 0usize;
+        while drained < 1 << 20 {
+            self.input.clear();
+            match read_some(&self.stream, &mut self.input, 4096, deadline).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => drained += n,
+            }
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! From a parsed request to a response: the method table, the file lookup, conditional
+//! requests (304), ranges (206 / 416), and the error pages. The head and small bodies are
+//! appended to the connection's output buffer; large bodies are left to sendfile.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+
+use webscope_http::head;
+use webscope_http::path;
+use webscope_http::request::{Method, Request, Version};
+
+use crate::files::{self, Lookup, OpenFile, Root};
+use crate::range::{self, RangeAnswer};
+
+/// What the connection must do after the head (and maybe the body) is in the output buffer.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub status: u16,
+    /// Body bytes the response carries (for the log's `%b`).
+    pub body_bytes: u64,
+    /// A body still to be sent from a file: (file, offset, length).
+    pub sendfile: Option<(File, u64, u64)>,
+    /// The connection must close after this response.
+    pub close: bool,
+}
+
+/// Per-connection scratch space, reused across requests so a request allocates nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    pub path: Vec<u8>,
+    pub open: Vec<u8>,
+    pub etag: Vec<u8>,
+}
+
+/// The settings `respond` needs.
+pub(crate) struct Site<'a> {
+    pub root: &'a Root,
+    pub sendfile_threshold: u64,
+}
+
+/// Answers `req`, writing into `out`.
+pub(crate) fn respond(
+    site: &Site<'_>,
+    req: &Request<'_>,
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
+) -> Reply {
+    let head_only = req.method == Method::Head;
+    let conn = ConnHeader::new(keep_alive, req.version);
+    match req.method {
+        Method::Get | Method::Head => {}
+        Method::OtherKnown => {
+            return error(out, 405, conn, head_only, &[("Allow", b"GET, HEAD")]);
+        }
+        Method::Unknown => return error(out, 501, conn, head_only, &[]),
+    }
+    let names_dir = match path::normalize(req.target, &mut scratch.path) {
+        Ok(names_dir) => names_dir,
+        Err(_) => return error(out, 400, ConnHeader::Close, head_only, &[]),
+    };
+    match site
+        .root
+        .lookup(&scratch.path, names_dir, &mut scratch.open)
+    {
+        Lookup::File(file) => file_response(site, req, file, conn, out, scratch),
+        Lookup::DirectoryWithoutSlash => {
+            let mut location = path::target_path(req.target)
+                .unwrap_or("/")
+                .as_bytes()
+                .to_vec();
+            location.push(b'/');
+            error(out, 301, conn, head_only, &[("Location", &location)])
+        }
+        Lookup::NotFound => error(out, 404, conn, head_only, &[]),
+        Lookup::Forbidden => error(out, 403, conn, head_only, &[]),
+        Lookup::Unavailable => error(out, 503, conn, head_only, &[("Retry-After", b"1")]),
+    }
+}
+
+/// The `Connection` field a response carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConnHeader {
+    /// HTTP/1.1 keep-alive: nothing to say.
+    None,
+    /// HTTP/1.0 keep-alive must be confirmed.
+    KeepAlive,
+    /// The connection closes after this response.
+    Close,
+}
+
+impl ConnHeader {
+    pub(crate) fn new(keep_alive: bool, version: Version) -> ConnHeader {
+        match (keep_alive, version) {
+            (false, _) => ConnHeader::Close,
+            (true, Version::Http10) => ConnHeader::KeepAlive,
+            (true, Version::Http11) => ConnHeader::None,
+        }
+    }
+
+    fn write(self, out: &mut Vec<u8>) {
+        match self {
+            ConnHeader::None => {}
+            ConnHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+            ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
+        }
+    }
+}
+
+fn file_response(
+    site: &Site<'_>,
+    req: &Request<'_>,
+    file: OpenFile,
+    conn: ConnHeader,
+    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
+) -> Reply {
+    let head_only = req.method == Method::Head;
+    scratch.etag.clear();
+    files::write_etag(&mut scratch.etag, file.mtime, file.size);
+    if not_modified(req, &scratch.etag, file.mtime) {
+        head::begin(out, 304);
+        validators(out, &scratch.etag, file.mtime);
+        conn.write(out);
+        head::end(out);
+        return reply(304, 0, conn);
+    }
+    let ranged = match req.range {
+        Some(value) if if_range_holds(req, &scratch.etag, file.mtime) => {
+            range::answer(value, file.size)
+        }
+        _ => RangeAnswer::Whole,
+    };
+    let (status, start, len) = match ranged {
+        RangeAnswer::Whole => (200, 0, file.size),
+        RangeAnswer::Part { start, end } => (206, start, end - start + 1),
+        RangeAnswer::Unsatisfiable => {
+            let mut value = b"bytes */".to_vec();
+            value.extend_from_slice(itoa::Buffer::new().format(file.size).as_bytes());
+            return error(out, 416, conn, head_only, &[("Content-Range", &value)]);
+        }
+    };
+    head::begin(out, status);
+    head::field(
+        out,
+        "Content-Type",
+        files::content_type(&scratch.path, file.index).as_bytes(),
+    );
+    head::content_length(out, len);
+    validators(out, &scratch.etag, file.mtime);
+    out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+    if status == 206 {
+        content_range(out, start, len, file.size);
+    }
+    conn.write(out);
+    head::end(out);
+    if head_only || len == 0 {
+        return reply(status, 0, conn);
+    }
+    if len > site.sendfile_threshold {
+        let mut r = reply(status, len, conn);
+        r.sendfile = Some((file.file, start, len));
+        return r;
+    }
+    match read_at(&file.file, start, len, out) {
+        Ok(n) if n == len => reply(status, len, conn),
+        // The file shrank since fstat: the promised length cannot be kept, so the only honest
+        // end is to close after what there is.
+        Ok(n) => reply(status, n, ConnHeader::Close),
+        Err(_) => reply(status, 0, ConnHeader::Close),
+    }
+}
+
+fn reply(status: u16, body_bytes: u64, conn: ConnHeader) -> Reply {
+    Reply {
+        status,
+        body_bytes,
+        sendfile: None,
+        close: conn == ConnHeader::Close,
+    }
+}
+
+fn validators(out: &mut Vec<u8>, etag: &[u8], mtime: i64) {
+    head::field_date(out, "Last-Modified", mtime);
+    head::field(out, "ETag", etag);
+}
+
+fn content_range(out: &mut Vec<u8>, start: u64, len: u64, size: u64) {
+    let mut digits = itoa::Buffer::new();
+    out.extend_from_slice(b"Content-Range: bytes ");
+    out.extend_from_slice(digits.format(start).as_bytes());
+    out.push(b'-');
+    out.extend_from_slice(digits.format(start + len - 1).as_bytes());
+    out.push(b'/');
+    out.extend_from_slice(digits.format(size).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// RFC 9110 §13.1.2-3: If-None-Match (weak comparison) decides when present; otherwise
+/// If-Modified-Since with a valid date.
+fn not_modified(req: &Request<'_>, etag: &[u8], mtime: i64) -> bool {
+    if let Some(list) = req.if_none_match {
+        return list == b"*" || list.split(|&b| b == b',').any(|tag| weak_eq(tag, etag));
+    }
+    req.if_modified_since
+        .and_then(|value| std::str::from_utf8(value).ok())
+        .and_then(webscope_http::date::parse_http_date)
+        .is_some_and(|since| mtime <= since)
+}
+
+/// RFC 9110 §13.1.5: a Range is used only if If-Range (when present) matches the current
+/// representation: a strong ETag match, or exactly its Last-Modified date.
+fn if_range_holds(req: &Request<'_>, etag: &[u8], mtime: i64) -> bool {
+    let Some(value) = req.if_range else {
+        return true;
+    };
+    if value.starts_with(b"\"") {
+        return value == etag;
+    }
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(webscope_http::date::parse_http_date)
+        .is_some_and(|date| date == mtime)
+}
+
+fn weak_eq(tag: &[u8], etag: &[u8]) -> bool {
+    let tag = trim(tag);
+    let tag = tag.strip_prefix(b"W/").unwrap_or(tag);
+    tag == etag
+}
+
+fn trim(value: &[u8]) -> &[u8] {
+    let start = value
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(value.len());
+    let end = value
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(start, |e| e + 1);
+    &value[start..end]
+}
+
+/// Appends an error (or redirect) response with a small HTML body.
+pub(crate) fn error(
+    out: &mut Vec<u8>,
+    status: u16,
+    conn: ConnHeader,
+    head_only: bool,
+    fields: &[(&str, &[u8])],
+) -> Reply {
+    let reason = webscope_http::status::reason(status);
+    let mut digits = itoa::Buffer::new();
+    let code = digits.format(status);
+    // "<html>...<title>404 Not Found</title>...<h1>404 Not Found</h1>...</html>\n"
+    const FRAME: usize = "<html><head><title></title></head><body><h1></h1></body></html>\n".len();
+    let body_len = FRAME + 2 * (code.len() + 1 + reason.len());
+    head::begin(out, status);
+    out.extend_from_slice(b"Content-Type: text/html\r\n");
+    head::content_length(out, body_len as u64);
+    for (name, value) in fields {
+        head::field(out, name, value);
+    }
+    conn.write(out);
+    head::end(out);
+    if !head_only {
+        let start = out.len();
+        for part in [
+            "<html><head><title>",
+            code,
+            " ",
+            reason,
+            "</title></head><body><h1>",
+            code,
+            " ",
+            reason,
+            "</h1></body></html>\n",
+        ] {
+            out.extend_from_slice(part.as_bytes());
+        }
+        debug_assert_eq!(out.len() - start, body_len);
+    }
+    reply(status, if head_only { 0 } else { body_len as u64 }, conn)
+}
+
+/// Reads `len` bytes at `offset` into `out`'s spare capacity, without zeroing it first.
+fn read_at(file: &File, offset: u64, len: u64, out: &mut Vec<u8>) -> io::Result<u64> {
+    let len = len as usize;
+    out.reserve(len);
+    let mut done = 0;
+    while done < len {
+        let spare = &mut out.spare_capacity_mut()[..len - done];
+        // SAFETY: pread writes at most `spare.len()` bytes into the spare capacity.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                spare.len(),
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            break;
+        }
+        // SAFETY: pread initialised `n` more bytes.
+        unsafe { out.set_len(out.len() + n as usize) };
+        done += n as usize;
+    }
+    Ok(done as u64)
+}

@@ -1,0 +1,140 @@
+//! Starting and stopping the server: bind, spawn the workers, and on shutdown let them drain.
+
+use std::net::SocketAddr;
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+use tokio::sync::watch;
+
+use crate::access_log::Sink;
+use crate::config::Config;
+use crate::error::Error;
+use crate::files::Root;
+use crate::{listener, worker};
+
+/// A server that is bound but not yet serving. Binding first lets the caller learn the real
+/// port (for `--listen 127.0.0.1:0`) and report errors before anything runs.
+pub struct Server {
+    config: Arc<Config>,
+    listeners: Vec<std::net::TcpListener>,
+    local_addr: SocketAddr,
+    root: Arc<Root>,
+    sink: Sink,
+}
+
+/// A running server. Dropping it without `shutdown` leaves the workers running until the
+/// process exits.
+pub struct Running {
+    stop: watch::Sender<bool>,
+    workers: Vec<JoinHandle<()>>,
+    local_addr: SocketAddr,
+}
+
+impl Server {
+    /// Checks the configuration, opens the root and the access log, and binds the listeners.
+    pub fn bind(config: Config) -> Result<Server, Error> {
+        if config.workers == 0 {
+            return Err(Error::Config("--workers must be at least 1".into()));
+        }
+        if config.keepalive_requests == 0 {
+            return Err(Error::Config(
+                "--keepalive-requests must be at least 1".into(),
+            ));
+        }
+        if config.max_connections < config.workers {
+            return Err(Error::Config(format!(
+                "--max-connections ({}) must be at least the number of workers ({})",
+                config.max_connections, config.workers
+            )));
+        }
+        let root = Root::open(&config.root, config.follow_symlinks).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotADirectory {
+                Error::RootNotDirectory(config.root.clone())
+            } else {
+                Error::Root {
+                    path: config.root.clone(),
+                    source,
+                }
+            }
+        })?;
+        let sink = Sink::open(&config.access_log)?;
+        let listeners = listener::bind(config.listen, config.workers)?;
+        let local_addr = listeners[0]
+            .local_addr()
+            .map_err(|e| Error::bind(config.listen, e))?;
+        Ok(Server {
+            config: Arc::new(config),
+            listeners,
+            local_addr,
+            root: Arc::new(root),
+            sink,
+        })
+    }
+
+    /// The address the server listens on (with the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Starts the workers and returns once every one of them is accepting.
+    pub fn start(self) -> Result<Running, Error> {
+        let (stop, stop_rx) = watch::channel(false);
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let per_worker = self.config.max_connections / self.config.workers;
+        let mut workers = Vec::new();
+        for (id, listener) in self.listeners.into_iter().enumerate() {
+            let start = worker::Start {
+                listener,
+                config: Arc::clone(&self.config),
+                root: Arc::clone(&self.root),
+                sink: self.sink.clone(),
+                max_connections: per_worker,
+                shutdown: stop_rx.clone(),
+                ready: ready_tx.clone(),
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("webscope-w{id}"))
+                .spawn(move || worker::run(start))
+                .map_err(Error::Start)?;
+            workers.push(handle);
+        }
+        drop(ready_tx);
+        let running = Running {
+            stop,
+            workers,
+            local_addr: self.local_addr,
+        };
+        for _ in 0..running.workers.len() {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => {
+                    running.shutdown();
+                    return Err(Error::Start(err));
+                }
+                Err(_) => {
+                    running.shutdown();
+                    return Err(Error::Start(std::io::Error::other(
+                        "a worker exited at start",
+                    )));
+                }
+            }
+        }
+        Ok(running)
+    }
+}
+
+impl Running {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting, lets responses in flight finish (up to the shutdown timeout), flushes
+    /// the access log, and returns when every worker has stopped.
+    pub fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for worker in self.workers {
+            let _ = worker.join();
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! A worker: one OS thread, one current-thread tokio runtime, one listener (SO_REUSEPORT), and
+//! the connections it accepts. Nothing on a worker's request path is shared with another
+//! worker except the document root's descriptor and the log file's descriptor, so the hot
+//! path takes no lock and touches no shared cache line.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify, Semaphore};
+use tokio::task::LocalSet;
+
+use crate::access_log::{Entry, LogBuffer, Sink};
+use crate::config::Config;
+use crate::conn;
+use crate::files::Root;
+
+/// Per-worker state that connections share (single-threaded: `Rc`, `Cell`).
+pub(crate) struct Worker {
+    pub config: Arc<Config>,
+    pub root: Arc<Root>,
+    log: RefCell<LogBuffer>,
+    shutdown: Cell<bool>,
+    shutdown_notify: Notify,
+    active: Cell<usize>,
+    drained: Notify,
+}
+
+impl Worker {
+    pub(crate) fn shutting_down(&self) -> bool {
+        self.shutdown.get()
+    }
+
+    /// Completes when shutdown begins.
+    pub(crate) async fn shutdown_signal(&self) {
+        if !self.shutdown.get() {
+            self.shutdown_notify.notified().await;
+        }
+    }
+
+    pub(crate) fn log_enabled(&self) -> bool {
+        self.log.borrow().enabled()
+    }
+
+    pub(crate) fn log(&self, entry: &Entry<'_>) {
+        self.log.borrow_mut().log(entry);
+    }
+}
+
+/// Decrements the worker's connection count when a connection task ends, however it ends.
+struct Active(Rc<Worker>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        let left = self.0.active.get() - 1;
+        self.0.active.set(left);
+        if left == 0 {
+            self.0.drained.notify_waiters();
+        }
+    }
+}
+
+/// What a worker thread needs from the server.
+pub(crate) struct Start {
+    pub listener: std::net::TcpListener,
+    pub config: Arc<Config>,
+    pub root: Arc<Root>,
+    pub sink: Sink,
+    pub max_connections: usize,
+    pub shutdown: watch::Receiver<bool>,
+    /// Told once the worker runs (or why it could not start).
+    pub ready: std::sync::mpsc::Sender<io::Result<()>>,
+}
+
+/// The worker thread's body: runs until shutdown, then drains.
+pub(crate) fn run(start: Start) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            let _ = start.ready.send(Err(err));
+            return;
+        }
+    };
+    let local = LocalSet::new();
+    local.block_on(&runtime, serve(start));
+}
+
+async fn serve(start: Start) {
+    let Start {
+        listener,
+        config,
+        root,
+        sink,
+        max_connections,
+        mut shutdown,
+        ready,
+    } = start;
+    let listener = match TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(err) => {
+            let _ = ready.send(Err(err));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    let worker = Rc::new(Worker {
+        config: Arc::clone(&config),
+        root,
+        log: RefCell::new(LogBuffer::new(sink)),
+        shutdown: Cell::new(false),
+        shutdown_notify: Notify::new(),
+        active: Cell::new(0),
+        drained: Notify::new(),
+    });
+    let flusher = tokio::task::spawn_local(flush_log_every_second(Rc::clone(&worker)));
+    let permits = Arc::new(Semaphore::new(max_connections.max(1)));
+    tokio::select! {
+        biased;
+        _ = shutdown.wait_for(|&stop| stop) => {}
+        () = accept_loop(&listener, &worker, &permits) => {}
+    }
+    drop(listener);
+    worker.shutdown.set(true);
+    worker.shutdown_notify.notify_waiters();
+    if worker.active.get() > 0 {
+        let drained = worker.drained.notified();
+        let _ = tokio::time::timeout(config.shutdown_timeout, drained).await;
+    }
+    flusher.abort();
+    worker.log.borrow_mut().flush();
+}
+
+async fn accept_loop(listener: &TcpListener, worker: &Rc<Worker>, permits: &Arc<Semaphore>) {
+    let mut backoff = Backoff::default();
+    loop {
+        let Ok(permit) = Arc::clone(permits).acquire_owned().await else {
+            return;
+        };
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                backoff.reset();
+                worker.active.set(worker.active.get() + 1);
+                let active = Active(Rc::clone(worker));
+                tokio::task::spawn_local(async move {
+                    conn::serve(stream, peer, Rc::clone(&active.0)).await;
+                    drop(permit);
+                    drop(active);
+                });
+            }
+            Err(err) => backoff.wait(&err).await,
+        }
+    }
+}
+
+/// accept() errors: running out of descriptors or memory is waited out on a doubling
+/// schedule (10 ms .. 1 s) instead of spinning; the operator is told once per episode.
+#[derive(Default)]
+struct Backoff {
+    delay: Option<Duration>,
+}
+
+impl Backoff {
+    fn reset(&mut self) {
+        self.delay = None;
+    }
+
+    async fn wait(&mut self, err: &io::Error) {
+        let exhausted = matches!(
+            err.raw_os_error(),
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+        );
+        if !exhausted {
+            // ECONNABORTED and friends concern one client only; the next accept is fine.
+            return;
+        }
+        let delay = match self.delay {
+            None => {
+                eprintln!("webscope serve: accept failed: {err}; backing off until it clears");
+                Duration::from_millis(10)
+            }
+            Some(d) => (d * 2).min(Duration::from_secs(1)),
+        };
+        self.delay = Some(delay);
+        tokio::time::sleep(delay).await;
+    }
+}
+
+async fn flush_log_every_second(worker: Rc<Worker>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        worker.log.borrow_mut().flush();
+    }
+}
