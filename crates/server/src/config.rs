@@ -49,6 +49,11 @@ pub struct Config {
     /// Files up to this size are read into memory and sent with their head in one write;
     /// larger ones go by sendfile.
     pub sendfile_threshold: u64,
+    /// Bytes of small files kept in memory, across all workers (0: no cache, every request
+    /// resolves and reads its file afresh). Changes are seen within 1 s either way.
+    pub file_cache_bytes: usize,
+    /// Paths remembered per worker (metadata, and an open descriptor for large files).
+    pub file_cache_entries: usize,
 }
 
 impl Config {
@@ -69,6 +74,8 @@ impl Config {
             send_timeout: Duration::from_secs(30),
             shutdown_timeout: Duration::from_secs(10),
             sendfile_threshold: 16 * 1024,
+            file_cache_bytes: 64 * 1024 * 1024,
+            file_cache_entries: 10_000,
         }
     }
 }

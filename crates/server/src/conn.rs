@@ -179,11 +179,21 @@ impl Conn {
             && req.body != Body::Chunked
             && self.served < config.keepalive_requests
             && !worker.shutting_down();
-        let site = Site {
-            root: &worker.root,
-            sendfile_threshold: config.sendfile_threshold,
+        let reply = {
+            let mut cache = worker.cache.borrow_mut();
+            let mut site = Site {
+                root: &worker.root,
+                cache: &mut cache,
+                sendfile_threshold: config.sendfile_threshold,
+            };
+            respond::respond(
+                &mut site,
+                req,
+                keep_alive,
+                &mut self.output,
+                &mut self.scratch,
+            )
         };
-        let reply = respond::respond(&site, req, keep_alive, &mut self.output, &mut self.scratch);
         self.log(req, &reply);
         self.start += req.head_len;
         if let Body::Length(n) = req.body {

@@ -43,9 +43,26 @@ pub(crate) struct OpenFile {
     pub file: File,
     pub size: u64,
     pub mtime: i64,
+    pub mtime_nsec: i64,
+    pub dev: u64,
+    pub ino: u64,
     /// The path that was opened, relative to the root (index.html appended for directories),
     /// for the Content-Type.
     pub index: bool,
+}
+
+impl OpenFile {
+    fn new(file: File, meta: &std::fs::Metadata, index: bool) -> OpenFile {
+        OpenFile {
+            size: meta.len(),
+            mtime: meta.mtime(),
+            mtime_nsec: meta.mtime_nsec(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            file,
+            index,
+        }
+    }
 }
 
 impl Root {
@@ -83,12 +100,7 @@ impl Root {
             Err(err) => return lookup_error(&err),
         };
         if meta.is_file() {
-            return Lookup::File(OpenFile {
-                size: meta.len(),
-                mtime: meta.mtime(),
-                file,
-                index: false,
-            });
+            return Lookup::File(OpenFile::new(file, &meta, false));
         }
         if !meta.is_dir() {
             return Lookup::Forbidden;
@@ -101,12 +113,7 @@ impl Root {
         scratch.extend_from_slice(b"/index.html");
         match self.open_beneath(scratch) {
             Ok(file) => match file.metadata() {
-                Ok(meta) if meta.is_file() => Lookup::File(OpenFile {
-                    size: meta.len(),
-                    mtime: meta.mtime(),
-                    file,
-                    index: true,
-                }),
+                Ok(meta) if meta.is_file() => Lookup::File(OpenFile::new(file, &meta, true)),
                 Ok(_) => Lookup::NotFound,
                 Err(err) => lookup_error(&err),
             },
@@ -234,6 +241,40 @@ pub(crate) fn content_type(rel: &[u8], index: bool) -> &'static str {
         .ok()
         .and_then(|ext| mime_guess::from_ext(ext).first_raw())
         .unwrap_or("application/octet-stream")
+}
+
+/// Reads `len` bytes at `offset` into `out`'s spare capacity, without zeroing it first.
+/// Returns fewer than `len` only if the file is shorter.
+pub(crate) fn read_at(file: &File, offset: u64, len: u64, out: &mut Vec<u8>) -> io::Result<u64> {
+    let len = len as usize;
+    out.reserve(len);
+    let mut done = 0;
+    while done < len {
+        let spare = &mut out.spare_capacity_mut()[..len - done];
+        // SAFETY: pread writes at most `spare.len()` bytes into the spare capacity.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                spare.len(),
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            break;
+        }
+        // SAFETY: pread initialised `n` more bytes.
+        unsafe { out.set_len(out.len() + n as usize) };
+        done += n as usize;
+    }
+    Ok(done as u64)
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 mod access_log;
+mod cache;
 mod config;
 mod conn;
 mod error;

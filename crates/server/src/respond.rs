@@ -3,14 +3,14 @@
 //! appended to the connection's output buffer; large bodies are left to sendfile.
 
 use std::fs::File;
-use std::io;
-use std::os::fd::AsRawFd;
+use std::rc::Rc;
 
 use webscope_http::head;
 use webscope_http::path;
 use webscope_http::request::{Method, Request, Version};
 
-use crate::files::{self, Lookup, OpenFile, Root};
+use crate::cache::{Body, Entry, FileCache, Resolved};
+use crate::files::{self, Lookup, Root};
 use crate::range::{self, RangeAnswer};
 
 /// What the connection must do after the head (and maybe the body) is in the output buffer.
@@ -20,7 +20,7 @@ pub(crate) struct Reply {
     /// Body bytes the response carries (for the log's `%b`).
     pub body_bytes: u64,
     /// A body still to be sent from a file: (file, offset, length).
-    pub sendfile: Option<(File, u64, u64)>,
+    pub sendfile: Option<(Rc<File>, u64, u64)>,
     /// The connection must close after this response.
     pub close: bool,
 }
@@ -30,18 +30,18 @@ pub(crate) struct Reply {
 pub(crate) struct Scratch {
     pub path: Vec<u8>,
     pub open: Vec<u8>,
-    pub etag: Vec<u8>,
 }
 
 /// The settings `respond` needs.
 pub(crate) struct Site<'a> {
     pub root: &'a Root,
+    pub cache: &'a mut FileCache,
     pub sendfile_threshold: u64,
 }
 
 /// Answers `req`, writing into `out`.
 pub(crate) fn respond(
-    site: &Site<'_>,
+    site: &mut Site<'_>,
     req: &Request<'_>,
     keep_alive: bool,
     out: &mut Vec<u8>,
@@ -60,11 +60,16 @@ pub(crate) fn respond(
         Ok(names_dir) => names_dir,
         Err(_) => return error(out, 400, ConnHeader::Close, head_only, &[]),
     };
-    match site
-        .root
-        .lookup(&scratch.path, names_dir, &mut scratch.open)
-    {
-        Lookup::File(file) => file_response(site, req, file, conn, out, scratch),
+    let resolved = site
+        .cache
+        .resolve(site.root, &scratch.path, names_dir, &mut scratch.open);
+    let lookup = match resolved {
+        Resolved::File(entry) => return file_response(site, req, &entry, conn, out),
+        Resolved::Other(lookup) => lookup,
+    };
+    match lookup {
+        // `resolve` turns every file into an entry.
+        Lookup::File(_) => error(out, 500, ConnHeader::Close, head_only, &[]),
         Lookup::DirectoryWithoutSlash => {
             let mut location = path::target_path(req.target)
                 .unwrap_or("/")
@@ -111,23 +116,20 @@ impl ConnHeader {
 fn file_response(
     site: &Site<'_>,
     req: &Request<'_>,
-    file: OpenFile,
+    file: &Entry,
     conn: ConnHeader,
     out: &mut Vec<u8>,
-    scratch: &mut Scratch,
 ) -> Reply {
     let head_only = req.method == Method::Head;
-    scratch.etag.clear();
-    files::write_etag(&mut scratch.etag, file.mtime, file.size);
-    if not_modified(req, &scratch.etag, file.mtime) {
+    if not_modified(req, &file.etag, file.mtime) {
         head::begin(out, 304);
-        validators(out, &scratch.etag, file.mtime);
+        validators(out, &file.etag, file.mtime);
         conn.write(out);
         head::end(out);
         return reply(304, 0, conn);
     }
     let ranged = match req.range {
-        Some(value) if if_range_holds(req, &scratch.etag, file.mtime) => {
+        Some(value) if if_range_holds(req, &file.etag, file.mtime) => {
             range::answer(value, file.size)
         }
         _ => RangeAnswer::Whole,
@@ -142,13 +144,9 @@ fn file_response(
         }
     };
     head::begin(out, status);
-    head::field(
-        out,
-        "Content-Type",
-        files::content_type(&scratch.path, file.index).as_bytes(),
-    );
+    head::field(out, "Content-Type", file.content_type.as_bytes());
     head::content_length(out, len);
-    validators(out, &scratch.etag, file.mtime);
+    validators(out, &file.etag, file.mtime);
     out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
     if status == 206 {
         content_range(out, start, len, file.size);
@@ -158,12 +156,19 @@ fn file_response(
     if head_only || len == 0 {
         return reply(status, 0, conn);
     }
+    let fd = match &file.body {
+        Body::Memory(bytes) => {
+            out.extend_from_slice(&bytes[start as usize..(start + len) as usize]);
+            return reply(status, len, conn);
+        }
+        Body::File(fd) => fd,
+    };
     if len > site.sendfile_threshold {
         let mut r = reply(status, len, conn);
-        r.sendfile = Some((file.file, start, len));
+        r.sendfile = Some((Rc::clone(fd), start, len));
         return r;
     }
-    match read_at(&file.file, start, len, out) {
+    match files::read_at(fd, start, len, out) {
         Ok(n) if n == len => reply(status, len, conn),
         // The file shrank since fstat: the promised length cannot be kept, so the only honest
         // end is to close after what there is.
@@ -282,37 +287,4 @@ pub(crate) fn error(
         debug_assert_eq!(out.len() - start, body_len);
     }
     reply(status, if head_only { 0 } else { body_len as u64 }, conn)
-}
-
-/// Reads `len` bytes at `offset` into `out`'s spare capacity, without zeroing it first.
-fn read_at(file: &File, offset: u64, len: u64, out: &mut Vec<u8>) -> io::Result<u64> {
-    let len = len as usize;
-    out.reserve(len);
-    let mut done = 0;
-    while done < len {
-        let spare = &mut out.spare_capacity_mut()[..len - done];
-        // SAFETY: pread writes at most `spare.len()` bytes into the spare capacity.
-        let n = unsafe {
-            libc::pread(
-                file.as_raw_fd(),
-                spare.as_mut_ptr().cast(),
-                spare.len(),
-                (offset + done as u64) as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
-        }
-        if n == 0 {
-            break;
-        }
-        // SAFETY: pread initialised `n` more bytes.
-        unsafe { out.set_len(out.len() + n as usize) };
-        done += n as usize;
-    }
-    Ok(done as u64)
 }

@@ -14,6 +14,7 @@ use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::LocalSet;
 
 use crate::access_log::{Entry, LogBuffer, Sink};
+use crate::cache::FileCache;
 use crate::config::Config;
 use crate::conn;
 use crate::files::Root;
@@ -22,6 +23,7 @@ use crate::files::Root;
 pub(crate) struct Worker {
     pub config: Arc<Config>,
     pub root: Arc<Root>,
+    pub cache: RefCell<FileCache>,
     log: RefCell<LogBuffer>,
     shutdown: Cell<bool>,
     shutdown_notify: Notify,
@@ -112,6 +114,11 @@ async fn serve(start: Start) {
     let worker = Rc::new(Worker {
         config: Arc::clone(&config),
         root,
+        cache: RefCell::new(FileCache::new(
+            config.file_cache_bytes / config.workers.max(1),
+            config.file_cache_entries,
+            config.sendfile_threshold,
+        )),
         log: RefCell::new(LogBuffer::new(sink)),
         shutdown: Cell::new(false),
         shutdown_notify: Notify::new(),

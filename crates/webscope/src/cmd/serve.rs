@@ -66,6 +66,10 @@ pub struct Args {
     /// Most header fields in a request (431 beyond; at most 128).
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=128))]
     max_headers: u16,
+    /// Bytes of small files cached in memory across all workers, with their metadata; 0
+    /// turns the cache off. A changed or deleted file is noticed within 1 s either way.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    file_cache_size: usize,
     /// Largest request body accepted and discarded (413 beyond).
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     max_body: u64,
@@ -94,6 +98,7 @@ impl Args {
         config.limits.max_head = self.max_head;
         config.limits.max_headers = usize::from(self.max_headers);
         config.max_body = self.max_body;
+        config.file_cache_bytes = self.file_cache_size;
         config
     }
 }

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""webscope serve vs nginx, side by side: server CPU-microseconds per request.
+
+Serves the same 1 KiB and 100 KiB files from `webscope serve` and from nginx (tuned: one
+worker, tcp_nopush, open_file_cache, buffered access log; once with sendfile on and once off,
+the better of the two counting), pins each server to CPU 0 and wrk to CPU 1, alternates the
+servers (A B C A B C ...) and prints, per scenario, the median req/s, the server's
+CPU-microseconds per request (utime+stime from /proc/PID/stat before and after), and both
+processes' CPU utilisation. On 2 cores the load generator may saturate before the server does,
+so CPU per request is the figure that compares servers honestly.
+
+Usage: bench/serve_vs_nginx.py [--pairs 3] [--duration 5] [--connections 50]
+Needs: nginx and wrk (installed with apt-get if missing and running as root), cargo.
+Traffic stays on 127.0.0.1.
+"""
+import argparse
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def ensure_tools():
+    missing = [t for t in ("nginx", "wrk") if not shutil.which(t) and not os.path.exists("/usr/sbin/" + t)]
+    if missing:
+        print(f"installing {' '.join(missing)} ...", file=sys.stderr)
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, stdout=subprocess.DEVNULL)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_ticks(pid):
+    """utime + stime of a process and all its threads, in clock ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def wait_port(port, limit=5.0):
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+class Webscope:
+    def __init__(self, binary, docroot, work):
+        self.name = "webscope"
+        self.port = free_port()
+        log = os.path.join(work, "webscope-access.log")
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", "0", binary, "serve", "--root", docroot, "--listen", f"127.0.0.1:{self.port}",
+             "--workers", "1", "--access-log", log],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+        self.pid = self.proc.pid
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=15)
+
+
+class Nginx:
+    def __init__(self, docroot, work, sendfile):
+        self.name = f"nginx-sendfile-{'on' if sendfile else 'off'}"
+        self.port = free_port()
+        conf = os.path.join(work, f"{self.name}.conf")
+        with open(conf, "w") as f:
+            f.write(f"""
+worker_processes 1;
+master_process off;
+daemon off;
+error_log {work}/{self.name}-error.log;
+pid {work}/{self.name}.pid;
+events {{ worker_connections 4096; }}
+http {{
+    include /etc/nginx/mime.types;
+    access_log {work}/{self.name}-access.log combined buffer=64k flush=1s;
+    sendfile {'on' if sendfile else 'off'};
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_requests 10000;
+    open_file_cache max=1000 inactive=20s;
+    open_file_cache_valid 1s;
+    server {{
+        listen 127.0.0.1:{self.port} reuseport;
+        root {docroot};
+    }}
+}}
+""")
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.proc = subprocess.Popen(["taskset", "-c", "0", nginx, "-c", conf, "-p", work],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+        self.pid = self.proc.pid
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGQUIT)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def run_wrk(port, path, close, connections, duration):
+    """Runs wrk pinned to CPU 1; returns (requests, seconds, wrk cpu seconds)."""
+    cmd = ["taskset", "-c", "1", "wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency"]
+    if close:
+        cmd += ["-H", "Connection: close"]
+    cmd.append(f"http://127.0.0.1:{port}{path}")
+    before = os.times()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    after = os.times()
+    wrk_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    requests = None
+    for line in out.splitlines():
+        if "requests in" in line:
+            requests = int(line.split()[0])
+        if "Non-2xx" in line or "Socket errors" in line:
+            print(f"    wrk: {line.strip()}", file=sys.stderr)
+    if requests is None:
+        raise RuntimeError("cannot read wrk output:\n" + out)
+    return requests, wrk_cpu
+
+
+def measure(server, path, close, args):
+    # A short warm-up so caches and the page cache are hot, then the measured run.
+    run_wrk(server.port, path, close, args.connections, 1)
+    t0 = cpu_ticks(server.pid)
+    start = time.time()
+    requests, wrk_cpu = run_wrk(server.port, path, close, args.connections, args.duration)
+    elapsed = time.time() - start
+    t1 = cpu_ticks(server.pid)
+    server_cpu = (t1 - t0) / TICK
+    return {
+        "rps": requests / elapsed,
+        "cpu_us": server_cpu * 1e6 / max(requests, 1),
+        "server_util": server_cpu / elapsed,
+        "wrk_util": wrk_cpu / elapsed,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=3, help="alternations per scenario (default 3)")
+    parser.add_argument("--duration", type=int, default=5, help="seconds per run (default 5)")
+    parser.add_argument("--connections", type=int, default=50, help="wrk connections (default 50)")
+    parser.add_argument("--binary", default=None, help="webscope binary (default: build release)")
+    parser.add_argument("--only", default=None, help="run only scenarios whose title contains this text")
+    args = parser.parse_args()
+    ensure_tools()
+    binary = args.binary
+    if binary is None:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope"], cwd=ROOT, check=True)
+        binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "webscope")
+    work = tempfile.mkdtemp(prefix="webscope-bench-")
+    docroot = os.path.join(work, "www")
+    os.makedirs(docroot)
+    for name, size in (("1k.bin", 1024), ("100k.bin", 100 * 1024)):
+        with open(os.path.join(docroot, name), "wb") as f:
+            f.write(os.urandom(size))
+    os.chmod(work, 0o755)
+    scenarios = [("1 KiB keep-alive", "/1k.bin", False), ("100 KiB keep-alive", "/100k.bin", False),
+                 ("1 KiB close", "/1k.bin", True)]
+    makers = [lambda: Webscope(binary, docroot, work), lambda: Nginx(docroot, work, True),
+              lambda: Nginx(docroot, work, False)]
+    print(f"wrk -t1 -c{args.connections} -d{args.duration}s on CPU 1, servers (one worker) on CPU 0, "
+          f"{args.pairs} alternations; medians")
+    try:
+        for title, path, close in scenarios:
+            if args.only and args.only not in title:
+                continue
+            results = {}
+            for rep in range(args.pairs):
+                for make in makers:
+                    server = make()
+                    try:
+                        r = measure(server, path, close, args)
+                    finally:
+                        server.stop()
+                    results.setdefault(server.name, []).append(r)
+            print(f"\n{title}")
+            print(f"  {'server':20} {'req/s':>10} {'CPU-us/req':>11} {'server CPU':>11} {'wrk CPU':>8}")
+            med = {}
+            for name, runs in results.items():
+                m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                spread = (min(r["cpu_us"] for r in runs), max(r["cpu_us"] for r in runs))
+                med[name] = m
+                print(f"  {name:20} {m['rps']:10.0f} {m['cpu_us']:11.2f} {m['server_util']*100:10.0f}% "
+                      f"{m['wrk_util']*100:7.0f}%   (CPU-us/req {spread[0]:.2f}..{spread[1]:.2f})")
+            best = min((n for n in med if n.startswith("nginx")), key=lambda n: med[n]["cpu_us"])
+            ratio = med["webscope"]["cpu_us"] / med[best]["cpu_us"]
+            print(f"  webscope / {best}: CPU per request {ratio:.2f} x, req/s "
+                  f"{med['webscope']['rps'] / med[best]['rps']:.2f} x")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
