@@ -2,8 +2,8 @@
 """webscope serve vs nginx, side by side: server CPU-microseconds per request.
 
 Serves the same 1 KiB and 100 KiB files from `webscope serve` and from nginx (tuned: one
-worker, tcp_nopush, open_file_cache, buffered access log; once with sendfile on and once off,
-the better of the two counting), pins each server to CPU 0 and wrk to CPU 1, alternates the
+worker, tcp_nopush, open_file_cache, buffered access log, deferred accept as webscope has by
+default; once with sendfile on and once off, the better of the two counting), pins each server to CPU 0 and wrk to CPU 1, alternates the
 servers (A B C A B C ...) and prints, per scenario, the median req/s, the server's
 CPU-microseconds per request (utime+stime from /proc/PID/stat before and after), and both
 processes' CPU utilisation. On 2 cores the load generator may saturate before the server does,
@@ -100,7 +100,7 @@ http {{
     open_file_cache max=1000 inactive=20s;
     open_file_cache_valid 1s;
     server {{
-        listen 127.0.0.1:{self.port} reuseport;
+        listen 127.0.0.1:{self.port} reuseport deferred;
         root {docroot};
     }}
 }}

@@ -49,6 +49,9 @@ pub struct Config {
     /// Files up to this size are read into memory and sent with their head in one write;
     /// larger ones go by sendfile.
     pub sendfile_threshold: u64,
+    /// TCP_DEFER_ACCEPT: connections reach accept() once their first bytes arrived (or after
+    /// the header timeout), so the first read finds the request.
+    pub defer_accept: bool,
     /// Bytes of small files kept in memory, across all workers (0: no cache, every request
     /// resolves and reads its file afresh). Changes are seen within 1 s either way.
     pub file_cache_bytes: usize,
@@ -74,6 +77,7 @@ impl Config {
             send_timeout: Duration::from_secs(30),
             shutdown_timeout: Duration::from_secs(10),
             sendfile_threshold: 16 * 1024,
+            defer_accept: true,
             file_cache_bytes: 64 * 1024 * 1024,
             file_cache_entries: 10_000,
         }

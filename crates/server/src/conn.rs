@@ -11,12 +11,11 @@ use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
 
-use tokio::net::TcpStream;
 use tokio::time::{Duration, Instant};
 use webscope_http::request::{self, Body, Request};
 
 use crate::access_log::{Entry, RequestLine};
-use crate::io::{read_some, sendfile_all, write_all};
+use crate::io::{read_some, sendfile_all, write_all, Socket};
 use crate::respond::{self, ConnHeader, Reply, Scratch, Site};
 use crate::worker::Worker;
 
@@ -35,7 +34,7 @@ enum End {
 }
 
 struct Conn {
-    stream: TcpStream,
+    socket: Socket,
     peer: SocketAddr,
     worker: Rc<Worker>,
     input: Vec<u8>,
@@ -49,9 +48,9 @@ struct Conn {
 }
 
 /// Serves one accepted connection to its end.
-pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, worker: Rc<Worker>) {
+pub(crate) async fn serve(socket: Socket, peer: SocketAddr, worker: Rc<Worker>) {
     let mut conn = Conn {
-        stream,
+        socket,
         peer,
         worker,
         input: Vec::with_capacity(4096),
@@ -127,7 +126,7 @@ impl Conn {
             self.compact();
             let read = tokio::select! {
                 biased;
-                read = read_some(&self.stream, &mut self.input, 2048, deadline) => read,
+                read = read_some(&mut self.socket, &mut self.input, 2048, deadline) => read,
                 () = worker.shutdown_signal(), if idle => return Ok(End::Close),
             };
             match read {
@@ -204,7 +203,8 @@ impl Conn {
         } = reply;
         if let Some((file, offset, len)) = sendfile {
             self.flush(true).await?;
-            let sent = sendfile_all(&self.stream, &file, offset, len, config.send_timeout).await?;
+            let sent =
+                sendfile_all(&mut self.socket, &file, offset, len, config.send_timeout).await?;
             if sent < len {
                 return Ok(Some(End::Close));
             }
@@ -265,7 +265,7 @@ impl Conn {
             return Ok(());
         }
         let timeout = self.worker.config.send_timeout;
-        let result = write_all(&self.stream, &self.output, more, timeout).await;
+        let result = write_all(&mut self.socket, &self.output, more, timeout).await;
         self.output.clear();
         result
     }
@@ -281,13 +281,12 @@ impl Conn {
     /// Half-closes and reads what the client still sends, for a bounded time, so that our
     /// last response reaches it (RFC 9112 §9.6).
     async fn linger(&mut self) {
-        // SAFETY: shutdown on our own open socket.
-        unsafe { libc::shutdown(std::os::fd::AsRawFd::as_raw_fd(&self.stream), libc::SHUT_WR) };
+        self.socket.shutdown_write();
         let deadline = Instant::now() + LINGER;
         let mut drained = 0usize;
         while drained < 1 << 20 {
             self.input.clear();
-            match read_some(&self.stream, &mut self.input, 4096, deadline).await {
+            match read_some(&mut self.socket, &mut self.input, 4096, deadline).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => drained += n,
             }

@@ -1,6 +1,11 @@
 //! The socket operations of the hot path, written against raw syscalls on purpose: which
 //! syscalls a request costs is what webscope studies, so each one here is deliberate.
 //!
+//! - A connection starts **unregistered**: accept returns a plain non-blocking socket and the
+//!   first `recv` is tried at once (with TCP_DEFER_ACCEPT the request is already there). Only
+//!   when a call would block is the socket registered with the runtime's epoll. A
+//!   `Connection: close` exchange of a small file then costs accept4, recv, send, close and no
+//!   epoll_ctl at all.
 //! - `read_some` clears tokio's readiness after a short read, as nginx does with its `ready`
 //!   flag: a read that returned less than it asked for drained the socket, so the next read
 //!   would only say EAGAIN. This saves one syscall per request on keep-alive connections.
@@ -12,36 +17,132 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::time::Duration;
 
+use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+/// A client connection: a plain socket until something would block, then registered with
+/// the runtime.
+#[derive(Debug)]
+pub(crate) enum Socket {
+    Plain(std::net::TcpStream),
+    Registered(TcpStream),
+    /// Only while switching from one to the other.
+    Switching,
+}
+
+impl Socket {
+    fn fd(&self) -> RawFd {
+        match self {
+            Socket::Plain(s) => s.as_raw_fd(),
+            Socket::Registered(s) => s.as_raw_fd(),
+            Socket::Switching => -1,
+        }
+    }
+
+    /// The registered stream, registering the socket first if needed.
+    fn registered(&mut self) -> io::Result<&TcpStream> {
+        if let Socket::Plain(_) = self {
+            let Socket::Plain(plain) = std::mem::replace(self, Socket::Switching) else {
+                unreachable!("checked above");
+            };
+            *self = Socket::Registered(TcpStream::from_std(plain)?);
+        }
+        match self {
+            Socket::Registered(stream) => Ok(stream),
+            _ => Err(io::Error::from(io::ErrorKind::NotConnected)),
+        }
+    }
+
+    /// Half-closes the sending side.
+    pub(crate) fn shutdown_write(&self) {
+        // SAFETY: shutdown on a descriptor this socket owns.
+        unsafe { libc::shutdown(self.fd(), libc::SHUT_WR) };
+    }
+}
+
+/// Accepts one connection from a listener, as a plain non-blocking socket.
+pub(crate) async fn accept(
+    listener: &AsyncFd<std::net::TcpListener>,
+) -> io::Result<(Socket, SocketAddr)> {
+    loop {
+        let mut guard = listener.readable().await?;
+        let result = guard.try_io(|inner| {
+            let fd = inner.get_ref().as_raw_fd();
+            // SAFETY: try_init hands accept4 a zeroed sockaddr_storage and its length.
+            let (conn, addr) = unsafe {
+                socket2::SockAddr::try_init(|storage, len| {
+                    let conn = libc::accept4(
+                        fd,
+                        storage.cast(),
+                        len,
+                        libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                    );
+                    if conn < 0 {
+                        Err(io::Error::last_os_error())
+                    } else {
+                        Ok(conn)
+                    }
+                })?
+            };
+            // SAFETY: `conn` is a fresh descriptor from accept4, owned by nobody else.
+            let stream = unsafe { std::net::TcpStream::from_raw_fd(conn) };
+            let addr = addr
+                .as_socket()
+                .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+            Ok((Socket::Plain(stream), addr))
+        });
+        match result {
+            Ok(accepted) => return accepted,
+            Err(_would_block) => continue,
+        }
+    }
+}
+
+/// recv into the spare capacity of `buf`; returns (bytes read, whether the read was short).
+fn recv_into(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<(usize, bool)> {
+    let spare = buf.spare_capacity_mut();
+    let want = spare.len();
+    // SAFETY: the pointer and length describe `buf`'s spare capacity, which recv writes at
+    // most `want` bytes into.
+    let n = unsafe { libc::recv(fd, spare.as_mut_ptr().cast(), want, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = n as usize;
+    // SAFETY: recv initialised the first `n` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok((n, n < want))
+}
+
 /// Reads into the spare capacity of `buf` (at least `min_spare` bytes are made available),
 /// waiting until `deadline` for data. Returns the bytes read; 0 means the peer closed.
 pub(crate) async fn read_some(
-    stream: &TcpStream,
+    socket: &mut Socket,
     buf: &mut Vec<u8>,
     min_spare: usize,
     deadline: Instant,
 ) -> io::Result<usize> {
     buf.reserve(min_spare);
+    if let Socket::Plain(plain) = socket {
+        match recv_into(plain.as_raw_fd(), buf) {
+            Ok((n, _)) => return Ok(n),
+            Err(err) if is_retry(&err) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    let stream = socket.registered()?;
     loop {
         let mut got = None;
         let result = stream.try_io(Interest::READABLE, || {
-            let spare = buf.spare_capacity_mut();
-            let want = spare.len();
-            // SAFETY: the pointer and length describe `buf`'s spare capacity, which recv
-            // writes at most `want` bytes into.
-            let n = unsafe { libc::recv(stream.as_raw_fd(), spare.as_mut_ptr().cast(), want, 0) };
-            if n < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let n = n as usize;
+            let (n, short) = recv_into(stream.as_raw_fd(), buf)?;
             got = Some(n);
-            if n < want {
+            if short {
                 // Drained: tell tokio, so the next wait goes to epoll instead of recv.
                 Err(io::ErrorKind::WouldBlock.into())
             } else {
@@ -49,8 +150,6 @@ pub(crate) async fn read_some(
             }
         });
         if let Some(n) = got {
-            // SAFETY: recv initialised the first `n` bytes of the spare capacity.
-            unsafe { buf.set_len(buf.len() + n) };
             return Ok(n);
         }
         match result {
@@ -66,26 +165,47 @@ pub(crate) async fn read_some(
     }
 }
 
+fn is_retry(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
+}
+
+fn send(fd: RawFd, data: &[u8], flags: i32) -> io::Result<usize> {
+    // SAFETY: `data` is a valid slice for the duration of the call.
+    let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), flags) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// Sends all of `data`; `more` sets MSG_MORE (more data follows at once, e.g. a sendfile).
 pub(crate) async fn write_all(
-    stream: &TcpStream,
+    socket: &mut Socket,
     mut data: &[u8],
     more: bool,
     timeout: Duration,
 ) -> io::Result<()> {
     let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
-    while !data.is_empty() {
-        let result = stream.try_io(Interest::WRITABLE, || {
-            // SAFETY: `data` is a valid slice for the duration of the call.
-            let n =
-                unsafe { libc::send(stream.as_raw_fd(), data.as_ptr().cast(), data.len(), flags) };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
+    if let Socket::Plain(plain) = socket {
+        while !data.is_empty() {
+            match send(plain.as_raw_fd(), data, flags) {
+                Ok(n) => data = &data[n..],
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                Err(err) => return Err(err),
             }
-        });
-        match result {
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+    }
+    let stream = socket.registered()?;
+    while !data.is_empty() {
+        match stream.try_io(Interest::WRITABLE, || send(stream.as_raw_fd(), data, flags)) {
             Ok(n) => data = &data[n..],
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
                 wait_writable(stream, timeout).await?;
@@ -97,29 +217,47 @@ pub(crate) async fn write_all(
     Ok(())
 }
 
+fn sendfile(out: RawFd, file: &File, offset: u64, len: u64) -> io::Result<u64> {
+    // Large chunks: the kernel sends what the socket buffer takes and says how much.
+    let chunk = len.min(1 << 30) as usize;
+    let mut off = offset as libc::off_t;
+    // SAFETY: both descriptors are open for the call; `off` is a valid pointer.
+    let n = unsafe { libc::sendfile(out, file.as_raw_fd(), &mut off, chunk) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as u64)
+    }
+}
+
 /// Sends `len` bytes of `file` from `offset`. Returns the bytes sent, fewer than `len` only if
 /// the file shrank meanwhile.
 pub(crate) async fn sendfile_all(
-    stream: &TcpStream,
+    socket: &mut Socket,
     file: &File,
     mut offset: u64,
     len: u64,
     timeout: Duration,
 ) -> io::Result<u64> {
     let end = offset + len;
-    while offset < end {
-        // Large chunks: the kernel sends what the socket buffer takes and says how much.
-        let chunk = (end - offset).min(1 << 30) as usize;
-        let result = stream.try_io(Interest::WRITABLE, || {
-            let mut off = offset as libc::off_t;
-            // SAFETY: both descriptors are open for the call; `off` is a valid pointer.
-            let n =
-                unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &mut off, chunk) };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as u64)
+    if let Socket::Plain(plain) = socket {
+        while offset < end {
+            match sendfile(plain.as_raw_fd(), file, offset, end - offset) {
+                Ok(0) => return Ok(len - (end - offset)),
+                Ok(n) => offset += n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                Err(err) => return Err(err),
             }
+        }
+        if offset == end {
+            return Ok(len);
+        }
+    }
+    let stream = socket.registered()?;
+    while offset < end {
+        let result = stream.try_io(Interest::WRITABLE, || {
+            sendfile(stream.as_raw_fd(), file, offset, end - offset)
         });
         match result {
             Ok(0) => break, // the file is shorter than it was when the head was sent

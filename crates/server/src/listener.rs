@@ -12,17 +12,26 @@ const BACKLOG: i32 = 4096;
 
 /// Binds `count` listeners on `addr`. With port 0 the first picks a free port and the others
 /// join it.
-pub(crate) fn bind(addr: SocketAddr, count: usize) -> Result<Vec<TcpListener>, Error> {
-    let first = bind_one(addr)?;
+///
+/// `defer_accept` (seconds, 0 for off) sets TCP_DEFER_ACCEPT: the kernel hands a connection to
+/// accept() only once its first data has arrived (or the period has passed), so the first
+/// recv finds the request and a short exchange needs no epoll registration. Apache httpd does
+/// this by default on Linux; nginx with `listen ... deferred`.
+pub(crate) fn bind(
+    addr: SocketAddr,
+    count: usize,
+    defer_accept: u32,
+) -> Result<Vec<TcpListener>, Error> {
+    let first = bind_one(addr, defer_accept)?;
     let actual = first.local_addr().map_err(|e| Error::bind(addr, e))?;
     let mut listeners = vec![first];
     for _ in 1..count {
-        listeners.push(bind_one(actual)?);
+        listeners.push(bind_one(actual, defer_accept)?);
     }
     Ok(listeners)
 }
 
-fn bind_one(addr: SocketAddr) -> Result<TcpListener, Error> {
+fn bind_one(addr: SocketAddr, defer_accept: u32) -> Result<TcpListener, Error> {
     let fail = |e| Error::bind(addr, e);
     let socket =
         Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(fail)?;
@@ -31,5 +40,28 @@ fn bind_one(addr: SocketAddr) -> Result<TcpListener, Error> {
     socket.set_nonblocking(true).map_err(fail)?;
     socket.bind(&addr.into()).map_err(fail)?;
     socket.listen(BACKLOG).map_err(fail)?;
+    if defer_accept > 0 {
+        set_defer_accept(&socket, defer_accept).map_err(fail)?;
+    }
     Ok(socket.into())
+}
+
+fn set_defer_accept(socket: &Socket, seconds: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let value = seconds as libc::c_int;
+    // SAFETY: a valid socket, option and value pointer of the right size.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }

@@ -58,7 +58,12 @@ impl Server {
             }
         })?;
         let sink = Sink::open(&config.access_log)?;
-        let listeners = listener::bind(config.listen, config.workers)?;
+        let defer = if config.defer_accept {
+            config.header_timeout.as_secs().clamp(1, 3600) as u32
+        } else {
+            0
+        };
+        let listeners = listener::bind(config.listen, config.workers, defer)?;
         let local_addr = listeners[0]
             .local_addr()
             .map_err(|e| Error::bind(config.listen, e))?;

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::io::unix::AsyncFd;
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::LocalSet;
 
@@ -103,10 +103,14 @@ async fn serve(start: Start) {
         mut shutdown,
         ready,
     } = start;
-    let listener = match TcpListener::from_std(listener) {
+    // SAFETY: the AsyncFd owns the listener, whose descriptor stays open and the same for
+    // the AsyncFd's whole life.
+    let registered =
+        unsafe { AsyncFd::register_with_interest(listener, tokio::io::Interest::READABLE) };
+    let listener = match registered {
         Ok(listener) => listener,
         Err(err) => {
-            let _ = ready.send(Err(err));
+            let _ = ready.send(Err(err.into()));
             return;
         }
     };
@@ -143,19 +147,23 @@ async fn serve(start: Start) {
     worker.log.borrow_mut().flush();
 }
 
-async fn accept_loop(listener: &TcpListener, worker: &Rc<Worker>, permits: &Arc<Semaphore>) {
+async fn accept_loop(
+    listener: &AsyncFd<std::net::TcpListener>,
+    worker: &Rc<Worker>,
+    permits: &Arc<Semaphore>,
+) {
     let mut backoff = Backoff::default();
     loop {
         let Ok(permit) = Arc::clone(permits).acquire_owned().await else {
             return;
         };
-        match listener.accept().await {
-            Ok((stream, peer)) => {
+        match crate::io::accept(listener).await {
+            Ok((socket, peer)) => {
                 backoff.reset();
                 worker.active.set(worker.active.get() + 1);
                 let active = Active(Rc::clone(worker));
                 tokio::task::spawn_local(async move {
-                    conn::serve(stream, peer, Rc::clone(&active.0)).await;
+                    conn::serve(socket, peer, Rc::clone(&active.0)).await;
                     drop(permit);
                     drop(active);
                 });

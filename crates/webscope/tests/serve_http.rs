@@ -294,3 +294,30 @@ fn absolute_form_targets_are_accepted() {
     assert_eq!(resp.status, 200);
     assert_eq!(resp.body.len(), 1024);
 }
+
+#[test]
+fn clients_that_wait_before_sending_are_served_with_and_without_deferred_accept() {
+    let site = Site::new();
+    for extra in [&[][..], &["--no-defer-accept"][..]] {
+        let server = Server::start(site.root(), extra);
+        let mut stream = server.connect();
+        std::thread::sleep(Duration::from_millis(150));
+        stream
+            .write_all(b"GET /1k.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(
+            read_responses(&mut stream, 1, false)[0].body,
+            pattern(1024),
+            "{extra:?}"
+        );
+        std::thread::sleep(Duration::from_millis(150));
+        stream
+            .write_all(b"GET /100k.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(
+            read_responses(&mut stream, 1, false)[0].body.len(),
+            100 * 1024,
+            "{extra:?}"
+        );
+    }
+}

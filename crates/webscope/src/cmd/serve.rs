@@ -66,6 +66,10 @@ pub struct Args {
     /// Most header fields in a request (431 beyond; at most 128).
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=128))]
     max_headers: u16,
+    /// Hand connections to the server as soon as they are established, not when their first
+    /// bytes arrive (turns TCP_DEFER_ACCEPT off).
+    #[arg(long)]
+    no_defer_accept: bool,
     /// Bytes of small files cached in memory across all workers, with their metadata; 0
     /// turns the cache off. A changed or deleted file is noticed within 1 s either way.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
@@ -99,6 +103,7 @@ impl Args {
         config.limits.max_headers = usize::from(self.max_headers);
         config.max_body = self.max_body;
         config.file_cache_bytes = self.file_cache_size;
+        config.defer_accept = !self.no_defer_accept;
         config
     }
 }
