@@ -15,6 +15,15 @@ pub fn begin(out: &mut Vec<u8>, code: u16) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Like [`begin`], but formats the status line and the date afresh, as a server without
+/// string caching does on every response (the baseline of the techniques ablation).
+pub fn begin_uncached(out: &mut Vec<u8>, code: u16) {
+    status::format_status_line(out, code);
+    out.extend_from_slice(b"Server: webscope\r\nDate: ");
+    date::write_http_date(out, date::unix_now());
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends `name: value\r\n`.
 pub fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(name.as_bytes());

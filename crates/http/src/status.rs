@@ -56,15 +56,19 @@ pub fn write_status_line(out: &mut Vec<u8>, code: u16) {
         206 => out.extend_from_slice(b"HTTP/1.1 206 Partial Content\r\n"),
         304 => out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n"),
         404 => out.extend_from_slice(b"HTTP/1.1 404 Not Found\r\n"),
-        _ => {
-            out.extend_from_slice(b"HTTP/1.1 ");
-            let mut code_buf = itoa::Buffer::new();
-            out.extend_from_slice(code_buf.format(code).as_bytes());
-            out.push(b' ');
-            out.extend_from_slice(reason(code).as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
+        _ => format_status_line(out, code),
     }
+}
+
+/// Appends the status line formatted piece by piece (what `write_status_line` avoids for the
+/// common codes).
+pub fn format_status_line(out: &mut Vec<u8>, code: u16) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    let mut code_buf = itoa::Buffer::new();
+    out.extend_from_slice(code_buf.format(code).as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(reason(code).as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]
@@ -78,6 +82,9 @@ mod tests {
             write_status_line(&mut out, code);
             let expected = format!("HTTP/1.1 {code} {}\r\n", reason(code));
             assert_eq!(String::from_utf8(out).unwrap(), expected);
+            let mut slow = Vec::new();
+            format_status_line(&mut slow, code);
+            assert_eq!(String::from_utf8(slow).unwrap(), expected);
         }
     }
 }

@@ -1,25 +1,32 @@
-//! A per-worker cache of what a path resolved to: the metadata a response needs (size, mtime,
-//! ETag, Content-Type), the bytes of small files, and an open descriptor for large ones (as
-//! nginx's open_file_cache keeps). A hit costs no syscall: the response is built from memory.
+//! Per-worker caches between a request target and the bytes of a file: the `uri-cache`
+//! (target → path translation), the `stat-cache` (metadata: size, mtime, ETag, Content-Type)
+//! and the `file-cache` (the bytes of small files; open descriptors and, with `mmap`, mappings
+//! of large ones). Which are used is decided by [`Techniques`]; with none, every request
+//! resolves, opens and reads its file afresh (the paper's baseline).
 //!
-//! Correctness when files change: an entry is trusted for at most `revalidate` (1 s, as
-//! lighttpd's stat cache); after that, the next request resolves the path again (openat2 +
-//! fstat) and keeps the entry only if the file is the same (device, inode, size, mtime).
-//! So a changed or deleted file is noticed within one second of the change.
+//! Correctness when files change: a cached entry is trusted for at most [`REVALIDATE`] (1 s,
+//! as lighttpd's stat cache); then the path is stat'ed again and the entry kept only if the
+//! file is the same (device, inode, size, mtime with nanoseconds). Without the stat-cache an
+//! entry of the file-cache is checked that way on every request. So a changed or deleted file
+//! is noticed within one second.
 //!
 //! Memory is bounded by the bytes of cached bodies and the number of entries; when an insert
 //! would pass either bound, random entries are evicted (HashMap iteration order is randomly
-//! seeded): cheap, and without LRU's bookkeeping on every hit.
+//! seeded): cheap, and without LRU bookkeeping on every hit.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::files::{self, Lookup, Root};
+use webscope_http::path;
+
+use crate::files::{self, Identity, Lookup, OpenFile, Root};
+use crate::techniques::Techniques;
 
 /// How long an entry is trusted without looking at the file again.
-pub(crate) const REVALIDATE: Duration = Duration::from_secs(1);
+pub const REVALIDATE: Duration = Duration::from_secs(1);
 
 /// A resolved regular file, ready to answer from.
 #[derive(Debug)]
@@ -28,128 +35,239 @@ pub(crate) struct Entry {
     pub mtime: i64,
     pub etag: Box<[u8]>,
     pub content_type: &'static str,
-    pub body: Body,
-    identity: (u64, u64, i64),
-    checked: Instant,
+    /// The path that was opened, relative to the root (to open it again).
+    pub opened: Box<[u8]>,
+    pub identity: Identity,
+    /// The bytes, for small files under the file-cache.
+    pub bytes: Option<Rc<[u8]>>,
+    /// An open descriptor: kept by the file-cache for large files, or the one just opened.
+    pub fd: Option<Rc<File>>,
+    /// A mapping of a large file (file-cache with mmap and without sendfile).
+    pub map: Option<Rc<memmap2::Mmap>>,
+    checked: Cell<Instant>,
 }
 
-/// Where a file's bytes come from.
-#[derive(Debug, Clone)]
-pub(crate) enum Body {
-    /// Read once into memory (files up to the sendfile threshold).
-    Memory(Rc<[u8]>),
-    /// An open descriptor, for sendfile.
-    File(Rc<File>),
-}
-
-/// The outcome of resolving a path through the cache.
+/// The outcome of resolving a target.
 pub(crate) enum Resolved {
     File(Rc<Entry>),
+    /// The target is not a path under the root (400).
+    BadTarget,
     Other(Lookup),
 }
 
-/// One worker's cache.
+/// What the uri-cache remembers of a target.
 #[derive(Debug)]
-pub(crate) struct FileCache {
-    map: HashMap<Box<[u8]>, Rc<Entry>>,
+struct Translation {
+    rel: Box<[u8]>,
+    names_dir: bool,
+    entry: Option<Rc<Entry>>,
+}
+
+/// One worker's caches.
+#[derive(Debug)]
+pub(crate) struct Caches {
+    techniques: Techniques,
+    by_uri: HashMap<Box<[u8]>, Translation>,
+    by_path: HashMap<Box<[u8]>, Rc<Entry>>,
     body_bytes: usize,
     max_body_bytes: usize,
     max_entries: usize,
-    /// Files up to this size are kept in memory.
+    /// Files up to this size are read into memory; larger ones are sent from a descriptor or
+    /// a mapping.
     memory_threshold: u64,
+    uri_key: Vec<u8>,
+    path_key: Vec<u8>,
+    rel: Vec<u8>,
 }
 
-impl FileCache {
-    /// `max_body_bytes` 0 disables caching: every request resolves and reads afresh.
-    pub(crate) fn new(max_body_bytes: usize, max_entries: usize, memory_threshold: u64) -> Self {
-        FileCache {
-            map: HashMap::new(),
+impl Caches {
+    pub(crate) fn new(
+        techniques: Techniques,
+        max_body_bytes: usize,
+        max_entries: usize,
+        memory_threshold: u64,
+    ) -> Self {
+        Caches {
+            techniques,
+            by_uri: HashMap::new(),
+            by_path: HashMap::new(),
             body_bytes: 0,
             max_body_bytes,
-            max_entries,
+            max_entries: max_entries.max(1),
             memory_threshold,
+            uri_key: Vec::new(),
+            path_key: Vec::new(),
+            rel: Vec::new(),
         }
     }
 
-    /// Resolves `rel` (normalised, see `files::Root::lookup`) to a file entry or why not.
+    fn caching_entries(&self) -> bool {
+        self.techniques.stat_cache || self.techniques.file_cache
+    }
+
+    /// Resolves a request target (with the request's Host) to a file entry or why not.
     pub(crate) fn resolve(
+        &mut self,
+        root: &Root,
+        host: &[u8],
+        target: &str,
+        scratch: &mut Vec<u8>,
+    ) -> Resolved {
+        let now = Instant::now();
+        let Ok(target_path) = path::target_path(target) else {
+            return Resolved::BadTarget;
+        };
+        let mut rel = std::mem::take(&mut self.rel);
+        let names_dir;
+        if self.techniques.uri_cache {
+            self.uri_key.clear();
+            self.uri_key.extend_from_slice(host);
+            self.uri_key.push(0);
+            self.uri_key.extend_from_slice(target_path.as_bytes());
+            if let Some(t) = self.by_uri.get(self.uri_key.as_slice()) {
+                if let Some(entry) = t.entry.as_ref().filter(|e| self.fresh(e, now)) {
+                    let entry = Rc::clone(entry);
+                    self.rel = rel;
+                    return Resolved::File(entry);
+                }
+                rel.clear();
+                rel.extend_from_slice(&t.rel);
+                names_dir = t.names_dir;
+            } else {
+                match path::normalize(target_path, &mut rel) {
+                    Ok(dir) => names_dir = dir,
+                    Err(_) => {
+                        self.rel = rel;
+                        return Resolved::BadTarget;
+                    }
+                }
+            }
+        } else {
+            match path::normalize(target_path, &mut rel) {
+                Ok(dir) => names_dir = dir,
+                Err(_) => {
+                    self.rel = rel;
+                    return Resolved::BadTarget;
+                }
+            }
+        }
+        let resolved = self.resolve_path(root, &rel, names_dir, now, scratch);
+        if self.techniques.uri_cache {
+            if let Resolved::File(entry) = &resolved {
+                let cached = self.caching_entries().then(|| Rc::clone(entry));
+                let key: Box<[u8]> = self.uri_key.as_slice().into();
+                if self.by_uri.len() >= self.max_entries && !self.by_uri.contains_key(&key) {
+                    evict_one(&mut self.by_uri);
+                }
+                self.by_uri.insert(
+                    key,
+                    Translation {
+                        rel: rel.as_slice().into(),
+                        names_dir,
+                        entry: cached,
+                    },
+                );
+            }
+        }
+        self.rel = rel;
+        resolved
+    }
+
+    fn fresh(&self, entry: &Entry, now: Instant) -> bool {
+        self.techniques.stat_cache && now.duration_since(entry.checked.get()) < REVALIDATE
+    }
+
+    /// From a normalised path to an entry, through the stat- and file-caches.
+    fn resolve_path(
         &mut self,
         root: &Root,
         rel: &[u8],
         names_dir: bool,
+        now: Instant,
         scratch: &mut Vec<u8>,
     ) -> Resolved {
-        let now = Instant::now();
-        let enabled = self.max_body_bytes > 0 && self.max_entries > 0;
+        if !self.caching_entries() {
+            return match root.lookup(rel, names_dir, scratch) {
+                Lookup::File(open) => self.entry(open, scratch, now, false),
+                other => Resolved::Other(other),
+            };
+        }
         // The key tells "/d" from "/d/": they resolve differently (redirect vs index.html).
-        scratch.clear();
-        scratch.extend_from_slice(rel);
-        scratch.push(if names_dir { b'/' } else { b'.' });
-        if enabled {
-            if let Some(entry) = self.map.get(scratch.as_slice()) {
-                if now.duration_since(entry.checked) < REVALIDATE {
-                    return Resolved::File(Rc::clone(entry));
-                }
+        self.path_key.clear();
+        self.path_key.extend_from_slice(rel);
+        self.path_key.push(if names_dir { b'/' } else { b'.' });
+        if let Some(entry) = self.by_path.get(self.path_key.as_slice()) {
+            if self.fresh(entry, now) {
+                return Resolved::File(Rc::clone(entry));
+            }
+            // Stale (or no stat-cache): one stat says whether it is still the same file.
+            if root.identity(&entry.opened, scratch).ok() == Some(entry.identity) {
+                entry.checked.set(now);
+                return Resolved::File(Rc::clone(entry));
             }
         }
-        let key: Box<[u8]> = scratch.as_slice().into();
-        let open = match root.lookup(rel, names_dir, scratch) {
-            Lookup::File(open) => open,
-            other => {
-                if let Some(old) = self.map.remove(&key) {
-                    self.forget(&old);
+        let key: Box<[u8]> = self.path_key.as_slice().into();
+        if let Some(old) = self.by_path.remove(&key) {
+            self.body_bytes -= memory_cost(&old);
+        }
+        match root.lookup(rel, names_dir, scratch) {
+            Lookup::File(open) => {
+                let resolved = self.entry(open, scratch, now, true);
+                if let Resolved::File(entry) = &resolved {
+                    self.insert(key, Rc::clone(entry));
                 }
-                return Resolved::Other(other);
+                resolved
             }
+            other => Resolved::Other(other),
+        }
+    }
+
+    /// Builds an entry for a file just opened; `cache` says whether it will be kept.
+    fn entry(&self, open: OpenFile, opened: &[u8], now: Instant, cache: bool) -> Resolved {
+        let content_type = files::content_type(opened, false);
+        let content_type = if open.index {
+            "text/html"
+        } else {
+            content_type
         };
-        let identity = (open.dev, open.ino, open.mtime_nsec);
-        if let Some(old) = self.map.get_mut(&key) {
-            if old.identity == identity && old.size == open.size && old.mtime == open.mtime {
-                // Unchanged: trust it for another period. `get_mut` on the Rc is fine only if
-                // no response holds it; otherwise replace it with a refreshed copy.
-                if let Some(entry) = Rc::get_mut(old) {
-                    entry.checked = now;
-                    return Resolved::File(Rc::clone(old));
-                }
-                let refreshed = Rc::new(Entry {
-                    size: old.size,
-                    mtime: old.mtime,
-                    etag: old.etag.clone(),
-                    content_type: old.content_type,
-                    body: old.body.clone(),
-                    identity,
-                    checked: now,
-                });
-                *old = Rc::clone(&refreshed);
-                return Resolved::File(refreshed);
-            }
-        }
-        let content_type = files::content_type(rel, open.index);
         let mut etag = Vec::with_capacity(24);
         files::write_etag(&mut etag, open.mtime, open.size);
-        let body = if open.size <= self.memory_threshold {
-            let mut bytes = Vec::new();
-            match files::read_at(&open.file, 0, open.size, &mut bytes) {
-                Ok(n) if n == open.size => Body::Memory(bytes.into()),
+        let identity = open.identity();
+        let keep_bytes = cache && self.techniques.file_cache;
+        let mut bytes = None;
+        let mut map = None;
+        let mut fd = None;
+        if keep_bytes && open.size <= self.memory_threshold {
+            let mut buf = Vec::new();
+            match files::read_at(&open.file, 0, open.size, &mut buf) {
+                Ok(n) if n == open.size => bytes = Some(buf.into()),
                 // Changed while being read: serve nothing stale, let the client retry.
                 _ => return Resolved::Other(Lookup::Unavailable),
             }
-        } else {
-            Body::File(Rc::new(open.file))
-        };
-        let entry = Rc::new(Entry {
+        } else if keep_bytes && self.techniques.mmap && !self.techniques.sendfile && open.size > 0 {
+            // SAFETY: the mapping is read-only; a file truncated under it could fault, which
+            // is the known hazard of mmap-based serving (Apache and the paper accept it).
+            match unsafe { memmap2::Mmap::map(&open.file) } {
+                Ok(m) => map = Some(Rc::new(m)),
+                Err(_) => fd = Some(Rc::new(open.file)),
+            }
+        } else if keep_bytes || !cache {
+            // The file-cache keeps large files' descriptors (nginx's open_file_cache); an
+            // uncached entry carries the descriptor it was just opened with.
+            fd = Some(Rc::new(open.file));
+        }
+        Resolved::File(Rc::new(Entry {
             size: open.size,
             mtime: open.mtime,
             etag: etag.into_boxed_slice(),
             content_type,
-            body,
+            opened: opened.into(),
             identity,
-            checked: now,
-        });
-        if enabled {
-            self.insert(key, Rc::clone(&entry));
-        }
-        Resolved::File(entry)
+            bytes,
+            fd,
+            map,
+            checked: Cell::new(now),
+        }))
     }
 
     fn insert(&mut self, key: Box<[u8]>, entry: Rc<Entry>) {
@@ -157,107 +275,31 @@ impl FileCache {
         if cost > self.max_body_bytes {
             return;
         }
-        if let Some(old) = self.map.remove(&key) {
-            self.forget(&old);
-        }
-        while self.map.len() >= self.max_entries || self.body_bytes + cost > self.max_body_bytes {
-            let Some(victim) = self.map.keys().next().cloned() else {
-                break;
-            };
-            if let Some(old) = self.map.remove(&victim) {
-                self.forget(&old);
+        while self.by_path.len() >= self.max_entries || self.body_bytes + cost > self.max_body_bytes
+        {
+            match evict_one(&mut self.by_path) {
+                Some(old) => self.body_bytes -= memory_cost(&old),
+                None => break,
             }
         }
         self.body_bytes += cost;
-        self.map.insert(key, entry);
-    }
-
-    fn forget(&mut self, entry: &Entry) {
-        self.body_bytes -= memory_cost(entry);
+        self.by_path.insert(key, entry);
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        self.by_path.len()
     }
+}
+
+fn evict_one<V>(map: &mut HashMap<Box<[u8]>, V>) -> Option<V> {
+    let victim = map.keys().next().cloned()?;
+    map.remove(&victim)
 }
 
 fn memory_cost(entry: &Entry) -> usize {
-    match &entry.body {
-        Body::Memory(bytes) => bytes.len(),
-        Body::File(_) => 0,
-    }
+    entry.bytes.as_ref().map_or(0, |b| b.len())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn site() -> (tempfile::TempDir, Root) {
-        let dir = tempfile::tempdir().unwrap();
-        for i in 0..10 {
-            std::fs::write(dir.path().join(format!("f{i}")), vec![b'x'; 100]).unwrap();
-        }
-        let root = Root::open(dir.path(), false).unwrap();
-        (dir, root)
-    }
-
-    fn hit(cache: &mut FileCache, root: &Root, name: &str) -> Rc<Entry> {
-        match cache.resolve(root, name.as_bytes(), false, &mut Vec::new()) {
-            Resolved::File(entry) => entry,
-            Resolved::Other(other) => panic!("{name}: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn bounded_in_bytes_and_entries() {
-        let (_dir, root) = site();
-        let mut cache = FileCache::new(350, 100, 1024);
-        for i in 0..10 {
-            hit(&mut cache, &root, &format!("f{i}"));
-            assert!(cache.body_bytes <= 350);
-        }
-        assert_eq!(cache.len(), 3);
-        let mut cache = FileCache::new(1 << 20, 4, 1024);
-        for i in 0..10 {
-            hit(&mut cache, &root, &format!("f{i}"));
-        }
-        assert_eq!(cache.len(), 4);
-    }
-
-    #[test]
-    fn a_hit_returns_the_same_entry_and_a_disabled_cache_keeps_nothing() {
-        let (_dir, root) = site();
-        let mut cache = FileCache::new(1 << 20, 100, 1024);
-        let a = hit(&mut cache, &root, "f1");
-        let b = hit(&mut cache, &root, "f1");
-        assert!(Rc::ptr_eq(&a, &b));
-        let mut off = FileCache::new(0, 100, 1024);
-        let a = hit(&mut off, &root, "f1");
-        let b = hit(&mut off, &root, "f1");
-        assert!(!Rc::ptr_eq(&a, &b));
-        assert_eq!(off.len(), 0);
-    }
-
-    #[test]
-    fn changes_and_deletions_are_seen_after_the_revalidation_period() {
-        let (dir, root) = site();
-        let mut cache = FileCache::new(1 << 20, 100, 1024);
-        assert_eq!(hit(&mut cache, &root, "f1").size, 100);
-        std::fs::write(dir.path().join("f1"), vec![b'y'; 7]).unwrap();
-        std::thread::sleep(REVALIDATE + Duration::from_millis(50));
-        let entry = hit(&mut cache, &root, "f1");
-        assert_eq!(entry.size, 7);
-        match &entry.body {
-            Body::Memory(bytes) => assert_eq!(&bytes[..], b"yyyyyyy"),
-            Body::File(_) => panic!("small file not in memory"),
-        }
-        std::fs::remove_file(dir.path().join("f1")).unwrap();
-        std::thread::sleep(REVALIDATE + Duration::from_millis(50));
-        assert!(matches!(
-            cache.resolve(&root, b"f1", false, &mut Vec::new()),
-            Resolved::Other(Lookup::NotFound)
-        ));
-        assert_eq!(cache.len(), 0);
-    }
-}
+mod tests;

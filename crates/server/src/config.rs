@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use webscope_http::request::Limits;
 
+use crate::techniques::Techniques;
+
 /// Where the access log goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AccessLog {
@@ -49,6 +51,10 @@ pub struct Config {
     /// Files up to this size are read into memory and sent with their head in one write;
     /// larger ones go by sendfile.
     pub sendfile_threshold: u64,
+    /// Which of the paper's techniques are on (all by default).
+    pub techniques: Techniques,
+    /// Log the client's host name (reverse DNS), as Apache's HostnameLookups.
+    pub hostname_lookups: bool,
     /// TCP_DEFER_ACCEPT: connections reach accept() once their first bytes arrived (or after
     /// the header timeout), so the first read finds the request.
     pub defer_accept: bool,
@@ -77,6 +83,8 @@ impl Config {
             send_timeout: Duration::from_secs(30),
             shutdown_timeout: Duration::from_secs(10),
             sendfile_threshold: 16 * 1024,
+            techniques: Techniques::default(),
+            hostname_lookups: false,
             defer_accept: true,
             file_cache_bytes: 64 * 1024 * 1024,
             file_cache_entries: 10_000,

@@ -15,12 +15,15 @@ use tokio::time::{Duration, Instant};
 use webscope_http::request::{self, Body, Request};
 
 use crate::access_log::{Entry, RequestLine};
+use crate::files::read_at;
 use crate::io::{read_some, sendfile_all, write_all, Socket};
-use crate::respond::{self, ConnHeader, Reply, Scratch, Site};
+use crate::respond::{self, ConnHeader, Reply, Scratch, Site, Tail};
 use crate::worker::Worker;
 
 /// Output is written out once this much is buffered, even if more pipelined requests wait.
 const OUT_HIGH_WATER: usize = 64 * 1024;
+/// Chunk size of the read-and-write path for large files (sendfile and mmap off).
+const READ_CHUNK: u64 = 64 * 1024;
 /// How long a closing connection reads and discards what the client still sends, so that
 /// the kernel does not answer unread data with a RST that would destroy our response.
 const LINGER: Duration = Duration::from_secs(2);
@@ -169,7 +172,14 @@ impl Conn {
         let config = &worker.config;
         self.served += 1;
         if matches!(req.body, Body::Length(n) if n > config.max_body) {
-            let reply = respond::error(&mut self.output, 413, ConnHeader::Close, false, &[]);
+            let reply = respond::error(
+                &mut self.output,
+                413,
+                ConnHeader::Close,
+                false,
+                &[],
+                config.techniques.string_cache,
+            );
             self.log(req, &reply);
             self.flush(false).await?;
             return Ok(Some(End::Linger));
@@ -179,10 +189,11 @@ impl Conn {
             && self.served < config.keepalive_requests
             && !worker.shutting_down();
         let reply = {
-            let mut cache = worker.cache.borrow_mut();
+            let mut caches = worker.caches.borrow_mut();
             let mut site = Site {
                 root: &worker.root,
-                cache: &mut cache,
+                caches: &mut caches,
+                techniques: config.techniques,
                 sendfile_threshold: config.sendfile_threshold,
             };
             respond::respond(
@@ -198,16 +209,9 @@ impl Conn {
         if let Body::Length(n) = req.body {
             self.discard = n;
         }
-        let Reply {
-            sendfile, close, ..
-        } = reply;
-        if let Some((file, offset, len)) = sendfile {
-            self.flush(true).await?;
-            let sent =
-                sendfile_all(&mut self.socket, &file, offset, len, config.send_timeout).await?;
-            if sent < len {
-                return Ok(Some(End::Close));
-            }
+        let Reply { tail, close, .. } = reply;
+        if !self.send_tail(tail).await? {
+            return Ok(Some(End::Close));
         }
         if close {
             self.flush(false).await?;
@@ -220,18 +224,61 @@ impl Conn {
         Ok(None)
     }
 
+    /// Sends a large body after its head. Returns false if the file turned out shorter than
+    /// promised (the connection must then close).
+    async fn send_tail(&mut self, tail: Tail) -> io::Result<bool> {
+        let timeout = self.worker.config.send_timeout;
+        match tail {
+            Tail::None => Ok(true),
+            Tail::Sendfile(file, offset, len) => {
+                self.flush(true).await?;
+                let sent = sendfile_all(&mut self.socket, &file, offset, len, timeout).await?;
+                Ok(sent == len)
+            }
+            Tail::Mapped(map, offset, len) => {
+                self.flush(true).await?;
+                let range = offset as usize..(offset + len) as usize;
+                write_all(&mut self.socket, &map[range], false, timeout).await?;
+                Ok(true)
+            }
+            Tail::Read(file, mut offset, len) => {
+                // The baseline: read into a buffer, write it, until done.
+                let end = offset + len;
+                while offset < end {
+                    let chunk = (end - offset).min(READ_CHUNK);
+                    let n = read_at(&file, offset, chunk, &mut self.output)?;
+                    self.flush(false).await?;
+                    if n < chunk {
+                        return Ok(false);
+                    }
+                    offset += n;
+                }
+                Ok(true)
+            }
+        }
+    }
+
     /// Answers a request that could not be parsed (or timed out) and logs it; `pending` is
     /// the unparsed input, whose first line goes to the log.
     async fn refuse(&mut self, status: u16, pending: &[u8]) -> io::Result<()> {
-        let reply = respond::error(&mut self.output, status, ConnHeader::Close, false, &[]);
+        let strings = self.worker.config.techniques.string_cache;
+        let reply = respond::error(
+            &mut self.output,
+            status,
+            ConnHeader::Close,
+            false,
+            &[],
+            strings,
+        );
         if self.worker.log_enabled() {
             let line_end = pending
                 .iter()
                 .position(|&b| b == b'\r' || b == b'\n')
                 .unwrap_or(pending.len())
                 .min(1024);
-            self.worker.log(&Entry {
+            self.worker.log(Entry {
                 peer: self.peer.ip(),
+                host: None,
                 request: RequestLine::Raw(&pending[..line_end]),
                 status: reply.status,
                 body_bytes: reply.body_bytes,
@@ -246,8 +293,9 @@ impl Conn {
         if !self.worker.log_enabled() {
             return;
         }
-        self.worker.log(&Entry {
+        self.worker.log(Entry {
             peer: self.peer.ip(),
+            host: None,
             request: RequestLine::Parsed {
                 method: req.method_name,
                 target: req.target,

@@ -51,7 +51,27 @@ pub(crate) struct OpenFile {
     pub index: bool,
 }
 
+/// What makes a file the same file: where it lives, its size and its modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Identity {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime: i64,
+    pub mtime_nsec: i64,
+}
+
 impl OpenFile {
+    pub(crate) fn identity(&self) -> Identity {
+        Identity {
+            dev: self.dev,
+            ino: self.ino,
+            size: self.size,
+            mtime: self.mtime,
+            mtime_nsec: self.mtime_nsec,
+        }
+    }
+
     fn new(file: File, meta: &std::fs::Metadata, index: bool) -> OpenFile {
         OpenFile {
             size: meta.len(),
@@ -83,7 +103,8 @@ impl Root {
     }
 
     /// Looks up `rel` (a normalised path without leading `/`, empty for the root itself).
-    /// `scratch` is a reusable buffer for the NUL-terminated path.
+    /// `scratch` is a reusable buffer; on success it holds the path that was opened (with
+    /// `/index.html` for a directory), so the file can be opened again later.
     pub(crate) fn lookup(&self, rel: &[u8], names_dir: bool, scratch: &mut Vec<u8>) -> Lookup {
         scratch.clear();
         if rel.is_empty() {
@@ -100,6 +121,7 @@ impl Root {
             Err(err) => return lookup_error(&err),
         };
         if meta.is_file() {
+            scratch.pop(); // the NUL
             return Lookup::File(OpenFile::new(file, &meta, false));
         }
         if !meta.is_dir() {
@@ -113,13 +135,50 @@ impl Root {
         scratch.extend_from_slice(b"/index.html");
         match self.open_beneath(scratch) {
             Ok(file) => match file.metadata() {
-                Ok(meta) if meta.is_file() => Lookup::File(OpenFile::new(file, &meta, true)),
+                Ok(meta) if meta.is_file() => {
+                    scratch.pop(); // the NUL
+                    Lookup::File(OpenFile::new(file, &meta, true))
+                }
                 Ok(_) => Lookup::NotFound,
                 Err(err) => lookup_error(&err),
             },
             Err(err) if err.raw_os_error() == Some(libc::ENOENT) => Lookup::NotFound,
             Err(err) => lookup_error(&err),
         }
+    }
+
+    /// Opens a path that `lookup` resolved before (as it left it in its scratch buffer).
+    pub(crate) fn reopen(&self, opened: &[u8], scratch: &mut Vec<u8>) -> io::Result<File> {
+        scratch.clear();
+        scratch.extend_from_slice(opened);
+        self.open_beneath(scratch)
+    }
+
+    /// The identity of what `opened` names now, by one `fstatat` (which follows symlinks
+    /// without the containment check: the result is only compared with an entry that was
+    /// opened with the check, so a match proves it is the same file).
+    pub(crate) fn identity(&self, opened: &[u8], scratch: &mut Vec<u8>) -> io::Result<Identity> {
+        scratch.clear();
+        scratch.extend_from_slice(opened);
+        scratch.push(0);
+        let c_path = CStr::from_bytes_with_nul(scratch)
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: a valid directory descriptor, NUL-terminated path and stat buffer.
+        let rc =
+            unsafe { libc::fstatat(self.dir.as_raw_fd(), c_path.as_ptr(), st.as_mut_ptr(), 0) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fstatat succeeded and filled the buffer.
+        let st = unsafe { st.assume_init() };
+        Ok(Identity {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size as u64,
+            mtime: st.st_mtime,
+            mtime_nsec: st.st_mtime_nsec,
+        })
     }
 
     /// Opens `path` (NUL appended here) relative to the root, refusing to leave it unless

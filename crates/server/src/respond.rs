@@ -9,9 +9,10 @@ use webscope_http::head;
 use webscope_http::path;
 use webscope_http::request::{Method, Request, Version};
 
-use crate::cache::{Body, Entry, FileCache, Resolved};
+use crate::cache::{Caches, Entry, Resolved};
 use crate::files::{self, Lookup, Root};
 use crate::range::{self, RangeAnswer};
+use crate::techniques::Techniques;
 
 /// What the connection must do after the head (and maybe the body) is in the output buffer.
 #[derive(Debug)]
@@ -19,23 +20,36 @@ pub(crate) struct Reply {
     pub status: u16,
     /// Body bytes the response carries (for the log's `%b`).
     pub body_bytes: u64,
-    /// A body still to be sent from a file: (file, offset, length).
-    pub sendfile: Option<(Rc<File>, u64, u64)>,
+    /// The part of the body that is not in the output buffer.
+    pub tail: Tail,
     /// The connection must close after this response.
     pub close: bool,
+}
+
+/// A large body, sent after the head by the technique in force.
+#[derive(Debug)]
+pub(crate) enum Tail {
+    /// Everything is in the output buffer.
+    None,
+    /// `sendfile(file, offset, len)`.
+    Sendfile(Rc<File>, u64, u64),
+    /// A write from a mapping of the file.
+    Mapped(Rc<memmap2::Mmap>, u64, u64),
+    /// Read into a buffer and write, chunk by chunk (the baseline).
+    Read(Rc<File>, u64, u64),
 }
 
 /// Per-connection scratch space, reused across requests so a request allocates nothing.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    pub path: Vec<u8>,
     pub open: Vec<u8>,
 }
 
-/// The settings `respond` needs.
+/// What `respond` needs from the worker.
 pub(crate) struct Site<'a> {
     pub root: &'a Root,
-    pub cache: &'a mut FileCache,
+    pub caches: &'a mut Caches,
+    pub techniques: Techniques,
     pub sendfile_threshold: u64,
 }
 
@@ -49,38 +63,51 @@ pub(crate) fn respond(
 ) -> Reply {
     let head_only = req.method == Method::Head;
     let conn = ConnHeader::new(keep_alive, req.version);
+    let strings = site.techniques.string_cache;
     match req.method {
         Method::Get | Method::Head => {}
         Method::OtherKnown => {
-            return error(out, 405, conn, head_only, &[("Allow", b"GET, HEAD")]);
+            return error(
+                out,
+                405,
+                conn,
+                head_only,
+                &[("Allow", b"GET, HEAD")],
+                strings,
+            );
         }
-        Method::Unknown => return error(out, 501, conn, head_only, &[]),
+        Method::Unknown => return error(out, 501, conn, head_only, &[], strings),
     }
-    let names_dir = match path::normalize(req.target, &mut scratch.path) {
-        Ok(names_dir) => names_dir,
-        Err(_) => return error(out, 400, ConnHeader::Close, head_only, &[]),
-    };
+    let host = req.host.unwrap_or(b"");
     let resolved = site
-        .cache
-        .resolve(site.root, &scratch.path, names_dir, &mut scratch.open);
+        .caches
+        .resolve(site.root, host, req.target, &mut scratch.open);
     let lookup = match resolved {
-        Resolved::File(entry) => return file_response(site, req, &entry, conn, out),
+        Resolved::File(entry) => return file_response(site, req, &entry, conn, out, scratch),
+        Resolved::BadTarget => return error(out, 400, ConnHeader::Close, head_only, &[], strings),
         Resolved::Other(lookup) => lookup,
     };
     match lookup {
         // `resolve` turns every file into an entry.
-        Lookup::File(_) => error(out, 500, ConnHeader::Close, head_only, &[]),
+        Lookup::File(_) => error(out, 500, ConnHeader::Close, head_only, &[], strings),
         Lookup::DirectoryWithoutSlash => {
             let mut location = path::target_path(req.target)
                 .unwrap_or("/")
                 .as_bytes()
                 .to_vec();
             location.push(b'/');
-            error(out, 301, conn, head_only, &[("Location", &location)])
+            error(
+                out,
+                301,
+                conn,
+                head_only,
+                &[("Location", &location)],
+                strings,
+            )
         }
-        Lookup::NotFound => error(out, 404, conn, head_only, &[]),
-        Lookup::Forbidden => error(out, 403, conn, head_only, &[]),
-        Lookup::Unavailable => error(out, 503, conn, head_only, &[("Retry-After", b"1")]),
+        Lookup::NotFound => error(out, 404, conn, head_only, &[], strings),
+        Lookup::Forbidden => error(out, 403, conn, head_only, &[], strings),
+        Lookup::Unavailable => error(out, 503, conn, head_only, &[("Retry-After", b"1")], strings),
     }
 }
 
@@ -119,10 +146,12 @@ fn file_response(
     file: &Entry,
     conn: ConnHeader,
     out: &mut Vec<u8>,
+    scratch: &mut Scratch,
 ) -> Reply {
     let head_only = req.method == Method::Head;
+    let strings = site.techniques.string_cache;
     if not_modified(req, &file.etag, file.mtime) {
-        head::begin(out, 304);
+        begin(out, 304, strings);
         validators(out, &file.etag, file.mtime);
         conn.write(out);
         head::end(out);
@@ -140,10 +169,17 @@ fn file_response(
         RangeAnswer::Unsatisfiable => {
             let mut value = b"bytes */".to_vec();
             value.extend_from_slice(itoa::Buffer::new().format(file.size).as_bytes());
-            return error(out, 416, conn, head_only, &[("Content-Range", &value)]);
+            return error(
+                out,
+                416,
+                conn,
+                head_only,
+                &[("Content-Range", &value)],
+                strings,
+            );
         }
     };
-    head::begin(out, status);
+    begin(out, status, strings);
     head::field(out, "Content-Type", file.content_type.as_bytes());
     head::content_length(out, len);
     validators(out, &file.etag, file.mtime);
@@ -156,24 +192,77 @@ fn file_response(
     if head_only || len == 0 {
         return reply(status, 0, conn);
     }
-    let fd = match &file.body {
-        Body::Memory(bytes) => {
-            out.extend_from_slice(&bytes[start as usize..(start + len) as usize]);
+    body(site, file, status, start, len, conn, out, scratch)
+}
+
+/// Appends the body (small) or says how to send it (large), by the techniques in force.
+#[allow(clippy::too_many_arguments)]
+fn body(
+    site: &Site<'_>,
+    file: &Entry,
+    status: u16,
+    start: u64,
+    len: u64,
+    conn: ConnHeader,
+    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
+) -> Reply {
+    let range = start as usize..(start + len) as usize;
+    if let Some(bytes) = &file.bytes {
+        out.extend_from_slice(&bytes[range]);
+        return reply(status, len, conn);
+    }
+    let small = len <= site.sendfile_threshold;
+    if let Some(map) = &file.map {
+        if small {
+            out.extend_from_slice(&map[range]);
             return reply(status, len, conn);
         }
-        Body::File(fd) => fd,
-    };
-    if len > site.sendfile_threshold {
-        let mut r = reply(status, len, conn);
-        r.sendfile = Some((Rc::clone(fd), start, len));
-        return r;
+        return with_tail(status, len, conn, Tail::Mapped(Rc::clone(map), start, len));
     }
-    match files::read_at(fd, start, len, out) {
-        Ok(n) if n == len => reply(status, len, conn),
-        // The file shrank since fstat: the promised length cannot be kept, so the only honest
-        // end is to close after what there is.
-        Ok(n) => reply(status, n, ConnHeader::Close),
-        Err(_) => reply(status, 0, ConnHeader::Close),
+    let fd = match &file.fd {
+        Some(fd) => Rc::clone(fd),
+        None => match site.root.reopen(&file.opened, &mut scratch.open) {
+            Ok(fd) => Rc::new(fd),
+            // Gone since it was cached: the promised length cannot be kept.
+            Err(_) => return reply(status, 0, ConnHeader::Close),
+        },
+    };
+    if small {
+        return match files::read_at(&fd, start, len, out) {
+            Ok(n) if n == len => reply(status, len, conn),
+            // The file shrank since its size was taken: the only honest end is to close
+            // after what there is.
+            Ok(n) => reply(status, n, ConnHeader::Close),
+            Err(_) => reply(status, 0, ConnHeader::Close),
+        };
+    }
+    let tail = if site.techniques.sendfile {
+        Tail::Sendfile(fd, start, len)
+    } else if site.techniques.mmap {
+        // SAFETY: a read-only mapping (see cache.rs for the truncation hazard).
+        match unsafe { memmap2::Mmap::map(&*fd) } {
+            Ok(map) => Tail::Mapped(Rc::new(map), start, len),
+            Err(_) => Tail::Read(fd, start, len),
+        }
+    } else {
+        Tail::Read(fd, start, len)
+    };
+    with_tail(status, len, conn, tail)
+}
+
+fn with_tail(status: u16, len: u64, conn: ConnHeader, tail: Tail) -> Reply {
+    let mut r = reply(status, len, conn);
+    r.tail = tail;
+    r
+}
+
+/// The status line, Server and Date: from the once-a-second cache, or formatted afresh.
+fn begin(out: &mut Vec<u8>, status: u16, cached: bool) {
+    if cached {
+        head::begin(out, status);
+    } else {
+        head::begin_uncached(out, status);
     }
 }
 
@@ -181,7 +270,7 @@ fn reply(status: u16, body_bytes: u64, conn: ConnHeader) -> Reply {
     Reply {
         status,
         body_bytes,
-        sendfile: None,
+        tail: Tail::None,
         close: conn == ConnHeader::Close,
     }
 }
@@ -254,6 +343,7 @@ pub(crate) fn error(
     conn: ConnHeader,
     head_only: bool,
     fields: &[(&str, &[u8])],
+    strings: bool,
 ) -> Reply {
     let reason = webscope_http::status::reason(status);
     let mut digits = itoa::Buffer::new();
@@ -261,7 +351,7 @@ pub(crate) fn error(
     // "<html>...<title>404 Not Found</title>...<h1>404 Not Found</h1>...</html>\n"
     const FRAME: usize = "<html><head><title></title></head><body><h1></h1></body></html>\n".len();
     let body_len = FRAME + 2 * (code.len() + 1 + reason.len());
-    head::begin(out, status);
+    begin(out, status, strings);
     out.extend_from_slice(b"Content-Type: text/html\r\n");
     head::content_length(out, body_len as u64);
     for (name, value) in fields {

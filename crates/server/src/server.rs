@@ -6,11 +6,15 @@ use std::thread::JoinHandle;
 
 use tokio::sync::watch;
 
-use crate::access_log::Sink;
+use crate::access_log::{LogThread, Mode, Sink};
 use crate::config::Config;
+use crate::dns::DnsCache;
 use crate::error::Error;
 use crate::files::Root;
 use crate::{listener, worker};
+
+/// Names the dns-cache keeps (Apache has no bound; this one has).
+const DNS_CACHE_NAMES: usize = 4096;
 
 /// A server that is bound but not yet serving. Binding first lets the caller learn the real
 /// port (for `--listen 127.0.0.1:0`) and report errors before anything runs.
@@ -27,6 +31,7 @@ pub struct Server {
 pub struct Running {
     stop: watch::Sender<bool>,
     workers: Vec<JoinHandle<()>>,
+    log_thread: Option<LogThread>,
     local_addr: SocketAddr,
 }
 
@@ -84,6 +89,20 @@ impl Server {
     /// Starts the workers and returns once every one of them is accepting.
     pub fn start(self) -> Result<Running, Error> {
         let (stop, stop_rx) = watch::channel(false);
+        let techniques = self.config.techniques;
+        let (log_thread, log_tx) = if techniques.async_log && !self.sink.is_off() {
+            let (thread, tx) = LogThread::start(self.sink.clone()).map_err(Error::Start)?;
+            (Some(thread), Some(tx))
+        } else {
+            (None, None)
+        };
+        let dns = if self.config.hostname_lookups && techniques.dns_cache {
+            Some(Arc::new(
+                DnsCache::start(DNS_CACHE_NAMES).map_err(Error::Start)?,
+            ))
+        } else {
+            None
+        };
         let (ready_tx, ready_rx) = mpsc::channel();
         let per_worker = self.config.max_connections / self.config.workers;
         let mut workers = Vec::new();
@@ -92,7 +111,12 @@ impl Server {
                 listener,
                 config: Arc::clone(&self.config),
                 root: Arc::clone(&self.root),
-                sink: self.sink.clone(),
+                log: match (&log_tx, self.sink.is_off()) {
+                    (_, true) => Mode::Off,
+                    (Some(tx), false) => Mode::Async(tx.clone()),
+                    (None, false) => Mode::Direct(self.sink.clone()),
+                },
+                dns: dns.clone(),
                 max_connections: per_worker,
                 shutdown: stop_rx.clone(),
                 ready: ready_tx.clone(),
@@ -104,9 +128,12 @@ impl Server {
             workers.push(handle);
         }
         drop(ready_tx);
+        // The workers hold the only senders now: the log thread ends after the last worker.
+        drop(log_tx);
         let running = Running {
             stop,
             workers,
+            log_thread,
             local_addr: self.local_addr,
         };
         for _ in 0..running.workers.len() {
@@ -140,6 +167,9 @@ impl Running {
         let _ = self.stop.send(true);
         for worker in self.workers {
             let _ = worker.join();
+        }
+        if let Some(log_thread) = self.log_thread {
+            log_thread.join();
         }
     }
 }

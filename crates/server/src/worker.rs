@@ -13,18 +13,20 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::LocalSet;
 
-use crate::access_log::{Entry, LogBuffer, Sink};
-use crate::cache::FileCache;
+use crate::access_log::{Entry, LogBuffer, Mode};
+use crate::cache::Caches;
 use crate::config::Config;
 use crate::conn;
+use crate::dns::{self, DnsCache};
 use crate::files::Root;
 
 /// Per-worker state that connections share (single-threaded: `Rc`, `Cell`).
 pub(crate) struct Worker {
     pub config: Arc<Config>,
     pub root: Arc<Root>,
-    pub cache: RefCell<FileCache>,
+    pub caches: RefCell<Caches>,
     log: RefCell<LogBuffer>,
+    dns: Option<Arc<DnsCache>>,
     shutdown: Cell<bool>,
     shutdown_notify: Notify,
     active: Cell<usize>,
@@ -47,8 +49,22 @@ impl Worker {
         self.log.borrow().enabled()
     }
 
-    pub(crate) fn log(&self, entry: &Entry<'_>) {
-        self.log.borrow_mut().log(entry);
+    /// Logs one request; with host-name logging, looks the client's name up first (from the
+    /// dns-cache, or blocking on the resolver without it).
+    pub(crate) fn log(&self, entry: Entry<'_>) {
+        if !self.config.hostname_lookups {
+            self.log.borrow_mut().log(&entry);
+            return;
+        }
+        let name: Option<Arc<str>> = match &self.dns {
+            Some(cache) => cache.get(entry.peer),
+            None => Some(dns::lookup(entry.peer).into()),
+        };
+        let entry = Entry {
+            host: name.as_deref(),
+            ..entry
+        };
+        self.log.borrow_mut().log(&entry);
     }
 }
 
@@ -70,7 +86,8 @@ pub(crate) struct Start {
     pub listener: std::net::TcpListener,
     pub config: Arc<Config>,
     pub root: Arc<Root>,
-    pub sink: Sink,
+    pub log: Mode,
+    pub dns: Option<Arc<DnsCache>>,
     pub max_connections: usize,
     pub shutdown: watch::Receiver<bool>,
     /// Told once the worker runs (or why it could not start).
@@ -98,7 +115,8 @@ async fn serve(start: Start) {
         listener,
         config,
         root,
-        sink,
+        log,
+        dns,
         max_connections,
         mut shutdown,
         ready,
@@ -118,12 +136,14 @@ async fn serve(start: Start) {
     let worker = Rc::new(Worker {
         config: Arc::clone(&config),
         root,
-        cache: RefCell::new(FileCache::new(
+        caches: RefCell::new(Caches::new(
+            config.techniques,
             config.file_cache_bytes / config.workers.max(1),
             config.file_cache_entries,
             config.sendfile_threshold,
         )),
-        log: RefCell::new(LogBuffer::new(sink)),
+        log: RefCell::new(LogBuffer::new(log, config.techniques.string_cache)),
+        dns,
         shutdown: Cell::new(false),
         shutdown_notify: Notify::new(),
         active: Cell::new(0),

@@ -6,14 +6,32 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use webscope_server::{AccessLog, Config, Server};
+use webscope_server::{AccessLog, Config, Server, Techniques};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
     webscope serve --root ./public
     webscope serve --root ./public --listen 127.0.0.1:0 --workers 1
     webscope serve --root /srv/www --listen [::1]:8080 --access-log access.log
-    webscope serve --root ./public --access-log - --keepalive-timeout 5s";
+    webscope serve --root ./public --access-log - --keepalive-timeout 5s
+    webscope serve --root ./public --baseline --access-log access.log      # the paper's naive server
+    webscope serve --root ./public --disable sendfile,mmap                 # ablate techniques
+
+TECHNIQUES (Hu, Nanda & Yang 1999; all on by default, --disable LIST or --baseline turns them off):
+    dns-cache     with --hostname-lookups, reverse lookups cached (bounded) and done off the
+                  request path; without it every logged request waits for getnameinfo()
+    string-cache  Date header and log time formatted once per second, status lines once
+    mmap          large files written from a mapping instead of read into a buffer
+                  (used when sendfile is off)
+    stat-cache    file metadata (size, mtime, ETag, type) cached: a hit costs no stat()
+    file-cache    small files' bytes (and large files' descriptors) kept in memory, bounded
+                  by --file-cache-size; a response from it is one write
+    uri-cache     the URI -> file translation cached, keyed by Host and path
+    sendfile      zero-copy send for files above 16 KiB
+    async-log     access log buffered and written by its own thread (at least once a
+                  second, and at shutdown); without it, one write() per request
+    Cached files are revalidated after at most 1 s: a changed or deleted file is noticed
+    within 1 s.";
 
 /// Serve the regular files under a directory over HTTP/1.1 (GET and HEAD).
 ///
@@ -36,6 +54,16 @@ pub struct Args {
     /// Access log (Combined Log Format): a file path, - for stdout, or off.
     #[arg(long, value_name = "PATH|-|off", default_value = "off")]
     access_log: String,
+    /// Turn off these techniques (comma-separated; see TECHNIQUES below).
+    #[arg(long, value_name = "LIST", value_parser = parse_disable)]
+    disable: Option<Techniques>,
+    /// Turn every technique off: the naive per-request path the paper started from.
+    #[arg(long, conflicts_with = "disable")]
+    baseline: bool,
+    /// Log the client's host name instead of its address (reverse DNS, as Apache's
+    /// HostnameLookups On).
+    #[arg(long)]
+    hostname_lookups: bool,
     /// Serve files reached through symlinks that lead outside --root (refused with 403 otherwise).
     #[arg(long)]
     follow_symlinks: bool,
@@ -104,13 +132,26 @@ impl Args {
         config.max_body = self.max_body;
         config.file_cache_bytes = self.file_cache_size;
         config.defer_accept = !self.no_defer_accept;
+        config.techniques = if self.baseline {
+            Techniques::baseline()
+        } else {
+            self.disable.unwrap_or_default()
+        };
+        config.hostname_lookups = self.hostname_lookups;
         config
     }
+}
+
+fn parse_disable(list: &str) -> Result<Techniques, String> {
+    let mut techniques = Techniques::default();
+    techniques.disable_list(list).map_err(|e| e.to_string())?;
+    Ok(techniques)
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let config = args.config();
     let workers = config.workers;
+    let techniques = config.techniques.describe();
     let root = config.root.clone();
     let server = Server::bind(config)?;
     // Signal handlers go in before the address is printed: whoever reads the address may
@@ -128,7 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
-        "webscope serve: listening on http://{addr} ({workers} worker{}, root {})",
+        "webscope serve: listening on http://{addr} ({workers} worker{}, root {}, techniques {techniques})",
         if workers == 1 { "" } else { "s" },
         root.display()
     )?;
