@@ -55,8 +55,10 @@ fn each_technique_decides_what_an_entry_holds() {
         "large files keep a descriptor"
     );
 
-    let mut no_sendfile = Techniques::default();
-    no_sendfile.sendfile = false;
+    let no_sendfile = Techniques {
+        sendfile: false,
+        ..Techniques::default()
+    };
     let mut mapped = caches(no_sendfile, 1 << 20, 100);
     let big = hit(&mut mapped, &root, "big");
     assert_eq!(
@@ -89,11 +91,11 @@ fn each_technique_decides_what_an_entry_holds() {
 #[test]
 fn changes_and_deletions_are_seen_after_the_revalidation_period() {
     let (dir, root) = site();
-    for techniques in [Techniques::default(), {
-        let mut t = Techniques::default();
-        t.stat_cache = false;
-        t
-    }] {
+    let no_stat_cache = Techniques {
+        stat_cache: false,
+        ..Techniques::default()
+    };
+    for techniques in [Techniques::default(), no_stat_cache] {
         let mut cache = caches(techniques, 1 << 20, 100);
         std::fs::write(dir.path().join("f1"), vec![b'x'; 100]).unwrap();
         assert_eq!(hit(&mut cache, &root, "f1").size, 100);
@@ -114,8 +116,10 @@ fn changes_and_deletions_are_seen_after_the_revalidation_period() {
 #[test]
 fn without_the_stat_cache_a_change_is_seen_at_once() {
     let (dir, root) = site();
-    let mut t = Techniques::default();
-    t.stat_cache = false;
+    let t = Techniques {
+        stat_cache: false,
+        ..Techniques::default()
+    };
     let mut cache = caches(t, 1 << 20, 100);
     assert_eq!(hit(&mut cache, &root, "f2").size, 100);
     std::fs::write(dir.path().join("f2"), vec![b'z'; 3]).unwrap();
