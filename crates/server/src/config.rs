@@ -55,6 +55,10 @@ pub struct Config {
     pub techniques: Techniques,
     /// Log the client's host name (reverse DNS), as Apache's HostnameLookups.
     pub hostname_lookups: bool,
+    /// Where the admin endpoint (/metrics, /stats.json) listens; None for no admin endpoint.
+    pub admin: Option<SocketAddr>,
+    /// Time each request's phases (parse, process, log) and each connection's life.
+    pub timing: bool,
     /// TCP_DEFER_ACCEPT: connections reach accept() once their first bytes arrived (or after
     /// the header timeout), so the first read finds the request.
     pub defer_accept: bool,
@@ -85,6 +89,8 @@ impl Config {
             sendfile_threshold: 16 * 1024,
             techniques: Techniques::default(),
             hostname_lookups: false,
+            admin: None,
+            timing: true,
             defer_accept: true,
             file_cache_bytes: 64 * 1024 * 1024,
             file_cache_entries: 10_000,

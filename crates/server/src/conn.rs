@@ -18,6 +18,7 @@ use crate::access_log::{Entry, RequestLine};
 use crate::files::read_at;
 use crate::io::{read_some, sendfile_all, write_all, Socket};
 use crate::respond::{self, ConnHeader, Reply, Scratch, Site, Tail};
+use crate::timing::Sample;
 use crate::worker::Worker;
 
 /// Output is written out once this much is buffered, even if more pipelined requests wait.
@@ -48,6 +49,8 @@ struct Conn {
     served: u64,
     /// Body bytes of the last request still to be read and dropped.
     discard: u64,
+    /// Clock reading when the first byte of the request being read arrived (0: none yet).
+    head_start: u64,
 }
 
 /// Serves one accepted connection to its end.
@@ -62,11 +65,14 @@ pub(crate) async fn serve(socket: Socket, peer: SocketAddr, worker: Rc<Worker>) 
         scratch: Scratch::default(),
         served: 0,
         discard: 0,
+        head_start: 0,
     };
+    let accepted = conn.worker.timing.start_connection();
     match conn.run().await {
         Ok(End::Close) | Err(_) => {}
         Ok(End::Linger) => conn.linger().await,
     }
+    conn.worker.timing.end_connection(accepted, conn.served);
 }
 
 /// What one pass over the buffered input decided.
@@ -127,6 +133,7 @@ impl Conn {
                 *head_deadline.get_or_insert_with(|| Instant::now() + config.header_timeout)
             };
             self.compact();
+            let was_empty = self.start == self.input.len();
             let read = tokio::select! {
                 biased;
                 read = read_some(&mut self.socket, &mut self.input, 2048, deadline) => read,
@@ -134,7 +141,11 @@ impl Conn {
             };
             match read {
                 Ok(0) => return Ok(End::Close),
-                Ok(_) => {}
+                Ok(_) => {
+                    if was_empty {
+                        self.head_start = worker.timing.now();
+                    }
+                }
                 Err(err) if err.kind() == io::ErrorKind::TimedOut => {
                     if idle {
                         return Ok(End::Close);
@@ -154,10 +165,12 @@ impl Conn {
     async fn step(&mut self, input: &[u8]) -> io::Result<Step> {
         let pending = &input[self.start..];
         match request::parse(pending, &self.worker.config.limits) {
-            Ok(Some(req)) => Ok(match self.answer(&req, input).await? {
-                Some(end) => Step::End(end),
-                None => Step::Answered,
-            }),
+            Ok(Some(req)) => Ok(
+                match self.answer(&req, input, self.worker.timing.now()).await? {
+                    Some(end) => Step::End(end),
+                    None => Step::Answered,
+                },
+            ),
             Ok(None) => Ok(Step::NeedMore),
             Err(err) => {
                 self.refuse(err.status(), pending).await?;
@@ -167,28 +180,39 @@ impl Conn {
     }
 
     /// Answers one parsed request. Returns how the connection ends if it must.
-    async fn answer(&mut self, req: &Request<'_>, input: &[u8]) -> io::Result<Option<End>> {
+    async fn answer(
+        &mut self,
+        req: &Request<'_>,
+        input: &[u8],
+        parsed: u64,
+    ) -> io::Result<Option<End>> {
         let worker = Rc::clone(&self.worker);
         let config = &worker.config;
+        let timing = &worker.timing;
+        let head_start = if self.head_start == 0 {
+            parsed
+        } else {
+            self.head_start
+        };
         self.served += 1;
-        if matches!(req.body, Body::Length(n) if n > config.max_body) {
-            let reply = respond::error(
+        let too_large = matches!(req.body, Body::Length(n) if n > config.max_body);
+        let out_before = self.output.len();
+        let keep_alive = req.keep_alive()
+            && !too_large
+            && req.body != Body::Chunked
+            && self.served < config.keepalive_requests
+            && !worker.shutting_down();
+        let reply = if too_large {
+            let strings = config.techniques.string_cache;
+            respond::error(
                 &mut self.output,
                 413,
                 ConnHeader::Close,
                 false,
                 &[],
-                config.techniques.string_cache,
-            );
-            self.log(req, &reply);
-            self.flush(false).await?;
-            return Ok(Some(End::Linger));
-        }
-        let keep_alive = req.keep_alive()
-            && req.body != Body::Chunked
-            && self.served < config.keepalive_requests
-            && !worker.shutting_down();
-        let reply = {
+                strings,
+            )
+        } else {
             let mut caches = worker.caches.borrow_mut();
             let mut site = Site {
                 root: &worker.root,
@@ -204,18 +228,46 @@ impl Conn {
                 &mut self.scratch,
             )
         };
+        let responded = timing.now();
         self.log(req, &reply);
+        let logged = timing.now();
         self.start += req.head_len;
-        if let Body::Length(n) = req.body {
+        if let (Body::Length(n), false) = (req.body, too_large) {
             self.discard = n;
         }
-        let Reply { tail, close, .. } = reply;
-        if !self.send_tail(tail).await? {
+        let Reply {
+            tail,
+            close,
+            status,
+            body_bytes,
+        } = reply;
+        let inline = (self.output.len() - out_before) as u64;
+        let tail_len = tail.len();
+        let complete = self.send_tail(tail).await?;
+        if self.start >= input.len() && self.discard == 0 {
+            // Nothing pipelined behind it: send now, so the process phase includes sending.
+            self.flush(false).await?;
+        }
+        let sent = timing.now();
+        timing.record(&Sample {
+            status,
+            body_bytes,
+            sent_bytes: inline + tail_len,
+            parse: timing.nanos(head_start, parsed),
+            process: timing.nanos(parsed, responded) + timing.nanos(logged, sent),
+            log: timing.nanos(responded, logged),
+            total: timing.nanos(head_start, sent),
+        });
+        self.head_start = if self.start < input.len() { sent } else { 0 };
+        if !complete {
             return Ok(Some(End::Close));
         }
         if close {
             self.flush(false).await?;
-            let unread = self.start < input.len() || self.discard > 0 || req.body == Body::Chunked;
+            let unread = too_large
+                || self.start < input.len()
+                || self.discard > 0
+                || req.body == Body::Chunked;
             return Ok(Some(if unread { End::Linger } else { End::Close }));
         }
         if self.output.len() >= OUT_HIGH_WATER {
@@ -261,7 +313,16 @@ impl Conn {
     /// Answers a request that could not be parsed (or timed out) and logs it; `pending` is
     /// the unparsed input, whose first line goes to the log.
     async fn refuse(&mut self, status: u16, pending: &[u8]) -> io::Result<()> {
-        let strings = self.worker.config.techniques.string_cache;
+        let worker = Rc::clone(&self.worker);
+        let timing = &worker.timing;
+        let started = timing.now();
+        let head_start = if self.head_start == 0 {
+            started
+        } else {
+            self.head_start
+        };
+        let strings = worker.config.techniques.string_cache;
+        let out_before = self.output.len();
         let reply = respond::error(
             &mut self.output,
             status,
@@ -270,13 +331,15 @@ impl Conn {
             &[],
             strings,
         );
-        if self.worker.log_enabled() {
+        let sent_bytes = (self.output.len() - out_before) as u64;
+        let responded = timing.now();
+        if worker.log_enabled() {
             let line_end = pending
                 .iter()
                 .position(|&b| b == b'\r' || b == b'\n')
                 .unwrap_or(pending.len())
                 .min(1024);
-            self.worker.log(Entry {
+            worker.log(Entry {
                 peer: self.peer.ip(),
                 host: None,
                 request: RequestLine::Raw(&pending[..line_end]),
@@ -286,7 +349,19 @@ impl Conn {
                 user_agent: None,
             });
         }
-        self.flush(false).await
+        let logged = timing.now();
+        let result = self.flush(false).await;
+        let sent = timing.now();
+        timing.record(&Sample {
+            status,
+            body_bytes: reply.body_bytes,
+            sent_bytes,
+            parse: timing.nanos(head_start, started),
+            process: timing.nanos(started, responded) + timing.nanos(logged, sent),
+            log: timing.nanos(responded, logged),
+            total: timing.nanos(head_start, sent),
+        });
+        result
     }
 
     fn log(&self, req: &Request<'_>, reply: &Reply) {

@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 mod access_log;
+mod admin;
 mod cache;
 mod config;
 mod conn;
@@ -37,14 +38,18 @@ mod error;
 mod files;
 mod io;
 mod listener;
+mod metrics;
 mod range;
 mod respond;
 mod server;
 mod techniques;
+mod timing;
 mod worker;
 
 pub use cache::REVALIDATE;
 pub use config::{AccessLog, Config};
 pub use error::Error;
+pub use metrics::{json as stats_json, prometheus, Info};
 pub use server::{Running, Server};
 pub use techniques::{Techniques, UnknownTechnique, NAMES as TECHNIQUES};
+pub use timing::{size_class, Stats, CLASSES, PHASES};

@@ -26,6 +26,16 @@ pub(crate) struct Reply {
     pub close: bool,
 }
 
+impl Tail {
+    /// Bytes the tail will send.
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Tail::None => 0,
+            Tail::Sendfile(_, _, len) | Tail::Mapped(_, _, len) | Tail::Read(_, _, len) => *len,
+        }
+    }
+}
+
 /// A large body, sent after the head by the technique in force.
 #[derive(Debug)]
 pub(crate) enum Tail {

@@ -7,10 +7,13 @@ use std::thread::JoinHandle;
 use tokio::sync::watch;
 
 use crate::access_log::{LogThread, Mode, Sink};
+use crate::admin::{self, Admin};
 use crate::config::Config;
 use crate::dns::DnsCache;
 use crate::error::Error;
 use crate::files::Root;
+use crate::metrics::Info;
+use crate::timing::{self, SharedStats, Stats};
 use crate::{listener, worker};
 
 /// Names the dns-cache keeps (Apache has no bound; this one has).
@@ -21,6 +24,7 @@ const DNS_CACHE_NAMES: usize = 4096;
 pub struct Server {
     config: Arc<Config>,
     listeners: Vec<std::net::TcpListener>,
+    admin_listener: Option<std::net::TcpListener>,
     local_addr: SocketAddr,
     root: Arc<Root>,
     sink: Sink,
@@ -30,6 +34,8 @@ pub struct Server {
 /// process exits.
 pub struct Running {
     stop: watch::Sender<bool>,
+    admin: Option<Admin>,
+    stats: Vec<SharedStats>,
     workers: Vec<JoinHandle<()>>,
     log_thread: Option<LogThread>,
     local_addr: SocketAddr,
@@ -72,9 +78,16 @@ impl Server {
         let local_addr = listeners[0]
             .local_addr()
             .map_err(|e| Error::bind(config.listen, e))?;
+        let admin_listener = match config.admin {
+            Some(addr) => {
+                Some(std::net::TcpListener::bind(addr).map_err(|e| Error::bind(addr, e))?)
+            }
+            None => None,
+        };
         Ok(Server {
             config: Arc::new(config),
             listeners,
+            admin_listener,
             local_addr,
             root: Arc::new(root),
             sink,
@@ -106,6 +119,9 @@ impl Server {
         let (ready_tx, ready_rx) = mpsc::channel();
         let per_worker = self.config.max_connections / self.config.workers;
         let mut workers = Vec::new();
+        let stats: Vec<SharedStats> = (0..self.listeners.len())
+            .map(|_| SharedStats::default())
+            .collect();
         for (id, listener) in self.listeners.into_iter().enumerate() {
             let start = worker::Start {
                 listener,
@@ -117,6 +133,7 @@ impl Server {
                     (None, false) => Mode::Direct(self.sink.clone()),
                 },
                 dns: dns.clone(),
+                stats: Arc::clone(&stats[id]),
                 max_connections: per_worker,
                 shutdown: stop_rx.clone(),
                 ready: ready_tx.clone(),
@@ -130,8 +147,10 @@ impl Server {
         drop(ready_tx);
         // The workers hold the only senders now: the log thread ends after the last worker.
         drop(log_tx);
-        let running = Running {
+        let mut running = Running {
             stop,
+            admin: None,
+            stats,
             workers,
             log_thread,
             local_addr: self.local_addr,
@@ -151,6 +170,22 @@ impl Server {
                 }
             }
         }
+        if let Some(listener) = self.admin_listener {
+            let info = Info {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                techniques: techniques.describe(),
+                timing: self.config.timing,
+                workers: self.config.workers,
+            };
+            let stop_rx = running.stop.subscribe();
+            match admin::start(listener, running.stats.clone(), info, stop_rx) {
+                Ok(admin) => running.admin = Some(admin),
+                Err(err) => {
+                    running.shutdown();
+                    return Err(Error::Start(err));
+                }
+            }
+        }
         Ok(running)
     }
 }
@@ -159,6 +194,16 @@ impl Running {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Where the admin endpoint listens, if there is one.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(|a| a.addr)
+    }
+
+    /// What the workers have measured so far, summed (empty when timing is off).
+    pub fn stats(&self) -> Stats {
+        timing::merged(&self.stats)
     }
 
     /// Stops accepting, lets responses in flight finish (up to the shutdown timeout), flushes
@@ -170,6 +215,9 @@ impl Running {
         }
         if let Some(log_thread) = self.log_thread {
             log_thread.join();
+        }
+        if let Some(admin) = self.admin {
+            admin.join();
         }
     }
 }

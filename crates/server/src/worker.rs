@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::conn;
 use crate::dns::{self, DnsCache};
 use crate::files::Root;
+use crate::timing::{SharedStats, Timing};
 
 /// Per-worker state that connections share (single-threaded: `Rc`, `Cell`).
 pub(crate) struct Worker {
@@ -27,6 +28,7 @@ pub(crate) struct Worker {
     pub caches: RefCell<Caches>,
     log: RefCell<LogBuffer>,
     dns: Option<Arc<DnsCache>>,
+    pub timing: Timing,
     shutdown: Cell<bool>,
     shutdown_notify: Notify,
     active: Cell<usize>,
@@ -88,6 +90,7 @@ pub(crate) struct Start {
     pub root: Arc<Root>,
     pub log: Mode,
     pub dns: Option<Arc<DnsCache>>,
+    pub stats: SharedStats,
     pub max_connections: usize,
     pub shutdown: watch::Receiver<bool>,
     /// Told once the worker runs (or why it could not start).
@@ -117,6 +120,7 @@ async fn serve(start: Start) {
         root,
         log,
         dns,
+        stats,
         max_connections,
         mut shutdown,
         ready,
@@ -144,6 +148,7 @@ async fn serve(start: Start) {
         )),
         log: RefCell::new(LogBuffer::new(log, config.techniques.string_cache)),
         dns,
+        timing: Timing::new(config.timing, stats),
         shutdown: Cell::new(false),
         shutdown_notify: Notify::new(),
         active: Cell::new(0),

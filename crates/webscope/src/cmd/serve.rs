@@ -16,6 +16,7 @@ EXAMPLES:
     webscope serve --root ./public --access-log - --keepalive-timeout 5s
     webscope serve --root ./public --baseline --access-log access.log      # the paper's naive server
     webscope serve --root ./public --disable sendfile,mmap                 # ablate techniques
+    webscope serve --root ./public --admin 127.0.0.1:9090                  # /metrics, /stats.json
 
 TECHNIQUES (Hu, Nanda & Yang 1999; all on by default, --disable LIST or --baseline turns them off):
     dns-cache     with --hostname-lookups, reverse lookups cached (bounded) and done off the
@@ -60,6 +61,12 @@ pub struct Args {
     /// Turn every technique off: the naive per-request path the paper started from.
     #[arg(long, conflicts_with = "disable")]
     baseline: bool,
+    /// Serve /metrics (Prometheus text) and /stats.json on this separate address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    admin: Option<SocketAddr>,
+    /// Do not time requests' phases (parse, process, log) and connections' lives.
+    #[arg(long)]
+    no_timing: bool,
     /// Log the client's host name instead of its address (reverse DNS, as Apache's
     /// HostnameLookups On).
     #[arg(long)]
@@ -138,6 +145,8 @@ impl Args {
             self.disable.unwrap_or_default()
         };
         config.hostname_lookups = self.hostname_lookups;
+        config.admin = self.admin;
+        config.timing = !self.no_timing;
         config
     }
 }
@@ -173,6 +182,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if workers == 1 { "" } else { "s" },
         root.display()
     )?;
+    if let Some(admin) = running.admin_addr() {
+        writeln!(
+            stdout,
+            "webscope serve: admin on http://{admin} (/metrics, /stats.json)"
+        )?;
+    }
     stdout.flush()?;
     drop(stdout);
     runtime.block_on(async {

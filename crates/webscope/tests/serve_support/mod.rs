@@ -156,6 +156,23 @@ impl Server {
         (status, out, err)
     }
 
+    /// The admin endpoint's address, from the line `webscope serve` prints after the first.
+    pub fn admin_addr(&self) -> SocketAddr {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let found = self.stdout.lock().unwrap().iter().find_map(|line| {
+                line.strip_prefix("webscope serve: admin on http://")
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .and_then(|a| a.parse().ok())
+            });
+            if let Some(addr) = found {
+                return addr;
+            }
+            assert!(Instant::now() < deadline, "no admin address printed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
