@@ -61,13 +61,13 @@ def wait_port(port, limit=5.0):
 
 
 class Webscope:
-    def __init__(self, binary, docroot, work):
-        self.name = "webscope"
+    def __init__(self, binary, docroot, work, extra=(), name="webscope"):
+        self.name = name
         self.port = free_port()
-        log = os.path.join(work, "webscope-access.log")
+        log = os.path.join(work, f"{name}-access.log")
         self.proc = subprocess.Popen(
             ["taskset", "-c", "0", binary, "serve", "--root", docroot, "--listen", f"127.0.0.1:{self.port}",
-             "--workers", "1", "--access-log", log],
+             "--workers", "1", "--access-log", log, *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port)
         self.pid = self.proc.pid
