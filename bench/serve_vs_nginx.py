@@ -77,6 +77,22 @@ class Webscope:
         self.proc.wait(timeout=15)
 
 
+class Responder:
+    """The ceiling: crates/server/examples/minimal_responder.rs (fixed 1 KiB reply, no parsing)."""
+
+    def __init__(self, binary):
+        self.name = "minimal-responder"
+        self.port = free_port()
+        self.proc = subprocess.Popen(["taskset", "-c", "0", binary, f"127.0.0.1:{self.port}", "1"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+        self.pid = self.proc.pid
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait(timeout=15)
+
+
 class Nginx:
     def __init__(self, docroot, work, sendfile):
         self.name = f"nginx-sendfile-{'on' if sendfile else 'off'}"
@@ -164,12 +180,19 @@ def main():
     parser.add_argument("--connections", type=int, default=50, help="wrk connections (default 50)")
     parser.add_argument("--binary", default=None, help="webscope binary (default: build release)")
     parser.add_argument("--only", default=None, help="run only scenarios whose title contains this text")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="also measure the minimal responder (1 KiB keep-alive only)")
     args = parser.parse_args()
     ensure_tools()
     binary = args.binary
     if binary is None:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope"], cwd=ROOT, check=True)
         binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "webscope")
+    responder = None
+    if args.ceiling:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope-server", "--example",
+                        "minimal_responder"], cwd=ROOT, check=True)
+        responder = os.path.join(os.path.dirname(binary), "examples", "minimal_responder")
     work = tempfile.mkdtemp(prefix="webscope-bench-")
     docroot = os.path.join(work, "www")
     os.makedirs(docroot)
@@ -188,8 +211,11 @@ def main():
             if args.only and args.only not in title:
                 continue
             results = {}
+            these = list(makers)
+            if responder and path == "/1k.bin" and not close:
+                these.append(lambda: Responder(responder))
             for rep in range(args.pairs):
-                for make in makers:
+                for make in these:
                     server = make()
                     try:
                         r = measure(server, path, close, args)
@@ -205,6 +231,9 @@ def main():
                 med[name] = m
                 print(f"  {name:20} {m['rps']:10.0f} {m['cpu_us']:11.2f} {m['server_util']*100:10.0f}% "
                       f"{m['wrk_util']*100:7.0f}%   (CPU-us/req {spread[0]:.2f}..{spread[1]:.2f})")
+            if "minimal-responder" in med:
+                print(f"  webscope / minimal-responder: CPU per request "
+                      f"{med['webscope']['cpu_us'] / med['minimal-responder']['cpu_us']:.2f} x")
             best = min((n for n in med if n.startswith("nginx")), key=lambda n: med[n]["cpu_us"])
             ratio = med["webscope"]["cpu_us"] / med[best]["cpu_us"]
             print(f"  webscope / {best}: CPU per request {ratio:.2f} x, req/s "

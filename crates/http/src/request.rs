@@ -202,10 +202,12 @@ impl std::error::Error for ParseError {}
 /// Returns `Ok(None)` when the head is not complete yet (read more and call again), the
 /// request when it is, or the error that decides the response.
 pub fn parse<'b>(buf: &'b [u8], limits: &Limits) -> Result<Option<Request<'b>>, ParseError> {
-    let mut headers = [httparse::EMPTY_HEADER; 128];
+    // Uninitialised: zeroing 128 headers (4 KiB) per request would cost more than parsing.
+    let mut headers: [std::mem::MaybeUninit<httparse::Header<'b>>; 128] =
+        [const { std::mem::MaybeUninit::uninit() }; 128];
     let max_headers = limits.max_headers.min(headers.len());
-    let mut req = httparse::Request::new(&mut headers[..max_headers]);
-    let head_len = match req.parse(buf) {
+    let mut req = httparse::Request::new(&mut []);
+    let head_len = match req.parse_with_uninit_headers(buf, &mut headers[..max_headers]) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return partial(buf, limits),
         Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),

@@ -142,6 +142,8 @@ pub(crate) struct LogBuffer {
 /// What one log line records about a request.
 pub(crate) struct Entry<'a> {
     pub peer: IpAddr,
+    /// `peer` as text, formatted once per connection.
+    pub peer_text: &'a str,
     /// The client's host name, when host-name logging found one.
     pub host: Option<&'a str>,
     pub request: RequestLine<'a>,
@@ -215,10 +217,7 @@ impl Drop for LogBuffer {
 pub(crate) fn format_line(out: &mut Vec<u8>, e: &Entry<'_>, cached_date: bool) {
     match e.host {
         Some(name) => escape(out, name.as_bytes()),
-        // Writing into a Vec cannot fail.
-        None => {
-            let _ = write!(out, "{}", e.peer);
-        }
+        None => out.extend_from_slice(e.peer_text.as_bytes()),
     }
     out.extend_from_slice(b" - - [");
     if cached_date {
@@ -267,6 +266,14 @@ fn quoted(out: &mut Vec<u8>, value: Option<&[u8]>) {
 /// Escapes as Apache does: `"` and `\` with a backslash, non-printable bytes as `\xhh`, so
 /// a client cannot forge log lines.
 fn escape(out: &mut Vec<u8>, value: &[u8]) {
+    // Nearly every value needs no escaping: copy it whole when so.
+    if value
+        .iter()
+        .all(|&b| (0x20..=0x7e).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.extend_from_slice(value);
+        return;
+    }
     for &b in value {
         match b {
             b'"' | b'\\' => {
@@ -295,6 +302,7 @@ mod tests {
             &mut out,
             &Entry {
                 peer: "127.0.0.1".parse().unwrap(),
+                peer_text: "127.0.0.1",
                 host: None,
                 request: RequestLine::Parsed {
                     method: "GET",
@@ -323,6 +331,7 @@ mod tests {
         let mut out = Vec::new();
         let entry = Entry {
             peer: "::1".parse().unwrap(),
+            peer_text: "::1",
             host: Some("localhost"),
             request: RequestLine::Parsed {
                 method: "HEAD",

@@ -34,6 +34,8 @@ pub(crate) struct Entry {
     pub size: u64,
     pub mtime: i64,
     pub etag: Box<[u8]>,
+    /// `mtime` as an HTTP date, formatted once.
+    pub last_modified: Box<[u8]>,
     pub content_type: &'static str,
     /// The path that was opened, relative to the root (to open it again).
     pub opened: Box<[u8]>,
@@ -260,6 +262,11 @@ impl Caches {
             size: open.size,
             mtime: open.mtime,
             etag: etag.into_boxed_slice(),
+            last_modified: {
+                let mut date = Vec::with_capacity(webscope_http::date::HTTP_DATE_LEN);
+                webscope_http::date::write_http_date(&mut date, open.mtime);
+                date.into_boxed_slice()
+            },
             content_type,
             opened: opened.into(),
             identity,

@@ -40,6 +40,8 @@ enum End {
 struct Conn {
     socket: Socket,
     peer: SocketAddr,
+    /// The peer's address as the log writes it, formatted once.
+    peer_text: String,
     worker: Rc<Worker>,
     input: Vec<u8>,
     /// Start of unconsumed input.
@@ -55,9 +57,15 @@ struct Conn {
 
 /// Serves one accepted connection to its end.
 pub(crate) async fn serve(socket: Socket, peer: SocketAddr, worker: Rc<Worker>) {
+    let peer_text = if worker.log_enabled() {
+        peer.ip().to_string()
+    } else {
+        String::new()
+    };
     let mut conn = Conn {
         socket,
         peer,
+        peer_text,
         worker,
         input: Vec::with_capacity(4096),
         start: 0,
@@ -341,6 +349,7 @@ impl Conn {
                 .min(1024);
             worker.log(Entry {
                 peer: self.peer.ip(),
+                peer_text: &self.peer_text,
                 host: None,
                 request: RequestLine::Raw(&pending[..line_end]),
                 status: reply.status,
@@ -370,6 +379,7 @@ impl Conn {
         }
         self.worker.log(Entry {
             peer: self.peer.ip(),
+            peer_text: &self.peer_text,
             host: None,
             request: RequestLine::Parsed {
                 method: req.method_name,

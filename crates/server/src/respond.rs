@@ -162,7 +162,7 @@ fn file_response(
     let strings = site.techniques.string_cache;
     if not_modified(req, &file.etag, file.mtime) {
         begin(out, 304, strings);
-        validators(out, &file.etag, file.mtime);
+        validators(out, file, strings);
         conn.write(out);
         head::end(out);
         return reply(304, 0, conn);
@@ -192,7 +192,7 @@ fn file_response(
     begin(out, status, strings);
     head::field(out, "Content-Type", file.content_type.as_bytes());
     head::content_length(out, len);
-    validators(out, &file.etag, file.mtime);
+    validators(out, file, strings);
     out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
     if status == 206 {
         content_range(out, start, len, file.size);
@@ -285,9 +285,13 @@ fn reply(status: u16, body_bytes: u64, conn: ConnHeader) -> Reply {
     }
 }
 
-fn validators(out: &mut Vec<u8>, etag: &[u8], mtime: i64) {
-    head::field_date(out, "Last-Modified", mtime);
-    head::field(out, "ETag", etag);
+fn validators(out: &mut Vec<u8>, file: &Entry, cached_strings: bool) {
+    if cached_strings {
+        head::field(out, "Last-Modified", &file.last_modified);
+    } else {
+        head::field_date(out, "Last-Modified", file.mtime);
+    }
+    head::field(out, "ETag", &file.etag);
 }
 
 fn content_range(out: &mut Vec<u8>, start: u64, len: u64, size: u64) {

@@ -1,9 +1,208 @@
-//! `webscope fileset` (being built; see the open issue).
+//! `webscope fileset`: plan a file set from the flags, write it with its manifest, report it.
 
-/// Flags of `webscope fileset`.
-#[derive(clap::Args)]
-pub struct Args {}
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`webscope fileset` is not built yet")
+use anyhow::Context;
+use webscope_workload::{format_size, parse_size, Manifest, Spec, WriteOptions};
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    webscope fileset specweb96 --out /tmp/spec --ops 10            # 69 MiB, 14 directories
+    webscope fileset webstone-a --out /tmp/wsA                     # WebStone workload A
+    webscope fileset webstone-a --out /tmp/wsA4 --scale 4          # A*4 (mean 117 KB)
+    webscope fileset heavy-tail --out /tmp/surge --files 10000 --mean 12k --seed 7
+    webscope fileset single --out /tmp/one --size 1k               # one 1 KiB file
+    webscope fileset specweb96 --out /tmp/big --ops 100 --copies 8 # 8 copies: beat the page cache
+    webscope fileset webstone-a --out /tmp/wsA --dry-run           # print the plan, write nothing
+
+Then: webscope serve --root DIR, and webscope load --fileset DIR --base http://127.0.0.1:8080/";
+
+/// Generate a file set and its manifest (path, size, class, access probability of each
+/// file), deterministic from a seed: the same seed gives the same bytes.
+///
+/// The set is written to a hidden directory beside --out and renamed into place when it is
+/// complete; an error or Ctrl-C removes it, so a directory with a manifest.json is always a
+/// whole set.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    #[command(subcommand)]
+    set: Set,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Set {
+    /// SPECweb96: directories of 36 files in 4 size classes (0-1, 1-10, 10-100, 100-1000 KB)
+    /// requested 35/50/14/1 %; 10*sqrt(ops/5) directories (Hu et al., Tables 1-2).
+    Specweb96 {
+        /// The expected throughput (ops/s) the set is scaled for: 1 → 22 MB, 10 → 69 MB,
+        /// 1000 → 690 MB.
+        #[arg(long, value_name = "N", default_value_t = 10.0, allow_negative_numbers = true)]
+        ops: f64,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// WebStone workload A (Yates et al., Table 1: 24 HTML, 29 images, 20 sounds, 4 videos)
+    /// or its size-scaled variants A/4 .. A*4 (Table 2).
+    #[command(name = "webstone-a")]
+    WebstoneA {
+        /// Size multiplier: 0.25, 0.5, 1, 2 or 4.
+        #[arg(long, value_name = "S", default_value_t = 1.0, allow_negative_numbers = true)]
+        scale: f64,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Heavy-tailed sizes (lognormal body, Pareto tail, as SURGE) with Zipf popularity.
+    #[command(name = "heavy-tail")]
+    HeavyTail {
+        /// Number of files.
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        files: u64,
+        /// Mean file size (e.g. 12k; k = 1024).
+        #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+        mean: u64,
+        /// Zipf exponent of popularity (rank r requested ∝ r^-S).
+        #[arg(long, value_name = "S", default_value_t = 1.0, allow_negative_numbers = true)]
+        zipf: f64,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// One file of a given size (ab-style tests).
+    Single {
+        /// Its size (e.g. 1k, 100k, 1m; k = 1024).
+        #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+        size: u64,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct Common {
+    /// Directory to create (must not exist, or be empty; see --force).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Seed of the file contents (and of heavy-tail sizes and popularity).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// Write K copies of the set under copy01/ .. copyK/, requests spread over all of them,
+    /// so that the load touches K times more bytes (cache avoidance).
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    copies: u32,
+    /// Replace an earlier file set at --out (only a directory holding a manifest.json).
+    #[arg(long)]
+    force: bool,
+    /// Print the plan and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let (spec, common) = match args.set {
+        Set::Specweb96 { ops, common } => (Spec::SpecWeb96 { ops }, common),
+        Set::WebstoneA { scale, common } => (Spec::WebStoneA { scale }, common),
+        Set::HeavyTail {
+            files,
+            mean,
+            zipf,
+            common,
+        } => (Spec::HeavyTail { files, mean, zipf }, common),
+        Set::Single { size, common } => (Spec::Single { size }, common),
+    };
+    let mut manifest = spec.plan(common.seed)?;
+    manifest.replicate(common.copies)?;
+    if common.dry_run {
+        print_summary(&manifest, &common.out, "would write");
+        return Ok(());
+    }
+    let cancel = interrupt_flag()?;
+    let show_progress = std::io::stderr().is_terminal();
+    let mut last_percent = u64::MAX;
+    let mut progress = |done: u64, total: u64| {
+        let percent = done * 100 / total.max(1);
+        if show_progress && percent != last_percent {
+            last_percent = percent;
+            eprint!(
+                "\rwriting {percent:3}% ({} of {})   ",
+                format_size(done),
+                format_size(total)
+            );
+        }
+    };
+    let options = WriteOptions {
+        force: common.force,
+    };
+    let result = webscope_workload::write(&manifest, &common.out, &options, &cancel, &mut progress);
+    if show_progress {
+        eprint!("\r\x1b[K");
+    }
+    result?;
+    print_summary(&manifest, &common.out, "wrote");
+    Ok(())
+}
+
+/// A flag raised by SIGINT or SIGTERM, so that writing stops and cleans up instead of dying
+/// with a partial directory.
+fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let flag = Arc::new(AtomicBool::new(false));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("cannot start the signal handler")?;
+    let (mut interrupt, mut terminate) = {
+        let _guard = runtime.enter();
+        (
+            signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
+            signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
+        )
+    };
+    let raised = Arc::clone(&flag);
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        });
+        raised.store(true, Ordering::Relaxed);
+    });
+    Ok(flag)
+}
+
+fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {
+    println!(
+        "webscope fileset: {verb} {} file{}, {} to {} ({}; seed {}{})",
+        manifest.files.len(),
+        if manifest.files.len() == 1 { "" } else { "s" },
+        format_size(manifest.total_bytes),
+        out.display(),
+        manifest.description,
+        manifest.seed,
+        if manifest.copies > 1 {
+            format!(", {} copies", manifest.copies)
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "  mean response {} (access-weighted)",
+        format_size(manifest.mean_response_bytes.round() as u64)
+    );
+    println!(
+        "  {:<12} {:>8} {:>12} {:>10}",
+        "class", "files", "bytes", "requests"
+    );
+    for class in &manifest.classes {
+        println!(
+            "  {:<12} {:>8} {:>12} {:>9.2}%",
+            class.name,
+            class.files,
+            format_size(class.bytes),
+            class.probability * 100.0
+        );
+    }
 }

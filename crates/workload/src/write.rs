@@ -1,0 +1,294 @@
+//! Writing a planned set to disk so that nothing half-written ever looks complete.
+//!
+//! The set is built in a hidden sibling directory (`.NAME.partial-PID`) and renamed into
+//! place only when every file and then the manifest are written; any error or an
+//! interruption removes the partial directory. A directory holding a `manifest.json` is
+//! therefore always a whole set. Free space is checked before the first byte is written.
+
+use std::ffi::CString;
+use std::fs;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::manifest::{Manifest, MANIFEST};
+use crate::rng::Rng;
+use crate::size::format_size;
+use crate::Error;
+
+/// How to write a set.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// Replace an existing file set (a directory holding a manifest) at the destination.
+    pub force: bool,
+}
+
+/// Writes `manifest`'s files (bytes drawn from its seed) and the manifest under `out`.
+/// `cancel` is polled between chunks (Ctrl-C); `progress(done, total)` is called as bytes go
+/// out.
+pub fn write(
+    manifest: &Manifest,
+    out: &Path,
+    options: &WriteOptions,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(), Error> {
+    check_destination(out, options.force)?;
+    let name = out
+        .file_name()
+        .ok_or_else(|| Error::Invalid(format!("--out {} has no directory name", out.display())))?;
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&parent).map_err(|source| Error::Unwritable {
+        path: parent.clone(),
+        source,
+    })?;
+    check_space(&parent, manifest)?;
+    let pid = std::process::id();
+    let partial = parent.join(format!(".{}.partial-{pid}", name.to_string_lossy()));
+    let _ = fs::remove_dir_all(&partial);
+    fs::create_dir(&partial).map_err(|source| Error::Unwritable {
+        path: parent.clone(),
+        source,
+    })?;
+    let mut guard = RemoveOnDrop(Some(partial.clone()));
+
+    let mut done = 0u64;
+    let mut made_dirs = std::collections::HashSet::new();
+    let mut buffer = vec![0u8; 64 << 10];
+    for file in &manifest.files {
+        let path = partial.join(&file.path);
+        if let Some(dir) = path.parent() {
+            if made_dirs.insert(dir.to_path_buf()) {
+                fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            }
+        }
+        let mut rng = Rng::for_stream(manifest.seed, &file.path);
+        let mut handle = fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let mut left = file.size;
+        while left > 0 {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            let n = left.min(buffer.len() as u64) as usize;
+            fill(&mut rng, &mut buffer[..n]);
+            handle.write_all(&buffer[..n]).map_err(|e| Error::io(&path, e))?;
+            left -= n as u64;
+            done += n as u64;
+            progress(done, manifest.total_bytes);
+        }
+    }
+    let text = serde_json::to_vec_pretty(manifest)
+        .map_err(|e| Error::Invalid(format!("cannot encode the manifest: {e}")))?;
+    let manifest_path = partial.join(MANIFEST);
+    fs::write(&manifest_path, text).map_err(|e| Error::io(&manifest_path, e))?;
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
+    put_in_place(&partial, out, &parent, name, pid)?;
+    guard.0 = None;
+    Ok(())
+}
+
+/// Fills `buf` with printable text (64 symbols, a newline every 64 bytes): readable in a
+/// pager, never mistaken for a compressed format, one 64-bit draw per 8 bytes.
+fn fill(rng: &mut Rng, buf: &mut [u8]) {
+    const SYMBOLS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for chunk in buf.chunks_mut(8) {
+        let mut bits = rng.next_u64();
+        for byte in chunk.iter_mut() {
+            *byte = SYMBOLS[(bits & 63) as usize];
+            bits >>= 6;
+        }
+    }
+    for byte in buf.iter_mut().skip(63).step_by(64) {
+        *byte = b'\n';
+    }
+}
+
+/// Refuses a destination that holds anything but (with --force) an earlier file set.
+fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
+    match fs::symlink_metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(out, e)),
+        Ok(meta) if !meta.is_dir() => Err(Error::OutExists(out.to_path_buf())),
+        Ok(_) => {
+            let empty = fs::read_dir(out)
+                .map_err(|e| Error::io(out, e))?
+                .next()
+                .is_none();
+            if empty {
+                Ok(())
+            } else if !force {
+                Err(Error::OutExists(out.to_path_buf()))
+            } else if out.join(MANIFEST).is_file() {
+                Ok(())
+            } else {
+                Err(Error::NotAFileSet(out.to_path_buf()))
+            }
+        }
+    }
+}
+
+/// Checks that the file system under `dir` has room for the set (sizes rounded up to 4 KiB
+/// blocks, plus the manifest).
+fn check_space(dir: &Path, manifest: &Manifest) -> Result<(), Error> {
+    let needed: u64 = manifest
+        .files
+        .iter()
+        .map(|f| f.size.div_ceil(4096) * 4096 + 4096)
+        .sum::<u64>()
+        + manifest.files.len() as u64 * 200;
+    let Ok(c_path) = CString::new(dir.as_os_str().as_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: statvfs fills the zeroed struct from a valid NUL-terminated path.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
+        // Cannot tell: let the writes fail (and clean up) if space runs out.
+        return Ok(());
+    }
+    let available = stat.f_bavail as u64 * stat.f_frsize as u64;
+    if needed > available {
+        return Err(Error::NoSpace {
+            path: dir.to_path_buf(),
+            needed: format_size(needed),
+            available: format_size(available),
+        });
+    }
+    Ok(())
+}
+
+/// Renames the finished set to `out`, replacing an earlier set or an empty directory.
+fn put_in_place(
+    partial: &Path,
+    out: &Path,
+    parent: &Path,
+    name: &std::ffi::OsStr,
+    pid: u32,
+) -> Result<(), Error> {
+    let old = parent.join(format!(".{}.old-{pid}", name.to_string_lossy()));
+    let replacing = out.join(MANIFEST).is_file();
+    if replacing {
+        fs::rename(out, &old).map_err(|e| Error::io(out, e))?;
+    }
+    // rename(2) replaces an empty directory in one step.
+    if let Err(e) = fs::rename(partial, out) {
+        if replacing {
+            let _ = fs::rename(&old, out);
+        }
+        return Err(Error::io(out, e));
+    }
+    if replacing {
+        let _ = fs::remove_dir_all(&old);
+    }
+    Ok(())
+}
+
+/// Removes a partial directory unless disarmed.
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = fs::remove_dir_all(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Spec;
+
+    fn no_cancel() -> AtomicBool {
+        AtomicBool::new(false)
+    }
+
+    #[test]
+    fn writes_every_file_at_its_size_and_the_manifest_last() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("set");
+        let m = Spec::WebStoneA { scale: 0.25 }.plan(7).unwrap();
+        let mut calls = 0;
+        write(&m, &out, &WriteOptions::default(), &no_cancel(), &mut |_, _| calls += 1).unwrap();
+        assert!(calls > 0);
+        for f in &m.files {
+            assert_eq!(fs::metadata(out.join(&f.path)).unwrap().len(), f.size, "{}", f.path);
+        }
+        assert_eq!(Manifest::load(&out).unwrap(), m);
+        // Nothing partial is left beside it.
+        let names: Vec<_> = fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("set")]);
+    }
+
+    #[test]
+    fn same_seed_same_bytes_other_seed_other_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = |seed| Spec::Single { size: 5000 }.plan(seed).unwrap();
+        for (dir, seed) in [("a", 1), ("b", 1), ("c", 2)] {
+            write(&plan(seed), &tmp.path().join(dir), &WriteOptions::default(), &no_cancel(), &mut |_, _| {}).unwrap();
+        }
+        let read = |d: &str| fs::read(tmp.path().join(d).join("file-5000.bin")).unwrap();
+        assert_eq!(read("a"), read("b"));
+        assert_ne!(read("a"), read("c"));
+        assert!(read("a").iter().all(|b| b.is_ascii_graphic() || *b == b'\n'));
+    }
+
+    #[test]
+    fn refuses_a_non_empty_directory_and_force_replaces_only_a_set() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("set");
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("precious.txt"), b"keep me").unwrap();
+        let m = Spec::Single { size: 10 }.plan(1).unwrap();
+        let opts = WriteOptions::default();
+        assert!(matches!(write(&m, &out, &opts, &no_cancel(), &mut |_, _| {}), Err(Error::OutExists(_))));
+        let force = WriteOptions { force: true };
+        assert!(matches!(write(&m, &out, &force, &no_cancel(), &mut |_, _| {}), Err(Error::NotAFileSet(_))));
+        assert_eq!(fs::read(out.join("precious.txt")).unwrap(), b"keep me");
+
+        let set = tmp.path().join("set2");
+        write(&m, &set, &opts, &no_cancel(), &mut |_, _| {}).unwrap();
+        let m2 = Spec::Single { size: 20 }.plan(1).unwrap();
+        write(&m2, &set, &force, &no_cancel(), &mut |_, _| {}).unwrap();
+        assert_eq!(Manifest::load(&set).unwrap(), m2);
+        assert!(!set.join("file-10.bin").exists());
+    }
+
+    #[test]
+    fn an_interrupted_write_leaves_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("set");
+        let m = Spec::Single { size: 1 << 20 }.plan(1).unwrap();
+        let cancel = AtomicBool::new(false);
+        let result = write(&m, &out, &WriteOptions::default(), &cancel, &mut |done, _| {
+            if done > 100_000 {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        });
+        assert!(matches!(result, Err(Error::Interrupted)));
+        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn too_little_space_is_refused_before_writing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("huge");
+        // 10 million files of 1 GiB: no test machine has 10 PB free.
+        let m = Manifest::assemble(
+            "test",
+            "huge".into(),
+            1,
+            serde_json::json!({}),
+            &["c"],
+            vec![crate::manifest::File { path: "x".into(), size: 1 << 53, class: "c".into(), probability: 1.0 }],
+        );
+        let err = write(&m, &out, &WriteOptions::default(), &no_cancel(), &mut |_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("not enough space"), "{err}");
+        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+}
