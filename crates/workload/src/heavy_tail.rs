@@ -45,9 +45,10 @@ fn surge_size(rng: &mut Rng) -> f64 {
 
 /// Plans `files` files of mean size `mean` bytes with Zipf exponent `zipf`.
 pub fn plan(files: u64, mean: u64, zipf: f64, seed: u64) -> Result<Manifest, Error> {
-    if files == 0 || files > 10_000_000 {
+    if files == 0 || files > crate::manifest::MAX_FILES {
         return Err(Error::Invalid(format!(
-            "--files must be between 1 and 10000000, not {files}"
+            "--files must be between 1 and {}, not {files}",
+            crate::manifest::MAX_FILES
         )));
     }
     if mean == 0 {
@@ -63,7 +64,10 @@ pub fn plan(files: u64, mean: u64, zipf: f64, seed: u64) -> Result<Manifest, Err
     let raw: Vec<f64> = (0..n).map(|_| surge_size(&mut rng)).collect();
     let raw_mean = raw.iter().sum::<f64>() / n as f64;
     let factor = mean as f64 / raw_mean;
-    let mut sizes: Vec<u64> = raw.iter().map(|s| ((s * factor).round() as u64).max(1)).collect();
+    let mut sizes: Vec<u64> = raw
+        .iter()
+        .map(|s| ((s * factor).round() as u64).max(1))
+        .collect();
     // Rounding drifts the total by a few bytes: the largest file absorbs it so the mean is exact.
     let target = mean * files;
     let sum: u64 = sizes.iter().sum();

@@ -47,7 +47,7 @@ pub mod webstone;
 mod write;
 
 pub use error::Error;
-pub use manifest::{Class, File, Manifest, FORMAT, MANIFEST};
+pub use manifest::{Class, File, Manifest, FORMAT, MANIFEST, MAX_FILES};
 pub use mix::Mix;
 pub use rng::Rng;
 pub use size::{format_size, parse_size};

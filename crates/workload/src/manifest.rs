@@ -16,6 +16,10 @@ pub const MANIFEST: &str = "manifest.json";
 /// The format tag written in every manifest; a different tag is refused on load.
 pub const FORMAT: &str = "webscope-fileset/1";
 
+/// The most files a set may have (copies included): a manifest entry costs about 100 bytes
+/// in memory and the load generator's tables hold one request per file.
+pub const MAX_FILES: u64 = 10_000_000;
+
 /// A file set: its files with their access probabilities, grouped into classes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -137,6 +141,12 @@ impl Manifest {
         if copies == 1 {
             return Ok(());
         }
+        let total = self.files.len() as u64 * u64::from(copies);
+        if total > MAX_FILES {
+            return Err(Error::Invalid(format!(
+                "--copies {copies} makes {total} files; at most {MAX_FILES} are allowed"
+            )));
+        }
         let width = copies.to_string().len().max(2);
         let share = 1.0 / f64::from(copies);
         let base = std::mem::take(&mut self.files);
@@ -169,12 +179,13 @@ impl Manifest {
                 Error::io(&path, source)
             }
         })?;
-        let manifest: Manifest =
-            serde_json::from_str(&text).map_err(|e| Error::BadManifest {
-                path: path.clone(),
-                reason: format!("not a valid manifest: {e}"),
-            })?;
-        manifest.check().map_err(|reason| Error::BadManifest { path, reason })?;
+        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| Error::BadManifest {
+            path: path.clone(),
+            reason: format!("not a valid manifest: {e}"),
+        })?;
+        manifest
+            .check()
+            .map_err(|reason| Error::BadManifest { path, reason })?;
         Ok(manifest)
     }
 
@@ -197,7 +208,10 @@ impl Manifest {
                 return Err(format!("bad probability for {:?}", file.path));
             }
             if !self.classes.iter().any(|c| c.name == file.class) {
-                return Err(format!("{:?} has unknown class {:?}", file.path, file.class));
+                return Err(format!(
+                    "{:?} has unknown class {:?}",
+                    file.path, file.class
+                ));
             }
             sum += file.probability;
         }

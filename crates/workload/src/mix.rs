@@ -24,13 +24,14 @@ impl Mix {
             return None;
         }
         let sum: f64 = weights.iter().sum();
-        if !(sum.is_finite() && sum > 0.0) || weights.iter().any(|w| !(*w >= 0.0)) {
+        if !(sum.is_finite() && sum > 0.0) || weights.iter().any(|w| w.is_nan() || *w < 0.0) {
             return None;
         }
         let mut scaled: Vec<f64> = weights.iter().map(|w| w * n as f64 / sum).collect();
         let mut keep = vec![u64::MAX; n];
         let mut alias: Vec<u32> = (0..n as u32).collect();
-        let (mut small, mut large): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| scaled[i] < 1.0);
+        let (mut small, mut large): (Vec<usize>, Vec<usize>) =
+            (0..n).partition(|&i| scaled[i] < 1.0);
         while let (Some(s), Some(&l)) = (small.pop(), large.last()) {
             keep[s] = to_threshold(scaled[s]);
             alias[s] = l as u32;
@@ -41,7 +42,9 @@ impl Mix {
             }
         }
         // Whatever is left is 1 up to rounding: always kept, unless it never had weight.
-        let heaviest = (0..n).max_by(|&a, &b| weights[a].total_cmp(&weights[b])).unwrap_or(0);
+        let heaviest = (0..n)
+            .max_by(|&a, &b| weights[a].total_cmp(&weights[b]))
+            .unwrap_or(0);
         for i in small.into_iter().chain(large) {
             if weights[i] > 0.0 {
                 keep[i] = u64::MAX;

@@ -82,9 +82,15 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream_and_different_seeds_differ() {
-        let a: Vec<u64> = (0..8).scan(Rng::new(7), |r, _| Some(r.next_u64())).collect();
-        let b: Vec<u64> = (0..8).scan(Rng::new(7), |r, _| Some(r.next_u64())).collect();
-        let c: Vec<u64> = (0..8).scan(Rng::new(8), |r, _| Some(r.next_u64())).collect();
+        let a: Vec<u64> = (0..8)
+            .scan(Rng::new(7), |r, _| Some(r.next_u64()))
+            .collect();
+        let b: Vec<u64> = (0..8)
+            .scan(Rng::new(7), |r, _| Some(r.next_u64()))
+            .collect();
+        let c: Vec<u64> = (0..8)
+            .scan(Rng::new(8), |r, _| Some(r.next_u64()))
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
     }
@@ -116,11 +122,17 @@ mod tests {
         let var_n = normals.iter().map(|x| (x - mean_n).powi(2)).sum::<f64>() / n as f64;
         assert!((mean_u - 0.5).abs() < 0.01, "{mean_u}");
         assert!((mean_e - 1.0).abs() < 0.01, "{mean_e}");
-        assert!(mean_n.abs() < 0.01 && (var_n - 1.0).abs() < 0.02, "{mean_n} {var_n}");
+        assert!(
+            mean_n.abs() < 0.01 && (var_n - 1.0).abs() < 0.02,
+            "{mean_n} {var_n}"
+        );
         let mut counts = [0u32; 7];
         for _ in 0..70_000 {
             counts[rng.below(7) as usize] += 1;
         }
-        assert!(counts.iter().all(|&c| (9_000..11_000).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
     }
 }

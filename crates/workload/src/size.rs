@@ -8,14 +8,18 @@
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let trimmed = text.trim();
     if trimmed.starts_with('-') {
-        return Err(format!("size {text:?} is negative (give bytes, e.g. 1024 or 1k)"));
+        return Err(format!(
+            "size {text:?} is negative (give bytes, e.g. 1024 or 1k)"
+        ));
     }
     let split = trimmed
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
     if number.is_empty() {
-        return Err(format!("size {text:?} is not a number (give bytes, e.g. 1024 or 1k)"));
+        return Err(format!(
+            "size {text:?} is not a number (give bytes, e.g. 1024 or 1k)"
+        ));
     }
     let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,

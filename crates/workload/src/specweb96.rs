@@ -65,9 +65,7 @@ fn partial_files(frac: f64) -> usize {
     (0..=9usize)
         .min_by(|&a, &b| {
             let share = |k: usize| (k * (k + 1)) as f64 / 90.0;
-            (share(a) - frac)
-                .abs()
-                .total_cmp(&(share(b) - frac).abs())
+            (share(a) - frac).abs().total_cmp(&(share(b) - frac).abs())
         })
         .unwrap_or(0)
 }
@@ -80,9 +78,10 @@ pub fn plan(ops: f64, seed: u64) -> Result<Manifest, Error> {
         )));
     }
     let dirs = directories(ops);
-    if dirs > 1_000_000.0 {
+    if dirs * 36.0 > crate::manifest::MAX_FILES as f64 {
         return Err(Error::Invalid(format!(
-            "--ops {ops} asks for {dirs:.0} directories; give at most 5e10"
+            "--ops {ops} asks for {:.0} files; give at most 3.8e9 ops/s (10 million files)",
+            dirs * 36.0
         )));
     }
     let full = dirs.floor() as usize;
@@ -151,7 +150,11 @@ mod tests {
             let m = plan(ops, 1).unwrap();
             let ours = m.total_bytes as f64 / (1u64 << 20) as f64;
             let off = (ours / mb - 1.0).abs();
-            assert!(off < 0.03, "{ops} ops/s: {ours:.1} MB vs {mb} MB ({:.1} %)", off * 100.0);
+            assert!(
+                off < 0.03,
+                "{ops} ops/s: {ours:.1} MB vs {mb} MB ({:.1} %)",
+                off * 100.0
+            );
         }
     }
 
@@ -174,7 +177,12 @@ mod tests {
             for (g, want) in got.iter().zip(CLASS_PROBABILITY) {
                 assert!((g - want).abs() < 1e-9, "{got:?}");
             }
-            let bounds = [(0, 1024), (1024, 10_240), (10_240, 102_400), (102_400, 1_048_576)];
+            let bounds = [
+                (0, 1024),
+                (1024, 10_240),
+                (10_240, 102_400),
+                (102_400, 1_048_576),
+            ];
             for f in &m.files {
                 let c = CLASSES.iter().position(|n| *n == f.class).unwrap();
                 assert!(f.size >= bounds[c].0 && f.size < bounds[c].1, "{f:?}");
@@ -186,13 +194,21 @@ mod tests {
     fn within_a_class_the_middle_file_is_the_most_requested() {
         let m = plan(5.0, 1).unwrap();
         assert_eq!(m.files.len(), 10 * 36);
-        let dir0: Vec<&File> = m.files.iter().filter(|f| f.path.starts_with("dir00000/class1_")).collect();
+        let dir0: Vec<&File> = m
+            .files
+            .iter()
+            .filter(|f| f.path.starts_with("dir00000/class1_"))
+            .collect();
         let best = dir0
             .iter()
             .max_by(|a, b| a.probability.total_cmp(&b.probability))
             .unwrap();
         // Poisson(4) peaks at 3 and 4 (equal); the first of the two wins the tie.
-        assert!(best.path.ends_with("_3") || best.path.ends_with("_4"), "{}", best.path);
+        assert!(
+            best.path.ends_with("_3") || best.path.ends_with("_4"),
+            "{}",
+            best.path
+        );
         assert!(dir0[0].probability < dir0[4].probability / 5.0);
     }
 
@@ -205,7 +221,13 @@ mod tests {
         // 10*sqrt(1/5) = 4.47 directories: four full ones and a partial fifth.
         assert!(m.files.iter().any(|f| f.path.starts_with("dir00004/")));
         assert!(!m.files.iter().any(|f| f.path.starts_with("dir00005/")));
-        assert_eq!(m.files.iter().filter(|f| f.path.starts_with("dir00004/")).count(), 4 * 6);
+        assert_eq!(
+            m.files
+                .iter()
+                .filter(|f| f.path.starts_with("dir00004/"))
+                .count(),
+            4 * 6
+        );
     }
 
     #[test]

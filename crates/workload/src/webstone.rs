@@ -119,7 +119,11 @@ mod tests {
             let m = plan(scale, 1).unwrap();
             let mean_kb = m.mean_response_bytes / 1024.0;
             let off = (mean_kb / kb - 1.0).abs();
-            assert!(off < 0.02, "scale {scale}: {mean_kb:.2} KB vs {kb} ({:.1} %)", off * 100.0);
+            assert!(
+                off < 0.02,
+                "scale {scale}: {mean_kb:.2} KB vs {kb} ({:.1} %)",
+                off * 100.0
+            );
         }
     }
 

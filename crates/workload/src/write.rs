@@ -75,7 +75,9 @@ pub fn write(
             }
             let n = left.min(buffer.len() as u64) as usize;
             fill(&mut rng, &mut buffer[..n]);
-            handle.write_all(&buffer[..n]).map_err(|e| Error::io(&path, e))?;
+            handle
+                .write_all(&buffer[..n])
+                .map_err(|e| Error::io(&path, e))?;
             left -= n as u64;
             done += n as u64;
             progress(done, manifest.total_bytes);
@@ -113,7 +115,10 @@ fn fill(rng: &mut Rng, buf: &mut [u8]) {
 fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
     match fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(out, e)),
+        Err(source) => Err(Error::Unwritable {
+            path: out.to_path_buf(),
+            source,
+        }),
         Ok(meta) if !meta.is_dir() => Err(Error::OutExists(out.to_path_buf())),
         Ok(_) => {
             let empty = fs::read_dir(out)
@@ -214,14 +219,29 @@ mod tests {
         let out = tmp.path().join("set");
         let m = Spec::WebStoneA { scale: 0.25 }.plan(7).unwrap();
         let mut calls = 0;
-        write(&m, &out, &WriteOptions::default(), &no_cancel(), &mut |_, _| calls += 1).unwrap();
+        write(
+            &m,
+            &out,
+            &WriteOptions::default(),
+            &no_cancel(),
+            &mut |_, _| calls += 1,
+        )
+        .unwrap();
         assert!(calls > 0);
         for f in &m.files {
-            assert_eq!(fs::metadata(out.join(&f.path)).unwrap().len(), f.size, "{}", f.path);
+            assert_eq!(
+                fs::metadata(out.join(&f.path)).unwrap().len(),
+                f.size,
+                "{}",
+                f.path
+            );
         }
         assert_eq!(Manifest::load(&out).unwrap(), m);
         // Nothing partial is left beside it.
-        let names: Vec<_> = fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("set")]);
     }
 
@@ -230,12 +250,21 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let plan = |seed| Spec::Single { size: 5000 }.plan(seed).unwrap();
         for (dir, seed) in [("a", 1), ("b", 1), ("c", 2)] {
-            write(&plan(seed), &tmp.path().join(dir), &WriteOptions::default(), &no_cancel(), &mut |_, _| {}).unwrap();
+            write(
+                &plan(seed),
+                &tmp.path().join(dir),
+                &WriteOptions::default(),
+                &no_cancel(),
+                &mut |_, _| {},
+            )
+            .unwrap();
         }
         let read = |d: &str| fs::read(tmp.path().join(d).join("file-5000.bin")).unwrap();
         assert_eq!(read("a"), read("b"));
         assert_ne!(read("a"), read("c"));
-        assert!(read("a").iter().all(|b| b.is_ascii_graphic() || *b == b'\n'));
+        assert!(read("a")
+            .iter()
+            .all(|b| b.is_ascii_graphic() || *b == b'\n'));
     }
 
     #[test]
@@ -246,9 +275,15 @@ mod tests {
         fs::write(out.join("precious.txt"), b"keep me").unwrap();
         let m = Spec::Single { size: 10 }.plan(1).unwrap();
         let opts = WriteOptions::default();
-        assert!(matches!(write(&m, &out, &opts, &no_cancel(), &mut |_, _| {}), Err(Error::OutExists(_))));
+        assert!(matches!(
+            write(&m, &out, &opts, &no_cancel(), &mut |_, _| {}),
+            Err(Error::OutExists(_))
+        ));
         let force = WriteOptions { force: true };
-        assert!(matches!(write(&m, &out, &force, &no_cancel(), &mut |_, _| {}), Err(Error::NotAFileSet(_))));
+        assert!(matches!(
+            write(&m, &out, &force, &no_cancel(), &mut |_, _| {}),
+            Err(Error::NotAFileSet(_))
+        ));
         assert_eq!(fs::read(out.join("precious.txt")).unwrap(), b"keep me");
 
         let set = tmp.path().join("set2");
@@ -265,11 +300,17 @@ mod tests {
         let out = tmp.path().join("set");
         let m = Spec::Single { size: 1 << 20 }.plan(1).unwrap();
         let cancel = AtomicBool::new(false);
-        let result = write(&m, &out, &WriteOptions::default(), &cancel, &mut |done, _| {
-            if done > 100_000 {
-                cancel.store(true, Ordering::Relaxed);
-            }
-        });
+        let result = write(
+            &m,
+            &out,
+            &WriteOptions::default(),
+            &cancel,
+            &mut |done, _| {
+                if done > 100_000 {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+            },
+        );
         assert!(matches!(result, Err(Error::Interrupted)));
         assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0);
     }
@@ -285,9 +326,21 @@ mod tests {
             1,
             serde_json::json!({}),
             &["c"],
-            vec![crate::manifest::File { path: "x".into(), size: 1 << 53, class: "c".into(), probability: 1.0 }],
+            vec![crate::manifest::File {
+                path: "x".into(),
+                size: 1 << 53,
+                class: "c".into(),
+                probability: 1.0,
+            }],
         );
-        let err = write(&m, &out, &WriteOptions::default(), &no_cancel(), &mut |_, _| {}).unwrap_err();
+        let err = write(
+            &m,
+            &out,
+            &WriteOptions::default(),
+            &no_cancel(),
+            &mut |_, _| {},
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("not enough space"), "{err}");
         assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0);
     }

@@ -40,7 +40,12 @@ enum Set {
     Specweb96 {
         /// The expected throughput (ops/s) the set is scaled for: 1 → 22 MB, 10 → 69 MB,
         /// 1000 → 690 MB.
-        #[arg(long, value_name = "N", default_value_t = 10.0, allow_negative_numbers = true)]
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 10.0,
+            allow_negative_numbers = true
+        )]
         ops: f64,
         #[command(flatten)]
         common: Common,
@@ -50,7 +55,12 @@ enum Set {
     #[command(name = "webstone-a")]
     WebstoneA {
         /// Size multiplier: 0.25, 0.5, 1, 2 or 4.
-        #[arg(long, value_name = "S", default_value_t = 1.0, allow_negative_numbers = true)]
+        #[arg(
+            long,
+            value_name = "S",
+            default_value_t = 1.0,
+            allow_negative_numbers = true
+        )]
         scale: f64,
         #[command(flatten)]
         common: Common,
@@ -62,10 +72,15 @@ enum Set {
         #[arg(long, value_name = "N", allow_negative_numbers = true)]
         files: u64,
         /// Mean file size (e.g. 12k; k = 1024).
-        #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
-        mean: u64,
+        #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+        mean: String,
         /// Zipf exponent of popularity (rank r requested ∝ r^-S).
-        #[arg(long, value_name = "S", default_value_t = 1.0, allow_negative_numbers = true)]
+        #[arg(
+            long,
+            value_name = "S",
+            default_value_t = 1.0,
+            allow_negative_numbers = true
+        )]
         zipf: f64,
         #[command(flatten)]
         common: Common,
@@ -73,8 +88,8 @@ enum Set {
     /// One file of a given size (ab-style tests).
     Single {
         /// Its size (e.g. 1k, 100k, 1m; k = 1024).
-        #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
-        size: u64,
+        #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+        size: String,
         #[command(flatten)]
         common: Common,
     },
@@ -109,8 +124,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             mean,
             zipf,
             common,
-        } => (Spec::HeavyTail { files, mean, zipf }, common),
-        Set::Single { size, common } => (Spec::Single { size }, common),
+        } => {
+            let mean = size_flag("--mean", &mean)?;
+            (Spec::HeavyTail { files, mean, zipf }, common)
+        }
+        Set::Single { size, common } => {
+            let size = size_flag("--size", &size)?;
+            (Spec::Single { size }, common)
+        }
     };
     let mut manifest = spec.plan(common.seed)?;
     manifest.replicate(common.copies)?;
@@ -142,6 +163,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     result?;
     print_summary(&manifest, &common.out, "wrote");
     Ok(())
+}
+
+/// Sizes are parsed here rather than by clap so that a bad one is reported in one line.
+fn size_flag(flag: &str, text: &str) -> anyhow::Result<u64> {
+    parse_size(text).map_err(|reason| anyhow::anyhow!("{flag}: {reason}"))
 }
 
 /// A flag raised by SIGINT or SIGTERM, so that writing stops and cleans up instead of dying
