@@ -1,1 +1,454 @@
-//! HTTP/1.1 response head parsing for the load generator (owned by the load-generator work).
+//! HTTP/1.1 response heads and bodies as a client reads them: the load generator's parser.
+//!
+//! [`parse_head`] reads a status line and header fields with `httparse` and decides how the
+//! body is delimited (RFC 9112 §6.3): no body for 1xx, 204, 304 and responses to HEAD; a
+//! chunked body when `Transfer-Encoding` ends in `chunked`; `Content-Length` bytes; or bytes
+//! until the server closes. It also says whether the connection may be reused. Like the
+//! request parser it is resumable in the simplest way: `Ok(None)` on a partial head, call
+//! again with more bytes. [`Chunked`] walks a chunked body incrementally, counting its data
+//! without copying it, with its state kept between calls, as nginx's parser does.
+//!
+//! Nothing here allocates: the load generator calls it once per response on its hot path.
+
+use std::fmt;
+
+/// How many header fields a response may have before it is refused.
+pub const MAX_HEADERS: usize = 64;
+
+/// How the body of a response is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// No body at all (1xx, 204, 304, or a response to HEAD).
+    Empty,
+    /// Exactly this many bytes.
+    Length(u64),
+    /// Chunked transfer coding: walk it with [`Chunked`].
+    Chunked,
+    /// Everything until the server closes the connection.
+    UntilClose,
+}
+
+/// A parsed response head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// The status code.
+    pub status: u16,
+    /// Bytes of the head, including the blank line: the body starts here.
+    pub len: usize,
+    /// How the body is delimited.
+    pub body: Body,
+    /// Whether the connection may carry another request after this response.
+    pub keep_alive: bool,
+}
+
+impl Head {
+    /// An interim (1xx) response, to skip before the real one (except 101, which ends HTTP).
+    pub fn is_interim(&self) -> bool {
+        (100..200).contains(&self.status) && self.status != 101
+    }
+}
+
+/// Why a response head or body was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// The bytes are not an HTTP/1.x response head.
+    Malformed,
+    /// More than [`MAX_HEADERS`] header fields.
+    TooManyHeaders,
+    /// `Content-Length` is not a number, or two of them disagree.
+    BadLength,
+    /// A chunk size line or a chunk's end is not what RFC 9112 §7.1 says.
+    BadChunk,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Error::Malformed => "malformed response head",
+            Error::TooManyHeaders => "too many header fields in the response",
+            Error::BadLength => "bad Content-Length in the response",
+            Error::BadChunk => "bad chunked encoding in the response",
+        })
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Parses a response head from the start of `buf`. `to_head` says whether the request was
+/// HEAD (whose response has no body whatever its fields say).
+pub fn parse_head(buf: &[u8], to_head: bool) -> Result<Option<Head>, Error> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut fields);
+    let len = match response.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(Error::TooManyHeaders),
+        Err(_) => return Err(Error::Malformed),
+    };
+    let status = response.code.ok_or(Error::Malformed)?;
+    let http11 = response.version == Some(1);
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    let mut transfer_encoding = false;
+    let mut close = false;
+    let mut keep_alive_token = false;
+    for field in response.headers.iter() {
+        let name = field.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let value = parse_length(field.value).ok_or(Error::BadLength)?;
+            if length.is_some_and(|seen| seen != value) {
+                return Err(Error::BadLength);
+            }
+            length = Some(value);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            transfer_encoding = true;
+            // The last coding decides whether the body is chunked (RFC 9112 §6.3 item 4).
+            chunked = field
+                .value
+                .rsplit(|&b| b == b',')
+                .next()
+                .is_some_and(|last| trim(last).eq_ignore_ascii_case(b"chunked"));
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in field.value.split(|&b| b == b',') {
+                let token = trim(token);
+                close |= token.eq_ignore_ascii_case(b"close");
+                keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        }
+    }
+    let body = if to_head || (100..200).contains(&status) || status == 204 || status == 304 {
+        Body::Empty
+    } else if transfer_encoding {
+        if chunked {
+            Body::Chunked
+        } else {
+            Body::UntilClose
+        }
+    } else {
+        match length {
+            Some(0) => Body::Empty,
+            Some(n) => Body::Length(n),
+            None => Body::UntilClose,
+        }
+    };
+    let keep_alive = !close && (http11 || keep_alive_token) && body != Body::UntilClose;
+    Ok(Some(Head {
+        status,
+        len,
+        body,
+        keep_alive,
+    }))
+}
+
+/// A decimal Content-Length (digits only, at most 19 of them).
+fn parse_length(value: &[u8]) -> Option<u64> {
+    let digits = trim(value);
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(
+        digits
+            .iter()
+            .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0')),
+    )
+}
+
+fn trim(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |i| i + 1);
+    &bytes[start..end]
+}
+
+/// Where a chunked body walk stands between two reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Reading the hex digits of a chunk size.
+    Size,
+    /// Skipping a chunk extension up to the end of the line.
+    Extension,
+    /// Expecting the LF after a CR ending the size line.
+    SizeLf,
+    /// Inside a chunk's data, this many bytes left.
+    Data(u64),
+    /// Expecting the CR after a chunk's data.
+    DataCr,
+    /// Expecting the LF after a chunk's data.
+    DataLf,
+    /// At the start of a trailer line (or of the final blank line).
+    TrailerStart,
+    /// Inside a trailer field, up to its LF.
+    Trailer,
+    /// Expecting the LF of the final blank line.
+    EndLf,
+    /// The body is over.
+    Done,
+}
+
+/// An incremental walker over a chunked body: feed it the bytes as they arrive; it says how
+/// many belong to the body, how many of those are data, and when the body ends.
+#[derive(Debug, Clone)]
+pub struct Chunked {
+    state: State,
+    size: u64,
+    digits: u8,
+}
+
+/// What one [`Chunked::feed`] call found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes of the input that belong to the body (the rest belong to what follows).
+    pub consumed: usize,
+    /// Of those, bytes of chunk data (what the body would be once decoded).
+    pub data: u64,
+    /// Whether the body ended within the input.
+    pub done: bool,
+}
+
+impl Default for Chunked {
+    fn default() -> Self {
+        Chunked::new()
+    }
+}
+
+impl Chunked {
+    /// A walker at the start of a body.
+    pub fn new() -> Chunked {
+        Chunked {
+            state: State::Size,
+            size: 0,
+            digits: 0,
+        }
+    }
+
+    /// Walks `input`, stopping at the end of the body if it is inside.
+    pub fn feed(&mut self, input: &[u8]) -> Result<Progress, Error> {
+        let mut i = 0;
+        let mut data = 0u64;
+        while i < input.len() && self.state != State::Done {
+            if let State::Data(left) = self.state {
+                let take = left.min((input.len() - i) as u64);
+                i += take as usize;
+                data += take;
+                self.state = if take == left {
+                    State::DataCr
+                } else {
+                    State::Data(left - take)
+                };
+                continue;
+            }
+            let byte = input[i];
+            i += 1;
+            self.state = match (self.state, byte) {
+                (State::Size, b) if b.is_ascii_hexdigit() => {
+                    if self.digits == 16 {
+                        return Err(Error::BadChunk);
+                    }
+                    self.digits += 1;
+                    self.size = self.size << 4 | u64::from(hex_value(b));
+                    State::Size
+                }
+                (State::Size, b';' | b' ' | b'\t') if self.digits > 0 => State::Extension,
+                (State::Size, b'\r') if self.digits > 0 => State::SizeLf,
+                (State::Size, b'\n') if self.digits > 0 => self.end_of_size_line(),
+                (State::Extension, b'\n') | (State::SizeLf, b'\n') => self.end_of_size_line(),
+                (State::Extension, _) => State::Extension,
+                (State::DataCr, b'\r') => State::DataLf,
+                (State::DataCr, b'\n') | (State::DataLf, b'\n') => State::Size,
+                (State::TrailerStart, b'\r') => State::EndLf,
+                (State::TrailerStart, b'\n') | (State::EndLf, b'\n') => State::Done,
+                (State::TrailerStart, _) => State::Trailer,
+                (State::Trailer, b'\n') => State::TrailerStart,
+                (State::Trailer, _) => State::Trailer,
+                _ => return Err(Error::BadChunk),
+            };
+        }
+        Ok(Progress {
+            consumed: i,
+            data,
+            done: self.state == State::Done,
+        })
+    }
+
+    fn end_of_size_line(&mut self) -> State {
+        let size = self.size;
+        self.size = 0;
+        self.digits = 0;
+        if size == 0 {
+            State::TrailerStart
+        } else {
+            State::Data(size)
+        }
+    }
+}
+
+fn hex_value(b: u8) -> u8 {
+    match b {
+        b'0'..=b'9' => b - b'0',
+        b'a'..=b'f' => b - b'a' + 10,
+        _ => b - b'A' + 10,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn head(raw: &str) -> Head {
+        parse_head(raw.as_bytes(), false).unwrap().unwrap()
+    }
+
+    #[test]
+    fn content_length_and_keep_alive() {
+        let h = head("HTTP/1.1 200 OK\r\nContent-Length: 1024\r\n\r\nbody");
+        assert_eq!(h.status, 200);
+        assert_eq!(h.len, 41);
+        assert_eq!(h.body, Body::Length(1024));
+        assert!(h.keep_alive);
+        let closing = head("HTTP/1.1 200 OK\r\nConnection: Close\r\nContent-Length: 1\r\n\r\n");
+        assert!(!closing.keep_alive);
+        let old = head("HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n");
+        assert!(!old.keep_alive);
+        let old_ka = head("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\n");
+        assert!(old_ka.keep_alive);
+    }
+
+    #[test]
+    fn bodiless_statuses_and_head_requests() {
+        for status in ["204 No Content", "304 Not Modified", "100 Continue"] {
+            let raw = format!("HTTP/1.1 {status}\r\nContent-Length: 10\r\n\r\n");
+            assert_eq!(head(&raw).body, Body::Empty, "{status}");
+        }
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+        assert_eq!(parse_head(raw, true).unwrap().unwrap().body, Body::Empty);
+        assert!(head("HTTP/1.1 100 Continue\r\n\r\n").is_interim());
+        assert!(!head("HTTP/1.1 101 Switching Protocols\r\n\r\n").is_interim());
+    }
+
+    #[test]
+    fn transfer_encoding_and_close_delimited() {
+        let h = head(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 5\r\n\r\n",
+        );
+        assert_eq!(h.body, Body::Chunked);
+        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n");
+        assert_eq!(h.body, Body::UntilClose);
+        assert!(!h.keep_alive);
+        let h = head("HTTP/1.1 200 OK\r\n\r\n");
+        assert_eq!(h.body, Body::UntilClose);
+        assert!(!h.keep_alive);
+    }
+
+    #[test]
+    fn partial_and_bad_heads() {
+        assert_eq!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false),
+            Ok(None)
+        );
+        assert_eq!(parse_head(b"", false), Ok(None));
+        assert_eq!(parse_head(b"GARBAGE\r\n\r\n", false), Err(Error::Malformed));
+        let two = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
+        assert_eq!(parse_head(two, false), Err(Error::BadLength));
+        let same = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n";
+        assert_eq!(
+            parse_head(same, false).unwrap().unwrap().body,
+            Body::Length(2)
+        );
+        for bad in ["-1", "1x", "", "99999999999999999999"] {
+            let raw = format!("HTTP/1.1 200 OK\r\nContent-Length: {bad}\r\n\r\n");
+            assert_eq!(
+                parse_head(raw.as_bytes(), false),
+                Err(Error::BadLength),
+                "{bad}"
+            );
+        }
+        let mut many = String::from("HTTP/1.1 200 OK\r\n");
+        for i in 0..=MAX_HEADERS {
+            many.push_str(&format!("X-{i}: y\r\n"));
+        }
+        many.push_str("\r\n");
+        assert_eq!(
+            parse_head(many.as_bytes(), false),
+            Err(Error::TooManyHeaders)
+        );
+    }
+
+    #[test]
+    fn chunked_body_with_extensions_and_trailers() {
+        let body = b"4;name=value\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nExpires: never\r\n\r\nNEXT";
+        let mut walker = Chunked::new();
+        let p = walker.feed(body).unwrap();
+        assert!(p.done);
+        assert_eq!(p.data, 4 + 5 + 14);
+        assert_eq!(&body[p.consumed..], b"NEXT");
+    }
+
+    #[test]
+    fn bad_chunks_are_refused() {
+        for bad in [
+            &b"x\r\n"[..],
+            b"4\r\nabcdX",
+            b"\r\n",
+            b"11111111111111111\r\n",
+        ] {
+            assert_eq!(Chunked::new().feed(bad), Err(Error::BadChunk), "{bad:?}");
+        }
+    }
+
+    fn encode(body: &[u8], sizes: &[usize]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut rest = body;
+        let mut k = 0;
+        while !rest.is_empty() {
+            let n = sizes[k % sizes.len()].clamp(1, rest.len());
+            k += 1;
+            out.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+            out.extend_from_slice(&rest[..n]);
+            out.extend_from_slice(b"\r\n");
+            rest = &rest[n..];
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_of_a_chunked_body_gives_the_same_result(
+            body in proptest::collection::vec(any::<u8>(), 0..2000),
+            sizes in proptest::collection::vec(1usize..300, 1..8),
+            cuts in proptest::collection::vec(0usize..3000, 0..6),
+        ) {
+            let encoded = encode(&body, &sizes);
+            let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (encoded.len() + 1)).collect();
+            points.push(encoded.len());
+            points.sort_unstable();
+            let mut walker = Chunked::new();
+            let (mut at, mut data, mut done) = (0, 0, false);
+            for end in points {
+                if end <= at { continue; }
+                let p = walker.feed(&encoded[at..end]).unwrap();
+                at += p.consumed;
+                data += p.data;
+                done = p.done;
+            }
+            prop_assert!(done);
+            prop_assert_eq!(at, encoded.len());
+            prop_assert_eq!(data, body.len() as u64);
+        }
+
+        #[test]
+        fn heads_parse_the_same_whole_or_in_pieces(len in 0u64..1_000_000, cut in 0usize..60) {
+            let raw = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\nServer: x\r\n\r\n");
+            let whole = parse_head(raw.as_bytes(), false).unwrap().unwrap();
+            let cut = cut.min(raw.len() - 1);
+            prop_assert_eq!(parse_head(&raw.as_bytes()[..cut], false), Ok(None));
+            prop_assert_eq!(whole.len, raw.len());
+        }
+    }
+}
