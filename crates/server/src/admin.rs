@@ -15,6 +15,9 @@ use webscope_http::head;
 use webscope_http::request::{self, Limits, Method};
 
 use crate::metrics::{self, Info};
+use std::sync::Arc;
+
+use crate::services::ServiceStats;
 use crate::timing::{self, SharedStats};
 
 /// A running admin endpoint.
@@ -33,6 +36,7 @@ impl Admin {
 pub(crate) fn start(
     listener: std::net::TcpListener,
     stats: Vec<SharedStats>,
+    services: Option<Arc<ServiceStats>>,
     info: Info,
     stop: watch::Receiver<bool>,
 ) -> std::io::Result<Admin> {
@@ -43,13 +47,14 @@ pub(crate) fn start(
         .build()?;
     let thread = std::thread::Builder::new()
         .name("webscope-admin".into())
-        .spawn(move || runtime.block_on(serve(listener, stats, info, stop)))?;
+        .spawn(move || runtime.block_on(serve(listener, stats, services, info, stop)))?;
     Ok(Admin { addr, thread })
 }
 
 async fn serve(
     listener: std::net::TcpListener,
     stats: Vec<SharedStats>,
+    services: Option<Arc<ServiceStats>>,
     info: Info,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -64,7 +69,7 @@ async fn serve(
                     // One at a time: a scrape takes microseconds.
                     let _ = tokio::time::timeout(
                         Duration::from_secs(5),
-                        answer(stream, &stats, &info),
+                        answer(stream, &stats, services.as_deref(), &info),
                     )
                     .await;
                 }
@@ -73,7 +78,12 @@ async fn serve(
     }
 }
 
-async fn answer(mut stream: TcpStream, stats: &[SharedStats], info: &Info) -> std::io::Result<()> {
+async fn answer(
+    mut stream: TcpStream,
+    stats: &[SharedStats],
+    services: Option<&ServiceStats>,
+    info: &Info,
+) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(1024);
     let limits = Limits::default();
     let (status, content_type, body, head_only) = loop {
@@ -83,7 +93,7 @@ async fn answer(mut stream: TcpStream, stats: &[SharedStats], info: &Info) -> st
         match request::parse(&buf, &limits) {
             Ok(None) => continue,
             Err(err) => break (err.status(), "text/plain", String::new(), false),
-            Ok(Some(req)) => break route(&req, stats, info),
+            Ok(Some(req)) => break route(&req, stats, services, info),
         }
     };
     let mut out = Vec::with_capacity(body.len() + 256);
@@ -105,8 +115,10 @@ async fn answer(mut stream: TcpStream, stats: &[SharedStats], info: &Info) -> st
 fn route(
     req: &request::Request<'_>,
     stats: &[SharedStats],
+    services: Option<&ServiceStats>,
     info: &Info,
 ) -> (u16, &'static str, String, bool) {
+    let figures = services.map(ServiceStats::snapshot);
     let head_only = req.method == Method::Head;
     if !matches!(req.method, Method::Get | Method::Head) {
         return (405, "text/plain", "GET or HEAD\n".into(), head_only);
@@ -115,7 +127,10 @@ fn route(
     match path {
         "/metrics" => {
             let merged = timing::merged(stats);
-            let text = metrics::prometheus(&merged, info);
+            let mut text = metrics::prometheus(&merged, info);
+            if let Some(figures) = &figures {
+                metrics::prometheus_services(&mut text, figures);
+            }
             (
                 200,
                 "text/plain; version=0.0.4; charset=utf-8",
@@ -125,7 +140,11 @@ fn route(
         }
         "/stats.json" => {
             let merged = timing::merged(stats);
-            let mut text = metrics::json(&merged, info).to_string();
+            let mut value = metrics::json(&merged, info);
+            if let Some(figures) = &figures {
+                value["services"] = metrics::json_services(figures);
+            }
+            let mut text = value.to_string();
             text.push('\n');
             (200, "application/json", text, head_only)
         }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use webscope_http::request::Limits;
 
+use crate::services::ServicesConfig;
 use crate::techniques::Techniques;
 
 /// Where the access log goes.
@@ -57,6 +58,8 @@ pub struct Config {
     pub hostname_lookups: bool,
     /// Where the admin endpoint (/metrics, /stats.json) listens; None for no admin endpoint.
     pub admin: Option<SocketAddr>,
+    /// Dynamic services under `/svc/` and their scheduling policy; None: no services.
+    pub services: Option<ServicesConfig>,
     /// Time each request's phases (parse, process, log) and each connection's life.
     pub timing: bool,
     /// TCP_DEFER_ACCEPT: connections reach accept() once their first bytes arrived (or after
@@ -90,6 +93,7 @@ impl Config {
             techniques: Techniques::default(),
             hostname_lookups: false,
             admin: None,
+            services: None,
             timing: true,
             defer_accept: true,
             file_cache_bytes: 64 * 1024 * 1024,

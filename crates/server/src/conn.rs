@@ -12,12 +12,13 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use tokio::time::{Duration, Instant};
-use webscope_http::request::{self, Body, Request};
+use webscope_http::request::{self, Body, Method, Request};
 
 use crate::access_log::{Entry, RequestLine};
 use crate::files::read_at;
 use crate::io::{read_some, sendfile_all, write_all, Socket};
 use crate::respond::{self, ConnHeader, Reply, Scratch, Site, Tail};
+use crate::services::{Refusal, Services};
 use crate::timing::Sample;
 use crate::worker::Worker;
 
@@ -210,6 +211,10 @@ impl Conn {
             && req.body != Body::Chunked
             && self.served < config.keepalive_requests
             && !worker.shutting_down();
+        let service = worker
+            .services
+            .as_ref()
+            .filter(|_| req.target.starts_with("/svc/"));
         let reply = if too_large {
             let strings = config.techniques.string_cache;
             respond::error(
@@ -220,6 +225,8 @@ impl Conn {
                 &[],
                 strings,
             )
+        } else if let Some(services) = service {
+            self.service_reply(services, req, keep_alive).await
         } else {
             let mut caches = worker.caches.borrow_mut();
             let mut site = Site {
@@ -282,6 +289,57 @@ impl Conn {
             self.flush(false).await?;
         }
         Ok(None)
+    }
+
+    /// Runs a `/svc/` request on the services' executor and answers with its result. The
+    /// connection task waits; the I/O thread goes on serving other connections.
+    async fn service_reply(
+        &mut self,
+        services: &Services,
+        req: &Request<'_>,
+        keep_alive: bool,
+    ) -> Reply {
+        let conn = ConnHeader::new(keep_alive, req.version);
+        let strings = self.worker.config.techniques.string_cache;
+        let head_only = req.method == Method::Head;
+        let out = &mut self.output;
+        if !matches!(req.method, Method::Get | Method::Head) {
+            return respond::error(
+                out,
+                405,
+                conn,
+                head_only,
+                &[("Allow", b"GET, HEAD")],
+                strings,
+            );
+        }
+        let pending = match services.submit(req.target) {
+            Ok(pending) => pending,
+            Err(Refusal::BadRequest) => {
+                return respond::error(out, 400, conn, head_only, &[], strings)
+            }
+            Err(Refusal::NotFound) => {
+                return respond::error(out, 404, conn, head_only, &[], strings)
+            }
+            Err(Refusal::Unavailable) => {
+                return respond::error(out, 503, conn, head_only, &[("Retry-After", b"1")], strings)
+            }
+        };
+        match pending.await {
+            Ok(body) => respond::generated(&mut self.output, conn, head_only, &body, strings),
+            // The executor went away (the server is stopping).
+            Err(_) => {
+                let out = &mut self.output;
+                respond::error(
+                    out,
+                    503,
+                    ConnHeader::Close,
+                    head_only,
+                    &[("Retry-After", b"1")],
+                    strings,
+                )
+            }
+        }
     }
 
     /// Sends a large body after its head. Returns false if the file turned out shorter than

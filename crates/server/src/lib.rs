@@ -42,6 +42,7 @@ mod metrics;
 mod range;
 mod respond;
 mod server;
+pub mod services;
 mod techniques;
 mod timing;
 mod worker;

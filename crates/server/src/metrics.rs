@@ -10,6 +10,7 @@ use std::fmt::Write;
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
+use crate::services::{ServiceFigures, SERVICES};
 use crate::timing::{Stats, CLASSES, PHASES};
 
 /// Bucket bounds for durations, in seconds.
@@ -204,6 +205,92 @@ fn histogram(
     };
     let _ = writeln!(out, "{name}_sum{braces} {sum}");
     let _ = writeln!(out, "{name}_count{braces} {}", hist.len());
+}
+
+/// Appends the services' figures: requests completed and refused, CPU time, and the
+/// waiting / running split (histograms) per service.
+pub fn prometheus_services(out: &mut String, figures: &[ServiceFigures]) {
+    header(
+        out,
+        "webscope_service_requests_total",
+        "counter",
+        "Service requests completed.",
+    );
+    for (name, f) in SERVICES.iter().zip(figures) {
+        let _ = writeln!(
+            out,
+            "webscope_service_requests_total{{service=\"{name}\"}} {}",
+            f.completed
+        );
+    }
+    header(
+        out,
+        "webscope_service_refused_total",
+        "counter",
+        "Service requests refused (503).",
+    );
+    for (name, f) in SERVICES.iter().zip(figures) {
+        let _ = writeln!(
+            out,
+            "webscope_service_refused_total{{service=\"{name}\"}} {}",
+            f.refused
+        );
+    }
+    header(
+        out,
+        "webscope_service_cpu_seconds_total",
+        "counter",
+        "CPU time spent running each service.",
+    );
+    for (name, f) in SERVICES.iter().zip(figures) {
+        let _ = writeln!(
+            out,
+            "webscope_service_cpu_seconds_total{{service=\"{name}\"}} {}",
+            f.cpu_ns as f64 * 1e-9
+        );
+    }
+    for (metric, help, pick) in [
+        (
+            "webscope_service_wait_seconds",
+            "Time from arrival to first run.",
+            0,
+        ),
+        (
+            "webscope_service_running_seconds",
+            "Time running, all slices.",
+            1,
+        ),
+    ] {
+        header(out, metric, "histogram", help);
+        for (name, f) in SERVICES.iter().zip(figures) {
+            let hist = if pick == 0 { &f.wait } else { &f.running };
+            let labels = format!("service=\"{name}\"");
+            histogram(out, metric, &labels, hist, &SECONDS, 1e-9);
+        }
+    }
+}
+
+/// The services' figures as JSON, by service name.
+pub fn json_services(figures: &[ServiceFigures]) -> Value {
+    let map: serde_json::Map<String, Value> = SERVICES
+        .iter()
+        .zip(figures)
+        .map(|(name, f)| {
+            let value = json!({
+                "completed": f.completed,
+                "refused": f.refused,
+                "cpu_s": f.cpu_ns as f64 * 1e-9,
+                "wait_us": percentiles_us(&f.wait),
+                "running_us": percentiles_us(&f.running),
+                "slices": {
+                    "mean": f.slices.mean(),
+                    "max": f.slices.max(),
+                },
+            });
+            (name.to_string(), value)
+        })
+        .collect();
+    Value::Object(map)
 }
 
 /// Percentiles of a histogram of nanoseconds, in microseconds.

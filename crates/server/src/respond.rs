@@ -350,6 +350,28 @@ fn trim(value: &[u8]) -> &[u8] {
     &value[start..end]
 }
 
+/// Appends a response with a generated body (the dynamic services').
+pub(crate) fn generated(
+    out: &mut Vec<u8>,
+    conn: ConnHeader,
+    head_only: bool,
+    body: &str,
+    strings: bool,
+) -> Reply {
+    begin(out, 200, strings);
+    out.extend_from_slice(
+        b"Content-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n",
+    );
+    head::content_length(out, body.len() as u64);
+    conn.write(out);
+    head::end(out);
+    if head_only {
+        return reply(200, 0, conn);
+    }
+    out.extend_from_slice(body.as_bytes());
+    reply(200, body.len() as u64, conn)
+}
+
 /// Appends an error (or redirect) response with a small HTML body.
 pub(crate) fn error(
     out: &mut Vec<u8>,

@@ -13,6 +13,7 @@ use crate::dns::DnsCache;
 use crate::error::Error;
 use crate::files::Root;
 use crate::metrics::Info;
+use crate::services::{ServiceFigures, Services};
 use crate::timing::{self, SharedStats, Stats};
 use crate::{listener, worker};
 
@@ -34,6 +35,7 @@ pub struct Server {
 /// process exits.
 pub struct Running {
     stop: watch::Sender<bool>,
+    services: Option<Arc<Services>>,
     admin: Option<Admin>,
     stats: Vec<SharedStats>,
     workers: Vec<JoinHandle<()>>,
@@ -109,6 +111,12 @@ impl Server {
         } else {
             (None, None)
         };
+        let services = match &self.config.services {
+            Some(config) => Some(Arc::new(
+                Services::start(config.clone()).map_err(Error::Start)?,
+            )),
+            None => None,
+        };
         let dns = if self.config.hostname_lookups && techniques.dns_cache {
             Some(Arc::new(
                 DnsCache::start(DNS_CACHE_NAMES).map_err(Error::Start)?,
@@ -134,6 +142,7 @@ impl Server {
                 },
                 dns: dns.clone(),
                 stats: Arc::clone(&stats[id]),
+                services: services.clone(),
                 max_connections: per_worker,
                 shutdown: stop_rx.clone(),
                 ready: ready_tx.clone(),
@@ -149,6 +158,7 @@ impl Server {
         drop(log_tx);
         let mut running = Running {
             stop,
+            services,
             admin: None,
             stats,
             workers,
@@ -178,7 +188,14 @@ impl Server {
                 workers: self.config.workers,
             };
             let stop_rx = running.stop.subscribe();
-            match admin::start(listener, running.stats.clone(), info, stop_rx) {
+            let service_stats = running.services.as_ref().map(|s| Arc::clone(&s.stats));
+            match admin::start(
+                listener,
+                running.stats.clone(),
+                service_stats,
+                info,
+                stop_rx,
+            ) {
                 Ok(admin) => running.admin = Some(admin),
                 Err(err) => {
                     running.shutdown();
@@ -204,6 +221,11 @@ impl Running {
     /// What the workers have measured so far, summed (empty when timing is off).
     pub fn stats(&self) -> Stats {
         timing::merged(&self.stats)
+    }
+
+    /// What the services layer has measured, by service (None without `--services`).
+    pub fn service_figures(&self) -> Option<Vec<ServiceFigures>> {
+        self.services.as_ref().map(|s| s.stats.snapshot())
     }
 
     /// Stops accepting, lets responses in flight finish (up to the shutdown timeout), flushes

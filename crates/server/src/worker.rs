@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::conn;
 use crate::dns::{self, DnsCache};
 use crate::files::Root;
+use crate::services::Services;
 use crate::timing::{SharedStats, Timing};
 
 /// Per-worker state that connections share (single-threaded: `Rc`, `Cell`).
@@ -29,6 +30,7 @@ pub(crate) struct Worker {
     log: RefCell<LogBuffer>,
     dns: Option<Arc<DnsCache>>,
     pub timing: Timing,
+    pub services: Option<Arc<Services>>,
     shutdown: Cell<bool>,
     shutdown_notify: Notify,
     active: Cell<usize>,
@@ -91,6 +93,7 @@ pub(crate) struct Start {
     pub log: Mode,
     pub dns: Option<Arc<DnsCache>>,
     pub stats: SharedStats,
+    pub services: Option<Arc<Services>>,
     pub max_connections: usize,
     pub shutdown: watch::Receiver<bool>,
     /// Told once the worker runs (or why it could not start).
@@ -121,6 +124,7 @@ async fn serve(start: Start) {
         log,
         dns,
         stats,
+        services,
         max_connections,
         mut shutdown,
         ready,
@@ -149,6 +153,7 @@ async fn serve(start: Start) {
         log: RefCell::new(LogBuffer::new(log, config.techniques.string_cache)),
         dns,
         timing: Timing::new(config.timing, stats),
+        services,
         shutdown: Cell::new(false),
         shutdown_notify: Notify::new(),
         active: Cell::new(0),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+use webscope_server::services::{service_index, Policy, ServicesConfig, SERVICES};
 use webscope_server::{AccessLog, Config, Server, Techniques};
 
 const EXAMPLES: &str = "\
@@ -32,7 +33,19 @@ TECHNIQUES (Hu, Nanda & Yang 1999; all on by default, --disable LIST or --baseli
     async-log     access log buffered and written by its own thread (at least once a
                   second, and at shutdown); without it, one write() per request
     Cached files are revalidated after at most 1 s: a changed or deleted file is noticed
-    within 1 s.";
+    within 1 s.
+
+SERVICES (--services; Hibino, Kourai & Chiba):
+    /svc/light             fib(25) by naive recursion
+    /svc/middle            fib(35)
+    /svc/heavy             build a DOM from an XML catalogue (--xml-items) and search all its
+                           nodes 100 times
+    /svc/fib?n=N           fib(N), N <= 40
+    /svc/xml?nodes=K&passes=P   K <= 100000 items, P <= 1000 passes
+    Policies: threads (a pool of OS threads, the OS schedules), fair (weighted fair CPU
+    shares in ~1 ms slices), priority (strict order, in slices), admission (per-service
+    limits and a queueing-delay target; 503 with Retry-After beyond).
+    webscope serve --root ./public --services --policy fair --weight light=8,heavy=1";
 
 /// Serve the regular files under a directory over HTTP/1.1 (GET and HEAD).
 ///
@@ -67,6 +80,54 @@ pub struct Args {
     /// Do not time requests' phases (parse, process, log) and connections' lives.
     #[arg(long)]
     no_timing: bool,
+    /// Serve the dynamic services under /svc/ (see SERVICES below).
+    #[arg(long, help_heading = "Services")]
+    services: bool,
+    /// How service work is scheduled: threads, fair, priority or admission.
+    #[arg(
+        long,
+        value_name = "POLICY",
+        default_value = "threads",
+        help_heading = "Services"
+    )]
+    policy: Policy,
+    /// Weights under --policy fair, e.g. light=8,middle=2,heavy=1 (default 1 each).
+    #[arg(long, value_name = "LIST", help_heading = "Services")]
+    weight: Option<String>,
+    /// Priority order under --policy priority, highest first, e.g. light,middle,heavy.
+    #[arg(long, value_name = "LIST", help_heading = "Services")]
+    priority: Option<String>,
+    /// Jobs allowed in the system per service under --policy admission, e.g. heavy=2.
+    #[arg(long, value_name = "LIST", help_heading = "Services")]
+    limit: Option<String>,
+    /// Queueing-delay target under --policy admission: refuse (503) when exceeded for --interval.
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = humantime::parse_duration, help_heading = "Services")]
+    target: Duration,
+    /// Interval of the admission rule.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = humantime::parse_duration, help_heading = "Services")]
+    interval: Duration,
+    /// OS threads of --policy threads (Tomcat's default).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 150,
+        help_heading = "Services"
+    )]
+    pool_threads: usize,
+    /// Executor threads of the other policies [default: number of cores].
+    #[arg(long, value_name = "N", help_heading = "Services")]
+    executors: Option<usize>,
+    /// Slice length under fair and priority.
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = humantime::parse_duration, help_heading = "Services")]
+    slice: Duration,
+    /// Items in the heavy service's XML catalogue (about 8 nodes each).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 5000,
+        help_heading = "Services"
+    )]
+    xml_items: usize,
     /// Log the client's host name instead of its address (reverse DNS, as Apache's
     /// HostnameLookups On).
     #[arg(long)]
@@ -114,8 +175,79 @@ pub struct Args {
     max_body: u64,
 }
 
+/// Parses `name=value,...` over the service names.
+fn per_service<T: std::str::FromStr>(list: &str, flag: &str) -> anyhow::Result<Vec<(usize, T)>> {
+    let mut out = Vec::new();
+    for item in list.split(',').filter(|i| !i.trim().is_empty()) {
+        let (name, value) = item.split_once('=').ok_or_else(|| {
+            anyhow::anyhow!("{flag}: {item:?} is not NAME=VALUE (e.g. {flag} light=8,heavy=1)")
+        })?;
+        let index = service_index(name.trim()).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{flag}: unknown service {name:?} (known: {})",
+                SERVICES.join(", ")
+            )
+        })?;
+        let value = value
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{flag}: {value:?} is not a valid value for {name}"))?;
+        out.push((index, value));
+    }
+    Ok(out)
+}
+
 impl Args {
-    fn config(self) -> Config {
+    fn services(&self) -> anyhow::Result<Option<ServicesConfig>> {
+        if !self.services {
+            return Ok(None);
+        }
+        let mut config = ServicesConfig {
+            policy: self.policy,
+            pool_threads: self.pool_threads.max(1),
+            slice: self.slice,
+            target: self.target,
+            interval: self.interval,
+            xml_items: self.xml_items.clamp(1, 100_000),
+            ..ServicesConfig::default()
+        };
+        if let Some(executors) = self.executors {
+            config.executors = executors.max(1);
+        }
+        if let Some(list) = &self.weight {
+            for (i, w) in per_service::<u32>(list, "--weight")? {
+                anyhow::ensure!(w >= 1, "--weight: weights are at least 1");
+                config.weights[i] = w;
+            }
+        }
+        if let Some(list) = &self.limit {
+            for (i, l) in per_service::<usize>(list, "--limit")? {
+                config.limits[i] = Some(l);
+            }
+        }
+        if let Some(list) = &self.priority {
+            let mut order = Vec::new();
+            for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let i = service_index(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--priority: unknown service {name:?} (known: {})",
+                        SERVICES.join(", ")
+                    )
+                })?;
+                if !order.contains(&i) {
+                    order.push(i);
+                }
+            }
+            // Services not named come after, in their usual order.
+            let rest: Vec<usize> = (0..SERVICES.len()).filter(|i| !order.contains(i)).collect();
+            order.extend(rest);
+            config.priority = order;
+        }
+        Ok(Some(config))
+    }
+
+    fn config(self) -> anyhow::Result<Config> {
+        let services = self.services()?;
         let mut config = Config::new(self.root);
         config.listen = self.listen;
         if let Some(workers) = self.workers {
@@ -147,7 +279,8 @@ impl Args {
         config.hostname_lookups = self.hostname_lookups;
         config.admin = self.admin;
         config.timing = !self.no_timing;
-        config
+        config.services = services;
+        Ok(config)
     }
 }
 
@@ -158,7 +291,7 @@ fn parse_disable(list: &str) -> Result<Techniques, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let config = args.config();
+    let config = args.config()?;
     let workers = config.workers;
     let techniques = config.techniques.describe();
     let root = config.root.clone();
