@@ -1,1 +1,60 @@
-//! placeholder
+//! webscope's HTTP/1.1 load generator: closed and open loop, keep-alive and close, with
+//! HdrHistograms per class and per interval.
+//!
+//! What it is for: driving a web server the way the papers' tools did (WebStone's closed-loop
+//! clients, SPECweb96's mix of file classes, ab's fixed URL), and the way wrk2 taught us to
+//! (an open-loop clock with latency measured from the intended send time, so a stalled server
+//! cannot hide behind the load generator's politeness), as cheaply per request as possible so
+//! that the figures measure the server, not the generator.
+//!
+//! What it is not: a browser or a general HTTP client. It sends GET requests from a fixed
+//! table (one URL, or a file set's manifest with its access probabilities), reads the
+//! responses' framing (Content-Length or chunked) and counts their bytes. No TLS, no HTTP/2,
+//! no redirects, no cookies.
+//!
+//! The main types: [`Config`] says what to run ([`Target`] what to request, [`Pacing`]
+//! closed or open loop, [`Mode`] keep-alive or close); [`run()`] runs it and returns a
+//! [`Report`] (requests, errors by kind, latency percentiles in total, per class and per
+//! interval, the generator's own CPU time), which serialises to JSON and prints as a wrk-like
+//! summary; `--hlog` intervals are written in the HdrHistogram log format as they complete.
+//!
+//! ```no_run
+//! use std::sync::atomic::AtomicBool;
+//! use webscope_load::{run, Config, Target};
+//! let mut config = Config::new(Target::url("http://127.0.0.1:8080/index.html")?);
+//! config.connections = 50;
+//! config.threads = 2;
+//! let report = run(&config, &AtomicBool::new(false), &mut |_interval| {})?;
+//! println!("{}", report.summary());
+//! # Ok::<(), webscope_load::Error>(())
+//! ```
+//!
+//! Why this design: thread-per-core, each worker a current-thread tokio runtime owning its
+//! connections and its recorder (no locks, no work stealing, no shared counters on the hot
+//! path); the coordinator receives whole recorders once per interval. Requests are prebuilt
+//! byte strings, responses are parsed in place from a reused per-connection buffer, a request
+//! is one `send` and usually one `recv`, and recording is a histogram increment: no
+//! allocation per request in keep-alive mode. Memory is a few histograms per class and
+//! thread, whatever the number of requests.
+#![deny(missing_docs)]
+
+mod config;
+mod conn;
+mod cpu;
+mod error;
+mod hlog;
+mod recorder;
+mod report;
+mod requests;
+mod run;
+mod schedule;
+mod target;
+mod worker;
+
+pub use config::{Arrivals, Config, Mode, Pacing};
+pub use cpu::process_time;
+pub use error::Error;
+pub use recorder::{Failure, FAILURES};
+pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report};
+pub use run::run;
+pub use target::Target;

@@ -1,9 +1,200 @@
-//! `webscope load` (being built; see the open issue).
+//! `webscope load`: flags to a `webscope_load::Config`, a live line while it runs, the
+//! summary at the end (also after Ctrl-C), and the JSON report.
 
-/// Flags of `webscope load`.
-#[derive(clap::Args)]
-pub struct Args {}
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`webscope load` is not built yet")
+use anyhow::Context;
+use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    webscope load http://127.0.0.1:8080/index.html -c 50 -d 10s -t 2
+    webscope load http://127.0.0.1:8080/index.html -c 50 -d 10s --close        # a connection per request
+    webscope load http://127.0.0.1:8080/ -c 20 -d 30s --rate 5000             # open loop, wrk2-style
+    webscope load http://127.0.0.1:8080/ --rate 5000 --arrivals poisson --json run.json --hlog run.hlog
+    webscope load --fileset /tmp/spec --base http://127.0.0.1:8080/ -c 60 -d 60s   # SPECweb96 mix
+    webscope load --fileset /tmp/wsA --base http://127.0.0.1:8080/ -c 5 --think-time 100ms
+
+Ctrl-C ends the run early; what was measured is still printed and written.";
+
+/// Drive an HTTP/1.1 server with load and measure it.
+///
+/// Closed loop (default): each connection sends its next request when the last response ends,
+/// like WebStone's clients and wrk. Open loop (--rate): requests are sent on a clock whatever
+/// the server does, and a request that had to wait for a free connection has its latency
+/// counted from its intended send time (coordinated omission, as wrk2); both corrected and
+/// uncorrected latencies are reported. Latencies are HdrHistograms per class and per interval.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// The URL to request (http:// only); or use --fileset and --base.
+    #[arg(
+        value_name = "URL",
+        required_unless_present = "fileset",
+        conflicts_with = "fileset"
+    )]
+    url: Option<String>,
+    /// A file set written by `webscope fileset`: requests follow its access probabilities and
+    /// are reported per class.
+    #[arg(long, value_name = "DIR", requires = "base")]
+    fileset: Option<PathBuf>,
+    /// The URL under which the file set is served (the server's root, usually).
+    #[arg(long, value_name = "URL", requires = "fileset")]
+    base: Option<String>,
+    /// Connections at the start (spread over the threads).
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 10)]
+    connections: usize,
+    /// How long to run.
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Worker threads, each with its own event loop [default: number of cores, at most -c].
+    #[arg(short = 't', long, value_name = "N")]
+    threads: Option<usize>,
+    /// Open loop: send this many requests per second whatever the responses do.
+    #[arg(long, value_name = "R")]
+    rate: Option<f64>,
+    /// Open loop: evenly spaced sends, or a Poisson process.
+    #[arg(long, value_name = "KIND", default_value = "constant", value_parser = ["constant", "poisson"], requires = "rate")]
+    arrivals: String,
+    /// Open loop: connections may grow to this many when all are busy [default: max(1000, -c)].
+    #[arg(long, value_name = "N", requires = "rate")]
+    max_connections: Option<usize>,
+    /// A new TCP connection per request (Connection: close), as WebStone's HTTP/1.0 clients.
+    #[arg(long)]
+    close: bool,
+    /// Closed loop: pause between a response and the next request on a connection.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with = "rate")]
+    think_time: Option<Duration>,
+    /// Longest a request may take (connect included) before it counts as a timeout.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Length of the reporting intervals (live line, --hlog, per-interval figures).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Write the report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write an HdrHistogram interval log (latency in ns, a Tag per class) to this file.
+    #[arg(long, value_name = "FILE")]
+    hlog: Option<PathBuf>,
+    /// Add a request header (repeatable), e.g. -H 'Accept-Encoding: gzip'.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// Seed of the choice of files from a file set.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// No live line while running.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+impl Args {
+    fn config(self) -> anyhow::Result<(Config, Option<PathBuf>, bool)> {
+        let target = match (&self.url, &self.fileset, &self.base) {
+            (Some(url), _, _) => Target::url(url)?,
+            (None, Some(dir), Some(base)) => Target::fileset(dir, base)?,
+            _ => anyhow::bail!("give a URL, or --fileset DIR with --base URL"),
+        };
+        let mut config = Config::new(target);
+        config.connections = self.connections;
+        config.threads = self.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(self.connections.max(1))
+        });
+        config.duration = self.duration;
+        config.mode = if self.close {
+            Mode::Close
+        } else {
+            Mode::KeepAlive
+        };
+        config.pacing = match self.rate {
+            Some(rate) => Pacing::Open {
+                rate,
+                arrivals: if self.arrivals == "poisson" {
+                    Arrivals::Poisson
+                } else {
+                    Arrivals::Constant
+                },
+                max_connections: self
+                    .max_connections
+                    .unwrap_or_else(|| self.connections.max(1000)),
+            },
+            None => Pacing::Closed {
+                think: self.think_time.unwrap_or(Duration::ZERO),
+            },
+        };
+        config.timeout = self.timeout;
+        config.interval = self.interval;
+        config.hlog = self.hlog;
+        config.headers = self.headers;
+        config.seed = self.seed;
+        config.check()?;
+        Ok((config, self.json, !self.quiet))
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let (config, json, live) = args.config()?;
+    let interrupt = interrupt_flag()?;
+    let live = live && std::io::stderr().is_terminal();
+    println!(
+        "webscope load: {} for {} with {} connection{} on {} thread{}{}",
+        config.target.description,
+        humantime::format_duration(config.duration),
+        config.connections,
+        if config.connections == 1 { "" } else { "s" },
+        config.threads,
+        if config.threads == 1 { "" } else { "s" },
+        if live { " (Ctrl-C stops early)" } else { "" }
+    );
+    let began = Instant::now();
+    let mut on_interval = |interval: &webscope_load::IntervalReport| {
+        if live {
+            let elapsed = began.elapsed().as_secs_f64();
+            eprint!("\r\x1b[K{}", Report::live_line(interval, elapsed));
+        }
+    };
+    let report = webscope_load::run(&config, &interrupt, &mut on_interval)?;
+    if live {
+        eprint!("\r\x1b[K");
+    }
+    print!("{}", report.summary());
+    std::io::stdout().flush()?;
+    if let Some(path) = json {
+        report.write_json(&path)?;
+    }
+    Ok(())
+}
+
+/// A flag raised by SIGINT or SIGTERM: the run stops and reports what it measured.
+fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let flag = Arc::new(AtomicBool::new(false));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("cannot start the signal handler")?;
+    let (mut interrupt, mut terminate) = {
+        let _guard = runtime.enter();
+        (
+            signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
+            signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
+        )
+    };
+    let raised = Arc::clone(&flag);
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        });
+        raised.store(true, Ordering::Relaxed);
+    });
+    Ok(flag)
 }

@@ -1,0 +1,150 @@
+//! What a run does: the target, how many connections and threads, for how long, how requests
+//! are paced (closed or open loop) and whether connections are kept alive.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::target::Target;
+use crate::Error;
+
+/// Whether a connection carries many requests or one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// HTTP/1.1 persistent connections, reused until the server closes them.
+    KeepAlive,
+    /// A new TCP connection per request (`Connection: close`), as WebStone's HTTP/1.0
+    /// clients did: what fills the server's TIME_WAIT table.
+    Close,
+}
+
+/// How request send times are chosen in open loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrivals {
+    /// Evenly spaced sends.
+    Constant,
+    /// A Poisson process: exponential gaps with the same mean.
+    Poisson,
+}
+
+/// How requests are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// Each connection sends its next request when the last response ends (after an
+    /// optional think time), like WebStone's clients and wrk.
+    Closed {
+        /// Pause between a response and the next request on a connection.
+        think: Duration,
+    },
+    /// Requests are sent on a clock, whatever the responses do (wrk2's model); latency is
+    /// measured from the intended send time when a request had to wait.
+    Open {
+        /// Requests per second across all threads.
+        rate: f64,
+        /// Constant or Poisson spacing.
+        arrivals: Arrivals,
+        /// Connections may grow to this many when all are busy (at least `connections`).
+        max_connections: usize,
+    },
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// What to request, from where.
+    pub target: Target,
+    /// Connections opened at the start (spread over threads).
+    pub connections: usize,
+    /// Worker threads, each with its own single-threaded runtime.
+    pub threads: usize,
+    /// How long to run.
+    pub duration: Duration,
+    /// Closed or open loop.
+    pub pacing: Pacing,
+    /// Keep-alive or a connection per request.
+    pub mode: Mode,
+    /// Longest time a request may take (connect included) before it counts as a timeout.
+    pub timeout: Duration,
+    /// Length of the reporting intervals (live line, interval log, per-interval figures).
+    pub interval: Duration,
+    /// Where to write the HdrHistogram interval log, if anywhere.
+    pub hlog: Option<PathBuf>,
+    /// Extra request header lines (`Name: value`).
+    pub headers: Vec<String>,
+    /// Seed of the request choice (which file each request asks for).
+    pub seed: u64,
+}
+
+impl Config {
+    /// A closed-loop keep-alive run of 10 connections for 10 s on one thread.
+    pub fn new(target: Target) -> Config {
+        Config {
+            target,
+            connections: 10,
+            threads: 1,
+            duration: Duration::from_secs(10),
+            pacing: Pacing::Closed {
+                think: Duration::ZERO,
+            },
+            mode: Mode::KeepAlive,
+            timeout: Duration::from_secs(5),
+            interval: Duration::from_secs(1),
+            hlog: None,
+            headers: Vec::new(),
+            seed: 1,
+        }
+    }
+
+    /// Checks the settings against each other; the message says which flag to change.
+    pub fn check(&self) -> Result<(), Error> {
+        let bad = |m: &str| Err(Error::Config(m.to_string()));
+        if self.connections == 0 {
+            return bad("-c/--connections must be at least 1");
+        }
+        if self.threads == 0 {
+            return bad("-t/--threads must be at least 1");
+        }
+        if self.threads > self.connections {
+            return bad(
+                "-t/--threads must not exceed -c/--connections (each thread needs a connection)",
+            );
+        }
+        if self.duration.is_zero() {
+            return bad("-d/--duration must be longer than 0");
+        }
+        if self.timeout.is_zero() {
+            return bad("--timeout must be longer than 0");
+        }
+        if self.interval < Duration::from_millis(10) {
+            return bad("--interval must be at least 10ms");
+        }
+        if let Pacing::Open {
+            rate,
+            max_connections,
+            ..
+        } = self.pacing
+        {
+            if !(rate.is_finite() && rate > 0.0) {
+                return bad("--rate must be a positive number of requests per second");
+            }
+            if rate > 10_000_000.0 {
+                return bad("--rate must be at most 10000000 requests per second");
+            }
+            if max_connections < self.connections {
+                return bad("--max-connections must be at least -c/--connections");
+            }
+        }
+        for header in &self.headers {
+            let ok = header.split_once(':').is_some_and(|(name, value)| {
+                !name.is_empty()
+                    && name.bytes().all(|b| b.is_ascii_graphic() && b != b':')
+                    && !value.bytes().any(|b| b == b'\r' || b == b'\n')
+            });
+            if !ok {
+                return Err(Error::Config(format!(
+                    "-H {header:?} is not a header line (write it as \"Name: value\")"
+                )));
+            }
+        }
+        Ok(())
+    }
+}

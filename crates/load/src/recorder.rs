@@ -1,0 +1,174 @@
+//! What a worker thread records: per class, HdrHistograms of latency, time to first byte and
+//! connect time, and counters of requests, bytes and failures by kind.
+//!
+//! One recorder per thread, owned by that thread's runtime and swapped out whole at each
+//! interval: recording is a histogram increment and two additions, with no lock and no
+//! allocation, and memory is a few histograms per class whatever the number of requests.
+
+use hdrhistogram::Histogram;
+
+/// The kinds of failure counted, in report order; `Failure as usize` indexes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The server refused the connection (nothing listens).
+    ConnectRefused = 0,
+    /// Any other failure to connect (no route, out of ports, ...).
+    Connect,
+    /// The connection was reset or closed before a response began.
+    Reset,
+    /// No complete response within the timeout.
+    Timeout,
+    /// A complete response with a status of 400 or more.
+    BadStatus,
+    /// The connection closed before the body announced by Content-Length (or chunking) ended.
+    ShortBody,
+    /// The response was not HTTP/1.x (or its head was too large to buffer).
+    Parse,
+}
+
+/// Names of the failure kinds, as they appear in reports and JSON.
+pub const FAILURES: [&str; 7] = [
+    "connect_refused",
+    "connect",
+    "reset",
+    "timeout",
+    "bad_status",
+    "short_body",
+    "parse_error",
+];
+
+/// A new histogram: nanoseconds, 3 significant digits, sized for 100 ms and growing if a
+/// larger value comes.
+pub(crate) fn histogram() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(1, 100_000_000, 3).expect("valid histogram bounds");
+    h.auto(true);
+    h
+}
+
+/// Records a duration in nanoseconds (at least 1).
+#[inline]
+pub(crate) fn record(h: &mut Histogram<u64>, nanos: u64) {
+    // With auto-resize on, recording cannot fail for any u64.
+    let _ = h.record(nanos.max(1));
+}
+
+/// What one class recorded.
+#[derive(Debug, Clone)]
+pub(crate) struct ClassStats {
+    /// Latency: from the intended send time when a request waited for a connection (open
+    /// loop), else from the send (connect included when the request opened one).
+    pub latency: Histogram<u64>,
+    /// Open loop only: latency from the actual send, what a closed-loop tool would show.
+    pub uncorrected: Histogram<u64>,
+    /// From the send (or connect start) to the first byte of the response.
+    pub ttfb: Histogram<u64>,
+    /// Time to establish a connection, for requests that opened one.
+    pub connect: Histogram<u64>,
+    /// Complete responses (any status).
+    pub requests: u64,
+    /// Bytes received (heads and bodies).
+    pub bytes: u64,
+    /// Failures by kind.
+    pub failures: [u64; FAILURES.len()],
+}
+
+impl ClassStats {
+    pub(crate) fn new() -> ClassStats {
+        ClassStats {
+            latency: histogram(),
+            uncorrected: histogram(),
+            ttfb: histogram(),
+            connect: histogram(),
+            requests: 0,
+            bytes: 0,
+            failures: [0; FAILURES.len()],
+        }
+    }
+
+    /// Adds another class's figures to these.
+    pub(crate) fn merge(&mut self, other: &ClassStats) {
+        // Both sides auto-resize, so adding cannot fail.
+        let _ = self.latency.add(&other.latency);
+        let _ = self.uncorrected.add(&other.uncorrected);
+        let _ = self.ttfb.add(&other.ttfb);
+        let _ = self.connect.add(&other.connect);
+        self.requests += other.requests;
+        self.bytes += other.bytes;
+        for (mine, theirs) in self.failures.iter_mut().zip(other.failures) {
+            *mine += theirs;
+        }
+    }
+
+    /// Failures of all kinds.
+    pub(crate) fn failed(&self) -> u64 {
+        self.failures.iter().sum()
+    }
+}
+
+/// Highest status code counted one by one (others are counted as 599).
+pub(crate) const STATUSES: usize = 600;
+
+/// Everything one thread recorded during one interval.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorder {
+    /// Per class, in the target's class order.
+    pub classes: Vec<ClassStats>,
+    /// Responses by status code.
+    pub statuses: Vec<u64>,
+    /// Connections opened.
+    pub connections: u64,
+}
+
+impl Recorder {
+    pub(crate) fn new(classes: usize) -> Recorder {
+        Recorder {
+            classes: (0..classes).map(|_| ClassStats::new()).collect(),
+            statuses: vec![0; STATUSES],
+            connections: 0,
+        }
+    }
+
+    pub(crate) fn merge(&mut self, other: &Recorder) {
+        for (mine, theirs) in self.classes.iter_mut().zip(&other.classes) {
+            mine.merge(theirs);
+        }
+        for (mine, theirs) in self.statuses.iter_mut().zip(&other.statuses) {
+            *mine += theirs;
+        }
+        self.connections += other.connections;
+    }
+
+    /// All classes merged into one.
+    pub(crate) fn total(&self) -> ClassStats {
+        let mut total = ClassStats::new();
+        for class in &self.classes {
+            total.merge(class);
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_adds_everything() {
+        let mut a = Recorder::new(2);
+        let mut b = Recorder::new(2);
+        record(&mut a.classes[0].latency, 1_000);
+        a.classes[0].requests = 1;
+        record(&mut b.classes[0].latency, 5_000_000_000); // beyond the initial 100 ms
+        b.classes[0].requests = 1;
+        b.classes[1].failures[Failure::Timeout as usize] = 3;
+        b.statuses[200] = 1;
+        a.merge(&b);
+        assert_eq!(a.classes[0].latency.len(), 2);
+        assert!(a.classes[0].latency.max() >= 4_990_000_000);
+        assert_eq!(a.statuses[200], 1);
+        let total = a.total();
+        assert_eq!(total.requests, 2);
+        assert_eq!(total.failed(), 3);
+        assert_eq!(FAILURES[Failure::Parse as usize], "parse_error");
+    }
+}

@@ -1,0 +1,81 @@
+//! The requests, built once: each is the exact bytes of one request head, so sending one is
+//! a single write of a prebuilt buffer (no formatting, no allocation per request).
+
+use webscope_workload::{Mix, Rng};
+
+use crate::config::Mode;
+use crate::target::Target;
+use crate::Error;
+
+/// One prebuilt request.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// The whole request head.
+    pub bytes: Box<[u8]>,
+    /// Its class index.
+    pub class: u16,
+}
+
+/// All requests of a run and the mix that chooses among them.
+#[derive(Debug)]
+pub(crate) struct Requests {
+    entries: Vec<Entry>,
+    mix: Mix,
+}
+
+impl Requests {
+    pub(crate) fn new(target: &Target, mode: Mode, headers: &[String]) -> Result<Requests, Error> {
+        let mut extra = String::new();
+        for header in headers {
+            extra.push_str(header);
+            extra.push_str("\r\n");
+        }
+        if mode == Mode::Close {
+            extra.push_str("Connection: close\r\n");
+        }
+        let entries = target
+            .paths
+            .iter()
+            .map(|(path, class)| Entry {
+                bytes: format!(
+                    "GET {path} HTTP/1.1\r\nHost: {}\r\n{extra}\r\n",
+                    target.host
+                )
+                .into_bytes()
+                .into_boxed_slice(),
+                class: *class,
+            })
+            .collect();
+        Ok(Requests {
+            entries,
+            mix: target.mix()?,
+        })
+    }
+
+    /// Draws the next request.
+    #[inline]
+    pub(crate) fn pick(&self, rng: &mut Rng) -> &Entry {
+        &self.entries[self.mix.sample(rng)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prebuilt_heads() {
+        let target = Target::url("http://127.0.0.1:8080/a?b").unwrap();
+        let keep = Requests::new(&target, Mode::KeepAlive, &[]).unwrap();
+        let mut rng = Rng::new(1);
+        assert_eq!(
+            &*keep.pick(&mut rng).bytes,
+            b"GET /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
+        );
+        let close = Requests::new(&target, Mode::Close, &["X-Test: 1".to_string()]).unwrap();
+        assert_eq!(
+            &*close.pick(&mut rng).bytes,
+            b"GET /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-Test: 1\r\nConnection: close\r\n\r\n"
+        );
+    }
+}

@@ -1,0 +1,510 @@
+//! The coordinator: starts the workers, gathers their interval recorders, writes the interval
+//! log and the live line as intervals complete, stops them at the end (or on interrupt), and
+//! turns the totals into a [`Report`].
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::watch;
+
+use crate::config::{Arrivals, Config, Mode, Pacing};
+use crate::cpu;
+use crate::hlog::Hlog;
+use crate::recorder::{ClassStats, Recorder};
+use crate::report::{ClassReport, Errors, IntervalReport, Latency, Report};
+use crate::requests::Requests;
+use crate::worker::{self, Message, Setup, Snapshot};
+use crate::Error;
+
+/// Workers start this long after the call, so that all threads begin together.
+const START_DELAY: Duration = Duration::from_millis(30);
+
+/// A thread busier than this (fraction of wall time) is saturated: the run measures it.
+const BUSY: f64 = 0.9;
+
+/// One interval being assembled from the workers' snapshots.
+struct Pending {
+    recorder: Recorder,
+    reported: usize,
+    at: Instant,
+    busiest: f64,
+    connections: usize,
+}
+
+/// Runs the load described by `config`. `interrupt` ends the run early (Ctrl-C) with
+/// everything measured so far; `on_interval` is called as each interval completes.
+pub fn run(
+    config: &Config,
+    interrupt: &AtomicBool,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<Report, Error> {
+    config.check()?;
+    let requests = Arc::new(Requests::new(&config.target, config.mode, &config.headers)?);
+    let classes = config.target.classes.len();
+    let wall_start = SystemTime::now() + START_DELAY;
+    let mut hlog = match &config.hlog {
+        Some(path) => Some(Hlog::create(path, wall_start, &config.target.description)?),
+        None => None,
+    };
+    let cpu_before = cpu::process_time();
+    let start = Instant::now() + START_DELAY;
+    let end = start + config.duration;
+    let (tx, rx) = mpsc::channel::<Message>();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut handles = Vec::new();
+    for index in 0..config.threads {
+        let share = |n: usize| n / config.threads + usize::from(index < n % config.threads);
+        let open = match config.pacing {
+            Pacing::Open {
+                rate,
+                arrivals,
+                max_connections,
+            } => Some((
+                rate / config.threads as f64,
+                arrivals,
+                index as f64 * 1e9 / rate,
+                share(max_connections),
+            )),
+            Pacing::Closed { .. } => None,
+        };
+        let setup = Setup {
+            index,
+            requests: Arc::clone(&requests),
+            classes,
+            addr: config.target.addr,
+            mode: config.mode,
+            timeout: config.timeout,
+            think: match config.pacing {
+                Pacing::Closed { think } => think,
+                Pacing::Open { .. } => Duration::ZERO,
+            },
+            connections: share(config.connections),
+            open,
+            start,
+            end,
+            interval: config.interval,
+            seed: config.seed,
+        };
+        let tx = tx.clone();
+        let stop = stop_rx.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("load-{index}"))
+            .spawn(move || worker::run(setup, tx, stop))
+            .map_err(Error::Start)?;
+        handles.push(handle);
+    }
+    drop(tx);
+
+    let mut totals = Recorder::new(classes);
+    let mut pending: BTreeMap<usize, Pending> = BTreeMap::new();
+    let mut reported_upto: Vec<Option<usize>> = vec![None; config.threads];
+    let mut finished = vec![false; config.threads];
+    let mut next_interval = 0usize;
+    let mut intervals = Vec::new();
+    let mut run_end = start;
+    let mut not_sent = 0u64;
+    let mut thread_cpu = vec![Duration::ZERO; config.threads];
+    let mut stopped = false;
+    let mut failure = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(Message::Interval(snapshot)) => {
+                let Snapshot {
+                    thread,
+                    index,
+                    at,
+                    last,
+                    recorder,
+                    cpu,
+                    not_sent: unsent,
+                    open_connections,
+                } = snapshot;
+                totals.merge(&recorder);
+                thread_cpu[thread] += cpu;
+                not_sent += unsent;
+                let begun = start + config.interval * index as u32;
+                let busy =
+                    cpu.as_secs_f64() / at.saturating_duration_since(begun).as_secs_f64().max(1e-3);
+                let entry = pending.entry(index).or_insert_with(|| Pending {
+                    recorder: Recorder::new(classes),
+                    reported: 0,
+                    at,
+                    busiest: 0.0,
+                    connections: 0,
+                });
+                entry.recorder.merge(&recorder);
+                entry.reported += 1;
+                entry.at = entry.at.max(at);
+                entry.busiest = entry.busiest.max(busy);
+                entry.connections += open_connections;
+                reported_upto[thread] = Some(index);
+                if last {
+                    finished[thread] = true;
+                    run_end = run_end.max(at);
+                }
+                // Complete every interval that each worker has reported (or finished before).
+                while pending.contains_key(&next_interval)
+                    && (0..config.threads).all(|t| {
+                        finished[t] || reported_upto[t].is_some_and(|i| i >= next_interval)
+                    })
+                {
+                    let done = pending.remove(&next_interval).expect("checked above");
+                    let report =
+                        finish_interval(config, start, next_interval, &done, hlog.as_mut())?;
+                    on_interval(&report);
+                    intervals.push(report);
+                    next_interval += 1;
+                }
+                if finished.iter().all(|f| *f) {
+                    break;
+                }
+            }
+            Ok(Message::Failed(e)) => {
+                failure = Some(Error::Start(e));
+                let _ = stop_tx.send(true);
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if interrupt.load(Ordering::Relaxed) && !stopped {
+                    stopped = true;
+                    let _ = stop_tx.send(true);
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let _ = stop_tx.send(true);
+    for handle in handles {
+        let _ = handle.join();
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    // Intervals some worker never reported (it failed): report what there is.
+    for (index, done) in std::mem::take(&mut pending) {
+        let report = finish_interval(config, start, index, &done, hlog.as_mut())?;
+        on_interval(&report);
+        intervals.push(report);
+    }
+    if let Some(log) = hlog.as_mut() {
+        log.flush()?;
+    }
+    let generator_cpu = cpu::process_time().saturating_sub(cpu_before);
+    let duration = run_end.saturating_duration_since(start).as_secs_f64();
+    let busiest = thread_cpu
+        .iter()
+        .map(|c| c.as_secs_f64() / duration.max(1e-3))
+        .fold(0.0, f64::max);
+    let mut report = build_report(config, &totals, duration, stopped, intervals, not_sent);
+    report.started_unix_s = wall_start
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    report.generator_cpu_s = generator_cpu.as_secs_f64();
+    report.generator_cpu_per_request_us = if report.requests > 0 {
+        generator_cpu.as_secs_f64() * 1e6 / report.requests as f64
+    } else {
+        0.0
+    };
+    report.generator_busy = busiest;
+    let saturated = report
+        .intervals
+        .iter()
+        .filter(|i| i.generator_busy >= BUSY)
+        .count();
+    if busiest >= BUSY || saturated * 2 > report.intervals.len().max(1) {
+        report.warnings.push(format!(
+            "the generator was the bottleneck (its busiest thread used {:.0}% of a core): \
+             these figures measure webscope load as much as the server; add threads (-t) or \
+             cores, or lower the load",
+            busiest * 100.0
+        ));
+    }
+    if report.requests == 0 && report.errors.total > 0 {
+        report
+            .warnings
+            .push("no request succeeded: see the errors above".to_string());
+    }
+    Ok(report)
+}
+
+/// Turns an assembled interval into its report line (and its interval-log lines).
+fn finish_interval(
+    config: &Config,
+    start: Instant,
+    index: usize,
+    done: &Pending,
+    hlog: Option<&mut Hlog>,
+) -> Result<IntervalReport, Error> {
+    let begun = config.interval * index as u32;
+    let length = done
+        .at
+        .saturating_duration_since(start + begun)
+        .max(Duration::from_micros(1));
+    let total = done.recorder.total();
+    if let Some(log) = hlog {
+        log.write(&total.latency, begun, length, None)?;
+        if config.target.classes.len() > 1 {
+            for (name, class) in config.target.classes.iter().zip(&done.recorder.classes) {
+                log.write(&class.latency, begun, length, Some(name))?;
+            }
+        }
+        log.flush()?;
+    }
+    let seconds = length.as_secs_f64();
+    Ok(IntervalReport {
+        start_s: begun.as_secs_f64(),
+        duration_s: seconds,
+        requests: total.requests,
+        errors: total.failed(),
+        requests_per_s: total.requests as f64 / seconds,
+        bytes_per_s: total.bytes as f64 / seconds,
+        latency_us: Latency::of(&total.latency),
+        generator_busy: done.busiest,
+        connections: done.connections,
+    })
+}
+
+fn build_report(
+    config: &Config,
+    totals: &Recorder,
+    duration: f64,
+    interrupted: bool,
+    intervals: Vec<IntervalReport>,
+    not_sent: u64,
+) -> Report {
+    let open_loop = matches!(config.pacing, Pacing::Open { .. });
+    let all: ClassStats = totals.total();
+    let whole = ClassReport::of("total", &all, duration, open_loop);
+    let classes = config
+        .target
+        .classes
+        .iter()
+        .zip(&totals.classes)
+        .map(|(name, stats)| ClassReport::of(name, stats, duration, open_loop))
+        .collect();
+    let status_codes = totals
+        .statuses
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(code, n)| (code.to_string(), *n))
+        .collect();
+    let (rate, arrivals) = match config.pacing {
+        Pacing::Open { rate, arrivals, .. } => (
+            Some(rate),
+            Some(match arrivals {
+                Arrivals::Constant => "constant".to_string(),
+                Arrivals::Poisson => "poisson".to_string(),
+            }),
+        ),
+        Pacing::Closed { .. } => (None, None),
+    };
+    Report {
+        target: config.target.description.clone(),
+        mode: match config.mode {
+            Mode::KeepAlive => "keep-alive".to_string(),
+            Mode::Close => "close".to_string(),
+        },
+        pacing: if open_loop { "open" } else { "closed" }.to_string(),
+        rate,
+        arrivals,
+        connections: config.connections,
+        threads: config.threads,
+        started_unix_s: 0.0,
+        duration_s: duration,
+        interrupted,
+        requests: whole.requests,
+        errors: Errors::of(&all.failures),
+        not_sent,
+        connections_opened: totals.connections,
+        requests_per_s: whole.requests_per_s,
+        bytes: whole.bytes,
+        bytes_per_s: whole.bytes_per_s,
+        latency_us: whole.latency_us,
+        uncorrected_latency_us: whole.uncorrected_latency_us,
+        ttfb_us: whole.ttfb_us,
+        connect_us: whole.connect_us,
+        status_codes,
+        classes,
+        intervals,
+        generator_cpu_s: 0.0,
+        generator_cpu_per_request_us: 0.0,
+        generator_busy: 0.0,
+        warnings: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// A tiny keep-alive server: answers every request with `body` bytes (or with `head`
+    /// verbatim when given), one thread per connection, for `life`.
+    fn serve(head: Option<&'static [u8]>, body: usize) -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    let mut pending = Vec::new();
+                    loop {
+                        let n = match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        pending.extend_from_slice(&buf[..n]);
+                        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let close = String::from_utf8_lossy(&pending[..end])
+                                .contains("Connection: close");
+                            pending.drain(..end + 4);
+                            let reply = match head {
+                                Some(raw) => raw.to_vec(),
+                                None => {
+                                    let mut r = format!(
+                                        "HTTP/1.1 200 OK\r\nContent-Length: {body}\r\n\r\n"
+                                    )
+                                    .into_bytes();
+                                    r.resize(r.len() + body, b'x');
+                                    r
+                                }
+                            };
+                            if stream.write_all(&reply).is_err() || close || head.is_some() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn config(addr: std::net::SocketAddr) -> Config {
+        let mut config = Config::new(Target::url(&format!("http://{addr}/x")).unwrap());
+        config.connections = 2;
+        config.threads = 1;
+        config.duration = Duration::from_millis(400);
+        config.interval = Duration::from_millis(100);
+        config
+    }
+
+    use crate::target::Target;
+
+    #[test]
+    fn counts_requests_bytes_and_intervals() {
+        let addr = serve(None, 100);
+        let mut seen = 0;
+        let report = run(&config(addr), &AtomicBool::new(false), &mut |_| seen += 1).unwrap();
+        assert!(report.requests > 100, "{report:#?}");
+        assert_eq!(report.errors.total, 0, "{report:#?}");
+        assert!(report.bytes >= report.requests * 100);
+        assert_eq!(report.status_codes.get("200"), Some(&report.requests));
+        assert_eq!(seen, report.intervals.len());
+        assert_eq!(report.intervals.len(), 4);
+        let summed: u64 = report.intervals.iter().map(|i| i.requests).sum();
+        assert_eq!(summed, report.requests);
+        assert_eq!(report.connections_opened, 2);
+        assert!(report.latency_us.p50 > 0.0 && report.latency_us.max >= report.latency_us.p99);
+    }
+
+    #[test]
+    fn close_mode_opens_a_connection_per_request() {
+        let addr = serve(None, 10);
+        let mut config = config(addr);
+        config.mode = Mode::Close;
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(report.requests > 20, "{report:#?}");
+        assert_eq!(
+            report.connections_opened,
+            report.requests + report.errors.total
+        );
+        assert!(report.connect_us.is_some());
+    }
+
+    #[test]
+    fn failures_are_counted_by_kind_and_never_stop_the_run() {
+        let cases: [(&'static [u8], usize); 3] = [
+            (b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", 4),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", 5),
+            (b"SSH-2.0-OpenSSH\r\n\r\n", 6),
+        ];
+        for (head, kind) in cases {
+            let addr = serve(Some(head), 0);
+            let report = run(&config(addr), &AtomicBool::new(false), &mut |_| {}).unwrap();
+            let by_kind = [
+                report.errors.connect_refused,
+                report.errors.connect,
+                report.errors.reset,
+                report.errors.timeout,
+                report.errors.bad_status,
+                report.errors.short_body,
+                report.errors.parse_error,
+            ];
+            assert!(
+                by_kind[kind] > 0,
+                "{}: {:?}",
+                FAILURES_NAMES[kind],
+                report.errors
+            );
+        }
+        // Nothing listening: connections refused.
+        let free = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let report = run(&config(free), &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(report.errors.connect_refused > 0, "{:?}", report.errors);
+        assert_eq!(report.requests, 0);
+        assert!(report
+            .warnings
+            .iter()
+            .any(|w| w.contains("no request succeeded")));
+    }
+
+    const FAILURES_NAMES: [&str; 7] = crate::recorder::FAILURES;
+
+    #[test]
+    fn open_loop_keeps_the_rate() {
+        let addr = serve(None, 10);
+        let mut config = config(addr);
+        config.duration = Duration::from_secs(1);
+        config.pacing = Pacing::Open {
+            rate: 1000.0,
+            arrivals: Arrivals::Constant,
+            max_connections: 100,
+        };
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(
+            (report.requests as f64 - 1000.0).abs() <= 20.0,
+            "{report:#?}"
+        );
+        assert_eq!(report.not_sent, 0);
+        assert!(report.uncorrected_latency_us.is_some());
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_run_early_with_its_figures() {
+        let addr = serve(None, 10);
+        let mut config = config(addr);
+        config.duration = Duration::from_secs(30);
+        let interrupt = AtomicBool::new(false);
+        let began = Instant::now();
+        let report = run(&config, &interrupt, &mut |i| {
+            if i.start_s >= 0.2 {
+                interrupt.store(true, Ordering::Relaxed);
+            }
+        })
+        .unwrap();
+        assert!(began.elapsed() < Duration::from_secs(5));
+        assert!(report.interrupted);
+        assert!(report.requests > 0);
+        assert!(report.duration_s < 2.0, "{}", report.duration_s);
+    }
+}

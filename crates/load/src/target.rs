@@ -1,0 +1,241 @@
+//! What to request: one URL, or a file set's manifest under a base URL, resolved once.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+
+use webscope_workload::{Manifest, Mix};
+
+use crate::Error;
+
+/// The server's address and the paths to request with their probabilities and classes.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Where to connect.
+    pub addr: SocketAddr,
+    /// The `Host` field's value (host, and port when not 80).
+    pub host: String,
+    /// Shown in reports: the URL, or the base URL and the file set.
+    pub description: String,
+    /// Class names, in report order.
+    pub classes: Vec<String>,
+    /// Request targets (absolute paths with any query), each with its class index.
+    pub paths: Vec<(String, u16)>,
+    /// Probability of each path.
+    pub weights: Vec<f64>,
+}
+
+/// A parsed `http://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Url {
+    host: String,
+    port: u16,
+    /// The path and query, starting with `/`.
+    path: String,
+}
+
+fn parse_url(url: &str) -> Result<Url, Error> {
+    let bad = |reason: &str| Error::Url {
+        url: url.to_string(),
+        reason: reason.to_string(),
+    };
+    let rest = if let Some(rest) = url.strip_prefix("http://") {
+        rest
+    } else if url.starts_with("https://") {
+        return Err(bad(
+            "https is not supported: webscope load speaks plain HTTP/1.1",
+        ));
+    } else {
+        return Err(bad(
+            "give an http:// URL, e.g. http://127.0.0.1:8080/index.html",
+        ));
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
+        Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+        None => (rest, "/".to_string()),
+    };
+    let path = path.split('#').next().unwrap_or("/").to_string();
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(bad(
+            "the path has spaces or control characters (percent-encode them)",
+        ));
+    }
+    if authority.contains('@') {
+        return Err(bad("user names in URLs are not supported"));
+    }
+    let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
+        let (host, after) = inner
+            .split_once(']')
+            .ok_or_else(|| bad("unclosed [ in the IPv6 address"))?;
+        match after {
+            "" => (host.to_string(), 80),
+            p => (
+                host.to_string(),
+                parse_port(p.strip_prefix(':').unwrap_or(p)).ok_or_else(|| bad("bad port"))?,
+            ),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (
+                host.to_string(),
+                parse_port(port).ok_or_else(|| bad("bad port"))?,
+            ),
+            None => (authority.to_string(), 80),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    Ok(Url { host, port, path })
+}
+
+fn parse_port(text: &str) -> Option<u16> {
+    text.parse().ok().filter(|p| *p != 0)
+}
+
+fn resolve(url: &Url) -> Result<SocketAddr, Error> {
+    let resolve_err = |source| Error::Resolve {
+        host: url.host.clone(),
+        source,
+    };
+    (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .map_err(resolve_err)?
+        .next()
+        .ok_or_else(|| resolve_err(std::io::Error::other("no address")))
+}
+
+fn host_field(url: &Url) -> String {
+    let host = if url.host.contains(':') {
+        format!("[{}]", url.host)
+    } else {
+        url.host.clone()
+    };
+    if url.port == 80 {
+        host
+    } else {
+        format!("{host}:{}", url.port)
+    }
+}
+
+impl Target {
+    /// One URL, requested every time.
+    pub fn url(url: &str) -> Result<Target, Error> {
+        let parsed = parse_url(url)?;
+        Ok(Target {
+            addr: resolve(&parsed)?,
+            host: host_field(&parsed),
+            description: url.to_string(),
+            classes: vec!["all".to_string()],
+            paths: vec![(parsed.path, 0)],
+            weights: vec![1.0],
+        })
+    }
+
+    /// The files of the set in `dir` (its manifest), under `base` (e.g.
+    /// `http://127.0.0.1:8080/` when the server's root is the set), chosen by their
+    /// access probabilities.
+    pub fn fileset(dir: &Path, base: &str) -> Result<Target, Error> {
+        let manifest = Manifest::load(dir)?;
+        let parsed = parse_url(base)?;
+        if parsed.path.contains('?') {
+            return Err(Error::Url {
+                url: base.to_string(),
+                reason: "a base URL cannot have a query".into(),
+            });
+        }
+        let prefix = parsed.path.trim_end_matches('/');
+        let classes: Vec<String> = manifest.classes.iter().map(|c| c.name.clone()).collect();
+        let paths = manifest
+            .files
+            .iter()
+            .map(|f| {
+                let class = classes.iter().position(|c| *c == f.class).unwrap_or(0) as u16;
+                (format!("{prefix}/{}", f.path), class)
+            })
+            .collect();
+        Ok(Target {
+            addr: resolve(&parsed)?,
+            host: host_field(&parsed),
+            description: format!("{base} with {} ({})", dir.display(), manifest.description),
+            classes,
+            paths,
+            weights: manifest.files.iter().map(|f| f.probability).collect(),
+        })
+    }
+
+    /// The mix that draws paths by probability.
+    pub(crate) fn mix(&self) -> Result<Mix, Error> {
+        Mix::new(&self.weights).ok_or_else(|| {
+            Error::Config("the target has no request with a positive probability".into())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let u = parse_url("http://127.0.0.1:8080/a/b?c=d#frag").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("127.0.0.1", 8080, "/a/b?c=d")
+        );
+        let u = parse_url("http://localhost").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (80, "/"));
+        let u = parse_url("http://[::1]:9000/x").unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("::1", 9000));
+        assert_eq!(host_field(&u), "[::1]:9000");
+        let u = parse_url("http://h?q=1").unwrap();
+        assert_eq!(u.path, "/?q=1");
+        for bad in [
+            "https://x/",
+            "ftp://x",
+            "127.0.0.1:80/",
+            "http://",
+            "http://h:0/",
+            "http://h:99999/",
+            "http://h/a b",
+            "http://[::1/",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn target_from_url_resolves_loopback() {
+        let t = Target::url("http://127.0.0.1:1/x").unwrap();
+        assert_eq!(t.addr, "127.0.0.1:1".parse().unwrap());
+        assert_eq!(t.host, "127.0.0.1:1");
+        assert_eq!(t.paths, vec![("/x".to_string(), 0)]);
+    }
+
+    #[test]
+    fn target_from_fileset_prefixes_paths_and_keeps_classes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("set");
+        let m = webscope_workload::Spec::WebStoneA { scale: 0.25 }
+            .plan(1)
+            .unwrap();
+        webscope_workload::write(
+            &m,
+            &dir,
+            &Default::default(),
+            &Default::default(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let t = Target::fileset(&dir, "http://127.0.0.1:8080/sets/a/").unwrap();
+        assert_eq!(t.classes, ["html", "image", "sound", "video"]);
+        assert_eq!(t.paths.len(), 77);
+        assert!(
+            t.paths[0].0.starts_with("/sets/a/html/"),
+            "{}",
+            t.paths[0].0
+        );
+        assert_eq!(t.paths[76].1, 3);
+        assert!(Target::fileset(tmp.path(), "http://127.0.0.1/").is_err());
+    }
+}
