@@ -31,6 +31,13 @@ Ctrl-C ends the run early; what was measured is still printed and written.";
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
+    // Boxed: the flags are many, and the CLI's subcommand enum should stay small.
+    #[command(flatten)]
+    flags: Box<Flags>,
+}
+
+#[derive(clap::Args, Debug)]
+struct Flags {
     /// The URL to request (http:// only); or use --fileset and --base.
     #[arg(
         value_name = "URL",
@@ -92,7 +99,7 @@ pub struct Args {
     quiet: bool,
 }
 
-impl Args {
+impl Flags {
     fn config(self) -> anyhow::Result<(Config, Option<PathBuf>, bool)> {
         let target = match (&self.url, &self.fileset, &self.base) {
             (Some(url), _, _) => Target::url(url)?,
@@ -139,7 +146,7 @@ impl Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (config, json, live) = args.config()?;
+    let (config, json, live) = args.flags.config()?;
     let interrupt = interrupt_flag()?;
     let live = live && std::io::stderr().is_terminal();
     println!(
