@@ -241,8 +241,9 @@ fn admission_refuses_with_503_and_retry_after_while_light_is_served() {
         ],
     );
     let stop = Arc::new(AtomicBool::new(false));
-    let middle = clients(&server, "/svc/middle", 4, &stop);
-    std::thread::sleep(Duration::from_millis(100));
+    // One running, four waiting (the queue holds 4 per slot): a sixth is refused at once.
+    let middle = clients(&server, "/svc/middle", 5, &stop);
+    std::thread::sleep(Duration::from_millis(300));
     let refused = exchange(
         &server,
         b"GET /svc/middle HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",

@@ -7,9 +7,11 @@
 //!   slices, pick the service with the least weighted CPU time (virtual time += slice / weight,
 //!   as in weighted fair queueing): a light request never waits behind a whole heavy one.
 //! - `priority`: the same slices, the highest-priority service with work always first.
-//! - `admission`: executor threads run jobs in arrival order to completion, behind admission
-//!   control: a per-service limit on jobs in the system, and a CoDel-like rule that refuses a
-//!   service's new jobs while its queueing delay has stayed above the target for an interval.
+//! - `admission`: the pool of OS threads, behind admission control: a per-service limit on
+//!   jobs running at once (the others wait in the service's own queue, so one service never
+//!   queues behind another), a bounded queue (4 × the limit; beyond, 503 at once), and a
+//!   CoDel-like rule that refuses a service's new jobs while its queueing delay has stayed
+//!   above the target for an interval (its oldest waiting job is older than both).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -21,6 +23,9 @@ use tokio::sync::oneshot;
 use super::stats::ServiceStats;
 use super::work::Work;
 use super::{Policy, ServicesConfig, SERVICES};
+
+/// Under admission, jobs that may wait per running slot; beyond, new jobs are refused at once.
+const QUEUE_PER_SLOT: usize = 4;
 
 /// A request's work on its way through an executor.
 pub(crate) struct Job {
@@ -41,6 +46,8 @@ struct State {
     vtime: Vec<f64>,
     /// Jobs per service in the system, queued or running: a service is idle only at zero.
     active: Vec<usize>,
+    /// Jobs per service running now (admission).
+    running: Vec<usize>,
     stop: bool,
 }
 
@@ -52,6 +59,13 @@ struct Shared {
     weights: Vec<f64>,
     /// Service indices, highest priority first.
     order: Vec<usize>,
+    /// Jobs allowed to run at once, per service (admission).
+    limits: Vec<Option<usize>>,
+    /// Admission refuses a service's new jobs while its oldest queued job has waited longer
+    /// than `target + interval`: then every job dequeued over the last interval waited more
+    /// than the target (CoDel's "minimum sojourn time above target for an interval").
+    target: Duration,
+    interval: Duration,
     stats: Arc<ServiceStats>,
 }
 
@@ -66,16 +80,17 @@ impl Executor {
         config: &ServicesConfig,
         stats: Arc<ServiceStats>,
     ) -> std::io::Result<Executor> {
-        let queues = if matches!(config.policy, Policy::Fair | Policy::Priority) {
-            SERVICES.len()
-        } else {
+        let queues = if config.policy == Policy::Threads {
             1
+        } else {
+            SERVICES.len()
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 queues: (0..queues).map(|_| VecDeque::new()).collect(),
                 vtime: vec![0.0; SERVICES.len()],
                 active: vec![0; SERVICES.len()],
+                running: vec![0; SERVICES.len()],
                 stop: false,
             }),
             ready: Condvar::new(),
@@ -87,11 +102,14 @@ impl Executor {
                 .map(|&w| f64::from(w.max(1)))
                 .collect(),
             order: config.priority.clone(),
+            limits: config.limits.clone(),
+            target: config.target,
+            interval: config.interval,
             stats,
         });
         let count = match config.policy {
-            Policy::Threads => config.pool_threads,
-            _ => config.executors,
+            Policy::Threads | Policy::Admission => config.pool_threads,
+            Policy::Fair | Policy::Priority => config.executors,
         };
         let mut threads = Vec::with_capacity(count);
         for i in 0..count.max(1) {
@@ -106,17 +124,28 @@ impl Executor {
         Ok(Executor { shared, threads })
     }
 
-    /// Queues a job.
-    pub(crate) fn submit(&self, job: Job) {
+    /// Queues a job; gives it back if its service's queue is full (admission).
+    pub(crate) fn submit(&self, job: Job) -> Result<(), Job> {
         let shared = &self.shared;
         let Ok(mut state) = shared.state.lock() else {
-            return;
+            return Err(job);
         };
         let queue = if state.queues.len() == 1 {
             0
         } else {
             job.service
         };
+        if shared.policy == Policy::Admission {
+            let waiting = &state.queues[queue];
+            let full = shared.limits[job.service]
+                .is_some_and(|limit| waiting.len() >= QUEUE_PER_SLOT * limit.max(1));
+            let late = waiting
+                .front()
+                .is_some_and(|head| head.enqueued.elapsed() > shared.target + shared.interval);
+            if full || late {
+                return Err(job);
+            }
+        }
         if state.active[job.service] == 0 && shared.policy == Policy::Fair {
             // Waking up: no credit for the time it was idle. It starts level with the least
             // served of the services that are busy (start-time fair queueing).
@@ -133,6 +162,7 @@ impl Executor {
         state.queues[queue].push_back(job);
         drop(state);
         shared.ready.notify_one();
+        Ok(())
     }
 }
 
@@ -154,7 +184,17 @@ impl Drop for Executor {
 
 fn pick(shared: &Shared, state: &mut State) -> Option<Job> {
     match shared.policy {
-        Policy::Threads | Policy::Admission => state.queues[0].pop_front(),
+        Policy::Threads => state.queues[0].pop_front(),
+        Policy::Admission => {
+            // The oldest job among services with a free slot.
+            let service = (0..state.queues.len())
+                .filter(|&s| shared.limits[s].is_none_or(|l| state.running[s] < l))
+                .filter_map(|s| state.queues[s].front().map(|j| (s, j.enqueued)))
+                .min_by_key(|&(_, t)| t)
+                .map(|(s, _)| s)?;
+            state.running[service] += 1;
+            state.queues[service].pop_front()
+        }
         Policy::Priority => shared
             .order
             .iter()
@@ -191,7 +231,6 @@ fn executor_loop(shared: &Shared) {
         let start = Instant::now();
         if job.started.is_none() {
             job.started = Some(start);
-            shared.stats.started(job.service, start - job.enqueued);
         }
         let deadline = sliced.then(|| start + shared.slice);
         let result = job.work.run(deadline);
@@ -203,7 +242,9 @@ fn executor_loop(shared: &Shared) {
             if let Ok(mut state) = shared.state.lock() {
                 state.vtime[job.service] += ran.as_nanos() as f64 / shared.weights[job.service];
                 if result.is_none() {
-                    state.queues[job.service].push_back(job);
+                    // Back to the front: within a service, jobs run in arrival order; slices
+                    // interleave services, not the jobs of one service.
+                    state.queues[job.service].push_front(job);
                     drop(state);
                     shared.ready.notify_one();
                     continue;
@@ -212,6 +253,11 @@ fn executor_loop(shared: &Shared) {
         }
         if let Ok(mut state) = shared.state.lock() {
             state.active[job.service] = state.active[job.service].saturating_sub(1);
+            state.running[job.service] = state.running[job.service].saturating_sub(1);
+        }
+        if shared.policy == Policy::Admission {
+            // A slot is free: a job of that service may be waiting for it.
+            shared.ready.notify_all();
         }
         let Some(body) = result else {
             // Unsliced work always finishes; a poisoned lock lands here: drop the job.
@@ -222,5 +268,59 @@ fn executor_loop(shared: &Shared) {
             .stats
             .finished(job.service, wait, job.running, job.slices);
         let _ = job.reply.send(body);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::services::work::Fib;
+
+    fn job(service: usize, n: u32) -> (Job, oneshot::Receiver<String>) {
+        let (reply, rx) = oneshot::channel();
+        let job = Job {
+            service,
+            work: Box::new(Fib::new(n)),
+            enqueued: Instant::now(),
+            started: None,
+            running: Duration::ZERO,
+            slices: 0,
+            reply,
+        };
+        (job, rx)
+    }
+
+    #[test]
+    fn admission_refuses_once_the_oldest_waiting_job_is_late() {
+        let mut limits = vec![None; SERVICES.len()];
+        limits[1] = Some(1);
+        let config = ServicesConfig {
+            policy: Policy::Admission,
+            pool_threads: 4,
+            limits,
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(20),
+            ..ServicesConfig::default()
+        };
+        let executor = Executor::start(&config, Arc::new(ServiceStats::new())).unwrap();
+        // One long job runs (the slot), one waits behind it.
+        let (running, _r1) = job(1, 34);
+        assert!(executor.submit(running).is_ok());
+        std::thread::sleep(Duration::from_millis(5));
+        let (waiting, _r2) = job(1, 1);
+        assert!(
+            executor.submit(waiting).is_ok(),
+            "the queue has room and nobody is late yet"
+        );
+        std::thread::sleep(Duration::from_millis(40));
+        let (late, _r3) = job(1, 1);
+        assert!(
+            executor.submit(late).is_err(),
+            "the waiting job is older than target + interval"
+        );
+        // Another service is not affected.
+        let (light, r4) = job(0, 10);
+        assert!(executor.submit(light).is_ok());
+        assert_eq!(r4.blocking_recv().unwrap(), "fib(10) = 55\n");
     }
 }

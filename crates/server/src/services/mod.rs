@@ -81,7 +81,7 @@ pub struct ServicesConfig {
     pub weights: Vec<u32>,
     /// Service indices by priority, highest first (default light, middle, heavy, fib, xml).
     pub priority: Vec<usize>,
-    /// Jobs allowed in the system per service under `admission` (None: no limit).
+    /// Jobs allowed to run at once per service under `admission` (None: no limit).
     pub limits: Vec<Option<usize>>,
     /// Queueing-delay target of the admission rule.
     pub target: Duration,
@@ -134,9 +134,7 @@ pub(crate) struct Services {
 
 impl Services {
     pub(crate) fn start(config: ServicesConfig) -> std::io::Result<Services> {
-        let codel =
-            (config.policy == Policy::Admission).then_some((config.target, config.interval));
-        let stats = Arc::new(ServiceStats::new(codel));
+        let stats = Arc::new(ServiceStats::new());
         let executor = Executor::start(&config, Arc::clone(&stats))?;
         Ok(Services {
             heavy_xml: work::catalogue(config.xml_items).into(),
@@ -150,14 +148,8 @@ impl Services {
     /// Starts the work a `/svc/...` target asks for; the receiver gets the response body.
     pub(crate) fn submit(&self, target: &str) -> Result<oneshot::Receiver<String>, Refusal> {
         let (service, work) = self.route(target)?;
-        if self.config.policy == Policy::Admission
-            && !self.stats.admit(service, self.config.limits[service])
-        {
-            self.stats.refused(service);
-            return Err(Refusal::Unavailable);
-        }
         let (reply, result) = oneshot::channel();
-        self.executor.submit(Job {
+        let queued = self.executor.submit(Job {
             service,
             work,
             enqueued: Instant::now(),
@@ -166,6 +158,10 @@ impl Services {
             slices: 0,
             reply,
         });
+        if queued.is_err() {
+            self.stats.refused(service);
+            return Err(Refusal::Unavailable);
+        }
         Ok(result)
     }
 

@@ -3,7 +3,7 @@
 //! waiting time per request) measured where the scheduling happens.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
@@ -40,41 +40,23 @@ impl Default for ServiceFigures {
     }
 }
 
-/// All services' figures, plus the admission controller's per-service state.
+/// All services' figures.
 #[derive(Debug)]
 pub struct ServiceStats {
     figures: Mutex<Vec<ServiceFigures>>,
-    admission: Mutex<Vec<Admission>>,
-    /// The admission policy's queueing-delay target and interval (None: no CoDel rule).
-    codel: Option<(Duration, Duration)>,
-}
-
-/// CoDel-like admission state of one service.
-#[derive(Debug, Clone, Default)]
-struct Admission {
-    in_system: usize,
-    /// When the queueing delay first stayed above target (start of the current bad interval).
-    above_since: Option<Instant>,
-    refusing: bool,
 }
 
 impl ServiceStats {
-    /// Figures for every service; `codel` is the admission target and interval, if any.
-    pub(crate) fn new(codel: Option<(Duration, Duration)>) -> ServiceStats {
+    /// Zero figures for every service.
+    pub(crate) fn new() -> ServiceStats {
         ServiceStats {
             figures: Mutex::new(vec![ServiceFigures::default(); SERVICES.len()]),
-            admission: Mutex::new(vec![Admission::default(); SERVICES.len()]),
-            codel,
         }
     }
 
     /// A copy of the figures, by service (in `SERVICES` order).
     pub fn snapshot(&self) -> Vec<ServiceFigures> {
         self.figures.lock().map(|f| f.clone()).unwrap_or_default()
-    }
-
-    pub(crate) fn started(&self, service: usize, wait: Duration) {
-        self.admission_observe(service, wait);
     }
 
     pub(crate) fn finished(&self, service: usize, wait: Duration, running: Duration, slices: u32) {
@@ -85,10 +67,6 @@ impl ServiceStats {
             f.running
                 .saturating_record((running.as_nanos() as u64).max(1));
             f.slices.saturating_record(u64::from(slices.max(1)));
-        }
-        if let Ok(mut admission) = self.admission.lock() {
-            let a = &mut admission[service];
-            a.in_system = a.in_system.saturating_sub(1);
         }
     }
 
@@ -103,42 +81,6 @@ impl ServiceStats {
     pub(crate) fn refused(&self, service: usize) {
         if let Ok(mut figures) = self.figures.lock() {
             figures[service].refused += 1;
-        }
-    }
-
-    /// Admission control: whether a new job of `service` may enter, given its limit on jobs
-    /// in the system; counts it in if so.
-    pub(crate) fn admit(&self, service: usize, limit: Option<usize>) -> bool {
-        let Ok(mut admission) = self.admission.lock() else {
-            return true;
-        };
-        let a = &mut admission[service];
-        if a.refusing || limit.is_some_and(|l| a.in_system >= l) {
-            return false;
-        }
-        a.in_system += 1;
-        true
-    }
-
-    /// The CoDel rule, on each job's queueing delay: below target, all is well; above target
-    /// for a whole interval, refuse new jobs until a delay below target is seen again.
-    fn admission_observe(&self, service: usize, wait: Duration) {
-        let Some((target, interval)) = self.codel else {
-            return;
-        };
-        let Ok(mut admission) = self.admission.lock() else {
-            return;
-        };
-        let a = &mut admission[service];
-        if wait < target {
-            a.above_since = None;
-            a.refusing = false;
-        } else {
-            let now = Instant::now();
-            let since = *a.above_since.get_or_insert(now);
-            if now.duration_since(since) >= interval {
-                a.refusing = true;
-            }
         }
     }
 }
