@@ -97,7 +97,8 @@ pub struct Args {
     /// Priority order under --policy priority, highest first, e.g. light,middle,heavy.
     #[arg(long, value_name = "LIST", help_heading = "Services")]
     priority: Option<String>,
-    /// Jobs allowed in the system per service under --policy admission, e.g. heavy=2.
+    /// Jobs allowed to run at once per service under --policy admission, e.g. heavy=2 (4 more
+    /// may wait per slot; beyond, 503).
     #[arg(long, value_name = "LIST", help_heading = "Services")]
     limit: Option<String>,
     /// Queueing-delay target under --policy admission: refuse (503) when exceeded for --interval.
