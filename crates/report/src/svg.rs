@@ -1,0 +1,544 @@
+//! Charts as inline SVG: line and scatter charts (linear or log axes), grouped and stacked bar
+//! charts, and histograms, each with a title, axis labels with units and a legend.
+//!
+//! Written by hand rather than with a chart crate because a report must be byte-for-byte the
+//! same when re-rendered on another machine: `plotters` lays text out with the fonts it finds
+//! on the system, which differ between machines; here the browser lays the text out, and the
+//! SVG depends only on the data. Numbers are printed with a fixed precision for the same
+//! reason.
+
+use std::fmt::Write;
+
+/// Width and height of every chart, in SVG user units.
+const W: f64 = 640.0;
+const H: f64 = 360.0;
+/// Plot area margins: left (tick labels and axis title), right, top (title), bottom.
+const ML: f64 = 72.0;
+const MR: f64 = 150.0;
+const MT: f64 = 36.0;
+const MB: f64 = 52.0;
+
+/// A colour-blind-safe palette (Okabe & Ito).
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000",
+];
+
+/// An axis: label (with unit) and scale.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    /// Text under or beside the axis, e.g. "clients" or "latency (ms)".
+    pub label: String,
+    /// Logarithmic scale (base 10); non-positive values are left out.
+    pub log: bool,
+    /// Force the range to include zero (linear axes only).
+    pub zero: bool,
+}
+
+impl Axis {
+    /// A linear axis that starts at zero.
+    pub fn linear(label: impl Into<String>) -> Axis {
+        Axis {
+            label: label.into(),
+            log: false,
+            zero: true,
+        }
+    }
+
+    /// A logarithmic axis.
+    pub fn log(label: impl Into<String>) -> Axis {
+        Axis {
+            label: label.into(),
+            log: true,
+            zero: false,
+        }
+    }
+}
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Points joined by lines, with markers.
+    Line,
+    /// A dashed line without markers (models, fits).
+    Dashed,
+    /// Markers only.
+    Points,
+}
+
+/// One named series of (x, y) points.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// The points, in x order for lines.
+    pub points: Vec<(f64, f64)>,
+    /// How to draw it.
+    pub style: Style,
+}
+
+impl Series {
+    /// A series drawn as a line with markers.
+    pub fn line(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+            style: Style::Line,
+        }
+    }
+}
+
+/// An x-y chart.
+#[derive(Debug, Clone)]
+pub struct XyChart {
+    /// Title above the chart.
+    pub title: String,
+    /// The horizontal axis.
+    pub x: Axis,
+    /// The vertical axis.
+    pub y: Axis,
+    /// The series, each in its own colour.
+    pub series: Vec<Series>,
+}
+
+/// Bars: one group per category, one bar per series in each group (side by side or stacked).
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    /// Title above the chart.
+    pub title: String,
+    /// Category names along the horizontal axis.
+    pub categories: Vec<String>,
+    /// The vertical axis.
+    pub y: Axis,
+    /// (series name, one value per category).
+    pub series: Vec<(String, Vec<f64>)>,
+    /// Stack the series instead of placing them side by side.
+    pub stacked: bool,
+}
+
+/// A scale from data to pixels.
+#[derive(Debug, Clone, Copy)]
+struct Scale {
+    lo: f64,
+    hi: f64,
+    log: bool,
+    px_lo: f64,
+    px_hi: f64,
+}
+
+impl Scale {
+    fn new(values: impl Iterator<Item = f64>, axis: &Axis, px_lo: f64, px_hi: f64) -> Scale {
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for v in values.filter(|v| v.is_finite() && (!axis.log || *v > 0.0)) {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if !lo.is_finite() {
+            (lo, hi) = if axis.log { (1.0, 10.0) } else { (0.0, 1.0) };
+        }
+        if axis.log {
+            lo = 10f64.powf(lo.log10().floor());
+            hi = 10f64.powf(hi.log10().ceil());
+            if hi <= lo {
+                hi = lo * 10.0;
+            }
+        } else {
+            if axis.zero {
+                lo = lo.min(0.0);
+                hi = hi.max(0.0);
+            }
+            if hi - lo < 1e-12 {
+                hi = lo + 1.0;
+            }
+            let step = nice_step((hi - lo) / 5.0);
+            lo = (lo / step).floor() * step;
+            hi = (hi / step).ceil() * step;
+        }
+        Scale {
+            lo,
+            hi,
+            log: axis.log,
+            px_lo,
+            px_hi,
+        }
+    }
+
+    fn px(&self, v: f64) -> f64 {
+        let t = if self.log {
+            (v.max(f64::MIN_POSITIVE).log10() - self.lo.log10())
+                / (self.hi.log10() - self.lo.log10())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
+        };
+        self.px_lo + t * (self.px_hi - self.px_lo)
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        if self.log {
+            let mut out = Vec::new();
+            let mut v = self.lo;
+            while v <= self.hi * 1.0001 {
+                out.push(v);
+                v *= 10.0;
+            }
+            return out;
+        }
+        let step = nice_step((self.hi - self.lo) / 5.0);
+        let mut out = Vec::new();
+        let mut i = (self.lo / step).round() as i64;
+        loop {
+            let v = i as f64 * step;
+            if v > self.hi + step * 1e-6 {
+                break;
+            }
+            out.push(v);
+            i += 1;
+        }
+        out
+    }
+
+    fn contains(&self, v: f64) -> bool {
+        v.is_finite() && (!self.log || v > 0.0)
+    }
+}
+
+/// 1, 2 or 5 times a power of ten, at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if raw <= 0.0 || !raw.is_finite() {
+        return 1.0;
+    }
+    let power = 10f64.powf(raw.log10().floor());
+    let f = raw / power;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * power
+}
+
+/// A number as a tick label: short, and the same on every machine.
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e9 {
+        format!("{:.3}G", v / 1e9).replace(".000G", "G")
+    } else if a >= 1e6 {
+        trim(format!("{:.2}", v / 1e6)) + "M"
+    } else if a >= 1e4 {
+        trim(format!("{:.1}", v / 1e3)) + "k"
+    } else if a >= 1.0 {
+        trim(format!("{v:.2}"))
+    } else {
+        trim(format!("{v:.4}"))
+    }
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Escapes text for XML.
+pub fn esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn open(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" \
+         role=\"img\" aria-label=\"{t}\" font-family=\"sans-serif\" font-size=\"11\">\
+         <rect width=\"{W}\" height=\"{H}\" fill=\"#fff\"/>\
+         <text x=\"{cx:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{t}</text>",
+        t = esc(title),
+        cx = W / 2.0,
+    );
+}
+
+fn axes(out: &mut String, xs: Option<&Scale>, ys: &Scale, x_label: &str, y_label: &str) {
+    let (x0, x1, y0, y1) = (ML, W - MR, H - MB, MT);
+    for t in ys.ticks() {
+        let y = ys.px(t);
+        let _ = write!(
+            out,
+            "<line x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"#e5e5e5\"/>\
+             <text x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"end\">{}</text>",
+            fmt_num(t),
+            tx = x0 - 6.0,
+            ty = y + 4.0
+        );
+    }
+    if let Some(xs) = xs {
+        for t in xs.ticks() {
+            let x = xs.px(t);
+            let _ = write!(
+                out,
+                "<line x1=\"{x:.1}\" y1=\"{y0:.1}\" x2=\"{x:.1}\" y2=\"{ye:.1}\" stroke=\"#999\"/>\
+                 <text x=\"{x:.1}\" y=\"{ty:.1}\" text-anchor=\"middle\">{}</text>",
+                fmt_num(t),
+                ye = y0 + 4.0,
+                ty = y0 + 17.0
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        "<line x1=\"{x0:.1}\" y1=\"{y0:.1}\" x2=\"{x1:.1}\" y2=\"{y0:.1}\" stroke=\"#333\"/>\
+         <line x1=\"{x0:.1}\" y1=\"{y0:.1}\" x2=\"{x0:.1}\" y2=\"{y1:.1}\" stroke=\"#333\"/>\
+         <text x=\"{xc:.1}\" y=\"{xl:.1}\" text-anchor=\"middle\">{xt}</text>\
+         <text transform=\"translate(16 {yc:.1}) rotate(-90)\" text-anchor=\"middle\">{yt}</text>",
+        xc = (x0 + x1) / 2.0,
+        xl = H - 12.0,
+        yc = (y0 + y1) / 2.0,
+        xt = esc(x_label),
+        yt = esc(y_label),
+    );
+}
+
+fn legend(out: &mut String, names: &[&str]) {
+    for (i, name) in names.iter().enumerate() {
+        let y = MT + 8.0 + i as f64 * 16.0;
+        let x = W - MR + 12.0;
+        let _ = write!(
+            out,
+            "<rect x=\"{x:.1}\" y=\"{ry:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/>\
+             <text x=\"{tx:.1}\" y=\"{ty:.1}\">{n}</text>",
+            ry = y - 9.0,
+            c = PALETTE[i % PALETTE.len()],
+            tx = x + 14.0,
+            ty = y,
+            n = esc(name)
+        );
+    }
+}
+
+impl XyChart {
+    /// Renders the chart as one `<svg>` element.
+    pub fn to_svg(&self) -> String {
+        let mut out = String::with_capacity(8192);
+        open(&mut out, &self.title);
+        let points = || self.series.iter().flat_map(|s| s.points.iter());
+        let xs = Scale::new(points().map(|p| p.0), &self.x, ML, W - MR);
+        let ys = Scale::new(points().map(|p| p.1), &self.y, H - MB, MT);
+        axes(&mut out, Some(&xs), &ys, &self.x.label, &self.y.label);
+        for (i, s) in self.series.iter().enumerate() {
+            let colour = PALETTE[i % PALETTE.len()];
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|(x, y)| xs.contains(*x) && ys.contains(*y))
+                .map(|&(x, y)| (xs.px(x), ys.px(y)))
+                .collect();
+            if s.style != Style::Points && pts.len() > 1 {
+                let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+                let dash = if s.style == Style::Dashed {
+                    " stroke-dasharray=\"6 4\""
+                } else {
+                    ""
+                };
+                let _ = write!(
+                    out,
+                    "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{dash}/>",
+                    path.join(" ")
+                );
+            }
+            if s.style != Style::Dashed {
+                for (x, y) in &pts {
+                    let _ = write!(
+                        out,
+                        "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"{colour}\"/>"
+                    );
+                }
+            }
+        }
+        let names: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
+        legend(&mut out, &names);
+        out.push_str("</svg>");
+        out
+    }
+}
+
+impl BarChart {
+    /// Renders the chart as one `<svg>` element.
+    pub fn to_svg(&self) -> String {
+        let mut out = String::with_capacity(8192);
+        open(&mut out, &self.title);
+        let n = self.categories.len().max(1);
+        let totals: Vec<f64> = (0..n)
+            .map(|c| {
+                if self.stacked {
+                    self.series
+                        .iter()
+                        .map(|(_, v)| v.get(c).copied().unwrap_or(0.0))
+                        .sum()
+                } else {
+                    self.series
+                        .iter()
+                        .map(|(_, v)| v.get(c).copied().unwrap_or(0.0))
+                        .fold(0.0, f64::max)
+                }
+            })
+            .collect();
+        let ys = Scale::new(totals.iter().copied(), &self.y, H - MB, MT);
+        axes(&mut out, None, &ys, "", &self.y.label);
+        let band = (W - MR - ML) / n as f64;
+        let groups = if self.stacked {
+            1
+        } else {
+            self.series.len().max(1)
+        };
+        let bar = band * 0.8 / groups as f64;
+        for (c, name) in self.categories.iter().enumerate() {
+            let left = ML + band * c as f64 + band * 0.1;
+            let mut base = 0.0;
+            for (i, (_, values)) in self.series.iter().enumerate() {
+                let v = values.get(c).copied().unwrap_or(0.0);
+                let (lo, hi) = if self.stacked {
+                    (base, base + v)
+                } else {
+                    (0.0, v)
+                };
+                let x = if self.stacked {
+                    left
+                } else {
+                    left + bar * i as f64
+                };
+                let (top, bottom) = (ys.px(hi), ys.px(lo.max(ys.lo)));
+                let _ = write!(
+                    out,
+                    "<rect x=\"{x:.1}\" y=\"{top:.1}\" width=\"{bar:.1}\" height=\"{h:.1}\" fill=\"{c}\"><title>{t}: {v}</title></rect>",
+                    h = (bottom - top).max(0.0),
+                    c = PALETTE[i % PALETTE.len()],
+                    t = esc(name),
+                    v = fmt_num(v),
+                );
+                base += v;
+            }
+            let _ = write!(
+                out,
+                "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\">{t}</text>",
+                x = left + band * 0.4,
+                y = H - MB + 16.0,
+                t = esc(name)
+            );
+        }
+        let names: Vec<&str> = self.series.iter().map(|(n, _)| n.as_str()).collect();
+        legend(&mut out, &names);
+        out.push_str("</svg>");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parses(svg: &str) -> roxmltree::Document<'_> {
+        roxmltree::Document::parse(svg).expect("well-formed SVG")
+    }
+
+    #[test]
+    fn xy_chart_is_well_formed_and_has_its_parts() {
+        let chart = XyChart {
+            title: "Throughput <vs> clients".into(),
+            x: Axis::linear("clients"),
+            y: Axis::linear("requests/s"),
+            series: vec![
+                Series::line("measured", vec![(1.0, 100.0), (2.0, 190.0), (5.0, 400.0)]),
+                Series {
+                    name: "model".into(),
+                    points: vec![(1.0, 110.0), (5.0, 420.0)],
+                    style: Style::Dashed,
+                },
+            ],
+        };
+        let svg = chart.to_svg();
+        let doc = parses(&svg);
+        let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(texts.contains(&"Throughput <vs> clients"));
+        assert!(texts.contains(&"clients") && texts.contains(&"requests/s"));
+        assert!(texts.contains(&"measured") && texts.contains(&"model"));
+        assert_eq!(
+            doc.descendants()
+                .filter(|n| n.has_tag_name("polyline"))
+                .count(),
+            2
+        );
+        assert_eq!(
+            doc.descendants()
+                .filter(|n| n.has_tag_name("circle"))
+                .count(),
+            3
+        );
+        assert_eq!(svg, chart.to_svg(), "deterministic");
+    }
+
+    #[test]
+    fn log_axes_drop_non_positive_values() {
+        let chart = XyChart {
+            title: "t".into(),
+            x: Axis::linear("x"),
+            y: Axis::log("y"),
+            series: vec![Series {
+                name: "s".into(),
+                points: vec![(1.0, 0.0), (2.0, 10.0), (3.0, 1000.0)],
+                style: Style::Points,
+            }],
+        };
+        let svg = chart.to_svg();
+        let doc = parses(&svg);
+        assert_eq!(
+            doc.descendants()
+                .filter(|n| n.has_tag_name("circle"))
+                .count(),
+            2
+        );
+        let ticks: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(
+            ticks.contains(&"10") && ticks.contains(&"1000"),
+            "{ticks:?}"
+        );
+    }
+
+    #[test]
+    fn stacked_bars_stack() {
+        let chart = BarChart {
+            title: "phases".into(),
+            categories: vec!["A/4".into(), "A".into()],
+            y: Axis::linear("ms"),
+            series: vec![
+                ("parse".into(), vec![1.0, 2.0]),
+                ("process".into(), vec![3.0, 4.0]),
+            ],
+            stacked: true,
+        };
+        let doc_text = chart.to_svg();
+        let doc = parses(&doc_text);
+        assert_eq!(
+            doc.descendants().filter(|n| n.has_tag_name("rect")).count(),
+            1 + 4 + 2
+        );
+    }
+
+    #[test]
+    fn numbers_are_short() {
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(1500.0), "1500");
+        assert_eq!(fmt_num(25_000.0), "25k");
+        assert_eq!(fmt_num(2_500_000.0), "2.5M");
+        assert_eq!(fmt_num(0.25), "0.25");
+        assert_eq!(nice_step(3.0), 5.0);
+        assert_eq!(nice_step(0.13), 0.2);
+    }
+}
