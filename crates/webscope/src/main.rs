@@ -6,6 +6,8 @@
 //! `webscope-*` crates so that it can be tested and reused without the CLI.
 
 mod cmd;
+mod lab;
+mod signals;
 
 use clap::{Parser, Subcommand};
 
@@ -30,6 +32,10 @@ enum Command {
     Monitor(cmd::monitor::Args),
     /// Queueing models: operational laws, MVA, the Universal Scalability Law.
     Model(cmd::model::Args),
+    /// Run the experiments on a server and write a report (the whole lab in one command).
+    Lab(Box<cmd::lab::Args>),
+    /// Re-render a lab report from its directory.
+    Report(cmd::report::Args),
 }
 
 fn main() {
@@ -40,6 +46,8 @@ fn main() {
         Command::Load(args) => cmd::load::run(args),
         Command::Monitor(args) => cmd::monitor::run(args),
         Command::Model(args) => cmd::model::run(args),
+        Command::Lab(args) => cmd::lab::run(*args),
+        Command::Report(args) => cmd::report::run(args),
     };
     if let Err(err) = result {
         // A closed pipe (`webscope ... | head`) is not an error worth reporting.

@@ -2,7 +2,9 @@
 //! a library call.
 
 pub mod fileset;
+pub mod lab;
 pub mod load;
 pub mod model;
 pub mod monitor;
+pub mod report;
 pub mod serve;

@@ -1,0 +1,84 @@
+//! `webscope lab`: the whole experiment on an embedded default, in one command.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::lab::{self, Options};
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    webscope lab --quick                          # about a minute: the README's first command
+    webscope lab                                  # the default sweep, a few minutes
+    webscope lab --clients 1,5,10,50 --duration 10s --keep-alive
+    webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --server-pid 1234
+    webscope report ./webscope-report             # re-render a report from its directory";
+
+/// Run the experiments on a server and write a report: by default webscope's own server on
+/// loopback, a cached SPECweb96 file set, the clients sweep, server and load generator pinned
+/// to separate CPUs.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// A short run (about a minute): fewer client counts, 3 s each, a small file set.
+    #[arg(long)]
+    quick: bool,
+    /// Where the report goes (index.html, report.json, CSV, and the runs' data).
+    #[arg(long, value_name = "DIR", default_value = "webscope-report")]
+    out: PathBuf,
+    /// Where file sets are made and kept between runs [default: ~/.cache/webscope].
+    #[arg(long, value_name = "DIR")]
+    work: Option<PathBuf>,
+    /// Use this file set (made by webscope fileset) instead of the cached SPECweb96 set.
+    #[arg(long, value_name = "DIR")]
+    fileset: Option<PathBuf>,
+    /// Measure this HTTP/1.1 server instead of the embedded one (it must serve the file set).
+    #[arg(long, value_name = "URL")]
+    target: Option<String>,
+    /// The --target server's process, so that its CPU use can be shown.
+    #[arg(long, value_name = "PID", requires = "target")]
+    server_pid: Option<u32>,
+    /// Experiments to run (repeatable): clients (built); filesize, techniques, saturation,
+    /// model, degradation (planned).
+    #[arg(long = "experiment", value_name = "NAME", default_value = "clients")]
+    experiments: Vec<String>,
+    /// Client counts of the clients sweep, e.g. 1,2,5,10,20.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    clients: Option<Vec<usize>>,
+    /// Length of each run [default: 15s, 3s with --quick].
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Keep connections alive (default: a connection per request, as WebStone's clients).
+    #[arg(long)]
+    keep_alive: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(clients) = &args.clients {
+        anyhow::ensure!(
+            !clients.is_empty() && clients.iter().all(|&c| c > 0),
+            "--clients needs positive counts, e.g. --clients 1,2,5,10"
+        );
+    }
+    let interrupt = crate::signals::interrupt_flag()?;
+    let options = Options {
+        out: args.out,
+        work: args.work.unwrap_or_else(lab::default_work_dir),
+        quick: args.quick,
+        fileset: args.fileset,
+        target: args.target,
+        server_pid: args.server_pid,
+        experiments: args.experiments,
+        clients: args.clients,
+        duration: args.duration,
+        keep_alive: args.keep_alive,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    eprintln!(
+        "webscope lab: writing to {} (Ctrl-C stops and keeps what was measured)",
+        options.out.display()
+    );
+    let (index, summary) = lab::run(&options, &interrupt)?;
+    print!("{summary}");
+    println!("report: {}", index.display());
+    Ok(())
+}

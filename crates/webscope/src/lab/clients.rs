@@ -1,0 +1,122 @@
+//! The `clients` experiment (Yates et al. Figures 1 and 4; Mughal's tables): closed-loop
+//! clients 1, 2, 5, 10 ... on the file set, each client a connection per request (HTTP/1.0
+//! style, as WebStone's), one run per client count.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use indicatif::ProgressBar;
+use webscope_load::{Config, Mode, Report, Target as LoadTarget};
+
+use super::record::{write_json, ExperimentRecord, RunRecord};
+use super::target::Target;
+
+/// The default sweep.
+pub const CLIENTS: [usize; 9] = [1, 2, 5, 10, 15, 20, 30, 45, 60];
+/// The sweep of `--quick`.
+pub const QUICK_CLIENTS: [usize; 5] = [1, 2, 5, 10, 20];
+
+/// What to run.
+pub struct Plan<'a> {
+    pub clients: Vec<usize>,
+    pub duration: Duration,
+    pub close: bool,
+    pub fileset: &'a Path,
+}
+
+/// Runs the sweep into `dir` (one sub-directory per run); stops early on interrupt.
+pub fn run(
+    dir: &Path,
+    plan: &Plan<'_>,
+    target: &Target,
+    interrupt: &AtomicBool,
+    bar: &ProgressBar,
+) -> anyhow::Result<ExperimentRecord> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut record = ExperimentRecord {
+        name: "clients".into(),
+        factor: "clients".into(),
+        runs: Vec::new(),
+        complete: false,
+        failures: Vec::new(),
+    };
+    for &clients in &plan.clients {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let name = format!("clients-{clients:03}");
+        let run_dir = dir.join(&name);
+        std::fs::create_dir_all(&run_dir)?;
+        bar.set_message(format!("{clients} clients"));
+        match one_run(&run_dir, clients, plan, target, interrupt, bar) {
+            Ok(run) => {
+                write_json(&run_dir.join("run.json"), &run)?;
+                record.runs.push(name);
+            }
+            Err(err) => {
+                record.failures.push(format!("{clients} clients: {err:#}"));
+                break;
+            }
+        }
+        bar.inc(1);
+        write_json(&dir.join("experiment.json"), &record)?;
+    }
+    record.complete = record.runs.len() == plan.clients.len();
+    write_json(&dir.join("experiment.json"), &record)?;
+    Ok(record)
+}
+
+fn one_run(
+    run_dir: &Path,
+    clients: usize,
+    plan: &Plan<'_>,
+    target: &Target,
+    interrupt: &AtomicBool,
+    bar: &ProgressBar,
+) -> anyhow::Result<RunRecord> {
+    let mut config = Config::new(LoadTarget::fileset(plan.fileset, &target.base_url)?);
+    config.connections = clients;
+    config.threads = 1;
+    config.duration = plan.duration;
+    config.mode = if plan.close {
+        Mode::Close
+    } else {
+        Mode::KeepAlive
+    };
+    config.hlog = Some(run_dir.join("load.hlog"));
+    let before = target.snapshot();
+    let mut live = |interval: &webscope_load::IntervalReport| {
+        bar.set_message(format!(
+            "{clients} clients: {}",
+            Report::live_line(interval, 0.0).trim()
+        ));
+    };
+    let report = webscope_load::run(&config, interrupt, &mut live)?;
+    let after = target.snapshot();
+    let server = after.since(&before, report.duration_s);
+    let load = serde_json::to_value(&report)?;
+    if report.requests == 0 {
+        anyhow::bail!(
+            "no response at all from {} ({} errors): is the server up?",
+            target.base_url,
+            report.errors.total
+        );
+    }
+    Ok(RunRecord {
+        x: clients as f64,
+        load_description: format!(
+            "closed loop, {}, {clients} client{}",
+            if plan.close {
+                "a connection per request"
+            } else {
+                "keep-alive"
+            },
+            if clients == 1 { "" } else { "s" }
+        ),
+        load,
+        server,
+        os: None,
+    })
+}

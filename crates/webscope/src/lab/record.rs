@@ -1,0 +1,105 @@
+//! What the lab writes to disk, and reads back to render a report: `lab.json` at the top of
+//! the report directory, `experiment.json` in each experiment's directory, `run.json` in each
+//! run's. Reports read only these files, so any result can be re-rendered later, elsewhere.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+/// The whole lab session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabRecord {
+    /// The command line that ran it.
+    pub command: String,
+    /// webscope's version.
+    pub version: String,
+    /// What was measured: "webscope serve (embedded)" or the target URL.
+    pub target: String,
+    /// The machine: cores, kernel.
+    pub machine: String,
+    /// How server and generator were placed on CPUs.
+    pub placement: String,
+    /// Start, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// The experiments' directory names, in order.
+    pub experiments: Vec<String>,
+    /// Stopped by Ctrl-C or a failure before the end.
+    pub interrupted: bool,
+    /// What the lab could not do or show, said plainly.
+    pub warnings: Vec<String>,
+}
+
+/// One experiment: runs that vary one factor.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExperimentRecord {
+    /// The experiment's name (`clients`, ...).
+    pub name: String,
+    /// The factor varied, with unit (e.g. "clients").
+    pub factor: String,
+    /// The runs' directory names, in order.
+    pub runs: Vec<String>,
+    /// All planned runs were done.
+    pub complete: bool,
+    /// What went wrong, if something did.
+    pub failures: Vec<String>,
+}
+
+/// One run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The factor's value.
+    pub x: f64,
+    /// How the load was applied (e.g. "closed loop, close, 10 clients").
+    pub load_description: String,
+    /// `webscope load`'s report, whole.
+    pub load: serde_json::Value,
+    /// Server-side figures over the run (deltas from the admin endpoint), if available.
+    pub server: Option<ServerFigures>,
+    /// OS figures over the run, if sampled.
+    pub os: Option<serde_json::Value>,
+}
+
+/// What the server said about one run (differences of its counters before and after).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ServerFigures {
+    /// Requests the server answered.
+    pub requests: f64,
+    /// Mean time per request, first byte to sent, microseconds.
+    pub response_us: f64,
+    /// Mean parse / process / log time per request, microseconds, by size class.
+    pub phases_us: Vec<PhaseFigures>,
+    /// Server CPU seconds (user + system) over the run.
+    pub cpu_s: f64,
+    /// CPU cores the server kept busy on average (cpu_s / duration).
+    pub busy_cores: f64,
+}
+
+/// The server's phase means for one size class.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PhaseFigures {
+    /// The class (e.g. "1-10KB").
+    pub class: String,
+    /// Requests of the class.
+    pub requests: f64,
+    /// Mean parse time, microseconds.
+    pub parse_us: f64,
+    /// Mean process time, microseconds.
+    pub process_us: f64,
+    /// Mean log time, microseconds.
+    pub log_us: f64,
+}
+
+/// Writes `value` as pretty JSON to `path`.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Reads JSON from `path`.
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a webscope record", path.display()))
+}

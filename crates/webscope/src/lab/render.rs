@@ -1,0 +1,408 @@
+//! From the records on disk to the report: `index.html` (charts and tables), `report.json`
+//! and one CSV per table, and the terminal summary. Reads only the files the lab wrote, so
+//! `webscope report DIR` gives the same bytes as the lab did.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde_json::Value;
+use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
+use webscope_report::{Block, Page, Section, Table};
+
+use super::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
+
+/// One run's key figures, taken from its record.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub x: f64,
+    pub rps: f64,
+    pub mbit_s: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    pub errors: f64,
+    pub generator_busy: f64,
+    pub server_ms: Option<f64>,
+    pub server_cores: Option<f64>,
+    pub run: RunRecord,
+}
+
+fn num(v: &Value, path: &[&str]) -> f64 {
+    let mut v = v;
+    for key in path {
+        v = &v[*key];
+    }
+    v.as_f64().unwrap_or(0.0)
+}
+
+impl Point {
+    fn of(run: RunRecord) -> Point {
+        let l = &run.load;
+        Point {
+            x: run.x,
+            rps: num(l, &["requests_per_s"]),
+            mbit_s: num(l, &["bytes_per_s"]) * 8.0 / 1e6,
+            p50_ms: num(l, &["latency_us", "p50"]) / 1000.0,
+            p90_ms: num(l, &["latency_us", "p90"]) / 1000.0,
+            p99_ms: num(l, &["latency_us", "p99"]) / 1000.0,
+            mean_ms: num(l, &["latency_us", "mean"]) / 1000.0,
+            errors: num(l, &["errors", "total"]),
+            generator_busy: num(l, &["generator_busy"]),
+            server_ms: run.server.as_ref().map(|s| s.response_us / 1000.0),
+            server_cores: run.server.as_ref().map(|s| s.busy_cores),
+            run,
+        }
+    }
+}
+
+/// Loads an experiment's runs, in order.
+pub fn load_points(dir: &Path, exp: &ExperimentRecord) -> anyhow::Result<Vec<Point>> {
+    exp.runs
+        .iter()
+        .map(|name| read_json::<RunRecord>(&dir.join(name).join("run.json")).map(Point::of))
+        .collect()
+}
+
+/// Where throughput stops growing, and what limits it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saturation {
+    /// The smallest load at which throughput reached 90 % of its maximum.
+    pub knee: f64,
+    /// The highest throughput measured.
+    pub max_rps: f64,
+    /// One sentence for the reader.
+    pub reading: String,
+}
+
+/// Finds the knee of a throughput sweep (points in increasing x).
+pub fn saturation(points: &[Point], server_cores: usize) -> Option<Saturation> {
+    let max_rps = points.iter().map(|p| p.rps).fold(0.0, f64::max);
+    if points.len() < 2 || max_rps <= 0.0 {
+        return None;
+    }
+    let knee_point = points.iter().find(|p| p.rps >= 0.9 * max_rps)?;
+    let last = points.last()?;
+    let knee = knee_point.x;
+    let flat = knee < last.x;
+    let limit = if knee_point.generator_busy > 0.9 {
+        "the load generator's core is saturated, so this measures the generator, not the server"
+            .to_string()
+    } else if knee_point
+        .server_cores
+        .is_some_and(|c| c >= 0.9 * server_cores as f64)
+    {
+        "the server's CPU is saturated".to_string()
+    } else if let Some(c) = knee_point.server_cores {
+        format!(
+            "neither side's CPU is saturated (server {:.0} % of its {} core{}): latency, not CPU, bounds throughput",
+            100.0 * c / server_cores.max(1) as f64,
+            server_cores,
+            if server_cores == 1 { "" } else { "s" }
+        )
+    } else {
+        "the server's CPU use is unknown (no PID to watch)".to_string()
+    };
+    let reading = if flat {
+        format!(
+            "Throughput flattens at {:.0} requests/s from {} clients on: {limit}.",
+            max_rps, knee
+        )
+    } else {
+        format!(
+            "Throughput still grows at the largest load ({} clients, {:.0} requests/s): no saturation reached.",
+            last.x, last.rps
+        )
+    };
+    Some(Saturation {
+        knee,
+        max_rps,
+        reading,
+    })
+}
+
+/// The clients experiment's table.
+pub fn clients_table(points: &[Point]) -> Table {
+    let mut t = Table::new([
+        "clients",
+        "conn/s",
+        "Mbit/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "server ms",
+        "server cores",
+        "generator busy",
+        "errors",
+    ]);
+    for p in points {
+        t.row([
+            format!("{}", p.x),
+            format!("{:.0}", p.rps),
+            format!("{:.1}", p.mbit_s),
+            format!("{:.2}", p.p50_ms),
+            format!("{:.2}", p.p90_ms),
+            format!("{:.2}", p.p99_ms),
+            p.server_ms.map_or("-".into(), |v| format!("{v:.3}")),
+            p.server_cores.map_or("-".into(), |v| format!("{v:.2}")),
+            format!("{:.0}%", 100.0 * p.generator_busy),
+            format!("{}", p.errors),
+        ]);
+    }
+    t
+}
+
+fn clients_section(points: &[Point], server_cores: usize, exp: &ExperimentRecord) -> Section {
+    let mut blocks = Vec::new();
+    for failure in &exp.failures {
+        blocks.push(Block::Warning(format!("A run failed: {failure}")));
+    }
+    if !exp.complete && exp.failures.is_empty() {
+        blocks.push(Block::Warning(
+            "The experiment was stopped before its last run: what is shown is what was measured."
+                .into(),
+        ));
+    }
+    let sat = saturation(points, server_cores);
+    let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
+        points.iter().map(|p| (p.x, f(p))).collect()
+    };
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Throughput vs clients".into(),
+            x: Axis::linear("clients"),
+            y: Axis::linear("connections/s"),
+            series: vec![Series::line("measured", xs(&|p| p.rps))],
+        }
+        .to_svg(),
+        reading: sat
+            .as_ref()
+            .map_or("Too few runs to judge saturation.".into(), |s| {
+                s.reading.clone()
+            }),
+    });
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Bandwidth vs clients".into(),
+            x: Axis::linear("clients"),
+            y: Axis::linear("Mbit/s"),
+            series: vec![Series::line("measured", xs(&|p| p.mbit_s))],
+        }
+        .to_svg(),
+        reading: "Bandwidth follows throughput: the mix's mean response size is fixed.".into(),
+    });
+    // Little's law for a closed loop without think time: N = X R, so R = N / X.
+    let little: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.rps > 0.0)
+        .map(|p| (p.x, p.x / p.rps * 1000.0))
+        .collect();
+    let mut latency = vec![
+        Series::line("mean", xs(&|p| p.mean_ms)),
+        Series::line("p50", xs(&|p| p.p50_ms)),
+        Series::line("p99", xs(&|p| p.p99_ms)),
+        Series {
+            name: "Little's law N/X".into(),
+            points: little.clone(),
+            style: Style::Dashed,
+        },
+    ];
+    if points.iter().all(|p| p.server_ms.is_some()) {
+        latency.push(Series::line("server", xs(&|p| p.server_ms.unwrap_or(0.0))));
+    }
+    let little_err = points
+        .iter()
+        .zip(&little)
+        .map(|(p, (_, l))| {
+            if *l > 0.0 {
+                (p.mean_ms - l).abs() / l
+            } else {
+                0.0
+            }
+        })
+        .fold(0.0, f64::max);
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Response time vs clients".into(),
+            x: Axis::linear("clients"),
+            y: Axis::linear("ms"),
+            series: latency,
+        }
+        .to_svg(),
+        reading: format!(
+            "Once throughput is flat, response time grows in proportion to clients, as Little's law says (measured mean within {:.0} % of N/X); the server's own time per request is the small part.",
+            100.0 * little_err
+        ),
+    });
+    if let Some(run) = points
+        .iter()
+        .rev()
+        .find(|p| p.run.server.is_some())
+        .map(|p| &p.run)
+    {
+        if let Some(server) = &run.server {
+            let classes: Vec<&super::record::PhaseFigures> = server
+                .phases_us
+                .iter()
+                .filter(|c| c.requests > 0.0)
+                .collect();
+            blocks.push(Block::Chart {
+                svg: BarChart {
+                    title: format!("Server time per request by size class ({} clients)", run.x),
+                    categories: classes.iter().map(|c| c.class.clone()).collect(),
+                    y: Axis::linear("µs"),
+                    series: vec![
+                        ("parse".into(), classes.iter().map(|c| c.parse_us).collect()),
+                        ("process".into(), classes.iter().map(|c| c.process_us).collect()),
+                        ("log".into(), classes.iter().map(|c| c.log_us).collect()),
+                    ],
+                    stacked: true,
+                }
+                .to_svg(),
+                reading: "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.".into(),
+            });
+        }
+    }
+    blocks.push(Block::Table {
+        caption: "Per run".into(),
+        table: clients_table(points),
+    });
+    Section {
+        heading: "Clients sweep".into(),
+        blocks,
+    }
+}
+
+/// Renders the report for the lab directory `dir`; returns the path of `index.html` and the
+/// terminal summary.
+pub fn render(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
+    let lab: LabRecord = read_json(&dir.join("lab.json"))
+        .with_context(|| format!("{} is not a webscope lab directory", dir.display()))?;
+    let server_cores = 1;
+    let mut sections = vec![Section {
+        heading: "Set-up".into(),
+        blocks: {
+            let mut b = vec![Block::Text(format!(
+                "Target: {}. Machine: {}. Placement: {}. Command: {}.",
+                lab.target, lab.machine, lab.placement, lab.command
+            ))];
+            for w in &lab.warnings {
+                b.push(Block::Warning(w.clone()));
+            }
+            if lab.interrupted {
+                b.push(Block::Warning("The lab was interrupted: this report shows what was measured before it stopped.".into()));
+            }
+            b
+        },
+    }];
+    let mut summary = String::new();
+    let mut report_json = serde_json::Map::new();
+    for name in &lab.experiments {
+        let exp_dir = dir.join(name);
+        let exp: ExperimentRecord = read_json(&exp_dir.join("experiment.json"))?;
+        let points = load_points(&exp_dir, &exp)?;
+        if exp.name == "clients" {
+            let table = clients_table(&points);
+            std::fs::write(dir.join("clients.csv"), table.to_csv())?;
+            summary.push_str(&format!("clients sweep\n{}", table.to_text()));
+            if let Some(sat) = saturation(&points, server_cores) {
+                summary.push_str(&sat.reading);
+                summary.push('\n');
+                report_json.insert(
+                    "clients".into(),
+                    serde_json::json!({
+                        "knee_clients": sat.knee,
+                        "max_requests_per_s": sat.max_rps,
+                        "reading": sat.reading,
+                        "runs": points.iter().map(|p| serde_json::json!({
+                            "clients": p.x, "requests_per_s": p.rps, "mbit_s": p.mbit_s,
+                            "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
+                        })).collect::<Vec<_>>(),
+                    }),
+                );
+            }
+            sections.push(clients_section(&points, server_cores, &exp));
+        }
+    }
+    let page = Page {
+        title: "webscope lab report".into(),
+        subtitle: format!("webscope {} — {}", lab.version, lab.target),
+        sections,
+    };
+    let index = dir.join("index.html");
+    std::fs::write(&index, page.to_html())
+        .with_context(|| format!("cannot write {}", index.display()))?;
+    let text = serde_json::to_string_pretty(&Value::Object(report_json))? + "\n";
+    std::fs::write(dir.join("report.json"), text)?;
+    Ok((index, summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
+        Point {
+            x,
+            rps,
+            mbit_s: 0.0,
+            p50_ms: 0.0,
+            p90_ms: 0.0,
+            p99_ms: 0.0,
+            mean_ms: 0.0,
+            errors: 0.0,
+            generator_busy: gen,
+            server_ms: None,
+            server_cores: cores,
+            run: RunRecord {
+                x,
+                load_description: String::new(),
+                load: Value::Null,
+                server: None,
+                os: None,
+            },
+        }
+    }
+
+    #[test]
+    fn the_knee_is_where_throughput_reaches_nine_tenths_of_its_peak() {
+        let pts: Vec<Point> = [
+            (1.0, 1000.0),
+            (2.0, 1900.0),
+            (5.0, 4200.0),
+            (10.0, 4500.0),
+            (20.0, 4550.0),
+        ]
+        .into_iter()
+        .map(|(x, r)| point(x, r, 0.3, Some(0.97)))
+        .collect();
+        let s = saturation(&pts, 1).unwrap();
+        assert_eq!(s.knee, 5.0);
+        assert!(
+            s.reading.contains("from 5 clients") && s.reading.contains("server's CPU is saturated"),
+            "{}",
+            s.reading
+        );
+    }
+
+    #[test]
+    fn growth_to_the_end_is_no_saturation_and_a_busy_generator_is_named() {
+        let growing: Vec<Point> = [(1.0, 100.0), (2.0, 200.0), (4.0, 400.0)]
+            .into_iter()
+            .map(|(x, r)| point(x, r, 0.2, Some(0.2)))
+            .collect();
+        assert!(saturation(&growing, 1)
+            .unwrap()
+            .reading
+            .contains("no saturation"));
+        let gen_bound: Vec<Point> = [(1.0, 100.0), (2.0, 190.0), (4.0, 195.0)]
+            .into_iter()
+            .map(|(x, r)| point(x, r, 0.99, Some(0.5)))
+            .collect();
+        assert!(saturation(&gen_bound, 1)
+            .unwrap()
+            .reading
+            .contains("load generator"));
+        assert!(saturation(&gen_bound[..1], 1).is_none());
+    }
+}

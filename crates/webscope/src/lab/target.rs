@@ -1,0 +1,251 @@
+//! The server the lab measures: by default webscope's own, started as a child process on
+//! 127.0.0.1 (pinned to a CPU when asked), with its admin endpoint; or any HTTP/1.1 server
+//! given by URL, whose process the lab can watch only if told its PID.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+
+use super::record::{PhaseFigures, ServerFigures};
+
+/// A server under test.
+pub struct Target {
+    child: Option<Child>,
+    /// Where requests go, e.g. `http://127.0.0.1:41234/`.
+    pub base_url: String,
+    /// The admin endpoint (embedded server only).
+    pub admin: Option<SocketAddr>,
+    /// The server's process, if known.
+    pub pid: Option<u32>,
+}
+
+/// Counters read from the server before or after a run.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    metrics: HashMap<String, f64>,
+    cpu_s: Option<f64>,
+}
+
+impl Target {
+    /// Starts `webscope serve` on `root`, on 127.0.0.1 with an admin endpoint, pinned to
+    /// `cpu` if given.
+    pub fn embedded(
+        exe: &Path,
+        root: &Path,
+        workers: usize,
+        cpu: Option<usize>,
+    ) -> anyhow::Result<Target> {
+        let mut cmd = Command::new(exe);
+        cmd.arg("serve")
+            .arg("--root")
+            .arg(root)
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--admin",
+                "127.0.0.1:0",
+                "--access-log",
+                "off",
+            ])
+            .args(["--workers", &workers.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setpgid and sched_setaffinity only change the child itself before exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Its own process group: Ctrl-C reaches the lab, which stops the server after
+                // the run in progress, instead of killing the server under it.
+                if libc::setpgid(0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                match cpu {
+                    Some(cpu) => pin_current(cpu),
+                    None => Ok(()),
+                }
+            });
+        }
+        let mut child = cmd.spawn().context("cannot start webscope serve")?;
+        let stdout = child
+            .stdout
+            .take()
+            .context("no stdout from webscope serve")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let mut address = |prefix: &str| -> anyhow::Result<SocketAddr> {
+            let line = lines
+                .next()
+                .transpose()?
+                .context("webscope serve exited before saying where it listens")?;
+            let rest = line
+                .split(prefix)
+                .nth(1)
+                .with_context(|| format!("unexpected line from webscope serve: {line}"))?;
+            Ok(rest.split_whitespace().next().unwrap_or("").parse()?)
+        };
+        let addr = address("listening on http://")?;
+        let admin = address("admin on http://")?;
+        let pid = child.id();
+        Ok(Target {
+            child: Some(child),
+            base_url: format!("http://{addr}/"),
+            admin: Some(admin),
+            pid: Some(pid),
+        })
+    }
+
+    /// Another server, by URL (its base: files are requested under it).
+    pub fn external(url: &str, pid: Option<u32>) -> Target {
+        let base_url = if url.ends_with('/') {
+            url.to_string()
+        } else {
+            format!("{url}/")
+        };
+        Target {
+            child: None,
+            base_url,
+            admin: None,
+            pid,
+        }
+    }
+
+    /// Reads the server's counters (admin endpoint and /proc), whatever is available.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            metrics: self.admin.and_then(|a| scrape(a).ok()).unwrap_or_default(),
+            cpu_s: self.pid.and_then(process_cpu_s),
+        }
+    }
+
+    /// Stops the embedded server (SIGTERM, then SIGKILL after 10 s).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            for _ in 0..1000 {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Pins the calling thread (and what it spawns later) to one CPU.
+pub fn pin_current(cpu: usize) -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t with one bit set, passed with its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// utime + stime of a process, in seconds.
+fn process_cpu_s(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(ticks / hz.max(1.0))
+}
+
+/// GET /metrics from the admin endpoint, as `name{labels}` → value.
+fn scrape(admin: SocketAddr) -> anyhow::Result<HashMap<String, f64>> {
+    let mut stream = TcpStream::connect_timeout(&admin, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n")?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text)?;
+    let Some((_, body)) = text.split_once("\r\n\r\n") else {
+        bail!("malformed response from the admin endpoint");
+    };
+    Ok(body
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter_map(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v)))
+        .collect())
+}
+
+impl Snapshot {
+    fn get(&self, key: &str) -> f64 {
+        self.metrics.get(key).copied().unwrap_or(0.0)
+    }
+
+    fn sum_prefix(&self, prefix: &str) -> f64 {
+        self.metrics
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// The server's figures over a run: this snapshot (after) minus `before`.
+    pub fn since(&self, before: &Snapshot, duration_s: f64) -> Option<ServerFigures> {
+        if self.metrics.is_empty() && self.cpu_s.is_none() {
+            return None;
+        }
+        let delta = |key: &str| self.get(key) - before.get(key);
+        let requests = self.sum_prefix("webscope_requests_total{")
+            - before.sum_prefix("webscope_requests_total{");
+        let (mut sum, mut count) = (0.0, 0.0);
+        for class in 1..=5 {
+            let labels = format!("{{status_class=\"{class}xx\"}}");
+            sum += delta(&format!("webscope_request_duration_seconds_sum{labels}"));
+            count += delta(&format!("webscope_request_duration_seconds_count{labels}"));
+        }
+        let phases = webscope_server::CLASSES
+            .iter()
+            .map(|class| {
+                let mean = |phase: &str| {
+                    let labels = format!("{{phase=\"{phase}\",size_class=\"{class}\"}}");
+                    let n = delta(&format!("webscope_request_phase_seconds_count{labels}"));
+                    let s = delta(&format!("webscope_request_phase_seconds_sum{labels}"));
+                    (n, if n > 0.0 { s / n * 1e6 } else { 0.0 })
+                };
+                let (n, parse_us) = mean("parse");
+                PhaseFigures {
+                    class: class.to_string(),
+                    requests: n,
+                    parse_us,
+                    process_us: mean("process").1,
+                    log_us: mean("log").1,
+                }
+            })
+            .collect();
+        let cpu_s = match (self.cpu_s, before.cpu_s) {
+            (Some(a), Some(b)) => a - b,
+            _ => 0.0,
+        };
+        Some(ServerFigures {
+            requests,
+            response_us: if count > 0.0 { sum / count * 1e6 } else { 0.0 },
+            phases_us: phases,
+            cpu_s,
+            busy_cores: if duration_s > 0.0 {
+                cpu_s / duration_s
+            } else {
+                0.0
+            },
+        })
+    }
+}

@@ -1,0 +1,198 @@
+//! `webscope lab` and `webscope report` end to end, bounded: a tiny file set, two short runs,
+//! the embedded server on 127.0.0.1.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn webscope() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_webscope"))
+}
+
+fn tiny_fileset(dir: &Path) {
+    let status = webscope()
+        .args(["fileset", "webstone-a", "--scale", "0.25", "--out"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_short_lab_writes_a_report_that_re_renders_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let out = tmp.path().join("report");
+    let run = webscope()
+        .args(["lab", "--clients", "1,2", "--duration", "1s", "--out"])
+        .arg(&out)
+        .arg("--fileset")
+        .arg(&fileset)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{}\n{}",
+        stdout,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        stdout.contains("clients sweep") && stdout.contains("report: "),
+        "{stdout}"
+    );
+    for file in [
+        "index.html",
+        "report.json",
+        "clients.csv",
+        "lab.json",
+        "clients/experiment.json",
+    ] {
+        assert!(out.join(file).exists(), "{file} missing");
+    }
+    for run in ["clients-001", "clients-002"] {
+        let record: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(out.join("clients").join(run).join("run.json")).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            record["load"]["requests"].as_u64().unwrap() > 0,
+            "{run}: no requests"
+        );
+        assert!(
+            record["server"]["requests"].as_f64().unwrap() > 0.0,
+            "{run}: no server figures"
+        );
+        assert!(out.join("clients").join(run).join("load.hlog").exists());
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.matches("<svg").count() >= 3, "charts missing");
+    assert!(html.contains("Throughput vs clients"));
+    let first = std::fs::read(out.join("index.html")).unwrap();
+    let first_json = std::fs::read(out.join("report.json")).unwrap();
+    let again = webscope().arg("report").arg(&out).output().unwrap();
+    assert!(again.status.success());
+    assert_eq!(
+        std::fs::read(out.join("index.html")).unwrap(),
+        first,
+        "re-rendered index.html differs"
+    );
+    assert_eq!(std::fs::read(out.join("report.json")).unwrap(), first_json);
+}
+
+#[test]
+fn bad_requests_get_one_clear_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = webscope()
+        .args(["lab", "--experiment", "warp"])
+        .arg("--out")
+        .arg(tmp.path().join("r"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown experiment") && err.contains("clients"),
+        "{err}"
+    );
+    let out = webscope()
+        .args(["report"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a webscope lab directory"));
+    // A directory that holds something else is not overwritten.
+    std::fs::write(tmp.path().join("precious.txt"), b"keep me").unwrap();
+    let out = webscope()
+        .args(["lab", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a webscope report"));
+    assert!(tmp.path().join("precious.txt").exists());
+}
+
+#[test]
+fn a_dead_target_is_reported_and_the_report_still_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    // A port with nothing listening.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = tmp.path().join("report");
+    let run = webscope()
+        .args(["lab", "--clients", "1,2", "--duration", "1s", "--target"])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .arg("--fileset")
+        .arg(&fileset)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        html.contains("A run failed") && html.contains("no response at all"),
+        "the failure is not said"
+    );
+    let exp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("clients/experiment.json")).unwrap())
+            .unwrap();
+    assert_eq!(exp["complete"], false);
+}
+
+#[test]
+fn ctrl_c_mid_experiment_leaves_a_valid_partial_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let out = tmp.path().join("report");
+    let mut child = webscope()
+        .args([
+            "lab",
+            "--clients",
+            "1,2,3,4,5,6",
+            "--duration",
+            "1s",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--fileset")
+        .arg(&fileset)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first run is on disk, then interrupt.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !out.join("clients/clients-001/run.json").exists() {
+        assert!(Instant::now() < deadline, "no run finished");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let lab: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("lab.json")).unwrap()).unwrap();
+    assert_eq!(lab["interrupted"], true);
+    let exp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("clients/experiment.json")).unwrap())
+            .unwrap();
+    let runs = exp["runs"].as_array().unwrap().len();
+    assert!((1..6).contains(&runs), "{runs} runs");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("interrupted"));
+}
