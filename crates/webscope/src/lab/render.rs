@@ -103,7 +103,20 @@ pub fn saturation(points: &[Point], server_cores: usize) -> Option<Saturation> {
     } else {
         "the server's CPU use is unknown (no PID to watch)".to_string()
     };
-    let reading = if flat {
+    let peak = points
+        .iter()
+        .max_by(|a, b| a.rps.total_cmp(&b.rps))
+        .map_or(knee_point, |p| p);
+    let reading = if last.rps < 0.8 * max_rps && last.x > peak.x {
+        format!(
+            "Throughput peaks at {:.0} requests/s with {} clients and falls to {:.0} at {} clients ({:.0} % lower): more load makes the system slower, not just busier; at the peak, {limit}.",
+            max_rps,
+            peak.x,
+            last.rps,
+            last.x,
+            100.0 * (1.0 - last.rps / max_rps)
+        )
+    } else if flat {
         format!(
             "Throughput flattens at {:.0} requests/s from {} clients on: {limit}.",
             max_rps, knee
@@ -380,6 +393,20 @@ mod tests {
         assert_eq!(s.knee, 5.0);
         assert!(
             s.reading.contains("from 5 clients") && s.reading.contains("server's CPU is saturated"),
+            "{}",
+            s.reading
+        );
+    }
+
+    #[test]
+    fn a_fall_after_the_peak_is_said() {
+        let pts: Vec<Point> = [(1.0, 1000.0), (2.0, 3000.0), (5.0, 1200.0)]
+            .into_iter()
+            .map(|(x, r)| point(x, r, 0.3, Some(0.5)))
+            .collect();
+        let s = saturation(&pts, 1).unwrap();
+        assert!(
+            s.reading.contains("peaks at 3000") && s.reading.contains("60 % lower"),
             "{}",
             s.reading
         );
