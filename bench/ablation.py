@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from serve_vs_nginx import ROOT, TICK, cpu_ticks, ensure_tools, free_port, wait_port
+from serve_vs_nginx import ROOT, webscope_binary, TICK, cpu_ticks, ensure_tools, free_port, wait_port
 
 ORDER = ["dns-cache", "string-cache", "mmap", "stat-cache", "file-cache", "uri-cache", "sendfile", "async-log"]
 
@@ -137,10 +137,7 @@ def main():
     ensure_tools()
     if args.strace and not shutil.which("strace"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "strace"], check=True, stdout=subprocess.DEVNULL)
-    binary = args.binary
-    if binary is None:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope"], cwd=ROOT, check=True)
-        binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "webscope")
+    binary = webscope_binary(args.binary)
     work = tempfile.mkdtemp(prefix="webscope-ablation-")
     os.chmod(work, 0o755)
     fileset = os.path.join(work, "specweb96")

@@ -16,7 +16,7 @@ import subprocess
 import time
 import urllib.request
 
-from serve_vs_nginx import ROOT, ensure_tools, free_port, wait_port
+from serve_vs_nginx import ROOT, webscope_binary, ensure_tools, free_port, wait_port
 
 POLICY_FLAGS = {
     "threads": [],
@@ -76,10 +76,7 @@ def main():
     parser.add_argument("--binary", default=None)
     args = parser.parse_args()
     ensure_tools()
-    binary = args.binary
-    if binary is None:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope"], cwd=ROOT, check=True)
-        binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "webscope")
+    binary = webscope_binary(args.binary)
     heavies = [int(h) for h in args.heavy.split(",")]
     print(f"set 1: {args.light} light clients, heavy clients {heavies}, {args.duration} s each, closed loop (wrk)")
     summary = []

@@ -42,6 +42,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def webscope_binary(given=None):
+    """The webscope binary to measure: the one given, or a fresh release build."""
+    if given:
+        return given
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope"], cwd=ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return os.path.join(target, "release", "webscope")
+
+
 def cpu_ticks(pid):
     """utime + stime of a process and all its threads, in clock ticks."""
     with open(f"/proc/{pid}/stat") as f:
@@ -184,10 +193,7 @@ def main():
                         help="also measure the minimal responder (1 KiB keep-alive only)")
     args = parser.parse_args()
     ensure_tools()
-    binary = args.binary
-    if binary is None:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope"], cwd=ROOT, check=True)
-        binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "webscope")
+    binary = webscope_binary(args.binary)
     responder = None
     if args.ceiling:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope-server", "--example",

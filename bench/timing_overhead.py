@@ -13,7 +13,7 @@ import statistics
 import subprocess
 import tempfile
 
-from serve_vs_nginx import ROOT, Webscope, ensure_tools, measure
+from serve_vs_nginx import ROOT, webscope_binary, Webscope, ensure_tools, measure
 
 
 def main():
@@ -24,10 +24,7 @@ def main():
     parser.add_argument("--binary", default=None)
     args = parser.parse_args()
     ensure_tools()
-    binary = args.binary
-    if binary is None:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope"], cwd=ROOT, check=True)
-        binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "webscope")
+    binary = webscope_binary(args.binary)
     work = tempfile.mkdtemp(prefix="webscope-timing-")
     docroot = os.path.join(work, "www")
     os.makedirs(docroot)

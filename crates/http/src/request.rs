@@ -280,13 +280,13 @@ impl Fields {
             match name.len() {
                 4 if is("host") => {
                     fields.hosts += 1;
-                    out.host = Some(trim(value));
+                    out.host = Some(trim_ows(value));
                 }
-                5 if is("range") => out.range = Some(trim(value)),
-                7 if is("referer") => out.referer = Some(trim(value)),
-                8 if is("if-range") => out.if_range = Some(trim(value)),
+                5 if is("range") => out.range = Some(trim_ows(value)),
+                7 if is("referer") => out.referer = Some(trim_ows(value)),
+                8 if is("if-range") => out.if_range = Some(trim_ows(value)),
                 10 if is("connection") => {
-                    for token in value.split(|&b| b == b',').map(trim) {
+                    for token in value.split(|&b| b == b',').map(trim_ows) {
                         if token.eq_ignore_ascii_case(b"close") {
                             out.conn_close = true;
                         } else if token.eq_ignore_ascii_case(b"keep-alive") {
@@ -294,8 +294,8 @@ impl Fields {
                         }
                     }
                 }
-                10 if is("user-agent") => out.user_agent = Some(trim(value)),
-                13 if is("if-none-match") => out.if_none_match = Some(trim(value)),
+                10 if is("user-agent") => out.user_agent = Some(trim_ows(value)),
+                13 if is("if-none-match") => out.if_none_match = Some(trim_ows(value)),
                 14 if is("content-length") => {
                     let length = content_length(value)?;
                     if fields.content_length.is_some_and(|seen| seen != length) {
@@ -307,7 +307,7 @@ impl Fields {
                     fields.transfer_encoding =
                         Some(transfer_encoding(value, fields.transfer_encoding));
                 }
-                17 if is("if-modified-since") => out.if_modified_since = Some(trim(value)),
+                17 if is("if-modified-since") => out.if_modified_since = Some(trim_ows(value)),
                 _ => {}
             }
         }
@@ -346,7 +346,7 @@ impl Fields {
 /// is accepted, as RFC 9110 §8.6 allows; anything else is invalid.
 fn content_length(value: &[u8]) -> Result<u64, ParseError> {
     let mut length = None;
-    for item in value.split(|&b| b == b',').map(trim) {
+    for item in value.split(|&b| b == b',').map(trim_ows) {
         if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
             return Err(ParseError::InvalidContentLength);
         }
@@ -371,12 +371,12 @@ fn transfer_encoding(value: &[u8], earlier: Option<TransferEncoding>) -> Transfe
         return TransferEncoding::Unknown;
     }
     let mut last = earlier.unwrap_or(TransferEncoding::NotChunkedLast);
-    for coding in value.split(|&b| b == b',').map(trim) {
+    for coding in value.split(|&b| b == b',').map(trim_ows) {
         if coding.is_empty() {
             continue;
         }
         // Parameters (`;q=...`) do not change the coding's name.
-        let name = trim(coding.split(|&b| b == b';').next().unwrap_or(coding));
+        let name = trim_ows(coding.split(|&b| b == b';').next().unwrap_or(coding));
         last = if name.eq_ignore_ascii_case(b"chunked") {
             TransferEncoding::Chunked
         } else if [
@@ -429,7 +429,9 @@ fn valid_host(host: &[u8]) -> bool {
     })
 }
 
-fn trim(value: &[u8]) -> &[u8] {
+/// Trims optional whitespace (spaces and tabs, RFC 9110 §5.6.3) from both ends of a field
+/// value or list element.
+pub fn trim_ows(value: &[u8]) -> &[u8] {
     let start = value
         .iter()
         .position(|b| !matches!(b, b' ' | b'\t'))

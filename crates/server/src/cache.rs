@@ -120,7 +120,7 @@ impl Caches {
             return Resolved::BadTarget;
         };
         let mut rel = std::mem::take(&mut self.rel);
-        let names_dir;
+        let mut translated = None;
         if self.techniques.uri_cache {
             self.uri_key.clear();
             self.uri_key.extend_from_slice(host);
@@ -134,25 +134,19 @@ impl Caches {
                 }
                 rel.clear();
                 rel.extend_from_slice(&t.rel);
-                names_dir = t.names_dir;
-            } else {
-                match path::normalize(target_path, &mut rel) {
-                    Ok(dir) => names_dir = dir,
-                    Err(_) => {
-                        self.rel = rel;
-                        return Resolved::BadTarget;
-                    }
-                }
+                translated = Some(t.names_dir);
             }
-        } else {
-            match path::normalize(target_path, &mut rel) {
-                Ok(dir) => names_dir = dir,
+        }
+        let names_dir = match translated {
+            Some(names_dir) => names_dir,
+            None => match path::normalize(target_path, &mut rel) {
+                Ok(names_dir) => names_dir,
                 Err(_) => {
                     self.rel = rel;
                     return Resolved::BadTarget;
                 }
-            }
-        }
+            },
+        };
         let resolved = self.resolve_path(root, &rel, names_dir, now, scratch);
         if self.techniques.uri_cache {
             if let Resolved::File(entry) = &resolved {

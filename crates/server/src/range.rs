@@ -2,6 +2,8 @@
 //! are answered with the whole file (allowed: a server may ignore Range), and syntax it does
 //! not understand is ignored the same way.
 
+use webscope_http::request::trim_ows;
+
 /// What to do with a `Range` field for a representation of `size` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RangeAnswer {
@@ -20,11 +22,11 @@ pub(crate) fn answer(range: &[u8], size: u64) -> RangeAnswer {
     if spec.contains(&b',') {
         return RangeAnswer::Whole;
     }
-    let spec = trim(spec);
+    let spec = trim_ows(spec);
     let Some(dash) = spec.iter().position(|&b| b == b'-') else {
         return RangeAnswer::Whole;
     };
-    let (first, last) = (trim(&spec[..dash]), trim(&spec[dash + 1..]));
+    let (first, last) = (trim_ows(&spec[..dash]), trim_ows(&spec[dash + 1..]));
     match (number(first), number(last)) {
         // bytes=-N: the last N bytes.
         (None, Some(suffix)) if first.is_empty() => {
@@ -65,18 +67,6 @@ fn number(digits: &[u8]) -> Option<u64> {
 fn strip_prefix_ignore_case<'a>(value: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
     (value.len() >= prefix.len() && value[..prefix.len()].eq_ignore_ascii_case(prefix))
         .then(|| &value[prefix.len()..])
-}
-
-fn trim(value: &[u8]) -> &[u8] {
-    let start = value
-        .iter()
-        .position(|&b| b != b' ' && b != b'\t')
-        .unwrap_or(value.len());
-    let end = value
-        .iter()
-        .rposition(|&b| b != b' ' && b != b'\t')
-        .map_or(start, |e| e + 1);
-    &value[start..end]
 }
 
 #[cfg(test)]

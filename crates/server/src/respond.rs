@@ -13,6 +13,7 @@ use crate::cache::{Caches, Entry, Resolved};
 use crate::files::{self, Lookup, Root};
 use crate::range::{self, RangeAnswer};
 use crate::techniques::Techniques;
+use webscope_http::request::trim_ows;
 
 /// What the connection must do after the head (and maybe the body) is in the output buffer.
 #[derive(Debug)]
@@ -333,21 +334,9 @@ fn if_range_holds(req: &Request<'_>, etag: &[u8], mtime: i64) -> bool {
 }
 
 fn weak_eq(tag: &[u8], etag: &[u8]) -> bool {
-    let tag = trim(tag);
+    let tag = trim_ows(tag);
     let tag = tag.strip_prefix(b"W/").unwrap_or(tag);
     tag == etag
-}
-
-fn trim(value: &[u8]) -> &[u8] {
-    let start = value
-        .iter()
-        .position(|&b| b != b' ' && b != b'\t')
-        .unwrap_or(value.len());
-    let end = value
-        .iter()
-        .rposition(|&b| b != b' ' && b != b'\t')
-        .map_or(start, |e| e + 1);
-    &value[start..end]
 }
 
 /// Appends a response with a generated body (the dynamic services').
