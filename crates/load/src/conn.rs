@@ -69,6 +69,11 @@ impl Conn {
         }
     }
 
+    /// Whether a connection is open (else the next exchange opens one).
+    pub(crate) fn is_open(&self) -> bool {
+        self.stream.is_some()
+    }
+
     /// Closes the connection (dropping the socket).
     pub(crate) fn close(&mut self) {
         self.stream = None;
@@ -142,6 +147,9 @@ impl Conn {
         .map_err(|_| Failure::Connect)?;
         if self.nodelay {
             socket.set_nodelay(true).map_err(|_| Failure::Connect)?;
+        }
+        if std::env::var_os("WS_RENO").is_some() {
+            let _ = socket.set_tcp_congestion(b"reno");
         }
         match socket.connect(&self.addr.into()) {
             Ok(()) => {}

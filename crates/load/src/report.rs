@@ -212,8 +212,8 @@ pub struct Report {
     /// Open loop: requests whose send time came and went with no connection free, before
     /// the limit on connections let one open.
     pub not_sent: u64,
-    /// Connections opened during the run.
-    pub connections_opened: u64,
+    /// Connections opened, or tried (a refused one counts), during the run.
+    pub connects: u64,
     /// Complete responses per second.
     pub requests_per_s: f64,
     /// Bytes received.
@@ -352,16 +352,12 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "  {} requests in {:.2}s, {:.1} MB read, {} connection{} opened",
+            "  {} requests in {:.2}s, {:.1} MB read, {} connect{}",
             self.requests,
             self.duration_s,
             self.bytes as f64 / 1e6,
-            self.connections_opened,
-            if self.connections_opened == 1 {
-                ""
-            } else {
-                "s"
-            }
+            self.connects,
+            if self.connects == 1 { "" } else { "s" }
         );
         let _ = writeln!(out, "  Errors: {}", self.errors.describe());
         if self.rate.is_some() {

@@ -319,7 +319,7 @@ fn build_report(
         requests: whole.requests,
         errors: Errors::of(&all.failures),
         not_sent,
-        connections_opened: totals.connections,
+        connects: totals.connections,
         requests_per_s: whole.requests_per_s,
         bytes: whole.bytes,
         bytes_per_s: whole.bytes_per_s,
@@ -410,7 +410,7 @@ mod tests {
         assert_eq!(report.intervals.len(), 4);
         let summed: u64 = report.intervals.iter().map(|i| i.requests).sum();
         assert_eq!(summed, report.requests);
-        assert_eq!(report.connections_opened, 2);
+        assert_eq!(report.connects, 2);
         assert!(report.latency_us.p50 > 0.0 && report.latency_us.max >= report.latency_us.p99);
     }
 
@@ -421,9 +421,12 @@ mod tests {
         config.mode = Mode::Close;
         let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
         assert!(report.requests > 20, "{report:#?}");
-        assert_eq!(
-            report.connections_opened,
-            report.requests + report.errors.total
+        // One connect per request; those in flight when the run ended count too.
+        let finished = report.requests + report.errors.total;
+        assert!(
+            (finished..=finished + 2).contains(&report.connects),
+            "{} connects for {finished} requests",
+            report.connects
         );
         assert!(report.connect_us.is_some());
     }
@@ -469,6 +472,31 @@ mod tests {
     }
 
     const FAILURES_NAMES: [&str; 7] = crate::recorder::FAILURES;
+
+    #[test]
+    fn a_stalled_server_gives_timeouts_and_fresh_connections() {
+        // Accepts, reads, never answers; keeps every connection open until the test ends.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming().flatten() {
+                held.push(stream);
+            }
+        });
+        let mut config = config(addr);
+        config.timeout = Duration::from_millis(100);
+        config.duration = Duration::from_millis(550);
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert_eq!(report.requests, 0);
+        // Two connections, each timing out about every 100-110 ms.
+        assert!(
+            (6..=12).contains(&report.errors.timeout),
+            "{:?}",
+            report.errors
+        );
+        assert!(report.connects >= report.errors.timeout);
+    }
 
     #[test]
     fn open_loop_keeps_the_rate() {

@@ -7,7 +7,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
-use std::pin::pin;
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -89,7 +88,70 @@ struct Shared {
     schedule: Option<Schedule>,
     end: Instant,
     open_connections: Cell<usize>,
+    /// Every connection's watchdog entry.
+    slots: RefCell<Vec<Rc<Slot>>>,
+    /// Identifies the next connection task (its random stream).
+    next_id: Cell<u64>,
     seed: u64,
+}
+
+/// A connection's entry in the watchdog's table: the timeout costs two `Cell` writes per
+/// request instead of a timer per request.
+struct Slot {
+    /// When the request in flight times out (`None` while the connection is idle).
+    deadline: Cell<Option<Instant>>,
+    /// The class of the request in flight.
+    class: Cell<u16>,
+    /// The task running the connection, to cancel it when its request times out.
+    task: RefCell<Option<tokio::task::AbortHandle>>,
+}
+
+impl Slot {
+    fn new() -> Rc<Slot> {
+        Rc::new(Slot {
+            deadline: Cell::new(None),
+            class: Cell::new(0),
+            task: RefCell::new(None),
+        })
+    }
+}
+
+/// Starts (or restarts) the connection task of `slot`.
+fn start_connection(shared: &Rc<Shared>, slot: Rc<Slot>) {
+    let id = shared.next_id.get();
+    shared.next_id.set(id + 1);
+    let task = if shared.schedule.is_some() {
+        tokio::task::spawn_local(open_loop(Rc::clone(shared), Rc::clone(&slot), id))
+    } else {
+        tokio::task::spawn_local(closed_loop(Rc::clone(shared), Rc::clone(&slot), id))
+    };
+    *slot.task.borrow_mut() = Some(task.abort_handle());
+}
+
+/// Cancels connections whose request has run past its deadline, counts a timeout for each
+/// and starts a fresh connection in its place. Checks every `period`, so a timeout fires
+/// between `timeout` and `timeout + period`.
+async fn watchdog(shared: Rc<Shared>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let now = Instant::now();
+        let expired: Vec<Rc<Slot>> = shared
+            .slots
+            .borrow()
+            .iter()
+            .filter(|slot| slot.deadline.get().is_some_and(|d| d <= now))
+            .cloned()
+            .collect();
+        for slot in expired {
+            if let Some(task) = slot.task.borrow_mut().take() {
+                task.abort();
+            }
+            slot.deadline.set(None);
+            let class = slot.class.get() as usize;
+            shared.recorder.borrow_mut().classes[class].failures[Failure::Timeout as usize] += 1;
+            start_connection(&shared, slot);
+        }
+    }
 }
 
 impl Shared {
@@ -97,9 +159,6 @@ impl Shared {
     /// loop when it waited, else the send), `sent` when it was sent.
     fn record(&self, class: u16, from: Instant, sent: Instant, exchange: &Exchange) {
         let mut recorder = self.recorder.borrow_mut();
-        if exchange.connect.is_some() {
-            recorder.connections += 1;
-        }
         let stats = &mut recorder.classes[class as usize];
         if let Some(connect) = exchange.connect {
             record(&mut stats.connect, connect.as_nanos() as u64);
@@ -136,46 +195,21 @@ fn nanos(later: Instant, earlier: Instant) -> u64 {
     later.saturating_duration_since(earlier).as_nanos() as u64
 }
 
-/// Runs one exchange under the timeout (a per-connection timer, re-armed per request).
-async fn timed_exchange(
-    conn: &mut Conn,
-    request: &[u8],
-    reuse: bool,
-    mut timer: std::pin::Pin<&mut tokio::time::Sleep>,
-    deadline: Instant,
-) -> Exchange {
-    timer.as_mut().reset(deadline.into());
-    let outcome = tokio::select! {
-        biased;
-        exchange = conn.exchange(request, reuse) => Some(exchange),
-        _ = timer => None,
-    };
-    outcome.unwrap_or_else(|| {
-        conn.close();
-        Exchange {
-            result: Err(Failure::Timeout),
-            connect: None,
-        }
-    })
-}
-
 /// A closed-loop connection: request, response, (think), request, ...
-async fn closed_loop(shared: Rc<Shared>, id: u64) {
+async fn closed_loop(shared: Rc<Shared>, slot: Rc<Slot>, id: u64) {
     let mut conn = Conn::new(shared.addr, shared.mode == Mode::KeepAlive);
     let reuse = shared.mode == Mode::KeepAlive;
     let mut rng = shared.rng(id);
-    let mut timer = pin!(tokio::time::sleep(shared.timeout));
     loop {
         let entry = shared.requests.pick(&mut rng);
         let sent = Instant::now();
-        let exchange = timed_exchange(
-            &mut conn,
-            &entry.bytes,
-            reuse,
-            timer.as_mut(),
-            sent + shared.timeout,
-        )
-        .await;
+        slot.class.set(entry.class);
+        slot.deadline.set(Some(sent + shared.timeout));
+        if !conn.is_open() {
+            shared.recorder.borrow_mut().connections += 1;
+        }
+        let exchange = conn.exchange(&entry.bytes, reuse).await;
+        slot.deadline.set(None);
         shared.record(entry.class, sent, sent, &exchange);
         if matches!(
             exchange.result,
@@ -191,14 +225,13 @@ async fn closed_loop(shared: Rc<Shared>, id: u64) {
 
 /// An open-loop connection: claims the next slot of the schedule, sends at its time (or at
 /// once if it is already past), and so on until the run ends.
-async fn open_loop(shared: Rc<Shared>, id: u64) {
+async fn open_loop(shared: Rc<Shared>, slot: Rc<Slot>, id: u64) {
     let Some(schedule) = shared.schedule.as_ref() else {
         return;
     };
     let mut conn = Conn::new(shared.addr, shared.mode == Mode::KeepAlive);
     let reuse = shared.mode == Mode::KeepAlive;
     let mut rng = shared.rng(id);
-    let mut timer = pin!(tokio::time::sleep(shared.timeout));
     loop {
         let claimed = Instant::now();
         let intended = schedule.claim();
@@ -213,14 +246,13 @@ async fn open_loop(shared: Rc<Shared>, id: u64) {
         // A slot already past when it was claimed waited for a free connection: its latency
         // starts at the slot (coordinated omission); otherwise at the send.
         let from = if intended < claimed { intended } else { sent };
-        let exchange = timed_exchange(
-            &mut conn,
-            &entry.bytes,
-            reuse,
-            timer.as_mut(),
-            sent + shared.timeout,
-        )
-        .await;
+        slot.class.set(entry.class);
+        slot.deadline.set(Some(sent + shared.timeout));
+        if !conn.is_open() {
+            shared.recorder.borrow_mut().connections += 1;
+        }
+        let exchange = conn.exchange(&entry.bytes, reuse).await;
+        slot.deadline.set(None);
         shared.record(entry.class, from, sent, &exchange);
         if matches!(
             exchange.result,
@@ -236,7 +268,7 @@ async fn open_loop(shared: Rc<Shared>, id: u64) {
 
 /// Open loop: opens another connection whenever a slot is overdue and every connection is
 /// busy, up to the limit.
-async fn grow(shared: Rc<Shared>, limit: usize, mut next_id: u64) {
+async fn grow(shared: Rc<Shared>, limit: usize) {
     let Some(schedule) = shared.schedule.as_ref() else {
         return;
     };
@@ -248,14 +280,15 @@ async fn grow(shared: Rc<Shared>, limit: usize, mut next_id: u64) {
             shared
                 .open_connections
                 .set(shared.open_connections.get() + 1);
-            tokio::task::spawn_local(open_loop(Rc::clone(&shared), next_id));
-            next_id += 1;
+            let slot = Slot::new();
+            shared.slots.borrow_mut().push(Rc::clone(&slot));
+            start_connection(&shared, slot);
         }
     }
 }
 
 /// The body of a worker thread.
-pub(crate) fn run(setup: Setup, tx: Sender<Message>, mut stop: watch::Receiver<bool>) {
+pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -285,59 +318,74 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, mut stop: watch::Receiver<b
         schedule,
         end: setup.end,
         open_connections: Cell::new(setup.connections),
+        slots: RefCell::new(Vec::new()),
+        next_id: Cell::new((setup.index as u64) << 40),
         seed: setup.seed ^ setup.index as u64,
     });
     let local = LocalSet::new();
     local.block_on(&runtime, async {
         tokio::time::sleep_until(setup.start.into()).await;
-        let first_id = (setup.index as u64) << 40;
-        for i in 0..setup.connections as u64 {
-            if shared.schedule.is_some() {
-                tokio::task::spawn_local(open_loop(Rc::clone(&shared), first_id + i));
-            } else {
-                tokio::task::spawn_local(closed_loop(Rc::clone(&shared), first_id + i));
-            }
+        for _ in 0..setup.connections {
+            let slot = Slot::new();
+            shared.slots.borrow_mut().push(Rc::clone(&slot));
+            start_connection(&shared, slot);
         }
         if let Some((_, _, _, limit)) = setup.open {
-            tokio::task::spawn_local(grow(
-                Rc::clone(&shared),
-                limit,
-                first_id + setup.connections as u64,
-            ));
+            tokio::task::spawn_local(grow(Rc::clone(&shared), limit));
         }
-        let mut cpu_before = cpu::thread_time();
-        let mut index = 0usize;
-        loop {
-            let boundary = (setup.start + setup.interval * (index as u32 + 1)).min(setup.end);
-            let stopped = tokio::select! {
-                _ = tokio::time::sleep_until(boundary.into()) => false,
-                _ = stop.changed() => true,
-            };
-            let at = if stopped { Instant::now() } else { boundary };
-            let last = stopped || boundary >= setup.end;
-            let recorder = shared.recorder.replace(Recorder::new(setup.classes));
-            let cpu_now = cpu::thread_time();
-            let not_sent = match (&shared.schedule, last) {
-                (Some(schedule), true) => schedule.unclaimed_before(at),
-                _ => 0,
-            };
-            let snapshot = Snapshot {
-                thread: setup.index,
-                index,
-                at,
-                last,
-                recorder,
-                cpu: cpu_now.saturating_sub(cpu_before),
-                not_sent,
-                open_connections: shared.open_connections.get(),
-            };
-            cpu_before = cpu_now;
-            if tx.send(Message::Interval(snapshot)).is_err() || last {
-                break;
-            }
-            index += 1;
-        }
+        let period =
+            (setup.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
+        tokio::task::spawn_local(watchdog(Rc::clone(&shared), period));
+        // The intervals run in a task of their own: the future given to `block_on` is polled
+        // at every wake-up of the thread, so it must be cheap to poll (a oneshot is).
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::task::spawn_local(intervals(Rc::clone(&shared), setup, tx, stop, done_tx));
+        let _ = done_rx.await;
     });
     // Dropping the LocalSet cancels the connections' tasks and closes their sockets.
     drop(local);
+}
+
+/// Hands the recorder to the coordinator at every interval boundary, and a last time when the
+/// run ends or is stopped; then says so on `done`.
+async fn intervals(
+    shared: Rc<Shared>,
+    setup: Setup,
+    tx: Sender<Message>,
+    mut stop: watch::Receiver<bool>,
+    done: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut cpu_before = cpu::thread_time();
+    let mut index = 0usize;
+    loop {
+        let boundary = (setup.start + setup.interval * (index as u32 + 1)).min(setup.end);
+        let stopped = tokio::select! {
+            _ = tokio::time::sleep_until(boundary.into()) => false,
+            _ = stop.changed() => true,
+        };
+        let at = if stopped { Instant::now() } else { boundary };
+        let last = stopped || boundary >= setup.end;
+        let recorder = shared.recorder.replace(Recorder::new(setup.classes));
+        let cpu_now = cpu::thread_time();
+        let not_sent = match (&shared.schedule, last) {
+            (Some(schedule), true) => schedule.unclaimed_before(at),
+            _ => 0,
+        };
+        let snapshot = Snapshot {
+            thread: setup.index,
+            index,
+            at,
+            last,
+            recorder,
+            cpu: cpu_now.saturating_sub(cpu_before),
+            not_sent,
+            open_connections: shared.open_connections.get(),
+        };
+        cpu_before = cpu_now;
+        if tx.send(Message::Interval(snapshot)).is_err() || last {
+            break;
+        }
+        index += 1;
+    }
+    let _ = done.send(());
 }

@@ -1,0 +1,299 @@
+//! `webscope load` against tiny servers of known behaviour: counts, close mode, error kinds,
+//! a known delay, open-loop rate and the coordinated-omission correction.
+
+mod load_support;
+
+use std::time::Duration;
+
+use load_support::{closed_port, f, load, load_json, u, Behavior, TestServer};
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+#[test]
+fn keep_alive_counts_agree_with_the_server() {
+    let server = TestServer::start(Behavior::Ok { body: 1024 });
+    let (r, out) = load_json(
+        &[&server.url("/x"), "-c", "4", "-t", "2", "-d", "1s"],
+        LIMIT,
+    );
+    let requests = u(&r, "requests");
+    assert!(requests > 200, "{r}");
+    assert_eq!(u(&r["errors"], "total"), 0, "{r}");
+    // The server answered every counted request, plus at most the ones in flight at the end.
+    let answered = server.responses.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        (requests..=requests + 4).contains(&answered),
+        "{answered} vs {requests}"
+    );
+    assert_eq!(
+        server
+            .connections
+            .load(std::sync::atomic::Ordering::Relaxed),
+        4
+    );
+    assert!(u(&r, "bytes") >= requests * 1024);
+    let duration = f(&r, "duration_s");
+    assert!((0.9..1.5).contains(&duration), "{duration}");
+    assert!((f(&r, "requests_per_s") - requests as f64 / duration).abs() < 1.0);
+    for key in ["p50", "p90", "p99", "p999", "max", "mean"] {
+        assert!(f(&r["latency_us"], key) > 0.0, "{key}");
+    }
+    assert!(f(&r["latency_us"], "max") >= f(&r["latency_us"], "p99"));
+    assert!(f(&r, "generator_cpu_s") > 0.0);
+    assert!(f(&r, "bytes_per_s") > 0.0);
+    let intervals = r["intervals"].as_array().unwrap();
+    assert!((1..=2).contains(&intervals.len()), "{intervals:?}");
+    let summed: u64 = intervals.iter().map(|i| u(i, "requests")).sum();
+    assert_eq!(summed, requests);
+    assert_eq!(r["classes"].as_array().unwrap().len(), 1);
+    let summary = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "Latency",
+        "p99.9",
+        "Requests/sec:",
+        "Transfer/sec:",
+        "Errors: none",
+        "Generator:",
+    ] {
+        assert!(summary.contains(needle), "{needle} missing from\n{summary}");
+    }
+}
+
+#[test]
+fn close_mode_makes_one_connection_per_request() {
+    let server = TestServer::start(Behavior::Ok { body: 100 });
+    let (r, _) = load_json(
+        &[
+            &server.url("/"),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "1s",
+            "--close",
+        ],
+        LIMIT,
+    );
+    let requests = u(&r, "requests");
+    assert!(requests > 50, "{r}");
+    let accepted = server
+        .connections
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        (requests..=requests + 2).contains(&accepted),
+        "{accepted} connections for {requests} requests"
+    );
+    assert!(r["connect_us"]["p50"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["mode"], "close");
+}
+
+#[test]
+fn failures_are_counted_by_kind_and_the_run_goes_on() {
+    let cases = [
+        (Behavior::Reset, "reset"),
+        (Behavior::ShortBody, "short_body"),
+        (Behavior::Status(503), "bad_status"),
+        (Behavior::Garbage, "parse_error"),
+    ];
+    for (behavior, kind) in cases {
+        let server = TestServer::start(behavior);
+        let (r, _) = load_json(
+            &[&server.url("/"), "-c", "2", "-t", "1", "-d", "400ms"],
+            LIMIT,
+        );
+        let errors = &r["errors"];
+        assert!(u(errors, kind) > 0, "{behavior:?}: {errors}");
+        assert_eq!(
+            u(errors, "total"),
+            u(errors, kind),
+            "{behavior:?}: {errors}"
+        );
+    }
+    let refused = format!("http://{}/", closed_port());
+    let (r, out) = load_json(&[&refused, "-c", "2", "-t", "1", "-d", "300ms"], LIMIT);
+    assert!(u(&r["errors"], "connect_refused") > 0, "{}", r["errors"]);
+    assert_eq!(u(&r, "requests"), 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no request succeeded"));
+
+    let stall = TestServer::start(Behavior::Stall);
+    let (r, _) = load_json(
+        &[
+            &stall.url("/"),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "700ms",
+            "--timeout",
+            "200ms",
+        ],
+        LIMIT,
+    );
+    // Two connections timing out every 200-220 ms in 700 ms.
+    let timeouts = u(&r["errors"], "timeout");
+    assert!((4..=8).contains(&timeouts), "{}", r["errors"]);
+}
+
+#[test]
+fn a_known_delay_is_measured() {
+    let server = TestServer::start(Behavior::Delay {
+        body: 10,
+        delay: Duration::from_millis(50),
+    });
+    let (r, _) = load_json(&[&server.url("/"), "-c", "2", "-t", "1", "-d", "1s"], LIMIT);
+    let p50 = f(&r["latency_us"], "p50");
+    assert!((50_000.0..70_000.0).contains(&p50), "p50 {p50}us");
+    // Two connections at 50 ms each: about 40 requests per second.
+    let rps = f(&r, "requests_per_s");
+    assert!((30.0..=41.0).contains(&rps), "{rps}");
+}
+
+#[test]
+fn open_loop_keeps_the_asked_rate() {
+    let server = TestServer::start(Behavior::Ok { body: 100 });
+    for arrivals in ["constant", "poisson"] {
+        let (r, _) = load_json(
+            &[
+                &server.url("/"),
+                "-c",
+                "4",
+                "-t",
+                "2",
+                "-d",
+                "2s",
+                "--rate",
+                "2000",
+                "--arrivals",
+                arrivals,
+            ],
+            LIMIT,
+        );
+        let achieved = u(&r, "requests") as f64 / 2.0;
+        let tolerance = if arrivals == "constant" { 0.02 } else { 0.06 };
+        assert!(
+            (achieved / 2000.0 - 1.0).abs() < tolerance,
+            "{arrivals}: {achieved}/s"
+        );
+        assert_eq!(u(&r, "not_sent"), 0, "{arrivals}");
+        assert_eq!(r["pacing"], "open");
+        assert!(r["uncorrected_latency_us"]["p50"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn open_loop_shows_the_stall_that_closed_loop_hides() {
+    // Responses take ~0 ms, except that the server stalls everything once for 500 ms.
+    let stall = || {
+        TestServer::start(Behavior::StallOnce {
+            body: 10,
+            after: Duration::from_millis(400),
+            length: Duration::from_millis(500),
+        })
+    };
+    let closed_server = stall();
+    let (closed, _) = load_json(
+        &[
+            &closed_server.url("/"),
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "-d",
+            "1500ms",
+        ],
+        LIMIT,
+    );
+    let open_server = stall();
+    let (open, _) = load_json(
+        &[
+            &open_server.url("/"),
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "-d",
+            "1500ms",
+            "--rate",
+            "1000",
+            "--max-connections",
+            "4",
+        ],
+        LIMIT,
+    );
+    let closed_p99 = f(&closed["latency_us"], "p99");
+    let open_p99 = f(&open["latency_us"], "p99");
+    let open_p90 = f(&open["latency_us"], "p90");
+    let uncorrected_p99 = f(&open["uncorrected_latency_us"], "p99");
+    // Closed loop: only the 4 requests caught in the stall saw it, among thousands.
+    assert!(closed_p99 < 100_000.0, "closed-loop p99 {closed_p99}us");
+    assert!(f(&closed["latency_us"], "max") > 300_000.0);
+    // Open loop: every request scheduled during the stall waited for it.
+    assert!(open_p99 > 300_000.0, "open-loop p99 {open_p99}us");
+    assert!(open_p90 > 50_000.0, "open-loop p90 {open_p90}us");
+    assert!(
+        uncorrected_p99 < open_p99 / 2.0,
+        "uncorrected p99 {uncorrected_p99}us"
+    );
+}
+
+#[test]
+fn think_time_paces_a_closed_loop() {
+    let server = TestServer::start(Behavior::Ok { body: 10 });
+    let (r, _) = load_json(
+        &[
+            &server.url("/"),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "1s",
+            "--think-time",
+            "100ms",
+        ],
+        LIMIT,
+    );
+    // Two connections, each one request per ~100 ms.
+    let requests = u(&r, "requests");
+    assert!((14..=22).contains(&requests), "{requests}");
+}
+
+#[test]
+fn bad_input_is_one_line() {
+    let port = closed_port().to_string();
+    let url = format!("http://{port}/");
+    let cases: Vec<Vec<String>> = vec![
+        vec!["https://127.0.0.1/".into()],
+        vec!["ftp://127.0.0.1/".into()],
+        vec![url.clone(), "-c".into(), "0".into()],
+        vec![
+            url.clone(),
+            "-c".into(),
+            "2".into(),
+            "-t".into(),
+            "3".into(),
+        ],
+        vec![url.clone(), "--rate".into(), "0".into()],
+        vec![url.clone(), "-H".into(), "no colon".into()],
+        vec![
+            "--fileset".into(),
+            "/nonexistent".into(),
+            "--base".into(),
+            url.clone(),
+        ],
+        vec![url.clone(), "-d".into(), "0s".into()],
+    ];
+    for case in cases {
+        let args: Vec<&str> = case.iter().map(String::as_str).collect();
+        let out = load(&args, LIMIT);
+        assert!(!out.status.success(), "{case:?} should fail");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{case:?}: {stderr}");
+    }
+}
