@@ -16,6 +16,13 @@ use crate::mva::{Plan, Solution, Solved};
 use crate::network::StationKind;
 use crate::usl::{Fit, Scalability};
 
+/// Indented JSON text with a final newline, as the CLI prints it.
+pub fn pretty(value: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
+    s.push('\n');
+    s
+}
+
 /// One solution.
 pub fn solution(s: &Solution) -> Value {
     let names: Vec<&str> = s.classes.iter().map(|c| c.name.as_str()).collect();

@@ -22,6 +22,15 @@ pub fn num(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
+/// A count (concurrency, clients): whole numbers without decimals.
+fn count(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        num(x)
+    }
+}
+
 /// Columns padded to their widest cell; the first column left-aligned, the others right.
 struct Table {
     rows: Vec<Vec<String>>,
@@ -235,7 +244,7 @@ pub fn scalability(s: &Scalability, points: &[Point]) -> String {
     let mut m = Table::new(&["N", "measured", "USL", "Amdahl"]);
     for p in points {
         m.row(vec![
-            num(p.concurrency),
+            count(p.concurrency),
             num(p.throughput),
             num(u.throughput_at(p.concurrency)),
             num(a.throughput_at(p.concurrency)),
@@ -290,7 +299,7 @@ pub fn laws(throughput: f64, l: &Laws) -> String {
     if let Some(c) = l.little {
         out.push_str(&format!(
             "Little's law: N = {}, X (R + Z) = {} ({:+.1} %)\n",
-            num(c.clients),
+            count(c.clients),
             num(c.implied),
             c.deviation * 100.0
         ));
@@ -313,7 +322,7 @@ pub fn laws(throughput: f64, l: &Laws) -> String {
                 None => ("(multi-server)".into(), "(multi-server)".into()),
             };
             b.row(vec![
-                num(x.clients),
+                count(x.clients),
                 num(x.throughput_max),
                 xb,
                 num(x.response_time_min),

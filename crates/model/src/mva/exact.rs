@@ -43,6 +43,13 @@ struct Prepared {
     stations: usize,
     /// demand[k * classes + r]
     demand: Vec<f64>,
+    /// demand / servers, the factor of the multi-server residence time (divisions are the
+    /// slow part of the step, so they are done once here).
+    per_server: Vec<f64>,
+    /// 1 / j for j = 0 .. widest station's servers (index 0 unused).
+    inverse: Vec<f64>,
+    /// j as a float, for the same range (int-to-float conversions showed in profiles).
+    count: Vec<f64>,
     think: Vec<f64>,
     kinds: Vec<Kind>,
     /// Floats per population vector: Q_k for every station, then the marginals.
@@ -70,10 +77,27 @@ impl Prepared {
                 }
             });
         }
+        let widest = network
+            .stations()
+            .iter()
+            .filter_map(|s| s.kind.servers())
+            .max()
+            .unwrap_or(1) as usize;
+        let per_server = network
+            .stations()
+            .iter()
+            .flat_map(|s| {
+                let m = f64::from(s.kind.servers().unwrap_or(1));
+                s.demands.iter().map(move |d| d / m)
+            })
+            .collect();
         Prepared {
             classes,
             stations,
             demand,
+            per_server,
+            inverse: (0..=widest).map(|j| 1.0 / j.max(1) as f64).collect(),
+            count: (0..=widest).map(|j| j as f64).collect(),
             think: network.classes().iter().map(|c| c.think_time).collect(),
             kinds,
             slot,
@@ -114,6 +138,10 @@ struct Scratch {
     /// residence[k * classes + r]
     residence: Vec<f64>,
     throughput: Vec<f64>,
+    /// Where n − e_r's slot starts in the previous level, per class.
+    back: Vec<usize>,
+    /// Sums for the marginal probabilities of one station.
+    acc: Vec<f64>,
 }
 
 /// Solves the network at every target population (each ≤ `max` componentwise, each with
@@ -136,6 +164,8 @@ pub(super) fn solve(network: &Network, targets: &[Vec<u32>]) -> Vec<Solution> {
     let mut scratch = Scratch {
         residence: vec![0.0; p.classes * p.stations],
         throughput: vec![0.0; p.classes],
+        back: vec![0; p.classes],
+        acc: vec![0.0; p.inverse.len()],
     };
     let mut results: Vec<Option<Solution>> = vec![None; targets.len()];
     let mut by_level: Vec<Vec<usize>> = vec![Vec::new(); total as usize + 1];
@@ -191,6 +221,7 @@ fn step(
     s: &mut Scratch,
 ) {
     let rc = p.classes;
+    let slot = p.slot;
     for r in 0..rc {
         if n[r] == 0 {
             s.throughput[r] = 0.0;
@@ -204,7 +235,8 @@ fn step(
         } else {
             idx
         };
-        let from = &prev[back * p.slot..(back + 1) * p.slot];
+        s.back[r] = back * slot;
+        let from = &prev[back * slot..(back + 1) * slot];
         let mut cycle = p.think[r];
         for k in 0..p.stations {
             let d = p.demand[k * rc + r];
@@ -212,11 +244,13 @@ fn step(
                 Kind::Delay => d,
                 Kind::Single => d * (1.0 + from[k]),
                 Kind::Multi { m, offset } => {
+                    let marg = &from[offset..offset + m - 1];
                     let mut idle = 0.0;
-                    for j in 0..m - 1 {
-                        idle += (m - 1 - j) as f64 * from[offset + j];
+                    // Weights m−1, m−2, ..., 1 for p(0), p(1), ..., p(m−2).
+                    for (w, pj) in p.count[1..m].iter().rev().zip(marg) {
+                        idle += w * pj;
                     }
-                    d / m as f64 * (1.0 + from[k] + idle)
+                    p.per_server[k * rc + r] * (1.0 + from[k] + idle)
                 }
             };
             s.residence[k * rc + r] = res;
@@ -224,13 +258,12 @@ fn step(
         }
         s.throughput[r] = f64::from(n[r]) / cycle;
     }
-    let out = &mut cur[idx * p.slot..(idx + 1) * p.slot];
+    let out = &mut cur[idx * slot..(idx + 1) * slot];
     for k in 0..p.stations {
-        out[k] = (0..rc)
-            .map(|r| s.throughput[r] * s.residence[k * rc + r])
-            .sum();
+        let row = &s.residence[k * rc..(k + 1) * rc];
+        out[k] = s.throughput.iter().zip(row).map(|(x, r)| x * r).sum();
         if let Kind::Multi { m, offset } = p.kinds[k] {
-            marginals(p, levels, n, idx, prev, out, s, k, m, offset);
+            marginals(p, n, prev, out, s, k, m, offset);
         }
     }
 }
@@ -239,44 +272,41 @@ fn step(
 #[allow(clippy::too_many_arguments)]
 fn marginals(
     p: &Prepared,
-    levels: &Levels,
     n: &[u32],
-    idx: usize,
     prev: &[f64],
     out: &mut [f64],
-    s: &Scratch,
+    s: &mut Scratch,
     k: usize,
     m: usize,
     offset: usize,
 ) {
     let rc = p.classes;
-    let busy: f64 = (0..rc)
-        .map(|r| p.demand[k * rc + r] * s.throughput[r])
-        .sum();
-    // Σ_{j=1}^{m−1} (m − j) p(j), accumulated while p(j) is computed; p(m−1) is not stored.
+    // acc[j] = Σ_r D_kr X_r p(j | n − e_r), j = 0 .. m−2, so that p(j+1 | n) = acc[j] / (j+1).
+    let acc = &mut s.acc[..m - 1];
+    acc.iter_mut().for_each(|a| *a = 0.0);
+    let mut busy = 0.0;
+    for r in 0..rc {
+        if n[r] == 0 {
+            continue;
+        }
+        let coef = p.demand[k * rc + r] * s.throughput[r];
+        busy += coef;
+        let from = &prev[s.back[r] + offset..s.back[r] + offset + m - 1];
+        for (a, pj) in acc.iter_mut().zip(from) {
+            *a += coef * pj;
+        }
+    }
+    // Σ_{j=1}^{m−1} (m − j) p(j); p(m−1) is not stored, only used here.
     let mut weighted = 0.0;
     for j in 1..m {
-        let mut pj = 0.0;
-        for r in 0..rc {
-            if n[r] == 0 {
-                continue;
-            }
-            let back = if r < rc - 1 {
-                idx - levels.weight[r]
-            } else {
-                idx
-            };
-            let prev_pj = prev[back * p.slot + offset + j - 1];
-            pj += p.demand[k * rc + r] * s.throughput[r] * prev_pj;
-        }
-        pj /= j as f64;
-        weighted += (m - j) as f64 * pj;
+        let pj = acc[j - 1] * p.inverse[j];
+        weighted += p.count[m - j] * pj;
         if j < m - 1 {
             out[offset + j] = pj;
         }
     }
     // Rounding can take p(0) a hair below zero when the station is saturated.
-    out[offset] = (1.0 - (busy + weighted) / m as f64).max(0.0);
+    out[offset] = (1.0 - (busy + weighted) * p.inverse[m]).max(0.0);
 }
 
 fn solution(network: &Network, n: &[u32], s: &Scratch) -> Solution {
