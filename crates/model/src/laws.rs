@@ -9,7 +9,7 @@
 //! - Balanced job bounds (single-server queues only), tighter than the asymptotic ones:
 //!   N / (D + Z + (N−1) D_max / (1 + Z/(N D))) ≤ X(N) ≤ N / (D + Z + (N−1) D_avg / (1 + Z/D)).
 
-use crate::Error;
+use crate::{Class, Discipline, Error, Network, Station, StationKind};
 
 /// D = U / X: seconds of a resource per completed request, from its utilisation (busy
 /// fraction, or busy servers for a multi-server resource) and the throughput.
@@ -107,6 +107,34 @@ pub struct Laws {
     pub little: Option<LittleCheck>,
     /// Bounds at the requested populations.
     pub bounds: Vec<Bounds>,
+}
+
+impl Laws {
+    /// A one-class closed network with these demands (each resource a queue with its
+    /// servers; a multi-server CPU is processor-shared), `clients` jobs and `think_time`:
+    /// the model of the measured system, to solve at other populations with [`crate::mva`].
+    pub fn network(&self, clients: u32, think_time: f64) -> Result<Network, Error> {
+        let stations = self
+            .demands
+            .iter()
+            .map(|d| {
+                Station::new(
+                    d.name.clone(),
+                    StationKind::Queue {
+                        servers: d.servers,
+                        discipline: Discipline::Ps,
+                    },
+                    vec![d.demand],
+                )
+            })
+            .collect();
+        let class = Class {
+            name: "requests".into(),
+            population: clients,
+            think_time,
+        };
+        Network::new(vec![class], stations)
+    }
 }
 
 /// Applies the laws to a measurement; `populations` are the N to bound (the measured
@@ -322,6 +350,24 @@ mod tests {
         let b = bounds(&two, 0.0, 100.0).unwrap();
         assert!(b.balanced.is_none());
         assert!((b.throughput_max - 4.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn measured_demands_become_a_model_whose_curve_obeys_the_laws() {
+        let laws = analyze(&measured(), &[]).unwrap();
+        let network = laws.network(1, 0.0).unwrap();
+        let ns: Vec<u32> = vec![1, 2, 5, 20, 100];
+        let (plan, curve) =
+            crate::mva::curve(&network, &ns, &crate::mva::Options::default()).unwrap();
+        assert_eq!(plan.method, crate::mva::Method::Exact);
+        // One client never queues: X(1) = 1 / D.
+        assert!((curve[0].throughput - 1.0 / laws.total_demand).abs() < 1e-12);
+        for (p, &n) in curve.iter().zip(&ns) {
+            let b = bounds(&laws.demands, 0.0, f64::from(n)).unwrap();
+            assert!(p.throughput <= b.throughput_max * (1.0 + 1e-12));
+            assert!(p.response_time >= b.response_time_min * (1.0 - 1e-12));
+        }
+        assert!(curve[4].throughput > 0.99 * laws.throughput_limit);
     }
 
     #[test]

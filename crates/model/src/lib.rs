@@ -52,9 +52,10 @@
 //! ```
 //!
 //! For the lab: a run's utilisations and throughput become demands with
-//! [`laws::analyze`] (or [`laws::service_demand`]), a model with [`Network::single_class`],
-//! a curve to overlay on the measured sweep with [`mva::sweep`] over the sweep's client
-//! counts, and the sweep's own scalability with [`usl::fit`].
+//! [`laws::analyze`] (D = U / X per resource; [`laws::service_demand`] for one), the
+//! measured system's model with [`laws::Laws::network`], the model's curve over the sweep's
+//! client counts with [`mva::curve`] (or every figure with [`mva::sweep`]), and the
+//! sweep's own scalability and knee with [`usl::fit`].
 //!
 //! Why this design: exact MVA is exact only for product-form networks, so the network
 //! records what BCMP needs to know (multi-server discipline, per-visit service times) and

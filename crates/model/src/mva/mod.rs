@@ -244,6 +244,46 @@ pub fn populations_for(network: &Network, ns: &[u32]) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// One point of a model curve.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CurvePoint {
+    /// Jobs of each class.
+    pub population: u32,
+    /// Completions per second, all classes together.
+    pub throughput: f64,
+    /// Mean response time (s) over all completions (throughput-weighted over classes).
+    pub response_time: f64,
+}
+
+/// The model's throughput and response time at each N (every class at N jobs): the curve
+/// to lay over a measured sweep of the same client counts.
+pub fn curve(
+    network: &Network,
+    ns: &[u32],
+    options: &Options,
+) -> Result<(Plan, Vec<CurvePoint>), Error> {
+    let solved = sweep(network, &populations_for(network, ns), options)?;
+    let points = solved
+        .solutions
+        .iter()
+        .zip(ns)
+        .map(|(s, &n)| {
+            let x = s.total_throughput();
+            let weighted: f64 = s
+                .classes
+                .iter()
+                .map(|c| c.throughput * c.response_time)
+                .sum();
+            CurvePoint {
+                population: n,
+                throughput: x,
+                response_time: if x > 0.0 { weighted / x } else { 0.0 },
+            }
+        })
+        .collect();
+    Ok((solved.plan, points))
+}
+
 fn check_targets(network: &Network, targets: &[Vec<u32>]) -> Result<(), Error> {
     if targets.is_empty() {
         return Err(Error::invalid("no population to solve at"));
