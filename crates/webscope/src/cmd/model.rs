@@ -15,7 +15,8 @@ EXAMPLES:
     webscope model mva crates/model/examples/mughal-web-server.toml --servers cpu=4  # what if 4 CPUs?
     webscope model mva crates/model/examples/mughal-web-server.toml --population 20..200:20 --json
     webscope model mva site.toml --population 1..500 --method schweitzer --tolerance 1e-6
-    webscope model usl sweep.csv                        # columns concurrency,throughput
+    webscope model usl crates/model/examples/mughal-250mb-pdf.csv    # the paper's Table 2: peak near 10
+    webscope model usl sweep.csv --json                 # columns concurrency,throughput
     webscope model laws --throughput 0.6689 --util cpu=38.99% --util disk=2.1575%
     webscope model laws --throughput 410 --util cpu=1.6 --servers cpu=2 --clients 50 --response-time 0.12";
 
@@ -80,16 +81,16 @@ struct MvaArgs {
     #[arg(long, value_name = "METHOD", default_value = "auto")]
     method: String,
     /// Schweitzer stops when no queue length changes by more than this, relatively.
-    #[arg(long, value_name = "T", default_value_t = 1e-10)]
+    #[arg(long, value_name = "T", default_value = "1e-10")]
     tolerance: f64,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
 }
 
-/// Fit the Universal Scalability Law X(N) = λN / (1 + σ(N−1) + κN(N−1)) to measured
-/// throughput, with Amdahl's law (κ = 0) beside it.
+/// Fit the Universal Scalability Law to a measured sweep, with Amdahl's law beside it.
 ///
+/// X(N) = λN / (1 + σ(N−1) + κN(N−1)) with σ, κ ≥ 0; Amdahl's law is the same with κ = 0.
 /// The CSV has the columns concurrency,throughput (a header naming them is optional; other
 /// columns are ignored). Prints σ, κ, λ with standard errors, R², the peak N* = √((1−σ)/κ)
 /// and X(N*), and measured against fitted throughput.
@@ -103,9 +104,11 @@ struct UslArgs {
     json: bool,
 }
 
-/// Apply the operational laws to measured figures: service demands D = U / X, the
-/// bottleneck and throughput limit, Little's law N = X (R + Z), and the asymptotic and
-/// balanced-job bounds.
+/// Apply the operational laws to measured figures: demands, bottleneck, Little, bounds.
+///
+/// Service demands D = U / X, the bottleneck and the throughput limit, the knee
+/// N* = (D + Z) / D_max, Little's law N = X (R + Z) with the deviation of the measurement,
+/// and the asymptotic and balanced-job bounds.
 #[derive(clap::Args, Debug)]
 struct LawsArgs {
     /// Measured throughput (completions per second).
