@@ -70,6 +70,22 @@ fn a_short_lab_writes_a_report_that_re_renders_byte_for_byte() {
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.matches("<svg").count() >= 3, "charts missing");
     assert!(html.contains("Throughput vs clients"));
+    // The operational laws apply to a run directory as it stands.
+    let laws = webscope()
+        .args(["model", "laws", "--json", "--run"])
+        .arg(out.join("clients/clients-002"))
+        .output()
+        .unwrap();
+    assert!(
+        laws.status.success(),
+        "{}",
+        String::from_utf8_lossy(&laws.stderr)
+    );
+    let laws: serde_json::Value = serde_json::from_slice(&laws.stdout).unwrap();
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("clients/clients-002/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(laws["throughput"], run["load"]["requests_per_s"], "{laws}");
     let first = std::fs::read(out.join("index.html")).unwrap();
     let first_json = std::fs::read(out.join("report.json")).unwrap();
     let again = webscope().arg("report").arg(&out).output().unwrap();

@@ -18,7 +18,8 @@ EXAMPLES:
     webscope model usl crates/model/examples/mughal-250mb-pdf.csv    # the paper's Table 2: peak near 10
     webscope model usl sweep.csv --json                 # columns concurrency,throughput
     webscope model laws --throughput 0.6689 --util cpu=38.99% --util disk=2.1575%
-    webscope model laws --throughput 410 --util cpu=1.6 --servers cpu=2 --clients 50 --response-time 0.12";
+    webscope model laws --throughput 410 --util cpu=1.6 --servers cpu=2 --clients 50 --response-time 0.12
+    webscope model laws --run webscope-report/clients/clients-010    # a lab run's measured figures";
 
 /// Queueing models: solve a closed network by MVA, fit the Universal Scalability Law to a
 /// measured sweep, or apply the operational laws to measured figures.
@@ -111,12 +112,16 @@ struct UslArgs {
 /// and the asymptotic and balanced-job bounds.
 #[derive(clap::Args, Debug)]
 struct LawsArgs {
+    /// A run directory written by `webscope lab`: its throughput, clients, mean response time
+    /// and server CPU utilisation are the measured figures (flags given too override them).
+    #[arg(long, value_name = "DIR")]
+    run: Option<PathBuf>,
     /// Measured throughput (completions per second).
-    #[arg(long, value_name = "X")]
-    throughput: f64,
+    #[arg(long, value_name = "X", required_unless_present = "run")]
+    throughput: Option<f64>,
     /// A resource's utilisation: a percentage of the whole resource (cpu=39%) or busy
     /// servers (cpu=0.39, or 1.6 of a 2-server CPU); repeatable.
-    #[arg(long = "util", value_name = "NAME=U", required = true)]
+    #[arg(long = "util", value_name = "NAME=U", required_unless_present = "run")]
     utils: Vec<String>,
     /// A resource's identical servers (cores, spindles); default 1; repeatable.
     #[arg(long, value_name = "NAME=M")]
@@ -125,7 +130,7 @@ struct LawsArgs {
     #[arg(long, value_name = "N")]
     clients: Option<f64>,
     /// Mean response time measured (seconds), for Little's law.
-    #[arg(long, value_name = "R", requires = "clients")]
+    #[arg(long, value_name = "R")]
     response_time: Option<f64>,
     /// Think time per client (seconds).
     #[arg(long, value_name = "Z", default_value_t = 0.0)]
@@ -200,7 +205,50 @@ fn usl_command(a: UslArgs) -> anyhow::Result<String> {
     })
 }
 
-fn laws_command(a: LawsArgs) -> anyhow::Result<String> {
+/// The measured figures of a lab run: (throughput, clients, mean response time s, server
+/// busy cores).
+fn run_figures(dir: &Path) -> anyhow::Result<(f64, f64, f64, Option<f64>)> {
+    let record: crate::lab::record::RunRecord =
+        crate::lab::record::read_json(&dir.join("run.json"))
+            .with_context(|| format!("--run {}: not a lab run directory", dir.display()))?;
+    let load = &record.load;
+    let throughput = load["requests_per_s"].as_f64().unwrap_or(0.0);
+    anyhow::ensure!(
+        throughput > 0.0,
+        "--run {}: the run completed no request, so there is nothing to apply the laws to",
+        dir.display()
+    );
+    let clients = load["connections"].as_f64().unwrap_or(record.x);
+    let response = load["latency_us"]["mean"].as_f64().unwrap_or(0.0) / 1e6;
+    Ok((
+        throughput,
+        clients,
+        response,
+        record.server.map(|s| s.busy_cores),
+    ))
+}
+
+fn laws_command(mut a: LawsArgs) -> anyhow::Result<String> {
+    if let Some(dir) = &a.run {
+        let (throughput, clients, response, busy) = run_figures(dir)?;
+        a.throughput = a.throughput.or(Some(throughput));
+        a.clients = a.clients.or(Some(clients));
+        a.response_time = a.response_time.or(Some(response));
+        if a.utils.is_empty() {
+            let busy = busy.with_context(|| {
+                format!(
+                    "--run {}: the run has no server CPU figures (an external target without --server-pid): give --util",
+                    dir.display()
+                )
+            })?;
+            a.utils.push(format!("cpu={busy}"));
+        }
+    }
+    anyhow::ensure!(
+        a.response_time.is_none() || a.clients.is_some(),
+        "--response-time needs --clients (Little's law relates the two)"
+    );
+    let throughput = a.throughput.context("--throughput is missing")?;
     let mut servers: Vec<(String, u32)> = Vec::new();
     for spec in &a.servers {
         let (name, m) = name_value(spec, "--servers", "NAME=M")?;
@@ -239,7 +287,7 @@ fn laws_command(a: LawsArgs) -> anyhow::Result<String> {
         (None, None) => vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0],
     };
     let measured = Measured {
-        throughput: a.throughput,
+        throughput,
         resources,
         clients: a.clients,
         response_time: a.response_time,
@@ -247,9 +295,9 @@ fn laws_command(a: LawsArgs) -> anyhow::Result<String> {
     };
     let result = laws::analyze(&measured, &populations)?;
     Ok(if a.json {
-        json::pretty(&json::laws(a.throughput, &result))
+        json::pretty(&json::laws(throughput, &result))
     } else {
-        text::laws(a.throughput, &result)
+        text::laws(throughput, &result)
     })
 }
 
