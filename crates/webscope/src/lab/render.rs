@@ -134,6 +134,21 @@ pub fn saturation(points: &[Point], server_cores: usize) -> Option<Saturation> {
     })
 }
 
+/// The USL fit of a sweep (throughput vs clients), or why there is none.
+pub fn usl_fit(points: &[Point]) -> Result<webscope_model::usl::Fit, String> {
+    let data: Vec<webscope_model::usl::Point> = points
+        .iter()
+        .filter(|p| p.rps > 0.0)
+        .map(|p| webscope_model::usl::Point {
+            concurrency: p.x,
+            throughput: p.rps,
+        })
+        .collect();
+    webscope_model::usl::fit(&data)
+        .map(|s| s.usl)
+        .map_err(|e| e.to_string())
+}
+
 /// The clients experiment's table.
 pub fn clients_table(points: &[Point]) -> Table {
     let mut t = Table::new([
@@ -180,19 +195,43 @@ fn clients_section(points: &[Point], server_cores: usize, exp: &ExperimentRecord
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()
     };
+    let mut throughput = vec![Series::line("measured", xs(&|p| p.rps))];
+    let mut reading = sat
+        .as_ref()
+        .map_or("Too few runs to judge saturation.".into(), |s| {
+            s.reading.clone()
+        });
+    match usl_fit(points) {
+        Ok(fit) => {
+            let last = points.last().map_or(1.0, |p| p.x);
+            let curve: Vec<(f64, f64)> = (0..=50)
+                .map(|i| 1.0 + (last - 1.0) * f64::from(i) / 50.0)
+                .map(|n| (n, fit.throughput_at(n)))
+                .collect();
+            throughput.push(Series {
+                name: format!("USL σ={:.3} κ={:.4}", fit.sigma, fit.kappa),
+                points: curve,
+                style: Style::Dashed,
+            });
+            reading.push_str(&format!(
+                " The Universal Scalability Law fits with R² = {:.3}{}.",
+                fit.r_squared,
+                fit.n_peak.map_or(String::new(), |n| format!(
+                    ", predicting the peak at N* = {n:.1} clients"
+                ))
+            ));
+        }
+        Err(why) => reading.push_str(&format!(" No USL fit: {why}.")),
+    }
     blocks.push(Block::Chart {
         svg: XyChart {
             title: "Throughput vs clients".into(),
             x: Axis::linear("clients"),
             y: Axis::linear("connections/s"),
-            series: vec![Series::line("measured", xs(&|p| p.rps))],
+            series: throughput,
         }
         .to_svg(),
-        reading: sat
-            .as_ref()
-            .map_or("Too few runs to judge saturation.".into(), |s| {
-                s.reading.clone()
-            }),
+        reading,
     });
     blocks.push(Block::Chart {
         svg: XyChart {
@@ -327,6 +366,10 @@ pub fn render(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
                         "knee_clients": sat.knee,
                         "max_requests_per_s": sat.max_rps,
                         "reading": sat.reading,
+                        "usl": usl_fit(&points).ok().map(|f| serde_json::json!({
+                            "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
+                            "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
+                        })),
                         "runs": points.iter().map(|p| serde_json::json!({
                             "clients": p.x, "requests_per_s": p.rps, "mbit_s": p.mbit_s,
                             "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
