@@ -1,1 +1,89 @@
-//! placeholder
+//! `webscope-monitor`: cheap sampling of the operating system while a web server is measured,
+//! as WebMonitor's kernel module did for Yates, Almeida & Almeida, with today's interfaces.
+//!
+//! What it is for: watching the machine, the server's processes and threads, and the TCP
+//! connections of the server's port at a fine interval (100 ms by default) without
+//! disturbing what is measured, and, on request, a breakdown of kernel time by what the
+//! kernel was doing. Every interval it reads:
+//!
+//! - CPU time shares per core and in total, context switches, interrupts, softirqs, forks,
+//!   the run queue (`/proc/stat`, `/proc/loadavg`);
+//! - memory levels and paging (`/proc/meminfo`, `/proc/vmstat`); disk I/O per device
+//!   (`/proc/diskstats`); traffic per interface (`/proc/net/dev`);
+//! - TCP counters: opens, resets, retransmits, listen overflows and drops, SYN cookies,
+//!   timeouts (`/proc/net/snmp`, `/proc/net/netstat`) and the host's socket totals, TIME_WAIT
+//!   included (`/proc/net/sockstat`);
+//! - for each `--port`, the sockets in each TCP state on both ends of its connections, and
+//!   the listen sockets' accept queues, through netlink sock_diag ([`tcp`]);
+//! - for each `--pid` and each of its threads: CPU, RSS, descriptors, context switches, and
+//!   the time running on a CPU against the time waiting for one (`schedstat`).
+//!
+//! With `profile`, `perf record -a -g` runs beside it and its samples are classified into
+//! Yates et al.'s categories (low- and high-level networking and file system, timers,
+//! scheduler, other kernel, user time, idle) by a table of rules ([`profile::rules`]).
+//!
+//! What it is not: a tracer (no per-request events; the server's own timing does that), a
+//! metrics daemon (it runs for one measurement and writes files), or a general `/proc`
+//! library (the `procfs` crate is that; this crate reads only what a web-server run needs).
+//!
+//! The main types: [`Config`] says what to watch; [`Monitor`] samples ([`Monitor::start`],
+//! [`Monitor::sample`], [`Monitor::stop`]) and [`run`] loops it; [`spawn`] runs it on its own
+//! thread and [`Running::stop`] ends it. Each [`Sample`] holds [`GroupRows`] of
+//! [`Row`]s (one group per CSV file: `cpu`, `system`, `memory`, `disk`, `net`, `tcp`,
+//! `sockets`, `ports`, `listen`, `process`, `threads`); [`Results`] hold the [`Summary`]
+//! written as `monitor.json` (mean, min, max, last of every value; the profile; notes; the
+//! monitor's own cost).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use webscope_monitor::{spawn, Config};
+//! let config = Config {
+//!     ports: vec![8080],
+//!     pids: vec![4242],
+//!     duration: Some(Duration::from_secs(10)),
+//!     out: Some("run/monitor".into()),
+//!     ..Config::default()
+//! };
+//! let running = spawn(config)?;
+//! // ... drive the server ...
+//! let results = running.stop()?;
+//! let tw = results.summary.stat("ports", "8080/local", "time_wait").map(|s| s.mean);
+//! println!("TIME_WAIT on :8080, mean {tw:?}");
+//! # Ok::<(), webscope_monitor::Error>(())
+//! ```
+//!
+//! Why this design: Yates et al. found `/proc` too expensive to read while the server was
+//! busy, and wrote system calls instead. Today most of `/proc` is cheap (a few microseconds
+//! a file); what is not is listing sockets: `/proc/net/tcp` formats every socket of the host
+//! as text. sock_diag hands out binary records filtered by port in the kernel, both address
+//! families in one walk, yet any per-port count still walks the kernel's whole socket hash
+//! table, so those walks are spaced out to a CPU budget while the host totals
+//! (`/proc/net/sockstat`) and accept queues (listen table only) are read every interval. The
+//! monitor measures its own CPU time per source and reports it, so its cost is a figure, not
+//! a claim. Sources are one module each, a table of columns each; rows are plain `f64`s
+//! with NaN for "could not be read", which the CSV writes as an empty cell: a vanished process
+//! or a missing file is a note, and sampling goes on.
+#![deny(missing_docs)]
+
+mod config;
+mod cost;
+mod csv;
+mod error;
+mod live;
+mod monitor;
+mod notes;
+pub mod profile;
+mod sources;
+mod summary;
+mod table;
+pub mod tcp;
+mod text;
+
+pub use config::Config;
+pub use cost::{Cost, SourceCost};
+pub use error::Error;
+pub use monitor::{drive, run, spawn, Monitor, Results, Running, GROUPS};
+pub use notes::Note;
+pub use sources::ports::WalkStats;
+pub use summary::{GroupSummary, Host, Stat, Summary};
+pub use table::{Group, GroupRows, Row, Sample};

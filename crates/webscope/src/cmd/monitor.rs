@@ -1,9 +1,190 @@
-//! `webscope monitor` (being built; see the open issue).
+//! `webscope monitor`: flags to a `webscope_monitor::Config`, a live line while it samples,
+//! notes as they happen, the summary at the end (also after Ctrl-C), and the files.
 
-/// Flags of `webscope monitor`.
-#[derive(clap::Args)]
-pub struct Args {}
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`webscope monitor` is not built yet")
+use anyhow::Context;
+use webscope_monitor::{Config, Monitor, Sample};
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    webscope monitor -d 10s                                   # the whole machine, every 100 ms
+    webscope monitor --port 8080 --pid $(pgrep -n webscope) --out run/monitor
+    webscope monitor --port 8080 --interval 1s -d 60s --profile --out run/monitor
+    webscope monitor --port 80 --tcp-budget 100 -d 5s        # count TCP states at every sample
+
+Files in --out: one CSV per group (cpu, system, memory, disk, net, tcp, sockets, ports,
+listen, process, threads; a header row, then time_s and unix_time, the key columns and the
+values, units in the column names), monitor.json (means, minima, maxima and last values,
+the profile, notes, the monitor's own cost), and with --profile profile.csv and perf.data.
+Ctrl-C stops sampling; what was sampled is kept and summarised.";
+
+/// Sample the operating system while a server runs: CPU per core, memory and paging,
+/// disks, network interfaces, TCP counters and socket totals, the TCP states and accept
+/// queue of the server's port, and the server's processes and threads (CPU, memory,
+/// descriptors, context switches, time running vs waiting for a CPU).
+///
+/// TCP states per port are counted with netlink sock_diag (as `ss` does); each count walks
+/// the kernel's whole socket table, so counts are spaced out to stay within --tcp-budget of
+/// one core, while host totals and the accept queue are read every interval. --profile
+/// records all CPUs with `perf` and splits the time into low- and high-level networking and
+/// file system, timers, scheduler, other kernel, user time and idle.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// A process to watch, with each of its threads (repeatable).
+    #[arg(long = "pid", value_name = "PID")]
+    pids: Vec<u32>,
+    /// A port whose TCP states and accept queue to count, both ends of its connections
+    /// (repeatable).
+    #[arg(long = "port", value_name = "PORT")]
+    ports: Vec<u16>,
+    /// Time between samples.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Stop after this long [default: run until Ctrl-C].
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Write the CSV files and monitor.json into this directory (created if need be).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Record a kernel profile with perf on all CPUs and break kernel time down by category.
+    #[arg(long)]
+    profile: bool,
+    /// perf samples per second per CPU.
+    #[arg(long, value_name = "HZ", default_value_t = 499, requires = "profile")]
+    profile_hz: u32,
+    /// The perf program to run.
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "perf",
+        requires = "profile"
+    )]
+    perf: PathBuf,
+    /// Percent of one core the per-port TCP state counts may use; 100 or more: count at
+    /// every sample whatever it costs.
+    #[arg(long, value_name = "PCT", default_value_t = 0.3)]
+    tcp_budget: f64,
+    /// No live line while sampling.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+impl Args {
+    fn config(self) -> (Config, bool) {
+        let config = Config {
+            interval: self.interval,
+            duration: self.duration,
+            pids: self.pids,
+            ports: self.ports,
+            out: self.out,
+            profile: self.profile,
+            profile_hz: self.profile_hz,
+            perf: self.perf,
+            tcp_budget: self.tcp_budget / 100.0,
+        };
+        (config, !self.quiet)
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let (config, live) = args.config();
+    let interrupt = interrupt_flag()?;
+    let live = live && std::io::stderr().is_terminal();
+    let mut what = vec![format!(
+        "every {}",
+        humantime::format_duration(config.interval)
+    )];
+    match config.duration {
+        Some(d) => what.push(format!("for {}", humantime::format_duration(d))),
+        None => what.push("until Ctrl-C".into()),
+    }
+    if !config.ports.is_empty() {
+        let ports: Vec<String> = config.ports.iter().map(|p| p.to_string()).collect();
+        what.push(format!("port {}", ports.join(",")));
+    }
+    if !config.pids.is_empty() {
+        let pids: Vec<String> = config.pids.iter().map(|p| p.to_string()).collect();
+        what.push(format!("pid {}", pids.join(",")));
+    }
+    if let Some(dir) = &config.out {
+        what.push(format!("into {}", dir.display()));
+    }
+    let mut monitor = Monitor::start(config)?;
+    println!("webscope monitor: {}", what.join(", "));
+    std::io::stdout().flush()?;
+    if let Some(why) = monitor.profile_error() {
+        eprintln!("webscope monitor: {why}");
+    }
+    let mut on_sample = |monitor: &mut Monitor, _sample: &Sample| {
+        let notes = monitor.take_new_notes();
+        if live && !notes.is_empty() {
+            eprint!("\r\x1b[K");
+        }
+        for note in notes {
+            eprintln!("webscope monitor: note ({}): {}", note.source, note.message);
+        }
+        if live {
+            eprint!("\r\x1b[K{}", monitor.live_line());
+        }
+    };
+    let results = webscope_monitor::drive(&mut monitor, &interrupt, &mut on_sample)
+        .and_then(|()| {
+            if live {
+                eprint!("\r\x1b[K");
+            }
+            if monitor.config().profile && monitor.profile_error().is_none() {
+                eprintln!("webscope monitor: classifying the perf samples...");
+            }
+            monitor.stop()
+        })
+        .context("monitoring failed")?;
+    print!("{}", results.summary.text());
+    if !results.files.is_empty() {
+        println!(
+            "  files    {}",
+            results
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    std::io::stdout().flush()?;
+    let _ = interrupt.load(Ordering::Relaxed);
+    Ok(())
+}
+
+/// A flag raised by SIGINT or SIGTERM: sampling stops and what was sampled is kept.
+fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let flag = Arc::new(AtomicBool::new(false));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("cannot start the signal handler")?;
+    let (mut interrupt, mut terminate) = {
+        let _guard = runtime.enter();
+        (
+            signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
+            signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
+        )
+    };
+    let raised = Arc::clone(&flag);
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        });
+        raised.store(true, Ordering::Relaxed);
+    });
+    Ok(flag)
 }

@@ -1,0 +1,118 @@
+//! What to sample, how often, and where to write it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::Error;
+
+/// A monitor run's settings. [`Config::default`] samples the whole machine every 100 ms.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Time between samples.
+    pub interval: Duration,
+    /// Stop after this long; `None` runs until stopped (Ctrl-C, or [`crate::Running::stop`]).
+    pub duration: Option<Duration>,
+    /// Processes to watch, with each of their threads.
+    pub pids: Vec<u32>,
+    /// Ports whose TCP states and accept queues to count.
+    pub ports: Vec<u16>,
+    /// Where to write the CSV files and `monitor.json`; `None` keeps results in memory only.
+    pub out: Option<PathBuf>,
+    /// Record a kernel profile with `perf` and classify it.
+    pub profile: bool,
+    /// Samples per second per CPU for `perf record`.
+    pub profile_hz: u32,
+    /// The `perf` program (a name looked up in PATH, or a path).
+    pub perf: PathBuf,
+    /// The share of one core the per-port TCP state walks may use (0.003 = 0.3 %); they are
+    /// spaced out to stay under it. 1 or more: walk at every sample whatever it costs.
+    pub tcp_budget: f64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            interval: Duration::from_millis(100),
+            duration: None,
+            pids: Vec::new(),
+            ports: Vec::new(),
+            out: None,
+            profile: false,
+            profile_hz: 499,
+            perf: PathBuf::from("perf"),
+            tcp_budget: 0.003,
+        }
+    }
+}
+
+impl Config {
+    /// Checks the settings, saying what is wrong and how to fix it.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.interval < Duration::from_millis(10) || self.interval > Duration::from_secs(3600) {
+            return Err(Error::Config(format!(
+                "interval {:?} is out of range: give 10ms to 1h (e.g. --interval 100ms)",
+                self.interval
+            )));
+        }
+        if self.duration == Some(Duration::ZERO) {
+            return Err(Error::Config(
+                "duration 0 would sample nothing: give e.g. -d 10s, or leave it out to run until Ctrl-C".into(),
+            ));
+        }
+        if self.ports.contains(&0) {
+            return Err(Error::Config(
+                "port 0 names no socket: give the server's port (e.g. --port 8080)".into(),
+            ));
+        }
+        if !(self.tcp_budget > 0.0 && self.tcp_budget.is_finite()) {
+            return Err(Error::Config(format!(
+                "TCP walk budget {} must be above 0 (e.g. --tcp-budget 0.5 for 0.5 % of a core, 100 for every sample)",
+                self.tcp_budget * 100.0
+            )));
+        }
+        if self.profile && !(1..=20_000).contains(&self.profile_hz) {
+            return Err(Error::Config(format!(
+                "profile frequency {} Hz is out of range: give 1 to 20000 (e.g. --profile-hz 499)",
+                self.profile_hz
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_pass_and_bad_settings_say_how_to_fix_them() {
+        assert!(Config::default().check().is_ok());
+        let bad = [
+            Config {
+                interval: Duration::from_millis(1),
+                ..Config::default()
+            },
+            Config {
+                duration: Some(Duration::ZERO),
+                ..Config::default()
+            },
+            Config {
+                ports: vec![80, 0],
+                ..Config::default()
+            },
+            Config {
+                tcp_budget: 0.0,
+                ..Config::default()
+            },
+            Config {
+                profile: true,
+                profile_hz: 0,
+                ..Config::default()
+            },
+        ];
+        for config in bad {
+            let message = config.check().unwrap_err().to_string();
+            assert!(message.contains("e.g."), "{message}");
+        }
+    }
+}
