@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn a_kept_file_is_read_afresh_each_time() {
-        let mut file = ProcFile::new("/proc/self/schedstat");
+        let mut file = ProcFile::new("/proc/thread-self/schedstat");
         let first: u64 = file
             .read()
             .unwrap()
