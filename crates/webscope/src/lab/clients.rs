@@ -87,6 +87,13 @@ fn one_run(
     };
     config.hlog = Some(run_dir.join("load.hlog"));
     let before = target.snapshot();
+    // The OS beside the run: machine CPU, disks, the port's TCP states, the server's threads.
+    let monitor = webscope_monitor::spawn(webscope_monitor::Config {
+        ports: target.port().into_iter().collect(),
+        pids: target.pid.into_iter().collect(),
+        out: Some(run_dir.join("monitor")),
+        ..webscope_monitor::Config::default()
+    });
     let mut live = |interval: &webscope_load::IntervalReport| {
         bar.set_message(format!(
             "{clients} clients: {}",
@@ -95,6 +102,10 @@ fn one_run(
     };
     let report = webscope_load::run(&config, interrupt, &mut live)?;
     let after = target.snapshot();
+    let os = match monitor.map(|m| m.stop()) {
+        Ok(Ok(results)) => Some(serde_json::to_value(&results.summary)?),
+        Ok(Err(err)) | Err(err) => Some(serde_json::json!({ "error": err.to_string() })),
+    };
     let server = after.since(&before, report.duration_s);
     let load = serde_json::to_value(&report)?;
     if report.requests == 0 {
@@ -117,6 +128,6 @@ fn one_run(
         ),
         load,
         server,
-        os: None,
+        os,
     })
 }

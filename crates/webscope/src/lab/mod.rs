@@ -122,7 +122,6 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
     if let Some(cpu) = load_cpu {
         target::pin_current(cpu).context("cannot pin the load generator")?;
     }
-    warnings.push("OS sampling (CPU breakdown, disk, TCP states) is not in the lab yet: the monitor lands with its own issue.".into());
     let mut lab = LabRecord {
         command: options.command.clone(),
         version: env!("CARGO_PKG_VERSION").to_string(),

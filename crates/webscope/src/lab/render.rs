@@ -25,7 +25,24 @@ pub struct Point {
     pub generator_busy: f64,
     pub server_ms: Option<f64>,
     pub server_cores: Option<f64>,
+    /// Machine CPU shares over the run (user, system, softirq), per cent of all CPUs.
+    pub cpu_pct: Option<(f64, f64, f64)>,
+    /// Most TIME_WAIT sockets on the server's port during the run.
+    pub time_wait: Option<f64>,
+    /// Busiest disk's mean utilisation, per cent.
+    pub disk_util: Option<f64>,
     pub run: RunRecord,
+}
+
+/// A value of the monitor's summary: `groups.<group>.rows.<row>.<column>.<stat>`.
+fn os_stat(os: &Value, group: &str, row: &str, column: &str, stat: &str) -> Option<f64> {
+    os.get("groups")?
+        .get(group)?
+        .get("rows")?
+        .get(row)?
+        .get(column)?
+        .get(stat)?
+        .as_f64()
 }
 
 fn num(v: &Value, path: &[&str]) -> f64 {
@@ -51,6 +68,24 @@ impl Point {
             generator_busy: num(l, &["generator_busy"]),
             server_ms: run.server.as_ref().map(|s| s.response_us / 1000.0),
             server_cores: run.server.as_ref().map(|s| s.busy_cores),
+            cpu_pct: run.os.as_ref().and_then(|os| {
+                Some((
+                    os_stat(os, "cpu", "all", "user_pct", "mean")?,
+                    os_stat(os, "cpu", "all", "system_pct", "mean")?,
+                    os_stat(os, "cpu", "all", "softirq_pct", "mean")?,
+                ))
+            }),
+            time_wait: run.os.as_ref().and_then(|os| {
+                let port = os.get("ports")?.get(0)?.as_u64()?;
+                os_stat(os, "ports", &format!("{port}/local"), "time_wait", "max")
+            }),
+            disk_util: run.os.as_ref().and_then(|os| {
+                let disks = os.get("groups")?.get("disk")?.get("rows")?.as_object()?;
+                disks
+                    .values()
+                    .filter_map(|d| d.get("util_pct")?.get("mean")?.as_f64())
+                    .reduce(f64::max)
+            }),
             run,
         }
     }
@@ -161,6 +196,9 @@ pub fn clients_table(points: &[Point]) -> Table {
         "server ms",
         "server cores",
         "generator busy",
+        "CPU usr/sys/si %",
+        "TIME_WAIT",
+        "disk %",
         "errors",
     ]);
     for p in points {
@@ -174,6 +212,10 @@ pub fn clients_table(points: &[Point]) -> Table {
             p.server_ms.map_or("-".into(), |v| format!("{v:.3}")),
             p.server_cores.map_or("-".into(), |v| format!("{v:.2}")),
             format!("{:.0}%", 100.0 * p.generator_busy),
+            p.cpu_pct
+                .map_or("-".into(), |(u, s, si)| format!("{u:.0}/{s:.0}/{si:.0}")),
+            p.time_wait.map_or("-".into(), |v| format!("{v:.0}")),
+            p.disk_util.map_or("-".into(), |v| format!("{v:.0}")),
             format!("{}", p.errors),
         ]);
     }
@@ -410,6 +452,9 @@ mod tests {
             generator_busy: gen,
             server_ms: None,
             server_cores: cores,
+            cpu_pct: None,
+            time_wait: None,
+            disk_util: None,
             run: RunRecord {
                 x,
                 load_description: String::new(),

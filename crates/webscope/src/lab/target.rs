@@ -114,6 +114,13 @@ impl Target {
         }
     }
 
+    /// The server's port, from its base URL.
+    pub fn port(&self) -> Option<u16> {
+        let rest = self.base_url.strip_prefix("http://")?;
+        let authority = rest.split('/').next()?;
+        authority.rsplit_once(':')?.1.parse().ok()
+    }
+
     /// Reads the server's counters (admin endpoint and /proc), whatever is available.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
