@@ -10,7 +10,7 @@
 //! | `/svc/fib?n=N` | fib(N), 0 ≤ N ≤ 40 | fib |
 //! | `/svc/xml?nodes=K&passes=P` | a catalogue of K items (1..=100 000), P passes (1..=1000) | xml |
 //!
-//! The work runs on the executor of the chosen policy ([`executor`]), never on an I/O worker:
+//! The work runs on the executor of the chosen policy (`executor.rs`), never on an I/O worker:
 //! the connection task waits for the result without blocking its thread.
 
 mod executor;

@@ -68,7 +68,7 @@ EXAMPLES:
 #[derive(clap::Args, Debug)]
 #[command(after_help = MVA_EXAMPLES)]
 struct MvaArgs {
-    /// The model file (TOML: [[class]] and [[station]] tables).
+    /// The model file (TOML: `[[class]]` and `[[station]]` tables).
     #[arg(value_name = "FILE")]
     file: PathBuf,
     /// Solve at these populations instead of the file's: a list or range (20, 1,5,10,
