@@ -258,45 +258,64 @@ fn scan(buf: &[u8]) -> Result<Scan, Error> {
             return Ok(Scan::Unusual);
         }
         let line = &rest[..eol - 1];
-        match line[0] | 0x20 {
-            b'c' => {
-                if let Some(value) = field_value(line, b"content-length:") {
-                    // A bad length is reported once the head is complete, as httparse's
-                    // path does (a partial head is never an error).
-                    match parse_length(value) {
-                        Some(n) if framing.length.is_none_or(|seen| seen == n) => {
-                            framing.length = Some(n)
-                        }
-                        _ => bad_length = true,
-                    }
-                } else if let Some(value) = field_value(line, b"connection:") {
-                    for token in value.split(|&b| b == b',') {
-                        let token = trim(token);
-                        framing.close |= token.eq_ignore_ascii_case(b"close");
-                        framing.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
-                    }
-                }
+        // Only three fields matter, two starting with C and one with T: skip the rest fast.
+        let first = line[0] | 0x20;
+        if first != b'c' && first != b't' {
+            at += eol + 1;
+            continue;
+        }
+        if let Some(value) = field_value(line, b"content-length:") {
+            // A bad length is reported once the head is complete, as httparse's path does
+            // (a partial head is never an error).
+            match parse_length(value) {
+                Some(n) if framing.length.is_none_or(|seen| seen == n) => framing.length = Some(n),
+                _ => bad_length = true,
             }
-            b't' => {
-                if let Some(value) = field_value(line, b"transfer-encoding:") {
-                    framing.transfer_encoding = true;
-                    framing.chunked = value
-                        .rsplit(|&b| b == b',')
-                        .next()
-                        .is_some_and(|last| trim(last).eq_ignore_ascii_case(b"chunked"));
-                }
+        } else if let Some(value) = field_value(line, b"connection:") {
+            for token in value.split(|&b| b == b',') {
+                let token = trim(token);
+                framing.close |= token.eq_ignore_ascii_case(b"close");
+                framing.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
             }
-            _ => {}
+        } else if let Some(value) = field_value(line, b"transfer-encoding:") {
+            framing.transfer_encoding = true;
+            framing.chunked = value
+                .rsplit(|&b| b == b',')
+                .next()
+                .is_some_and(|last| trim(last).eq_ignore_ascii_case(b"chunked"));
         }
         at += eol + 1;
     }
 }
 
-/// The value of `line` if its field name (with the colon) is `name` in any case.
+/// The value of `line` if its field name (with the colon) is `name`, a lower-case name of
+/// at least 8 bytes, in any case. Compares eight bytes at a time with the ASCII case bit
+/// set: a letter matches either case, and the only other bytes that could pass (CR for '-',
+/// 0x1A for ':') cannot appear in a field name that reached this point.
 #[inline]
 fn field_value<'a>(line: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
-    (line.len() >= name.len() && line[..name.len()].eq_ignore_ascii_case(name))
-        .then(|| &line[name.len()..])
+    const CASE: u64 = 0x2020_2020_2020_2020;
+    let n = name.len();
+    if line.len() < n || n < 8 {
+        return None;
+    }
+    let word = |b: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    // Whole words, then one last word ending at the name's end (overlapping if need be).
+    let mut at = 0;
+    while at + 8 <= n {
+        if word(line, at) | CASE != word(name, at) {
+            return None;
+        }
+        at += 8;
+    }
+    if at < n && word(line, n - 8) | CASE != word(name, n - 8) {
+        return None;
+    }
+    Some(&line[n..])
 }
 
 /// The first `needle` in `hay`, eight bytes at a time (SWAR: a zero byte in `word ^ pattern`

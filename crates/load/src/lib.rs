@@ -39,8 +39,8 @@
 #![deny(missing_docs)]
 
 mod config;
-mod conn;
 mod cpu;
+mod engine;
 mod error;
 mod hlog;
 mod recorder;

@@ -52,10 +52,16 @@ impl Requests {
         })
     }
 
-    /// Draws the next request.
+    /// Draws the index of the next request.
     #[inline]
-    pub(crate) fn pick(&self, rng: &mut Rng) -> &Entry {
-        &self.entries[self.mix.sample(rng)]
+    pub(crate) fn pick_index(&self, rng: &mut Rng) -> usize {
+        self.mix.sample(rng)
+    }
+
+    /// The request at `index`.
+    #[inline]
+    pub(crate) fn entry(&self, index: usize) -> &Entry {
+        &self.entries[index]
     }
 }
 
@@ -69,12 +75,12 @@ mod tests {
         let keep = Requests::new(&target, Mode::KeepAlive, &[]).unwrap();
         let mut rng = Rng::new(1);
         assert_eq!(
-            &*keep.pick(&mut rng).bytes,
+            &*keep.entry(keep.pick_index(&mut rng)).bytes,
             b"GET /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
         );
         let close = Requests::new(&target, Mode::Close, &["X-Test: 1".to_string()]).unwrap();
         assert_eq!(
-            &*close.pick(&mut rng).bytes,
+            &*close.entry(close.pick_index(&mut rng)).bytes,
             b"GET /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-Test: 1\r\nConnection: close\r\n\r\n"
         );
     }

@@ -144,10 +144,11 @@ fn a_known_delay_is_measured() {
     });
     let (r, _) = load_json(&[&server.url("/"), "-c", "2", "-t", "1", "-d", "1s"], LIMIT);
     let p50 = f(&r["latency_us"], "p50");
-    assert!((50_000.0..70_000.0).contains(&p50), "p50 {p50}us");
-    // Two connections at 50 ms each: about 40 requests per second.
+    // Never less than the delay; a little more on a busy machine.
+    assert!((50_000.0..80_000.0).contains(&p50), "p50 {p50}us");
+    // Two connections at 50 ms each: at most 40 requests per second.
     let rps = f(&r, "requests_per_s");
-    assert!((30.0..=41.0).contains(&rps), "{rps}");
+    assert!((20.0..=41.0).contains(&rps), "{rps}");
 }
 
 #[test]

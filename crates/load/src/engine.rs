@@ -1,0 +1,700 @@
+//! The hot path: one loop per worker thread that drives all of the thread's connections
+//! through an epoll set of its own, like wrk's event loop but with fewer system calls.
+//!
+//! Why not a tokio task per connection: measured against nginx on loopback (bench/
+//! load_vs_wrk.py), the wakers, task polls and readiness bookkeeping of one task per
+//! connection cost more per request than everything else the generator does in user space,
+//! and left it barely ahead of wrk. Nesting the engine's epoll set inside the runtime's (the
+//! runtime waking the engine when the set is readable) cost a second `epoll_wait` per
+//! wake-up and gained nothing. So the engine, the future the thread's current-thread runtime
+//! runs, waits in its own `epoll_wait` with a timeout computed from its own timers (think
+//! time, open-loop slots, timeouts, connect backoff, interval boundaries, and a look at the
+//! stop flag every 5 ms); it also takes the interval snapshots itself, exactly at their
+//! boundaries. The runtime has nothing else to do on this thread.
+//!
+//! Per keep-alive request: one `send` of a prebuilt request and usually one `recv` of the
+//! whole response; sockets are registered once, edge-triggered, for reading and writing, so
+//! no `epoll_ctl` per request (wrk re-arms its write interest with two per request). A new
+//! connection sends its request straight after the non-blocking `connect` (on loopback the
+//! handshake completes inside `connect`), and closing a socket removes it from the set, so
+//! a close-mode request costs socket, connect, epoll_ctl, send, recv, close. Nothing is
+//! allocated per request: buffers belong to connections and are reused.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Socket, Type};
+use webscope_http::response::{self, Body, Chunked, Head};
+use webscope_workload::Rng;
+
+use crate::config::Mode;
+use crate::recorder::{record, Failure, STATUSES};
+use crate::worker::{Intervals, Shared};
+
+/// Bytes buffered per connection: a response head must fit; bodies stream through.
+const BUFFER: usize = 32 * 1024;
+
+/// After a failed connect, a connection waits this long before trying again, so that a
+/// server that is down is not hammered in a busy loop.
+const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// In open loop, a slot this late with every connection busy opens another connection (at
+/// most one per millisecond).
+const OPEN_GRACE: Duration = Duration::from_millis(1);
+
+/// Open-loop sends are timed by the runtime's 1 ms timer: slots are sent from half a
+/// millisecond before their time, so sends land within ±0.5 ms of it.
+const SEND_EARLY: Duration = Duration::from_micros(500);
+
+/// How often the engine looks at the stop flag while nothing else wakes it.
+const STOP_POLL: Duration = Duration::from_millis(5);
+
+/// Events collected per `epoll_wait`.
+const EVENTS: usize = 256;
+
+/// Where a connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No request in flight.
+    Idle,
+    /// Writing the request; this many bytes are out.
+    Sending(usize),
+    /// Reading the response.
+    Receiving,
+}
+
+/// One client connection and the request in flight on it.
+struct Conn {
+    socket: Option<Socket>,
+    phase: Phase,
+    buf: Box<[u8]>,
+    /// Buffered bytes not yet consumed: `buf[start..end]`.
+    start: usize,
+    end: usize,
+    /// The request in flight: its table index, class, and times.
+    entry: usize,
+    class: u16,
+    from: Instant,
+    sent: Instant,
+    deadline: Instant,
+    connect_began: Option<Instant>,
+    connect: Option<Duration>,
+    /// Whether the socket may still be connecting (send said ENOTCONN).
+    connecting: bool,
+    /// The response so far.
+    head: Option<Head>,
+    left: u64,
+    chunked: Chunked,
+    bytes: u64,
+    reads: u32,
+    first_byte: Option<Instant>,
+    /// Open loop: since when the connection has been idle.
+    idle_since: Instant,
+    rng: Rng,
+}
+
+impl Conn {
+    fn new(now: Instant, rng: Rng) -> Conn {
+        Conn {
+            socket: None,
+            phase: Phase::Idle,
+            buf: vec![0u8; BUFFER].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            entry: 0,
+            class: 0,
+            from: now,
+            sent: now,
+            deadline: now,
+            connect_began: None,
+            connect: None,
+            connecting: false,
+            head: None,
+            left: 0,
+            chunked: Chunked::new(),
+            bytes: 0,
+            reads: 0,
+            first_byte: None,
+            idle_since: now,
+            rng,
+        }
+    }
+
+    fn close(&mut self) {
+        // Closing the descriptor also removes it from the epoll set.
+        self.socket = None;
+        self.start = 0;
+        self.end = 0;
+    }
+}
+
+/// What reading found.
+enum Read {
+    /// The response is complete; may the connection be reused?
+    Done(bool),
+    /// Wait for more bytes.
+    More,
+    /// The exchange failed.
+    Failed(Failure),
+}
+
+/// The per-thread engine.
+pub(crate) struct Engine {
+    shared: Rc<Shared>,
+    /// The engine's epoll set (`epoll` is its descriptor number).
+    _epoll_owner: OwnedFd,
+    epoll: RawFd,
+    conns: Vec<Conn>,
+    /// Closed loop: connections waiting for a think time or a backoff, by wake time.
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// Open loop: idle connections, longest idle first.
+    idle: VecDeque<usize>,
+    /// Open loop: connections may grow to this many.
+    limit: usize,
+    last_grow: Instant,
+    next_scan: Instant,
+    scan_period: Duration,
+    seed: u64,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        shared: Rc<Shared>,
+        connections: usize,
+        limit: usize,
+        seed: u64,
+    ) -> io::Result<Engine> {
+        // SAFETY: epoll_create1 returns a new descriptor we own, or -1.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor owned by nobody else.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        let now = Instant::now();
+        let scan_period =
+            (shared.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
+        let mut engine = Engine {
+            shared,
+            epoll: owned.as_raw_fd(),
+            _epoll_owner: owned,
+            conns: Vec::with_capacity(connections),
+            timers: BinaryHeap::with_capacity(connections),
+            idle: VecDeque::with_capacity(connections),
+            limit,
+            last_grow: now,
+            next_scan: now + scan_period,
+            scan_period,
+            seed,
+        };
+        for _ in 0..connections {
+            engine.add_conn(now);
+        }
+        Ok(engine)
+    }
+
+    fn add_conn(&mut self, now: Instant) -> usize {
+        let id = self.conns.len() as u64;
+        let mut rng = Rng::new(self.seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        rng.next_u64();
+        self.conns.push(Conn::new(now, rng));
+        self.conns.len() - 1
+    }
+
+    /// Runs the connections until the run ends or is stopped, handing the figures over at
+    /// each interval boundary.
+    pub(crate) async fn run(mut self, mut intervals: Intervals) {
+        intervals.begin();
+        let now = Instant::now();
+        let open_loop = self.shared.schedule.is_some();
+        for i in 0..self.conns.len() {
+            if open_loop {
+                self.idle.push_back(i);
+            } else {
+                self.start(i, now, None);
+            }
+        }
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+        loop {
+            let now = Instant::now();
+            if intervals.stop_requested() {
+                intervals.snapshot(&self.shared, now, true);
+                return;
+            }
+            self.fire_timers(now);
+            if open_loop {
+                // Slots due before a boundary are sent before its snapshot.
+                self.dispatch(now);
+            }
+            if now >= self.next_scan {
+                self.scan_timeouts(now);
+                self.next_scan = now + self.scan_period;
+            }
+            let boundary = intervals.boundary();
+            if now >= boundary {
+                let last = boundary >= self.shared.end;
+                if !intervals.snapshot(&self.shared, boundary, last) {
+                    return;
+                }
+                continue;
+            }
+            // Wait for sockets, or until the next timer, the interval's end, or the next look
+            // at the stop flag.
+            let wake = self.next_wake().min(boundary).min(now + STOP_POLL);
+            let ms = wake
+                .saturating_duration_since(now)
+                .as_micros()
+                .div_ceil(1000) as i32;
+            // SAFETY: the buffer holds EVENTS entries.
+            let n = unsafe { libc::epoll_wait(self.epoll, events.as_mut_ptr(), EVENTS as i32, ms) };
+            for event in &events[..n.max(0) as usize] {
+                self.on_event(event.u64 as usize, event.events);
+            }
+        }
+    }
+
+    /// The next time something must happen without a socket event.
+    fn next_wake(&self) -> Instant {
+        let mut wake = self.next_scan;
+        if let Some(Reverse((at, _))) = self.timers.peek() {
+            wake = wake.min(*at);
+        }
+        if let Some(schedule) = &self.shared.schedule {
+            let slot = schedule.peek();
+            if !self.idle.is_empty() {
+                wake = wake.min(slot.checked_sub(SEND_EARLY).unwrap_or(slot));
+            } else if self.conns.len() < self.limit && slot < self.shared.end {
+                let grow = (slot + OPEN_GRACE).max(self.last_grow + Duration::from_millis(1));
+                wake = wake.min(grow);
+            }
+        }
+        wake
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(&Reverse((at, i))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            if self.shared.schedule.is_some() {
+                self.conns[i].idle_since = at;
+                self.idle.push_back(i);
+            } else {
+                self.start(i, now, None);
+            }
+        }
+    }
+
+    /// Open loop: hands due slots to idle connections (or to a new one when every connection
+    /// is busy and a slot is overdue).
+    fn dispatch(&mut self, now: Instant) {
+        let shared = Rc::clone(&self.shared);
+        let Some(schedule) = shared.schedule.as_ref() else {
+            return;
+        };
+        loop {
+            let slot = schedule.peek();
+            if slot >= self.shared.end || slot > now + SEND_EARLY {
+                return;
+            }
+            let i = match self.idle.pop_front() {
+                Some(i) => i,
+                None if slot + OPEN_GRACE <= now
+                    && self.conns.len() < self.limit
+                    && now >= self.last_grow + Duration::from_millis(1) =>
+                {
+                    self.last_grow = now;
+                    let i = self.add_conn(now);
+                    self.conns[i].idle_since = now;
+                    self.shared.open_connections.set(self.conns.len());
+                    i
+                }
+                None => return,
+            };
+            let intended = schedule.claim();
+            // A connection idle at the slot's time sends on time (latency from the send); one
+            // that only became free after it kept the request waiting: latency counts from
+            // the intended time (the coordinated-omission correction).
+            let from = (self.conns[i].idle_since > intended).then_some(intended);
+            self.start(i, now, from);
+        }
+    }
+
+    /// Starts a request on connection `i` (opening it if needed).
+    fn start(&mut self, i: usize, now: Instant, from: Option<Instant>) {
+        let shared = Rc::clone(&self.shared);
+        let entry_index = {
+            let conn = &mut self.conns[i];
+            shared.requests.pick_index(&mut conn.rng)
+        };
+        let entry = shared.requests.entry(entry_index);
+        let conn = &mut self.conns[i];
+        conn.entry = entry_index;
+        conn.class = entry.class;
+        conn.sent = now;
+        conn.from = from.unwrap_or(now);
+        conn.deadline = now + shared.timeout;
+        conn.connect = None;
+        conn.head = None;
+        conn.bytes = 0;
+        conn.reads = 0;
+        conn.first_byte = None;
+        if conn.socket.is_none() {
+            shared.recorder.borrow_mut().connections += 1;
+            if let Err(failure) = self.open(i) {
+                self.finish(i, Err(failure));
+                return;
+            }
+        }
+        self.conns[i].phase = Phase::Sending(0);
+        self.send(i);
+    }
+
+    /// Opens a non-blocking socket, connects and registers it.
+    fn open(&mut self, i: usize) -> Result<(), Failure> {
+        let addr = self.shared.addr;
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking(), None)
+            .map_err(|_| Failure::Connect)?;
+        if self.shared.mode == Mode::KeepAlive {
+            socket.set_nodelay(true).map_err(|_| Failure::Connect)?;
+        }
+        let began = Instant::now();
+        match socket.connect(&addr.into()) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(e) => return Err(connect_failure(&e)),
+        }
+        let mut event = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            u64: i as u64,
+        };
+        // SAFETY: registering a descriptor we own with our epoll set.
+        let added = unsafe {
+            libc::epoll_ctl(
+                self.epoll,
+                libc::EPOLL_CTL_ADD,
+                socket.as_raw_fd(),
+                &mut event,
+            )
+        };
+        if added != 0 {
+            return Err(Failure::Connect);
+        }
+        let conn = &mut self.conns[i];
+        conn.connect_began = Some(began);
+        conn.connecting = false;
+        conn.socket = Some(socket);
+        conn.start = 0;
+        conn.end = 0;
+        Ok(())
+    }
+
+    /// Writes what is left of the request; on completion waits for the response.
+    fn send(&mut self, i: usize) {
+        let shared = Rc::clone(&self.shared);
+        let conn = &mut self.conns[i];
+        let Phase::Sending(done) = conn.phase else {
+            return;
+        };
+        let Some(socket) = &conn.socket else {
+            return;
+        };
+        let request = &shared.requests.entry(conn.entry).bytes;
+        let failure = match send(socket.as_raw_fd(), &request[done..]) {
+            Ok(n) if done + n == request.len() => {
+                if let Some(began) = conn.connect_began.take() {
+                    conn.connect = Some(began.elapsed());
+                }
+                conn.phase = Phase::Receiving;
+                return;
+            }
+            Ok(n) => {
+                conn.phase = Phase::Sending(done + n);
+                return;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+                conn.connecting = true;
+                return;
+            }
+            Err(e) if conn.connect_began.is_some() => connect_failure(&e),
+            Err(e) => io_failure(&e),
+        };
+        self.finish(i, Err(failure));
+    }
+
+    fn on_event(&mut self, i: usize, events: u32) {
+        let Some(conn) = self.conns.get_mut(i) else {
+            return;
+        };
+        match conn.phase {
+            Phase::Idle => {
+                // The server closed an idle connection (or reset it): reopen on next use.
+                if events & (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
+                    conn.close();
+                }
+            }
+            Phase::Sending(_) => {
+                if conn.connecting && events & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0 {
+                    let error = conn
+                        .socket
+                        .as_ref()
+                        .and_then(|s| s.take_error().ok().flatten())
+                        .unwrap_or_else(|| io::ErrorKind::ConnectionRefused.into());
+                    self.finish(i, Err(connect_failure(&error)));
+                    return;
+                }
+                self.send(i);
+                if self.conns[i].phase == Phase::Receiving {
+                    self.receive(i);
+                }
+            }
+            // A bare "writable" (the connect completing) says nothing about the response: no
+            // recv() for it.
+            Phase::Receiving
+                if events
+                    & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR)
+                        as u32
+                    != 0 =>
+            {
+                self.receive(i)
+            }
+            Phase::Receiving => {}
+        }
+    }
+
+    /// Reads until the response is complete or the socket is drained.
+    fn receive(&mut self, i: usize) {
+        loop {
+            let conn = &mut self.conns[i];
+            let Some(socket) = &conn.socket else {
+                return;
+            };
+            if conn.end == conn.buf.len() {
+                self.finish(i, Err(Failure::Parse));
+                return;
+            }
+            let fd = socket.as_raw_fd();
+            let n = match recv(fd, &mut conn.buf[conn.end..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    self.finish(i, Err(io_failure(&e)));
+                    return;
+                }
+            };
+            if n == 0 {
+                let result = match conn.head {
+                    Some(head) if head.body == Body::UntilClose => Ok(false),
+                    Some(_) => Err(Failure::ShortBody),
+                    None => Err(Failure::Reset),
+                };
+                self.complete(i, result);
+                return;
+            }
+            let now = Instant::now();
+            conn.first_byte.get_or_insert(now);
+            conn.reads += 1;
+            conn.bytes += n as u64;
+            conn.end += n;
+            match consume(conn) {
+                Read::More => {}
+                Read::Done(reuse) => {
+                    self.complete(i, Ok(reuse));
+                    return;
+                }
+                Read::Failed(failure) => {
+                    self.finish(i, Err(failure));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A response ended (or the connection closed where that ends it).
+    fn complete(&mut self, i: usize, result: Result<bool, Failure>) {
+        match result {
+            Ok(reuse) => {
+                let keep = reuse && self.shared.mode == Mode::KeepAlive;
+                if !keep {
+                    self.conns[i].close();
+                }
+                self.finish(i, Ok(()));
+            }
+            Err(failure) => self.finish(i, Err(failure)),
+        }
+    }
+
+    /// Records the exchange on connection `i` and starts what comes next.
+    fn finish(&mut self, i: usize, result: Result<(), Failure>) {
+        let now = Instant::now();
+        let shared = Rc::clone(&self.shared);
+        {
+            let conn = &mut self.conns[i];
+            conn.phase = Phase::Idle;
+            let mut recorder = shared.recorder.borrow_mut();
+            let stats = &mut recorder.classes[conn.class as usize];
+            if let Some(connect) = conn.connect {
+                record(&mut stats.connect, connect.as_nanos() as u64);
+            }
+            match result {
+                Ok(()) => {
+                    let status = conn.head.map_or(0, |h| h.status);
+                    // A response that came in one read ended when its first byte came.
+                    let end = match conn.first_byte {
+                        Some(at) if conn.reads == 1 => at,
+                        _ => now,
+                    };
+                    stats.requests += 1;
+                    stats.bytes += conn.bytes;
+                    record(&mut stats.latency, nanos(end, conn.from));
+                    if shared.schedule.is_some() {
+                        record(&mut stats.uncorrected, nanos(end, conn.sent));
+                    }
+                    record(
+                        &mut stats.ttfb,
+                        nanos(conn.first_byte.unwrap_or(end), conn.sent),
+                    );
+                    if status >= 400 {
+                        stats.failures[Failure::BadStatus as usize] += 1;
+                    }
+                    recorder.statuses[(status as usize).min(STATUSES - 1)] += 1;
+                }
+                Err(failure) => {
+                    stats.failures[failure as usize] += 1;
+                    conn.close();
+                }
+            }
+        }
+        let backoff = matches!(result, Err(Failure::ConnectRefused | Failure::Connect));
+        if backoff {
+            self.timers.push(Reverse((now + CONNECT_BACKOFF, i)));
+        } else if shared.schedule.is_some() {
+            // Open loop: idle until the main loop hands it the next due slot.
+            self.conns[i].idle_since = now;
+            self.idle.push_back(i);
+        } else if !shared.think.is_zero() {
+            self.timers.push(Reverse((now + shared.think, i)));
+        } else {
+            self.start(i, now, None);
+        }
+    }
+
+    /// Fails the requests that ran past their deadline.
+    fn scan_timeouts(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            let conn = &self.conns[i];
+            if conn.phase != Phase::Idle && conn.deadline <= now {
+                self.finish(i, Err(Failure::Timeout));
+            }
+        }
+    }
+}
+
+/// Consumes what is buffered of the response.
+fn consume(conn: &mut Conn) -> Read {
+    let head = match conn.head {
+        Some(head) => head,
+        None => loop {
+            match response::parse_head(&conn.buf[conn.start..conn.end], false) {
+                Ok(Some(head)) if head.is_interim() => conn.start += head.len,
+                Ok(Some(head)) => {
+                    conn.start += head.len;
+                    conn.head = Some(head);
+                    conn.left = match head.body {
+                        Body::Length(n) => n,
+                        _ => 0,
+                    };
+                    conn.chunked = Chunked::new();
+                    break head;
+                }
+                Ok(None) => {
+                    if conn.start > 0 {
+                        conn.buf.copy_within(conn.start..conn.end, 0);
+                        conn.end -= conn.start;
+                        conn.start = 0;
+                    }
+                    return Read::More;
+                }
+                Err(_) => return Read::Failed(Failure::Parse),
+            }
+        },
+    };
+    let done = match head.body {
+        Body::Empty => true,
+        Body::Length(_) => {
+            let take = conn.left.min((conn.end - conn.start) as u64);
+            conn.start += take as usize;
+            conn.left -= take;
+            conn.left == 0
+        }
+        Body::Chunked => match conn.chunked.feed(&conn.buf[conn.start..conn.end]) {
+            Ok(progress) => {
+                conn.start += progress.consumed;
+                progress.done
+            }
+            Err(_) => return Read::Failed(Failure::Parse),
+        },
+        Body::UntilClose => {
+            conn.start = conn.end;
+            false
+        }
+    };
+    if conn.start == conn.end {
+        conn.start = 0;
+        conn.end = 0;
+    }
+    if done {
+        Read::Done(head.keep_alive)
+    } else {
+        Read::More
+    }
+}
+
+fn send(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
+    // SAFETY: sending from a valid buffer on a descriptor we own; MSG_NOSIGNAL turns a
+    // closed peer into EPIPE instead of a signal.
+    let n = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: receiving into a valid buffer on a descriptor we own.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn nanos(later: Instant, earlier: Instant) -> u64 {
+    later.saturating_duration_since(earlier).as_nanos() as u64
+}
+
+/// A failure while connecting.
+fn connect_failure(e: &io::Error) -> Failure {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => Failure::ConnectRefused,
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => Failure::Reset,
+        _ => Failure::Connect,
+    }
+}
+
+/// A failure on an established connection.
+fn io_failure(e: &io::Error) -> Failure {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => Failure::ConnectRefused,
+        io::ErrorKind::TimedOut => Failure::Timeout,
+        _ => Failure::Reset,
+    }
+}
