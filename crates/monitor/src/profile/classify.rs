@@ -377,3 +377,117 @@ webscope 42/44
         assert_eq!(profile.categories.len(), Category::ALL.len());
     }
 }
+
+#[cfg(test)]
+mod fixtures {
+    //! The rules on recorded `perf script` output (bench/monitor_profile_fixture.sh: webscope
+    //! serve under `load --close` with disk, IPv6, UDP and tmpfs work beside it; samples cut
+    //! and their categories reviewed by hand) and on synthetic samples for what this
+    //! machine lacks.
+    use super::*;
+
+    /// The samples of a fixture, their expected categories, and the server's pid.
+    fn load(text: &str, expected: &str) -> (Vec<PerfSample>, Vec<String>, Vec<u32>) {
+        let mut samples = Vec::new();
+        read_samples(text.as_bytes(), |s| samples.push(s)).unwrap();
+        let server: Vec<u32> = expected
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# server pid "))
+            .and_then(|l| l.split(';').next())
+            .and_then(|p| p.parse().ok())
+            .into_iter()
+            .collect();
+        let labels: Vec<String> = expected
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(samples.len(), labels.len(), "one label per sample");
+        (samples, labels, server)
+    }
+
+    /// Checks every decision against its label and returns how often each rule decided.
+    fn check(text: &str, expected: &str) -> Vec<u64> {
+        let (samples, labels, server) = load(text, expected);
+        let mut hits = vec![0; RULES.len()];
+        let mut wrong = Vec::new();
+        for (i, (sample, label)) in samples.iter().zip(&labels).enumerate() {
+            let decision = decide(sample, &server);
+            if decision.category.name() != label {
+                wrong.push(format!(
+                    "sample {i} ({} {}): expected {label}, got {} by {}",
+                    sample.comm,
+                    sample.frames.first().map_or("", |f| f.symbol.as_str()),
+                    decision.category.name(),
+                    decision.label
+                ));
+            }
+            if let Some(rule) = decision.rule {
+                hits[rule] += 1;
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        hits
+    }
+
+    #[test]
+    fn every_recorded_sample_lands_where_reviewed_and_every_rule_is_exercised() {
+        let hits = check(
+            include_str!("../../tests/data/perf_script.txt"),
+            include_str!("../../tests/data/perf_script.expected"),
+        );
+        let untested: Vec<&str> = RULES
+            .iter()
+            .zip(&hits)
+            .filter(|(r, n)| !r.synthetic && **n == 0)
+            .map(|(r, _)| r.pattern)
+            .collect();
+        assert!(
+            untested.is_empty(),
+            "rules no recorded sample exercises: {untested:?}"
+        );
+    }
+
+    #[test]
+    fn every_synthetic_rule_is_exercised_on_synthetic_samples() {
+        let hits = check(
+            include_str!("../../tests/data/perf_script_synthetic.txt"),
+            include_str!("../../tests/data/perf_script_synthetic.expected"),
+        );
+        let untested: Vec<&str> = RULES
+            .iter()
+            .zip(&hits)
+            .filter(|(r, n)| r.synthetic && **n == 0)
+            .map(|(r, _)| r.pattern)
+            .collect();
+        assert!(
+            untested.is_empty(),
+            "synthetic rules without a sample: {untested:?}"
+        );
+    }
+
+    #[test]
+    fn the_recorded_profile_adds_up() {
+        let (_, _, server) = load(
+            include_str!("../../tests/data/perf_script.txt"),
+            include_str!("../../tests/data/perf_script.expected"),
+        );
+        let profile = classify(
+            include_str!("../../tests/data/perf_script.txt").as_bytes(),
+            &server,
+            None,
+            1999,
+        )
+        .unwrap();
+        let all: f64 = profile.categories.iter().map(|c| c.pct).sum();
+        let kernel: f64 = profile.categories.iter().filter_map(|c| c.kernel_pct).sum();
+        assert!((all - 100.0).abs() < 1e-9 && (kernel - 100.0).abs() < 1e-9);
+        assert!(profile.share(Category::UserServer).unwrap().samples > 0);
+        assert!(
+            profile.server_kernel_pct > 0.0,
+            "the server made system calls"
+        );
+        assert_eq!(profile.unknown_kernel_pct, 0.0);
+    }
+}
