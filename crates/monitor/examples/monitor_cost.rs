@@ -72,6 +72,72 @@ fn make_time_wait(server: SocketAddr, count: u64) {
     }
 }
 
+/// The whole monitor sampling every 100 ms with the sockets in place: with the default
+/// budget for the per-port walks, with a walk at every sample, and without --port. Runs
+/// alternate (A B C A B C) so that the machine's drift hits them alike.
+fn whole_monitor(port: u16, seconds: u64) {
+    let configs: [(&str, Vec<u16>, f64); 3] = [
+        (
+            "--port, default budget",
+            vec![port],
+            Config::default().tcp_budget,
+        ),
+        ("--port, walk every sample", vec![port], 1.0),
+        ("no --port", vec![], Config::default().tcp_budget),
+    ];
+    let mut costs: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+    for round in 0..2 {
+        for (i, (name, ports, budget)) in configs.iter().enumerate() {
+            let config = Config {
+                interval: Duration::from_millis(100),
+                duration: Some(Duration::from_secs(seconds)),
+                ports: ports.clone(),
+                pids: vec![std::process::id()],
+                tcp_budget: *budget,
+                ..Config::default()
+            };
+            let results = webscope_monitor::run(
+                config,
+                &AtomicBool::new(false),
+                &mut |_: &mut Monitor, _| {},
+            )
+            .expect("monitor run");
+            let summary = &results.summary;
+            let cost = &summary.cost;
+            costs[i].push(cost.pct_of_one_core);
+            let walks = summary.tcp_walks.clone().unwrap_or_default();
+            let tw = summary
+                .stat("ports", &format!("{port}/local"), "time_wait")
+                .map_or(f64::NAN, |s| s.mean);
+            println!(
+                "# run {round} {name:<26}: {:.2}% of one core ({:.0} us/sample, {} samples); {} walks of {:.2} ms every {:.2} s; TIME_WAIT seen {:.0}",
+                cost.pct_of_one_core,
+                cost.mean_sample_us,
+                summary.samples,
+                walks.walks,
+                walks.mean_walk_cpu_ms,
+                walks.mean_spacing_s,
+                tw
+            );
+            let mut by: Vec<_> = cost.by_source.iter().collect();
+            by.sort_by(|x, y| y.1.mean_us.total_cmp(&x.1.mean_us));
+            let list: Vec<String> = by
+                .iter()
+                .map(|(k, v)| format!("{k} {:.0}", v.mean_us))
+                .collect();
+            println!("#   mean CPU per call, us: {}", list.join(", "));
+        }
+    }
+    for ((name, _, _), c) in configs.iter().zip(costs) {
+        let mean = c.iter().sum::<f64>() / c.len() as f64;
+        let runs: Vec<String> = c.iter().map(|x| format!("{x:.2}")).collect();
+        println!(
+            "whole monitor, 100 ms, {name:<26}: {mean:.2}% of one core (runs {})",
+            runs.join(", ")
+        );
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -88,7 +154,6 @@ fn main() {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let server = listener.local_addr().expect("bound");
     let port = server.port();
-    let stop = Arc::new(AtomicBool::new(false));
     let kept: Arc<std::sync::Mutex<Vec<TcpStream>>> = Arc::default();
     let keep_next = Arc::new(AtomicU64::new(0));
     // The server: accepts, and closes at once (so it closes first) except for connections
@@ -117,15 +182,13 @@ fn main() {
     let mut diag = SockDiag::open().expect("netlink sock_diag");
     diag.probe().expect("sock_diag answers");
     let mut proc_tcp = ProcNetTcp;
-    let ehash = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_child_ehash_entries").ok();
     println!(
-        "# monitor cost on {} CPUs, kernel {}, port {port}{}",
+        "# monitor cost on {} CPUs, kernel {}, port {port}; per-call CPU time of this thread (user + kernel), median of {reps}",
         std::thread::available_parallelism().map_or(1, |n| n.get()),
-        std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim(),
-        ehash.map_or(String::new(), |_| String::new()),
+        std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
     );
+    println!("# diag: sock_diag count of the port's states (one walk, both families); proc: /proc/net/tcp{{,6}} read and parsed (procfs);");
+    println!("# read: /proc/net/tcp{{,6}} read only; walk0: sock_diag for a port with no socket (the table walk alone); listen: accept queue only");
     println!(
         "{:>8} {:>8} {:>8} | {:>12} {:>12} {:>12} {:>12} {:>12} | {:>9} {:>9}",
         "sockets",
@@ -192,49 +255,9 @@ fn main() {
             mc / ma
         );
         if n + 1 == targets.len() && monitor_seconds > 0 {
-            for budget in [Config::default().tcp_budget, 1.0] {
-                let config = Config {
-                    interval: Duration::from_millis(100),
-                    duration: Some(Duration::from_secs(monitor_seconds)),
-                    ports: vec![port],
-                    pids: vec![std::process::id()],
-                    tcp_budget: budget,
-                    ..Config::default()
-                };
-                let results = webscope_monitor::run(
-                    config,
-                    &AtomicBool::new(false),
-                    &mut |_: &mut Monitor, _| {},
-                )
-                .expect("monitor run");
-                let cost = &results.summary.cost;
-                let walks = results.summary.tcp_walks.clone().unwrap_or_default();
-                let tw = results
-                    .summary
-                    .stat("ports", &format!("{port}/local"), "time_wait")
-                    .map_or(f64::NAN, |s| s.mean);
-                println!(
-                    "# whole monitor, 100 ms, {:.1}s, {} samples, budget {:>5}%: {:.2}% of one core ({:.0} us per sample); {} walks of {:.2} ms every {:.2}s; mean TIME_WAIT seen {:.0}",
-                    results.summary.duration_s,
-                    results.summary.samples,
-                    budget * 100.0,
-                    cost.pct_of_one_core,
-                    cost.mean_sample_us,
-                    walks.walks,
-                    walks.mean_walk_cpu_ms,
-                    walks.mean_spacing_s,
-                    tw
-                );
-                let mut by: Vec<_> = cost.by_source.iter().collect();
-                by.sort_by(|x, y| y.1.mean_us.total_cmp(&x.1.mean_us));
-                let list: Vec<String> = by
-                    .iter()
-                    .map(|(k, v)| format!("{k} {:.0}us", v.mean_us))
-                    .collect();
-                println!("#   per source (mean CPU per call): {}", list.join(", "));
-            }
+            whole_monitor(port, monitor_seconds);
         }
     }
-    stop.store(true, Ordering::Relaxed);
+
     drop(clients);
 }
