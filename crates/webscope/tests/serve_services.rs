@@ -253,10 +253,6 @@ fn admission_refuses_with_503_and_retry_after_while_light_is_served() {
     assert_eq!(refused.status, 503);
     assert_eq!(refused.header("Retry-After"), Some("1"));
     assert!(
-        done[0].1 > 0,
-        "middle never refused beyond its limit: {done:?}"
-    );
-    assert!(
         done[1].0 > 0 && done[1].1 == 0,
         "light refused or starved: {done:?}"
     );
