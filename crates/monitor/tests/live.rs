@@ -9,6 +9,14 @@ use std::time::{Duration, Instant};
 use webscope_monitor::tcp::{ProcNetTcp, SockDiag, TcpState};
 use webscope_monitor::{spawn, Config, Monitor, Summary};
 
+/// The tests of this file run one at a time: the scheduling test measures how threads share
+/// the CPUs, and the others' work would be in its figures.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn listener(backlog: i32) -> (TcpListener, SocketAddr) {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     socket
@@ -48,6 +56,7 @@ fn eventually(mut f: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn established_connections_are_counted_on_both_sides_by_both_methods() {
+    let _serial = serial();
     let (listener, addr) = listener(128);
     let (_clients, _servers) = connect(&listener, addr, 25);
     let port = addr.port();
@@ -69,6 +78,7 @@ fn established_connections_are_counted_on_both_sides_by_both_methods() {
 
 #[test]
 fn the_accept_queue_shows_connections_not_yet_accepted_and_its_limit() {
+    let _serial = serial();
     let (listener, addr) = listener(16);
     // Completed handshakes wait in the accept queue until accept() takes them.
     let _clients: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
@@ -85,6 +95,7 @@ fn the_accept_queue_shows_connections_not_yet_accepted_and_its_limit() {
 
 #[test]
 fn time_wait_is_held_by_the_side_that_closes_first() {
+    let _serial = serial();
     // Clients close first (HTTP/1.1 clients hanging up): TIME_WAIT is on the clients' sockets,
     // whose remote port is the server's: the `remote` side.
     let (listener, addr) = listener(128);
@@ -171,6 +182,7 @@ fn spin_pinned(name: &str, cpu: usize, until: Instant) -> std::thread::JoinHandl
 
 #[test]
 fn a_busy_thread_runs_and_threads_sharing_one_core_wait_for_it() {
+    let _serial = serial();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut monitor = Monitor::start(Config {
         pids: vec![std::process::id()],
@@ -224,6 +236,7 @@ fn a_busy_thread_runs_and_threads_sharing_one_core_wait_for_it() {
 
 #[test]
 fn cpu_shares_of_every_core_add_up_to_100() {
+    let _serial = serial();
     let mut monitor = Monitor::start(Config::default()).unwrap();
     std::thread::sleep(Duration::from_millis(150));
     let sample = monitor.sample().unwrap();
@@ -243,6 +256,7 @@ fn cpu_shares_of_every_core_add_up_to_100() {
 
 #[test]
 fn a_process_that_exits_is_noted_and_sampling_goes_on() {
+    let _serial = serial();
     let mut child = std::process::Command::new("sleep")
         .arg("30")
         .spawn()
@@ -277,6 +291,7 @@ fn a_process_that_exits_is_noted_and_sampling_goes_on() {
 
 #[test]
 fn spawn_and_stop_leave_csv_files_and_a_summary_that_reads_back() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let (listener, addr) = listener(128);
     let (_clients, _servers) = connect(&listener, addr, 3);

@@ -9,6 +9,20 @@ use std::time::Duration;
 
 use serve_support::*;
 
+/// /stats.json once it has counted `requests` (a request is recorded just after its response
+/// is sent, so a client can ask before the last one is in).
+fn stats_after(addr: std::net::SocketAddr, requests: u64) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let stats: serde_json::Value =
+            serde_json::from_slice(&admin_get(addr, "/stats.json").body).unwrap();
+        if stats["requests"] == requests || std::time::Instant::now() > deadline {
+            return stats;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn admin_get(addr: std::net::SocketAddr, path: &str) -> Response {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
@@ -47,6 +61,7 @@ fn metrics_parse_as_prometheus_text_and_count_every_request() {
     let server = Server::start(site.root(), &["--admin", "127.0.0.1:0"]);
     let admin = server.admin_addr();
     let sent = known_traffic(&server);
+    stats_after(admin, sent);
     let resp = admin_get(admin, "/metrics");
     assert_eq!(resp.status, 200);
     assert!(resp
@@ -123,7 +138,7 @@ fn stats_json_has_percentiles_that_add_up() {
     let sent = known_traffic(&server);
     let resp = admin_get(admin, "/stats.json");
     assert_eq!(resp.header("Content-Type"), Some("application/json"));
-    let stats: serde_json::Value = serde_json::from_slice(&resp.body).unwrap();
+    let stats = stats_after(admin, sent);
     assert_eq!(stats["requests"], sent);
     assert_eq!(stats["timing"], true);
     let phases = stats["phases_us"].as_object().unwrap();
