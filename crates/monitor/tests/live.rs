@@ -14,7 +14,9 @@ use webscope_monitor::{spawn, Config, Monitor, Summary};
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn listener(backlog: i32) -> (TcpListener, SocketAddr) {
