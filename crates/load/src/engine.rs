@@ -219,11 +219,6 @@ impl Engine {
             }
         }
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
-        let stop_poll = std::env::var("WS_POLL_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map(Duration::from_millis)
-            .unwrap_or(STOP_POLL);
         loop {
             let now = Instant::now();
             if intervals.stop_requested() {
@@ -249,7 +244,7 @@ impl Engine {
             }
             // Wait for sockets, or until the next timer, the interval's end, or the next look
             // at the stop flag.
-            let wake = self.next_wake().min(boundary).min(now + stop_poll);
+            let wake = self.next_wake().min(boundary).min(now + STOP_POLL);
             let ms = wake
                 .saturating_duration_since(now)
                 .as_micros()
