@@ -2,10 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
-use anyhow::Context;
 use webscope_workload::{format_size, parse_size, Manifest, Spec, WriteOptions};
 
 const EXAMPLES: &str = "\
@@ -139,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print_summary(&manifest, &common.out, "would write");
         return Ok(());
     }
-    let cancel = interrupt_flag()?;
+    let cancel = crate::signals::interrupt_flag()?;
     let show_progress = std::io::stderr().is_terminal();
     let mut last_percent = u64::MAX;
     let mut progress = |done: u64, total: u64| {
@@ -168,35 +165,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// Sizes are parsed here rather than by clap so that a bad one is reported in one line.
 fn size_flag(flag: &str, text: &str) -> anyhow::Result<u64> {
     parse_size(text).map_err(|reason| anyhow::anyhow!("{flag}: {reason}"))
-}
-
-/// A flag raised by SIGINT or SIGTERM, so that writing stops and cleans up instead of dying
-/// with a partial directory.
-fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let flag = Arc::new(AtomicBool::new(false));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .context("cannot start the signal handler")?;
-    let (mut interrupt, mut terminate) = {
-        let _guard = runtime.enter();
-        (
-            signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
-            signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
-        )
-    };
-    let raised = Arc::clone(&flag);
-    std::thread::spawn(move || {
-        runtime.block_on(async {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-        });
-        raised.store(true, Ordering::Relaxed);
-    });
-    Ok(flag)
 }
 
 fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {

@@ -3,11 +3,8 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
 
 const EXAMPLES: &str = "\
@@ -147,7 +144,7 @@ impl Flags {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (config, json, live) = args.flags.config()?;
-    let interrupt = interrupt_flag()?;
+    let interrupt = crate::signals::interrupt_flag()?;
     let live = live && std::io::stderr().is_terminal();
     println!(
         "webscope load: {} for {} with {} connection{} on {} thread{}{}",
@@ -176,32 +173,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         report.write_json(&path)?;
     }
     Ok(())
-}
-
-/// A flag raised by SIGINT or SIGTERM: the run stops and reports what it measured.
-fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let flag = Arc::new(AtomicBool::new(false));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .context("cannot start the signal handler")?;
-    let (mut interrupt, mut terminate) = {
-        let _guard = runtime.enter();
-        (
-            signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
-            signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
-        )
-    };
-    let raised = Arc::clone(&flag);
-    std::thread::spawn(move || {
-        runtime.block_on(async {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-        });
-        raised.store(true, Ordering::Relaxed);
-    });
-    Ok(flag)
 }

@@ -3,8 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -94,7 +93,7 @@ impl Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (config, live) = args.config();
-    let interrupt = interrupt_flag()?;
+    let interrupt = crate::signals::interrupt_flag()?;
     let live = live && std::io::stderr().is_terminal();
     let mut what = vec![format!(
         "every {}",
@@ -159,32 +158,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     std::io::stdout().flush()?;
     let _ = interrupt.load(Ordering::Relaxed);
     Ok(())
-}
-
-/// A flag raised by SIGINT or SIGTERM: sampling stops and what was sampled is kept.
-fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let flag = Arc::new(AtomicBool::new(false));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .context("cannot start the signal handler")?;
-    let (mut interrupt, mut terminate) = {
-        let _guard = runtime.enter();
-        (
-            signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
-            signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
-        )
-    };
-    let raised = Arc::clone(&flag);
-    std::thread::spawn(move || {
-        runtime.block_on(async {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-        });
-        raised.store(true, Ordering::Relaxed);
-    });
-    Ok(flag)
 }
