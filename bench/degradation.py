@@ -88,12 +88,15 @@ def main():
         last = None
         for heavy in heavies:
             port, admin_port = free_port(), free_port()
+            while admin_port == port:
+                admin_port = free_port()
             server = subprocess.Popen(
                 [binary, "serve", "--root", ROOT, "--listen", f"127.0.0.1:{port}", "--admin",
                  f"127.0.0.1:{admin_port}", "--services", "--policy", policy, *POLICY_FLAGS[policy]],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 wait_port(port)
+                wait_port(admin_port)
                 before = stats(f"127.0.0.1:{admin_port}")
                 runs = [wrk(port, "/svc/light", args.light, args.duration)]
                 if heavy:
