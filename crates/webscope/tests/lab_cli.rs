@@ -212,3 +212,97 @@ fn ctrl_c_mid_experiment_leaves_a_valid_partial_report() {
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("interrupted"));
 }
+
+/// Headless Chromium, if this machine has it (CI installs it and sets WEBSCOPE_REQUIRE_CHROMIUM,
+/// so there the test cannot be skipped).
+fn chromium() -> Option<std::path::PathBuf> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("WEBSCOPE_REQUIRE_CHROMIUM").is_none(),
+            "WEBSCOPE_REQUIRE_CHROMIUM is set but Chromium is not installed (apt-get install chromium)"
+        );
+        eprintln!("note: Chromium is not installed; the report's browser test did not run");
+    }
+    found
+}
+
+fn headless(browser: &Path, profile: &Path) -> Command {
+    let mut cmd = Command::new(browser);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .stdin(Stdio::null());
+    cmd
+}
+
+#[test]
+fn the_report_loads_in_a_real_browser_with_its_charts() {
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let out = tmp.path().join("report");
+    let run = webscope()
+        .args(["lab", "--clients", "1,2,3", "--duration", "1s", "--out"])
+        .arg(&out)
+        .arg("--fileset")
+        .arg(&fileset)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let url = format!("file://{}", out.join("index.html").display());
+    // The DOM as the browser built it: the page parsed, the charts are SVG elements.
+    let dom = headless(&browser, &tmp.path().join("profile1"))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.contains("<title>webscope lab report</title>"), "{dom}");
+    assert!(
+        dom.matches("<svg").count() >= 4,
+        "charts missing from the DOM"
+    );
+    assert!(dom.contains("Throughput vs clients") && dom.contains("Per run"));
+    // And a picture of it, large enough to hold the charts.
+    let shot = tmp.path().join("report.png");
+    let status = headless(&browser, &tmp.path().join("profile2"))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1000,2400")
+        .arg(&url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    assert!(
+        png.len() > 30_000,
+        "a blank page is small: {} bytes",
+        png.len()
+    );
+}
