@@ -306,3 +306,46 @@ fn the_report_loads_in_a_real_browser_with_its_charts() {
         png.len()
     );
 }
+
+#[test]
+fn the_filesize_experiment_reads_the_fixed_cost_off_the_size_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    let run = webscope()
+        .args([
+            "lab",
+            "--quick",
+            "--experiment",
+            "filesize",
+            "--duration",
+            "1s",
+            "--work",
+        ])
+        .arg(tmp.path().join("work"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("fixed cost per connection"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("filesize.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "header and three workloads: {csv}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert!(
+        report["filesize"]["per_kb_ms"].as_f64().unwrap() > 0.0,
+        "bigger files take longer: {report}"
+    );
+    // Mean sizes grow with the scale (WebStone A/4, A, A*4).
+    let sizes: Vec<f64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert!(sizes.windows(2).all(|w| w[0] < w[1]), "{sizes:?}");
+}

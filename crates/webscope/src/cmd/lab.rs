@@ -10,6 +10,7 @@ EXAMPLES:
     webscope lab --quick                          # about a minute: the README's first command
     webscope lab                                  # the default sweep, a few minutes
     webscope lab --clients 1,5,10,50 --duration 10s --keep-alive
+    webscope lab --experiment clients --experiment filesize     # + WebStone A/4 .. A*4
     webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --server-pid 1234
     webscope report ./webscope-report             # re-render a report from its directory";
 
@@ -37,7 +38,7 @@ pub struct Args {
     /// The --target server's process, so that its CPU use can be shown.
     #[arg(long, value_name = "PID", requires = "target")]
     server_pid: Option<u32>,
-    /// Experiments to run (repeatable): clients (built); filesize, techniques, saturation,
+    /// Experiments to run (repeatable): clients, filesize (built); techniques, saturation,
     /// model, degradation (planned).
     #[arg(long = "experiment", value_name = "NAME", default_value = "clients")]
     experiments: Vec<String>,

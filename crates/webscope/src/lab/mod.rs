@@ -4,6 +4,7 @@
 //! files. Ctrl-C stops the current run, and the report of what was measured is still written.
 
 pub mod clients;
+pub mod filesize;
 pub mod record;
 pub mod render;
 pub mod target;
@@ -22,7 +23,7 @@ use target::Target;
 /// The experiments `--experiment` may name, and whether they are built.
 pub const EXPERIMENTS: [(&str, bool); 6] = [
     ("clients", true),
-    ("filesize", false),
+    ("filesize", true),
     ("techniques", false),
     ("saturation", false),
     ("model", false),
@@ -62,7 +63,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
         match EXPERIMENTS.iter().find(|(n, _)| n == name) {
             Some((_, true)) => {}
             Some((_, false)) => bail!(
-                "--experiment {name} is not built yet (available now: clients); it is planned in the lab issue"
+                "--experiment {name} is not built yet (available now: clients, filesize); it is planned in the lab issue"
             ),
             None => bail!(
                 "unknown experiment {name:?} (known: {})",
@@ -96,7 +97,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
     };
     let placement = match (server_cpu, load_cpu) {
         (Some(s), Some(l)) if options.target.is_none() => {
-            format!("server pinned to CPU {s} (1 worker), load generator to CPU {l} (1 thread)")
+            format!("server pinned to CPU {s} (1 worker, access log written to /dev/null), load generator to CPU {l} (1 thread)")
         }
         (_, Some(l)) => {
             format!("load generator pinned to CPU {l}; the target's placement is its own")
@@ -151,7 +152,21 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
     } else {
         Duration::from_secs(15)
     });
-    let bar = progress(clients.len() as u64);
+    let scales = if options.quick {
+        filesize::QUICK_SCALES.to_vec()
+    } else {
+        filesize::SCALES.to_vec()
+    };
+    let runs: usize = options
+        .experiments
+        .iter()
+        .map(|e| match e.as_str() {
+            "clients" => clients.len(),
+            "filesize" => scales.len(),
+            _ => 0,
+        })
+        .sum();
+    let bar = progress(runs as u64);
     for name in &options.experiments {
         if name == "clients" {
             let plan = clients::Plan {
@@ -168,6 +183,31 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
                 &bar,
             )?;
             lab.experiments.push("clients".into());
+            if !record.complete {
+                lab.interrupted = true;
+            }
+            write_json(&options.out.join("lab.json"), &lab)?;
+        }
+        if name == "filesize" {
+            if options.target.is_some() {
+                lab.warnings.push("The filesize experiment needs the embedded server (it serves the WebStone sets it makes): not run against --target.".into());
+                continue;
+            }
+            let plan = filesize::Plan {
+                scales: scales.clone(),
+                clients: if options.quick { 10 } else { 30 },
+                duration,
+                work: &options.work,
+            };
+            let record = filesize::run(
+                &options.out.join("filesize"),
+                &plan,
+                &exe,
+                server_cpu,
+                interrupt,
+                &bar,
+            )?;
+            lab.experiments.push("filesize".into());
             if !record.complete {
                 lab.interrupted = true;
             }
