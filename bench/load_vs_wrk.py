@@ -21,39 +21,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def ensure_tools():
-    missing = [t for t in ("nginx", "wrk") if not shutil.which(t) and not os.path.exists("/usr/sbin/" + t)]
-    if missing:
-        print(f"installing {' '.join(missing)} ...", file=sys.stderr)
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, stdout=subprocess.DEVNULL)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, limit=5.0):
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise RuntimeError(f"nothing listens on port {port}")
+from serve_vs_nginx import ROOT, ensure_tools, free_port, wait_port  # noqa: E402
 
 
 class Nginx:

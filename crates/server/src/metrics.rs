@@ -207,47 +207,34 @@ fn histogram(
     let _ = writeln!(out, "{name}_count{braces} {}", hist.len());
 }
 
+/// A per-service counter: metric name, help text, and how to read it from the figures.
+type Counter = (&'static str, &'static str, fn(&ServiceFigures) -> f64);
+
 /// Appends the services' figures: requests completed and refused, CPU time, and the
 /// waiting / running split (histograms) per service.
 pub fn prometheus_services(out: &mut String, figures: &[ServiceFigures]) {
-    header(
-        out,
-        "webscope_service_requests_total",
-        "counter",
-        "Service requests completed.",
-    );
-    for (name, f) in SERVICES.iter().zip(figures) {
-        let _ = writeln!(
-            out,
-            "webscope_service_requests_total{{service=\"{name}\"}} {}",
-            f.completed
-        );
-    }
-    header(
-        out,
-        "webscope_service_refused_total",
-        "counter",
-        "Service requests refused (503).",
-    );
-    for (name, f) in SERVICES.iter().zip(figures) {
-        let _ = writeln!(
-            out,
-            "webscope_service_refused_total{{service=\"{name}\"}} {}",
-            f.refused
-        );
-    }
-    header(
-        out,
-        "webscope_service_cpu_seconds_total",
-        "counter",
-        "CPU time spent running each service.",
-    );
-    for (name, f) in SERVICES.iter().zip(figures) {
-        let _ = writeln!(
-            out,
-            "webscope_service_cpu_seconds_total{{service=\"{name}\"}} {}",
-            f.cpu_ns as f64 * 1e-9
-        );
+    let counters: [Counter; 3] = [
+        (
+            "webscope_service_requests_total",
+            "Service requests completed.",
+            |f| f.completed as f64,
+        ),
+        (
+            "webscope_service_refused_total",
+            "Service requests refused (503).",
+            |f| f.refused as f64,
+        ),
+        (
+            "webscope_service_cpu_seconds_total",
+            "CPU time spent running each service.",
+            |f| f.cpu_ns as f64 * 1e-9,
+        ),
+    ];
+    for (metric, help, value) in counters {
+        header(out, metric, "counter", help);
+        for (name, f) in SERVICES.iter().zip(figures) {
+            let _ = writeln!(out, "{metric}{{service=\"{name}\"}} {}", value(f));
+        }
     }
     for (metric, help, pick) in [
         (
