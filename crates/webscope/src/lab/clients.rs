@@ -12,6 +12,7 @@ use webscope_load::{Config, Mode, Report, Target as LoadTarget};
 
 use super::record::{write_json, ExperimentRecord, RunRecord, ServerFigures};
 use super::target::Target;
+use super::{Ctx, Options};
 
 /// Runs one load `config` against `target` with the monitor beside it; returns the load report
 /// (as JSON), the server's figures and the OS summary. `label` goes on the live line.
@@ -72,14 +73,32 @@ pub struct Plan<'a> {
     pub fileset: &'a Path,
 }
 
-/// Runs the sweep into `dir` (one sub-directory per run); stops early on interrupt.
-pub fn run(
-    dir: &Path,
-    plan: &Plan<'_>,
-    target: &Target,
-    interrupt: &AtomicBool,
-    bar: &ProgressBar,
-) -> anyhow::Result<ExperimentRecord> {
+fn client_counts(options: &Options) -> Vec<usize> {
+    options.clients.clone().unwrap_or_else(|| {
+        if options.quick {
+            QUICK_CLIENTS.to_vec()
+        } else {
+            CLIENTS.to_vec()
+        }
+    })
+}
+
+/// Runs planned.
+pub fn runs(options: &Options) -> usize {
+    client_counts(options).len()
+}
+
+/// Runs the sweep into `dir` (one sub-directory per run) on the lab's target; stops early on
+/// interrupt.
+pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
+    let plan = Plan {
+        clients: client_counts(ctx.options),
+        duration: ctx.duration,
+        close: !ctx.options.keep_alive,
+        fileset: ctx.fileset,
+    };
+    let (target, interrupt, bar) = (ctx.target, ctx.interrupt, ctx.bar);
+    let plan = &plan;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut record = ExperimentRecord {
         name: "clients".into(),

@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use indicatif::ProgressBar;
 use webscope_load::{Config, Mode, Target as LoadTarget};
 use webscope_workload::{Manifest, Spec, WriteOptions};
 
 use super::clients::measure;
 use super::record::{write_json, ExperimentRecord, RunRecord};
 use super::target::Target;
+use super::{Ctx, Options};
 
 /// WebStone A's size scales (Yates et al. Table 2).
 pub const SCALES: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
@@ -55,15 +55,28 @@ fn sets(work: &Path, scales: &[f64], interrupt: &AtomicBool) -> anyhow::Result<P
     Ok(root)
 }
 
+fn scales(options: &Options) -> Vec<f64> {
+    if options.quick {
+        QUICK_SCALES.to_vec()
+    } else {
+        SCALES.to_vec()
+    }
+}
+
+/// Runs planned.
+pub fn runs(options: &Options) -> usize {
+    scales(options).len()
+}
+
 /// Runs the sweep into `dir` on a server of its own (rooted at the WebStone sets).
-pub fn run(
-    dir: &Path,
-    plan: &Plan<'_>,
-    exe: &Path,
-    server_cpu: Option<usize>,
-    interrupt: &AtomicBool,
-    bar: &ProgressBar,
-) -> anyhow::Result<ExperimentRecord> {
+pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
+    let plan = &Plan {
+        scales: scales(ctx.options),
+        clients: if ctx.options.quick { 10 } else { 30 },
+        duration: ctx.duration,
+        work: &ctx.options.work,
+    };
+    let (interrupt, bar) = (ctx.interrupt, ctx.bar);
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut record = ExperimentRecord {
         name: "filesize".into(),
@@ -73,7 +86,7 @@ pub fn run(
         failures: Vec::new(),
     };
     let root = sets(plan.work, &plan.scales, interrupt)?;
-    let target = Target::embedded(exe, &root, 1, server_cpu)?;
+    let target = Target::embedded(ctx.exe, &root, 1, ctx.server_cpu, &[])?;
     for &scale in &plan.scales {
         if interrupt.load(Ordering::Relaxed) {
             break;

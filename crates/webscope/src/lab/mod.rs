@@ -17,18 +17,65 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use webscope_workload::{Manifest, Spec, WriteOptions};
 
-use record::{write_json, LabRecord};
+use record::{write_json, ExperimentRecord, LabRecord};
 use target::Target;
 
-/// The experiments `--experiment` may name, and whether they are built.
-pub const EXPERIMENTS: [(&str, bool); 6] = [
-    ("clients", true),
-    ("filesize", true),
-    ("techniques", false),
-    ("saturation", false),
-    ("model", false),
-    ("degradation", false),
+/// An experiment: how many runs it plans, how it runs, how its page is drawn.
+pub struct Experiment {
+    pub name: &'static str,
+    /// It starts servers of its own (the embedded webscope), so `--target` cannot stand in.
+    pub needs_embedded: bool,
+    /// Runs it will do, for the progress bar.
+    pub runs: fn(&Options) -> usize,
+    /// Runs it into its directory; returns its record (also written as experiment.json).
+    pub run: fn(&Path, &Ctx<'_>) -> anyhow::Result<ExperimentRecord>,
+    /// Adds its section, tables and summary to the report, from its directory only.
+    pub render: fn(&Path, &ExperimentRecord, &mut render::Rendered) -> anyhow::Result<()>,
+}
+
+/// The experiments `--experiment` may name, in the order they run.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "clients",
+        needs_embedded: false,
+        runs: clients::runs,
+        run: clients::run,
+        render: render::clients::render,
+    },
+    Experiment {
+        name: "filesize",
+        needs_embedded: true,
+        runs: filesize::runs,
+        run: filesize::run,
+        render: render::filesize::render,
+    },
 ];
+
+/// Experiments the lab issue plans that are not built yet.
+pub const PLANNED: &[&str] = &["techniques", "saturation", "model", "degradation"];
+
+/// The experiment named `name`.
+pub fn experiment(name: &str) -> Option<&'static Experiment> {
+    EXPERIMENTS.iter().find(|e| e.name == name)
+}
+
+/// What every experiment may use while it runs.
+pub struct Ctx<'a> {
+    pub options: &'a Options,
+    /// The SPECweb96 set (or `--fileset`).
+    pub fileset: &'a Path,
+    /// webscope's own executable, to start embedded servers with.
+    pub exe: &'a Path,
+    /// The CPU embedded servers are pinned to, if any.
+    pub server_cpu: Option<usize>,
+    /// The server measured by experiments that take any target (the embedded one by default).
+    pub target: &'a Target,
+    /// Length of each run.
+    pub duration: Duration,
+    pub interrupt: &'a AtomicBool,
+    /// The progress bar over all runs; each run sets its live line as the message.
+    pub bar: &'a ProgressBar,
+}
 
 /// What the lab was asked to do.
 pub struct Options {
@@ -59,15 +106,18 @@ pub fn default_work_dir() -> PathBuf {
 
 /// Runs the lab; returns the path of `index.html` and the terminal summary.
 pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf, String)> {
+    let built: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+    let mut chosen = Vec::new();
     for name in &options.experiments {
-        match EXPERIMENTS.iter().find(|(n, _)| n == name) {
-            Some((_, true)) => {}
-            Some((_, false)) => bail!(
-                "--experiment {name} is not built yet (available now: clients, filesize); it is planned in the lab issue"
+        match experiment(name) {
+            Some(e) => chosen.push(e),
+            None if PLANNED.contains(&name.as_str()) => bail!(
+                "--experiment {name} is not built yet (available now: {}); it is planned in the lab issue",
+                built.join(", ")
             ),
             None => bail!(
                 "unknown experiment {name:?} (known: {})",
-                EXPERIMENTS.map(|(n, _)| n).join(", ")
+                built.join(", ")
             ),
         }
     }
@@ -118,7 +168,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
             }
             Target::external(url, options.server_pid)
         }
-        None => Target::embedded(&exe, &fileset, 1, server_cpu)?,
+        None => Target::embedded(&exe, &fileset, 1, server_cpu, &[])?,
     };
     if let Some(cpu) = load_cpu {
         target::pin_current(cpu).context("cannot pin the load generator")?;
@@ -140,79 +190,40 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
         warnings,
     };
     write_json(&options.out.join("lab.json"), &lab)?;
-    let clients = options.clients.clone().unwrap_or_else(|| {
-        if options.quick {
-            clients::QUICK_CLIENTS.to_vec()
-        } else {
-            clients::CLIENTS.to_vec()
-        }
-    });
     let duration = options.duration.unwrap_or(if options.quick {
         Duration::from_secs(3)
     } else {
         Duration::from_secs(15)
     });
-    let scales = if options.quick {
-        filesize::QUICK_SCALES.to_vec()
-    } else {
-        filesize::SCALES.to_vec()
-    };
-    let runs: usize = options
-        .experiments
-        .iter()
-        .map(|e| match e.as_str() {
-            "clients" => clients.len(),
-            "filesize" => scales.len(),
-            _ => 0,
-        })
-        .sum();
+    let runs: usize = chosen.iter().map(|e| (e.runs)(options)).sum();
     let bar = progress(runs as u64);
-    for name in &options.experiments {
-        if name == "clients" {
-            let plan = clients::Plan {
-                clients: clients.clone(),
-                duration,
-                close: !options.keep_alive,
-                fileset: &fileset,
-            };
-            let record = clients::run(
-                &options.out.join("clients"),
-                &plan,
-                &target,
-                interrupt,
-                &bar,
-            )?;
-            lab.experiments.push("clients".into());
-            if !record.complete {
-                lab.interrupted = true;
-            }
-            write_json(&options.out.join("lab.json"), &lab)?;
+    let ctx = Ctx {
+        options,
+        fileset: &fileset,
+        exe: &exe,
+        server_cpu,
+        target: &target,
+        duration,
+        interrupt,
+        bar: &bar,
+    };
+    for experiment in chosen {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
         }
-        if name == "filesize" {
-            if options.target.is_some() {
-                lab.warnings.push("The filesize experiment needs the embedded server (it serves the WebStone sets it makes): not run against --target.".into());
-                continue;
-            }
-            let plan = filesize::Plan {
-                scales: scales.clone(),
-                clients: if options.quick { 10 } else { 30 },
-                duration,
-                work: &options.work,
-            };
-            let record = filesize::run(
-                &options.out.join("filesize"),
-                &plan,
-                &exe,
-                server_cpu,
-                interrupt,
-                &bar,
-            )?;
-            lab.experiments.push("filesize".into());
-            if !record.complete {
-                lab.interrupted = true;
-            }
-            write_json(&options.out.join("lab.json"), &lab)?;
+        if experiment.needs_embedded && options.target.is_some() {
+            lab.warnings.push(format!(
+                "The {} experiment needs the embedded server (it starts servers of its own): not run against --target.",
+                experiment.name
+            ));
+            continue;
         }
+        let record = (experiment.run)(&options.out.join(experiment.name), &ctx)?;
+        lab.experiments.push(experiment.name.into());
+        if !record.complete {
+            lab.interrupted = true;
+        }
+        write_json(&options.out.join("lab.json"), &lab)?;
     }
     bar.finish_and_clear();
     lab.interrupted |= interrupt.load(Ordering::Relaxed);
@@ -236,7 +247,11 @@ fn prepare_out(out: &Path) -> anyhow::Result<()> {
             );
         }
         if is_report {
-            for (name, _) in EXPERIMENTS {
+            for name in EXPERIMENTS
+                .iter()
+                .map(|e| e.name)
+                .chain(PLANNED.iter().copied())
+            {
                 let _ = std::fs::remove_dir_all(out.join(name));
             }
         }

@@ -33,12 +33,13 @@ pub struct Snapshot {
 
 impl Target {
     /// Starts `webscope serve` on `root`, on 127.0.0.1 with an admin endpoint, pinned to
-    /// `cpu` if given.
+    /// `cpu` if given; `extra` are more `serve` flags (techniques, services, policy).
     pub fn embedded(
         exe: &Path,
         root: &Path,
         workers: usize,
         cpu: Option<usize>,
+        extra: &[String],
     ) -> anyhow::Result<Target> {
         let mut cmd = Command::new(exe);
         cmd.arg("serve")
@@ -55,6 +56,7 @@ impl Target {
                 "/dev/null",
             ])
             .args(["--workers", &workers.to_string()])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

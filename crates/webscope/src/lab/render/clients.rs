@@ -1,0 +1,390 @@
+//! The clients sweep's page: throughput and bandwidth vs clients with the USL fit, response
+//! time with the Little's-law line, the server's phases, the saturation point stated.
+
+use std::path::Path;
+
+use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
+use webscope_report::{Block, Section, Table};
+
+use super::{Point, Rendered};
+use crate::lab::record::ExperimentRecord;
+
+/// Where throughput stops growing, and what limits it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saturation {
+    /// The smallest load at which throughput reached 90 % of its maximum.
+    pub knee: f64,
+    /// The highest throughput measured.
+    pub max_rps: f64,
+    /// One sentence for the reader.
+    pub reading: String,
+}
+
+/// Finds the knee of a throughput sweep (points in increasing x).
+pub fn saturation(points: &[Point], server_cores: usize) -> Option<Saturation> {
+    let max_rps = points.iter().map(|p| p.rps).fold(0.0, f64::max);
+    if points.len() < 2 || max_rps <= 0.0 {
+        return None;
+    }
+    let knee_point = points.iter().find(|p| p.rps >= 0.9 * max_rps)?;
+    let last = points.last()?;
+    let knee = knee_point.x;
+    let flat = knee < last.x;
+    let limit = if knee_point.generator_busy > 0.9 {
+        "the load generator's core is saturated, so this measures the generator, not the server"
+            .to_string()
+    } else if knee_point
+        .server_cores
+        .is_some_and(|c| c >= 0.9 * server_cores as f64)
+    {
+        "the server's CPU is saturated".to_string()
+    } else if let Some(c) = knee_point.server_cores {
+        format!(
+            "neither side's CPU is saturated (server {:.0} % of its {} core{}): latency, not CPU, bounds throughput",
+            100.0 * c / server_cores.max(1) as f64,
+            server_cores,
+            if server_cores == 1 { "" } else { "s" }
+        )
+    } else {
+        "the server's CPU use is unknown (no PID to watch)".to_string()
+    };
+    let peak = points
+        .iter()
+        .max_by(|a, b| a.rps.total_cmp(&b.rps))
+        .map_or(knee_point, |p| p);
+    let reading = if last.rps < 0.8 * max_rps && last.x > peak.x {
+        format!(
+            "Throughput peaks at {:.0} requests/s with {} clients and falls to {:.0} at {} clients ({:.0} % lower): more load makes the system slower, not just busier; at the peak, {limit}.",
+            max_rps,
+            peak.x,
+            last.rps,
+            last.x,
+            100.0 * (1.0 - last.rps / max_rps)
+        )
+    } else if flat {
+        format!(
+            "Throughput flattens at {:.0} requests/s from {} clients on: {limit}.",
+            max_rps, knee
+        )
+    } else {
+        format!(
+            "Throughput still grows at the largest load ({} clients, {:.0} requests/s): no saturation reached.",
+            last.x, last.rps
+        )
+    };
+    Some(Saturation {
+        knee,
+        max_rps,
+        reading,
+    })
+}
+
+/// The USL fit of a sweep (throughput vs clients), or why there is none.
+pub fn usl_fit(points: &[Point]) -> Result<webscope_model::usl::Fit, String> {
+    let data: Vec<webscope_model::usl::Point> = points
+        .iter()
+        .filter(|p| p.rps > 0.0)
+        .map(|p| webscope_model::usl::Point {
+            concurrency: p.x,
+            throughput: p.rps,
+        })
+        .collect();
+    webscope_model::usl::fit(&data)
+        .map(|s| s.usl)
+        .map_err(|e| e.to_string())
+}
+
+/// The clients experiment's table.
+pub fn clients_table(points: &[Point]) -> Table {
+    let mut t = Table::new([
+        "clients",
+        "conn/s",
+        "Mbit/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "server ms",
+        "server cores",
+        "generator busy",
+        "CPU usr/sys/si %",
+        "TIME_WAIT",
+        "disk %",
+        "errors",
+    ]);
+    for p in points {
+        t.row([
+            format!("{}", p.x),
+            format!("{:.0}", p.rps),
+            format!("{:.1}", p.mbit_s),
+            format!("{:.2}", p.p50_ms),
+            format!("{:.2}", p.p90_ms),
+            format!("{:.2}", p.p99_ms),
+            p.server_ms.map_or("-".into(), |v| format!("{v:.3}")),
+            p.server_cores.map_or("-".into(), |v| format!("{v:.2}")),
+            format!("{:.0}%", 100.0 * p.generator_busy),
+            p.cpu_pct
+                .map_or("-".into(), |(u, s, si)| format!("{u:.0}/{s:.0}/{si:.0}")),
+            p.time_wait.map_or("-".into(), |v| format!("{v:.0}")),
+            p.disk_util.map_or("-".into(), |v| format!("{v:.0}")),
+            format!("{}", p.errors),
+        ]);
+    }
+    t
+}
+
+fn clients_section(points: &[Point], server_cores: usize, exp: &ExperimentRecord) -> Section {
+    let mut blocks = super::failure_blocks(exp);
+    let sat = saturation(points, server_cores);
+    let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
+        points.iter().map(|p| (p.x, f(p))).collect()
+    };
+    let mut throughput = vec![Series::line("measured", xs(&|p| p.rps))];
+    let mut reading = sat
+        .as_ref()
+        .map_or("Too few runs to judge saturation.".into(), |s| {
+            s.reading.clone()
+        });
+    match usl_fit(points) {
+        Ok(fit) => {
+            let last = points.last().map_or(1.0, |p| p.x);
+            let curve: Vec<(f64, f64)> = (0..=50)
+                .map(|i| 1.0 + (last - 1.0) * f64::from(i) / 50.0)
+                .map(|n| (n, fit.throughput_at(n)))
+                .collect();
+            throughput.push(Series {
+                name: format!("USL σ={:.3} κ={:.4}", fit.sigma, fit.kappa),
+                points: curve,
+                style: Style::Dashed,
+            });
+            reading.push_str(&format!(
+                " The Universal Scalability Law fits with R² = {:.3}{}.",
+                fit.r_squared,
+                fit.n_peak.map_or(String::new(), |n| format!(
+                    ", predicting the peak at N* = {n:.1} clients"
+                ))
+            ));
+        }
+        Err(why) => reading.push_str(&format!(" No USL fit: {why}.")),
+    }
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Throughput vs clients".into(),
+            x: Axis::linear("clients"),
+            y: Axis::linear("connections/s"),
+            series: throughput,
+        }
+        .to_svg(),
+        reading,
+    });
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Bandwidth vs clients".into(),
+            x: Axis::linear("clients"),
+            y: Axis::linear("Mbit/s"),
+            series: vec![Series::line("measured", xs(&|p| p.mbit_s))],
+        }
+        .to_svg(),
+        reading: "Bandwidth follows throughput: the mix's mean response size is fixed.".into(),
+    });
+    // Little's law for a closed loop without think time: N = X R, so R = N / X.
+    let little: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.rps > 0.0)
+        .map(|p| (p.x, p.x / p.rps * 1000.0))
+        .collect();
+    let mut latency = vec![
+        Series::line("mean", xs(&|p| p.mean_ms)),
+        Series::line("p50", xs(&|p| p.p50_ms)),
+        Series::line("p99", xs(&|p| p.p99_ms)),
+        Series {
+            name: "Little's law N/X".into(),
+            points: little.clone(),
+            style: Style::Dashed,
+        },
+    ];
+    if points.iter().all(|p| p.server_ms.is_some()) {
+        latency.push(Series::line("server", xs(&|p| p.server_ms.unwrap_or(0.0))));
+    }
+    let little_err = points
+        .iter()
+        .zip(&little)
+        .map(|(p, (_, l))| {
+            if *l > 0.0 {
+                (p.mean_ms - l).abs() / l
+            } else {
+                0.0
+            }
+        })
+        .fold(0.0, f64::max);
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Response time vs clients".into(),
+            x: Axis::linear("clients"),
+            y: Axis::linear("ms"),
+            series: latency,
+        }
+        .to_svg(),
+        reading: format!(
+            "Once throughput is flat, response time grows in proportion to clients, as Little's law says (measured mean within {:.0} % of N/X); the server's own time per request is the small part.",
+            100.0 * little_err
+        ),
+    });
+    if let Some(run) = points
+        .iter()
+        .rev()
+        .find(|p| p.run.server.is_some())
+        .map(|p| &p.run)
+    {
+        if let Some(server) = &run.server {
+            let classes: Vec<&crate::lab::record::PhaseFigures> = server
+                .phases_us
+                .iter()
+                .filter(|c| c.requests > 0.0)
+                .collect();
+            blocks.push(Block::Chart {
+                svg: BarChart {
+                    title: format!("Server time per request by size class ({} clients)", run.x),
+                    categories: classes.iter().map(|c| c.class.clone()).collect(),
+                    y: Axis::linear("µs"),
+                    series: vec![
+                        ("parse".into(), classes.iter().map(|c| c.parse_us).collect()),
+                        ("process".into(), classes.iter().map(|c| c.process_us).collect()),
+                        ("log".into(), classes.iter().map(|c| c.log_us).collect()),
+                    ],
+                    stacked: true,
+                }
+                .to_svg(),
+                reading: "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.".into(),
+            });
+        }
+    }
+    blocks.push(Block::Table {
+        caption: "Per run".into(),
+        table: clients_table(points),
+    });
+    Section {
+        heading: "Clients sweep".into(),
+        blocks,
+    }
+}
+
+/// Adds the clients sweep to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let points = super::load_points(dir, exp)?;
+    let table = clients_table(&points);
+    out.csv.push(("clients.csv".into(), table.to_csv()));
+    out.summary
+        .push_str(&format!("clients sweep\n{}", table.to_text()));
+    if let Some(sat) = saturation(&points, out.server_cores) {
+        out.summary.push_str(&sat.reading);
+        out.summary.push('\n');
+        out.json.insert(
+            "clients".into(),
+            serde_json::json!({
+                "knee_clients": sat.knee,
+                "max_requests_per_s": sat.max_rps,
+                "reading": sat.reading,
+                "usl": usl_fit(&points).ok().map(|f| serde_json::json!({
+                    "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
+                    "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
+                })),
+                "runs": points.iter().map(|p| serde_json::json!({
+                    "clients": p.x, "requests_per_s": p.rps, "mbit_s": p.mbit_s,
+                    "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
+                })).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    out.sections
+        .push(clients_section(&points, out.server_cores, exp));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::record::RunRecord;
+    use serde_json::Value;
+
+    fn point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
+        Point {
+            x,
+            rps,
+            mbit_s: 0.0,
+            p50_ms: 0.0,
+            p90_ms: 0.0,
+            p99_ms: 0.0,
+            mean_ms: 0.0,
+            errors: 0.0,
+            generator_busy: gen,
+            server_ms: None,
+            server_cores: cores,
+            cpu_pct: None,
+            time_wait: None,
+            disk_util: None,
+            run: RunRecord {
+                x,
+                load_description: String::new(),
+                load: Value::Null,
+                server: None,
+                os: None,
+            },
+        }
+    }
+
+    #[test]
+    fn the_knee_is_where_throughput_reaches_nine_tenths_of_its_peak() {
+        let pts: Vec<Point> = [
+            (1.0, 1000.0),
+            (2.0, 1900.0),
+            (5.0, 4200.0),
+            (10.0, 4500.0),
+            (20.0, 4550.0),
+        ]
+        .into_iter()
+        .map(|(x, r)| point(x, r, 0.3, Some(0.97)))
+        .collect();
+        let s = saturation(&pts, 1).unwrap();
+        assert_eq!(s.knee, 5.0);
+        assert!(
+            s.reading.contains("from 5 clients") && s.reading.contains("server's CPU is saturated"),
+            "{}",
+            s.reading
+        );
+    }
+
+    #[test]
+    fn a_fall_after_the_peak_is_said() {
+        let pts: Vec<Point> = [(1.0, 1000.0), (2.0, 3000.0), (5.0, 1200.0)]
+            .into_iter()
+            .map(|(x, r)| point(x, r, 0.3, Some(0.5)))
+            .collect();
+        let s = saturation(&pts, 1).unwrap();
+        assert!(
+            s.reading.contains("peaks at 3000") && s.reading.contains("60 % lower"),
+            "{}",
+            s.reading
+        );
+    }
+
+    #[test]
+    fn growth_to_the_end_is_no_saturation_and_a_busy_generator_is_named() {
+        let growing: Vec<Point> = [(1.0, 100.0), (2.0, 200.0), (4.0, 400.0)]
+            .into_iter()
+            .map(|(x, r)| point(x, r, 0.2, Some(0.2)))
+            .collect();
+        assert!(saturation(&growing, 1)
+            .unwrap()
+            .reading
+            .contains("no saturation"));
+        let gen_bound: Vec<Point> = [(1.0, 100.0), (2.0, 190.0), (4.0, 195.0)]
+            .into_iter()
+            .map(|(x, r)| point(x, r, 0.99, Some(0.5)))
+            .collect();
+        assert!(saturation(&gen_bound, 1)
+            .unwrap()
+            .reading
+            .contains("load generator"));
+        assert!(saturation(&gen_bound[..1], 1).is_none());
+    }
+}

@@ -1,0 +1,187 @@
+//! The filesize experiment's page: throughput, bandwidth and response time vs mean file size,
+//! the fixed cost per connection from the latency-vs-size line, phases and TCP states per
+//! workload.
+
+use std::path::Path;
+
+use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
+use webscope_report::{Block, Section, Table};
+
+use super::{line_fit, os_stat, Point, Rendered};
+use crate::lab::record::{ExperimentRecord, RunRecord};
+
+/// The server's phase means over all size classes of a run (µs): parse, process, log.
+fn phases_overall(run: &RunRecord) -> Option<(f64, f64, f64)> {
+    let server = run.server.as_ref()?;
+    let n: f64 = server.phases_us.iter().map(|c| c.requests).sum();
+    if n <= 0.0 {
+        return None;
+    }
+    let mean = |f: &dyn Fn(&crate::lab::record::PhaseFigures) -> f64| {
+        server
+            .phases_us
+            .iter()
+            .map(|c| f(c) * c.requests)
+            .sum::<f64>()
+            / n
+    };
+    Some((
+        mean(&|c| c.parse_us),
+        mean(&|c| c.process_us),
+        mean(&|c| c.log_us),
+    ))
+}
+
+fn workload(run: &RunRecord) -> String {
+    run.load_description
+        .split(',')
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("WebStone ")
+        .to_string()
+}
+
+fn filesize_section(points: &[Point], exp: &ExperimentRecord) -> (Section, Table) {
+    let mut blocks = super::failure_blocks(exp);
+    let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
+        points.iter().map(|p| (p.x, f(p))).collect()
+    };
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Connections per second vs mean file size".into(),
+            x: Axis::linear("mean file size (KB)"),
+            y: Axis::linear("connections/s"),
+            series: vec![Series::line("measured", xs(&|p| p.rps))],
+        }
+        .to_svg(),
+        reading: "Connections per second fall as files grow: each connection carries more bytes."
+            .into(),
+    });
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Bandwidth vs mean file size".into(),
+            x: Axis::linear("mean file size (KB)"),
+            y: Axis::linear("Mbit/s"),
+            series: vec![Series::line("measured", xs(&|p| p.mbit_s))],
+        }
+        .to_svg(),
+        reading: "Bandwidth grows with file size while the fixed cost of a connection is amortised over more bytes.".into(),
+    });
+    let latency = xs(&|p| p.mean_ms);
+    let mut series = vec![Series::line("mean response time", latency.clone())];
+    let reading = match line_fit(&latency) {
+        Some((a, b)) => {
+            let last = points.last().map_or(0.0, |p| p.x);
+            series.push(Series {
+                name: format!("fit {a:.3} ms + {:.4} ms/KB", b),
+                points: vec![(0.0, a), (last, a + b * last)],
+                style: Style::Dashed,
+            });
+            format!(
+                "Response time grows about linearly with size: the line's intercept, {a:.3} ms, is the fixed cost of a connection at this load (the Yates paper found 25 ms on its 1997 hardware), and each KB adds {:.1} µs.",
+                b * 1000.0
+            )
+        }
+        None => "Too few runs for a line.".into(),
+    };
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Response time vs mean file size".into(),
+            x: Axis::linear("mean file size (KB)"),
+            y: Axis::linear("ms"),
+            series,
+        }
+        .to_svg(),
+        reading,
+    });
+    let phases: Vec<(String, (f64, f64, f64))> = points
+        .iter()
+        .filter_map(|p| Some((workload(&p.run), phases_overall(&p.run)?)))
+        .collect();
+    if !phases.is_empty() {
+        blocks.push(Block::Chart {
+            svg: BarChart {
+                title: "Server time per request by workload".into(),
+                categories: phases.iter().map(|(w, _)| w.clone()).collect(),
+                y: Axis::linear("µs"),
+                series: vec![
+                    ("parse".into(), phases.iter().map(|(_, p)| p.0).collect()),
+                    ("process".into(), phases.iter().map(|(_, p)| p.1).collect()),
+                    ("log".into(), phases.iter().map(|(_, p)| p.2).collect()),
+                ],
+                stacked: true,
+            }
+            .to_svg(),
+            reading: "The server's own work per request: processing grows with the files' size; parsing and logging stay flat.".into(),
+        });
+    }
+    let mut table = Table::new([
+        "workload",
+        "mean KB",
+        "conn/s",
+        "Mbit/s",
+        "mean ms",
+        "p99 ms",
+        "TIME_WAIT",
+        "ESTABLISHED",
+        "parse µs",
+        "process µs",
+        "log µs",
+    ]);
+    for p in points {
+        let os = p.run.os.as_ref();
+        let port = os.and_then(|o| o.get("ports")?.get(0)?.as_u64());
+        let state = |s: &str| {
+            port.and_then(|port| os_stat(os?, "ports", &format!("{port}/local"), s, "max"))
+                .map_or("-".into(), |v| format!("{v:.0}"))
+        };
+        let ph = phases_overall(&p.run);
+        let fmt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        table.row([
+            workload(&p.run),
+            format!("{:.1}", p.x),
+            format!("{:.0}", p.rps),
+            format!("{:.1}", p.mbit_s),
+            format!("{:.2}", p.mean_ms),
+            format!("{:.2}", p.p99_ms),
+            state("time_wait"),
+            state("established"),
+            fmt(ph.map(|p| p.0)),
+            fmt(ph.map(|p| p.1)),
+            fmt(ph.map(|p| p.2)),
+        ]);
+    }
+    blocks.push(Block::Table {
+        caption: "Per workload (TCP states: the most seen on the server's port during the run)"
+            .into(),
+        table: table.clone(),
+    });
+    (
+        Section {
+            heading: "File size (WebStone A/4 .. A*4)".into(),
+            blocks,
+        },
+        table,
+    )
+}
+
+/// Adds the filesize experiment to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let points = super::load_points(dir, exp)?;
+    let (section, table) = filesize_section(&points, exp);
+    out.csv.push(("filesize.csv".into(), table.to_csv()));
+    out.summary
+        .push_str(&format!("filesize (WebStone A)\n{}", table.to_text()));
+    if let Some((a, b)) = line_fit(&points.iter().map(|p| (p.x, p.mean_ms)).collect::<Vec<_>>()) {
+        out.summary.push_str(&format!(
+            "fixed cost per connection {a:.3} ms, {:.1} µs per KB\n",
+            b * 1000.0
+        ));
+        out.json.insert(
+            "filesize".into(),
+            serde_json::json!({ "fixed_cost_ms": a, "per_kb_ms": b }),
+        );
+    }
+    out.sections.push(section);
+    Ok(())
+}
