@@ -72,7 +72,15 @@ pub struct Config {
     pub headers: Vec<String>,
     /// Seed of the request choice (which file each request asks for).
     pub seed: u64,
+    /// Where to write one CSV line per completed request (`end_us,latency_us,class`: its
+    /// completion time since the run's start, its latency, its class index), for density
+    /// maps; at most [`MAX_SAMPLES`] lines.
+    pub samples: Option<PathBuf>,
 }
+
+/// The most requests `Config::samples` records (about 20 MB of CSV): enough for a density
+/// map, bounded whatever the rate.
+pub const MAX_SAMPLES: usize = 1_000_000;
 
 impl Config {
     /// A closed-loop keep-alive run of 10 connections for 10 s on one thread.
@@ -91,6 +99,7 @@ impl Config {
             hlog: None,
             headers: Vec::new(),
             seed: 1,
+            samples: None,
         }
     }
 
@@ -131,6 +140,18 @@ impl Config {
             }
             if max_connections < self.connections {
                 return bad("--max-connections must be at least -c/--connections");
+            }
+        }
+        if !self.target.groups.is_empty() {
+            if matches!(self.pacing, Pacing::Open { .. }) {
+                return bad("--group runs closed-loop client groups: drop --rate");
+            }
+            let sum: usize = self.target.groups.iter().sum();
+            if self.connections != sum {
+                return Err(Error::Config(format!(
+                    "the groups have {sum} connections in all but -c/--connections says {}: leave -c out with --group",
+                    self.connections
+                )));
             }
         }
         for header in &self.headers {

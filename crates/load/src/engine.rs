@@ -95,10 +95,12 @@ struct Conn {
     /// Open loop: since when the connection has been idle.
     idle_since: Instant,
     rng: Rng,
+    /// Load groups: the connection's one request.
+    fixed: Option<usize>,
 }
 
 impl Conn {
-    fn new(now: Instant, rng: Rng) -> Conn {
+    fn new(now: Instant, rng: Rng, fixed: Option<usize>) -> Conn {
         Conn {
             socket: None,
             phase: Phase::Idle,
@@ -121,6 +123,7 @@ impl Conn {
             first_byte: None,
             idle_since: now,
             rng,
+            fixed,
         }
     }
 
@@ -201,7 +204,9 @@ impl Engine {
         let id = self.conns.len() as u64;
         let mut rng = Rng::new(self.seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         rng.next_u64();
-        self.conns.push(Conn::new(now, rng));
+        let global = self.shared.thread + self.conns.len() * self.shared.threads;
+        let fixed = self.shared.requests.fixed(global);
+        self.conns.push(Conn::new(now, rng, fixed));
         self.conns.len() - 1
     }
 
@@ -330,7 +335,10 @@ impl Engine {
         let shared = Rc::clone(&self.shared);
         let entry_index = {
             let conn = &mut self.conns[i];
-            shared.requests.pick_index(&mut conn.rng)
+            match conn.fixed {
+                Some(index) => index,
+                None => shared.requests.pick_index(&mut conn.rng),
+            }
         };
         let entry = shared.requests.entry(entry_index);
         let conn = &mut self.conns[i];
@@ -562,6 +570,12 @@ impl Engine {
                     );
                     if status >= 400 {
                         stats.failures[Failure::BadStatus as usize] += 1;
+                    }
+                    let left = shared.samples_left.get();
+                    if left > 0 {
+                        shared.samples_left.set(left - 1);
+                        let sample = (nanos(end, shared.start), nanos(end, conn.from), conn.class);
+                        recorder.samples.push(sample);
                     }
                     recorder.statuses[(status as usize).min(STATUSES - 1)] += 1;
                 }

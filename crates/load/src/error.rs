@@ -44,6 +44,14 @@ pub enum Error {
         /// What the OS said.
         source: io::Error,
     },
+    /// The per-request samples cannot be written.
+    #[error("cannot write the samples {}: {source} (give a writable path with --samples)", .path.display())]
+    Output {
+        /// Its path.
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
     /// A thread or runtime could not be started.
     #[error("cannot start the load generator: {0}")]
     Start(io::Error),

@@ -55,10 +55,10 @@ mod schedule;
 mod target;
 mod worker;
 
-pub use config::{Arrivals, Config, Mode, Pacing};
+pub use config::{Arrivals, Config, Mode, Pacing, MAX_SAMPLES};
 pub use cpu::process_time;
 pub use error::Error;
 pub use recorder::{Failure, FAILURES};
 pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report};
 pub use run::run;
-pub use target::Target;
+pub use target::{Group, Target};

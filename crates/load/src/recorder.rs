@@ -117,6 +117,9 @@ pub(crate) struct Recorder {
     pub statuses: Vec<u64>,
     /// Connections opened.
     pub connections: u64,
+    /// With `Config::samples`: completed requests as (end since start ns, latency ns, class).
+    /// Not merged: the coordinator writes them out as they come.
+    pub samples: Vec<(u64, u64, u16)>,
 }
 
 impl Recorder {
@@ -125,6 +128,7 @@ impl Recorder {
             classes: (0..classes).map(|_| ClassStats::new()).collect(),
             statuses: vec![0; STATUSES],
             connections: 0,
+            samples: Vec::new(),
         }
     }
 

@@ -21,6 +21,8 @@ pub(crate) struct Entry {
 pub(crate) struct Requests {
     entries: Vec<Entry>,
     mix: Mix,
+    /// Load groups: where each group's connections end (cumulative), in entry order.
+    group_ends: Vec<usize>,
 }
 
 impl Requests {
@@ -46,10 +48,29 @@ impl Requests {
                 class: *class,
             })
             .collect();
+        let group_ends = target
+            .groups
+            .iter()
+            .scan(0, |end, n| {
+                *end += n;
+                Some(*end)
+            })
+            .collect();
         Ok(Requests {
             entries,
             mix: target.mix()?,
+            group_ends,
         })
+    }
+
+    /// With load groups, the one request of the run's connection number `global` (counted
+    /// over all threads); without, None (each request is drawn from the mix).
+    pub(crate) fn fixed(&self, global: usize) -> Option<usize> {
+        if self.group_ends.is_empty() {
+            return None;
+        }
+        let group = self.group_ends.partition_point(|end| *end <= global);
+        Some(group.min(self.group_ends.len() - 1))
     }
 
     /// Draws the index of the next request.
@@ -82,6 +103,23 @@ mod tests {
         assert_eq!(
             &*close.entry(close.pick_index(&mut rng)).bytes,
             b"GET /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-Test: 1\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(keep.fixed(0), None);
+    }
+
+    #[test]
+    fn group_connections_keep_their_group_request() {
+        let groups = ["a=2:/a", "b=1:/b", "c=3:/c"].map(|g| g.parse().unwrap());
+        let target = Target::groups(Some("http://127.0.0.1:1/"), &groups).unwrap();
+        let r = Requests::new(&target, Mode::KeepAlive, &[]).unwrap();
+        let picks: Vec<Option<usize>> = (0..6).map(|g| r.fixed(g)).collect();
+        assert_eq!(
+            picks,
+            [Some(0), Some(0), Some(1), Some(2), Some(2), Some(2)]
+        );
+        assert_eq!(
+            &*r.entry(2).bytes,
+            b"GET /c HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n"
         );
     }
 }

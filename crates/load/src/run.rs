@@ -49,6 +49,10 @@ pub fn run(
         Some(path) => Some(Hlog::create(path, wall_start, &config.target.description)?),
         None => None,
     };
+    let mut samples = match &config.samples {
+        Some(path) => Some(Samples::create(path)?),
+        None => None,
+    };
     let cpu_before = cpu::process_time();
     let start = Instant::now() + START_DELAY;
     let end = start + config.duration;
@@ -87,6 +91,12 @@ pub fn run(
             end,
             interval: config.interval,
             seed: config.seed,
+            threads: config.threads,
+            samples: if config.samples.is_some() {
+                share(crate::config::MAX_SAMPLES)
+            } else {
+                0
+            },
         };
         let tx = tx.clone();
         let stop = stop_rx.clone();
@@ -122,6 +132,9 @@ pub fn run(
                     not_sent: unsent,
                     open_connections,
                 } = snapshot;
+                if let Some(out) = samples.as_mut() {
+                    out.write(&recorder.samples)?;
+                }
                 totals.merge(&recorder);
                 thread_cpu[thread] += cpu;
                 not_sent += unsent;
@@ -191,6 +204,9 @@ pub fn run(
     if let Some(log) = hlog.as_mut() {
         log.flush()?;
     }
+    if let Some(out) = samples.as_mut() {
+        out.flush()?;
+    }
     let generator_cpu = cpu::process_time().saturating_sub(cpu_before);
     let duration = run_end.saturating_duration_since(start).as_secs_f64();
     let busiest = thread_cpu
@@ -219,6 +235,51 @@ pub fn run(
             .push("no request succeeded: see the errors above".to_string());
     }
     Ok(report)
+}
+
+/// The per-request samples file (`Config::samples`).
+struct Samples {
+    path: std::path::PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+impl Samples {
+    fn create(path: &std::path::Path) -> Result<Samples, Error> {
+        let file = std::fs::File::create(path).map_err(|e| Error::Output {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        let mut samples = Samples {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(file),
+        };
+        samples.put(b"end_us,latency_us,class\n")?;
+        Ok(samples)
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        use std::io::Write;
+        self.out.write_all(bytes).map_err(|e| Error::Output {
+            path: self.path.clone(),
+            source: e,
+        })
+    }
+
+    fn write(&mut self, samples: &[(u64, u64, u16)]) -> Result<(), Error> {
+        for (end, latency, class) in samples {
+            let line = format!("{},{},{class}\n", end / 1000, latency / 1000);
+            self.put(line.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Error> {
+        use std::io::Write;
+        self.out.flush().map_err(|e| Error::Output {
+            path: self.path.clone(),
+            source: e,
+        })
+    }
 }
 
 /// The generator's self-check: a warning when its busiest thread was saturated over the run,

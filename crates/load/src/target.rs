@@ -22,6 +22,55 @@ pub struct Target {
     pub paths: Vec<(String, u16)>,
     /// Probability of each path.
     pub weights: Vec<f64>,
+    /// Load groups: connections given to each path (in `paths` order), each connection
+    /// requesting its group's path only. Empty: every request draws a path from `weights`.
+    pub groups: Vec<usize>,
+}
+
+/// One closed-loop client group: `NAME=N:URL` on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Shown as the group's class in reports (e.g. `light`).
+    pub name: String,
+    /// Its connections (clients).
+    pub connections: usize,
+    /// An `http://` URL, or a path (`/svc/light`) on the run's base URL.
+    pub url: String,
+}
+
+impl std::str::FromStr for Group {
+    type Err = Error;
+
+    /// Parses `NAME=N:URL`, e.g. `light=30:/svc/light`.
+    fn from_str(text: &str) -> Result<Group, Error> {
+        let bad = |why: &str| {
+            Error::Config(format!(
+                "--group {text:?}: {why} (write NAME=N:URL, e.g. light=30:/svc/light)"
+            ))
+        };
+        let (name, rest) = text.split_once('=').ok_or_else(|| bad("no '='"))?;
+        let (count, url) = rest.split_once(':').ok_or_else(|| bad("no ':' after N"))?;
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+        {
+            return Err(bad("the name must be letters, digits, '_', '-' or '.'"));
+        }
+        let connections: usize = count
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| bad("N must be a positive number of connections"))?;
+        if !(url.starts_with('/') || url.starts_with("http://")) {
+            return Err(bad("the URL must start with / or http://"));
+        }
+        Ok(Group {
+            name: name.to_string(),
+            connections,
+            url: url.to_string(),
+        })
+    }
 }
 
 /// A parsed `http://` URL.
@@ -129,6 +178,63 @@ impl Target {
             classes: vec!["all".to_string()],
             paths: vec![(parsed.path, 0)],
             weights: vec![1.0],
+            groups: Vec::new(),
+        })
+    }
+
+    /// Several closed-loop client groups on one server, each with its own connections and
+    /// URL, reported as one class each. Paths are taken relative to `base` (any path of
+    /// `base` is ignored); absolute URLs must name the same server.
+    pub fn groups(base: Option<&str>, groups: &[Group]) -> Result<Target, Error> {
+        let first = groups
+            .first()
+            .ok_or_else(|| Error::Config("no --group given".into()))?;
+        let base = match base {
+            Some(base) => base,
+            None if first.url.starts_with("http://") => first.url.as_str(),
+            None => {
+                return Err(Error::Config(
+                    "--group with a path needs the server's URL, e.g. webscope load http://127.0.0.1:8080/ --group light=30:/svc/light".into(),
+                ))
+            }
+        };
+        let server = parse_url(base)?;
+        let mut paths = Vec::with_capacity(groups.len());
+        for (index, group) in groups.iter().enumerate() {
+            if groups[..index].iter().any(|g| g.name == group.name) {
+                return Err(Error::Config(format!(
+                    "--group {}: the name is used twice (each group needs its own)",
+                    group.name
+                )));
+            }
+            let path = if group.url.starts_with('/') {
+                parse_url(&format!("http://h{}", group.url))?.path
+            } else {
+                let url = parse_url(&group.url)?;
+                if (url.host.as_str(), url.port) != (server.host.as_str(), server.port) {
+                    return Err(Error::Config(format!(
+                        "--group {}: {} is not on {} (all groups load one server)",
+                        group.name, group.url, base
+                    )));
+                }
+                url.path
+            };
+            paths.push((path, index as u16));
+        }
+        let description = groups
+            .iter()
+            .zip(&paths)
+            .map(|(g, (path, _))| format!("{}={}:{}", g.name, g.connections, path))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Ok(Target {
+            addr: resolve(&server)?,
+            host: host_field(&server),
+            description: format!("{} groups {description}", host_field(&server)),
+            classes: groups.iter().map(|g| g.name.clone()).collect(),
+            paths,
+            weights: groups.iter().map(|g| g.connections as f64).collect(),
+            groups: groups.iter().map(|g| g.connections).collect(),
         })
     }
 
@@ -161,6 +267,7 @@ impl Target {
             classes,
             paths,
             weights: manifest.files.iter().map(|f| f.probability).collect(),
+            groups: Vec::new(),
         })
     }
 
@@ -210,6 +317,50 @@ mod tests {
         assert_eq!(t.addr, "127.0.0.1:1".parse().unwrap());
         assert_eq!(t.host, "127.0.0.1:1");
         assert_eq!(t.paths, vec![("/x".to_string(), 0)]);
+    }
+
+    #[test]
+    fn groups_parse_and_share_one_server() {
+        let light: Group = "light=30:/svc/light".parse().unwrap();
+        assert_eq!(
+            light,
+            Group {
+                name: "light".into(),
+                connections: 30,
+                url: "/svc/light".into()
+            }
+        );
+        let heavy: Group = "heavy=2:http://127.0.0.1:9/svc/heavy?x=1".parse().unwrap();
+        for bad in [
+            "light",
+            "light=0:/a",
+            "light=x:/a",
+            "=3:/a",
+            "a b=1:/a",
+            "l=1:svc",
+        ] {
+            assert!(bad.parse::<Group>().is_err(), "{bad}");
+        }
+        let t =
+            Target::groups(Some("http://127.0.0.1:9/"), &[light.clone(), heavy.clone()]).unwrap();
+        assert_eq!(t.classes, ["light", "heavy"]);
+        assert_eq!(
+            t.paths,
+            vec![
+                ("/svc/light".to_string(), 0),
+                ("/svc/heavy?x=1".to_string(), 1)
+            ]
+        );
+        assert_eq!(t.groups, vec![30, 2]);
+        // Another server, a repeated name, or a bare path without a base are refused.
+        assert!(
+            Target::groups(Some("http://127.0.0.1:10/"), std::slice::from_ref(&heavy)).is_err()
+        );
+        assert!(
+            Target::groups(Some("http://127.0.0.1:9/"), &[light.clone(), light.clone()]).is_err()
+        );
+        assert!(Target::groups(None, &[light]).is_err());
+        assert_eq!(Target::groups(None, &[heavy]).unwrap().host, "127.0.0.1:9");
     }
 
     #[test]

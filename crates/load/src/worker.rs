@@ -38,6 +38,9 @@ pub(crate) struct Setup {
     pub end: Instant,
     pub interval: Duration,
     pub seed: u64,
+    pub threads: usize,
+    /// Requests this thread may record as samples (0: no samples).
+    pub samples: usize,
 }
 
 /// What a worker sends the coordinator.
@@ -77,6 +80,13 @@ pub(crate) struct Shared {
     pub(crate) schedule: Option<Schedule>,
     pub(crate) end: Instant,
     pub(crate) open_connections: Cell<usize>,
+    /// The run's start, this thread's index and the number of threads (connection `k` of
+    /// this thread is the run's connection `thread + k * threads`).
+    pub(crate) start: Instant,
+    pub(crate) thread: usize,
+    pub(crate) threads: usize,
+    /// Samples this thread may still record.
+    pub(crate) samples_left: Cell<usize>,
 }
 
 /// The body of a worker thread.
@@ -110,6 +120,10 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
         schedule,
         end: setup.end,
         open_connections: Cell::new(setup.connections),
+        start: setup.start,
+        thread: setup.index,
+        threads: setup.threads,
+        samples_left: Cell::new(setup.samples),
     });
     let limit = setup
         .open

@@ -252,3 +252,82 @@ fn ctrl_c_ends_the_run_and_keeps_what_was_measured() {
             >= 1
     );
 }
+
+#[test]
+fn load_groups_keep_their_own_url_and_samples_list_every_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("www");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("small.txt"), vec![b's'; 100]).unwrap();
+    std::fs::write(root.join("big.bin"), vec![b'b'; 100_000]).unwrap();
+    let server = Serve::start(&root);
+    let samples = tmp.path().join("samples.csv");
+    let base = server.base();
+    let samples_arg = samples.to_str().unwrap();
+    let args = [
+        base.as_str(),
+        "--group",
+        "small=3:/small.txt",
+        "--group",
+        "big=1:/big.bin",
+        "-t",
+        "2",
+        "-d",
+        "1s",
+        "--samples",
+        samples_arg,
+    ];
+    let (r, _) = load_json(&args, LIMIT);
+    assert_eq!(u(&r, "connections"), 4, "{r}");
+    let classes = r["classes"].as_array().unwrap();
+    let names: Vec<&str> = classes
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["small", "big"]);
+    // Each group asked for its own file only: bytes per response tell which.
+    for (class, (lo, hi)) in classes.iter().zip([(100.0, 500.0), (100_000.0, 100_500.0)]) {
+        let n = u(class, "requests");
+        assert!(n > 10, "{class}");
+        let per = u(class, "bytes") as f64 / n as f64;
+        assert!(
+            per >= lo && per <= hi,
+            "{}: {per} bytes per response",
+            class["name"]
+        );
+    }
+    // One sample line per completed request, inside the run, with the right classes.
+    let text = std::fs::read_to_string(&samples).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("end_us,latency_us,class"));
+    let mut per_class = [0u64; 2];
+    for line in lines {
+        let v: Vec<u64> = line.split(',').map(|x| x.parse().unwrap()).collect();
+        assert!(v[0] <= 1_500_000 && v[1] <= v[0] + 1000, "{line}");
+        per_class[v[2] as usize] += 1;
+    }
+    assert_eq!(per_class[0], u(&classes[0], "requests"));
+    assert_eq!(per_class[1], u(&classes[1], "requests"));
+}
+
+#[test]
+fn a_bad_group_is_one_clear_line() {
+    for (args, expected) in [
+        (
+            &["http://127.0.0.1:1/", "--group", "light"][..],
+            "NAME=N:URL",
+        ),
+        (&["--group", "light=3:/x"][..], "needs the server's URL"),
+        (
+            &["http://127.0.0.1:1/", "--group", "a=1:http://127.0.0.1:2/x"][..],
+            "all groups load one server",
+        ),
+    ] {
+        let out = webscope().arg("load").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(expected),
+            "{args:?}: {err}"
+        );
+    }
+}

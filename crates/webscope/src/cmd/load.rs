@@ -15,6 +15,8 @@ EXAMPLES:
     webscope load http://127.0.0.1:8080/ --rate 5000 --arrivals poisson --json run.json --hlog run.hlog
     webscope load --fileset /tmp/spec --base http://127.0.0.1:8080/ -c 60 -d 60s   # SPECweb96 mix
     webscope load --fileset /tmp/wsA --base http://127.0.0.1:8080/ -c 5 --think-time 100ms
+    webscope load http://127.0.0.1:8080/ --group light=30:/svc/light --group heavy=20:/svc/heavy
+    webscope load http://127.0.0.1:8080/x -c 20 --samples requests.csv      # one line per request
 
 Ctrl-C ends the run early; what was measured is still printed and written.";
 
@@ -35,13 +37,19 @@ pub struct Args {
 
 #[derive(clap::Args, Debug)]
 struct Flags {
-    /// The URL to request (http:// only); or use --fileset and --base.
+    /// The URL to request (http:// only); or use --fileset and --base. With --group, the
+    /// server's URL that the groups' paths are on.
     #[arg(
         value_name = "URL",
-        required_unless_present = "fileset",
+        required_unless_present_any = ["fileset", "groups"],
         conflicts_with = "fileset"
     )]
     url: Option<String>,
+    /// A closed-loop client group NAME=N:URL (repeatable): N connections requesting URL (a
+    /// path on the server's URL, or a full URL on the same server), reported as class NAME.
+    /// The run's connections are the groups' sum.
+    #[arg(long = "group", value_name = "NAME=N:URL", conflicts_with_all = ["fileset", "rate", "connections"])]
+    groups: Vec<webscope_load::Group>,
     /// A file set written by `webscope fileset`: requests follow its access probabilities and
     /// are reported per class.
     #[arg(long, value_name = "DIR", requires = "base")]
@@ -49,9 +57,9 @@ struct Flags {
     /// The URL under which the file set is served (the server's root, usually).
     #[arg(long, value_name = "URL", requires = "fileset")]
     base: Option<String>,
-    /// Connections at the start (spread over the threads).
-    #[arg(short = 'c', long, value_name = "N", default_value_t = 10)]
-    connections: usize,
+    /// Connections at the start (spread over the threads) [default: 10].
+    #[arg(short = 'c', long, value_name = "N")]
+    connections: Option<usize>,
     /// How long to run.
     #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
@@ -85,6 +93,11 @@ struct Flags {
     /// Write an HdrHistogram interval log (latency in ns, a Tag per class) to this file.
     #[arg(long, value_name = "FILE")]
     hlog: Option<PathBuf>,
+    /// Write one CSV line per completed request (end_us,latency_us,class: completion time
+    /// since the start, latency, class index) to this file, for density maps; at most a
+    /// million lines.
+    #[arg(long, value_name = "FILE")]
+    samples: Option<PathBuf>,
     /// Add a request header (repeatable), e.g. -H 'Accept-Encoding: gzip'.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
@@ -99,16 +112,22 @@ struct Flags {
 impl Flags {
     fn config(self) -> anyhow::Result<(Config, Option<PathBuf>, bool)> {
         let target = match (&self.url, &self.fileset, &self.base) {
+            (url, _, _) if !self.groups.is_empty() => Target::groups(url.as_deref(), &self.groups)?,
             (Some(url), _, _) => Target::url(url)?,
             (None, Some(dir), Some(base)) => Target::fileset(dir, base)?,
             _ => anyhow::bail!("give a URL, or --fileset DIR with --base URL"),
         };
+        let connections = if target.groups.is_empty() {
+            self.connections.unwrap_or(10)
+        } else {
+            target.groups.iter().sum()
+        };
         let mut config = Config::new(target);
-        config.connections = self.connections;
+        config.connections = connections;
         config.threads = self.threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
-                .min(self.connections.max(1))
+                .min(connections.max(1))
         });
         config.duration = self.duration;
         config.mode = if self.close {
@@ -126,7 +145,7 @@ impl Flags {
                 },
                 max_connections: self
                     .max_connections
-                    .unwrap_or_else(|| self.connections.max(1000)),
+                    .unwrap_or_else(|| connections.max(1000)),
             },
             None => Pacing::Closed {
                 think: self.think_time.unwrap_or(Duration::ZERO),
@@ -135,6 +154,7 @@ impl Flags {
         config.timeout = self.timeout;
         config.interval = self.interval;
         config.hlog = self.hlog;
+        config.samples = self.samples;
         config.headers = self.headers;
         config.seed = self.seed;
         config.check()?;
