@@ -76,6 +76,9 @@ pub struct Config {
     /// completion time since the run's start, its latency, its class index), for density
     /// maps; at most [`MAX_SAMPLES`] lines.
     pub samples: Option<PathBuf>,
+    /// Closed loop: after a 503 the connection waits this long before its next request, as
+    /// a client honouring the server's `Retry-After` would (zero: at once, as wrk does).
+    pub backoff_503: Duration,
 }
 
 /// The most requests `Config::samples` records (about 20 MB of CSV): enough for a density
@@ -100,6 +103,7 @@ impl Config {
             headers: Vec::new(),
             seed: 1,
             samples: None,
+            backoff_503: Duration::ZERO,
         }
     }
 

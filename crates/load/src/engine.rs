@@ -542,6 +542,7 @@ impl Engine {
     fn finish(&mut self, i: usize, result: Result<(), Failure>) {
         let now = Instant::now();
         let shared = Rc::clone(&self.shared);
+        let refused = result.is_ok() && self.conns[i].head.is_some_and(|h| h.status == 503);
         {
             let conn = &mut self.conns[i];
             conn.phase = Phase::Idle;
@@ -588,6 +589,8 @@ impl Engine {
         let backoff = matches!(result, Err(Failure::ConnectRefused | Failure::Connect));
         if backoff {
             self.timers.push(Reverse((now + CONNECT_BACKOFF, i)));
+        } else if refused && !shared.backoff_503.is_zero() && shared.schedule.is_none() {
+            self.timers.push(Reverse((now + shared.backoff_503, i)));
         } else if shared.schedule.is_some() {
             // Open loop: idle until the main loop hands it the next due slot.
             self.conns[i].idle_since = now;

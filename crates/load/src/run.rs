@@ -85,6 +85,7 @@ pub fn run(
                 Pacing::Closed { think } => think,
                 Pacing::Open { .. } => Duration::ZERO,
             },
+            backoff_503: config.backoff_503,
             connections: share(config.connections),
             open,
             start,

@@ -31,6 +31,7 @@ pub(crate) struct Setup {
     pub mode: Mode,
     pub timeout: Duration,
     pub think: Duration,
+    pub backoff_503: Duration,
     pub connections: usize,
     /// Open loop: this thread's rate, arrivals, phase (ns) and connection limit.
     pub open: Option<(f64, Arrivals, f64, usize)>,
@@ -76,6 +77,8 @@ pub(crate) struct Shared {
     pub(crate) mode: Mode,
     pub(crate) timeout: Duration,
     pub(crate) think: Duration,
+    /// Closed loop: the pause after a 503 (zero: none).
+    pub(crate) backoff_503: Duration,
     pub(crate) recorder: RefCell<Recorder>,
     pub(crate) schedule: Option<Schedule>,
     pub(crate) end: Instant,
@@ -116,6 +119,7 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
         mode: setup.mode,
         timeout: setup.timeout,
         think: setup.think,
+        backoff_503: setup.backoff_503,
         recorder: RefCell::new(Recorder::new(setup.classes)),
         schedule,
         end: setup.end,

@@ -298,3 +298,29 @@ fn bad_input_is_one_line() {
         assert_eq!(lines.len(), 1, "{case:?}: {stderr}");
     }
 }
+
+#[test]
+fn backoff_503_paces_refused_clients_as_retry_after_would() {
+    let server = TestServer::start(Behavior::Status(503));
+    let url = server.url("/");
+    // Without a backoff, 2 clients ask again at once: thousands of 503s in a second.
+    let (eager, _) = load_json(&[&url, "-c", "2", "-t", "1", "-d", "1s"], LIMIT);
+    assert!(u(&eager, "requests") > 200, "{eager}");
+    // With 400 ms, each client asks about every 400 ms: 2 clients * 3 tries in 1 s.
+    let (paced, _) = load_json(
+        &[
+            &url,
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "1s",
+            "--backoff-503",
+            "400ms",
+        ],
+        LIMIT,
+    );
+    let n = u(&paced, "requests");
+    assert!((4..=8).contains(&n), "{n} requests: {paced}");
+}

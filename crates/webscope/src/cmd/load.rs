@@ -81,6 +81,10 @@ struct Flags {
     /// Closed loop: pause between a response and the next request on a connection.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with = "rate")]
     think_time: Option<Duration>,
+    /// Closed loop: after a 503, the connection waits this long before its next request, as
+    /// a client honouring Retry-After would [default: 0, ask again at once, as wrk].
+    #[arg(long = "backoff-503", value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with = "rate")]
+    backoff_503: Option<Duration>,
     /// Longest a request may take (connect included) before it counts as a timeout.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
     timeout: Duration,
@@ -155,6 +159,7 @@ impl Flags {
         config.interval = self.interval;
         config.hlog = self.hlog;
         config.samples = self.samples;
+        config.backoff_503 = self.backoff_503.unwrap_or(Duration::ZERO);
         config.headers = self.headers;
         config.seed = self.seed;
         config.check()?;
