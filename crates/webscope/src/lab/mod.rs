@@ -4,6 +4,7 @@
 //! files. Ctrl-C stops the current run, and the report of what was measured is still written.
 
 pub mod clients;
+pub mod degradation;
 pub mod filesize;
 pub mod record;
 pub mod render;
@@ -49,10 +50,17 @@ pub const EXPERIMENTS: &[Experiment] = &[
         run: filesize::run,
         render: render::filesize::render,
     },
+    Experiment {
+        name: "degradation",
+        needs_embedded: true,
+        runs: degradation::runs,
+        run: degradation::run,
+        render: render::degradation::render,
+    },
 ];
 
 /// Experiments the lab issue plans that are not built yet.
-pub const PLANNED: &[&str] = &["techniques", "saturation", "model", "degradation"];
+pub const PLANNED: &[&str] = &["techniques", "saturation", "model"];
 
 /// The experiment named `name`.
 pub fn experiment(name: &str) -> Option<&'static Experiment> {

@@ -73,6 +73,27 @@ pub struct ServerFigures {
     pub cpu_s: f64,
     /// CPU cores the server kept busy on average (cpu_s / duration).
     pub busy_cores: f64,
+    /// Per dynamic service (with `serve --services`): what the middleware measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceFigures>,
+}
+
+/// One service over a run, as its executor measured it (Hibino et al.'s Table 1, inside the
+/// middleware).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ServiceFigures {
+    /// `light`, `middle`, `heavy`, ...
+    pub service: String,
+    /// Requests completed.
+    pub completed: f64,
+    /// Requests refused with 503.
+    pub refused: f64,
+    /// CPU time spent running it, seconds.
+    pub cpu_s: f64,
+    /// Mean time from arrival to the first run, milliseconds.
+    pub wait_ms: f64,
+    /// Mean time running (all slices), milliseconds.
+    pub running_ms: f64,
 }
 
 /// The server's phase means for one size class.

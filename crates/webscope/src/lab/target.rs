@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use super::record::{PhaseFigures, ServerFigures};
+use super::record::{PhaseFigures, ServerFigures, ServiceFigures};
 
 /// A server under test.
 pub struct Target {
@@ -133,6 +133,15 @@ impl Target {
         }
     }
 
+    /// Kills the embedded server at once: for a server whose run is over and whose
+    /// draining (service jobs still running) would only cost time.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Stops the embedded server (SIGTERM, then SIGKILL after 10 s).
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -247,6 +256,30 @@ impl Snapshot {
             (Some(a), Some(b)) => a - b,
             _ => 0.0,
         };
+        let services = webscope_server::services::SERVICES
+            .iter()
+            .map(|name| {
+                let labels = format!("{{service=\"{name}\"}}");
+                let mean_ms = |metric: &str| {
+                    let n = delta(&format!("{metric}_count{labels}"));
+                    let s = delta(&format!("{metric}_sum{labels}"));
+                    if n > 0.0 {
+                        s / n * 1e3
+                    } else {
+                        0.0
+                    }
+                };
+                ServiceFigures {
+                    service: name.to_string(),
+                    completed: delta(&format!("webscope_service_requests_total{labels}")),
+                    refused: delta(&format!("webscope_service_refused_total{labels}")),
+                    cpu_s: delta(&format!("webscope_service_cpu_seconds_total{labels}")),
+                    wait_ms: mean_ms("webscope_service_wait_seconds"),
+                    running_ms: mean_ms("webscope_service_running_seconds"),
+                }
+            })
+            .filter(|s| s.completed + s.refused > 0.0)
+            .collect();
         Some(ServerFigures {
             requests,
             response_us: if count > 0.0 { sum / count * 1e6 } else { 0.0 },
@@ -257,6 +290,7 @@ impl Snapshot {
             } else {
                 0.0
             },
+            services,
         })
     }
 }

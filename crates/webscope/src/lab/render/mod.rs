@@ -11,6 +11,7 @@ use webscope_report::{Block, Page, Section};
 use super::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
 
 pub mod clients;
+pub mod degradation;
 pub mod filesize;
 
 /// One run's key figures, taken from its record.

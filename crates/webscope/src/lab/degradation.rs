@@ -1,0 +1,202 @@
+//! The `degradation` experiment (Hibino, Kourai & Chiba, Figures 1-3 and Table 1): light,
+//! middle and heavy services loaded together by closed-loop client groups, heavy clients
+//! growing 0, 5 ... 40, under each scheduling policy of `serve --services`. Workload set 1 is
+//! 30 light clients; set 2 is 20 light and 20 middle. Each run has a fresh server, so heavy
+//! work left running by one run never weighs on the next.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context;
+use webscope_load::{Config, Group, Mode, Target as LoadTarget};
+
+use super::clients::measure;
+use super::record::{write_json, ExperimentRecord, RunRecord};
+use super::target::Target;
+use super::{Ctx, Options};
+
+/// The policies compared, with the flags that configure them. Fair uses the weights;
+/// admission lets two heavy jobs run (eight may wait) and refuses the rest with 503.
+pub const POLICIES: [(&str, &[&str]); 4] = [
+    ("threads", &[]),
+    ("fair", &["--weight", "light=8,middle=2,heavy=1"]),
+    ("priority", &["--priority", "light,middle,heavy"]),
+    ("admission", &["--limit", "heavy=2", "--target", "5ms"]),
+];
+
+/// A workload set: its name and its fixed groups (name, clients).
+pub struct Set {
+    pub name: &'static str,
+    pub fixed: &'static [(&'static str, usize)],
+}
+
+/// The paper's two workload sets.
+pub const SETS: [Set; 2] = [
+    Set {
+        name: "set1",
+        fixed: &[("light", 30)],
+    },
+    Set {
+        name: "set2",
+        fixed: &[("light", 20), ("middle", 20)],
+    },
+];
+
+/// Heavy clients of the default sweep.
+pub const HEAVY: [usize; 9] = [0, 5, 10, 15, 20, 25, 30, 35, 40];
+/// Heavy clients of `--quick`.
+pub const QUICK_HEAVY: [usize; 2] = [0, 40];
+
+/// How long a refused client waits before asking again: the server's `Retry-After: 1`.
+const BACKOFF_503: Duration = Duration::from_secs(1);
+
+fn heavy_counts(options: &Options) -> &'static [usize] {
+    if options.quick {
+        &QUICK_HEAVY
+    } else {
+        &HEAVY
+    }
+}
+
+/// The length of each run: `--duration`, else 5 s (1 s with `--quick`): 72 runs in the
+/// default sweep.
+fn run_length(options: &Options) -> Duration {
+    options.duration.unwrap_or(if options.quick {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(5)
+    })
+}
+
+/// Runs planned.
+pub fn runs(options: &Options) -> usize {
+    SETS.len() * POLICIES.len() * heavy_counts(options).len()
+}
+
+/// A run's directory name; the renderer reads set, policy and heavy clients back from it.
+pub fn run_name(set: &str, policy: &str, heavy: usize) -> String {
+    format!("{set}-{policy}-heavy-{heavy:03}")
+}
+
+/// The inverse of [`run_name`].
+pub fn parse_run_name(name: &str) -> Option<(&str, &str, usize)> {
+    let mut parts = name.splitn(4, '-');
+    let set = parts.next()?;
+    let policy = parts.next()?;
+    (parts.next()? == "heavy").then_some(())?;
+    Some((set, policy, parts.next()?.parse().ok()?))
+}
+
+/// Runs every set under every policy into `dir`; stops early on interrupt.
+pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut record = ExperimentRecord {
+        name: "degradation".into(),
+        factor: "heavy clients".into(),
+        runs: Vec::new(),
+        complete: false,
+        failures: Vec::new(),
+    };
+    let heavies = heavy_counts(ctx.options);
+    'all: for set in &SETS {
+        for (policy, flags) in POLICIES {
+            for &heavy in heavies {
+                if ctx.interrupt.load(Ordering::Relaxed) {
+                    break 'all;
+                }
+                let name = run_name(set.name, policy, heavy);
+                let run_dir = dir.join(&name);
+                std::fs::create_dir_all(&run_dir)?;
+                match one_run(&run_dir, ctx, set, policy, flags, heavy) {
+                    Ok(run) => {
+                        write_json(&run_dir.join("run.json"), &run)?;
+                        record.runs.push(name);
+                    }
+                    // A policy that fails is reported; the others still run.
+                    Err(err) => record.failures.push(format!("{name}: {err:#}")),
+                }
+                ctx.bar.inc(1);
+                write_json(&dir.join("experiment.json"), &record)?;
+            }
+        }
+    }
+    record.complete = record.runs.len() == runs(ctx.options);
+    write_json(&dir.join("experiment.json"), &record)?;
+    Ok(record)
+}
+
+fn one_run(
+    run_dir: &Path,
+    ctx: &Ctx<'_>,
+    set: &Set,
+    policy: &str,
+    flags: &[&str],
+    heavy: usize,
+) -> anyhow::Result<RunRecord> {
+    let extra: Vec<String> = ["--services", "--policy", policy]
+        .iter()
+        .chain(flags)
+        .map(|s| s.to_string())
+        .collect();
+    let mut target = Target::embedded(ctx.exe, ctx.fileset, 1, ctx.server_cpu, &extra)?;
+    let mut groups: Vec<Group> = set
+        .fixed
+        .iter()
+        .map(|(name, clients)| Group {
+            name: name.to_string(),
+            connections: *clients,
+            url: format!("/svc/{name}"),
+        })
+        .collect();
+    if heavy > 0 {
+        groups.push(Group {
+            name: "heavy".into(),
+            connections: heavy,
+            url: "/svc/heavy".into(),
+        });
+    }
+    let mut config = Config::new(LoadTarget::groups(Some(&target.base_url), &groups)?);
+    config.connections = groups.iter().map(|g| g.connections).sum();
+    config.threads = 1;
+    config.duration = run_length(ctx.options);
+    config.mode = Mode::KeepAlive;
+    // Under `threads` a heavy request may wait seconds for a CPU: that is the finding, not
+    // a failure.
+    config.timeout = Duration::from_secs(60);
+    config.backoff_503 = BACKOFF_503;
+    let label = format!("{} {policy}, {heavy} heavy", set.name);
+    let measured = measure(run_dir, config, &target, ctx.interrupt, ctx.bar, &label);
+    // Heavy jobs may still be running; draining them would only delay the next run.
+    target.kill();
+    let (load, server, os) = measured?;
+    let clients: Vec<String> = groups
+        .iter()
+        .map(|g| format!("{} {}", g.connections, g.name))
+        .collect();
+    Ok(RunRecord {
+        x: heavy as f64,
+        load_description: format!(
+            "{}, policy {policy} {}, closed loop keep-alive: {}",
+            set.name,
+            flags.join(" "),
+            clients.join(" + ")
+        ),
+        load,
+        server,
+        os,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_names_read_back() {
+        let name = run_name("set2", "admission", 5);
+        assert_eq!(name, "set2-admission-heavy-005");
+        assert_eq!(parse_run_name(&name), Some(("set2", "admission", 5)));
+        assert_eq!(parse_run_name("clients-010"), None);
+    }
+}
