@@ -71,6 +71,14 @@ fn the_degradation_experiment_runs_every_policy_and_tabulates_them() {
     let light = services.iter().find(|s| s["service"] == "light").unwrap();
     assert!(light["completed"].as_f64().unwrap() > 0.0, "{light}");
     assert!(light["running_ms"].as_f64().unwrap() > 0.0, "{light}");
+    // Under threads a job runs whole: one slice per request, as the server counts them.
+    let threads: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out.join("degradation/set1-threads-heavy-000/run.json")).unwrap(),
+    )
+    .unwrap();
+    let light = &threads["server"]["services"][0];
+    assert_eq!(light["service"], "light");
+    assert_eq!(light["slices"].as_f64(), Some(1.0), "{light}");
     // The page, the CSV, the summary and report.json all carry the table and the verdicts.
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     for policy in ["threads", "fair", "priority", "admission"] {

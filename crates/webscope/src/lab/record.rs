@@ -94,6 +94,9 @@ pub struct ServiceFigures {
     pub wait_ms: f64,
     /// Mean time running (all slices), milliseconds.
     pub running_ms: f64,
+    /// Mean slices per completed request (1 when the policy does not slice).
+    #[serde(default)]
+    pub slices: f64,
 }
 
 /// The server's phase means for one size class.

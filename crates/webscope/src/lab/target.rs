@@ -276,6 +276,15 @@ impl Snapshot {
                     cpu_s: delta(&format!("webscope_service_cpu_seconds_total{labels}")),
                     wait_ms: mean_ms("webscope_service_wait_seconds"),
                     running_ms: mean_ms("webscope_service_running_seconds"),
+                    slices: {
+                        let done = delta(&format!("webscope_service_requests_total{labels}"));
+                        let slices = delta(&format!("webscope_service_slices_total{labels}"));
+                        if done > 0.0 {
+                            slices / done
+                        } else {
+                            0.0
+                        }
+                    },
                 }
             })
             .filter(|s| s.completed + s.refused > 0.0)

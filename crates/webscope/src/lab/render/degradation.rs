@@ -28,6 +28,8 @@ pub struct Service {
     pub cpu_s: Option<f64>,
     pub wait_ms: Option<f64>,
     pub running_ms: Option<f64>,
+    /// Mean slices per request.
+    pub slices: Option<f64>,
 }
 
 /// One run: a set, a policy, a number of heavy clients.
@@ -61,6 +63,7 @@ impl Run {
                     cpu_s: measured.map(|m| m.cpu_s),
                     wait_ms: measured.map(|m| m.wait_ms),
                     running_ms: measured.map(|m| m.running_ms),
+                    slices: measured.map(|m| m.slices),
                     name,
                 }
             })
@@ -108,6 +111,8 @@ pub struct Degradation {
     pub last: Service,
     pub cpu_share_pct: Option<f64>,
     pub base_p99_ms: Option<f64>,
+    /// The server's threads' run-queue wait at the most heavy clients (monitor), % of a core.
+    pub runqueue_wait_pct: Option<f64>,
 }
 
 /// The degradation table's rows, in set, policy, service order.
@@ -142,6 +147,7 @@ pub fn degradations(runs: &[Run]) -> Vec<Degradation> {
                     last: service.clone(),
                     cpu_share_pct: last.cpu_share(&service.name),
                     base_p99_ms: base.map(|b| b.p99_ms),
+                    runqueue_wait_pct: last.runqueue_wait_pct,
                 });
             }
         }
@@ -165,7 +171,9 @@ fn table(rows: &[Degradation]) -> Table {
         "p99 ms (0 → max)",
         "wait ms",
         "running ms",
+        "slices",
         "CPU share %",
+        "run-queue wait %",
     ]);
     for d in rows {
         t.row([
@@ -179,7 +187,9 @@ fn table(rows: &[Degradation]) -> Table {
             format!("{} → {:.1}", opt(d.base_p99_ms, 1), d.last.p99_ms),
             opt(d.last.wait_ms, 1),
             opt(d.last.running_ms, 2),
+            opt(d.last.slices, 1),
             opt(d.cpu_share_pct, 0),
+            opt(d.runqueue_wait_pct, 0),
         ]);
     }
     t
@@ -354,6 +364,7 @@ fn json_rows(rows: &[Degradation]) -> Value {
                     "last_per_s": d.last_per_s, "kept_pct": d.kept_pct,
                     "refused_per_s": d.last.refused_per_s, "p99_ms": d.last.p99_ms,
                     "wait_ms": d.last.wait_ms, "running_ms": d.last.running_ms,
+                    "slices": d.last.slices, "runqueue_wait_pct": d.runqueue_wait_pct,
                     "cpu_share_pct": d.cpu_share_pct,
                 })
             })
@@ -387,6 +398,7 @@ fn runs_csv(runs: &[Run]) -> String {
                 format!("{:.3}", s.p99_ms),
                 opt(s.wait_ms, 3),
                 opt(s.running_ms, 3),
+                opt(s.slices, 2),
                 opt(s.cpu_s, 4),
                 opt(r.runqueue_wait_pct, 1),
             ]);
@@ -442,7 +454,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     }
     let t = table(&rows);
     blocks.push(Block::Table {
-        caption: "Degradation: each service's throughput with the most heavy clients relative to none; wait and running times (means, measured by the server's executor), the CPU split and 503s at the most heavy clients".into(),
+        caption: "Degradation: each service's throughput with the most heavy clients relative to none; at the most heavy clients, its 503s, its wait before running and its running time (means, measured by the server's executor: the paper's Table 1), slices per request, its share of the services' CPU, and the server threads' time waiting in the OS run queue (monitor, % of a core)".into(),
         table: t.clone(),
     });
     out.csv.push(("degradation.csv".into(), runs_csv(&runs)));
@@ -486,6 +498,7 @@ mod tests {
             cpu_s: Some(cpu),
             wait_ms: Some(1.0),
             running_ms: Some(1.0),
+            slices: Some(1.0),
         }
     }
 
