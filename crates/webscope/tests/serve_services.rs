@@ -48,7 +48,13 @@ fn clients(
                         .map(|r| r.status)
                     {
                         Some(200) => ok += 1,
-                        Some(503) => refused += 1,
+                        // A refused client pauses before asking again (as Retry-After asks,
+                        // shortened): asking again at once would reach the server's
+                        // keepalive_requests bound within a second and close the connection.
+                        Some(503) => {
+                            refused += 1;
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
                         other => panic!("{path}: {other:?}"),
                     }
                 }

@@ -256,8 +256,10 @@ fn executor_loop(shared: &Shared) {
             state.running[job.service] = state.running[job.service].saturating_sub(1);
         }
         if shared.policy == Policy::Admission {
-            // A slot is free: a job of that service may be waiting for it.
-            shared.ready.notify_all();
+            // A slot is free and a job of that service may be waiting for it. This thread
+            // may pick another service's job next, so one sleeper is woken to take it; all
+            // 150 would be a thundering herd on every completion.
+            shared.ready.notify_one();
         }
         let Some(body) = result else {
             // Unsliced work always finishes; a poisoned lock lands here: drop the job.
