@@ -63,6 +63,8 @@ pub enum Style {
     Dashed,
     /// Markers only.
     Points,
+    /// Small translucent dots without a line: thousands of samples (density maps).
+    Dots,
 }
 
 /// One named series of (x, y) points.
@@ -340,6 +342,15 @@ impl XyChart {
                 .filter(|(x, y)| xs.contains(*x) && ys.contains(*y))
                 .map(|&(x, y)| (xs.px(x), ys.px(y)))
                 .collect();
+            if s.style == Style::Dots {
+                for (x, y) in &pts {
+                    let _ = write!(
+                        out,
+                        "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"1.3\" fill=\"{colour}\" fill-opacity=\"0.45\"/>"
+                    );
+                }
+                continue;
+            }
             if s.style != Style::Points && pts.len() > 1 {
                 let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
                 let dash = if s.style == Style::Dashed {

@@ -11,6 +11,8 @@ EXAMPLES:
     webscope lab                                  # the default sweep, a few minutes
     webscope lab --clients 1,5,10,50 --duration 10s --keep-alive
     webscope lab --experiment clients --experiment filesize     # + WebStone A/4 .. A*4
+    webscope lab --experiment techniques --experiment model     # ablation; MVA and USL vs measured
+    webscope lab --experiment degradation                       # services under each policy
     webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --server-pid 1234
     webscope report ./webscope-report             # re-render a report from its directory";
 
@@ -38,8 +40,10 @@ pub struct Args {
     /// The --target server's process, so that its CPU use can be shown.
     #[arg(long, value_name = "PID", requires = "target")]
     server_pid: Option<u32>,
-    /// Experiments to run (repeatable): clients, filesize (built); techniques, saturation,
-    /// model, degradation (planned).
+    /// Experiments to run (repeatable): clients (the sweep of Yates and Mughal), filesize
+    /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), model (D = U/X, MVA for
+    /// 1/2/4 CPUs, USL), degradation (light/middle/heavy services under each policy);
+    /// saturation is planned.
     #[arg(long = "experiment", value_name = "NAME", default_value = "clients")]
     experiments: Vec<String>,
     /// Client counts of the clients sweep, e.g. 1,2,5,10,20.

@@ -97,11 +97,21 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
         close: !ctx.options.keep_alive,
         fileset: ctx.fileset,
     };
+    sweep(dir, "clients", &plan, ctx)
+}
+
+/// Runs a sweep of client counts into `dir` as the experiment `name` (the clients experiment,
+/// or another that needs a sweep of its own); stops early on interrupt.
+pub fn sweep(
+    dir: &Path,
+    name: &str,
+    plan: &Plan<'_>,
+    ctx: &Ctx<'_>,
+) -> anyhow::Result<ExperimentRecord> {
     let (target, interrupt, bar) = (ctx.target, ctx.interrupt, ctx.bar);
-    let plan = &plan;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut record = ExperimentRecord {
-        name: "clients".into(),
+        name: name.into(),
         factor: "clients".into(),
         runs: Vec::new(),
         complete: false,

@@ -6,9 +6,11 @@
 pub mod clients;
 pub mod degradation;
 pub mod filesize;
+pub mod model;
 pub mod record;
 pub mod render;
 pub mod target;
+pub mod techniques;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,6 +53,20 @@ pub const EXPERIMENTS: &[Experiment] = &[
         render: render::filesize::render,
     },
     Experiment {
+        name: "techniques",
+        needs_embedded: true,
+        runs: techniques::runs,
+        run: techniques::run,
+        render: render::techniques::render,
+    },
+    Experiment {
+        name: "model",
+        needs_embedded: false,
+        runs: model::runs,
+        run: model::run,
+        render: render::model::render,
+    },
+    Experiment {
         name: "degradation",
         needs_embedded: true,
         runs: degradation::runs,
@@ -60,7 +76,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
 ];
 
 /// Experiments the lab issue plans that are not built yet.
-pub const PLANNED: &[&str] = &["techniques", "saturation", "model"];
+pub const PLANNED: &[&str] = &["saturation"];
 
 /// The experiment named `name`.
 pub fn experiment(name: &str) -> Option<&'static Experiment> {

@@ -42,19 +42,15 @@ impl Target {
         extra: &[String],
     ) -> anyhow::Result<Target> {
         let mut cmd = Command::new(exe);
-        cmd.arg("serve")
-            .arg("--root")
-            .arg(root)
+        cmd.arg("serve");
+        if !extra.iter().any(|a| a == "--access-log") {
             // The access log is written (to /dev/null): its cost is part of what is measured,
             // without filling the disk over a long sweep.
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--admin",
-                "127.0.0.1:0",
-                "--access-log",
-                "/dev/null",
-            ])
+            cmd.args(["--access-log", "/dev/null"]);
+        }
+        cmd.arg("--root")
+            .arg(root)
+            .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
             .args(["--workers", &workers.to_string()])
             .args(extra)
             .stdin(Stdio::null())

@@ -303,34 +303,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::record::RunRecord;
-    use serde_json::Value;
 
-    fn point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
-        Point {
-            x,
-            rps,
-            mbit_s: 0.0,
-            p50_ms: 0.0,
-            p90_ms: 0.0,
-            p99_ms: 0.0,
-            mean_ms: 0.0,
-            errors: 0.0,
-            generator_busy: gen,
-            server_ms: None,
-            server_cores: cores,
-            cpu_pct: None,
-            time_wait: None,
-            disk_util: None,
-            run: RunRecord {
-                x,
-                load_description: String::new(),
-                load: Value::Null,
-                server: None,
-                os: None,
-            },
-        }
-    }
+    use super::super::test_point as point;
 
     #[test]
     fn the_knee_is_where_throughput_reaches_nine_tenths_of_its_peak() {

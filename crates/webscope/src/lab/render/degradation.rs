@@ -173,7 +173,7 @@ fn table(rows: &[Degradation]) -> Table {
         "running ms",
         "slices",
         "CPU share %",
-        "run-queue wait %",
+        "threads in run queue",
     ]);
     for d in rows {
         t.row([
@@ -189,7 +189,8 @@ fn table(rows: &[Degradation]) -> Table {
             opt(d.last.running_ms, 2),
             opt(d.last.slices, 1),
             opt(d.cpu_share_pct, 0),
-            opt(d.runqueue_wait_pct, 0),
+            // Time waiting for a CPU summed over threads, in cores: how many wait, on average.
+            opt(d.runqueue_wait_pct.map(|p| p / 100.0), 1),
         ]);
     }
     t
@@ -306,7 +307,8 @@ fn policy_chart(set: &str, policy: &str, runs: &[&Run], services: &[String]) -> 
         svg: XyChart {
             title: format!("{set} under {policy}: throughput of each service"),
             x: Axis::linear("heavy clients"),
-            y: Axis::linear("successful requests/s"),
+            // Log scale: light does thousands per second, heavy a few.
+            y: Axis::log("successful requests/s (log)"),
             series,
         }
         .to_svg(),
@@ -454,7 +456,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     }
     let t = table(&rows);
     blocks.push(Block::Table {
-        caption: "Degradation: each service's throughput with the most heavy clients relative to none; at the most heavy clients, its 503s, its wait before running and its running time (means, measured by the server's executor: the paper's Table 1), slices per request, its share of the services' CPU, and the server threads' time waiting in the OS run queue (monitor, % of a core)".into(),
+        caption: "Degradation: each service's throughput with the most heavy clients relative to none; at the most heavy clients, its 503s, its wait before running and its running time (means, measured by the server's executor: the paper's Table 1), slices per request, its share of the services' CPU, and how many of the server's threads wait in the OS run queue on average (monitor, from schedstat)".into(),
         table: t.clone(),
     });
     out.csv.push(("degradation.csv".into(), runs_csv(&runs)));

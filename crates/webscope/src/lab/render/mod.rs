@@ -13,6 +13,8 @@ use super::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
 pub mod clients;
 pub mod degradation;
 pub mod filesize;
+pub mod model;
+pub mod techniques;
 
 /// One run's key figures, taken from its record.
 #[derive(Debug, Clone)]
@@ -197,4 +199,32 @@ pub fn render(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
     let text = serde_json::to_string_pretty(&Value::Object(out.json))? + "\n";
     std::fs::write(dir.join("report.json"), text)?;
     Ok((index, out.summary))
+}
+
+/// A run's point with only what the tests of the renderers look at.
+#[cfg(test)]
+pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
+    Point {
+        x,
+        rps,
+        mbit_s: 0.0,
+        p50_ms: 0.0,
+        p90_ms: 0.0,
+        p99_ms: 0.0,
+        mean_ms: 0.0,
+        errors: 0.0,
+        generator_busy: gen,
+        server_ms: None,
+        server_cores: cores,
+        cpu_pct: None,
+        time_wait: None,
+        disk_util: None,
+        run: RunRecord {
+            x,
+            load_description: String::new(),
+            load: Value::Null,
+            server: None,
+            os: None,
+        },
+    }
 }

@@ -1,0 +1,192 @@
+//! The techniques experiment's page (Hu et al., Figure 10): the server's CPU time per request
+//! and its throughput at each cumulative step, and which technique saved the most.
+
+use std::path::Path;
+
+use serde_json::json;
+use webscope_report::svg::{Axis, BarChart};
+use webscope_report::{Block, Section, Table};
+
+use super::{Point, Rendered};
+use crate::lab::record::ExperimentRecord;
+
+/// One step's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub label: String,
+    pub rps: f64,
+    /// Server CPU time per request, microseconds (None without the server's figures).
+    pub cpu_us: Option<f64>,
+    pub p99_ms: f64,
+}
+
+impl Step {
+    fn of(point: &Point) -> Step {
+        let cpu_us = point
+            .run
+            .server
+            .as_ref()
+            .filter(|s| s.requests > 0.0 && s.cpu_s > 0.0)
+            .map(|s| s.cpu_s * 1e6 / s.requests);
+        Step {
+            label: point
+                .run
+                .load_description
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .to_string(),
+            rps: point.rps,
+            cpu_us,
+            p99_ms: point.p99_ms,
+        }
+    }
+}
+
+/// The sentence under the chart: the whole gain and the step that saved the most CPU.
+pub fn reading(steps: &[Step]) -> String {
+    let cpu: Vec<(usize, f64)> = steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, s.cpu_us?)))
+        .collect();
+    let (Some(&(_, first)), Some(&(_, last))) = (cpu.first(), cpu.last()) else {
+        return "No server CPU figures: the gain of each technique cannot be shown.".into();
+    };
+    let best = cpu
+        .windows(2)
+        .map(|w| (w[1].0, w[0].1 - w[1].1))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let mut text = format!(
+        "All techniques together take the server from {first:.1} to {last:.1} CPU-µs per request ({:.2}× the baseline's cost",
+        last / first
+    );
+    if let (Some(a), Some(b)) = (steps.first(), steps.last()) {
+        if a.rps > 0.0 {
+            text.push_str(&format!(
+                ", {:+.0} % throughput",
+                100.0 * (b.rps / a.rps - 1.0)
+            ));
+        }
+    }
+    text.push(')');
+    match best {
+        Some((i, saved)) if saved > 0.0 => text.push_str(&format!(
+            "; {} saves the most, {saved:.1} µs per request.",
+            steps[i].label
+        )),
+        _ => text.push_str("; no step saves CPU time."),
+    }
+    text
+}
+
+fn table(steps: &[Step]) -> Table {
+    let mut t = Table::new([
+        "step",
+        "req/s",
+        "server CPU µs/req",
+        "vs baseline",
+        "p99 ms",
+    ]);
+    let base = steps.first().and_then(|s| s.cpu_us);
+    for s in steps {
+        t.row([
+            s.label.clone(),
+            format!("{:.0}", s.rps),
+            s.cpu_us.map_or("-".into(), |c| format!("{c:.1}")),
+            match (s.cpu_us, base) {
+                (Some(c), Some(b)) if b > 0.0 => format!("{:.2}×", c / b),
+                _ => "-".into(),
+            },
+            format!("{:.2}", s.p99_ms),
+        ]);
+    }
+    t
+}
+
+/// Adds the techniques experiment to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let steps: Vec<Step> = super::load_points(dir, exp)?.iter().map(Step::of).collect();
+    let mut blocks = super::failure_blocks(exp);
+    let labels: Vec<String> = steps.iter().map(|s| s.label.clone()).collect();
+    let reading = reading(&steps);
+    blocks.push(Block::Chart {
+        svg: BarChart {
+            title: "Server CPU time per request, techniques enabled cumulatively".into(),
+            categories: labels.clone(),
+            y: Axis::linear("CPU µs per request"),
+            series: vec![(
+                "server CPU".into(),
+                steps.iter().map(|s| s.cpu_us.unwrap_or(0.0)).collect(),
+            )],
+            stacked: false,
+        }
+        .to_svg(),
+        reading: reading.clone(),
+    });
+    blocks.push(Block::Chart {
+        svg: BarChart {
+            title: "Throughput, techniques enabled cumulatively".into(),
+            categories: labels,
+            y: Axis::linear("requests/s"),
+            series: vec![("throughput".into(), steps.iter().map(|s| s.rps).collect())],
+            stacked: false,
+        }
+        .to_svg(),
+        reading: "Throughput follows the CPU cost when the server's core is the bottleneck; when the load generator's core is, it stays flat while the cost falls.".into(),
+    });
+    let t = table(&steps);
+    blocks.push(Block::Table {
+        caption: "Per step (the server pinned to one core; CPU time from /proc)".into(),
+        table: t.clone(),
+    });
+    out.csv.push(("techniques.csv".into(), t.to_csv()));
+    out.summary.push_str(&format!(
+        "techniques (cumulative)\n{}{reading}\n",
+        t.to_text()
+    ));
+    out.json.insert(
+        "techniques".into(),
+        json!({
+            "reading": reading,
+            "steps": steps.iter().map(|s| json!({
+                "step": s.label, "requests_per_s": s.rps, "cpu_us_per_request": s.cpu_us,
+                "p99_ms": s.p99_ms,
+            })).collect::<Vec<_>>(),
+        }),
+    );
+    out.sections.push(Section {
+        heading: "Techniques, cumulatively (Hu, Nanda & Yang)".into(),
+        blocks,
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(label: &str, rps: f64, cpu: Option<f64>) -> Step {
+        Step {
+            label: label.into(),
+            rps,
+            cpu_us: cpu,
+            p99_ms: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_reading_names_the_step_that_saved_the_most() {
+        let steps = [
+            step("baseline", 1000.0, Some(40.0)),
+            step("+dns-cache", 1500.0, Some(30.0)),
+            step("+string-cache", 1600.0, Some(28.0)),
+            step("+sendfile", 2000.0, Some(10.0)),
+        ];
+        let r = reading(&steps);
+        assert!(r.contains("from 40.0 to 10.0"), "{r}");
+        assert!(r.contains("0.25×") && r.contains("+100 %"), "{r}");
+        assert!(r.contains("+sendfile saves the most, 18.0 µs"), "{r}");
+        assert!(reading(&[step("baseline", 1.0, None)]).starts_with("No server CPU"));
+    }
+}

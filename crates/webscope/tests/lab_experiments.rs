@@ -1,0 +1,95 @@
+//! The lab's other experiments end to end, each short: the cumulative techniques and the
+//! models against a measured sweep.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn webscope() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_webscope"))
+}
+
+fn lab(dir: &Path, args: &[&str]) -> (serde_json::Value, String) {
+    let fileset = dir.join("set");
+    let status = webscope()
+        .args(["fileset", "webstone-a", "--scale", "0.25", "--out"])
+        .arg(&fileset)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = dir.join("report");
+    let run = webscope()
+        .arg("lab")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .arg("--fileset")
+        .arg(&fileset)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout).to_string();
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    (report, stdout)
+}
+
+#[test]
+fn the_techniques_experiment_measures_each_cumulative_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (report, stdout) = lab(
+        tmp.path(),
+        &[
+            "--quick",
+            "--experiment",
+            "techniques",
+            "--duration",
+            "400ms",
+        ],
+    );
+    let steps = report["techniques"]["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 9, "{names:?}");
+    assert_eq!((names[0], names[8]), ("baseline", "+async-log"));
+    for s in steps {
+        assert!(s["requests_per_s"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["cpu_us_per_request"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    assert!(stdout.contains("saves the most"), "{stdout}");
+    // The access log of each step was written to a file, then removed.
+    let run = tmp.path().join("report/techniques/step-0");
+    assert!(run.join("run.json").exists() && !run.join("access.log").exists());
+    let csv = std::fs::read_to_string(tmp.path().join("report/techniques.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 10, "{csv}");
+}
+
+#[test]
+fn the_model_experiment_sets_mva_and_the_usl_against_the_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (report, stdout) = lab(
+        tmp.path(),
+        &["--quick", "--experiment", "model", "--duration", "500ms"],
+    );
+    let model = &report["model"];
+    let d = &model["demands_s"];
+    // D = U / X of a loopback server: microseconds to a millisecond per request.
+    let cpu = d["server_cpu"].as_f64().unwrap();
+    assert!(cpu > 1e-7 && cpu < 1e-2, "{model}");
+    assert!(d["generator"].as_f64().unwrap() > 0.0, "{model}");
+    let ceiling = &model["ceiling_requests_per_s"];
+    let (one, four) = (
+        ceiling["1"].as_f64().unwrap(),
+        ceiling["4"].as_f64().unwrap(),
+    );
+    assert!(four >= one && one > 0.0, "{model}");
+    assert!(model["mva_throughput_error_pct_mean"]
+        .as_f64()
+        .unwrap()
+        .is_finite());
+    assert!(stdout.contains("X MVA"), "{stdout}");
+    let html = std::fs::read_to_string(tmp.path().join("report/index.html")).unwrap();
+    assert!(html.contains("MVA 2× CPU") && html.contains("Prediction errors"));
+}
