@@ -89,13 +89,58 @@ impl Hlog {
             .map_err(|e| fail(std::io::Error::other(e.to_string())))
     }
 
-    /// Pushes what was written to the file.
+    /// Pushes what was written to the file (see [`read_bins`] for reading it back).
     pub(crate) fn flush(&mut self) -> Result<(), Error> {
         self.file.flush().map_err(|source| Error::Hlog {
             path: self.path.clone(),
             source,
         })
     }
+}
+
+/// Reads an interval log back and counts its latencies into bins: `edges_ns` are the bins'
+/// bounds in nanoseconds (n + 1 edges make n bins, each `[lo, hi)`); `tag` picks one class's
+/// lines (`None`: the untagged lines, all requests). Intervals are summed.
+pub fn read_bins(path: &Path, tag: Option<&str>, edges_ns: &[u64]) -> Result<Vec<u64>, Error> {
+    use base64::Engine;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
+    let fail = |why: String| Error::Hlog {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, why),
+    };
+    let text = std::fs::read(path).map_err(|source| Error::Hlog {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut total = crate::recorder::histogram();
+    let mut deserializer = Deserializer::new();
+    for entry in IntervalLogIterator::new(&text) {
+        let LogEntry::Interval(interval) = entry.map_err(|e| fail(format!("{e:?}")))? else {
+            continue;
+        };
+        if interval.tag().map(|t| t.as_str()) != tag {
+            continue;
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(interval.encoded_histogram())
+            .map_err(|e| fail(e.to_string()))?;
+        let h: Histogram<u64> = deserializer
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| fail(format!("{e:?}")))?;
+        // Both auto-resize: adding cannot fail.
+        let _ = total.add(&h);
+    }
+    Ok(edges_ns
+        .windows(2)
+        .map(|w| {
+            if w[1] <= w[0] {
+                0
+            } else {
+                total.count_between(w[0], w[1] - 1)
+            }
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -139,6 +184,18 @@ mod tests {
         }
         assert_eq!(counts, vec![3, 3]);
         assert_eq!(tags, vec![None, Some("a_class_1".to_string())]);
+        // And our own reader bins them.
+        let edges = [0, 1_500, 2_500, 10_000];
+        assert_eq!(read_bins(&path, None, &edges).unwrap(), vec![1, 1, 1]);
+        assert_eq!(
+            read_bins(&path, Some("a_class_1"), &edges).unwrap(),
+            vec![1, 1, 1]
+        );
+        assert_eq!(
+            read_bins(&path, Some("other"), &edges).unwrap(),
+            vec![0, 0, 0]
+        );
+        assert!(read_bins(&tmp.path().join("none"), None, &edges).is_err());
     }
 
     fn base64_decode(text: &str) -> Vec<u8> {

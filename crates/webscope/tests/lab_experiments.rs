@@ -93,3 +93,52 @@ fn the_model_experiment_sets_mva_and_the_usl_against_the_sweep() {
     let html = std::fs::read_to_string(tmp.path().join("report/index.html")).unwrap();
     assert!(html.contains("MVA 2× CPU") && html.contains("Prediction errors"));
 }
+
+#[test]
+fn the_saturation_experiment_doubles_clients_and_maps_two_classes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (report, stdout) = lab(
+        tmp.path(),
+        &[
+            "--quick",
+            "--experiment",
+            "saturation",
+            "--duration",
+            "300ms",
+        ],
+    );
+    let sat = &report["saturation"];
+    let why = sat["stopped_because"].as_str().unwrap();
+    assert!(
+        why.contains("cap of 32") || why.contains("stopped doubling") || why.contains("errors"),
+        "{sat}"
+    );
+    assert!(stdout.contains("× previous"), "{stdout}");
+    let dir = tmp.path().join("report/saturation");
+    let experiment: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("experiment.json")).unwrap()).unwrap();
+    let runs: Vec<&str> = experiment["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    // Doubling from 1, then the two-class run.
+    assert_eq!(&runs[..3], ["clients-001", "clients-002", "clients-004"]);
+    assert_eq!(runs.last(), Some(&"two-class"));
+    let samples = std::fs::read_to_string(dir.join("two-class/samples.csv")).unwrap();
+    let classes: std::collections::BTreeSet<&str> = samples
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.rsplit(',').next())
+        .collect();
+    assert_eq!(classes.into_iter().collect::<Vec<_>>(), ["0", "1"]);
+    let html = std::fs::read_to_string(tmp.path().join("report/index.html")).unwrap();
+    for title in [
+        "Response-time histograms as clients double",
+        "log frequency",
+        "Density map",
+    ] {
+        assert!(html.contains(title), "{title}");
+    }
+}

@@ -12,6 +12,7 @@ EXAMPLES:
     webscope lab --clients 1,5,10,50 --duration 10s --keep-alive
     webscope lab --experiment clients --experiment filesize     # + WebStone A/4 .. A*4
     webscope lab --experiment techniques --experiment model     # ablation; MVA and USL vs measured
+    webscope lab --experiment saturation                        # doubling clients, histograms, density map
     webscope lab --experiment degradation                       # services under each policy
     webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --server-pid 1234
     webscope report ./webscope-report             # re-render a report from its directory";
@@ -41,9 +42,9 @@ pub struct Args {
     #[arg(long, value_name = "PID", requires = "target")]
     server_pid: Option<u32>,
     /// Experiments to run (repeatable): clients (the sweep of Yates and Mughal), filesize
-    /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), model (D = U/X, MVA for
-    /// 1/2/4 CPUs, USL), degradation (light/middle/heavy services under each policy);
-    /// saturation is planned.
+    /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), saturation (Chiarini's
+    /// doubling, histograms, density map), model (D = U/X, MVA for 1/2/4 CPUs, USL),
+    /// degradation (light/middle/heavy services under each policy).
     #[arg(long = "experiment", value_name = "NAME", default_value = "clients")]
     experiments: Vec<String>,
     /// Client counts of the clients sweep, e.g. 1,2,5,10,20.

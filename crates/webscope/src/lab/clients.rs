@@ -143,7 +143,8 @@ pub fn sweep(
     Ok(record)
 }
 
-fn one_run(
+/// One run of `clients` closed-loop clients on the file set, as the plan says.
+pub fn one_run(
     run_dir: &Path,
     clients: usize,
     plan: &Plan<'_>,

@@ -9,6 +9,7 @@ pub mod filesize;
 pub mod model;
 pub mod record;
 pub mod render;
+pub mod saturation;
 pub mod target;
 pub mod techniques;
 
@@ -60,6 +61,13 @@ pub const EXPERIMENTS: &[Experiment] = &[
         render: render::techniques::render,
     },
     Experiment {
+        name: "saturation",
+        needs_embedded: false,
+        runs: saturation::runs,
+        run: saturation::run,
+        render: render::saturation::render,
+    },
+    Experiment {
         name: "model",
         needs_embedded: false,
         runs: model::runs,
@@ -76,7 +84,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
 ];
 
 /// Experiments the lab issue plans that are not built yet.
-pub const PLANNED: &[&str] = &["saturation"];
+pub const PLANNED: &[&str] = &[];
 
 /// The experiment named `name`.
 pub fn experiment(name: &str) -> Option<&'static Experiment> {
@@ -323,4 +331,22 @@ fn machine(cores: usize) -> String {
         "{cores} CPU{}, Linux {kernel}",
         if cores == 1 { "" } else { "s" }
     )
+}
+
+/// Options as the command line gives them with no flags (`--quick` or not), for tests.
+#[cfg(test)]
+pub fn tests_options(quick: bool) -> Options {
+    Options {
+        out: PathBuf::from("report"),
+        work: PathBuf::from("work"),
+        quick,
+        fileset: None,
+        target: None,
+        server_pid: None,
+        experiments: vec!["clients".into()],
+        clients: None,
+        duration: None,
+        keep_alive: false,
+        command: "webscope lab".into(),
+    }
 }

@@ -14,6 +14,7 @@ pub mod clients;
 pub mod degradation;
 pub mod filesize;
 pub mod model;
+pub mod saturation;
 pub mod techniques;
 
 /// One run's key figures, taken from its record.

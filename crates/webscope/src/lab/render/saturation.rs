@@ -1,0 +1,328 @@
+//! The saturation experiment's page (Chiarini & Couch): the mean response time as clients
+//! double, each step's response-time histogram overlaid (linear and log frequency), the
+//! knee and why the doubling stopped, and the density map of the two-class run.
+
+use std::path::Path;
+
+use serde_json::json;
+use webscope_report::svg::{Axis, Series, Style, XyChart};
+use webscope_report::{Block, Section, Table};
+
+use super::{Point, Rendered};
+use crate::lab::record::ExperimentRecord;
+use crate::lab::saturation::{knee, ratios, stop_reason};
+
+/// Histogram bins: 8 per decade from 10 µs to 10 s, in nanoseconds.
+pub fn edges_ns() -> Vec<u64> {
+    (0..=48)
+        .map(|i| (1e4 * 10f64.powf(f64::from(i) / 8.0)).round() as u64)
+        .collect()
+}
+
+/// A histogram as (bin centre in ms, share of requests in %), empty bins left out.
+pub fn shares(counts: &[u64], edges: &[u64]) -> Vec<(f64, f64)> {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    counts
+        .iter()
+        .zip(edges.windows(2))
+        .filter(|(c, _)| **c > 0)
+        .map(|(c, w)| {
+            let centre_ms = (w[0] as f64 * w[1] as f64).sqrt() / 1e6;
+            (centre_ms, 100.0 * *c as f64 / total as f64)
+        })
+        .collect()
+}
+
+/// One request of the two-class run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    pub end_s: f64,
+    pub latency_ms: f64,
+    pub class: usize,
+}
+
+/// Reads `samples.csv` (`end_us,latency_us,class`); lines that do not parse are skipped.
+pub fn read_samples(text: &str) -> Vec<Sample> {
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut f = line.split(',');
+            let end: f64 = f.next()?.parse().ok()?;
+            let latency: f64 = f.next()?.parse().ok()?;
+            let class: usize = f.next()?.parse().ok()?;
+            Some(Sample {
+                end_s: end / 1e6,
+                latency_ms: latency / 1e3,
+                class,
+            })
+        })
+        .collect()
+}
+
+/// At most `most` samples, evenly spaced: a map of thousands of dots, not millions.
+fn thin(samples: Vec<(f64, f64)>, most: usize) -> Vec<(f64, f64)> {
+    let step = samples.len().div_ceil(most.max(1)).max(1);
+    samples.into_iter().step_by(step).collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn histogram_charts(dir: &Path, steps: &[&Point], names: &[String]) -> Vec<Block> {
+    let edges = edges_ns();
+    let mut series = Vec::new();
+    for (p, name) in steps.iter().zip(names) {
+        let hlog = dir.join(name).join("load.hlog");
+        match webscope_load::read_bins(&hlog, None, &edges) {
+            Ok(counts) => series.push(Series::line(
+                format!("{} clients", p.x),
+                shares(&counts, &edges),
+            )),
+            Err(e) => return vec![Block::Warning(format!("No histogram for {name}: {e}"))],
+        }
+    }
+    let modes: Vec<String> = series
+        .iter()
+        .filter_map(|s| {
+            let top = s.points.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+            Some(format!("{:.2} ms", top.0))
+        })
+        .collect();
+    let reading = format!(
+        "Each doubling moves the bulk of the distribution right (most frequent bin: {}); in log frequency the rare slow requests of the tail show.",
+        modes.join(" → ")
+    );
+    let chart = |title: &str, y: Axis| XyChart {
+        title: title.into(),
+        x: Axis::log("response time (ms)"),
+        y,
+        series: series.clone(),
+    };
+    vec![
+        Block::Chart {
+            svg: chart("Response-time histograms as clients double", Axis::linear("% of requests")).to_svg(),
+            reading: reading.clone(),
+        },
+        Block::Chart {
+            svg: chart(
+                "Response-time histograms as clients double, log frequency",
+                Axis::log("% of requests (log)"),
+            )
+            .to_svg(),
+            reading: "Log frequency, as Chiarini and Couch drew them: the tail's shape, invisible on a linear scale, shows how far from an ideal server each load is.".into(),
+        },
+    ]
+}
+
+fn density_map(dir: &Path, point: &Point) -> Block {
+    let text = match std::fs::read_to_string(dir.join("two-class").join("samples.csv")) {
+        Ok(text) => text,
+        Err(e) => return Block::Warning(format!("No samples for the density map: {e}")),
+    };
+    let samples = read_samples(&text);
+    let classes: Vec<String> = point.run.load["classes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| c["name"].as_str().unwrap_or("?").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut series = Vec::new();
+    let mut medians = Vec::new();
+    for (i, name) in classes.iter().enumerate() {
+        let of: Vec<(f64, f64)> = samples
+            .iter()
+            .filter(|s| s.class == i && s.latency_ms > 0.0)
+            .map(|s| (s.end_s, s.latency_ms))
+            .collect();
+        medians.push((
+            name.clone(),
+            median(of.iter().map(|p| p.1).collect()),
+            of.len(),
+        ));
+        series.push(Series {
+            name: name.clone(),
+            points: thin(of, 3000),
+            style: Style::Dots,
+        });
+    }
+    let mut reading: Vec<String> = medians
+        .iter()
+        .map(|(name, m, n)| format!("{name} requests take {m:.2} ms (median of {n})"))
+        .collect();
+    if let [(a, ma, _), (b, mb, _)] = medians.as_slice() {
+        if *ma > 0.0 {
+            reading.push(format!(
+                "{b} takes {:.1}× as long as {a}{}",
+                mb / ma,
+                if mb / ma < 2.0 {
+                    ": the bands overlap, queueing behind each other costs more than the bytes"
+                } else {
+                    ": the bands separate, the bytes dominate"
+                }
+            ));
+        }
+    }
+    Block::Chart {
+        svg: XyChart {
+            title: "Density map: each request's completion time and duration, by class".into(),
+            x: Axis::linear("completion time (s since start)"),
+            y: Axis::log("response time (ms, log)"),
+            series,
+        }
+        .to_svg(),
+        reading: format!("{}.", reading.join("; ")),
+    }
+}
+
+/// What is saturated at the knee, from both sides' CPU figures.
+fn bottleneck(point: Option<&Point>) -> &'static str {
+    match point {
+        Some(p) if p.generator_busy > 0.9 => {
+            "the load generator's core is the busier side: this measures the generator as much as the server"
+        }
+        Some(p) if p.server_cores.is_some_and(|c| c > 0.9) => "the server's CPU is the bottleneck",
+        Some(p) if p.server_cores.is_some() => {
+            "neither side's CPU is saturated: latency, not CPU, bounds throughput"
+        }
+        _ => "the server's CPU use is unknown (no PID to watch)",
+    }
+}
+
+/// Adds the saturation experiment to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let points = super::load_points(dir, exp)?;
+    let (mut steps, mut names, mut two_class) = (Vec::new(), Vec::new(), None);
+    for (p, name) in points.iter().zip(&exp.runs) {
+        if name == "two-class" {
+            two_class = Some(p);
+        } else {
+            steps.push(p);
+            names.push(name.clone());
+        }
+    }
+    let rule: Vec<(usize, f64, f64)> = steps
+        .iter()
+        .map(|p| (p.x as usize, p.mean_ms, p.errors))
+        .collect();
+    let last = rule.last().map_or(0, |s| s.0);
+    let why = stop_reason(&rule, last).unwrap_or_else(|| "an interruption".into());
+    let reading = match knee(&rule) {
+        Some(k) => format!(
+            "The mean response time begins to double with the clients after {k} clients: the system is saturated from there (throughput flat, Little's law), and {}. The doubling stopped because of {why}.",
+            bottleneck(steps.iter().find(|p| p.x as usize == k).copied())
+        ),
+        None => format!(
+            "The mean response time never doubled as clients doubled: no saturation up to {last} clients. The sweep stopped because of {why}."
+        ),
+    };
+    let mut blocks = super::failure_blocks(exp);
+    blocks.push(Block::Chart {
+        svg: XyChart {
+            title: "Mean response time as clients double".into(),
+            x: Axis::log("clients (log)"),
+            y: Axis::log("mean response time (ms, log)"),
+            series: vec![Series::line(
+                "measured mean",
+                steps.iter().map(|p| (p.x, p.mean_ms)).collect(),
+            )],
+        }
+        .to_svg(),
+        reading: reading.clone(),
+    });
+    blocks.extend(histogram_charts(dir, &steps, &names));
+    if let Some(p) = two_class {
+        blocks.push(density_map(dir, p));
+    }
+    let growth = ratios(&rule);
+    let mut table = Table::new([
+        "clients",
+        "req/s",
+        "mean ms",
+        "× previous",
+        "p99 ms",
+        "errors",
+    ]);
+    for (i, p) in steps.iter().enumerate() {
+        table.row([
+            format!("{}", p.x),
+            format!("{:.0}", p.rps),
+            format!("{:.3}", p.mean_ms),
+            i.checked_sub(1)
+                .and_then(|j| growth.get(j))
+                .map_or("-".into(), |r| format!("{r:.2}")),
+            format!("{:.2}", p.p99_ms),
+            format!("{}", p.errors),
+        ]);
+    }
+    blocks.push(Block::Table {
+        caption: "Per doubling step".into(),
+        table: table.clone(),
+    });
+    out.csv.push(("saturation.csv".into(), table.to_csv()));
+    out.summary.push_str(&format!(
+        "saturation (doubling clients)\n{}{reading}\n",
+        table.to_text()
+    ));
+    out.json.insert(
+        "saturation".into(),
+        json!({
+            "knee_clients": knee(&rule),
+            "stopped_because": why,
+            "reading": reading,
+        }),
+    );
+    out.sections.push(Section {
+        heading: "Saturation, histograms and the density map (Chiarini & Couch)".into(),
+        blocks,
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_are_log_spaced_and_shares_sum_to_a_hundred() {
+        let e = edges_ns();
+        assert_eq!((e[0], e[8], e[48]), (10_000, 100_000, 10_000_000_000));
+        let counts = vec![0u64; 48]
+            .into_iter()
+            .enumerate()
+            .map(|(i, _)| if i == 8 || i == 9 { 5 } else { 0 })
+            .collect::<Vec<_>>();
+        let s = shares(&counts, &e);
+        assert_eq!(s.len(), 2);
+        assert!((s.iter().map(|p| p.1).sum::<f64>() - 100.0).abs() < 1e-9);
+        // Bin 8 is [100 µs, 133 µs): its centre is about 0.115 ms.
+        assert!((s[0].0 - 0.1155).abs() < 0.001, "{s:?}");
+    }
+
+    #[test]
+    fn samples_parse_and_bad_lines_are_skipped() {
+        let s = read_samples("end_us,latency_us,class\n1000000,2500,1\nbad\n2000000,100,0\n");
+        assert_eq!(
+            s,
+            vec![
+                Sample {
+                    end_s: 1.0,
+                    latency_ms: 2.5,
+                    class: 1
+                },
+                Sample {
+                    end_s: 2.0,
+                    latency_ms: 0.1,
+                    class: 0
+                }
+            ]
+        );
+        assert_eq!(thin((0..10).map(|i| (i as f64, 0.0)).collect(), 3).len(), 3);
+    }
+}
