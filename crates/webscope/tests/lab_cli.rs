@@ -319,6 +319,9 @@ fn the_filesize_experiment_reads_the_fixed_cost_off_the_size_line() {
             "filesize",
             "--duration",
             "1s",
+            // The size line needs quiet runs: perf's post-processing beside the other tests'
+            // labs would blur it (the profile has its own test).
+            "--no-profile",
             "--work",
         ])
         .arg(tmp.path().join("work"))

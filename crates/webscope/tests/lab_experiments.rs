@@ -25,6 +25,8 @@ fn lab(dir: &Path, args: &[&str]) -> (serde_json::Value, String) {
         .arg(&out)
         .arg("--fileset")
         .arg(&fileset)
+        .arg("--work")
+        .arg(dir.join("work"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout).to_string();
@@ -135,10 +137,35 @@ fn the_saturation_experiment_doubles_clients_and_maps_two_classes() {
     assert_eq!(classes.into_iter().collect::<Vec<_>>(), ["0", "1"]);
     let html = std::fs::read_to_string(tmp.path().join("report/index.html")).unwrap();
     for title in [
-        "Response-time histograms as clients double",
+        "Response-time histograms, as clients double",
         "log frequency",
         "Density map",
     ] {
         assert!(html.contains(title), "{title}");
+    }
+}
+
+#[test]
+fn the_filesize_runs_carry_a_kernel_profile_or_say_why_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, _) = lab(
+        tmp.path(),
+        &["--quick", "--experiment", "filesize", "--duration", "300ms"],
+    );
+    let html = std::fs::read_to_string(tmp.path().join("report/index.html")).unwrap();
+    assert!(
+        html.contains("Kernel time by category") || html.contains("No kernel profile: "),
+        "neither the profile nor why there is none"
+    );
+    for chart in [
+        "TCP states of the server",
+        "Where the CPUs",
+        "Response-time histograms, per workload",
+    ] {
+        assert!(html.contains(chart), "{chart}");
+    }
+    // With perf installed and allowed (CI installs it and runs as root), the chart is there.
+    if std::env::var_os("WEBSCOPE_REQUIRE_PERF").is_some() {
+        assert!(html.contains("Kernel time by category"));
     }
 }

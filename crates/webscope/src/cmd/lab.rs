@@ -56,6 +56,10 @@ pub struct Args {
     /// Keep connections alive (default: a connection per request, as WebStone's clients).
     #[arg(long)]
     keep_alive: bool,
+    /// No kernel profile in the filesize runs (by default perf records each one when it is
+    /// there; its post-processing takes a core for a moment after each run).
+    #[arg(long)]
+    no_profile: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -77,6 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         clients: args.clients,
         duration: args.duration,
         keep_alive: args.keep_alive,
+        profile: !args.no_profile,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     eprintln!(

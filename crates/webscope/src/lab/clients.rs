@@ -18,11 +18,29 @@ use super::{Ctx, Options};
 /// (as JSON), the server's figures and the OS summary. `label` goes on the live line.
 pub fn measure(
     run_dir: &Path,
+    config: Config,
+    target: &Target,
+    interrupt: &AtomicBool,
+    bar: &ProgressBar,
+    label: &str,
+) -> anyhow::Result<(
+    serde_json::Value,
+    Option<ServerFigures>,
+    Option<serde_json::Value>,
+)> {
+    measure_with(run_dir, config, target, interrupt, bar, label, false)
+}
+
+/// [`measure`], with a kernel profile (perf, through the monitor) when `profile` is set: the
+/// monitor says in its summary why there is none when perf is missing or refused.
+pub fn measure_with(
+    run_dir: &Path,
     mut config: Config,
     target: &Target,
     interrupt: &AtomicBool,
     bar: &ProgressBar,
     label: &str,
+    profile: bool,
 ) -> anyhow::Result<(
     serde_json::Value,
     Option<ServerFigures>,
@@ -35,6 +53,7 @@ pub fn measure(
         ports: target.port().into_iter().collect(),
         pids: target.pid.into_iter().collect(),
         out: Some(run_dir.join("monitor")),
+        profile,
         ..webscope_monitor::Config::default()
     });
     let mut live = |interval: &webscope_load::IntervalReport| {

@@ -12,7 +12,7 @@ use anyhow::Context;
 use webscope_load::{Config, Mode, Target as LoadTarget};
 use webscope_workload::{Manifest, Spec, WriteOptions};
 
-use super::clients::measure;
+use super::clients::measure_with;
 use super::record::{write_json, ExperimentRecord, RunRecord};
 use super::target::Target;
 use super::{Ctx, Options};
@@ -104,7 +104,16 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
             config.duration = plan.duration;
             config.mode = Mode::Close;
             let label = format!("WebStone A x{scale}");
-            let (load, server, os) = measure(&run_dir, config, &target, interrupt, bar, &label)?;
+            // The kernel-time breakdown of Yates et al. (Figure 3) per workload.
+            let (load, server, os) = measure_with(
+                &run_dir,
+                config,
+                &target,
+                interrupt,
+                bar,
+                &label,
+                ctx.options.profile,
+            )?;
             Ok(RunRecord {
                 x: manifest.mean_response_bytes / 1024.0,
                 load_description: format!(

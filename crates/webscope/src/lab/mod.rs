@@ -121,6 +121,8 @@ pub struct Options {
     pub clients: Option<Vec<usize>>,
     pub duration: Option<Duration>,
     pub keep_alive: bool,
+    /// Take a kernel profile (perf) in the runs that draw one (filesize).
+    pub profile: bool,
     pub command: String,
 }
 
@@ -347,6 +349,7 @@ pub fn tests_options(quick: bool) -> Options {
         clients: None,
         duration: None,
         keep_alive: false,
+        profile: true,
         command: "webscope lab".into(),
     }
 }

@@ -132,7 +132,12 @@ pub fn clients_table(points: &[Point]) -> Table {
     t
 }
 
-fn clients_section(points: &[Point], server_cores: usize, exp: &ExperimentRecord) -> Section {
+fn clients_section(
+    dir: &Path,
+    points: &[Point],
+    server_cores: usize,
+    exp: &ExperimentRecord,
+) -> Section {
     let mut blocks = super::failure_blocks(exp);
     let sat = saturation(points, server_cores);
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
@@ -258,6 +263,18 @@ fn clients_section(points: &[Point], server_cores: usize, exp: &ExperimentRecord
             });
         }
     }
+    let labels: Vec<String> = points.iter().map(|p| format!("{}", p.x)).collect();
+    let runs: Vec<(String, String)> = exp
+        .runs
+        .iter()
+        .zip(points)
+        .map(|(name, p)| (name.clone(), format!("{} clients", p.x)))
+        .collect();
+    blocks.extend(super::charts::histograms(dir, &runs, "per client count"));
+    blocks.extend(super::charts::cpu_stack(points, &labels, "client count"));
+    if let Some((name, label)) = runs.last() {
+        blocks.push(super::charts::tcp_states(&dir.join(name), label));
+    }
     blocks.push(Block::Table {
         caption: "Per run".into(),
         table: clients_table(points),
@@ -296,7 +313,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         );
     }
     out.sections
-        .push(clients_section(&points, out.server_cores, exp));
+        .push(clients_section(dir, &points, out.server_cores, exp));
     Ok(())
 }
 

@@ -41,7 +41,7 @@ fn workload(run: &RunRecord) -> String {
         .to_string()
 }
 
-fn filesize_section(points: &[Point], exp: &ExperimentRecord) -> (Section, Table) {
+fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Section, Table) {
     let mut blocks = super::failure_blocks(exp);
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()
@@ -115,6 +115,14 @@ fn filesize_section(points: &[Point], exp: &ExperimentRecord) -> (Section, Table
             reading: "The server's own work per request: processing grows with the files' size; parsing and logging stay flat.".into(),
         });
     }
+    let labels: Vec<String> = points.iter().map(|p| workload(&p.run)).collect();
+    let runs: Vec<(String, String)> = exp.runs.iter().cloned().zip(labels.clone()).collect();
+    blocks.extend(super::charts::histograms(dir, &runs, "per workload"));
+    blocks.extend(super::charts::cpu_stack(points, &labels, "workload"));
+    blocks.extend(super::charts::kernel_profile(points, &labels, "workload"));
+    for (name, label) in [runs.first(), runs.last()].into_iter().flatten() {
+        blocks.push(super::charts::tcp_states(&dir.join(name), label));
+    }
     let mut table = Table::new([
         "workload",
         "mean KB",
@@ -168,7 +176,7 @@ fn filesize_section(points: &[Point], exp: &ExperimentRecord) -> (Section, Table
 /// Adds the filesize experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
     let points = super::load_points(dir, exp)?;
-    let (section, table) = filesize_section(&points, exp);
+    let (section, table) = filesize_section(dir, &points, exp);
     out.csv.push(("filesize.csv".into(), table.to_csv()));
     out.summary
         .push_str(&format!("filesize (WebStone A)\n{}", table.to_text()));

@@ -10,6 +10,7 @@ use webscope_report::{Block, Page, Section};
 
 use super::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
 
+pub mod charts;
 pub mod clients;
 pub mod degradation;
 pub mod filesize;

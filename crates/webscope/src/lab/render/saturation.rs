@@ -12,30 +12,6 @@ use super::{Point, Rendered};
 use crate::lab::record::ExperimentRecord;
 use crate::lab::saturation::{knee, ratios, stop_reason};
 
-/// Histogram bins: 8 per decade from 10 µs to 10 s, in nanoseconds.
-pub fn edges_ns() -> Vec<u64> {
-    (0..=48)
-        .map(|i| (1e4 * 10f64.powf(f64::from(i) / 8.0)).round() as u64)
-        .collect()
-}
-
-/// A histogram as (bin centre in ms, share of requests in %), empty bins left out.
-pub fn shares(counts: &[u64], edges: &[u64]) -> Vec<(f64, f64)> {
-    let total: u64 = counts.iter().sum();
-    if total == 0 {
-        return Vec::new();
-    }
-    counts
-        .iter()
-        .zip(edges.windows(2))
-        .filter(|(c, _)| **c > 0)
-        .map(|(c, w)| {
-            let centre_ms = (w[0] as f64 * w[1] as f64).sqrt() / 1e6;
-            (centre_ms, 100.0 * *c as f64 / total as f64)
-        })
-        .collect()
-}
-
 /// One request of the two-class run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
@@ -71,52 +47,6 @@ fn thin(samples: Vec<(f64, f64)>, most: usize) -> Vec<(f64, f64)> {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
-fn histogram_charts(dir: &Path, steps: &[&Point], names: &[String]) -> Vec<Block> {
-    let edges = edges_ns();
-    let mut series = Vec::new();
-    for (p, name) in steps.iter().zip(names) {
-        let hlog = dir.join(name).join("load.hlog");
-        match webscope_load::read_bins(&hlog, None, &edges) {
-            Ok(counts) => series.push(Series::line(
-                format!("{} clients", p.x),
-                shares(&counts, &edges),
-            )),
-            Err(e) => return vec![Block::Warning(format!("No histogram for {name}: {e}"))],
-        }
-    }
-    let modes: Vec<String> = series
-        .iter()
-        .filter_map(|s| {
-            let top = s.points.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-            Some(format!("{:.2} ms", top.0))
-        })
-        .collect();
-    let reading = format!(
-        "Each doubling moves the bulk of the distribution right (most frequent bin: {}); in log frequency the rare slow requests of the tail show.",
-        modes.join(" → ")
-    );
-    let chart = |title: &str, y: Axis| XyChart {
-        title: title.into(),
-        x: Axis::log("response time (ms)"),
-        y,
-        series: series.clone(),
-    };
-    vec![
-        Block::Chart {
-            svg: chart("Response-time histograms as clients double", Axis::linear("% of requests")).to_svg(),
-            reading: reading.clone(),
-        },
-        Block::Chart {
-            svg: chart(
-                "Response-time histograms as clients double, log frequency",
-                Axis::log("% of requests (log)"),
-            )
-            .to_svg(),
-            reading: "Log frequency, as Chiarini and Couch drew them: the tail's shape, invisible on a linear scale, shows how far from an ideal server each load is.".into(),
-        },
-    ]
 }
 
 fn density_map(dir: &Path, point: &Point) -> Block {
@@ -236,7 +166,16 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         .to_svg(),
         reading: reading.clone(),
     });
-    blocks.extend(histogram_charts(dir, &steps, &names));
+    let labelled: Vec<(String, String)> = names
+        .iter()
+        .zip(&steps)
+        .map(|(n, p)| (n.clone(), format!("{} clients", p.x)))
+        .collect();
+    blocks.extend(super::charts::histograms(
+        dir,
+        &labelled,
+        "as clients double",
+    ));
     if let Some(p) = two_class {
         blocks.push(density_map(dir, p));
     }
@@ -288,22 +227,6 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bins_are_log_spaced_and_shares_sum_to_a_hundred() {
-        let e = edges_ns();
-        assert_eq!((e[0], e[8], e[48]), (10_000, 100_000, 10_000_000_000));
-        let counts = vec![0u64; 48]
-            .into_iter()
-            .enumerate()
-            .map(|(i, _)| if i == 8 || i == 9 { 5 } else { 0 })
-            .collect::<Vec<_>>();
-        let s = shares(&counts, &e);
-        assert_eq!(s.len(), 2);
-        assert!((s.iter().map(|p| p.1).sum::<f64>() - 100.0).abs() < 1e-9);
-        // Bin 8 is [100 µs, 133 µs): its centre is about 0.115 ms.
-        assert!((s[0].0 - 0.1155).abs() < 0.001, "{s:?}");
-    }
 
     #[test]
     fn samples_parse_and_bad_lines_are_skipped() {

@@ -1,0 +1,303 @@
+//! Charts several experiments draw from their runs' files: the TCP states of the server's
+//! port over a run (the monitor's `ports.csv`), the CPU breakdown per run (stacked bars), the
+//! kernel profile per run (the monitor's perf profile, Yates et al. Figure 3) and the
+//! latency histograms read back from each run's HdrHistogram log.
+
+use std::path::Path;
+
+use serde_json::Value;
+use webscope_report::svg::{Axis, BarChart, Series, XyChart};
+use webscope_report::Block;
+
+use super::{os_stat, Point};
+
+/// The TCP states drawn, as `ports.csv` names them.
+const STATES: [&str; 8] = [
+    "established",
+    "syn_recv",
+    "fin_wait1",
+    "fin_wait2",
+    "time_wait",
+    "close_wait",
+    "last_ack",
+    "closing",
+];
+
+/// The server port's TCP states over one run, from `run_dir/monitor/ports.csv`.
+pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
+    let path = run_dir.join("monitor").join("ports.csv");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Block::Warning(format!(
+            "No TCP-state samples for {what} (the monitor wrote no {}).",
+            path.display()
+        ));
+    };
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name);
+    let (Some(t), Some(side)) = (col("time_s"), col("side")) else {
+        return Block::Warning(format!("{} has no time_s or side column.", path.display()));
+    };
+    let mut series: Vec<Series> = STATES
+        .iter()
+        .map(|s| Series::line(*s, Vec::new()))
+        .collect();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.get(side) != Some(&"local") {
+            continue;
+        }
+        let Some(time) = f.get(t).and_then(|v| v.parse::<f64>().ok()) else {
+            continue;
+        };
+        for (s, name) in series.iter_mut().zip(STATES) {
+            if let Some(v) = col(name).and_then(|c| f.get(c)?.parse::<f64>().ok()) {
+                s.points.push((time, v));
+            }
+        }
+    }
+    let peak = |s: &Series| s.points.iter().map(|p| p.1).fold(0.0, f64::max);
+    series.retain(|s| peak(s) > 0.0);
+    let reading = match series.iter().max_by(|a, b| peak(a).total_cmp(&peak(b))) {
+        Some(top) => {
+            let max = peak(top);
+            let at = top
+                .points
+                .iter()
+                .find(|p| p.1 >= 0.9 * max)
+                .map_or(0.0, |p| p.0);
+            format!(
+                "{} dominates: {max:.0} sockets at most, 90 % of that after {at:.1} s{}.",
+                top.name,
+                if top.name == "time_wait" {
+                    " — every closed connection lingers there for 60 s, so the table fills with the connection rate"
+                } else {
+                    ""
+                }
+            )
+        }
+        None => "No socket on the server's port during the run.".into(),
+    };
+    Block::Chart {
+        svg: XyChart {
+            title: format!("TCP states of the server's port over time ({what})"),
+            x: Axis::linear("time (s)"),
+            y: Axis::linear("sockets"),
+            series,
+        }
+        .to_svg(),
+        reading,
+    }
+}
+
+/// Stacked CPU breakdown (all CPUs, mean over each run), one bar per run.
+pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Block> {
+    let columns = [
+        ("user", "user_pct"),
+        ("system", "system_pct"),
+        ("softirq", "softirq_pct"),
+        ("irq", "irq_pct"),
+        ("iowait", "iowait_pct"),
+        ("idle", "idle_pct"),
+    ];
+    let mut series: Vec<(String, Vec<f64>)> = Vec::new();
+    for (name, column) in columns {
+        let values: Option<Vec<f64>> = points
+            .iter()
+            .map(|p| os_stat(p.run.os.as_ref()?, "cpu", "all", column, "mean"))
+            .collect();
+        series.push((name.to_string(), values?));
+    }
+    let busiest = points
+        .iter()
+        .zip(labels)
+        .filter_map(|(p, l)| Some((l, p.cpu_pct?)))
+        .max_by(|a, b| (a.1 .1 + a.1 .2).total_cmp(&(b.1 .1 + b.1 .2)))?;
+    Some(Block::Chart {
+        svg: BarChart {
+            title: format!("Where the CPUs' time went, per {what}"),
+            categories: labels.to_vec(),
+            y: Axis::linear("% of all CPUs"),
+            series,
+            stacked: true,
+        }
+        .to_svg(),
+        reading: format!(
+            "The kernel's share (system + softirq) is largest at {}: {:.0} % of all CPUs against {:.0} % in user space — serving files on loopback is mostly kernel work.",
+            busiest.0,
+            busiest.1 .1 + busiest.1 .2,
+            busiest.1 .0
+        ),
+    })
+}
+
+/// The kernel profile per run: each kernel category's share of kernel samples, stacked.
+/// `None` when no run has a profile; the reason perf gave when it was asked and refused.
+pub fn kernel_profile(points: &[Point], labels: &[String], what: &str) -> Option<Block> {
+    let profiles: Vec<Option<&Value>> = points
+        .iter()
+        .map(|p| p.run.os.as_ref()?.get("profile").filter(|v| !v.is_null()))
+        .collect();
+    if profiles.iter().all(Option::is_none) {
+        let why = points
+            .iter()
+            .find_map(|p| p.run.os.as_ref()?.get("profile_error")?.as_str())?;
+        return Some(Block::Text(format!("No kernel profile: {why}.")));
+    }
+    let kernel = [
+        "net_low",
+        "net_high",
+        "fs_low",
+        "fs_high",
+        "timers",
+        "scheduler",
+        "kernel_other",
+    ];
+    let share = |profile: Option<&Value>, category: &str| -> f64 {
+        profile
+            .and_then(|p| p.get("categories")?.as_array())
+            .and_then(|cats| {
+                cats.iter()
+                    .find(|c| c.get("category").and_then(Value::as_str) == Some(category))?
+                    .get("kernel_pct")?
+                    .as_f64()
+            })
+            .unwrap_or(0.0)
+    };
+    let series: Vec<(String, Vec<f64>)> = kernel
+        .iter()
+        .map(|c| {
+            (
+                c.to_string(),
+                profiles.iter().map(|p| share(*p, c)).collect(),
+            )
+        })
+        .collect();
+    let (top, mean) = series
+        .iter()
+        .map(|(name, v)| (name.clone(), v.iter().sum::<f64>() / v.len().max(1) as f64))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(Block::Chart {
+        svg: BarChart {
+            title: format!("Kernel time by category, per {what} (perf)"),
+            categories: labels.to_vec(),
+            y: Axis::linear("% of kernel samples"),
+            series,
+            stacked: true,
+        }
+        .to_svg(),
+        reading: format!(
+            "{top} takes the most kernel time, {mean:.0} % of kernel samples on average (Yates et al. found the network's high layers and the driver routines on top in 1997)."
+        ),
+    })
+}
+
+/// Histogram bins: 8 per decade from 10 µs to 10 s, in nanoseconds.
+pub fn edges_ns() -> Vec<u64> {
+    (0..=48)
+        .map(|i| (1e4 * 10f64.powf(f64::from(i) / 8.0)).round() as u64)
+        .collect()
+}
+
+/// A histogram as (bin centre in ms, share of requests in %), empty bins left out.
+pub fn shares(counts: &[u64], edges: &[u64]) -> Vec<(f64, f64)> {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    counts
+        .iter()
+        .zip(edges.windows(2))
+        .filter(|(c, _)| **c > 0)
+        .map(|(c, w)| {
+            let centre_ms = (w[0] as f64 * w[1] as f64).sqrt() / 1e6;
+            (centre_ms, 100.0 * *c as f64 / total as f64)
+        })
+        .collect()
+}
+
+/// Each run's response-time histogram, overlaid, in linear and in log frequency.
+pub fn histograms(dir: &Path, runs: &[(String, String)], what: &str) -> Vec<Block> {
+    let edges = edges_ns();
+    let mut series = Vec::new();
+    for (name, label) in runs {
+        let hlog = dir.join(name).join("load.hlog");
+        match webscope_load::read_bins(&hlog, None, &edges) {
+            Ok(counts) => series.push(Series::line(label.clone(), shares(&counts, &edges))),
+            Err(e) => return vec![Block::Warning(format!("No histogram for {name}: {e}"))],
+        }
+    }
+    let modes: Vec<String> = series
+        .iter()
+        .filter_map(|s| {
+            let top = s.points.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+            Some(format!("{:.2} ms", top.0))
+        })
+        .collect();
+    let chart = |title: String, y: Axis| XyChart {
+        title,
+        x: Axis::log("response time (ms)"),
+        y,
+        series: series.clone(),
+    };
+    vec![
+        Block::Chart {
+            svg: chart(format!("Response-time histograms, {what}"), Axis::linear("% of requests")).to_svg(),
+            reading: format!(
+                "The most frequent response time moves {} as the load grows.",
+                modes.join(" → ")
+            ),
+        },
+        Block::Chart {
+            svg: chart(
+                format!("Response-time histograms, {what}, log frequency"),
+                Axis::log("% of requests (log)"),
+            )
+            .to_svg(),
+            reading: "Log frequency, as Chiarini and Couch drew them: the tail's shape, invisible on a linear scale, shows how far from an ideal server each load is.".into(),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_are_log_spaced_and_shares_sum_to_a_hundred() {
+        let e = edges_ns();
+        assert_eq!((e[0], e[8], e[48]), (10_000, 100_000, 10_000_000_000));
+        let counts: Vec<u64> = (0..48)
+            .map(|i| if i == 8 || i == 9 { 5 } else { 0 })
+            .collect();
+        let s = shares(&counts, &e);
+        assert_eq!(s.len(), 2);
+        assert!((s.iter().map(|p| p.1).sum::<f64>() - 100.0).abs() < 1e-9);
+        // Bin 8 is [100 µs, 133 µs): its centre is about 0.115 ms.
+        assert!((s[0].0 - 0.1155).abs() < 0.001, "{s:?}");
+    }
+
+    #[test]
+    fn tcp_states_are_read_from_the_local_side() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("monitor")).unwrap();
+        std::fs::write(
+            tmp.path().join("monitor/ports.csv"),
+            "time_s,unix_time,port,side,established,time_wait\n\
+             0.1,0,80,local,3,100\n0.1,0,80,remote,50,0\n0.2,0,80,local,4,1000\n",
+        )
+        .unwrap();
+        let Block::Chart { svg, reading } = tcp_states(tmp.path(), "a run") else {
+            panic!("no chart");
+        };
+        assert!(
+            reading.starts_with("time_wait dominates: 1000 sockets"),
+            "{reading}"
+        );
+        assert!(svg.contains("established") && !svg.contains("close_wait"));
+        assert!(matches!(
+            tcp_states(&tmp.path().join("none"), "x"),
+            Block::Warning(_)
+        ));
+    }
+}
