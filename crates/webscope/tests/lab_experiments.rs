@@ -136,6 +136,12 @@ fn the_saturation_experiment_doubles_clients_and_maps_two_classes() {
         .collect();
     assert_eq!(classes.into_iter().collect::<Vec<_>>(), ["0", "1"]);
     let html = std::fs::read_to_string(tmp.path().join("report/index.html")).unwrap();
+    // Re-rendered from its directory, the report is the same bytes (thinned dots included).
+    let report_dir = tmp.path().join("report");
+    let before = std::fs::read(report_dir.join("index.html")).unwrap();
+    let again = webscope().arg("report").arg(&report_dir).output().unwrap();
+    assert!(again.status.success());
+    assert!(before == std::fs::read(report_dir.join("index.html")).unwrap());
     for title in [
         "Response-time histograms, as clients double",
         "log frequency",

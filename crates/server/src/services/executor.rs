@@ -229,18 +229,22 @@ fn executor_loop(shared: &Shared) {
             }
         };
         let start = Instant::now();
+        let cpu_start = thread_cpu();
         if job.started.is_none() {
             job.started = Some(start);
         }
         let deadline = sliced.then(|| start + shared.slice);
         let result = job.work.run(deadline);
         let ran = start.elapsed();
-        shared.stats.ran(job.service, ran);
+        // CPU time, not wall time: a pool thread the OS preempts (threads, admission) is not
+        // running its service meanwhile, and the fair share is a share of the CPU.
+        let cpu = thread_cpu().saturating_sub(cpu_start);
+        shared.stats.ran(job.service, cpu);
         job.running += ran;
         job.slices += 1;
         if sliced {
             if let Ok(mut state) = shared.state.lock() {
-                state.vtime[job.service] += ran.as_nanos() as f64 / shared.weights[job.service];
+                state.vtime[job.service] += cpu.as_nanos() as f64 / shared.weights[job.service];
                 if result.is_none() {
                     // Back to the front: within a service, jobs run in arrival order; slices
                     // interleave services, not the jobs of one service.
@@ -271,6 +275,20 @@ fn executor_loop(shared: &Shared) {
             .finished(job.service, wait, job.running, job.slices);
         let _ = job.reply.send(body);
     }
+}
+
+/// The calling thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
 }
 
 #[cfg(test)]
