@@ -436,13 +436,22 @@ impl BarChart {
                 );
                 base += v;
             }
-            let _ = write!(
-                out,
-                "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\">{t}</text>",
-                x = left + band * 0.4,
-                y = H - MB + 16.0,
-                t = esc(name)
-            );
+            // Labels wider than their band (about 6 px a character) are slanted so that
+            // neighbours do not run into each other.
+            let (x, y) = (left + band * 0.4, H - MB + 16.0);
+            if name.chars().count() as f64 * 6.0 > band {
+                let _ = write!(
+                    out,
+                    "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"end\" transform=\"rotate(-30 {x:.1} {y:.1})\">{t}</text>",
+                    t = esc(name)
+                );
+            } else {
+                let _ = write!(
+                    out,
+                    "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\">{t}</text>",
+                    t = esc(name)
+                );
+            }
         }
         let names: Vec<&str> = self.series.iter().map(|(n, _)| n.as_str()).collect();
         legend(&mut out, &names);

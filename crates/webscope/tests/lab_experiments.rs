@@ -93,7 +93,7 @@ fn the_model_experiment_sets_mva_and_the_usl_against_the_sweep() {
         .is_finite());
     assert!(stdout.contains("X MVA"), "{stdout}");
     let html = std::fs::read_to_string(tmp.path().join("report/index.html")).unwrap();
-    assert!(html.contains("MVA 2× CPU") && html.contains("Prediction errors"));
+    assert!(html.contains("MVA, 2× server CPUs") && html.contains("Prediction errors"));
 }
 
 #[test]

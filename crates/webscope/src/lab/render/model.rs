@@ -132,12 +132,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     let mut x_series = vec![Series::line("measured", measured_x)];
     let mut r_series = vec![Series::line("measured mean", measured_r)];
     for (cpus, c) in &curves {
-        let name = format!(
-            "MVA {cpus}× CPU (D_cpu {:.1} µs, D_gen {:.1} µs, Z {:.1} µs)",
-            d.cpu * 1e6,
-            d.generator * 1e6,
-            d.delay * 1e6
-        );
+        // Short: the legend is narrow; the demands are in the reading and the summary.
+        let name = if *cpus == 1 {
+            format!("MVA, D {:.0}+{:.0} µs", d.cpu * 1e6, d.generator * 1e6)
+        } else {
+            format!("MVA, {cpus}× server CPUs")
+        };
         x_series.push(Series {
             name: name.clone(),
             points: c.iter().map(|&(n, x, _)| (f64::from(n), x)).collect(),
@@ -150,10 +150,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         });
     }
     if let Ok(fit) = &usl {
-        let name = format!(
-            "USL σ={:.3} κ={:.5} λ={:.0}/s",
-            fit.sigma, fit.kappa, fit.lambda
-        );
+        let name = format!("USL σ={:.2} κ={:.4}", fit.sigma, fit.kappa);
         let curve = |f: &dyn Fn(f64) -> f64| {
             ns.iter()
                 .map(|&n| (f64::from(n), f(f64::from(n))))
@@ -232,9 +229,14 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         )
     };
     let reading_x = format!(
-        "Exact MVA with the measured demands predicts throughput within {:.0} % on average ({}); the USL {}. {more_cpus}.",
+        "Exact MVA with the measured demands (server CPU {:.1} µs, load generator {:.1} µs, disk {:.1} µs per request, and a {:.1} µs delay) predicts throughput within {:.0} % on average ({}); the USL (λ = {}) {}. {more_cpus}.",
+        d.cpu * 1e6,
+        d.generator * 1e6,
+        d.disk * 1e6,
+        d.delay * 1e6,
         mean_abs(&mva_x_err),
         if mva_x_err.is_empty() { "no point to compare".to_string() } else { format!("largest {:.0} %", mva_x_err.iter().fold(0.0f64, |a, e| a.max(e.abs()))) },
+        usl.as_ref().map_or("-".to_string(), |f| format!("{:.0}/s", f.lambda)),
         match &usl {
             Ok(_) => format!("within {:.0} %", mean_abs(&usl_err)),
             Err(why) => format!("does not fit ({why})"),

@@ -80,6 +80,28 @@ pub fn reading(steps: &[Step]) -> String {
     text
 }
 
+/// The sentence under the throughput chart: how far throughput followed the CPU cost.
+pub fn throughput_reading(steps: &[Step]) -> String {
+    let (Some(a), Some(b)) = (steps.first(), steps.last()) else {
+        return "No steps measured.".into();
+    };
+    let gain = if a.rps > 0.0 { b.rps / a.rps } else { 0.0 };
+    let cheaper = match (a.cpu_us, b.cpu_us) {
+        (Some(x), Some(y)) if y > 0.0 => x / y,
+        _ => 0.0,
+    };
+    format!(
+        "Throughput goes from {:.0} to {:.0} requests/s ({gain:.2}×) while the cost per request falls {cheaper:.2}×: {}.",
+        a.rps,
+        b.rps,
+        if cheaper > 0.0 && gain < 0.8 * cheaper {
+            "the server's core is not the only limit (the load generator's is near saturation)"
+        } else {
+            "the server's core is the limit, so throughput follows its cost"
+        }
+    )
+}
+
 fn table(steps: &[Step]) -> Table {
     let mut t = Table::new([
         "step",
@@ -133,7 +155,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             stacked: false,
         }
         .to_svg(),
-        reading: "Throughput follows the CPU cost when the server's core is the bottleneck; when the load generator's core is, it stays flat while the cost falls.".into(),
+        reading: throughput_reading(&steps),
     });
     let t = table(&steps);
     blocks.push(Block::Table {
