@@ -1,23 +1,13 @@
 //! `webscope lab` and `webscope report` end to end, bounded: a tiny file set, two short runs,
 //! the embedded server on 127.0.0.1.
 
+mod lab_support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
+
+use lab_support::{tiny_fileset, webscope};
 use std::time::{Duration, Instant};
-
-fn webscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_webscope"))
-}
-
-fn tiny_fileset(dir: &Path) {
-    let status = webscope()
-        .args(["fileset", "webstone-a", "--scale", "0.25", "--out"])
-        .arg(dir)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
 
 #[test]
 fn a_short_lab_writes_a_report_that_re_renders_byte_for_byte() {

@@ -1,22 +1,9 @@
 //! `webscope lab --experiment degradation` end to end, short: every set under every policy on
 //! the embedded server's services, the page, the table, the CSV and the targets' verdicts.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+mod lab_support;
 
-fn webscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_webscope"))
-}
-
-fn tiny_fileset(dir: &Path) {
-    let status = webscope()
-        .args(["fileset", "webstone-a", "--scale", "0.25", "--out"])
-        .arg(dir)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
+use lab_support::{tiny_fileset, webscope};
 
 #[test]
 fn the_degradation_experiment_runs_every_policy_and_tabulates_them() {

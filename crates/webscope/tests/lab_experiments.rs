@@ -1,22 +1,14 @@
 //! The lab's other experiments end to end, each short: the cumulative techniques and the
 //! models against a measured sweep.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+mod lab_support;
 
-fn webscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_webscope"))
-}
+use lab_support::{tiny_fileset, webscope};
+use std::path::Path;
 
 fn lab(dir: &Path, args: &[&str]) -> (serde_json::Value, String) {
     let fileset = dir.join("set");
-    let status = webscope()
-        .args(["fileset", "webstone-a", "--scale", "0.25", "--out"])
-        .arg(&fileset)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    tiny_fileset(&fileset);
     let out = dir.join("report");
     let run = webscope()
         .arg("lab")
