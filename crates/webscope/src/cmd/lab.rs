@@ -50,7 +50,7 @@ pub struct Args {
     /// Client counts of the clients sweep, e.g. 1,2,5,10,20.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     clients: Option<Vec<usize>>,
-    /// Length of each run [default: 15s, 3s with --quick].
+    /// Length of each run [default: 15s, 3s with --quick; degradation: 5s, 1s with --quick].
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     duration: Option<Duration>,
     /// Keep connections alive (default: a connection per request, as WebStone's clients).
