@@ -19,6 +19,8 @@ fn the_degradation_experiment_runs_every_policy_and_tabulates_them() {
             "degradation",
             "--duration",
             "700ms",
+            "--repeat",
+            "2",
             "--out",
         ])
         .arg(&out)
@@ -32,13 +34,14 @@ fn the_degradation_experiment_runs_every_policy_and_tabulates_them() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    // Two sets x four policies x heavy 0 and 40.
+    // Two sets x four policies x heavy 0 and 40, twice.
     let experiment: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("degradation/experiment.json")).unwrap())
             .unwrap();
-    assert_eq!(
-        experiment["runs"].as_array().unwrap().len(),
-        16,
+    let runs = experiment["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 32, "{experiment}");
+    assert!(
+        runs.iter().any(|r| r == "set2-priority-heavy-040-r2"),
         "{experiment}"
     );
     // The heaviest fair run: three groups' worth of classes, and the server's own split of
@@ -68,6 +71,7 @@ fn the_degradation_experiment_runs_every_policy_and_tabulates_them() {
     assert_eq!(light["slices"].as_f64(), Some(1.0), "{light}");
     // The page, the CSV, the summary and report.json all carry the table and the verdicts.
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("the median of 2 runs"));
     for policy in ["threads", "fair", "priority", "admission"] {
         assert!(html.contains(&format!("set1 under {policy}")), "{policy}");
     }

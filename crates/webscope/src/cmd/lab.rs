@@ -13,7 +13,7 @@ EXAMPLES:
     webscope lab --experiment clients --experiment filesize     # + WebStone A/4 .. A*4
     webscope lab --experiment techniques --experiment model     # ablation; MVA and USL vs measured
     webscope lab --experiment saturation                        # doubling clients, histograms, density map
-    webscope lab --experiment degradation                       # services under each policy
+    webscope lab --experiment degradation --repeat 3            # services under each policy, medians of 3
     webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --server-pid 1234
     webscope report ./webscope-report             # re-render a report from its directory";
 
@@ -56,6 +56,10 @@ pub struct Args {
     /// Keep connections alive (default: a connection per request, as WebStone's clients).
     #[arg(long)]
     keep_alive: bool,
+    /// Runs of each point of the degradation experiment, taken round the whole sweep; its page
+    /// shows the medians (single runs on a small VM can move by 20 %).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=20))]
+    repeat: u16,
     /// No kernel profile in the filesize runs (by default perf records each one when it is
     /// there; its post-processing takes a core for a moment after each run).
     #[arg(long)]
@@ -82,6 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         duration: args.duration,
         keep_alive: args.keep_alive,
         profile: !args.no_profile,
+        repeat: usize::from(args.repeat),
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     eprintln!(

@@ -69,23 +69,34 @@ fn run_length(options: &Options) -> Duration {
     })
 }
 
-/// Runs planned.
+/// Runs planned: every point `--repeat` times.
 pub fn runs(options: &Options) -> usize {
-    SETS.len() * POLICIES.len() * heavy_counts(options).len()
+    SETS.len() * POLICIES.len() * heavy_counts(options).len() * options.repeat.max(1)
 }
 
 /// A run's directory name; the renderer reads set, policy and heavy clients back from it.
-pub fn run_name(set: &str, policy: &str, heavy: usize) -> String {
-    format!("{set}-{policy}-heavy-{heavy:03}")
+/// Repetitions after the first carry `-r2`, `-r3` ...
+pub fn run_name(set: &str, policy: &str, heavy: usize, repeat: usize) -> String {
+    match repeat {
+        0 | 1 => format!("{set}-{policy}-heavy-{heavy:03}"),
+        r => format!("{set}-{policy}-heavy-{heavy:03}-r{r}"),
+    }
 }
 
-/// The inverse of [`run_name`].
+/// The inverse of [`run_name`] (the repetition is left out: the renderer pools them).
 pub fn parse_run_name(name: &str) -> Option<(&str, &str, usize)> {
-    let mut parts = name.splitn(4, '-');
+    let mut parts = name.splitn(5, '-');
     let set = parts.next()?;
     let policy = parts.next()?;
     (parts.next()? == "heavy").then_some(())?;
-    Some((set, policy, parts.next()?.parse().ok()?))
+    let heavy = parts.next()?.parse().ok()?;
+    match parts.next() {
+        None => {}
+        Some(r) => {
+            r.strip_prefix('r')?.parse::<usize>().ok()?;
+        }
+    }
+    Some((set, policy, heavy))
 }
 
 /// Runs every set under every policy into `dir`; stops early on interrupt.
@@ -99,25 +110,29 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
         failures: Vec::new(),
     };
     let heavies = heavy_counts(ctx.options);
-    'all: for set in &SETS {
-        for (policy, flags) in POLICIES {
-            for &heavy in heavies {
-                if ctx.interrupt.load(Ordering::Relaxed) {
-                    break 'all;
-                }
-                let name = run_name(set.name, policy, heavy);
-                let run_dir = dir.join(&name);
-                std::fs::create_dir_all(&run_dir)?;
-                match one_run(&run_dir, ctx, set, policy, flags, heavy) {
-                    Ok(run) => {
-                        write_json(&run_dir.join("run.json"), &run)?;
-                        record.runs.push(name);
+    // Repetitions go round the whole sweep rather than back to back, so that a slow drift of
+    // the machine spreads over every point instead of weighing on a few.
+    'all: for repeat in 1..=ctx.options.repeat.max(1) {
+        for set in &SETS {
+            for (policy, flags) in POLICIES {
+                for &heavy in heavies {
+                    if ctx.interrupt.load(Ordering::Relaxed) {
+                        break 'all;
                     }
-                    // A policy that fails is reported; the others still run.
-                    Err(err) => record.failures.push(format!("{name}: {err:#}")),
+                    let name = run_name(set.name, policy, heavy, repeat);
+                    let run_dir = dir.join(&name);
+                    std::fs::create_dir_all(&run_dir)?;
+                    match one_run(&run_dir, ctx, set, policy, flags, heavy) {
+                        Ok(run) => {
+                            write_json(&run_dir.join("run.json"), &run)?;
+                            record.runs.push(name);
+                        }
+                        // A policy that fails is reported; the others still run.
+                        Err(err) => record.failures.push(format!("{name}: {err:#}")),
+                    }
+                    ctx.bar.inc(1);
+                    write_json(&dir.join("experiment.json"), &record)?;
                 }
-                ctx.bar.inc(1);
-                write_json(&dir.join("experiment.json"), &record)?;
             }
         }
     }
@@ -194,9 +209,13 @@ mod tests {
 
     #[test]
     fn run_names_read_back() {
-        let name = run_name("set2", "admission", 5);
+        let name = run_name("set2", "admission", 5, 1);
         assert_eq!(name, "set2-admission-heavy-005");
         assert_eq!(parse_run_name(&name), Some(("set2", "admission", 5)));
+        let again = run_name("set1", "fair", 40, 3);
+        assert_eq!(again, "set1-fair-heavy-040-r3");
+        assert_eq!(parse_run_name(&again), Some(("set1", "fair", 40)));
         assert_eq!(parse_run_name("clients-010"), None);
+        assert_eq!(parse_run_name("set1-fair-heavy-040-x3"), None);
     }
 }

@@ -123,6 +123,8 @@ pub struct Options {
     pub keep_alive: bool,
     /// Take a kernel profile (perf) in the runs that draw one (filesize).
     pub profile: bool,
+    /// Runs of each point of the degradation experiment (its page shows medians).
+    pub repeat: usize,
     pub command: String,
 }
 
@@ -350,6 +352,7 @@ pub fn tests_options(quick: bool) -> Options {
         duration: None,
         keep_alive: false,
         profile: true,
+        repeat: 1,
         command: "webscope lab".into(),
     }
 }

@@ -41,6 +41,8 @@ pub struct Run {
     pub services: Vec<Service>,
     /// The server's threads' time waiting for a CPU (run queue), percent of one core.
     pub runqueue_wait_pct: Option<f64>,
+    /// Runs pooled into this one (`--repeat`): its figures are their medians.
+    pub repeats: usize,
 }
 
 impl Run {
@@ -80,6 +82,7 @@ impl Run {
             heavy,
             services,
             runqueue_wait_pct,
+            repeats: 1,
         })
     }
 
@@ -93,6 +96,72 @@ impl Run {
         let mine = self.service(name)?.cpu_s?;
         (total > 0.0).then(|| 100.0 * mine / total)
     }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The repetitions of each point pooled into one run of medians, in the order points first
+/// appear.
+pub fn pool(runs: Vec<Run>) -> Vec<Run> {
+    let mut groups: Vec<Vec<Run>> = Vec::new();
+    for run in runs {
+        match groups.iter_mut().find(|g| {
+            let first = &g[0];
+            (first.set.as_str(), first.policy.as_str(), first.heavy)
+                == (run.set.as_str(), run.policy.as_str(), run.heavy)
+        }) {
+            Some(group) => group.push(run),
+            None => groups.push(vec![run]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|group| {
+            let mut names: Vec<String> = Vec::new();
+            for s in group.iter().flat_map(|r| &r.services) {
+                if !names.contains(&s.name) {
+                    names.push(s.name.clone());
+                }
+            }
+            let services = names
+                .into_iter()
+                .map(|name| {
+                    let of: Vec<&Service> = group.iter().filter_map(|r| r.service(&name)).collect();
+                    let m = |f: &dyn Fn(&Service) -> Option<f64>| {
+                        median(of.iter().filter_map(|s| f(s)).collect())
+                    };
+                    Service {
+                        ok_per_s: m(&|s| Some(s.ok_per_s)).unwrap_or(0.0),
+                        refused_per_s: m(&|s| Some(s.refused_per_s)).unwrap_or(0.0),
+                        p99_ms: m(&|s| Some(s.p99_ms)).unwrap_or(0.0),
+                        cpu_s: m(&|s| s.cpu_s),
+                        wait_ms: m(&|s| s.wait_ms),
+                        running_ms: m(&|s| s.running_ms),
+                        slices: m(&|s| s.slices),
+                        name,
+                    }
+                })
+                .collect();
+            Run {
+                set: group[0].set.clone(),
+                policy: group[0].policy.clone(),
+                heavy: group[0].heavy,
+                services,
+                runqueue_wait_pct: median(
+                    group.iter().filter_map(|r| r.runqueue_wait_pct).collect(),
+                ),
+                repeats: group.len(),
+            }
+        })
+        .collect()
 }
 
 /// One service's degradation under one policy in one set.
@@ -416,14 +485,21 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         let record: RunRecord = read_json(&dir.join(name).join("run.json"))?;
         runs.extend(Run::of(name, &record));
     }
+    let runs = pool(runs);
+    let repeats = runs.iter().map(|r| r.repeats).max().unwrap_or(1);
     let mut blocks = super::failure_blocks(exp);
     blocks.push(Block::Text(format!(
-        "Closed-loop client groups on the services of webscope serve (light: fib(25); middle: fib(35); heavy: a DOM built from an XML catalogue and searched 100 times), a fresh server per run pinned to one CPU. Set 1: 30 light clients; set 2: 20 light and 20 middle; heavy clients added 0 … 40. Policies: {}. A refused client waits 1 s (Retry-After) before asking again.",
+        "Closed-loop client groups on the services of webscope serve (light: fib(25); middle: fib(35); heavy: a DOM built from an XML catalogue and searched 100 times), a fresh server per run pinned to one CPU. Set 1: 30 light clients; set 2: 20 light and 20 middle; heavy clients added 0 … 40. Policies: {}. A refused client waits 1 s (Retry-After) before asking again. {}",
         POLICIES
             .iter()
             .map(|(p, f)| if f.is_empty() { p.to_string() } else { format!("{p} ({})", f.join(" ")) })
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        if repeats > 1 {
+            format!("Each point is the median of {repeats} runs, taken round the whole sweep.")
+        } else {
+            "Each point is one run: on a small machine, repeat them (--repeat) before trusting a verdict.".into()
+        }
     )));
     let rows = degradations(&runs);
     let checks = targets(&runs, &rows);
@@ -511,6 +587,7 @@ mod tests {
             heavy,
             services,
             runqueue_wait_pct: None,
+            repeats: 1,
         }
     }
 
@@ -562,6 +639,21 @@ mod tests {
             .unwrap();
         assert_eq!(heavy.kept_pct, None);
         assert_eq!(heavy.cpu_share_pct, Some(12.5));
+    }
+
+    #[test]
+    fn repetitions_pool_into_medians() {
+        let pooled = pool(vec![
+            run("fair", 0, vec![svc("light", 900.0, 0.0, 10.0, 4.0)]),
+            run("fair", 40, vec![svc("light", 800.0, 0.0, 12.0, 3.5)]),
+            run("fair", 0, vec![svc("light", 1000.0, 0.0, 30.0, 4.0)]),
+            run("fair", 0, vec![svc("light", 980.0, 0.0, 20.0, 4.0)]),
+        ]);
+        assert_eq!(pooled.len(), 2);
+        assert_eq!((pooled[0].heavy, pooled[0].repeats), (0, 3));
+        let light = pooled[0].service("light").unwrap();
+        assert_eq!((light.ok_per_s, light.p99_ms), (980.0, 20.0));
+        assert_eq!((pooled[1].heavy, pooled[1].repeats), (40, 1));
     }
 
     #[test]
