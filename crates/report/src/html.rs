@@ -137,6 +137,8 @@ pub struct Page {
     pub title: String,
     /// A line under the title (machine, date, command).
     pub subtitle: String,
+    /// What the reader must know before anything else (invalid runs), shown under the title.
+    pub banners: Vec<String>,
     /// The sections, in order.
     pub sections: Vec<Section>,
 }
@@ -146,6 +148,7 @@ h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bo
 .sub{color:#666}figure{margin:1.2em 0}figcaption{font-style:italic;color:#444;margin-top:.3em}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}.warn{background:#fff4e5;border-left:4px solid #e69f00;padding:.5em 1em}\
+.banner{background:#fde8e8;border:2px solid #c0392b;color:#7b1d14;font-weight:bold;padding:.7em 1em}\
 svg{max-width:100%;height:auto}@media print{h2{page-break-before:auto}figure,table{page-break-inside:avoid}}";
 
 impl Page {
@@ -160,6 +163,9 @@ impl Page {
             t = esc(&self.title),
             s = esc(&self.subtitle)
         );
+        for banner in &self.banners {
+            let _ = writeln!(out, "<p class=\"banner\" role=\"alert\">{}</p>", esc(banner));
+        }
         if self.sections.len() > 1 {
             out.push_str("<nav><ul>");
             for (i, section) in self.sections.iter().enumerate() {
@@ -239,6 +245,7 @@ mod tests {
         let page = Page {
             title: "webscope <report>".into(),
             subtitle: "test".into(),
+            banners: vec!["No valid run: 403 & more".into()],
             sections: vec![
                 Section {
                     heading: "One".into(),
@@ -263,6 +270,10 @@ mod tests {
         let html = page.to_html();
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(html.contains("<title>webscope &lt;report&gt;</title>"));
+        let banner = html
+            .find("<p class=\"banner\" role=\"alert\">No valid run: 403 &amp; more</p>")
+            .expect("the banner, escaped");
+        assert!(banner < html.find("<section").unwrap(), "the banner opens the page");
         assert!(
             !html.contains("http://") || html.matches("http://").count() == 1,
             "no links out but the SVG namespace"

@@ -95,6 +95,18 @@ pub fn write(
     Ok(())
 }
 
+/// The bytes `write` puts in the file at `path` of a set made from `seed`: what a server of
+/// the set must send back, so that a check can tell the set's own files from another copy.
+pub fn content(seed: u64, path: &str, size: u64) -> Vec<u8> {
+    let mut rng = Rng::for_stream(seed, path);
+    let mut bytes = vec![0u8; size as usize];
+    // In the same 64 KiB chunks as `write`: `fill` restarts its newline pattern per chunk.
+    for chunk in bytes.chunks_mut(64 << 10) {
+        fill(&mut rng, chunk);
+    }
+    bytes
+}
+
 /// Fills `buf` with printable text (64 symbols, a newline every 64 bytes): readable in a
 /// pager, never mistaken for a compressed format, one 64-bit draw per 8 bytes.
 fn fill(rng: &mut Rng, buf: &mut [u8]) {
@@ -237,6 +249,13 @@ mod tests {
             );
         }
         assert_eq!(Manifest::load(&out).unwrap(), m);
+        // `content` gives the bytes written, across 64 KiB chunk boundaries too.
+        let checked = m.files.iter().enumerate();
+        for (_, f) in checked.filter(|(i, f)| i % 7 == 0 || f.size > 64 << 10) {
+            let bytes = fs::read(out.join(&f.path)).unwrap();
+            assert!(bytes == content(m.seed, &f.path, f.size), "{}", f.path);
+        }
+        assert!(m.files.iter().any(|f| f.size > 64 << 10));
         // Nothing partial is left beside it.
         let names: Vec<_> = fs::read_dir(tmp.path())
             .unwrap()
