@@ -193,6 +193,7 @@ pub fn render(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
     let page = Page {
         title: "webscope lab report".into(),
         subtitle: format!("webscope {} — {}", lab.version, lab.target),
+        banners: Vec::new(),
         sections: out.sections,
     };
     let index = dir.join("index.html");
