@@ -6,7 +6,7 @@ mod lab_support;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use lab_support::{tiny_fileset, webscope};
+use lab_support::{tiny_fileset, webscope, Served};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -59,7 +59,7 @@ fn a_short_lab_writes_a_report_that_re_renders_byte_for_byte() {
     }
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.matches("<svg").count() >= 3, "charts missing");
-    assert!(html.contains("Throughput vs clients"));
+    assert!(html.contains("Goodput vs clients"));
     // The operational laws apply to a run directory as it stands.
     let laws = webscope()
         .args(["model", "laws", "--json", "--run"])
@@ -120,10 +120,63 @@ fn bad_requests_get_one_clear_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a webscope report"));
     assert!(tmp.path().join("precious.txt").exists());
+    for (flags, says) in [
+        (["--expect-status", "6xx"], "--expect-status"),
+        (
+            ["--max-error-pct", "200"],
+            "--max-error-pct 200 is out of range",
+        ),
+    ] {
+        let out = webscope()
+            .arg("lab")
+            .args(flags)
+            .arg("--out")
+            .arg(tmp.path().join("r"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says) && err.contains("e.g."), "{err}");
+        assert!(!tmp.path().join("r").exists());
+    }
+}
+
+/// Runs `webscope lab` against `target` on `fileset`, with `extra` flags, into `out`.
+fn lab_against(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    webscope()
+        .args([
+            "lab",
+            "--clients",
+            "1,2",
+            "--duration",
+            "1s",
+            "--target",
+            target,
+        ])
+        .arg("--fileset")
+        .arg(fileset)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn one_line_error(run: &std::process::Output) -> String {
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    errors[0].to_string()
 }
 
 #[test]
-fn a_dead_target_is_reported_and_the_report_still_written() {
+fn a_dead_target_is_one_line_and_exit_1_with_nothing_written() {
     let tmp = tempfile::tempdir().unwrap();
     let fileset = tmp.path().join("set");
     tiny_fileset(&fileset);
@@ -134,15 +187,46 @@ fn a_dead_target_is_reported_and_the_report_still_written() {
         .unwrap()
         .port();
     let out = tmp.path().join("report");
-    let run = webscope()
-        .args(["lab", "--clients", "1,2", "--duration", "1s", "--target"])
-        .arg(format!("http://127.0.0.1:{port}/"))
-        .arg("--fileset")
-        .arg(&fileset)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let run = lab_against(&format!("http://127.0.0.1:{port}/"), &fileset, &out, &[]);
+    let line = one_line_error(&run);
+    assert!(
+        line.contains("does not answer") && line.contains(&port.to_string()),
+        "{line}"
+    );
+    assert!(!out.exists(), "nothing may be left behind");
+}
+
+#[test]
+fn the_preflight_catches_a_wrong_root_and_a_different_copy_of_the_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let out = tmp.path().join("report");
+    // A server whose root is another directory: every file is a 404.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let wrong_root = Served::start(&empty);
+    let line = one_line_error(&lab_against(&wrong_root.base_url, &fileset, &out, &[]));
+    assert!(
+        line.contains("404 Not Found on") && line.contains("check --base/--target"),
+        "{line}"
+    );
+    assert!(!out.exists());
+    // The same names and sizes, made with another seed: only the bytes tell them apart.
+    let other = tmp.path().join("other");
+    lab_support::tiny_fileset_seed(&other, 99);
+    let other_copy = Served::start(&other);
+    let line = one_line_error(&lab_against(&other_copy.base_url, &fileset, &out, &[]));
+    assert!(line.contains("right size but other bytes"), "{line}");
+    assert!(!out.exists());
+    // The right set passes, and the report says what the preflight checked.
+    let right = Served::start(&fileset);
+    let run = lab_against(
+        &right.base_url,
+        &fileset,
+        &out,
+        &["--server-pid", &right.pid.to_string()],
+    );
     assert!(
         run.status.success(),
         "{}",
@@ -150,13 +234,63 @@ fn a_dead_target_is_reported_and_the_report_still_written() {
     );
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(
-        html.contains("A run failed") && html.contains("no response at all"),
-        "the failure is not said"
+        html.contains("compared byte for byte"),
+        "the preflight is not said"
     );
-    let exp: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("clients/experiment.json")).unwrap())
-            .unwrap();
-    assert_eq!(exp["complete"], false);
+    assert!(
+        !html.contains("class=\"banner\""),
+        "a valid lab has no banner"
+    );
+}
+
+#[test]
+fn runs_of_errors_are_invalid_bannered_and_exit_non_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let server = Served::start(&empty);
+    let out = tmp.path().join("report");
+    // Past the preflight, every response is a 404: fast, and no throughput at all.
+    let run = lab_against(&server.base_url, &fileset, &out, &["--no-preflight"]);
+    let line = one_line_error(&run);
+    assert!(line.contains("no valid run"), "{line}");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let banner = html.find("class=\"banner\"").expect("a banner");
+    assert!(
+        banner < html.find("<section").unwrap(),
+        "the banner opens the page"
+    );
+    assert!(
+        html.contains("404 Not Found on 100 % of requests"),
+        "the cause is named"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["validity"]["invalid"].as_array().unwrap().len(), 2);
+    for run in report["clients"]["runs"].as_array().unwrap() {
+        assert_eq!(run["valid"], false);
+        assert_eq!(run["goodput_per_s"], 0.0, "404s are not throughput");
+        assert!(run["responses_per_s"].as_f64().unwrap() > 0.0);
+    }
+    assert!(
+        report["clients"]["knee_clients"].is_null(),
+        "no knee from invalid runs"
+    );
+    // Accepting 404 makes the same server's runs valid: the judgement is the user's.
+    let out2 = tmp.path().join("report2");
+    let run = lab_against(
+        &server.base_url,
+        &fileset,
+        &out2,
+        &["--no-preflight", "--expect-status", "2xx,404"],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
 }
 
 #[test]
@@ -276,7 +410,7 @@ fn the_report_loads_in_a_real_browser_with_its_charts() {
         dom.matches("<svg").count() >= 4,
         "charts missing from the DOM"
     );
-    assert!(dom.contains("Throughput vs clients") && dom.contains("Per run"));
+    assert!(dom.contains("Goodput vs clients") && dom.contains("Per run"));
     // And a picture of it, large enough to hold the charts.
     let shot = tmp.path().join("report.png");
     let status = headless(&browser, &tmp.path().join("profile2"))

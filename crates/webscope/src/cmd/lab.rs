@@ -14,7 +14,10 @@ EXAMPLES:
     webscope lab --experiment techniques --experiment model     # ablation; MVA and USL vs measured
     webscope lab --experiment saturation                        # doubling clients, histograms, density map
     webscope lab --experiment degradation --repeat 3            # services under each policy, medians of 3
-    webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --server-pid 1234
+    webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec        # nginx found by its port
+    webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --server-pid $(cat nginx.pid)
+    webscope lab --target http://10.0.0.5/ --fileset /tmp/spec --server-metrics http://10.0.0.5:9100/metrics
+    webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --expect-status 200 --max-error-pct 0.1
     webscope report ./webscope-report             # re-render a report from its directory";
 
 /// Run the experiments on a server and write a report: by default webscope's own server on
@@ -38,9 +41,35 @@ pub struct Args {
     /// Measure this HTTP/1.1 server instead of the embedded one (it must serve the file set).
     #[arg(long, value_name = "URL")]
     target: Option<String>,
-    /// The --target server's process, so that its CPU use can be shown.
-    #[arg(long, value_name = "PID", requires = "target")]
+    /// The --target server's process: it and all its descendants are measured (nginx's
+    /// master and workers, Apache's children). Without it, a server on this machine is found
+    /// by the processes holding its listening socket.
+    #[arg(
+        long,
+        value_name = "PID",
+        requires = "target",
+        conflicts_with = "no_server_pid"
+    )]
     server_pid: Option<u32>,
+    /// Do not look for the --target server's processes (no server CPU figures).
+    #[arg(long, requires = "target")]
+    no_server_pid: bool,
+    /// The server host's Prometheus node_exporter (e.g. http://10.0.0.5:9100/metrics): its
+    /// CPU, TCP, socket and disk figures are scraped once a second beside each run and
+    /// stand for the server's machine in the charts and verdicts.
+    #[arg(long, value_name = "URL", requires = "target")]
+    server_metrics: Option<String>,
+    /// Statuses that count as success; goodput counts only these (e.g. 200, 2xx, 200-204).
+    #[arg(long, value_name = "LIST", default_value = lab::health::DEFAULT_EXPECT)]
+    expect_status: String,
+    /// A run with a larger share of failed requests (errors and unexpected statuses), in per
+    /// cent, is invalid: marked, and left out of knees, fits and models.
+    #[arg(long, value_name = "PCT", default_value_t = lab::health::DEFAULT_MAX_ERROR_PCT)]
+    max_error_pct: f64,
+    /// Skip the preflight (a sample of the file set fetched and compared with the manifest
+    /// before the sweep).
+    #[arg(long)]
+    no_preflight: bool,
     /// Experiments to run (repeatable): clients (the sweep of Yates and Mughal), filesize
     /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), saturation (Chiarini's
     /// doubling, histograms, density map), model (D = U/X, MVA for 1/2/4 CPUs, USL),
@@ -73,6 +102,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "--clients needs positive counts, e.g. --clients 1,2,5,10"
         );
     }
+    lab::health::Expect::parse(&args.expect_status).map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        args.max_error_pct.is_finite() && (0.0..=100.0).contains(&args.max_error_pct),
+        "--max-error-pct {} is out of range: give a per cent from 0 to 100 (e.g. 1)",
+        args.max_error_pct
+    );
     let interrupt = crate::signals::interrupt_flag()?;
     let options = Options {
         out: args.out,
@@ -81,6 +116,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         fileset: args.fileset,
         target: args.target,
         server_pid: args.server_pid,
+        no_server_pid: args.no_server_pid,
+        server_metrics: args.server_metrics,
+        judge: lab::health::Judge {
+            expect_status: args.expect_status,
+            max_error_pct: args.max_error_pct,
+        },
+        no_preflight: args.no_preflight,
         experiments: args.experiments,
         clients: args.clients,
         duration: args.duration,
@@ -93,8 +135,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "webscope lab: writing to {} (Ctrl-C stops and keeps what was measured)",
         options.out.display()
     );
-    let (index, summary) = lab::run(&options, &interrupt)?;
-    print!("{summary}");
-    println!("report: {}", index.display());
+    let outcome = lab::run(&options, &interrupt)?;
+    print!("{}", outcome.summary);
+    println!("report: {}", outcome.index.display());
+    if outcome.nothing_valid() {
+        anyhow::bail!(
+            "no valid run ({} judged): {}; the report says more",
+            outcome.judged,
+            outcome.invalid.first().map_or("", String::as_str)
+        );
+    }
     Ok(())
 }

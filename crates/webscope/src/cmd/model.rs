@@ -212,7 +212,26 @@ fn run_figures(dir: &Path) -> anyhow::Result<(f64, f64, f64, Option<f64>)> {
         crate::lab::record::read_json(&dir.join("run.json"))
             .with_context(|| format!("--run {}: not a lab run directory", dir.display()))?;
     let load = &record.load;
-    let throughput = load["requests_per_s"].as_f64().unwrap_or(0.0);
+    // Judged as the lab that made it judged it: goodput, and no laws on an invalid run.
+    let judge = dir
+        .parent()
+        .and_then(Path::parent)
+        .and_then(|lab| {
+            crate::lab::record::read_json::<crate::lab::record::LabRecord>(&lab.join("lab.json"))
+                .ok()
+        })
+        .map(|lab| lab.judge)
+        .unwrap_or_default();
+    let expect =
+        crate::lab::health::Expect::parse(&judge.expect_status).map_err(anyhow::Error::msg)?;
+    let health = crate::lab::health::Health::of(load, &expect, judge.max_error_pct);
+    if let Some(why) = &health.invalid {
+        anyhow::bail!(
+            "--run {}: the run is invalid ({why}); the laws would describe its errors, not the server",
+            dir.display()
+        );
+    }
+    let throughput = health.goodput_rps;
     anyhow::ensure!(
         throughput > 0.0,
         "--run {}: the run completed no request, so there is nothing to apply the laws to",

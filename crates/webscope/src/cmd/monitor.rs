@@ -86,6 +86,7 @@ impl Args {
             profile_hz: self.profile_hz,
             perf: self.perf,
             tcp_budget: self.tcp_budget / 100.0,
+            ..Config::default()
         };
         (config, !self.quiet)
     }

@@ -13,8 +13,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (index, summary) = crate::lab::render::render(&args.dir)?;
-    print!("{summary}");
-    println!("report: {}", index.display());
+    let outcome = crate::lab::render::render(&args.dir)?;
+    print!("{}", outcome.summary);
+    println!("report: {}", outcome.index.display());
     Ok(())
 }

@@ -8,76 +8,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::ProgressBar;
-use webscope_load::{Config, Mode, Report, Target as LoadTarget};
+use webscope_load::{Config, Mode, Target as LoadTarget};
 
-use super::record::{write_json, ExperimentRecord, RunRecord, ServerFigures};
+pub use super::measure::{measure, measure_with};
+use super::record::{write_json, ExperimentRecord, RunRecord};
 use super::target::Target;
 use super::{Ctx, Options};
-
-/// Runs one load `config` against `target` with the monitor beside it; returns the load report
-/// (as JSON), the server's figures and the OS summary. `label` goes on the live line.
-pub fn measure(
-    run_dir: &Path,
-    config: Config,
-    target: &Target,
-    interrupt: &AtomicBool,
-    bar: &ProgressBar,
-    label: &str,
-) -> anyhow::Result<(
-    serde_json::Value,
-    Option<ServerFigures>,
-    Option<serde_json::Value>,
-)> {
-    measure_with(run_dir, config, target, interrupt, bar, label, false)
-}
-
-/// [`measure`], with a kernel profile (perf, through the monitor) when `profile` is set: the
-/// monitor says in its summary why there is none when perf is missing or refused.
-pub fn measure_with(
-    run_dir: &Path,
-    mut config: Config,
-    target: &Target,
-    interrupt: &AtomicBool,
-    bar: &ProgressBar,
-    label: &str,
-    profile: bool,
-) -> anyhow::Result<(
-    serde_json::Value,
-    Option<ServerFigures>,
-    Option<serde_json::Value>,
-)> {
-    config.hlog = Some(run_dir.join("load.hlog"));
-    let before = target.snapshot();
-    // The OS beside the run: machine CPU, disks, the port's TCP states, the server's threads.
-    let monitor = webscope_monitor::spawn(webscope_monitor::Config {
-        ports: target.port().into_iter().collect(),
-        pids: target.pid.into_iter().collect(),
-        out: Some(run_dir.join("monitor")),
-        profile,
-        ..webscope_monitor::Config::default()
-    });
-    let mut live = |interval: &webscope_load::IntervalReport| {
-        bar.set_message(format!(
-            "{label}: {}",
-            Report::live_line(interval, 0.0).trim()
-        ));
-    };
-    let report = webscope_load::run(&config, interrupt, &mut live)?;
-    let after = target.snapshot();
-    let os = match monitor.map(|m| m.stop()) {
-        Ok(Ok(results)) => Some(serde_json::to_value(&results.summary)?),
-        Ok(Err(err)) | Err(err) => Some(serde_json::json!({ "error": err.to_string() })),
-    };
-    let server = after.since(&before, report.duration_s);
-    if report.requests == 0 {
-        anyhow::bail!(
-            "no response at all from {} ({} errors): is the server up?",
-            target.base_url,
-            report.errors.total
-        );
-    }
-    Ok((serde_json::to_value(&report)?, server, os))
-}
 
 /// The default sweep.
 pub const CLIENTS: [usize; 9] = [1, 2, 5, 10, 15, 20, 30, 45, 60];
@@ -181,10 +117,10 @@ pub fn one_run(
         Mode::KeepAlive
     };
     let label = format!("{clients} clients");
-    let (load, server, os) = measure(run_dir, config, target, interrupt, bar, &label)?;
-    Ok(RunRecord {
-        x: clients as f64,
-        load_description: format!(
+    let measured = measure(run_dir, config, target, interrupt, bar, &label)?;
+    Ok(RunRecord::new(
+        clients as f64,
+        format!(
             "closed loop, {}, {clients} client{}",
             if plan.close {
                 "a connection per request"
@@ -193,8 +129,6 @@ pub fn one_run(
             },
             if clients == 1 { "" } else { "s" }
         ),
-        load,
-        server,
-        os,
-    })
+        measured,
+    ))
 }

@@ -184,23 +184,21 @@ fn one_run(
     let measured = measure(run_dir, config, &target, ctx.interrupt, ctx.bar, &label);
     // Heavy jobs may still be running; draining them would only delay the next run.
     target.kill();
-    let (load, server, os) = measured?;
+    let measured = measured?;
     let clients: Vec<String> = groups
         .iter()
         .map(|g| format!("{} {}", g.connections, g.name))
         .collect();
-    Ok(RunRecord {
-        x: heavy as f64,
-        load_description: format!(
+    Ok(RunRecord::new(
+        heavy as f64,
+        format!(
             "{}, policy {policy} {}, closed loop keep-alive: {}",
             set.name,
             flags.join(" "),
             clients.join(" + ")
         ),
-        load,
-        server,
-        os,
-    })
+        measured,
+    ))
 }
 
 #[cfg(test)]

@@ -105,7 +105,7 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
             config.mode = Mode::Close;
             let label = format!("WebStone A x{scale}");
             // The kernel-time breakdown of Yates et al. (Figure 3) per workload.
-            let (load, server, os) = measure_with(
+            let measured = measure_with(
                 &run_dir,
                 config,
                 &target,
@@ -114,16 +114,14 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
                 &label,
                 ctx.options.profile,
             )?;
-            Ok(RunRecord {
-                x: manifest.mean_response_bytes / 1024.0,
-                load_description: format!(
+            Ok(RunRecord::new(
+                manifest.mean_response_bytes / 1024.0,
+                format!(
                     "{label}, closed loop, a connection per request, {} clients",
                     plan.clients
                 ),
-                load,
-                server,
-                os,
-            })
+                measured,
+            ))
         })();
         match result {
             Ok(run) => {

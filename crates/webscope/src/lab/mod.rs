@@ -3,10 +3,14 @@
 //! the experiments' runs written to disk as they finish, and the report rendered from those
 //! files. Ctrl-C stops the current run, and the report of what was measured is still written.
 
+pub mod bottleneck;
 pub mod clients;
 pub mod degradation;
 pub mod filesize;
+pub mod health;
+pub mod measure;
 pub mod model;
+pub mod preflight;
 pub mod record;
 pub mod render;
 pub mod saturation;
@@ -21,8 +25,9 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use webscope_workload::{Manifest, Spec, WriteOptions};
 
+use health::{Expect, Judge};
 use record::{write_json, ExperimentRecord, LabRecord};
-use target::Target;
+use target::{Find, Target};
 
 /// An experiment: how many runs it plans, how it runs, how its page is drawn.
 pub struct Experiment {
@@ -117,6 +122,14 @@ pub struct Options {
     pub fileset: Option<PathBuf>,
     pub target: Option<String>,
     pub server_pid: Option<u32>,
+    /// `--no-server-pid`: do not look for the server's processes.
+    pub no_server_pid: bool,
+    /// `--server-metrics`: the server host's node_exporter.
+    pub server_metrics: Option<String>,
+    /// How runs are judged (`--expect-status`, `--max-error-pct`).
+    pub judge: Judge,
+    /// `--no-preflight`: skip the sample fetch before the sweep.
+    pub no_preflight: bool,
     pub experiments: Vec<String>,
     pub clients: Option<Vec<usize>>,
     pub duration: Option<Duration>,
@@ -140,8 +153,8 @@ pub fn default_work_dir() -> PathBuf {
     }
 }
 
-/// Runs the lab; returns the path of `index.html` and the terminal summary.
-pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf, String)> {
+/// Runs the lab; returns what the report found (its path, the summary, the invalid runs).
+pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::Outcome> {
     let built: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
     let mut chosen = Vec::new();
     for name in &options.experiments {
@@ -157,7 +170,8 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
             ),
         }
     }
-    prepare_out(&options.out)?;
+    let expect = Expect::parse(&options.judge.expect_status).map_err(anyhow::Error::msg)?;
+    check_out(&options.out)?;
     let fileset = match &options.fileset {
         Some(dir) => {
             Manifest::load(dir).with_context(|| {
@@ -199,13 +213,47 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
     let exe = std::env::current_exe().context("cannot find the webscope executable")?;
     let mut target = match &options.target {
         Some(url) => {
-            if options.server_pid.is_none() {
-                warnings.push("No --server-pid: the server's CPU use and busy threads cannot be shown; its phase timing needs webscope serve's admin endpoint.".into());
+            let find = match (options.server_pid, options.no_server_pid) {
+                (Some(pid), _) => Find::Pid(pid),
+                (None, true) => Find::None,
+                (None, false) => Find::Port,
+            };
+            let target = Target::external(url, find, options.server_metrics.clone())?;
+            if target.pids.is_empty() {
+                warnings.push(format!("The server's processes were {}: its CPU use and threads cannot be shown, and no verdict can name the server's CPU.", target.found_by));
             }
-            Target::external(url, options.server_pid)
+            target
         }
         None => Target::embedded(&exe, &fileset, 1, server_cpu, &[])?,
     };
+    // Before anything is written: a dead or misconfigured target is one line and exit 1.
+    let preflight = if options.no_preflight {
+        "Preflight skipped (--no-preflight).".to_string()
+    } else {
+        let checked = preflight::check(&target.base_url, &fileset, &expect)?;
+        format!(
+            "Preflight: {} files of the set fetched, sizes as the manifest says, {} compared byte for byte.",
+            checked.files, checked.compared
+        )
+    };
+    prepare_out(&options.out)?;
+    let processes = target.processes();
+    let server_processes = if processes.is_empty() {
+        target.found_by.clone()
+    } else {
+        format!(
+            "{} ({})",
+            processes
+                .iter()
+                .map(|p| format!("{} {}", p.pid, p.comm))
+                .collect::<Vec<_>>()
+                .join(", "),
+            target.found_by
+        )
+    };
+    if let Some(url) = &options.server_metrics {
+        warnings.push(format!("The server's machine is seen through node_exporter at {url}: its CPU, TCP and disk figures come from there; the generator's machine from this one's /proc."));
+    }
     if let Some(cpu) = load_cpu {
         target::pin_current(cpu).context("cannot pin the load generator")?;
     }
@@ -224,6 +272,9 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
         experiments: Vec::new(),
         interrupted: false,
         warnings,
+        judge: options.judge.clone(),
+        server_processes,
+        preflight,
     };
     write_json(&options.out.join("lab.json"), &lab)?;
     let duration = options.duration.unwrap_or(if options.quick {
@@ -266,6 +317,24 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<(PathBuf
     write_json(&options.out.join("lab.json"), &lab)?;
     target.stop();
     render::render(&options.out)
+}
+
+/// Refuses an `out` that holds something other than an earlier report (checked before any
+/// work, changed only after the preflight).
+fn check_out(out: &Path) -> anyhow::Result<()> {
+    if out.exists() {
+        let is_report = out.join("lab.json").exists();
+        let empty = std::fs::read_dir(out)
+            .map(|mut d| d.next().is_none())
+            .unwrap_or(false);
+        if !is_report && !empty {
+            bail!(
+                "--out {} exists and is not a webscope report: choose another directory",
+                out.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Makes `out` ready: created if missing, cleared if it holds an earlier report, refused if it
@@ -347,6 +416,10 @@ pub fn tests_options(quick: bool) -> Options {
         fileset: None,
         target: None,
         server_pid: None,
+        no_server_pid: false,
+        server_metrics: None,
+        judge: Judge::default(),
+        no_preflight: false,
         experiments: vec!["clients".into()],
         clients: None,
         duration: None,

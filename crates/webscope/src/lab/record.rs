@@ -7,6 +7,8 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use super::health::Judge;
+
 /// The whole lab session.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LabRecord {
@@ -28,6 +30,16 @@ pub struct LabRecord {
     pub interrupted: bool,
     /// What the lab could not do or show, said plainly.
     pub warnings: Vec<String>,
+    /// How runs are judged valid (expected statuses, error threshold).
+    #[serde(default)]
+    pub judge: Judge,
+    /// The server's processes, as found (by --server-pid, by the listening port, or the
+    /// embedded server), and how: said in the report.
+    #[serde(default)]
+    pub server_processes: String,
+    /// What the preflight checked before the sweep.
+    #[serde(default)]
+    pub preflight: String,
 }
 
 /// One experiment: runs that vary one factor.
@@ -56,8 +68,64 @@ pub struct RunRecord {
     pub load: serde_json::Value,
     /// Server-side figures over the run (deltas from the admin endpoint), if available.
     pub server: Option<ServerFigures>,
-    /// OS figures over the run, if sampled.
+    /// OS figures over the run, if sampled: the lab's own machine (procfs).
     pub os: Option<serde_json::Value>,
+    /// The server's machine through node_exporter (`--server-metrics`), if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_os: Option<serde_json::Value>,
+    /// The limits the run's verdict compares against, read when it ran.
+    #[serde(default)]
+    pub env: RunEnv,
+}
+
+/// Facts about the machines and the server that a verdict compares measurements against,
+/// read at run time so that a re-rendered report judges the same way.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunEnv {
+    /// CPUs the server's processes may run on (the union of their affinities).
+    #[serde(default)]
+    pub server_cpus: Option<f64>,
+    /// The server's processes measured: "pid comm" each.
+    #[serde(default)]
+    pub server_processes: Vec<String>,
+    /// Size of the generator host's ephemeral port range.
+    #[serde(default)]
+    pub port_range: Option<f64>,
+    /// The generator host's `net.ipv4.tcp_max_tw_buckets`.
+    #[serde(default)]
+    pub tw_buckets: Option<f64>,
+    /// Line rates of the interfaces that report one, Mbit/s.
+    #[serde(default)]
+    pub link_mbit: std::collections::BTreeMap<String, f64>,
+}
+
+/// What one measured run produced, before it is written as a [`RunRecord`].
+pub struct Measured {
+    /// The load report, as JSON.
+    pub load: serde_json::Value,
+    /// The server's own figures (admin endpoint, process CPU).
+    pub server: Option<ServerFigures>,
+    /// The local monitor's summary.
+    pub os: Option<serde_json::Value>,
+    /// The remote monitor's summary (node_exporter).
+    pub server_os: Option<serde_json::Value>,
+    /// Limits read at run time.
+    pub env: RunEnv,
+}
+
+impl RunRecord {
+    /// The record of a measured run at factor value `x`.
+    pub fn new(x: f64, load_description: String, m: Measured) -> RunRecord {
+        RunRecord {
+            x,
+            load_description,
+            load: m.load,
+            server: m.server,
+            os: m.os,
+            server_os: m.server_os,
+            env: m.env,
+        }
+    }
 }
 
 /// What the server said about one run (differences of its counters before and after).

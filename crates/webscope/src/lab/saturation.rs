@@ -193,16 +193,14 @@ fn density_run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<String> {
     let label = "two classes, 22 KB and 1.1 MB";
     let measured = measure(&run_dir, config, &target, ctx.interrupt, ctx.bar, label);
     target.stop();
-    let (load, server, os) = measured?;
-    let run = RunRecord {
-        x: (SMALL_CLIENTS + LARGE_CLIENTS) as f64,
-        load_description: format!(
+    let measured = measured?;
+    let run = RunRecord::new(
+        (SMALL_CLIENTS + LARGE_CLIENTS) as f64,
+        format!(
             "{label}: {SMALL_CLIENTS} clients on the 22 KB file and {LARGE_CLIENTS} on the 1.1 MB one, closed loop"
         ),
-        load,
-        server,
-        os,
-    };
+        measured,
+    );
     write_json(&run_dir.join("run.json"), &run)?;
     Ok(name)
 }

@@ -1,6 +1,8 @@
 //! The server the lab measures: by default webscope's own, started as a child process on
 //! 127.0.0.1 (pinned to a CPU when asked), with its admin endpoint; or any HTTP/1.1 server
-//! given by URL, whose process the lab can watch only if told its PID.
+//! given by URL. The server's processes are found, not guessed: `--server-pid` and all its
+//! descendants (nginx's master and workers, Apache's children, a server under a shell), or,
+//! for a server on this machine, every process holding the listening socket of the URL's port.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -20,8 +22,13 @@ pub struct Target {
     pub base_url: String,
     /// The admin endpoint (embedded server only).
     pub admin: Option<SocketAddr>,
-    /// The server's process, if known.
-    pub pid: Option<u32>,
+    /// The server's root processes (their descendants are measured with them); empty when
+    /// unknown.
+    pub pids: Vec<u32>,
+    /// How the processes were found, for the report.
+    pub found_by: String,
+    /// The server host's node_exporter (`--server-metrics`), when it is another machine.
+    pub server_metrics: Option<String>,
 }
 
 /// Counters read from the server before or after a run.
@@ -29,6 +36,16 @@ pub struct Target {
 pub struct Snapshot {
     metrics: HashMap<String, f64>,
     cpu_s: Option<f64>,
+}
+
+/// How to find the processes of a server given by URL.
+pub enum Find {
+    /// `--server-pid`: this process and its descendants.
+    Pid(u32),
+    /// By the listening socket of the URL's port, if the server is on this machine.
+    Port,
+    /// `--no-server-pid`: measure without.
+    None,
 }
 
 impl Target {
@@ -95,37 +112,147 @@ impl Target {
             child: Some(child),
             base_url: format!("http://{addr}/"),
             admin: Some(admin),
-            pid: Some(pid),
+            pids: vec![pid],
+            found_by: "the embedded server".into(),
+            server_metrics: None,
         })
     }
 
-    /// Another server, by URL (its base: files are requested under it).
-    pub fn external(url: &str, pid: Option<u32>) -> Target {
+    /// Another server, by URL (its base: files are requested under it); its processes found
+    /// as `find` says. Errors say how to fix the flags.
+    pub fn external(
+        url: &str,
+        find: Find,
+        server_metrics: Option<String>,
+    ) -> anyhow::Result<Target> {
         let base_url = if url.ends_with('/') {
             url.to_string()
         } else {
             format!("{url}/")
         };
-        Target {
+        let mut target = Target {
             child: None,
             base_url,
             admin: None,
-            pid,
+            pids: Vec::new(),
+            found_by: String::new(),
+            server_metrics,
+        };
+        match find {
+            Find::Pid(pid) => {
+                webscope_monitor::procs::descendants(pid).map_err(|err| {
+                    anyhow::anyhow!("--server-pid {pid}: no such process ({err}); give the server's PID (e.g. $(cat /run/nginx.pid)) or leave it out to find the server by its port")
+                })?;
+                target.pids = vec![pid];
+                target.found_by = format!("--server-pid {pid} and its descendants");
+            }
+            Find::None => target.found_by = "not measured (--no-server-pid)".into(),
+            Find::Port if !target.is_local() => {
+                target.found_by = if target.server_metrics.is_some() {
+                    "a remote host: its processes cannot be seen; its host's figures come from node_exporter".into()
+                } else {
+                    "a remote host: its processes cannot be seen (give --server-metrics URL of its node_exporter)".into()
+                };
+            }
+            Find::Port => {
+                let port = target.port().context("the target URL has no port")?;
+                match webscope_monitor::procs::listeners(port) {
+                    Ok(found) if !found.is_empty() => {
+                        let pids: Vec<u32> = found.iter().map(|p| p.pid).collect();
+                        // Roots only: a child of another listener is measured as its descendant.
+                        target.pids = found
+                            .iter()
+                            .filter(|p| !pids.contains(&p.ppid))
+                            .map(|p| p.pid)
+                            .collect();
+                        target.found_by = format!("the processes listening on port {port}");
+                    }
+                    Ok(_) => {
+                        target.found_by =
+                            format!("not found: no process listens on port {port} here")
+                    }
+                    Err(why) => target.found_by = format!("not found: {why}"),
+                }
+            }
         }
+        Ok(target)
+    }
+
+    /// Whether the URL's host is this machine (a loopback address, or one of its own: an
+    /// address a socket can bind to is local).
+    pub fn is_local(&self) -> bool {
+        let Some(rest) = self.base_url.split("://").nth(1) else {
+            return false;
+        };
+        let authority = rest.split('/').next().unwrap_or("");
+        let host = match authority.rsplit_once(':') {
+            Some((h, p)) if p.parse::<u16>().is_ok() => h,
+            _ => authority,
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        use std::net::ToSocketAddrs;
+        let Ok(addrs) = (host, 0u16).to_socket_addrs() else {
+            return false;
+        };
+        addrs
+            .into_iter()
+            .any(|a| a.ip().is_loopback() || std::net::UdpSocket::bind((a.ip(), 0)).is_ok())
+    }
+
+    /// The server's processes now: the roots and all their descendants.
+    pub fn processes(&self) -> Vec<webscope_monitor::procs::ProcessInfo> {
+        if self.pids.is_empty() {
+            return Vec::new();
+        }
+        webscope_monitor::procs::tree(&self.pids)
+    }
+
+    /// CPUs the processes may run on: the union of their affinity masks.
+    pub fn server_cpus(&self, processes: &[webscope_monitor::procs::ProcessInfo]) -> Option<f64> {
+        let mut union: Option<libc::cpu_set_t> = None;
+        for p in processes {
+            // SAFETY: a zeroed cpu_set_t filled by sched_getaffinity for its own size.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                if libc::sched_getaffinity(
+                    p.pid as i32,
+                    std::mem::size_of::<libc::cpu_set_t>(),
+                    &mut set,
+                ) != 0
+                {
+                    continue;
+                }
+                let all = union.get_or_insert_with(|| std::mem::zeroed());
+                for cpu in 0..libc::CPU_SETSIZE as usize {
+                    if libc::CPU_ISSET(cpu, &set) {
+                        libc::CPU_SET(cpu, all);
+                    }
+                }
+            }
+        }
+        // SAFETY: counting the bits of an initialised set.
+        union.map(|set| unsafe { libc::CPU_COUNT(&set) } as f64)
     }
 
     /// The server's port, from its base URL.
     pub fn port(&self) -> Option<u16> {
         let rest = self.base_url.strip_prefix("http://")?;
         let authority = rest.split('/').next()?;
-        authority.rsplit_once(':')?.1.parse().ok()
+        match authority.rsplit_once(':') {
+            Some((_, port)) if !authority.ends_with(']') => port.parse().ok(),
+            _ => Some(80),
+        }
     }
 
     /// Reads the server's counters (admin endpoint and /proc), whatever is available.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
             metrics: self.admin.and_then(|a| scrape(a).ok()).unwrap_or_default(),
-            cpu_s: self.pid.and_then(process_cpu_s),
+            cpu_s: if self.pids.is_empty() {
+                None
+            } else {
+                webscope_monitor::procs::tree_cpu_s(&self.pids)
+            },
         }
     }
 
@@ -172,16 +299,6 @@ pub fn pin_current(cpu: usize) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// utime + stime of a process, in seconds.
-fn process_cpu_s(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Some(ticks / hz.max(1.0))
 }
 
 /// GET /metrics from the admin endpoint, as `name{labels}` → value.

@@ -109,19 +109,17 @@ fn one_run(run_dir: &Path, ctx: &Ctx<'_>, step: usize) -> anyhow::Result<RunReco
     );
     target.stop();
     let _ = std::fs::remove_file(&log);
-    let (load, server, os) = measured?;
+    let measured = measured?;
     let on = enabled(step);
-    Ok(RunRecord {
-        x: step as f64,
-        load_description: format!(
+    Ok(RunRecord::new(
+        step as f64,
+        format!(
             "{}: techniques on: {}; SPECweb96 mix, {CLIENTS} keep-alive clients, host-name logging, access log to a file",
             label(step),
             if on.is_empty() { "none".to_string() } else { on.join(", ") }
         ),
-        load,
-        server,
-        os,
-    })
+        measured,
+    ))
 }
 
 #[cfg(test)]

@@ -20,8 +20,10 @@ pub struct Saturation {
     pub reading: String,
 }
 
-/// Finds the knee of a throughput sweep (points in increasing x).
-pub fn saturation(points: &[Point], server_cores: usize) -> Option<Saturation> {
+/// Finds the knee of a throughput sweep (points in increasing x), over its valid runs only,
+/// and says what bounds throughput there (the knee run's verdict, with its figure).
+pub fn saturation(points: &[Point]) -> Option<Saturation> {
+    let points = super::valid(points);
     let max_rps = points.iter().map(|p| p.rps).fold(0.0, f64::max);
     if points.len() < 2 || max_rps <= 0.0 {
         return None;
@@ -30,24 +32,7 @@ pub fn saturation(points: &[Point], server_cores: usize) -> Option<Saturation> {
     let last = points.last()?;
     let knee = knee_point.x;
     let flat = knee < last.x;
-    let limit = if knee_point.generator_busy > 0.9 {
-        "the load generator's core is saturated, so this measures the generator, not the server"
-            .to_string()
-    } else if knee_point
-        .server_cores
-        .is_some_and(|c| c >= 0.9 * server_cores as f64)
-    {
-        "the server's CPU is saturated".to_string()
-    } else if let Some(c) = knee_point.server_cores {
-        format!(
-            "neither side's CPU is saturated (server {:.0} % of its {} core{}): latency, not CPU, bounds throughput",
-            100.0 * c / server_cores.max(1) as f64,
-            server_cores,
-            if server_cores == 1 { "" } else { "s" }
-        )
-    } else {
-        "the server's CPU use is unknown (no PID to watch)".to_string()
-    };
+    let limit = &knee_point.verdict.reading;
     let peak = points
         .iter()
         .max_by(|a, b| a.rps.total_cmp(&b.rps))
@@ -79,11 +64,11 @@ pub fn saturation(points: &[Point], server_cores: usize) -> Option<Saturation> {
     })
 }
 
-/// The USL fit of a sweep (throughput vs clients), or why there is none.
+/// The USL fit of a sweep (goodput vs clients, valid runs only), or why there is none.
 pub fn usl_fit(points: &[Point]) -> Result<webscope_model::usl::Fit, String> {
     let data: Vec<webscope_model::usl::Point> = points
         .iter()
-        .filter(|p| p.rps > 0.0)
+        .filter(|p| p.valid() && p.rps > 0.0)
         .map(|p| webscope_model::usl::Point {
             concurrency: p.x,
             throughput: p.rps,
@@ -98,7 +83,7 @@ pub fn usl_fit(points: &[Point]) -> Result<webscope_model::usl::Fit, String> {
 pub fn clients_table(points: &[Point]) -> Table {
     let mut t = Table::new([
         "clients",
-        "conn/s",
+        "goodput/s",
         "Mbit/s",
         "p50 ms",
         "p90 ms",
@@ -110,6 +95,9 @@ pub fn clients_table(points: &[Point]) -> Table {
         "TIME_WAIT",
         "disk %",
         "errors",
+        "error %",
+        "bound by",
+        "valid",
     ]);
     for p in points {
         t.row([
@@ -126,20 +114,30 @@ pub fn clients_table(points: &[Point]) -> Table {
                 .map_or("-".into(), |(u, s, si)| format!("{u:.0}/{s:.0}/{si:.0}")),
             p.time_wait.map_or("-".into(), |v| format!("{v:.0}")),
             p.disk_util.map_or("-".into(), |v| format!("{v:.0}")),
-            format!("{}", p.errors),
+            p.health.errors_cell(),
+            format!("{:.2}", 100.0 * p.health.error_share),
+            p.verdict.bound.label().to_string(),
+            p.health
+                .invalid
+                .as_ref()
+                .map_or("yes".into(), |why| format!("no: {why}")),
         ]);
     }
     t
 }
 
-fn clients_section(
-    dir: &Path,
-    points: &[Point],
-    server_cores: usize,
-    exp: &ExperimentRecord,
-) -> Section {
+fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section {
     let mut blocks = super::failure_blocks(exp);
-    let sat = saturation(points, server_cores);
+    for p in all.iter().filter(|p| !p.valid()) {
+        blocks.push(Block::Warning(format!(
+            "The {} clients run is invalid and left out of the charts and fits: {}.",
+            p.x,
+            p.health.invalid.as_deref().unwrap_or("")
+        )));
+    }
+    let sat = saturation(all);
+    let valid = super::valid(all);
+    let points = &valid[..];
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()
     };
@@ -173,9 +171,9 @@ fn clients_section(
     }
     blocks.push(Block::Chart {
         svg: XyChart {
-            title: "Throughput vs clients".into(),
+            title: "Goodput vs clients".into(),
             x: Axis::linear("clients"),
-            y: Axis::linear("connections/s"),
+            y: Axis::linear("successful requests/s"),
             series: throughput,
         }
         .to_svg(),
@@ -276,8 +274,8 @@ fn clients_section(
         blocks.push(super::charts::tcp_states(&dir.join(name), label));
     }
     blocks.push(Block::Table {
-        caption: "Per run".into(),
-        table: clients_table(points),
+        caption: "Per run (goodput: responses with an expected status; bound by: the verdict of each run)".into(),
+        table: clients_table(all),
     });
     Section {
         heading: "Clients sweep".into(),
@@ -287,33 +285,37 @@ fn clients_section(
 
 /// Adds the clients sweep to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::load_points(dir, exp)?;
+    let points = super::load_points(dir, exp, out)?;
     let table = clients_table(&points);
     out.csv.push(("clients.csv".into(), table.to_csv()));
     out.summary
         .push_str(&format!("clients sweep\n{}", table.to_text()));
-    if let Some(sat) = saturation(&points, out.server_cores) {
+    let sat = saturation(&points);
+    if let Some(sat) = &sat {
         out.summary.push_str(&sat.reading);
         out.summary.push('\n');
-        out.json.insert(
-            "clients".into(),
-            serde_json::json!({
-                "knee_clients": sat.knee,
-                "max_requests_per_s": sat.max_rps,
-                "reading": sat.reading,
-                "usl": usl_fit(&points).ok().map(|f| serde_json::json!({
-                    "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
-                    "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
-                })),
-                "runs": points.iter().map(|p| serde_json::json!({
-                    "clients": p.x, "requests_per_s": p.rps, "mbit_s": p.mbit_s,
-                    "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
-                })).collect::<Vec<_>>(),
-            }),
-        );
     }
-    out.sections
-        .push(clients_section(dir, &points, out.server_cores, exp));
+    out.json.insert(
+        "clients".into(),
+        serde_json::json!({
+            "knee_clients": sat.as_ref().map(|s| s.knee),
+            "max_requests_per_s": sat.as_ref().map(|s| s.max_rps),
+            "reading": sat.as_ref().map(|s| s.reading.clone()),
+            "usl": usl_fit(&points).ok().map(|f| serde_json::json!({
+                "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
+                "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
+            })),
+            "runs": points.iter().map(|p| serde_json::json!({
+                "clients": p.x, "goodput_per_s": p.rps,
+                "responses_per_s": p.health.responses_rps, "mbit_s": p.mbit_s,
+                "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
+                "error_share": p.health.error_share, "errors": p.health.unexpected_map(),
+                "valid": p.valid(), "invalid_because": p.health.invalid,
+                "bound": p.verdict.bound, "verdict": p.verdict.reading,
+            })).collect::<Vec<_>>(),
+        }),
+    );
+    out.sections.push(clients_section(dir, &points, exp));
     Ok(())
 }
 
@@ -335,10 +337,11 @@ mod tests {
         .into_iter()
         .map(|(x, r)| point(x, r, 0.3, Some(0.97)))
         .collect();
-        let s = saturation(&pts, 1).unwrap();
+        let s = saturation(&pts).unwrap();
         assert_eq!(s.knee, 5.0);
         assert!(
-            s.reading.contains("from 5 clients") && s.reading.contains("server's CPU is saturated"),
+            s.reading.contains("from 5 clients")
+                && s.reading.contains("server's processes are CPU-bound: 0.97"),
             "{}",
             s.reading
         );
@@ -350,7 +353,7 @@ mod tests {
             .into_iter()
             .map(|(x, r)| point(x, r, 0.3, Some(0.5)))
             .collect();
-        let s = saturation(&pts, 1).unwrap();
+        let s = saturation(&pts).unwrap();
         assert!(
             s.reading.contains("peaks at 3000") && s.reading.contains("60 % lower"),
             "{}",
@@ -364,7 +367,7 @@ mod tests {
             .into_iter()
             .map(|(x, r)| point(x, r, 0.2, Some(0.2)))
             .collect();
-        assert!(saturation(&growing, 1)
+        assert!(saturation(&growing)
             .unwrap()
             .reading
             .contains("no saturation"));
@@ -372,10 +375,39 @@ mod tests {
             .into_iter()
             .map(|(x, r)| point(x, r, 0.99, Some(0.5)))
             .collect();
-        assert!(saturation(&gen_bound, 1)
+        assert!(saturation(&gen_bound)
             .unwrap()
             .reading
             .contains("load generator"));
-        assert!(saturation(&gen_bound[..1], 1).is_none());
+        assert!(saturation(&gen_bound[..1]).is_none());
+    }
+
+    #[test]
+    fn invalid_runs_are_left_out_of_the_knee_and_the_fit() {
+        let mut pts: Vec<Point> = [(1.0, 1000.0), (2.0, 1900.0), (5.0, 2000.0), (10.0, 2050.0)]
+            .into_iter()
+            .map(|(x, r)| point(x, r, 0.3, Some(0.97)))
+            .collect();
+        // A run of 403s: fast responses that are no throughput at all.
+        let forbidden = serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 90000}});
+        let expect = crate::lab::health::Expect::parse("2xx").unwrap();
+        pts[3].health = crate::lab::health::Health::of(&forbidden, &expect, 1.0);
+        pts[3].rps = pts[3].health.goodput_rps;
+        let s = saturation(&pts).unwrap();
+        assert_eq!((s.knee, s.max_rps), (2.0, 2000.0), "{}", s.reading);
+        assert!(
+            s.reading.contains("at 2000 requests/s") || s.reading.contains("2000"),
+            "{}",
+            s.reading
+        );
+        let table = clients_table(&pts);
+        let last = table.rows.last().unwrap();
+        assert!(last.iter().any(|c| c == "403×90000"), "{last:?}");
+        assert!(
+            last.last()
+                .unwrap()
+                .starts_with("no: 403 Forbidden on 100 %"),
+            "{last:?}"
+        );
     }
 }

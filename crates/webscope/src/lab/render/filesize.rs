@@ -175,7 +175,7 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
 
 /// Adds the filesize experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::load_points(dir, exp)?;
+    let points = super::valid(&super::load_points(dir, exp, out)?);
     let (section, table) = filesize_section(dir, &points, exp);
     out.csv.push(("filesize.csv".into(), table.to_csv()));
     out.summary

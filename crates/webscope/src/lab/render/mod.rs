@@ -8,6 +8,8 @@ use anyhow::Context;
 use serde_json::Value;
 use webscope_report::{Block, Page, Section};
 
+use super::bottleneck::{self, CpuShares, Evidence, Verdict};
+use super::health::{Expect, Health, Judge};
 use super::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
 
 pub mod charts;
@@ -22,7 +24,13 @@ pub mod techniques;
 #[derive(Debug, Clone)]
 pub struct Point {
     pub x: f64,
+    /// Goodput: responses with an expected status per second. Every chart, fit and verdict
+    /// starts from it.
     pub rps: f64,
+    /// Whether the run is valid, its errors by kind and status.
+    pub health: Health,
+    /// What bounds the run, with its figure.
+    pub verdict: Verdict,
     pub mbit_s: f64,
     pub p50_ms: f64,
     pub p90_ms: f64,
@@ -60,12 +68,32 @@ pub fn num(v: &Value, path: &[&str]) -> f64 {
     v.as_f64().unwrap_or(0.0)
 }
 
+/// CPU shares of a monitor summary's "all" row.
+fn cpu_shares(os: &Value) -> Option<CpuShares> {
+    let stat = |column: &str| os_stat(os, "cpu", "all", column, "mean");
+    Some(CpuShares {
+        busy: stat("busy_pct")?,
+        user: stat("user_pct").unwrap_or(0.0),
+        system: stat("system_pct").unwrap_or(0.0),
+        softirq: stat("softirq_pct").unwrap_or(0.0),
+    })
+}
+
 impl Point {
-    fn of(run: RunRecord) -> Point {
+    /// Whether the run counts: left out of knees, fits and models when it does not.
+    pub fn valid(&self) -> bool {
+        self.health.invalid.is_none()
+    }
+
+    fn of(run: RunRecord, expect: &Expect, judge: &Judge) -> Point {
         let l = &run.load;
+        let health = Health::of(l, expect, judge.max_error_pct);
+        let verdict = bottleneck::judge(&evidence(&run, &health));
         Point {
             x: run.x,
-            rps: num(l, &["requests_per_s"]),
+            rps: health.goodput_rps,
+            health,
+            verdict,
             mbit_s: num(l, &["bytes_per_s"]) * 8.0 / 1e6,
             p50_ms: num(l, &["latency_us", "p50"]) / 1000.0,
             p90_ms: num(l, &["latency_us", "p90"]) / 1000.0,
@@ -98,12 +126,139 @@ impl Point {
     }
 }
 
-/// Loads an experiment's runs, in order.
-pub fn load_points(dir: &Path, exp: &ExperimentRecord) -> anyhow::Result<Vec<Point>> {
-    exp.runs
-        .iter()
-        .map(|name| read_json::<RunRecord>(&dir.join(name).join("run.json")).map(Point::of))
-        .collect()
+/// The evidence a verdict is drawn from, out of a run's record.
+pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
+    let l = &run.load;
+    let os = run.os.as_ref();
+    // The server's machine: through node_exporter when it is remote, else this one.
+    let (server_host_os, generator_host) = match &run.server_os {
+        Some(remote) if remote.get("error").is_none() => (Some(remote), os.and_then(cpu_shares)),
+        _ => (os, None),
+    };
+    let server_processes = (!run.env.server_processes.is_empty()).then(|| {
+        let n = run.env.server_processes.len();
+        let names: std::collections::BTreeSet<&str> = run
+            .env
+            .server_processes
+            .iter()
+            .filter_map(|p| p.split_once(' ').map(|(_, c)| c))
+            .collect();
+        format!(
+            "{n} process{}: {}",
+            if n == 1 { "" } else { "es" },
+            names.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    });
+    let busiest_link = os.and_then(|os| {
+        let rows = os.get("groups")?.get("net")?.get("rows")?.as_object()?;
+        rows.iter()
+            .filter_map(|(name, row)| {
+                let mbit = run.env.link_mbit.get(name)?;
+                let kib = |c: &str| row.get(c)?.get("mean")?.as_f64();
+                let peak = kib("rx_kib_per_s")?.max(kib("tx_kib_per_s")?);
+                Some((name.clone(), peak * 8.192 / 1000.0 / mbit * 100.0))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    });
+    Evidence {
+        clients: num(l, &["connections"]),
+        goodput_rps: health.goodput_rps,
+        mean_ms: num(l, &["latency_us", "mean"]) / 1000.0,
+        server_busy_cores: run
+            .server
+            .as_ref()
+            .filter(|_| {
+                !run.env.server_processes.is_empty()
+                    || run.server.as_ref().is_some_and(|s| s.cpu_s > 0.0)
+            })
+            .map(|s| s.busy_cores),
+        server_cpus: run.env.server_cpus,
+        server_processes,
+        generator_busy: num(l, &["generator_busy"]),
+        server_host: server_host_os.and_then(cpu_shares),
+        server_host_source: server_host_os
+            .and_then(|o| o.get("source")?.as_str().map(String::from)),
+        generator_host,
+        disk_util_pct: server_host_os.and_then(|os| {
+            let disks = os.get("groups")?.get("disk")?.get("rows")?.as_object()?;
+            disks
+                .values()
+                .filter_map(|d| d.get("util_pct")?.get("mean")?.as_f64())
+                .reduce(f64::max)
+        }),
+        net_util_pct: busiest_link,
+        time_wait: server_host_os
+            .and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max"))
+            .into_iter()
+            .chain(os.and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max")))
+            .reduce(f64::max),
+        port_range: run.env.port_range,
+        tw_buckets: run.env.tw_buckets,
+        listen_overflows_per_s: server_host_os
+            .and_then(|os| os_stat(os, "tcp", "all", "listen_overflows_per_s", "mean")),
+    }
+}
+
+/// Loads an experiment's runs, in order, judged as the lab's `judge` says; invalid runs are
+/// noted in `out` for the banner.
+pub fn load_points(
+    dir: &Path,
+    exp: &ExperimentRecord,
+    out: &mut Rendered,
+) -> anyhow::Result<Vec<Point>> {
+    let expect = Expect::parse(&out.judge.expect_status).map_err(anyhow::Error::msg)?;
+    let mut points = Vec::with_capacity(exp.runs.len());
+    for name in &exp.runs {
+        let run = read_json::<RunRecord>(&dir.join(name).join("run.json"))?;
+        let point = Point::of(run, &expect, &out.judge);
+        out.judged += 1;
+        if let Some(why) = &point.health.invalid {
+            out.invalid.push(format!("{} {name}: {why}", exp.name));
+        }
+        points.push(point);
+    }
+    Ok(points)
+}
+
+/// The valid points only: what knees, fits and models are drawn from.
+pub fn valid(points: &[Point]) -> Vec<Point> {
+    points.iter().filter(|p| p.valid()).cloned().collect()
+}
+
+/// The banner a report opens with when runs were invalid: how many, and the first cause.
+pub fn banner(out: &Rendered) -> Option<String> {
+    let first = out.invalid.first()?;
+    let n = out.invalid.len();
+    Some(if n == out.judged {
+        format!(
+            "No valid run: all {n} runs failed more than {} % of their requests, so nothing here is a measurement of the server. First: {first}.",
+            out.judge.max_error_pct
+        )
+    } else {
+        format!(
+            "{n} of {} runs are invalid (more than {} % of requests failed or got a status other than {}) and are left out of knees, fits and models. First: {first}.",
+            out.judged, out.judge.max_error_pct, out.judge.expect_status
+        )
+    })
+}
+
+/// What rendering found, beside the files it wrote.
+pub struct Outcome {
+    /// `index.html`.
+    pub index: PathBuf,
+    /// The terminal summary.
+    pub summary: String,
+    /// Runs judged.
+    pub judged: usize,
+    /// Runs judged invalid, "experiment run: why".
+    pub invalid: Vec<String>,
+}
+
+impl Outcome {
+    /// Every judged run was invalid: the lab measured nothing it can stand behind.
+    pub fn nothing_valid(&self) -> bool {
+        self.judged > 0 && self.invalid.len() == self.judged
+    }
 }
 
 /// Least-squares line y = a + b x; None with fewer than two distinct x.
@@ -131,8 +286,12 @@ pub struct Rendered {
     pub json: serde_json::Map<String, Value>,
     /// CSV files to write at the top of the report directory: name, content.
     pub csv: Vec<(String, String)>,
-    /// Cores the server may use (the embedded server has one worker).
-    pub server_cores: usize,
+    /// How runs are judged.
+    pub judge: Judge,
+    /// Invalid runs, "experiment, run: why", for the banner at the top of the page.
+    pub invalid: Vec<String>,
+    /// Runs judged, valid or not.
+    pub judged: usize,
 }
 
 /// Warnings every experiment section starts with: failed runs, an early stop.
@@ -151,14 +310,20 @@ pub fn failure_blocks(exp: &ExperimentRecord) -> Vec<Block> {
     blocks
 }
 
-/// Renders the report for the lab directory `dir`; returns the path of `index.html` and the
-/// terminal summary.
-pub fn render(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
+/// Renders the report for the lab directory `dir`.
+pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
     let lab: LabRecord = read_json(&dir.join("lab.json"))
         .with_context(|| format!("{} is not a webscope lab directory", dir.display()))?;
     let mut setup = vec![Block::Text(format!(
-        "Target: {}. Machine: {}. Placement: {}. Command: {}.",
-        lab.target, lab.machine, lab.placement, lab.command
+        "Target: {}. Machine: {}. Placement: {}. Server processes measured: {}. Runs are valid when at most {} % of requests fail or get a status other than {}; throughput is goodput (those responses only). {} Command: {}.",
+        lab.target,
+        lab.machine,
+        lab.placement,
+        if lab.server_processes.is_empty() { "unknown" } else { &lab.server_processes },
+        lab.judge.max_error_pct,
+        lab.judge.expect_status,
+        lab.preflight,
+        lab.command
     ))];
     for w in &lab.warnings {
         setup.push(Block::Warning(w.clone()));
@@ -177,7 +342,9 @@ pub fn render(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
         summary: String::new(),
         json: serde_json::Map::new(),
         csv: Vec::new(),
-        server_cores: 1,
+        judge: lab.judge.clone(),
+        invalid: Vec::new(),
+        judged: 0,
     };
     for name in &lab.experiments {
         let exp_dir = dir.join(name);
@@ -190,10 +357,23 @@ pub fn render(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
         std::fs::write(dir.join(name), content)
             .with_context(|| format!("cannot write {}", dir.join(name).display()))?;
     }
+    let banner = banner(&out);
+    if let Some(b) = &banner {
+        out.summary = format!("{b}\n{}", out.summary);
+    }
+    out.json.insert(
+        "validity".into(),
+        serde_json::json!({
+            "expect_status": out.judge.expect_status,
+            "max_error_pct": out.judge.max_error_pct,
+            "runs": out.judged,
+            "invalid": out.invalid,
+        }),
+    );
     let page = Page {
         title: "webscope lab report".into(),
         subtitle: format!("webscope {} — {}", lab.version, lab.target),
-        banners: Vec::new(),
+        banners: banner.into_iter().collect(),
         sections: out.sections,
     };
     let index = dir.join("index.html");
@@ -201,7 +381,12 @@ pub fn render(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
         .with_context(|| format!("cannot write {}", index.display()))?;
     let text = serde_json::to_string_pretty(&Value::Object(out.json))? + "\n";
     std::fs::write(dir.join("report.json"), text)?;
-    Ok((index, out.summary))
+    Ok(Outcome {
+        index,
+        summary: out.summary,
+        judged: out.judged,
+        invalid: out.invalid,
+    })
 }
 
 /// A run's point with only what the tests of the renderers look at.
@@ -210,6 +395,18 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
     Point {
         x,
         rps,
+        health: Health::of(
+            &serde_json::json!({"duration_s": 1.0, "status_codes": {"200": rps as u64}}),
+            &Expect::parse("2xx").expect("a valid list"),
+            1.0,
+        ),
+        verdict: bottleneck::judge(&Evidence {
+            goodput_rps: rps,
+            generator_busy: gen,
+            server_busy_cores: cores,
+            server_cpus: Some(1.0),
+            ..Evidence::default()
+        }),
         mbit_s: 0.0,
         p50_ms: 0.0,
         p90_ms: 0.0,
@@ -228,6 +425,8 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
             load: Value::Null,
             server: None,
             os: None,
+            server_os: None,
+            env: Default::default(),
         },
     }
 }

@@ -105,7 +105,7 @@ fn mean_abs(v: &[f64]) -> f64 {
 
 /// Adds the model experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::load_points(dir, exp)?;
+    let points = super::valid(&super::load_points(dir, exp, out)?);
     let mut blocks = super::failure_blocks(exp);
     let Some(d) = demands(&points) else {
         blocks.push(Block::Warning(

@@ -127,7 +127,7 @@ fn bottleneck(point: Option<&Point>) -> &'static str {
 
 /// Adds the saturation experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::load_points(dir, exp)?;
+    let points = super::valid(&super::load_points(dir, exp, out)?);
     let (mut steps, mut names, mut two_class) = (Vec::new(), Vec::new(), None);
     for (p, name) in points.iter().zip(&exp.runs) {
         if name == "two-class" {

@@ -128,7 +128,10 @@ fn table(steps: &[Step]) -> Table {
 
 /// Adds the techniques experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let steps: Vec<Step> = super::load_points(dir, exp)?.iter().map(Step::of).collect();
+    let steps: Vec<Step> = super::load_points(dir, exp, out)?
+        .iter()
+        .map(Step::of)
+        .collect();
     let mut blocks = super::failure_blocks(exp);
     let labels: Vec<String> = steps.iter().map(|s| s.label.clone()).collect();
     let reading = reading(&steps);

@@ -1,0 +1,404 @@
+//! What bounds a run's throughput, named from measurements of the whole machine and quoted
+//! with the figure it rests on.
+//!
+//! The rules are tried in order of evidence: the server's processes (all of them) at their
+//! CPU limit; the generator at its CPU limit (then the run measures the generator); the
+//! machine's CPUs busy, softirq included (loopback TCP is kernel work that neither process is
+//! charged for); a network interface or disk at capacity; ephemeral ports or TIME_WAIT near
+//! their limit; the accept queue overflowing; otherwise latency, by Little's law. The first
+//! rule whose figure passes its threshold is the verdict; the thresholds are constants here,
+//! so a verdict can always be traced to the number and the limit it was compared with.
+
+use serde::{Deserialize, Serialize};
+
+/// A CPU is "at its limit" from this share of its capacity (sampling and the last partial
+/// interval keep a saturated CPU a little under 100 %).
+pub const CPU_LIMIT: f64 = 0.90;
+/// The machine's CPUs are "all busy" from this share: below the per-process limit, because
+/// an idle instant on any CPU is counted and softirq work moves between CPUs.
+pub const MACHINE_LIMIT: f64 = 0.85;
+/// A disk or network interface is at capacity from this utilisation.
+pub const DEVICE_LIMIT: f64 = 0.90;
+/// TIME_WAIT is near the port limit from this share of the ephemeral range: Linux's
+/// connect() takes even ports first (since 4.6), so half the range is where every new
+/// connection starts searching for a port and reusing TIME_WAIT slots.
+pub const PORTS_LIMIT: f64 = 0.45;
+/// Share of `tcp_max_tw_buckets` at which the kernel is about to destroy TIME_WAIT sockets.
+pub const TW_BUCKETS_LIMIT: f64 = 0.90;
+
+/// What bounds a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bound {
+    /// The server's processes use all the CPU they may.
+    ServerCpu,
+    /// The load generator's busiest thread uses all of its CPU.
+    Generator,
+    /// The machine's CPUs are busy, kernel work (softirq) included.
+    MachineCpu,
+    /// A network interface is at its line rate.
+    Network,
+    /// A disk is busy all the time.
+    Disk,
+    /// Ephemeral ports or TIME_WAIT slots are nearly used up.
+    Ports,
+    /// Connections are dropped from a full accept queue.
+    AcceptQueue,
+    /// No resource is at its limit: the clients' round trips bound throughput.
+    Latency,
+}
+
+impl Bound {
+    /// A short name for table cells.
+    pub fn label(self) -> &'static str {
+        match self {
+            Bound::ServerCpu => "server CPU",
+            Bound::Generator => "generator",
+            Bound::MachineCpu => "machine CPU",
+            Bound::Network => "network",
+            Bound::Disk => "disk",
+            Bound::Ports => "ports/TIME_WAIT",
+            Bound::AcceptQueue => "accept queue",
+            Bound::Latency => "latency",
+        }
+    }
+}
+
+/// CPU shares of a machine over a run, per cent of all its CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuShares {
+    /// 100 − idle − iowait.
+    pub busy: f64,
+    /// User time.
+    pub user: f64,
+    /// System time.
+    pub system: f64,
+    /// Softirq time (network receive and transmit processing, mostly).
+    pub softirq: f64,
+}
+
+/// The measurements a verdict is drawn from; `None` where the lab could not measure.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    /// Closed-loop clients (connections) of the run.
+    pub clients: f64,
+    /// Goodput, requests per second.
+    pub goodput_rps: f64,
+    /// Mean response time, milliseconds.
+    pub mean_ms: f64,
+    /// Cores the server's processes kept busy (CPU seconds / run seconds), all of them.
+    pub server_busy_cores: Option<f64>,
+    /// Cores the server's processes may run on (their affinity, or the machine).
+    pub server_cpus: Option<f64>,
+    /// How many processes the server figures cover, and how they were found.
+    pub server_processes: Option<String>,
+    /// The generator's busiest thread, fraction of one core.
+    pub generator_busy: f64,
+    /// The server's machine (the same as the generator's for a local target).
+    pub server_host: Option<CpuShares>,
+    /// Where the server's machine figures came from ("procfs", "node_exporter URL").
+    pub server_host_source: Option<String>,
+    /// The generator's machine when it is another one (a remote target).
+    pub generator_host: Option<CpuShares>,
+    /// The busiest disk's utilisation, per cent.
+    pub disk_util_pct: Option<f64>,
+    /// The busiest interface with a known speed: name and utilisation, per cent.
+    pub net_util_pct: Option<(String, f64)>,
+    /// Most sockets in TIME_WAIT on the host during the run.
+    pub time_wait: Option<f64>,
+    /// Size of the ephemeral port range (`net.ipv4.ip_local_port_range`).
+    pub port_range: Option<f64>,
+    /// `net.ipv4.tcp_max_tw_buckets`.
+    pub tw_buckets: Option<f64>,
+    /// ListenOverflows per second (mean over the run).
+    pub listen_overflows_per_s: Option<f64>,
+}
+
+/// A verdict: what bounds the run and the sentence that says so, with its figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The rule that fired.
+    pub bound: Bound,
+    /// One sentence quoting the figure and the limit it was compared with.
+    pub reading: String,
+}
+
+fn plural(n: f64) -> &'static str {
+    if (n - 1.0).abs() < 1e-9 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Names what bounds the run described by `e`.
+pub fn judge(e: &Evidence) -> Verdict {
+    let verdict = |bound, reading: String| Verdict { bound, reading };
+    if let (Some(busy), Some(cpus)) = (e.server_busy_cores, e.server_cpus) {
+        if cpus > 0.0 && busy >= CPU_LIMIT * cpus {
+            return verdict(
+                Bound::ServerCpu,
+                format!(
+                    "the server's processes are CPU-bound: {busy:.2} of the {cpus:.0} core{} they may use ({}; limit {:.0} %)",
+                    plural(cpus),
+                    e.server_processes.as_deref().unwrap_or("its processes"),
+                    100.0 * CPU_LIMIT
+                ),
+            );
+        }
+    }
+    if e.generator_busy >= CPU_LIMIT {
+        return verdict(
+            Bound::Generator,
+            format!(
+                "the load generator's busiest thread is {:.0} % busy (limit {:.0} %): this run measures the generator, not the server",
+                100.0 * e.generator_busy,
+                100.0 * CPU_LIMIT
+            ),
+        );
+    }
+    for (host, shares) in [
+        ("server's", e.server_host),
+        ("generator's", e.generator_host),
+    ] {
+        let Some(c) = shares else { continue };
+        if c.busy >= 100.0 * MACHINE_LIMIT {
+            let host = if e.generator_host.is_none() { "" } else { host };
+            return verdict(
+                Bound::MachineCpu,
+                format!(
+                    "the {host}{}machine's CPUs are {:.0} % busy (user {:.0}, system {:.0}, softirq {:.0}; limit {:.0} %): kernel work that neither process is charged for (loopback TCP runs in softirq) takes what the processes leave",
+                    if host.is_empty() { "" } else { " " },
+                    c.busy,
+                    c.user,
+                    c.system,
+                    c.softirq,
+                    100.0 * MACHINE_LIMIT
+                ),
+            );
+        }
+    }
+    if let Some((name, util)) = &e.net_util_pct {
+        if *util >= 100.0 * DEVICE_LIMIT {
+            return verdict(
+                Bound::Network,
+                format!(
+                    "interface {name} runs at {util:.0} % of its line rate (limit {:.0} %)",
+                    100.0 * DEVICE_LIMIT
+                ),
+            );
+        }
+    }
+    if let Some(util) = e.disk_util_pct {
+        if util >= 100.0 * DEVICE_LIMIT {
+            return verdict(
+                Bound::Disk,
+                format!("the busiest disk is {util:.0} % utilised (limit {:.0} %): the file set does not fit in the page cache, or the access log waits", 100.0 * DEVICE_LIMIT),
+            );
+        }
+    }
+    if let Some(tw) = e.time_wait {
+        if let Some(range) = e.port_range.filter(|r| *r > 0.0 && tw >= PORTS_LIMIT * r) {
+            return verdict(
+                Bound::Ports,
+                format!(
+                    "{tw:.0} sockets sit in TIME_WAIT against {range:.0} ephemeral ports ({:.0} %, limit {:.0} %: connect() takes even ports first, so past half the range every connection searches for a port); keep-alive, a wider net.ipv4.ip_local_port_range or more client addresses would lift it",
+                    100.0 * tw / range,
+                    100.0 * PORTS_LIMIT
+                ),
+            );
+        }
+        if let Some(buckets) = e
+            .tw_buckets
+            .filter(|b| *b > 0.0 && tw >= TW_BUCKETS_LIMIT * b)
+        {
+            return verdict(
+                Bound::Ports,
+                format!(
+                    "{tw:.0} sockets sit in TIME_WAIT against net.ipv4.tcp_max_tw_buckets = {buckets:.0} ({:.0} %): the kernel is destroying TIME_WAIT sockets early",
+                    100.0 * tw / buckets
+                ),
+            );
+        }
+    }
+    if let Some(overflows) = e.listen_overflows_per_s.filter(|o| *o > 0.0) {
+        return verdict(
+            Bound::AcceptQueue,
+            format!(
+                "the accept queue overflowed {overflows:.0} times a second (ListenOverflows): the server accepts too slowly, or its backlog is too small"
+            ),
+        );
+    }
+    let server = match (e.server_busy_cores, e.server_cpus) {
+        (Some(b), Some(c)) if c > 0.0 => format!(
+            "server {:.0} % of its {c:.0} core{}",
+            100.0 * b / c,
+            plural(c)
+        ),
+        _ => "server CPU not measured".into(),
+    };
+    let machine = e
+        .server_host
+        .map_or(String::new(), |c| format!(", CPUs {:.0} % busy", c.busy));
+    // Little's law for a closed loop without think time: X = N / R.
+    let little = if e.mean_ms > 0.0 {
+        format!(
+            "; Little's law: {:.0} clients / {:.2} ms = {:.0} requests/s (measured {:.0})",
+            e.clients,
+            e.mean_ms,
+            1000.0 * e.clients / e.mean_ms,
+            e.goodput_rps
+        )
+    } else {
+        String::new()
+    };
+    verdict(
+        Bound::Latency,
+        format!(
+            "no resource is at its limit ({server}, generator {:.0} %{machine}): the clients' round trips bound throughput{little}, so more clients would raise it",
+            100.0 * e.generator_busy
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The embedded quick lab of the issue: server 45 % of its core, generator 71 %, the
+    /// machine's CPUs 87 % busy, 14 000 sockets in TIME_WAIT of a 28 232-port range.
+    fn issue_run() -> Evidence {
+        Evidence {
+            clients: 5.0,
+            goodput_rps: 16824.0,
+            mean_ms: 0.29,
+            server_busy_cores: Some(0.45),
+            server_cpus: Some(1.0),
+            server_processes: Some("1 process: webscope".into()),
+            generator_busy: 0.71,
+            server_host: Some(CpuShares {
+                busy: 87.0,
+                user: 9.0,
+                system: 48.0,
+                softirq: 30.0,
+            }),
+            time_wait: Some(14_000.0),
+            port_range: Some(28_232.0),
+            tw_buckets: Some(131_072.0),
+            ..Evidence::default()
+        }
+    }
+
+    #[test]
+    fn the_issues_run_is_bound_by_the_machine_not_latency() {
+        let v = judge(&issue_run());
+        assert_eq!(v.bound, Bound::MachineCpu, "{}", v.reading);
+        assert!(
+            v.reading.contains("87 % busy") && v.reading.contains("softirq 30"),
+            "{}",
+            v.reading
+        );
+    }
+
+    #[test]
+    fn each_rule_fires_in_order_and_quotes_its_figure() {
+        let mut e = issue_run();
+        e.server_busy_cores = Some(0.97);
+        let v = judge(&e);
+        assert_eq!(v.bound, Bound::ServerCpu);
+        assert!(v.reading.contains("0.97 of the 1 core"), "{}", v.reading);
+
+        let mut e = issue_run();
+        e.generator_busy = 0.96;
+        let v = judge(&e);
+        assert_eq!(v.bound, Bound::Generator);
+        assert!(v.reading.contains("96 % busy") && v.reading.contains("measures the generator"));
+
+        let mut e = issue_run();
+        e.server_host = Some(CpuShares {
+            busy: 60.0,
+            ..CpuShares::default()
+        });
+        e.net_util_pct = Some(("eth0".into(), 95.0));
+        assert_eq!(judge(&e).bound, Bound::Network);
+        e.net_util_pct = Some(("eth0".into(), 40.0));
+        e.disk_util_pct = Some(97.0);
+        let v = judge(&e);
+        assert_eq!(v.bound, Bound::Disk);
+        assert!(v.reading.contains("97 %"));
+
+        e.disk_util_pct = Some(3.0);
+        let v = judge(&e);
+        assert_eq!(
+            v.bound,
+            Bound::Ports,
+            "14 000 of 28 232 is past half the range"
+        );
+        assert!(
+            v.reading.contains("14000 sockets") && v.reading.contains("28232"),
+            "{}",
+            v.reading
+        );
+
+        e.time_wait = Some(120_000.0);
+        e.port_range = None;
+        let v = judge(&e);
+        assert_eq!(v.bound, Bound::Ports);
+        assert!(
+            v.reading.contains("tcp_max_tw_buckets = 131072"),
+            "{}",
+            v.reading
+        );
+
+        e.time_wait = Some(100.0);
+        e.listen_overflows_per_s = Some(250.0);
+        let v = judge(&e);
+        assert_eq!(v.bound, Bound::AcceptQueue);
+        assert!(v.reading.contains("250 times a second"));
+
+        e.listen_overflows_per_s = Some(0.0);
+        let v = judge(&e);
+        assert_eq!(v.bound, Bound::Latency);
+        assert!(
+            v.reading.contains("server 45 % of its 1 core")
+                && v.reading.contains("5 clients / 0.29 ms = 17241"),
+            "{}",
+            v.reading
+        );
+    }
+
+    #[test]
+    fn a_remote_generator_host_is_named_and_unknowns_do_not_fire() {
+        let e = Evidence {
+            clients: 10.0,
+            goodput_rps: 1000.0,
+            mean_ms: 10.0,
+            generator_busy: 0.5,
+            server_host: Some(CpuShares {
+                busy: 20.0,
+                ..CpuShares::default()
+            }),
+            generator_host: Some(CpuShares {
+                busy: 92.0,
+                ..CpuShares::default()
+            }),
+            ..Evidence::default()
+        };
+        let v = judge(&e);
+        assert_eq!(v.bound, Bound::MachineCpu);
+        assert!(v.reading.contains("generator's machine"), "{}", v.reading);
+        let unknown = Evidence {
+            clients: 1.0,
+            goodput_rps: 100.0,
+            mean_ms: 10.0,
+            ..Evidence::default()
+        };
+        let v = judge(&unknown);
+        assert_eq!(v.bound, Bound::Latency);
+        assert!(
+            v.reading.contains("server CPU not measured"),
+            "{}",
+            v.reading
+        );
+    }
+}

@@ -1,0 +1,129 @@
+//! One measured run: the load generator against the target, the monitor beside it (the lab's
+//! machine through procfs, the server's machine through node_exporter when it is remote), the
+//! server's counters before and after, and the limits its verdict will compare against.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use indicatif::ProgressBar;
+use webscope_load::{Config, Report};
+
+use super::record::{Measured, RunEnv};
+use super::target::Target;
+
+/// Runs one load `config` against `target` with the monitor beside it. `label` goes on the
+/// live line.
+pub fn measure(
+    run_dir: &Path,
+    config: Config,
+    target: &Target,
+    interrupt: &AtomicBool,
+    bar: &ProgressBar,
+    label: &str,
+) -> anyhow::Result<Measured> {
+    measure_with(run_dir, config, target, interrupt, bar, label, false)
+}
+
+/// [`measure`], with a kernel profile (perf, through the monitor) when `profile` is set: the
+/// monitor says in its summary why there is none when perf is missing or refused.
+pub fn measure_with(
+    run_dir: &Path,
+    mut config: Config,
+    target: &Target,
+    interrupt: &AtomicBool,
+    bar: &ProgressBar,
+    label: &str,
+    profile: bool,
+) -> anyhow::Result<Measured> {
+    config.hlog = Some(run_dir.join("load.hlog"));
+    let env = run_env(target);
+    let before = target.snapshot();
+    // The lab's machine: CPU, disks, the port's TCP states, the server's processes (and the
+    // children they start during the run) with their threads.
+    let monitor = webscope_monitor::spawn(webscope_monitor::Config {
+        ports: target.port().into_iter().collect(),
+        pids: target.pids.clone(),
+        children: true,
+        out: Some(run_dir.join("monitor")),
+        profile,
+        ..webscope_monitor::Config::default()
+    });
+    // The server's machine, when it is another one: through its node_exporter, once a second
+    // (a scrape costs node_exporter tens of milliseconds of CPU).
+    let remote = target.server_metrics.as_ref().map(|url| {
+        webscope_monitor::spawn(webscope_monitor::Config {
+            interval: std::time::Duration::from_secs(1),
+            node_exporter: Some(url.clone()),
+            out: Some(run_dir.join("server-monitor")),
+            ..webscope_monitor::Config::default()
+        })
+    });
+    let mut live = |interval: &webscope_load::IntervalReport| {
+        bar.set_message(format!(
+            "{label}: {}",
+            Report::live_line(interval, 0.0).trim()
+        ));
+    };
+    let report = webscope_load::run(&config, interrupt, &mut live)?;
+    let after = target.snapshot();
+    let summary = |m: Result<webscope_monitor::Running, webscope_monitor::Error>| match m
+        .and_then(|m| m.stop())
+    {
+        Ok(results) => serde_json::to_value(&results.summary).ok(),
+        Err(err) => Some(serde_json::json!({ "error": err.to_string() })),
+    };
+    let os = summary(monitor);
+    let server_os = remote.and_then(summary);
+    let server = after.since(&before, report.duration_s);
+    if report.requests == 0 {
+        anyhow::bail!(
+            "no response at all from {} ({} errors): is the server up?",
+            target.base_url,
+            report.errors.total
+        );
+    }
+    Ok(Measured {
+        load: serde_json::to_value(&report)?,
+        server,
+        os,
+        server_os,
+        env,
+    })
+}
+
+/// The limits a verdict compares against, as they are now.
+pub fn run_env(target: &Target) -> RunEnv {
+    let sysctl = |name: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}")).ok();
+    let port_range = sysctl("ip_local_port_range").and_then(|text| {
+        let mut it = text.split_whitespace().map(|v| v.parse::<f64>().ok());
+        let (low, high) = (it.next()??, it.next()??);
+        Some(high - low + 1.0)
+    });
+    let tw_buckets = sysctl("tcp_max_tw_buckets").and_then(|t| t.trim().parse().ok());
+    let mut link_mbit = BTreeMap::new();
+    if let Ok(dir) = std::fs::read_dir("/sys/class/net") {
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            // Virtual interfaces (loopback, veth without a peer speed) say -1 or refuse.
+            let speed = std::fs::read_to_string(entry.path().join("speed"))
+                .ok()
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .filter(|s| *s > 0.0);
+            if let Some(speed) = speed {
+                link_mbit.insert(name, speed);
+            }
+        }
+    }
+    let processes = target.processes();
+    RunEnv {
+        server_cpus: target.server_cpus(&processes),
+        server_processes: processes
+            .iter()
+            .map(|p| format!("{} {}", p.pid, p.comm))
+            .collect(),
+        port_range,
+        tw_buckets,
+        link_mbit,
+    }
+}

@@ -1,0 +1,259 @@
+//! Before any sweep: fetch a sample of the file set's URLs once, and check that the target
+//! answers, with the expected status, the bytes the manifest says (size, and the content
+//! itself: the set's bytes are drawn from its seed, so they can be made again and compared).
+//! A dead target, a wrong `--base`, a server whose root is another directory or cannot be
+//! read, a proxy that rewrites bodies: each is one line and exit 1, before anything is written.
+//!
+//! A plain blocking client, one connection per request: twelve requests are not worth the load
+//! generator's engine, and its per-request accounting would hide which file went wrong.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use webscope_workload::{File, Manifest};
+
+use super::health::{reason, status_advice, Expect};
+
+/// Files fetched: the first and the middle file of each class (SPECweb96 has four classes).
+const PER_CLASS: usize = 2;
+/// Bodies compared byte for byte up to this size; larger ones by size only.
+const COMPARE_LIMIT: u64 = 4 << 20;
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the preflight found, for the report's set-up paragraph.
+pub struct Checked {
+    /// Files fetched.
+    pub files: usize,
+    /// Of them, compared byte for byte.
+    pub compared: usize,
+}
+
+/// Fetches the sample from `base_url` and checks it against the set at `fileset`.
+pub fn check(base_url: &str, fileset: &Path, expect: &Expect) -> anyhow::Result<Checked> {
+    let manifest = Manifest::load(fileset)
+        .with_context(|| format!("--fileset {} is not a file set", fileset.display()))?;
+    let sample = sample(&manifest);
+    let (host, port, prefix) = split_url(base_url)?;
+    let addr = (host.as_str(), port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve {host}"))?
+        .next()
+        .ok_or_else(|| anyhow!("{host} has no address"))?;
+    let mut unexpected: Vec<(u16, &File)> = Vec::new();
+    let mut compared = 0;
+    for file in &sample {
+        let path = format!("{prefix}{}", file.path);
+        let (status, body) = get(addr, &host, port, &path).map_err(|err| {
+            anyhow!("the target {base_url} does not answer: {err} (is the server running and listening on {addr}?)")
+        })?;
+        if !expect.accepts(status) {
+            unexpected.push((status, file));
+            continue;
+        }
+        if body.len() as u64 != file.size {
+            bail!(
+                "preflight: {path} came back with {} bytes where the file set has {}: the server does not serve this file set (wrong --target base, a root other than {}, or a proxy rewriting bodies)",
+                body.len(),
+                file.size,
+                fileset.display()
+            );
+        }
+        if file.size <= COMPARE_LIMIT {
+            compared += 1;
+            if body != webscope_workload::content(manifest.seed, &file.path, file.size) {
+                bail!(
+                    "preflight: {path} has the right size but other bytes than the file set's: the server serves another copy of the set (made with another seed?) or a proxy rewrites bodies"
+                );
+            }
+        }
+    }
+    if let Some(&(status, first)) = unexpected.first() {
+        let same = unexpected.iter().filter(|(s, _)| *s == status).count();
+        bail!(
+            "preflight: {status} {} on {same} of {} sampled files (first {prefix}{}): {}",
+            reason(status),
+            sample.len(),
+            first.path,
+            status_advice(status)
+        );
+    }
+    Ok(Checked {
+        files: sample.len(),
+        compared,
+    })
+}
+
+/// The first and middle files of each class, in class order: deterministic, and covering
+/// every size class the sweep will ask for.
+fn sample(manifest: &Manifest) -> Vec<File> {
+    let mut out = Vec::new();
+    for class in &manifest.classes {
+        let files: Vec<&File> = manifest
+            .files
+            .iter()
+            .filter(|f| f.class == class.name)
+            .collect();
+        let picks = [0, files.len() / 2];
+        for &i in picks.iter().take(PER_CLASS) {
+            if let Some(f) = files.get(i) {
+                if !out.iter().any(|o: &File| o.path == f.path) {
+                    out.push((*f).clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `http://host:port/prefix/` → host, port, `/prefix/`.
+fn split_url(url: &str) -> anyhow::Result<(String, u16, String)> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        anyhow!("--target {url}: only http:// URLs can be measured (e.g. http://127.0.0.1:8080/)")
+    })?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !authority.ends_with(']') => (
+            h,
+            p.parse::<u16>()
+                .map_err(|_| anyhow!("--target {url}: {p:?} is not a port"))?,
+        ),
+        _ => (authority, 80),
+    };
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let prefix = if path.ends_with('/') {
+        path.to_string()
+    } else {
+        format!("{path}/")
+    };
+    Ok((host, port, prefix))
+}
+
+/// One GET on a fresh connection: the status and the whole body (Content-Length, chunked or
+/// until close).
+fn get(
+    addr: std::net::SocketAddr,
+    host: &str,
+    port: u16,
+    path: &str,
+) -> anyhow::Result<(u16, Vec<u8>)> {
+    let mut stream = TcpStream::connect_timeout(&addr, TIMEOUT)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    stream.set_write_timeout(Some(TIMEOUT))?;
+    let host = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: webscope-preflight\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut data = Vec::new();
+    stream
+        .take((64 << 20) + (64 << 10))
+        .read_to_end(&mut data)?;
+    if data.is_empty() {
+        bail!("the connection closed without a response");
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut response = httparse::Response::new(&mut headers);
+    let head_len = match response.parse(&data) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => bail!("the response head is cut short"),
+        Err(err) => bail!(
+            "the answer is not HTTP/1.x ({err}): is the port speaking TLS or another protocol?"
+        ),
+    };
+    let status = response.code.unwrap_or(0);
+    let header = |name: &str| {
+        response
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .and_then(|h| std::str::from_utf8(h.value).ok())
+            .map(str::trim)
+    };
+    let body = &data[head_len..];
+    let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    let body = if chunked {
+        dechunk(body).context("a malformed chunked body")?
+    } else if let Some(len) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
+        if body.len() < len {
+            bail!("the body is cut short ({} of {len} bytes)", body.len());
+        }
+        body[..len].to_vec()
+    } else {
+        body.to_vec()
+    };
+    Ok((status, body))
+}
+
+fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = data.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&data[..line_end]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(data.get(..size)?);
+        data = data.get(size + 2..)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_into_host_port_and_prefix() {
+        let s = |u: &str| split_url(u).unwrap();
+        assert_eq!(
+            s("http://127.0.0.1:8080/"),
+            ("127.0.0.1".into(), 8080, "/".into())
+        );
+        assert_eq!(
+            s("http://localhost/spec"),
+            ("localhost".into(), 80, "/spec/".into())
+        );
+        assert_eq!(s("http://[::1]:81/a/"), ("::1".into(), 81, "/a/".into()));
+        assert_eq!(s("http://[::1]"), ("::1".into(), 80, "/".into()));
+        assert!(split_url("https://x/")
+            .unwrap_err()
+            .to_string()
+            .contains("only http://"));
+        assert!(split_url("http://x:port/").is_err());
+    }
+
+    #[test]
+    fn chunked_bodies_are_joined() {
+        assert_eq!(
+            dechunk(b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n").unwrap(),
+            b"abcde"
+        );
+        assert_eq!(dechunk(b"3\r\nab"), None);
+    }
+
+    #[test]
+    fn the_sample_covers_every_class_once_per_pick() {
+        let m = webscope_workload::Spec::SpecWeb96 { ops: 1.0 }
+            .plan(1)
+            .unwrap();
+        let s = sample(&m);
+        assert_eq!(s.len(), 2 * m.classes.len());
+        for class in &m.classes {
+            assert!(s.iter().any(|f| f.class == class.name), "{}", class.name);
+        }
+    }
+}

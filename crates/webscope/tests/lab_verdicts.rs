@@ -1,0 +1,126 @@
+//! The lab's bottleneck verdicts, live: three runs built so that one resource binds, each
+//! judged from the whole machine's measurements. Server and generator are pinned to CPUs 0
+//! and 1, as the lab does; the tests take turns (they measure CPU, so they must not share it).
+
+mod lab_support;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use lab_support::{webscope, Served};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn two_cores() -> bool {
+    let n = std::thread::available_parallelism().map_or(1, usize::from);
+    if n < 2 {
+        eprintln!("skipping: the verdict tests pin server and generator to two CPUs; this machine has {n}");
+    }
+    n >= 2
+}
+
+fn single_file_set(dir: &Path, size: &str) {
+    let status = webscope()
+        .args(["fileset", "single", "--size", size, "--out"])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Runs a one-point lab and returns each run's verdict: (bound, reading).
+fn verdicts(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> Vec<(String, String)> {
+    let run = webscope()
+        .args(["lab", "--target", target, "--fileset"])
+        .arg(fileset)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    report["clients"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["bound"].as_str().unwrap_or("").to_string(),
+                r["verdict"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn copying_every_byte_twice_makes_the_server_the_bottleneck() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !two_cores() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    single_file_set(&set, "1m");
+    // Without sendfile and mmap the server reads each 1 MiB into a buffer and writes it out:
+    // two copies per response against the generator's one.
+    let server = Served::start_with(&set, &["--disable", "sendfile,mmap"], Some(0));
+    let v = verdicts(
+        &server.base_url,
+        &set,
+        &tmp.path().join("r"),
+        &["--clients", "4", "--keep-alive", "--duration", "2s"],
+    );
+    assert_eq!(v[0].0, "server-cpu", "{v:?}");
+    assert!(v[0].1.contains("of the 1 core they may use"), "{v:?}");
+}
+
+#[test]
+fn a_zero_copy_server_leaves_the_generator_as_the_bottleneck() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !two_cores() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    single_file_set(&set, "1m");
+    // sendfile hands page references to the socket: the generator's copy out of its socket
+    // is the only copy of the bytes.
+    let server = Served::start_with(&set, &[], Some(0));
+    let v = verdicts(
+        &server.base_url,
+        &set,
+        &tmp.path().join("r"),
+        &["--clients", "4", "--keep-alive", "--duration", "2s"],
+    );
+    assert_eq!(v[0].0, "generator", "{v:?}");
+    assert!(v[0].1.contains("measures the generator"), "{v:?}");
+}
+
+#[test]
+fn one_client_closing_connections_fills_time_wait() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !two_cores() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    single_file_set(&set, "1k");
+    let server = Served::start_with(&set, &[], Some(0));
+    // One client, a connection per request: neither CPU is full, yet every port of the
+    // even half of the ephemeral range sits in TIME_WAIT within a couple of seconds.
+    let v = verdicts(
+        &server.base_url,
+        &set,
+        &tmp.path().join("r"),
+        &["--clients", "1", "--duration", "4s"],
+    );
+    assert_eq!(v[0].0, "ports", "{v:?}");
+    assert!(v[0].1.contains("TIME_WAIT against"), "{v:?}");
+}
