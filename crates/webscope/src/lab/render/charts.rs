@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use webscope_report::svg::{Axis, BarChart, Series, XyChart};
+use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::Block;
 
 use super::{os_stat, Point};
@@ -58,6 +58,16 @@ pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
     }
     let peak = |s: &Series| s.points.iter().map(|p| p.1).fold(0.0, f64::max);
     series.retain(|s| peak(s) > 0.0);
+    // Per-port counts walk the kernel's whole socket table, so the monitor spaces them out;
+    // the host's TIME_WAIT total (sockstat) is cheap and read at every sample: drawn beside
+    // them, it shows the filling between two walks.
+    if let Some(host) = host_time_wait(&run_dir.join("monitor").join("sockets.csv")) {
+        series.push(Series {
+            name: "host time_wait".into(),
+            points: host,
+            style: Style::Dashed,
+        });
+    }
     let reading = match series.iter().max_by(|a, b| peak(a).total_cmp(&peak(b))) {
         Some(top) => {
             let max = peak(top);
@@ -88,6 +98,22 @@ pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
         .to_svg(),
         reading,
     }
+}
+
+/// The host's TIME_WAIT count over time, from the monitor's sockets.csv.
+fn host_time_wait(path: &Path) -> Option<Vec<(f64, f64)>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next()?.split(',').collect();
+    let t = header.iter().position(|h| *h == "time_s")?;
+    let tw = header.iter().position(|h| *h == "tcp_tw")?;
+    let points: Vec<(f64, f64)> = lines
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            Some((f.get(t)?.parse().ok()?, f.get(tw)?.parse().ok()?))
+        })
+        .collect();
+    (!points.is_empty()).then_some(points)
 }
 
 /// Stacked CPU breakdown (all CPUs, mean over each run), one bar per run.

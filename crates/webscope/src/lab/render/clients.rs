@@ -53,8 +53,8 @@ pub fn saturation(points: &[Point]) -> Option<Saturation> {
         )
     } else {
         format!(
-            "Throughput still grows at the largest load ({} clients, {:.0} requests/s): no saturation reached.",
-            last.x, last.rps
+            "Throughput still grows at the largest load ({} clients, {:.0} requests/s): no saturation reached; there, {}.",
+            last.x, last.rps, last.verdict.reading
         )
     };
     Some(Saturation {

@@ -101,7 +101,13 @@ impl Point {
             mean_ms: num(l, &["latency_us", "mean"]) / 1000.0,
             errors: num(l, &["errors", "total"]),
             generator_busy: num(l, &["generator_busy"]),
-            server_ms: run.server.as_ref().map(|s| s.response_us / 1000.0),
+            // Only webscope serve's admin endpoint says how long it took; other servers'
+            // figures are their CPU time alone.
+            server_ms: run
+                .server
+                .as_ref()
+                .filter(|s| s.requests > 0.0)
+                .map(|s| s.response_us / 1000.0),
             server_cores: run.server.as_ref().map(|s| s.busy_cores),
             cpu_pct: run.os.as_ref().and_then(|os| {
                 Some((
@@ -187,15 +193,31 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
                 .reduce(f64::max)
         }),
         net_util_pct: busiest_link,
-        time_wait: server_host_os
-            .and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max"))
-            .into_iter()
-            .chain(os.and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max")))
-            .reduce(f64::max),
+        time_wait: port_time_wait(os).or_else(|| {
+            // No per-port count (a remote server): the hosts' totals, which also hold other
+            // ports' sockets, are an upper bound.
+            server_host_os
+                .and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max"))
+                .into_iter()
+                .chain(os.and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max")))
+                .reduce(f64::max)
+        }),
         port_range: run.env.port_range,
         tw_buckets: run.env.tw_buckets,
         listen_overflows_per_s: server_host_os
             .and_then(|os| os_stat(os, "tcp", "all", "listen_overflows_per_s", "mean")),
+    }
+}
+
+/// TIME_WAIT sockets of the server's port, both ends (the server's side and the clients'),
+/// at their most: the connections of this run only, not the host's other ports.
+fn port_time_wait(os: Option<&Value>) -> Option<f64> {
+    let os = os?;
+    let port = os.get("ports")?.get(0)?.as_u64()?;
+    let side = |s: &str| os_stat(os, "ports", &format!("{port}/{s}"), "time_wait", "max");
+    match (side("local"), side("remote")) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
     }
 }
 
