@@ -164,7 +164,11 @@ impl Page {
             s = esc(&self.subtitle)
         );
         for banner in &self.banners {
-            let _ = writeln!(out, "<p class=\"banner\" role=\"alert\">{}</p>", esc(banner));
+            let _ = writeln!(
+                out,
+                "<p class=\"banner\" role=\"alert\">{}</p>",
+                esc(banner)
+            );
         }
         if self.sections.len() > 1 {
             out.push_str("<nav><ul>");
@@ -273,7 +277,10 @@ mod tests {
         let banner = html
             .find("<p class=\"banner\" role=\"alert\">No valid run: 403 &amp; more</p>")
             .expect("the banner, escaped");
-        assert!(banner < html.find("<section").unwrap(), "the banner opens the page");
+        assert!(
+            banner < html.find("<section").unwrap(),
+            "the banner opens the page"
+        );
         assert!(
             !html.contains("http://") || html.matches("http://").count() == 1,
             "no links out but the SVG namespace"

@@ -76,6 +76,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// How to draw it.
     pub style: Style,
+    /// Error bars: (x, low, high) for points measured more than once (the spread of the
+    /// repeats behind a median); empty for none.
+    pub spread: Vec<(f64, f64, f64)>,
 }
 
 impl Series {
@@ -85,6 +88,7 @@ impl Series {
             name: name.into(),
             points,
             style: Style::Line,
+            spread: Vec::new(),
         }
     }
 }
@@ -331,8 +335,16 @@ impl XyChart {
         let mut out = String::with_capacity(8192);
         open(&mut out, &self.title);
         let points = || self.series.iter().flat_map(|s| s.points.iter());
+        let spreads = || self.series.iter().flat_map(|s| s.spread.iter());
         let xs = Scale::new(points().map(|p| p.0), &self.x, ML, W - MR);
-        let ys = Scale::new(points().map(|p| p.1), &self.y, H - MB, MT);
+        let ys = Scale::new(
+            points()
+                .map(|p| p.1)
+                .chain(spreads().flat_map(|s| [s.1, s.2])),
+            &self.y,
+            H - MB,
+            MT,
+        );
         axes(&mut out, Some(&xs), &ys, &self.x.label, &self.y.label);
         for (i, s) in self.series.iter().enumerate() {
             let colour = PALETTE[i % PALETTE.len()];
@@ -362,6 +374,18 @@ impl XyChart {
                     out,
                     "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{dash}/>",
                     path.join(" ")
+                );
+            }
+            for &(x, lo, hi) in &s.spread {
+                if !(xs.contains(x) && ys.contains(lo) && ys.contains(hi)) {
+                    continue;
+                }
+                let (px, plo, phi) = (xs.px(x), ys.px(lo), ys.px(hi));
+                let _ = write!(
+                    out,
+                    "<path d=\"M{a:.1},{plo:.1}H{b:.1}M{px:.1},{plo:.1}V{phi:.1}M{a:.1},{phi:.1}H{b:.1}\" stroke=\"{colour}\" stroke-width=\"1.2\" fill=\"none\"/>",
+                    a = px - 4.0,
+                    b = px + 4.0
                 );
             }
             if s.style != Style::Dashed {
@@ -480,6 +504,7 @@ mod tests {
                     name: "model".into(),
                     points: vec![(1.0, 110.0), (5.0, 420.0)],
                     style: Style::Dashed,
+                    spread: Vec::new(),
                 },
             ],
         };
@@ -502,6 +527,16 @@ mod tests {
             3
         );
         assert_eq!(svg, chart.to_svg(), "deterministic");
+        assert!(!svg.contains("<path"), "no error bars without a spread");
+        let mut spread = chart.clone();
+        spread.series[0].spread = vec![(2.0, 150.0, 230.0), (5.0, 380.0, 900.0)];
+        let svg = spread.to_svg();
+        let bars = parses(&svg)
+            .descendants()
+            .filter(|n| n.has_tag_name("path"))
+            .count();
+        assert_eq!(bars, 2, "one bar per spread point");
+        assert!(svg.contains(">900<") || svg.contains(">1000<"), "the axis takes the bars in");
     }
 
     #[test]
@@ -514,6 +549,7 @@ mod tests {
                 name: "s".into(),
                 points: vec![(1.0, 0.0), (2.0, 10.0), (3.0, 1000.0)],
                 style: Style::Points,
+                spread: Vec::new(),
             }],
         };
         let svg = chart.to_svg();

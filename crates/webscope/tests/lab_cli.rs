@@ -176,6 +176,77 @@ fn one_line_error(run: &std::process::Output) -> String {
 }
 
 #[test]
+fn repeats_go_round_the_sweep_and_the_page_shows_medians_with_their_spread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let out = tmp.path().join("report");
+    let run = webscope()
+        .args([
+            "lab",
+            "--clients",
+            "1,2",
+            "--duration",
+            "1s",
+            "--repeat",
+            "2",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--fileset")
+        .arg(&fileset)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let exp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("clients/experiment.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = exp["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "clients-001",
+            "clients-002",
+            "clients-001-r2",
+            "clients-002-r2"
+        ],
+        "round the sweep"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let runs = report["clients"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "one point per client count");
+    for p in runs {
+        assert_eq!(p["repeats"], 2);
+        let (lo, hi) = (
+            p["goodput_min"].as_f64().unwrap(),
+            p["goodput_max"].as_f64().unwrap(),
+        );
+        let median = p["goodput_per_s"].as_f64().unwrap();
+        assert!(lo <= median && median <= hi, "{p}");
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("median of 2") && html.contains("median run of 2 valid repeats"));
+    let csv = std::fs::read_to_string(out.join("clients.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .contains("repeats,goodput min-max"),
+        "{csv}"
+    );
+}
+
+#[test]
 fn a_dead_target_is_one_line_and_exit_1_with_nothing_written() {
     let tmp = tempfile::tempdir().unwrap();
     let fileset = tmp.path().join("set");

@@ -85,8 +85,10 @@ pub struct Args {
     /// Keep connections alive (default: a connection per request, as WebStone's clients).
     #[arg(long)]
     keep_alive: bool,
-    /// Runs of each point of the degradation experiment, taken round the whole sweep; its page
-    /// shows the medians (single runs on a small VM can move by 20 %).
+    /// Runs of each point, taken round the whole sweep (not back to back): every page shows
+    /// the median run of each point with the min-max spread as error bars (single runs on a
+    /// small VM can move by 20 %). The saturation experiment, which stops where its rule
+    /// says, runs once.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=20))]
     repeat: u16,
     /// No kernel profile in the filesize runs (by default perf records each one when it is

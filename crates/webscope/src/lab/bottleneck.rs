@@ -243,8 +243,9 @@ pub fn judge(e: &Evidence) -> Verdict {
     // Little's law for a closed loop without think time: X = N / R.
     let little = if e.mean_ms > 0.0 {
         format!(
-            "; Little's law: {:.0} clients / {:.2} ms = {:.0} requests/s (measured {:.0})",
+            "; Little's law: {:.0} client{} / {:.2} ms = {:.0} requests/s (measured {:.0})",
             e.clients,
+            plural(e.clients),
             e.mean_ms,
             1000.0 * e.clients / e.mean_ms,
             e.goodput_rps

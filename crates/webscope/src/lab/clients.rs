@@ -40,7 +40,7 @@ fn client_counts(options: &Options) -> Vec<usize> {
 
 /// Runs planned.
 pub fn runs(options: &Options) -> usize {
-    client_counts(options).len()
+    client_counts(options).len() * options.repeat
 }
 
 /// Runs the sweep into `dir` (one sub-directory per run) on the lab's target; stops early on
@@ -72,11 +72,15 @@ pub fn sweep(
         complete: false,
         failures: Vec::new(),
     };
-    for &clients in &plan.clients {
+    // Repeats go round the whole sweep, not point by point: a slow minute of the machine
+    // then spreads over all points instead of bending one.
+    let rounds = ctx.options.repeat.max(1);
+    let points = (1..=rounds).flat_map(|round| plan.clients.iter().map(move |&c| (round, c)));
+    for (round, clients) in points {
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
-        let name = format!("clients-{clients:03}");
+        let name = super::round_name(&format!("clients-{clients:03}"), round);
         let run_dir = dir.join(&name);
         std::fs::create_dir_all(&run_dir)?;
         bar.set_message(format!("{clients} clients"));
@@ -93,7 +97,7 @@ pub fn sweep(
         bar.inc(1);
         write_json(&dir.join("experiment.json"), &record)?;
     }
-    record.complete = record.runs.len() == plan.clients.len();
+    record.complete = record.runs.len() == plan.clients.len() * rounds;
     write_json(&dir.join("experiment.json"), &record)?;
     Ok(record)
 }

@@ -65,7 +65,7 @@ fn scales(options: &Options) -> Vec<f64> {
 
 /// Runs planned.
 pub fn runs(options: &Options) -> usize {
-    scales(options).len()
+    scales(options).len() * options.repeat
 }
 
 /// Runs the sweep into `dir` on a server of its own (rooted at the WebStone sets).
@@ -87,12 +87,15 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
     };
     let root = sets(plan.work, &plan.scales, interrupt)?;
     let target = Target::embedded(ctx.exe, &root, 1, ctx.server_cpu, &[])?;
-    for &scale in &plan.scales {
+    let rounds = ctx.options.repeat.max(1);
+    let points = (1..=rounds).flat_map(|round| plan.scales.iter().map(move |&s| (round, s)));
+    for (round, scale) in points {
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
         let name = set_name(scale);
-        let run_dir = dir.join(&name);
+        let run_name = super::round_name(&name, round);
+        let run_dir = dir.join(&run_name);
         std::fs::create_dir_all(&run_dir)?;
         let set = root.join(&name);
         let result = (|| -> anyhow::Result<RunRecord> {
@@ -126,7 +129,7 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
         match result {
             Ok(run) => {
                 write_json(&run_dir.join("run.json"), &run)?;
-                record.runs.push(name);
+                record.runs.push(run_name);
             }
             Err(err) => {
                 record
@@ -138,7 +141,7 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
         bar.inc(1);
         write_json(&dir.join("experiment.json"), &record)?;
     }
-    record.complete = record.runs.len() == plan.scales.len();
+    record.complete = record.runs.len() == plan.scales.len() * rounds;
     write_json(&dir.join("experiment.json"), &record)?;
     Ok(record)
 }

@@ -91,6 +91,16 @@ pub const EXPERIMENTS: &[Experiment] = &[
 /// Experiments the lab issue plans that are not built yet.
 pub const PLANNED: &[&str] = &[];
 
+/// The name of a run in round `round` of `--repeat`: the first round keeps the plain name, so
+/// a lab without repeats writes what it always wrote.
+pub fn round_name(name: &str, round: usize) -> String {
+    if round <= 1 {
+        name.to_string()
+    } else {
+        format!("{name}-r{round}")
+    }
+}
+
 /// The experiment named `name`.
 pub fn experiment(name: &str) -> Option<&'static Experiment> {
     EXPERIMENTS.iter().find(|e| e.name == name)

@@ -25,7 +25,7 @@ fn counts(options: &Options) -> &'static [usize] {
 
 /// Runs planned.
 pub fn runs(options: &Options) -> usize {
-    counts(options).len()
+    counts(options).len() * options.repeat
 }
 
 /// Runs the sweep into `dir` on the lab's target (a connection per request unless

@@ -22,8 +22,8 @@ use super::{Ctx, Options};
 const CLIENTS: usize = 20;
 
 /// Runs planned: the baseline and one per technique.
-pub fn runs(_: &Options) -> usize {
-    NAMES.len() + 1
+pub fn runs(options: &Options) -> usize {
+    (NAMES.len() + 1) * options.repeat
 }
 
 /// The techniques on at step `step` (0: none; `NAMES.len()`: all).
@@ -64,11 +64,13 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
         complete: false,
         failures: Vec::new(),
     };
-    for step in 0..runs(ctx.options) {
+    let rounds = ctx.options.repeat.max(1);
+    let points = (1..=rounds).flat_map(|round| (0..=NAMES.len()).map(move |s| (round, s)));
+    for (round, step) in points {
         if ctx.interrupt.load(Ordering::Relaxed) {
             break;
         }
-        let name = format!("step-{step}");
+        let name = super::round_name(&format!("step-{step}"), round);
         let run_dir = dir.join(&name);
         std::fs::create_dir_all(&run_dir)?;
         match one_run(&run_dir, ctx, step) {

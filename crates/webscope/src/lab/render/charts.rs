@@ -66,6 +66,7 @@ pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
             name: "host time_wait".into(),
             points: host,
             style: Style::Dashed,
+            spread: Vec::new(),
         });
     }
     let reading = match series.iter().max_by(|a, b| peak(a).total_cmp(&peak(b))) {

@@ -64,6 +64,14 @@ pub fn saturation(points: &[Point]) -> Option<Saturation> {
     })
 }
 
+/// The measured series' legend: "measured", or "median of N" with `--repeat`.
+pub fn repeats_label(points: &[Point]) -> String {
+    match points.iter().map(|p| p.repeats).max() {
+        Some(n) if n > 1 => format!("median of {n} (bars: min-max)"),
+        _ => "measured".into(),
+    }
+}
+
 /// The USL fit of a sweep (goodput vs clients, valid runs only), or why there is none.
 pub fn usl_fit(points: &[Point]) -> Result<webscope_model::usl::Fit, String> {
     let data: Vec<webscope_model::usl::Point> = points
@@ -98,6 +106,8 @@ pub fn clients_table(points: &[Point]) -> Table {
         "error %",
         "bound by",
         "valid",
+        "repeats",
+        "goodput min-max",
     ]);
     for p in points {
         t.row([
@@ -121,6 +131,9 @@ pub fn clients_table(points: &[Point]) -> Table {
                 .invalid
                 .as_ref()
                 .map_or("yes".into(), |why| format!("no: {why}")),
+            p.repeats.to_string(),
+            p.spread
+                .map_or("-".into(), |(lo, hi)| format!("{lo:.0}-{hi:.0}")),
         ]);
     }
     t
@@ -135,13 +148,16 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
             p.health.invalid.as_deref().unwrap_or("")
         )));
     }
+    blocks.extend(super::repeats_note(all));
     let sat = saturation(all);
     let valid = super::valid(all);
     let points = &valid[..];
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()
     };
-    let mut throughput = vec![Series::line("measured", xs(&|p| p.rps))];
+    let mut measured = Series::line(repeats_label(points), xs(&|p| p.rps));
+    measured.spread = super::goodput_spread(points);
+    let mut throughput = vec![measured];
     let mut reading = sat
         .as_ref()
         .map_or("Too few runs to judge saturation.".into(), |s| {
@@ -158,6 +174,7 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
                 name: format!("USL σ={:.3} κ={:.4}", fit.sigma, fit.kappa),
                 points: curve,
                 style: Style::Dashed,
+                spread: Vec::new(),
             });
             reading.push_str(&format!(
                 " The Universal Scalability Law fits with R² = {:.3}{}.",
@@ -203,6 +220,7 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
             name: "Little's law N/X".into(),
             points: little.clone(),
             style: Style::Dashed,
+            spread: Vec::new(),
         },
     ];
     if points.iter().all(|p| p.server_ms.is_some()) {
@@ -262,11 +280,9 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
         }
     }
     let labels: Vec<String> = points.iter().map(|p| format!("{}", p.x)).collect();
-    let runs: Vec<(String, String)> = exp
-        .runs
+    let runs: Vec<(String, String)> = points
         .iter()
-        .zip(points)
-        .map(|(name, p)| (name.clone(), format!("{} clients", p.x)))
+        .map(|p| (p.name.clone(), format!("{} clients", p.x)))
         .collect();
     blocks.extend(super::charts::histograms(dir, &runs, "per client count"));
     blocks.extend(super::charts::cpu_stack(points, &labels, "client count"));
@@ -285,7 +301,7 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
 
 /// Adds the clients sweep to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::load_points(dir, exp, out)?;
+    let points = super::pool(super::load_points(dir, exp, out)?);
     let table = clients_table(&points);
     out.csv.push(("clients.csv".into(), table.to_csv()));
     out.summary
@@ -312,6 +328,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
                 "error_share": p.health.error_share, "errors": p.health.unexpected_map(),
                 "valid": p.valid(), "invalid_because": p.health.invalid,
                 "bound": p.verdict.bound, "verdict": p.verdict.reading,
+                "run": p.name, "repeats": p.repeats,
+                "goodput_min": p.spread.map(|s| s.0), "goodput_max": p.spread.map(|s| s.1),
             })).collect::<Vec<_>>(),
         }),
     );

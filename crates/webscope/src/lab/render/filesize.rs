@@ -43,6 +43,7 @@ fn workload(run: &RunRecord) -> String {
 
 fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Section, Table) {
     let mut blocks = super::failure_blocks(exp);
+    blocks.extend(super::repeats_note(points));
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()
     };
@@ -51,7 +52,11 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
             title: "Connections per second vs mean file size".into(),
             x: Axis::linear("mean file size (KB)"),
             y: Axis::linear("connections/s"),
-            series: vec![Series::line("measured", xs(&|p| p.rps))],
+            series: vec![{
+                let mut s = Series::line(super::clients::repeats_label(points), xs(&|p| p.rps));
+                s.spread = super::goodput_spread(points);
+                s
+            }],
         }
         .to_svg(),
         reading: "Connections per second fall as files grow: each connection carries more bytes."
@@ -76,6 +81,7 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
                 name: format!("fit {a:.3} ms + {:.4} ms/KB", b),
                 points: vec![(0.0, a), (last, a + b * last)],
                 style: Style::Dashed,
+                spread: Vec::new(),
             });
             format!(
                 "Response time grows about linearly with size: the line's intercept, {a:.3} ms, is the fixed cost of a connection at this load (the Yates paper found 25 ms on its 1997 hardware), and each KB adds {:.1} µs.",
@@ -116,7 +122,11 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
         });
     }
     let labels: Vec<String> = points.iter().map(|p| workload(&p.run)).collect();
-    let runs: Vec<(String, String)> = exp.runs.iter().cloned().zip(labels.clone()).collect();
+    let runs: Vec<(String, String)> = points
+        .iter()
+        .map(|p| p.name.clone())
+        .zip(labels.clone())
+        .collect();
     blocks.extend(super::charts::histograms(dir, &runs, "per workload"));
     blocks.extend(super::charts::cpu_stack(points, &labels, "workload"));
     blocks.extend(super::charts::kernel_profile(points, &labels, "workload"));
@@ -175,7 +185,7 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
 
 /// Adds the filesize experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::valid(&super::load_points(dir, exp, out)?);
+    let points = super::valid(&super::pool(super::load_points(dir, exp, out)?));
     let (section, table) = filesize_section(dir, &points, exp);
     out.csv.push(("filesize.csv".into(), table.to_csv()));
     out.summary

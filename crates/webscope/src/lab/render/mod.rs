@@ -23,6 +23,8 @@ pub mod techniques;
 /// One run's key figures, taken from its record.
 #[derive(Debug, Clone)]
 pub struct Point {
+    /// The run's directory name (of the median run, when repeats are pooled).
+    pub name: String,
     pub x: f64,
     /// Goodput: responses with an expected status per second. Every chart, fit and verdict
     /// starts from it.
@@ -46,6 +48,10 @@ pub struct Point {
     pub time_wait: Option<f64>,
     /// Busiest disk's mean utilisation, per cent.
     pub disk_util: Option<f64>,
+    /// Valid runs behind the point (`--repeat`): 1 for a single run.
+    pub repeats: usize,
+    /// Lowest and highest goodput of the repeats, when there were several.
+    pub spread: Option<(f64, f64)>,
     pub run: RunRecord,
 }
 
@@ -85,11 +91,14 @@ impl Point {
         self.health.invalid.is_none()
     }
 
-    fn of(run: RunRecord, expect: &Expect, judge: &Judge) -> Point {
+    fn of(name: &str, run: RunRecord, expect: &Expect, judge: &Judge) -> Point {
         let l = &run.load;
         let health = Health::of(l, expect, judge.max_error_pct);
         let verdict = bottleneck::judge(&evidence(&run, &health));
         Point {
+            name: name.to_string(),
+            repeats: 1,
+            spread: None,
             x: run.x,
             rps: health.goodput_rps,
             health,
@@ -232,7 +241,7 @@ pub fn load_points(
     let mut points = Vec::with_capacity(exp.runs.len());
     for name in &exp.runs {
         let run = read_json::<RunRecord>(&dir.join(name).join("run.json"))?;
-        let point = Point::of(run, &expect, &out.judge);
+        let point = Point::of(name, run, &expect, &out.judge);
         out.judged += 1;
         if let Some(why) = &point.health.invalid {
             out.invalid.push(format!("{} {name}: {why}", exp.name));
@@ -240,6 +249,59 @@ pub fn load_points(
         points.push(point);
     }
     Ok(points)
+}
+
+/// Pools the repeats of each point (runs at the same x): the median run by goodput stands
+/// for the point, with the lowest and highest goodput as its spread. Valid runs only, unless
+/// none is valid (then the point stays, invalid, so that tables show it). In x order.
+pub fn pool(points: Vec<Point>) -> Vec<Point> {
+    let mut groups: Vec<Vec<Point>> = Vec::new();
+    for p in points {
+        match groups.iter_mut().find(|g| g[0].x == p.x) {
+            Some(g) => g.push(p),
+            None => groups.push(vec![p]),
+        }
+    }
+    let mut pooled: Vec<Point> = groups
+        .into_iter()
+        .map(|group| {
+            let (mut good, bad): (Vec<Point>, Vec<Point>) =
+                group.into_iter().partition(Point::valid);
+            if good.is_empty() {
+                return bad.into_iter().next().expect("a group has a run");
+            }
+            good.sort_by(|a, b| a.rps.total_cmp(&b.rps));
+            let n = good.len();
+            let spread = (n > 1).then(|| (good[0].rps, good[n - 1].rps));
+            // The lower middle for an even count: a run that was measured, not an average.
+            let mut median = good.swap_remove((n - 1) / 2);
+            median.repeats = n;
+            median.spread = spread;
+            median
+        })
+        .collect();
+    pooled.sort_by(|a, b| a.x.total_cmp(&b.x));
+    pooled
+}
+
+/// Error bars of goodput for pooled points: (x, lowest, highest).
+pub fn goodput_spread(points: &[Point]) -> Vec<(f64, f64, f64)> {
+    points
+        .iter()
+        .filter_map(|p| p.spread.map(|(lo, hi)| (p.x, lo, hi)))
+        .collect()
+}
+
+/// Says how many runs each figure rests on, when `--repeat` made more than one.
+pub fn repeats_note(points: &[Point]) -> Option<Block> {
+    let most = points.iter().map(|p| p.repeats).max()?;
+    let least = points.iter().map(|p| p.repeats).min()?;
+    (most > 1).then(|| {
+        Block::Text(format!(
+            "Each point is the median run of {} valid repeats (taken round the whole sweep, not back to back); bars and the min-max column give the spread of goodput.",
+            if least == most { most.to_string() } else { format!("{least} to {most}") }
+        ))
+    })
 }
 
 /// The valid points only: what knees, fits and models are drawn from.
@@ -411,10 +473,57 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
     })
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_pool_to_the_median_run_with_their_spread() {
+        let mut points: Vec<Point> = [
+            (2.0, 300.0),
+            (1.0, 100.0),
+            (2.0, 200.0),
+            (1.0, 120.0),
+            (2.0, 260.0),
+        ]
+        .into_iter()
+        .map(|(x, r)| test_point(x, r, 0.3, Some(0.5)))
+        .collect();
+        // An invalid repeat is left out of the median and the spread.
+        let forbidden = serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 5000}});
+        points[4].health = Health::of(&forbidden, &Expect::parse("2xx").unwrap(), 1.0);
+        points[4].rps = 0.0;
+        let pooled = pool(points);
+        assert_eq!(pooled.len(), 2);
+        assert_eq!(
+            (pooled[0].x, pooled[0].rps, pooled[0].repeats),
+            (1.0, 100.0, 2)
+        );
+        assert_eq!(pooled[0].spread, Some((100.0, 120.0)));
+        assert_eq!(
+            (pooled[1].x, pooled[1].rps, pooled[1].repeats),
+            (2.0, 200.0, 2)
+        );
+        assert_eq!(
+            goodput_spread(&pooled),
+            vec![(1.0, 100.0, 120.0), (2.0, 200.0, 300.0)]
+        );
+        // A point with no valid run stays, invalid, for the tables.
+        let mut lone = test_point(4.0, 0.0, 0.3, None);
+        lone.health = Health::of(&forbidden, &Expect::parse("2xx").unwrap(), 1.0);
+        let pooled = pool(vec![lone]);
+        assert!(!pooled[0].valid() && pooled[0].spread.is_none());
+        assert!(repeats_note(&pooled).is_none());
+    }
+}
+
 /// A run's point with only what the tests of the renderers look at.
 #[cfg(test)]
 pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
     Point {
+        name: format!("run-{x}"),
+        repeats: 1,
+        spread: None,
         x,
         rps,
         health: Health::of(

@@ -105,8 +105,9 @@ fn mean_abs(v: &[f64]) -> f64 {
 
 /// Adds the model experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::valid(&super::load_points(dir, exp, out)?);
+    let points = super::valid(&super::pool(super::load_points(dir, exp, out)?));
     let mut blocks = super::failure_blocks(exp);
+    blocks.extend(super::repeats_note(&points));
     let Some(d) = demands(&points) else {
         blocks.push(Block::Warning(
             "No server CPU figures (an external target without --server-pid): the service demands, hence the MVA model, cannot be computed.".into(),
@@ -129,7 +130,9 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     let usl = usl_fit(&points);
     let measured_x: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.rps)).collect();
     let measured_r: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.mean_ms)).collect();
-    let mut x_series = vec![Series::line("measured", measured_x)];
+    let mut measured = Series::line(super::clients::repeats_label(&points), measured_x);
+    measured.spread = super::goodput_spread(&points);
+    let mut x_series = vec![measured];
     let mut r_series = vec![Series::line("measured mean", measured_r)];
     for (cpus, c) in &curves {
         // Short: the legend is narrow; the demands are in the reading and the summary.
@@ -142,11 +145,13 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             name: name.clone(),
             points: c.iter().map(|&(n, x, _)| (f64::from(n), x)).collect(),
             style: Style::Dashed,
+            spread: Vec::new(),
         });
         r_series.push(Series {
             name,
             points: c.iter().map(|&(n, _, r)| (f64::from(n), r * 1e3)).collect(),
             style: Style::Dashed,
+            spread: Vec::new(),
         });
     }
     if let Ok(fit) = &usl {
@@ -160,11 +165,13 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             name: name.clone(),
             points: curve(&|n| fit.throughput_at(n)),
             style: Style::Dashed,
+            spread: Vec::new(),
         });
         r_series.push(Series {
             name,
             points: curve(&|n| fit.response_time_at(n) * 1e3),
             style: Style::Dashed,
+            spread: Vec::new(),
         });
     }
     // Errors at the measured points.

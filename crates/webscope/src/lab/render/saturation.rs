@@ -80,6 +80,7 @@ fn density_map(dir: &Path, point: &Point) -> Block {
             name: name.clone(),
             points: thin(of, 3000),
             style: Style::Dots,
+            spread: Vec::new(),
         });
     }
     let mut reading: Vec<String> = medians
@@ -129,7 +130,8 @@ fn bottleneck(point: Option<&Point>) -> &'static str {
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
     let points = super::valid(&super::load_points(dir, exp, out)?);
     let (mut steps, mut names, mut two_class) = (Vec::new(), Vec::new(), None);
-    for (p, name) in points.iter().zip(&exp.runs) {
+    for p in &points {
+        let name = &p.name;
         if name == "two-class" {
             two_class = Some(p);
         } else {

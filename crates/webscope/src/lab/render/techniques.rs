@@ -128,11 +128,10 @@ fn table(steps: &[Step]) -> Table {
 
 /// Adds the techniques experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let steps: Vec<Step> = super::load_points(dir, exp, out)?
-        .iter()
-        .map(Step::of)
-        .collect();
+    let points = super::pool(super::load_points(dir, exp, out)?);
+    let steps: Vec<Step> = points.iter().map(Step::of).collect();
     let mut blocks = super::failure_blocks(exp);
+    blocks.extend(super::repeats_note(&points));
     let labels: Vec<String> = steps.iter().map(|s| s.label.clone()).collect();
     let reading = reading(&steps);
     blocks.push(Block::Chart {
