@@ -473,50 +473,6 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repeats_pool_to_the_median_run_with_their_spread() {
-        let mut points: Vec<Point> = [
-            (2.0, 300.0),
-            (1.0, 100.0),
-            (2.0, 200.0),
-            (1.0, 120.0),
-            (2.0, 260.0),
-        ]
-        .into_iter()
-        .map(|(x, r)| test_point(x, r, 0.3, Some(0.5)))
-        .collect();
-        // An invalid repeat is left out of the median and the spread.
-        let forbidden = serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 5000}});
-        points[4].health = Health::of(&forbidden, &Expect::parse("2xx").unwrap(), 1.0);
-        points[4].rps = 0.0;
-        let pooled = pool(points);
-        assert_eq!(pooled.len(), 2);
-        assert_eq!(
-            (pooled[0].x, pooled[0].rps, pooled[0].repeats),
-            (1.0, 100.0, 2)
-        );
-        assert_eq!(pooled[0].spread, Some((100.0, 120.0)));
-        assert_eq!(
-            (pooled[1].x, pooled[1].rps, pooled[1].repeats),
-            (2.0, 200.0, 2)
-        );
-        assert_eq!(
-            goodput_spread(&pooled),
-            vec![(1.0, 100.0, 120.0), (2.0, 200.0, 300.0)]
-        );
-        // A point with no valid run stays, invalid, for the tables.
-        let mut lone = test_point(4.0, 0.0, 0.3, None);
-        lone.health = Health::of(&forbidden, &Expect::parse("2xx").unwrap(), 1.0);
-        let pooled = pool(vec![lone]);
-        assert!(!pooled[0].valid() && pooled[0].spread.is_none());
-        assert!(repeats_note(&pooled).is_none());
-    }
-}
-
 /// A run's point with only what the tests of the renderers look at.
 #[cfg(test)]
 pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
@@ -559,5 +515,49 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
             server_os: None,
             env: Default::default(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_pool_to_the_median_run_with_their_spread() {
+        let mut points: Vec<Point> = [
+            (2.0, 300.0),
+            (1.0, 100.0),
+            (2.0, 200.0),
+            (1.0, 120.0),
+            (2.0, 260.0),
+        ]
+        .into_iter()
+        .map(|(x, r)| test_point(x, r, 0.3, Some(0.5)))
+        .collect();
+        // An invalid repeat is left out of the median and the spread.
+        let forbidden = serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 5000}});
+        points[4].health = Health::of(&forbidden, &Expect::parse("2xx").unwrap(), 1.0);
+        points[4].rps = 0.0;
+        let pooled = pool(points);
+        assert_eq!(pooled.len(), 2);
+        assert_eq!(
+            (pooled[0].x, pooled[0].rps, pooled[0].repeats),
+            (1.0, 100.0, 2)
+        );
+        assert_eq!(pooled[0].spread, Some((100.0, 120.0)));
+        assert_eq!(
+            (pooled[1].x, pooled[1].rps, pooled[1].repeats),
+            (2.0, 200.0, 2)
+        );
+        assert_eq!(
+            goodput_spread(&pooled),
+            vec![(1.0, 100.0, 120.0), (2.0, 200.0, 300.0)]
+        );
+        // A point with no valid run stays, invalid, for the tables.
+        let mut lone = test_point(4.0, 0.0, 0.3, None);
+        lone.health = Health::of(&forbidden, &Expect::parse("2xx").unwrap(), 1.0);
+        let pooled = pool(vec![lone]);
+        assert!(!pooled[0].valid() && pooled[0].spread.is_none());
+        assert!(repeats_note(&pooled).is_none());
     }
 }
