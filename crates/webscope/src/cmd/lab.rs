@@ -54,11 +54,12 @@ pub struct Args {
     /// Do not look for the --target server's processes (no server CPU figures).
     #[arg(long, requires = "target")]
     no_server_pid: bool,
-    /// The server host's Prometheus node_exporter (e.g. http://10.0.0.5:9100/metrics): its
-    /// CPU, TCP, socket and disk figures are scraped once a second beside each run and
-    /// stand for the server's machine in the charts and verdicts.
-    #[arg(long, value_name = "URL", requires = "target")]
-    server_metrics: Option<String>,
+    /// The server host's Prometheus node_exporter (e.g. http://10.0.0.5:9100/metrics),
+    /// repeatable for several hosts: their CPU, TCP, socket and disk figures are scraped once
+    /// a second beside each run and stand for the server's machine in the tables, charts and
+    /// verdicts (the busiest host where there are several).
+    #[arg(long = "server-metrics", value_name = "URL", requires = "target")]
+    server_metrics: Vec<String>,
     /// Statuses that count as success; goodput counts only these (e.g. 200, 2xx, 200-204).
     #[arg(long, value_name = "LIST", default_value = lab::health::DEFAULT_EXPECT)]
     expect_status: String,

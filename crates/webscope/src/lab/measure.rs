@@ -54,14 +54,19 @@ pub fn measure_with(
     });
     // The server's machine, when it is another one: through its node_exporter, once a second
     // (a scrape costs node_exporter tens of milliseconds of CPU).
-    let remote = target.server_metrics.as_ref().map(|url| {
-        webscope_monitor::spawn(webscope_monitor::Config {
-            interval: std::time::Duration::from_secs(1),
-            node_exporter: Some(url.clone()),
-            out: Some(run_dir.join("server-monitor")),
-            ..webscope_monitor::Config::default()
+    let remote: Vec<_> = target
+        .server_metrics
+        .iter()
+        .enumerate()
+        .map(|(i, url)| {
+            webscope_monitor::spawn(webscope_monitor::Config {
+                interval: std::time::Duration::from_secs(1),
+                node_exporter: Some(url.clone()),
+                out: Some(run_dir.join(format!("server-monitor-{}", i + 1))),
+                ..webscope_monitor::Config::default()
+            })
         })
-    });
+        .collect();
     let mut live = |interval: &webscope_load::IntervalReport| {
         bar.set_message(format!(
             "{label}: {}",
@@ -77,7 +82,7 @@ pub fn measure_with(
         Err(err) => Some(serde_json::json!({ "error": err.to_string() })),
     };
     let os = summary(monitor);
-    let server_os = remote.and_then(summary);
+    let server_os = remote.into_iter().filter_map(summary).collect();
     let server = after.since(&before, report.duration_s);
     if report.requests == 0 {
         anyhow::bail!(

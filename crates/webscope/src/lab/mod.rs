@@ -135,7 +135,7 @@ pub struct Options {
     /// `--no-server-pid`: do not look for the server's processes.
     pub no_server_pid: bool,
     /// `--server-metrics`: the server host's node_exporter.
-    pub server_metrics: Option<String>,
+    pub server_metrics: Vec<String>,
     /// How runs are judged (`--expect-status`, `--max-error-pct`).
     pub judge: Judge,
     /// `--no-preflight`: skip the sample fetch before the sweep.
@@ -261,8 +261,8 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
             target.found_by
         )
     };
-    if let Some(url) = &options.server_metrics {
-        warnings.push(format!("The server's machine is seen through node_exporter at {url}: its CPU, TCP and disk figures come from there; the generator's machine from this one's /proc."));
+    if !options.server_metrics.is_empty() {
+        warnings.push(format!("The server's machine is seen through node_exporter at {}: its CPU, TCP and disk figures come from there (the busiest host where there are several); the generator's machine from this one's /proc.", options.server_metrics.join(", ")));
     }
     if let Some(cpu) = load_cpu {
         target::pin_current(cpu).context("cannot pin the load generator")?;
@@ -427,7 +427,7 @@ pub fn tests_options(quick: bool) -> Options {
         target: None,
         server_pid: None,
         no_server_pid: false,
-        server_metrics: None,
+        server_metrics: Vec::new(),
         judge: Judge::default(),
         no_preflight: false,
         experiments: vec!["clients".into()],

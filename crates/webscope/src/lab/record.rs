@@ -70,9 +70,9 @@ pub struct RunRecord {
     pub server: Option<ServerFigures>,
     /// OS figures over the run, if sampled: the lab's own machine (procfs).
     pub os: Option<serde_json::Value>,
-    /// The server's machine through node_exporter (`--server-metrics`), if given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_os: Option<serde_json::Value>,
+    /// The server's machines through node_exporter (`--server-metrics`), one summary each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_os: Vec<serde_json::Value>,
     /// The limits the run's verdict compares against, read when it ran.
     #[serde(default)]
     pub env: RunEnv,
@@ -107,8 +107,8 @@ pub struct Measured {
     pub server: Option<ServerFigures>,
     /// The local monitor's summary.
     pub os: Option<serde_json::Value>,
-    /// The remote monitor's summary (node_exporter).
-    pub server_os: Option<serde_json::Value>,
+    /// The remote monitors' summaries (node_exporter), one per `--server-metrics`.
+    pub server_os: Vec<serde_json::Value>,
     /// Limits read at run time.
     pub env: RunEnv,
 }

@@ -27,8 +27,8 @@ pub struct Target {
     pub pids: Vec<u32>,
     /// How the processes were found, for the report.
     pub found_by: String,
-    /// The server host's node_exporter (`--server-metrics`), when it is another machine.
-    pub server_metrics: Option<String>,
+    /// The server hosts' node_exporters (`--server-metrics`), when they are other machines.
+    pub server_metrics: Vec<String>,
 }
 
 /// Counters read from the server before or after a run.
@@ -114,17 +114,13 @@ impl Target {
             admin: Some(admin),
             pids: vec![pid],
             found_by: "the embedded server".into(),
-            server_metrics: None,
+            server_metrics: Vec::new(),
         })
     }
 
     /// Another server, by URL (its base: files are requested under it); its processes found
     /// as `find` says. Errors say how to fix the flags.
-    pub fn external(
-        url: &str,
-        find: Find,
-        server_metrics: Option<String>,
-    ) -> anyhow::Result<Target> {
+    pub fn external(url: &str, find: Find, server_metrics: Vec<String>) -> anyhow::Result<Target> {
         let base_url = if url.ends_with('/') {
             url.to_string()
         } else {
@@ -148,7 +144,7 @@ impl Target {
             }
             Find::None => target.found_by = "not measured (--no-server-pid)".into(),
             Find::Port if !target.is_local() => {
-                target.found_by = if target.server_metrics.is_some() {
+                target.found_by = if !target.server_metrics.is_empty() {
                     "a remote host: its processes cannot be seen; its host's figures come from node_exporter".into()
                 } else {
                     "a remote host: its processes cannot be seen (give --server-metrics URL of its node_exporter)".into()

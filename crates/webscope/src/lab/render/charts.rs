@@ -131,7 +131,7 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
     for (name, column) in columns {
         let values: Option<Vec<f64>> = points
             .iter()
-            .map(|p| os_stat(p.run.os.as_ref()?, "cpu", "all", column, "mean"))
+            .map(|p| os_stat(super::server_machine(&p.run)?, "cpu", "all", column, "mean"))
             .collect();
         series.push((name.to_string(), values?));
     }
@@ -140,9 +140,20 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
         .zip(labels)
         .filter_map(|(p, l)| Some((l, p.cpu_pct?)))
         .max_by(|a, b| (a.1 .1 + a.1 .2).total_cmp(&(b.1 .1 + b.1 .2)))?;
+    let source = points
+        .iter()
+        .find_map(|p| {
+            super::server_host(&p.run)?
+                .get("source")?
+                .as_str()
+                .map(String::from)
+        })
+        .map_or(String::new(), |s| {
+            format!(" (the server's machine, through {s})")
+        });
     Some(Block::Chart {
         svg: BarChart {
-            title: format!("Where the CPUs' time went, per {what}"),
+            title: format!("Where the CPUs' time went, per {what}{source}"),
             categories: labels.to_vec(),
             y: Axis::linear("% of all CPUs"),
             series,
@@ -150,7 +161,7 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
         }
         .to_svg(),
         reading: format!(
-            "The kernel's share (system + softirq) is largest at {}: {:.0} % of all CPUs against {:.0} % in user space — serving files on loopback is mostly kernel work.",
+            "The kernel's share (system + softirq) is largest at {}: {:.0} % of all CPUs against {:.0} % in user space — serving files is mostly kernel work.",
             busiest.0,
             busiest.1 .1 + busiest.1 .2,
             busiest.1 .0

@@ -118,7 +118,8 @@ impl Point {
                 .filter(|s| s.requests > 0.0)
                 .map(|s| s.response_us / 1000.0),
             server_cores: run.server.as_ref().map(|s| s.busy_cores),
-            cpu_pct: run.os.as_ref().and_then(|os| {
+            // The server's machine: the remote one through node_exporter, when given.
+            cpu_pct: server_machine(&run).and_then(|os| {
                 Some((
                     os_stat(os, "cpu", "all", "user_pct", "mean")?,
                     os_stat(os, "cpu", "all", "system_pct", "mean")?,
@@ -129,7 +130,7 @@ impl Point {
                 let port = os.get("ports")?.get(0)?.as_u64()?;
                 os_stat(os, "ports", &format!("{port}/local"), "time_wait", "max")
             }),
-            disk_util: run.os.as_ref().and_then(|os| {
+            disk_util: server_machine(&run).and_then(|os| {
                 let disks = os.get("groups")?.get("disk")?.get("rows")?.as_object()?;
                 disks
                     .values()
@@ -141,14 +142,32 @@ impl Point {
     }
 }
 
+/// The server's machine when it is another one: of the hosts scraped through node_exporter,
+/// the busiest (a balanced pool is as slow as its busiest member). None for a local server,
+/// or when no scrape succeeded.
+pub fn server_host(run: &RunRecord) -> Option<&Value> {
+    run.server_os
+        .iter()
+        .filter(|os| os.get("error").is_none())
+        .max_by(|a, b| {
+            let busy = |os: &Value| cpu_shares(os).map_or(0.0, |c| c.busy);
+            busy(a).total_cmp(&busy(b))
+        })
+}
+
+/// The monitor summary of the server's machine: the remote one, else this one's.
+pub fn server_machine(run: &RunRecord) -> Option<&Value> {
+    server_host(run).or(run.os.as_ref())
+}
+
 /// The evidence a verdict is drawn from, out of a run's record.
 pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
     let l = &run.load;
     let os = run.os.as_ref();
     // The server's machine: through node_exporter when it is remote, else this one.
-    let (server_host_os, generator_host) = match &run.server_os {
-        Some(remote) if remote.get("error").is_none() => (Some(remote), os.and_then(cpu_shares)),
-        _ => (os, None),
+    let (server_host_os, generator_host) = match server_host(run) {
+        Some(remote) => (Some(remote), os.and_then(cpu_shares)),
+        None => (os, None),
     };
     let server_processes = (!run.env.server_processes.is_empty()).then(|| {
         let n = run.env.server_processes.len();
@@ -512,7 +531,7 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
             load: Value::Null,
             server: None,
             os: None,
-            server_os: None,
+            server_os: Vec::new(),
             env: Default::default(),
         },
     }
