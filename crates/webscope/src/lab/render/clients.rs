@@ -126,7 +126,12 @@ pub fn clients_table(points: &[Point]) -> Table {
             p.disk_util.map_or("-".into(), |v| format!("{v:.0}")),
             p.health.errors_cell(),
             format!("{:.2}", 100.0 * p.health.error_share),
-            p.verdict.bound.label().to_string(),
+            // An invalid run measured its errors: no verdict on what bounds it.
+            if p.valid() {
+                p.verdict.bound.label().to_string()
+            } else {
+                "-".into()
+            },
             p.health
                 .invalid
                 .as_ref()
@@ -327,7 +332,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
                 "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
                 "error_share": p.health.error_share, "errors": p.health.unexpected_map(),
                 "valid": p.valid(), "invalid_because": p.health.invalid,
-                "bound": p.verdict.bound, "verdict": p.verdict.reading,
+                "bound": p.valid().then_some(p.verdict.bound),
+                "verdict": p.valid().then_some(&p.verdict.reading),
                 "run": p.name, "repeats": p.repeats,
                 "goodput_min": p.spread.map(|s| s.0), "goodput_max": p.spread.map(|s| s.1),
             })).collect::<Vec<_>>(),
@@ -422,10 +428,13 @@ mod tests {
         let last = table.rows.last().unwrap();
         assert!(last.iter().any(|c| c == "403×90000"), "{last:?}");
         assert!(
-            last.last()
-                .unwrap()
-                .starts_with("no: 403 Forbidden on 100 %"),
+            last.iter()
+                .any(|c| c.starts_with("no: 403 Forbidden on 100 %")),
             "{last:?}"
+        );
+        assert!(
+            !last.iter().any(|c| c == "server CPU"),
+            "no verdict on an invalid run"
         );
     }
 }
