@@ -247,6 +247,67 @@ fn repeats_go_round_the_sweep_and_the_page_shows_medians_with_their_spread() {
 }
 
 #[test]
+fn a_server_killed_mid_sweep_leaves_the_partial_report_naming_the_failed_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let server = Served::start(&fileset);
+    let out = tmp.path().join("report");
+    let mut lab = webscope()
+        .args([
+            "lab",
+            "--clients",
+            "1,2,5",
+            "--duration",
+            "2s",
+            "--target",
+            &server.base_url,
+        ])
+        .arg("--fileset")
+        .arg(&fileset)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = out.join("clients/clients-001/run.json");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !first.exists() {
+        assert!(Instant::now() < deadline, "the first run never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(server);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lab.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = lab.kill();
+            panic!("the lab did not end after its server died");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let run = lab.wait_with_output().unwrap();
+    let line = one_line_error(&run);
+    assert!(
+        line.contains("a run failed (clients: ") && line.contains("no response at all"),
+        "{line}"
+    );
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        html.contains("A run failed: "),
+        "the failed run is named on the page"
+    );
+    let exp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("clients/experiment.json")).unwrap())
+            .unwrap();
+    assert_eq!(exp["complete"], false);
+    assert_eq!(
+        exp["runs"][0], "clients-001",
+        "what was measured before is kept"
+    );
+}
+
+#[test]
 fn a_dead_target_is_one_line_and_exit_1_with_nothing_written() {
     let tmp = tempfile::tempdir().unwrap();
     let fileset = tmp.path().join("set");

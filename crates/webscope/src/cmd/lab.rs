@@ -141,6 +141,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let outcome = lab::run(&options, &interrupt)?;
     print!("{}", outcome.summary);
     println!("report: {}", outcome.index.display());
+    if let Some(failed) = outcome.failures.first().filter(|_| !outcome.interrupted) {
+        anyhow::bail!(
+            "a run failed ({failed}); the report of what was measured before it is at {}",
+            outcome.index.display()
+        );
+    }
     if outcome.nothing_valid() {
         anyhow::bail!(
             "no valid run ({} judged): {}; the report says more",

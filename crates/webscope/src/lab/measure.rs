@@ -84,6 +84,9 @@ pub fn measure_with(
     let os = summary(monitor);
     let server_os = remote.into_iter().filter_map(summary).collect();
     let server = after.since(&before, report.duration_s);
+    if report.requests == 0 && interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+        anyhow::bail!("stopped by Ctrl-C before any response");
+    }
     if report.requests == 0 {
         anyhow::bail!(
             "no response at all from {} ({} errors): is the server up?",

@@ -355,6 +355,10 @@ pub struct Outcome {
     pub judged: usize,
     /// Runs judged invalid, "experiment run: why".
     pub invalid: Vec<String>,
+    /// Runs that failed (no result at all), "experiment: what failed".
+    pub failures: Vec<String>,
+    /// The lab was stopped (Ctrl-C) before its end: a cut run is not a failure.
+    pub interrupted: bool,
 }
 
 impl Outcome {
@@ -449,9 +453,11 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
         invalid: Vec::new(),
         judged: 0,
     };
+    let mut failures = Vec::new();
     for name in &lab.experiments {
         let exp_dir = dir.join(name);
         let exp: ExperimentRecord = read_json(&exp_dir.join("experiment.json"))?;
+        failures.extend(exp.failures.iter().map(|f| format!("{}: {f}", exp.name)));
         let experiment = super::experiment(&exp.name)
             .with_context(|| format!("{}: unknown experiment {:?}", dir.display(), exp.name))?;
         (experiment.render)(&exp_dir, &exp, &mut out)?;
@@ -489,6 +495,8 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
         summary: out.summary,
         judged: out.judged,
         invalid: out.invalid,
+        failures,
+        interrupted: lab.interrupted,
     })
 }
 
