@@ -135,7 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     eprintln!(
-        "webscope lab: writing to {} (Ctrl-C stops and keeps what was measured)",
+        "webscope lab: report to {} once the target passes its preflight (Ctrl-C stops and keeps what was measured)",
         options.out.display()
     );
     let outcome = lab::run(&options, &interrupt)?;

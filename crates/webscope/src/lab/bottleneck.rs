@@ -26,6 +26,10 @@ pub const PORTS_LIMIT: f64 = 0.45;
 /// Share of `tcp_max_tw_buckets` at which the kernel is about to destroy TIME_WAIT sockets.
 pub const TW_BUCKETS_LIMIT: f64 = 0.90;
 
+/// Accept-queue overflows per second (mean over the run) from which the queue binds: a
+/// single overflow in a run is a blip, one a second is clients waiting a SYN retransmit.
+pub const OVERFLOWS_LIMIT: f64 = 1.0;
+
 /// What bounds a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -221,7 +225,7 @@ pub fn judge(e: &Evidence) -> Verdict {
             );
         }
     }
-    if let Some(overflows) = e.listen_overflows_per_s.filter(|o| *o > 0.0) {
+    if let Some(overflows) = e.listen_overflows_per_s.filter(|o| *o >= OVERFLOWS_LIMIT) {
         return verdict(
             Bound::AcceptQueue,
             format!(
@@ -357,7 +361,7 @@ mod tests {
         assert_eq!(v.bound, Bound::AcceptQueue);
         assert!(v.reading.contains("250 times a second"));
 
-        e.listen_overflows_per_s = Some(0.0);
+        e.listen_overflows_per_s = Some(0.5);
         let v = judge(&e);
         assert_eq!(v.bound, Bound::Latency);
         assert!(

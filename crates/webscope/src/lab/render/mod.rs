@@ -549,6 +549,61 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
 mod tests {
     use super::*;
 
+    /// Each recorded run (tests/data/runs) leads to the bound it was recorded for, from the
+    /// figures the monitor and the load generator wrote.
+    #[test]
+    fn recorded_runs_get_the_verdict_they_were_recorded_for() {
+        let recorded = [
+            (
+                "server-cpu",
+                include_str!("../../../tests/data/runs/server-cpu.json"),
+                "server-cpu",
+                "of the 1 core they may use",
+            ),
+            (
+                "generator",
+                include_str!("../../../tests/data/runs/generator.json"),
+                "generator",
+                "measures the generator",
+            ),
+            (
+                "machine-cpu",
+                include_str!("../../../tests/data/runs/machine-cpu.json"),
+                "machine-cpu",
+                "softirq",
+            ),
+            (
+                "ports",
+                include_str!("../../../tests/data/runs/ports.json"),
+                "ports",
+                "ephemeral ports",
+            ),
+            (
+                "latency",
+                include_str!("../../../tests/data/runs/latency.json"),
+                "latency",
+                "Little's law",
+            ),
+        ];
+        for (name, text, bound, says) in recorded {
+            let run: RunRecord = serde_json::from_str(text).unwrap();
+            let point = Point::of(
+                name,
+                run,
+                &Expect::parse("2xx,3xx").unwrap(),
+                &Judge::default(),
+            );
+            assert!(point.valid(), "{name}");
+            let got = serde_json::to_value(point.verdict.bound).unwrap();
+            assert_eq!(got, bound, "{name}: {}", point.verdict.reading);
+            assert!(
+                point.verdict.reading.contains(says),
+                "{name}: {}",
+                point.verdict.reading
+            );
+        }
+    }
+
     #[test]
     fn repeats_pool_to_the_median_run_with_their_spread() {
         let mut points: Vec<Point> = [
