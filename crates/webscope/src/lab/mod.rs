@@ -317,7 +317,9 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
         }
         let record = (experiment.run)(&options.out.join(experiment.name), &ctx)?;
         lab.experiments.push(experiment.name.into());
-        if !record.complete {
+        // An experiment cut short by a failure says so in its record; only Ctrl-C makes the
+        // lab "interrupted".
+        if !record.complete && interrupt.load(Ordering::Relaxed) {
             lab.interrupted = true;
         }
         write_json(&options.out.join("lab.json"), &lab)?;
