@@ -360,6 +360,16 @@ impl Report {
             if self.connects == 1 { "" } else { "s" }
         );
         let _ = writeln!(out, "  Errors: {}", self.errors.describe());
+        // As wrk says it: the responses a success rate must not count.
+        let unexpected: u64 = self
+            .status_codes
+            .iter()
+            .filter(|(code, _)| !(code.starts_with('2') || code.starts_with('3')))
+            .map(|(_, n)| n)
+            .sum();
+        if unexpected > 0 {
+            let _ = writeln!(out, "  Non-2xx or 3xx responses: {unexpected}");
+        }
         if self.rate.is_some() {
             let _ = writeln!(
                 out,

@@ -98,9 +98,15 @@ fn failures_are_counted_by_kind_and_the_run_goes_on() {
     ];
     for (behavior, kind) in cases {
         let server = TestServer::start(behavior);
-        let (r, _) = load_json(
+        let (r, out) = load_json(
             &[&server.url("/"), "-c", "2", "-t", "1", "-d", "400ms"],
             LIMIT,
+        );
+        let summary = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            summary.contains("Non-2xx or 3xx responses: "),
+            kind == "bad_status",
+            "{behavior:?}: {summary}"
         );
         let errors = &r["errors"];
         assert!(u(errors, kind) > 0, "{behavior:?}: {errors}");
