@@ -13,6 +13,16 @@ pub fn process_time() -> Duration {
     clock(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// Time the calling thread has spent runnable but waiting for a CPU (the second field of
+/// `/proc/thread-self/schedstat`): a generator that never sleeps is saturated even when
+/// another process takes part of its CPU. Zero where schedstat is not available.
+pub(crate) fn thread_wait() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(Duration::ZERO, Duration::from_nanos)
+}
+
 fn clock(id: libc::clockid_t) -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -47,5 +57,9 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         assert!(thread_time() - slept < Duration::from_millis(20));
         assert!(process_time() >= thread_time());
+        // Sleeping is not waiting for a CPU.
+        let waited = thread_wait();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(thread_wait() - waited < Duration::from_millis(40));
     }
 }

@@ -240,6 +240,10 @@ pub struct Report {
     pub generator_cpu_per_request_us: f64,
     /// The busiest generator thread's CPU use over the run, as a fraction of the run.
     pub generator_busy: f64,
+    /// The generator thread that slept least: the fraction of the run it was running or
+    /// waiting in the run queue (schedstat). Near 1, the generator set the pace even if
+    /// another process took part of its CPU.
+    pub generator_busy_or_waiting: f64,
     /// Things the reader should know (e.g. the generator was the bottleneck).
     pub warnings: Vec<String>,
 }
@@ -385,10 +389,11 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "Generator:    {:.2}s CPU, {:.2}us per request, busiest thread {:.0}% busy",
+            "Generator:    {:.2}s CPU, {:.2}us per request, busiest thread {:.0}% busy ({:.0}% running or waiting for a CPU)",
             self.generator_cpu_s,
             self.generator_cpu_per_request_us,
-            self.generator_busy * 100.0
+            self.generator_busy * 100.0,
+            self.generator_busy_or_waiting * 100.0
         );
         for warning in &self.warnings {
             let _ = writeln!(out, "warning: {warning}");

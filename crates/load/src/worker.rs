@@ -63,6 +63,8 @@ pub(crate) struct Snapshot {
     pub recorder: Recorder,
     /// CPU time the thread used during the interval.
     pub cpu: Duration,
+    /// Time the thread waited for a CPU during the interval.
+    pub wait: Duration,
     /// Open loop, last interval only: slots never sent.
     pub not_sent: u64,
     /// Connections open at the end of the interval.
@@ -148,6 +150,7 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
         end: setup.end,
         index: 0,
         cpu_before: Duration::ZERO,
+        wait_before: Duration::ZERO,
         tx,
         stop,
     };
@@ -168,6 +171,7 @@ pub(crate) struct Intervals {
     end: Instant,
     index: usize,
     cpu_before: Duration,
+    wait_before: Duration,
     tx: Sender<Message>,
     stop: watch::Receiver<bool>,
 }
@@ -176,6 +180,7 @@ impl Intervals {
     /// Starts the clock of the thread's CPU time.
     pub(crate) fn begin(&mut self) {
         self.cpu_before = cpu::thread_time();
+        self.wait_before = cpu::thread_wait();
     }
 
     /// The end of the current interval (the run's end for the last one).
@@ -193,6 +198,7 @@ impl Intervals {
     pub(crate) fn snapshot(&mut self, shared: &Shared, at: Instant, last: bool) -> bool {
         let recorder = shared.recorder.replace(Recorder::new(self.classes));
         let cpu_now = cpu::thread_time();
+        let wait_now = cpu::thread_wait();
         let not_sent = match (&shared.schedule, last) {
             (Some(schedule), true) => schedule.unclaimed_before(at),
             _ => 0,
@@ -204,10 +210,12 @@ impl Intervals {
             last,
             recorder,
             cpu: cpu_now.saturating_sub(self.cpu_before),
+            wait: wait_now.saturating_sub(self.wait_before),
             not_sent,
             open_connections: shared.open_connections.get(),
         };
         self.cpu_before = cpu_now;
+        self.wait_before = wait_now;
         self.index += 1;
         self.tx.send(Message::Interval(snapshot)).is_ok() && !last
     }

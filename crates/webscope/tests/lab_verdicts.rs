@@ -82,22 +82,47 @@ fn copying_every_byte_twice_makes_the_server_the_bottleneck() {
 }
 
 #[test]
-fn a_zero_copy_server_leaves_the_generator_as_the_bottleneck() {
+fn nginx_on_one_core_is_server_bound_and_found_by_its_port() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !two_cores() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("set");
-    single_file_set(&set, "1m");
-    // sendfile hands page references to the socket: the generator's copy out of its socket
-    // is the only copy of the bytes.
-    let server = Served::start_with(&set, &[], Some(0));
+    single_file_set(&set, "1k");
+    let Some(nginx) = lab_support::Nginx::start_with(&set, tmp.path(), Some(0), 1) else {
+        return;
+    };
+    // No --server-pid: the master and its worker are found by the listening socket.
     let v = verdicts(
-        &server.base_url,
+        &nginx.base_url,
         &set,
         &tmp.path().join("r"),
-        &["--clients", "4", "--keep-alive", "--duration", "2s"],
+        &["--clients", "8", "--keep-alive", "--duration", "2s"],
+    );
+    assert_eq!(v[0].0, "server-cpu", "{v:?}");
+    assert!(v[0].1.contains("(2 processes: nginx;"), "{v:?}");
+}
+
+#[test]
+fn nginx_on_two_cores_leaves_the_generator_as_the_bottleneck() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !two_cores() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    single_file_set(&set, "1k");
+    // Two nginx workers free to use both CPUs against one generator thread pinned to CPU 1:
+    // the server has twice the CPUs of the generator, so the generator's thread fills first.
+    let Some(nginx) = lab_support::Nginx::start_with(&set, tmp.path(), None, 2) else {
+        return;
+    };
+    let v = verdicts(
+        &nginx.base_url,
+        &set,
+        &tmp.path().join("r"),
+        &["--clients", "8", "--keep-alive", "--duration", "2s"],
     );
     assert_eq!(v[0].0, "generator", "{v:?}");
     assert!(v[0].1.contains("measures the generator"), "{v:?}");

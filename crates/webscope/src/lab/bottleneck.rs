@@ -98,6 +98,9 @@ pub struct Evidence {
     pub server_processes: Option<String>,
     /// The generator's busiest thread, fraction of one core.
     pub generator_busy: f64,
+    /// The generator thread that slept least: running or waiting for a CPU, fraction of the
+    /// run (0 where not measured).
+    pub generator_busy_or_waiting: f64,
     /// The server's machine (the same as the generator's for a local target).
     pub server_host: Option<CpuShares>,
     /// Where the server's machine figures came from ("procfs", "node_exporter URL").
@@ -157,6 +160,17 @@ pub fn judge(e: &Evidence) -> Verdict {
             format!(
                 "the load generator's busiest thread is {:.0} % busy (limit {:.0} %): this run measures the generator, not the server",
                 100.0 * e.generator_busy,
+                100.0 * CPU_LIMIT
+            ),
+        );
+    }
+    if e.generator_busy_or_waiting >= CPU_LIMIT {
+        return verdict(
+            Bound::Generator,
+            format!(
+                "the load generator's thread never waited for the server: it ran {:.0} % of the run and waited for a CPU {:.0} % (limit {:.0} % together); another process takes part of its CPU, so this run measures the generator, not the server",
+                100.0 * e.generator_busy,
+                100.0 * (e.generator_busy_or_waiting - e.generator_busy).max(0.0),
                 100.0 * CPU_LIMIT
             ),
         );
@@ -318,6 +332,16 @@ mod tests {
         let v = judge(&e);
         assert_eq!(v.bound, Bound::Generator);
         assert!(v.reading.contains("96 % busy") && v.reading.contains("measures the generator"));
+
+        let mut e = issue_run();
+        e.generator_busy_or_waiting = 0.93;
+        let v = judge(&e);
+        assert_eq!(v.bound, Bound::Generator, "{}", v.reading);
+        assert!(
+            v.reading.contains("ran 71 %") && v.reading.contains("waited for a CPU 22 %"),
+            "{}",
+            v.reading
+        );
 
         let mut e = issue_run();
         e.server_host = Some(CpuShares {

@@ -209,6 +209,7 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
         server_cpus: run.env.server_cpus,
         server_processes,
         generator_busy: num(l, &["generator_busy"]),
+        generator_busy_or_waiting: num(l, &["generator_busy_or_waiting"]),
         server_host: server_host_os.and_then(cpu_shares),
         server_host_source: server_host_os
             .and_then(|o| o.get("source")?.as_str().map(String::from)),
