@@ -105,107 +105,241 @@ pub fn tiny_fileset_seed(dir: &Path, seed: u64) {
     assert!(status.success());
 }
 
-/// nginx serving `root` on 127.0.0.1 (a config of its own in
-/// `dir`), stopped on drop; None with a note where nginx is not installed (CI installs it and
-/// sets WEBSCOPE_REQUIRE_PEERS).
+/// How a test's nginx runs.
+pub struct NginxConf {
+    pub workers: usize,
+    /// Pin master and workers to this CPU.
+    pub cpu: Option<usize>,
+    /// Write an access log (`access.log` in the directory) or none.
+    pub access_log: bool,
+    /// The workers' user; None: `root` when the test runs as root (so a root under a private
+    /// temporary directory stays readable), else nginx's default.
+    pub user: Option<&'static str>,
+}
+
+/// nginx serving `root` on 127.0.0.1 (a config of its own in `dir`), stopped on drop; None
+/// with a note where nginx is not installed (CI installs it and sets WEBSCOPE_REQUIRE_PEERS).
 pub struct Nginx {
     child: std::process::Child,
     pub base_url: String,
+    pub pid: u32,
+    dir: std::path::PathBuf,
+}
+
+/// The first of `paths` that exists; None with a note (or a panic under
+/// WEBSCOPE_REQUIRE_PEERS) naming the package to install.
+fn peer(paths: &[&'static str], package: &str) -> Option<&'static str> {
+    let found = paths.iter().copied().find(|p| Path::new(p).exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("WEBSCOPE_REQUIRE_PEERS").is_none(),
+            "WEBSCOPE_REQUIRE_PEERS is set but {package} is missing: apt-get install {package}"
+        );
+        eprintln!("skipping: {package} is not installed");
+    }
+    found
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn pin(cmd: &mut Command, cpu: Option<usize>) {
+    use std::os::unix::process::CommandExt;
+    let Some(cpu) = cpu else { return };
+    // SAFETY: sched_setaffinity on the child itself before exec; its children inherit it.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+fn wait_for(port: u16, log: &Path, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not start: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn stop(child: &mut std::process::Child, signal: i32) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while child.try_wait().ok().flatten().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.wait();
+}
+
+fn am_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }
 
 impl Nginx {
-    /// `workers` worker processes, pinned to `cpu` if given.
+    /// `workers` worker processes, pinned to `cpu` if given, no access log.
     pub fn start_with(
         root: &Path,
         dir: &Path,
         cpu: Option<usize>,
         workers: usize,
     ) -> Option<Nginx> {
-        use std::os::unix::process::CommandExt;
-        let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-            .into_iter()
-            .find(|p| Path::new(p).exists());
-        let Some(nginx) = nginx else {
-            assert!(
-                std::env::var_os("WEBSCOPE_REQUIRE_PEERS").is_none(),
-                "WEBSCOPE_REQUIRE_PEERS is set but nginx is missing: apt-get install nginx-light"
-            );
-            eprintln!("skipping: nginx is not installed (apt-get install nginx-light)");
-            return None;
+        Nginx::start_conf(
+            root,
+            dir,
+            &NginxConf {
+                workers,
+                cpu,
+                access_log: false,
+                user: None,
+            },
+        )
+    }
+
+    pub fn start_conf(root: &Path, dir: &Path, conf: &NginxConf) -> Option<Nginx> {
+        let nginx = peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx-light")?;
+        let port = free_port();
+        let user = match (conf.user, am_root()) {
+            (Some(user), _) => format!("user {user};"),
+            (None, true) => "user root;".into(),
+            (None, false) => String::new(),
         };
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        // As root, workers would switch to `nobody`; `user root` keeps them able to read a
-        // root under a private temporary directory.
-        let user = if unsafe { libc::geteuid() } == 0 {
-            "user root;"
+        let log = if conf.access_log {
+            format!("access_log {}/access.log;", dir.display())
         } else {
-            ""
+            "access_log off;".into()
         };
-        let conf = dir.join("nginx.conf");
+        let path = dir.join("nginx.conf");
         std::fs::write(
-            &conf,
+            &path,
             format!(
-                "daemon off; master_process on; worker_processes {workers}; {user}\n\
+                "daemon off; master_process on; worker_processes {w}; {user}\n\
                  pid {d}/nginx.pid; error_log {d}/error.log;\n\
-                 events {{ worker_connections 1024; }}\n\
-                 http {{ access_log off; sendfile on; keepalive_requests 1000000;\n\
+                 events {{ worker_connections 4096; }}\n\
+                 http {{ {log} sendfile on; keepalive_requests 1000000;\n\
                  server {{ listen 127.0.0.1:{port}; root {root}; }} }}\n",
+                w = conf.workers,
                 d = dir.display(),
                 root = root.display()
             ),
         )
         .unwrap();
         let mut cmd = Command::new(nginx);
-        cmd.arg("-c").arg(&conf).arg("-p").arg(dir);
+        cmd.arg("-c").arg(&path).arg("-p").arg(dir);
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        // SAFETY: sched_setaffinity on the child itself before exec; nginx's workers inherit it.
-        if let Some(cpu) = cpu {
-            unsafe {
-                cmd.pre_exec(move || {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(cpu, &mut set);
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
+        pin(&mut cmd, conf.cpu);
         let child = cmd.spawn().unwrap();
+        let pid = child.id();
         let nginx = Nginx {
             child,
             base_url: format!("http://127.0.0.1:{port}/"),
+            pid,
+            dir: dir.to_path_buf(),
         };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "nginx did not start: {}",
-                std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        wait_for(port, &dir.join("error.log"), "nginx");
         Some(nginx)
     }
+
+    /// Lines in the access log so far.
+    pub fn access_log_lines(&self) -> usize {
+        count_lines(&self.dir.join("access.log"))
+    }
+}
+
+fn count_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
 }
 
 impl Drop for Nginx {
     fn drop(&mut self) {
         // SIGTERM: nginx's fast shutdown, master and workers.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while self.child.try_wait().ok().flatten().is_none() {
-            if std::time::Instant::now() > deadline {
-                let _ = self.child.kill();
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let _ = self.child.wait();
+        stop(&mut self.child, libc::SIGTERM);
+    }
+}
+
+/// Apache httpd (event MPM) serving `root` on 127.0.0.1 with a config of its own in `dir`,
+/// in the foreground, an access log line per request; stopped on drop. None with a note
+/// where apache2 is not installed.
+pub struct Apache {
+    child: std::process::Child,
+    pub base_url: String,
+    pub pid: u32,
+    dir: std::path::PathBuf,
+}
+
+impl Apache {
+    pub fn start(root: &Path, dir: &Path) -> Option<Apache> {
+        let apache = peer(&["/usr/sbin/apache2"], "apache2")?;
+        let port = free_port();
+        let modules = "/usr/lib/apache2/modules";
+        // Apache refuses to run its children as root: they run as www-data, which must be
+        // able to read the root (the tests make it world-readable).
+        let user = if am_root() {
+            "User www-data\nGroup www-data\n"
+        } else {
+            ""
+        };
+        let path = dir.join("httpd.conf");
+        std::fs::write(
+            &path,
+            format!(
+                "ServerRoot {d}\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\nPidFile {d}/httpd.pid\n\
+                 LoadModule mpm_event_module {modules}/mod_mpm_event.so\n\
+                 LoadModule authz_core_module {modules}/mod_authz_core.so\n\
+                 LoadModule mime_module {modules}/mod_mime.so\n\
+                 LoadModule dir_module {modules}/mod_dir.so\n\
+                 {user}ErrorLog {d}/error.log\nLogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" common\n\
+                 CustomLog {d}/access.log common\nTypesConfig /etc/mime.types\n\
+                 KeepAlive On\nMaxKeepAliveRequests 0\nDocumentRoot {root}\n\
+                 <Directory {root}>\n  Require all granted\n</Directory>\n",
+                d = dir.display(),
+                root = root.display()
+            ),
+        )
+        .unwrap();
+        let mut cmd = Command::new(apache);
+        cmd.arg("-f").arg(&path).arg("-DFOREGROUND");
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let child = cmd.spawn().unwrap();
+        let pid = child.id();
+        let apache = Apache {
+            child,
+            base_url: format!("http://127.0.0.1:{port}/"),
+            pid,
+            dir: dir.to_path_buf(),
+        };
+        wait_for(port, &dir.join("error.log"), "apache2");
+        Some(apache)
+    }
+
+    /// Lines in the access log so far.
+    pub fn access_log_lines(&self) -> usize {
+        count_lines(&self.dir.join("access.log"))
+    }
+}
+
+impl Drop for Apache {
+    fn drop(&mut self) {
+        // SIGWINCH is Apache's graceful stop; SIGTERM stops it at once, children included.
+        stop(&mut self.child, libc::SIGTERM);
     }
 }
