@@ -27,6 +27,14 @@ pub struct Config {
     /// The share of one core the per-port TCP state walks may use (0.003 = 0.3 %); they are
     /// spaced out to stay under it. 1 or more: walk at every sample whatever it costs.
     pub tcp_budget: f64,
+    /// Watch the descendants of `pids` too (nginx's workers, Apache's children), listed again
+    /// at every sample; the `process` group then has an `all/all` row summing the set.
+    pub children: bool,
+    /// Sample another host through its Prometheus node_exporter at this URL (e.g.
+    /// `http://10.0.0.5:9100/metrics`) instead of this machine's `/proc`: the same groups and
+    /// columns, NaN where the exporter has no figure. Processes, ports and the profile are
+    /// this machine's only, so they are refused beside it.
+    pub node_exporter: Option<String>,
 }
 
 impl Default for Config {
@@ -41,6 +49,8 @@ impl Default for Config {
             profile_hz: 499,
             perf: PathBuf::from("perf"),
             tcp_budget: 0.003,
+            children: false,
+            node_exporter: None,
         }
     }
 }
@@ -69,6 +79,20 @@ impl Config {
                 "TCP walk budget {} must be above 0 (e.g. --tcp-budget 0.5 for 0.5 % of a core, 100 for every sample)",
                 self.tcp_budget * 100.0
             )));
+        }
+        if let Some(url) = &self.node_exporter {
+            if !self.pids.is_empty() || !self.ports.is_empty() || self.profile {
+                return Err(Error::Config(format!(
+                    "--node-exporter {url} samples another host: --pid, --port and --profile watch this one; run a second monitor for them"
+                )));
+            }
+            if self.interval < Duration::from_millis(500) {
+                return Err(Error::Config(format!(
+                    "interval {:?} is too short for node_exporter: a scrape costs it tens of milliseconds of CPU; give 500ms or more (e.g. --interval 1s)",
+                    self.interval
+                )));
+            }
+            crate::node_exporter::split(url).map_err(Error::Config)?;
         }
         if self.profile && !(1..=20_000).contains(&self.profile_hz) {
             return Err(Error::Config(format!(

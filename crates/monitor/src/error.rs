@@ -28,6 +28,9 @@ pub enum Error {
         /// What the OS said.
         source: io::Error,
     },
+    /// The node_exporter to sample does not answer (or is not one).
+    #[error("{0}")]
+    Scrape(String),
     /// The sampling thread could not be started.
     #[error("cannot start the monitor thread: {0}")]
     Thread(io::Error),

@@ -16,7 +16,12 @@
 //! - for each `--port`, the sockets in each TCP state on both ends of its connections, and
 //!   the listen sockets' accept queues, through netlink sock_diag ([`tcp`]);
 //! - for each `--pid` and each of its threads: CPU, RSS, descriptors, context switches, and
-//!   the time running on a CPU against the time waiting for one (`schedstat`).
+//!   the time running on a CPU against the time waiting for one (`schedstat`); with
+//!   `children`, their descendants too as they come and go, summed in an `all/all` row.
+//!
+//! [`procs`] finds a server's processes: a PID and all its descendants, or every process
+//! holding the listening socket of a port (sock_diag for the listener's inode, `/proc/*/fd`
+//! for its holders), and the CPU time of such a set, reaped children included.
 //!
 //! With `profile`, `perf record -a -g` runs beside it and its samples are classified into
 //! Yates et al.'s categories (low- and high-level networking and file system, timers,
@@ -71,7 +76,9 @@ mod csv;
 mod error;
 mod live;
 mod monitor;
+mod node_exporter;
 mod notes;
+pub mod procs;
 pub mod profile;
 mod sources;
 mod summary;

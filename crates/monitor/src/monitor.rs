@@ -116,17 +116,32 @@ impl Monitor {
     pub fn start(config: Config) -> Result<Monitor, Error> {
         config.check()?;
         let mut notes = Notes::default();
-        let mut sources: Vec<Box<dyn Source>> = vec![
-            Box::new(cpu::Cpu::default()),
-            Box::new(memory::Memory::default()),
-            Box::new(disk::Disk::default()),
-            Box::new(net::Net::default()),
-            Box::new(snmp::Snmp::default()),
-            Box::new(sockstat::Sockstat::default()),
-        ];
+        let mut sources: Vec<Box<dyn Source>> = match &config.node_exporter {
+            Some(url) => {
+                let remote =
+                    crate::node_exporter::NodeExporter::start(url).map_err(Error::Scrape)?;
+                notes.add(
+                    0.0,
+                    "node_exporter",
+                    format!(
+                        "remote host: not filled from node_exporter: {}",
+                        crate::node_exporter::UNFILLED
+                    ),
+                );
+                vec![Box::new(remote)]
+            }
+            None => vec![
+                Box::new(cpu::Cpu::default()),
+                Box::new(memory::Memory::default()),
+                Box::new(disk::Disk::default()),
+                Box::new(net::Net::default()),
+                Box::new(snmp::Snmp::default()),
+                Box::new(sockstat::Sockstat::default()),
+            ],
+        };
         if !config.pids.is_empty() {
-            let processes =
-                Processes::new(&config.pids).map_err(|(pid, reason)| Error::Pid { pid, reason })?;
+            let processes = Processes::new(&config.pids, config.children)
+                .map_err(|(pid, reason)| Error::Pid { pid, reason })?;
             sources.push(Box::new(processes));
         }
         // Only once the settings are known good: a refused start leaves no directory.
@@ -306,6 +321,10 @@ impl Monitor {
             interrupted: self.interrupted,
             pids: self.config.pids.clone(),
             ports: self.config.ports.clone(),
+            source: match &self.config.node_exporter {
+                Some(url) => format!("node_exporter {url}"),
+                None => "procfs".into(),
+            },
             host: Host::current(),
             groups: self.stats.groups(),
             tcp_walks: self.ports.as_ref().map(Ports::stats),

@@ -32,6 +32,9 @@ pub struct Summary {
     pub pids: Vec<u32>,
     /// The watched ports.
     pub ports: Vec<u16>,
+    /// Where the figures came from: `procfs` (this machine) or `node_exporter URL`.
+    #[serde(default = "procfs")]
+    pub source: String,
     /// The machine.
     pub host: Host,
     /// Per group (`cpu`, `memory`, `ports`...): statistics of every row and column.
@@ -151,6 +154,10 @@ impl Acc {
         self.max = self.max.max(v);
         self.last = v;
     }
+}
+
+fn procfs() -> String {
+    "procfs".into()
 }
 
 /// The name of a row in the summary.

@@ -206,3 +206,56 @@ fn nginx_that_cannot_read_its_root_is_refused_then_bannered() {
         assert_eq!(p["goodput_per_s"], 0.0, "403s are not throughput: {p}");
     }
 }
+
+#[test]
+fn the_servers_machine_through_node_exporter_agrees_with_procfs() {
+    let tmp = open_dir();
+    let set = tmp.path().join("set");
+    tiny_fileset(&set);
+    let Some(exporter) = lab_support::NodeExporter::start(tmp.path()) else {
+        return;
+    };
+    let server = lab_support::Served::start(&set);
+    let out = tmp.path().join("r");
+    let pid = server.pid.to_string();
+    let run = lab(
+        &server.base_url,
+        &set,
+        &out,
+        &["--server-pid", &pid, "--server-metrics", &exporter.url],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains(&format!("seen through node_exporter at {}", exporter.url)));
+    assert!(html.contains(&format!(
+        "(the server's machine, through node_exporter {})",
+        exporter.url
+    )));
+    // The same machine, seen both ways over the same run: the CPU figures agree.
+    for name in ["clients-001", "clients-002"] {
+        let record: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(out.join("clients").join(name).join("run.json")).unwrap(),
+        )
+        .unwrap();
+        let busy = |os: &serde_json::Value| {
+            os["groups"]["cpu"]["rows"]["all"]["busy_pct"]["mean"]
+                .as_f64()
+                .unwrap()
+        };
+        let (local, remote) = (busy(&record["os"]), busy(&record["server_os"][0]));
+        assert_eq!(
+            record["server_os"][0]["source"],
+            format!("node_exporter {}", exporter.url)
+        );
+        assert!(
+            (local - remote).abs() < 15.0,
+            "{name}: procfs {local:.1} %, node_exporter {remote:.1} %"
+        );
+    }
+    let r = report(&out);
+    assert!(r["clients"]["runs"][1]["bound"].is_string());
+}

@@ -24,7 +24,7 @@ pub static DISK: Group = Group {
 };
 
 /// Devices with nothing to say: loop devices, RAM disks, compressed swap, floppies.
-fn ignored(name: &str) -> bool {
+pub(crate) fn ignored(name: &str) -> bool {
     ["loop", "ram", "zram", "fd"].iter().any(|p| {
         name.strip_prefix(p)
             .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit()))

@@ -299,29 +299,71 @@ impl Watched {
 pub(crate) struct Processes {
     watched: Vec<Watched>,
     units: Units,
+    /// The PIDs given: their exit is worth a note.
+    roots: Vec<u32>,
+    /// Watch the roots' descendants too, listed again at every sample.
+    children: bool,
+}
+
+impl Watched {
+    fn new(pid: u32) -> Result<Watched, (u32, String)> {
+        let id = i32::try_from(pid).map_err(|_| (pid, "not a valid PID".to_string()))?;
+        let process = Process::new(id).map_err(|err| (pid, err.to_string()))?;
+        process.stat().map_err(|err| (pid, err.to_string()))?;
+        Ok(Watched {
+            pid: id,
+            process,
+            stat: ProcFile::new(format!("/proc/{id}/stat")),
+            threads: HashMap::new(),
+            previous: None,
+        })
+    }
 }
 
 impl Processes {
-    /// Watches `pids`; a PID that does not exist now is an error (a typo, most likely).
-    pub fn new(pids: &[u32]) -> Result<Processes, (u32, String)> {
-        let mut watched = Vec::new();
-        for &pid in pids {
-            let id = i32::try_from(pid).map_err(|_| (pid, "not a valid PID".to_string()))?;
-            let process = Process::new(id).map_err(|err| (pid, err.to_string()))?;
-            process.stat().map_err(|err| (pid, err.to_string()))?;
-            watched.push(Watched {
-                pid: id,
-                process,
-                stat: ProcFile::new(format!("/proc/{id}/stat")),
-                threads: HashMap::new(),
-                previous: None,
-            });
-        }
+    /// Watches `pids` (and, with `children`, their descendants as they come and go); a PID
+    /// that does not exist now is an error (a typo, most likely).
+    pub fn new(pids: &[u32], children: bool) -> Result<Processes, (u32, String)> {
+        let watched = pids
+            .iter()
+            .map(|&pid| Watched::new(pid))
+            .collect::<Result<_, _>>()?;
         Ok(Processes {
             watched,
             units: Units::current(),
+            roots: pids.to_vec(),
+            children,
         })
     }
+
+    /// Starts watching descendants that appeared since the last sample. Ones that ended are
+    /// dropped by `sample` when their files vanish, without a note: Apache's children and
+    /// short-lived helpers come and go as a matter of course.
+    fn follow_children(&mut self) {
+        let live: Vec<u32> = self.watched.iter().map(|w| w.pid as u32).collect();
+        for p in crate::procs::tree(&self.roots) {
+            if !live.contains(&p.pid) {
+                if let Ok(w) = Watched::new(p.pid) {
+                    self.watched.push(w);
+                }
+            }
+        }
+    }
+}
+
+/// The whole watched set as one row (`all/all`): sums, so a server of many processes has
+/// one figure for its CPU.
+fn total_row(rows: &[Row]) -> Row {
+    let width = PROCESS.columns.len();
+    let mut sums = vec![0.0; width];
+    for row in rows {
+        for (sum, v) in sums.iter_mut().zip(&row.values) {
+            if v.is_finite() {
+                *sum += v;
+            }
+        }
+    }
+    Row::new(["all".to_string(), "all".to_string()], sums)
 }
 
 impl Source for Processes {
@@ -333,6 +375,9 @@ impl Source for Processes {
         let mut processes = Vec::new();
         let mut threads = Vec::new();
         let mut exited = Vec::new();
+        if self.children {
+            self.follow_children();
+        }
         for w in &mut self.watched {
             let mut problems = Vec::new();
             match w.read(&mut problems) {
@@ -368,6 +413,10 @@ impl Source for Processes {
             }
         }
         for pid in exited {
+            if !self.roots.contains(&(pid as u32)) {
+                self.watched.retain(|w| w.pid != pid);
+                continue;
+            }
             let comm = self
                 .watched
                 .iter()
@@ -385,6 +434,10 @@ impl Source for Processes {
             self.watched.retain(|w| w.pid != pid);
         }
         if ctx.dt > 0.0 {
+            if processes.len() > 1 {
+                let total = total_row(&processes);
+                processes.push(total);
+            }
             out.push(GroupRows {
                 group: &PROCESS,
                 rows: processes,
@@ -483,7 +536,7 @@ mod tests {
 
     #[test]
     fn own_process_and_threads_are_read() {
-        let mut processes = Processes::new(&[std::process::id()]).unwrap();
+        let mut processes = Processes::new(&[std::process::id()], false).unwrap();
         let mut problems = Vec::new();
         let reading = processes.watched[0].read(&mut problems).unwrap();
         assert!(problems.is_empty(), "{problems:?}");
@@ -498,7 +551,54 @@ mod tests {
     #[test]
     fn a_pid_that_does_not_exist_is_refused_at_start() {
         // PIDs are below 2^22 on Linux.
-        assert!(Processes::new(&[(1 << 22) + 5]).is_err());
-        assert!(Processes::new(&[std::process::id()]).is_ok());
+        assert!(Processes::new(&[(1 << 22) + 5], false).is_err());
+        assert!(Processes::new(&[std::process::id()], true).is_ok());
+    }
+
+    #[test]
+    fn children_that_start_mid_run_are_followed_and_summed() {
+        // The shell starts its second child a moment after the first sample.
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sleep 0.3; sleep 5"])
+            .spawn()
+            .unwrap();
+        let root = shell.id();
+        let mut processes = Processes::new(&[root], true).unwrap();
+        let mut notes = crate::notes::Notes::default();
+        let mut out = Vec::new();
+        let mut ctx = Ctx {
+            t: 0.0,
+            dt: 0.0,
+            notes: &mut notes,
+        };
+        processes.sample(&mut ctx, &mut out).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let mut ctx = Ctx {
+            t: 0.6,
+            dt: 0.6,
+            notes: &mut notes,
+        };
+        processes.sample(&mut ctx, &mut out).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut ctx = Ctx {
+            t: 0.8,
+            dt: 0.2,
+            notes: &mut notes,
+        };
+        out.clear();
+        processes.sample(&mut ctx, &mut out).unwrap();
+        let _ = shell.kill();
+        let _ = shell.wait();
+        let rows = &out.iter().find(|g| g.group.name == "process").unwrap().rows;
+        let names: Vec<String> = rows.iter().map(|r| r.key_name()).collect();
+        assert!(
+            names.iter().any(|n| n.ends_with("/sleep")),
+            "the late child: {names:?}"
+        );
+        assert!(names.contains(&"all/all".to_string()), "{names:?}");
+        assert!(
+            notes.all().is_empty(),
+            "the first sleep ending is no news: {notes:?}"
+        );
     }
 }

@@ -9,11 +9,11 @@ use crate::table::{rate, Group, GroupRows, Row};
 
 /// Where each column comes from: file, line prefix, field, and whether it is a level (else a
 /// counter turned into a rate).
-struct Counter {
+pub(crate) struct Counter {
     file: usize,
-    prefix: &'static str,
-    field: &'static str,
-    level: bool,
+    pub(crate) prefix: &'static str,
+    pub(crate) field: &'static str,
+    pub(crate) level: bool,
 }
 
 const SNMP: usize = 0;
@@ -30,7 +30,7 @@ const fn rate_of(file: usize, prefix: &'static str, field: &'static str) -> Coun
 }
 
 /// The counters, in the order of [`TCP`]'s columns.
-const COUNTERS: [Counter; 17] = [
+pub(crate) const COUNTERS: [Counter; 17] = [
     rate_of(SNMP, "Tcp", "ActiveOpens"),
     rate_of(SNMP, "Tcp", "PassiveOpens"),
     rate_of(SNMP, "Tcp", "AttemptFails"),

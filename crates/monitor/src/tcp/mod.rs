@@ -152,6 +152,8 @@ pub(crate) struct SocketSeen {
     pub rqueue: u32,
     /// For a listen socket: the backlog limit (sock_diag only).
     pub wqueue: Option<u32>,
+    /// The socket's inode: what `/proc/PID/fd/N` links to as `socket:[INODE]`.
+    pub inode: u64,
 }
 
 /// Adds sockets to per-port counts and listen queues.
@@ -266,6 +268,7 @@ mod tests {
             remote_port,
             rqueue: 0,
             wqueue: None,
+            inode: 0,
         }
     }
 

@@ -41,6 +41,7 @@ pub(crate) fn seen(entry: &TcpNetEntry) -> Option<SocketSeen> {
         // For a listen socket the kernel prints its accept-queue length as rx_queue.
         rqueue: entry.rx_queue,
         wqueue: None,
+        inode: entry.inode,
     })
 }
 

@@ -82,6 +82,18 @@ impl SockDiag {
         Ok((tally.ports, tally.listen))
     }
 
+    /// The inodes of the listening sockets of `port` (IPv4 and IPv6): only the kernel's small
+    /// listen table is walked.
+    pub fn listener_inodes(&mut self, port: u16) -> io::Result<Vec<u64>> {
+        let mut inodes = Vec::new();
+        self.each(LISTEN_ONLY, &[port], |socket| {
+            if socket.local_port == port && socket.state == TcpState::Listen {
+                inodes.push(socket.inode);
+            }
+        })?;
+        Ok(inodes)
+    }
+
     /// The listen queues of `ports`: only the kernel's small listen table is walked.
     pub fn listen_queues(&mut self, ports: &[u16]) -> io::Result<Vec<ListenQueue>> {
         let mut tally = Tally::new(ports);
@@ -219,6 +231,7 @@ pub(crate) fn parse_diag_msg(msg: &[u8]) -> Option<SocketSeen> {
         remote_port: u16::from_be_bytes([msg[6], msg[7]]),
         rqueue: u32_ne(msg, 56),
         wqueue: Some(u32_ne(msg, 60)),
+        inode: u64::from(u32_ne(msg, 68)),
     })
 }
 

@@ -15,6 +15,8 @@ EXAMPLES:
     webscope monitor --port 8080 --pid $(pgrep -n webscope) --out run/monitor
     webscope monitor --port 8080 --interval 1s -d 60s --profile --out run/monitor
     webscope monitor --port 80 --tcp-budget 100 -d 5s        # count TCP states at every sample
+    webscope monitor --port 80 --pid $(cat /run/nginx.pid) --children   # nginx's master and workers
+    webscope monitor --node-exporter http://10.0.0.5:9100/metrics --interval 1s --out run/server
 
 Files in --out: one CSV per group (cpu, system, memory, disk, net, tcp, sockets, ports,
 listen, process, threads; a header row, then time_s and unix_time, the key columns and the
@@ -38,6 +40,15 @@ pub struct Args {
     /// A process to watch, with each of its threads (repeatable).
     #[arg(long = "pid", value_name = "PID")]
     pids: Vec<u32>,
+    /// Sample another host through its Prometheus node_exporter (e.g.
+    /// http://10.0.0.5:9100/metrics) instead of this machine: the same groups and columns, a
+    /// scrape per interval (500ms at least), empty cells where the exporter has no figure.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["pids", "ports", "profile"])]
+    node_exporter: Option<String>,
+    /// Watch each --pid's descendants too, as they come and go (nginx's workers, Apache's
+    /// children); the process group gets an all/all row with the whole set's figures.
+    #[arg(long, requires = "pids")]
+    children: bool,
     /// A port whose TCP states and accept queue to count, both ends of its connections
     /// (repeatable).
     #[arg(long = "port", value_name = "PORT")]
@@ -86,6 +97,8 @@ impl Args {
             profile_hz: self.profile_hz,
             perf: self.perf,
             tcp_budget: self.tcp_budget / 100.0,
+            children: self.children,
+            node_exporter: self.node_exporter,
             ..Config::default()
         };
         (config, !self.quiet)

@@ -154,13 +154,8 @@ impl Target {
                 let port = target.port().context("the target URL has no port")?;
                 match webscope_monitor::procs::listeners(port) {
                     Ok(found) if !found.is_empty() => {
-                        let pids: Vec<u32> = found.iter().map(|p| p.pid).collect();
                         // Roots only: a child of another listener is measured as its descendant.
-                        target.pids = found
-                            .iter()
-                            .filter(|p| !pids.contains(&p.ppid))
-                            .map(|p| p.pid)
-                            .collect();
+                        target.pids = webscope_monitor::procs::roots(&found);
                         target.found_by = format!("the processes listening on port {port}");
                     }
                     Ok(_) => {

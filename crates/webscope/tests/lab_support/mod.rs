@@ -343,3 +343,46 @@ impl Drop for Apache {
         stop(&mut self.child, libc::SIGTERM);
     }
 }
+
+/// Prometheus node_exporter on a loopback port, stopped on drop; None with a note where it is
+/// not installed (CI installs it and sets WEBSCOPE_REQUIRE_NODE_EXPORTER).
+pub struct NodeExporter {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl NodeExporter {
+    pub fn start(dir: &Path) -> Option<NodeExporter> {
+        let binary = ["/usr/bin/prometheus-node-exporter"]
+            .into_iter()
+            .find(|p| Path::new(p).exists());
+        let Some(binary) = binary else {
+            assert!(
+                std::env::var_os("WEBSCOPE_REQUIRE_NODE_EXPORTER").is_none(),
+                "WEBSCOPE_REQUIRE_NODE_EXPORTER is set but it is missing: apt-get install prometheus-node-exporter"
+            );
+            eprintln!("skipping: prometheus-node-exporter is not installed");
+            return None;
+        };
+        let port = free_port();
+        let log = dir.join("node_exporter.log");
+        let child = Command::new(binary)
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let exporter = NodeExporter {
+            child,
+            url: format!("http://127.0.0.1:{port}/metrics"),
+        };
+        wait_for(port, &log, "node_exporter");
+        Some(exporter)
+    }
+}
+
+impl Drop for NodeExporter {
+    fn drop(&mut self) {
+        stop(&mut self.child, libc::SIGTERM);
+    }
+}
