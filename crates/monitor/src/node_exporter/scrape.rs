@@ -16,10 +16,13 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// node_exporter's page is 50-300 KB; anything past this is not an exporter page.
 const MAX_BODY: u64 = 16 << 20;
 
+/// One sample's labels and value.
+pub(crate) type Sample = (HashMap<String, String>, f64);
+
 /// The series of one scrape: metric name → (labels, value) of each sample.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Series {
-    samples: HashMap<String, Vec<(HashMap<String, String>, f64)>>,
+    samples: HashMap<String, Vec<Sample>>,
 }
 
 impl Series {
@@ -28,7 +31,7 @@ impl Series {
         let lines = text.lines().map(|l| Ok(l.to_string()));
         let scrape = prometheus_parse::Scrape::parse(lines)
             .map_err(|e| format!("not the Prometheus text format: {e}"))?;
-        let mut samples: HashMap<String, Vec<(HashMap<String, String>, f64)>> = HashMap::new();
+        let mut samples: HashMap<String, Vec<Sample>> = HashMap::new();
         for s in scrape.samples {
             let value = match s.value {
                 prometheus_parse::Value::Counter(v)
@@ -54,7 +57,7 @@ impl Series {
     }
 
     /// The samples of `metric`, with their labels.
-    pub fn all(&self, metric: &str) -> &[(HashMap<String, String>, f64)] {
+    pub fn all(&self, metric: &str) -> &[Sample] {
         self.samples.get(metric).map_or(&[], Vec::as_slice)
     }
 
