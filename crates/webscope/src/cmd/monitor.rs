@@ -99,7 +99,6 @@ impl Args {
             tcp_budget: self.tcp_budget / 100.0,
             children: self.children,
             node_exporter: self.node_exporter,
-            ..Config::default()
         };
         (config, !self.quiet)
     }
