@@ -536,7 +536,10 @@ mod tests {
             .filter(|n| n.has_tag_name("path"))
             .count();
         assert_eq!(bars, 2, "one bar per spread point");
-        assert!(svg.contains(">900<") || svg.contains(">1000<"), "the axis takes the bars in");
+        assert!(
+            svg.contains(">900<") || svg.contains(">1000<"),
+            "the axis takes the bars in"
+        );
     }
 
     #[test]
