@@ -259,3 +259,73 @@ fn the_servers_machine_through_node_exporter_agrees_with_procfs() {
     let r = report(&out);
     assert!(r["clients"]["runs"][1]["bound"].is_string());
 }
+
+#[test]
+fn nginx_killed_mid_sweep_leaves_the_partial_report_naming_the_failed_run() {
+    let tmp = open_dir();
+    let set = tmp.path().join("set");
+    tiny_fileset(&set);
+    let conf = NginxConf {
+        workers: 1,
+        cpu: None,
+        access_log: false,
+        user: None,
+    };
+    let Some(nginx) = Nginx::start_conf(&set, tmp.path(), &conf) else {
+        return;
+    };
+    let out = tmp.path().join("r");
+    let mut lab = webscope()
+        .args([
+            "lab",
+            "--clients",
+            "1,2,5",
+            "--duration",
+            "2s",
+            "--target",
+            &nginx.base_url,
+        ])
+        .arg("--fileset")
+        .arg(&set)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = out.join("clients/clients-001/run.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !first.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(nginx);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while lab.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = lab.kill();
+            panic!("the lab did not end after nginx died");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let run = lab.wait_with_output().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("a run failed (clients: ") && stderr.contains("no response at all"),
+        "{stderr}"
+    );
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        html.contains("A run failed: "),
+        "the failed run is named on the page"
+    );
+    let r = report(&out);
+    assert_eq!(
+        r["clients"]["runs"][0]["valid"], true,
+        "what was measured before is kept"
+    );
+}
