@@ -148,14 +148,29 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
     let mut blocks = super::failure_blocks(exp);
     for p in all.iter().filter(|p| !p.valid()) {
         blocks.push(Block::Warning(format!(
-            "The {} clients run is invalid and left out of the charts and fits: {}.",
+            "The run with {} client{} is invalid and left out of the charts and fits: {}.",
             p.x,
+            if p.x == 1.0 { "" } else { "s" },
             p.health.invalid.as_deref().unwrap_or("")
         )));
     }
     blocks.extend(super::repeats_note(all));
     let sat = saturation(all);
     let valid = super::valid(all);
+    if valid.is_empty() {
+        // Empty axes would read as a measurement of nothing; the table says what each run got.
+        blocks.push(Block::Text(
+            "No valid run: nothing to chart. The table gives what each run received.".into(),
+        ));
+        blocks.push(Block::Table {
+            caption: "Per run".into(),
+            table: clients_table(all),
+        });
+        return Section {
+            heading: "Clients sweep".into(),
+            blocks,
+        };
+    }
     let points = &valid[..];
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()

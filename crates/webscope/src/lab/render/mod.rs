@@ -264,7 +264,7 @@ pub fn load_points(
         let point = Point::of(name, run, &expect, &out.judge);
         out.judged += 1;
         if let Some(why) = &point.health.invalid {
-            out.invalid.push(format!("{} {name}: {why}", exp.name));
+            out.invalid.push(format!("{}/{name}: {why}", exp.name));
         }
         points.push(point);
     }
