@@ -60,6 +60,7 @@ fn a_short_lab_writes_a_report_that_re_renders_byte_for_byte() {
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.matches("<svg").count() >= 3, "charts missing");
     assert!(html.contains("Goodput vs clients"));
+    lab_support::assert_paper_panel(&out, "clients", "the text on Figure 1");
     // The operational laws apply to a run directory as it stands.
     let laws = webscope()
         .args(["model", "laws", "--json", "--run"])

@@ -88,6 +88,7 @@ fn the_degradation_experiment_runs_every_policy_and_tabulates_them() {
             .starts_with("fair, set 1: light keeps")),
         "{report}"
     );
+    lab_support::assert_paper_panel(&out, "degradation", "workload set 1, the text on Figure 2");
     let set1 = report["degradation"]["sets"]["set1"].as_array().unwrap();
     assert!(set1
         .iter()

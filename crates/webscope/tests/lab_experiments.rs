@@ -58,6 +58,11 @@ fn the_techniques_experiment_measures_each_cumulative_step() {
     assert!(run.join("run.json").exists() && !run.join("access.log").exists());
     let csv = std::fs::read_to_string(tmp.path().join("report/techniques.csv")).unwrap();
     assert_eq!(csv.lines().count(), 10, "{csv}");
+    lab_support::assert_paper_panel(
+        &tmp.path().join("report"),
+        "techniques",
+        "the text on Figure 10",
+    );
 }
 
 #[test]
@@ -86,6 +91,11 @@ fn the_model_experiment_sets_mva_and_the_usl_against_the_sweep() {
     assert!(stdout.contains("X MVA"), "{stdout}");
     let html = std::fs::read_to_string(tmp.path().join("report/index.html")).unwrap();
     assert!(html.contains("MVA, 2× server CPUs") && html.contains("Prediction errors"));
+    lab_support::assert_paper_panel(
+        &tmp.path().join("report"),
+        "model",
+        "the MVA table for 4 CPUs",
+    );
 }
 
 #[test]
@@ -134,6 +144,7 @@ fn the_saturation_experiment_doubles_clients_and_maps_two_classes() {
     let again = webscope().arg("report").arg(&report_dir).output().unwrap();
     assert!(again.status.success());
     assert!(before == std::fs::read(report_dir.join("index.html")).unwrap());
+    lab_support::assert_paper_panel(&report_dir, "saturation", "the text on Figure 3");
     for title in [
         "Response-time histograms, as clients double",
         "log frequency",
@@ -162,6 +173,7 @@ fn the_filesize_runs_carry_a_kernel_profile_or_say_why_not() {
     ] {
         assert!(html.contains(chart), "{chart}");
     }
+    lab_support::assert_paper_panel(&tmp.path().join("report"), "filesize", "Table 3");
     // With perf installed and allowed (CI installs it and runs as root), the chart is there.
     if std::env::var_os("WEBSCOPE_REQUIRE_PERF").is_some() {
         assert!(html.contains("Kernel time by category"));

@@ -10,6 +10,7 @@ pub mod filesize;
 pub mod health;
 pub mod measure;
 pub mod model;
+pub mod papers;
 pub mod preflight;
 pub mod record;
 pub mod render;

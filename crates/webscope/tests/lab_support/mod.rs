@@ -386,3 +386,34 @@ impl Drop for NodeExporter {
         stop(&mut self.child, libc::SIGTERM);
     }
 }
+
+/// Checks an experiment's "the paper found" panel: on the page with its source and the
+/// paper's words, and in report.json with both series, their ratio and a reading.
+pub fn assert_paper_panel(dir: &Path, experiment: &str, cite: &str) {
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("The paper found"), "{experiment}: no panel");
+    assert!(html.contains(cite), "{experiment}: {cite} not cited");
+    assert!(
+        html.contains("As published: "),
+        "{experiment}: the paper's words are missing"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    let panel = report[format!("{experiment}_paper")]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {experiment}_paper in report.json"));
+    assert!(!panel.is_empty());
+    let measured =
+        |c: &serde_json::Value| c["ours"].as_array().unwrap().iter().any(|v| v.is_number());
+    assert!(
+        panel.iter().any(measured),
+        "nothing of ours measured: {panel:?}"
+    );
+    for c in panel {
+        let n = c["paper"].as_array().unwrap().len();
+        assert!(n > 0, "{c}");
+        assert_eq!(c["ours"].as_array().unwrap().len(), n, "{c}");
+        assert_eq!(c["ratio"].as_array().unwrap().len(), n, "{c}");
+        assert!(!c["reading"].as_str().unwrap().is_empty());
+    }
+}

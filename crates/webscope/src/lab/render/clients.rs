@@ -354,7 +354,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             })).collect::<Vec<_>>(),
         }),
     );
-    out.sections.push(clients_section(dir, &points, exp));
+    let mut section = clients_section(dir, &points, exp);
+    let comparisons = super::paper_panels::clients(&points, sat.as_ref());
+    section
+        .blocks
+        .extend(super::paper_panels::blocks(comparisons, out, "clients"));
+    out.sections.push(section);
     Ok(())
 }
 

@@ -556,6 +556,13 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             "targets": checks.iter().map(|(s, met)| json!({"target": s, "met": met})).collect::<Vec<_>>(),
         }),
     );
+    let lost: Vec<(String, f64)> = rows
+        .iter()
+        .filter(|r| r.set == "set1" && r.service == "light")
+        .filter_map(|r| Some((r.policy.clone(), 100.0 - r.kept_pct?)))
+        .collect();
+    let comparisons = super::paper_panels::degradation(&lost);
+    blocks.extend(super::paper_panels::blocks(comparisons, out, "degradation"));
     out.sections.push(Section {
         heading: "Degradation of light services under heavy load (Hibino et al.)".into(),
         blocks,

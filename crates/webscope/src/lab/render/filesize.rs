@@ -200,6 +200,11 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             serde_json::json!({ "fixed_cost_ms": a, "per_kb_ms": b }),
         );
     }
+    let mut section = section;
+    let comparisons = super::paper_panels::filesize(&points, &|p| workload(&p.run));
+    section
+        .blocks
+        .extend(super::paper_panels::blocks(comparisons, out, "filesize"));
     out.sections.push(section);
     Ok(())
 }

@@ -17,6 +17,7 @@ pub mod clients;
 pub mod degradation;
 pub mod filesize;
 pub mod model;
+pub mod paper_panels;
 pub mod saturation;
 pub mod techniques;
 

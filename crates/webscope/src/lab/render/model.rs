@@ -296,6 +296,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             "reading": reading_x,
         }),
     );
+    let x_by_cpus: Vec<(u32, f64)> = curves
+        .iter()
+        .filter_map(|(cpus, c)| Some((*cpus, c.last()?.1)))
+        .collect();
+    let comparisons = super::paper_panels::model(d.cpu, d.disk, &x_by_cpus);
+    blocks.extend(super::paper_panels::blocks(comparisons, out, "model"));
     out.sections.push(Section {
         heading: "Models against measurement (Mughal)".into(),
         blocks,

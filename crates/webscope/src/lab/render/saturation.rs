@@ -219,6 +219,21 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             "reading": reading,
         }),
     );
+    // Where the doubling stopped: the load from which the next doubling no longer doubled
+    // the mean (after it had).
+    let mut doubled = false;
+    let mut stopped_at = None;
+    for (w, r) in rule.windows(2).zip(&growth) {
+        if *r >= crate::lab::saturation::DOUBLING {
+            doubled = true;
+        } else if doubled {
+            stopped_at = Some(w[0].0);
+            break;
+        }
+    }
+    let means: Vec<(usize, f64)> = rule.iter().map(|s| (s.0, s.1)).collect();
+    let comparisons = super::paper_panels::saturation(&means, stopped_at);
+    blocks.extend(super::paper_panels::blocks(comparisons, out, "saturation"));
     out.sections.push(Section {
         heading: "Saturation, histograms and the density map (Chiarini & Couch)".into(),
         blocks,

@@ -179,6 +179,9 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             })).collect::<Vec<_>>(),
         }),
     );
+    let ours: Vec<(String, f64)> = steps.iter().map(|s| (s.label.clone(), s.rps)).collect();
+    let comparisons = super::paper_panels::techniques(&ours);
+    blocks.extend(super::paper_panels::blocks(comparisons, out, "techniques"));
     out.sections.push(Section {
         heading: "Techniques, cumulatively (Hu, Nanda & Yang)".into(),
         blocks,
