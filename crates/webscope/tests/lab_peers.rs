@@ -18,13 +18,23 @@ fn open_dir() -> tempfile::TempDir {
 }
 
 fn lab(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    lab_for("1s", target, fileset, out, extra)
+}
+
+fn lab_for(
+    duration: &str,
+    target: &str,
+    fileset: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> std::process::Output {
     webscope()
         .args([
             "lab",
             "--clients",
             "1,2",
             "--duration",
-            "1s",
+            duration,
             "--target",
             target,
         ])
@@ -218,7 +228,10 @@ fn the_servers_machine_through_node_exporter_agrees_with_procfs() {
     let server = lab_support::Served::start(&set);
     let out = tmp.path().join("r");
     let pid = server.pid.to_string();
-    let run = lab(
+    // node_exporter is scraped once a second: runs of 4 s give it whole intervals inside each
+    // run, as the local monitor's 100-ms samples have.
+    let run = lab_for(
+        "4s",
         &server.base_url,
         &set,
         &out,
