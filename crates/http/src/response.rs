@@ -18,7 +18,8 @@
 //! nor their number: a load generator must read what servers send, quickly; it is not
 //! their validator. A test checks that both paths agree on generated heads.
 //!
-//! Nothing here allocates.
+//! Nothing here allocates, but [`whole`], which decodes a chunked body into memory for the
+//! lab's one-off checks and scrapes.
 
 use std::fmt;
 
@@ -389,6 +390,47 @@ enum State {
     Done,
 }
 
+/// A whole response read into memory (a one-off check or scrape, not the load generator's
+/// path, which never copies bodies): its head and its body, decoded from `Content-Length`,
+/// chunked coding or the bytes up to the close. Err on a malformed or cut-short response.
+pub fn whole(data: &[u8]) -> Result<(Head, std::borrow::Cow<'_, [u8]>), Error> {
+    let head = parse_head_strict(data, false)?.ok_or(Error::Malformed)?;
+    let rest = &data[head.len..];
+    let body = match head.body {
+        Body::Empty => std::borrow::Cow::Borrowed(&rest[..0]),
+        Body::Length(n) => {
+            let n = usize::try_from(n).map_err(|_| Error::BadLength)?;
+            std::borrow::Cow::Borrowed(rest.get(..n).ok_or(Error::BadLength)?)
+        }
+        Body::UntilClose => std::borrow::Cow::Borrowed(rest),
+        Body::Chunked => std::borrow::Cow::Owned(dechunk(rest)?),
+    };
+    Ok((head, body))
+}
+
+/// The data of a complete chunked body (extensions and trailers dropped).
+fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = data
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or(Error::BadChunk)?;
+        let size_field = data[..line_end]
+            .split(|b| *b == b';')
+            .next()
+            .ok_or(Error::BadChunk)?;
+        let size_text = std::str::from_utf8(size_field).map_err(|_| Error::BadChunk)?;
+        let size = usize::from_str_radix(size_text.trim(), 16).map_err(|_| Error::BadChunk)?;
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(data.get(..size).ok_or(Error::BadChunk)?);
+        data = data.get(size + 2..).ok_or(Error::BadChunk)?;
+    }
+}
+
 /// An incremental walker over a chunked body: feed it the bytes as they arrive; it says how
 /// many belong to the body, how many of those are data, and when the body ends.
 #[derive(Debug, Clone)]
@@ -496,6 +538,29 @@ fn hex_value(b: u8) -> u8 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_whole_response_is_framed_three_ways() {
+        let (head, body) = whole(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcdef").unwrap();
+        assert_eq!((head.status, &body[..]), (200, &b"abc"[..]));
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n";
+        assert_eq!(&whole(chunked).unwrap().1[..], b"abcde");
+        let close = b"HTTP/1.0 404 Not Found\r\n\r\ngone";
+        let (head, body) = whole(close).unwrap();
+        assert_eq!((head.status, &body[..]), (404, &b"gone"[..]));
+        assert_eq!(
+            whole(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab").unwrap_err(),
+            Error::BadLength
+        );
+        assert_eq!(
+            whole(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab").unwrap_err(),
+            Error::BadChunk
+        );
+        assert_eq!(
+            whole(b"SSH-2.0-OpenSSH\r\n\r\n").unwrap_err(),
+            Error::Malformed
+        );
+    }
     use super::*;
     use proptest::prelude::*;
 

@@ -116,57 +116,14 @@ pub(crate) fn scrape(url: &str) -> Result<Series, String> {
     Series::parse(text)
 }
 
-/// The body of a complete response: status 200, Content-Length, chunked or to the close.
+/// The body of a complete response with status 200 (framed by the wire-format crate).
 fn body(data: &[u8]) -> Result<Vec<u8>, String> {
-    let end = data
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("the answer is not HTTP (no header end)")?;
-    let head = std::str::from_utf8(&data[..end]).map_err(|_| "the response head is not text")?;
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap_or("");
-    let code = status.split_whitespace().nth(1).unwrap_or("");
-    if !status.starts_with("HTTP/1.") {
-        return Err(format!("the answer is not HTTP/1.x: {status:?}"));
+    let (head, body) = webscope_http::response::whole(data)
+        .map_err(|e| format!("the answer is not a complete HTTP/1.x response ({e})"))?;
+    if head.status != 200 {
+        return Err(format!("the exporter answered status {}", head.status));
     }
-    if code != "200" {
-        return Err(format!("the exporter answered {status:?}"));
-    }
-    let header = |name: &str| {
-        head.split("\r\n").skip(1).find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_string())
-        })
-    };
-    let rest = &data[end + 4..];
-    if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
-        return dechunk(rest).ok_or_else(|| "a malformed chunked body".to_string());
-    }
-    match header("content-length").and_then(|v| v.parse::<usize>().ok()) {
-        Some(len) if rest.len() < len => Err(format!(
-            "the page is cut short ({} of {len} bytes)",
-            rest.len()
-        )),
-        Some(len) => Ok(rest[..len].to_vec()),
-        None => Ok(rest.to_vec()),
-    }
-}
-
-fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&data[..line_end]).ok()?;
-        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Some(out);
-        }
-        out.extend_from_slice(data.get(..size)?);
-        data = data.get(size + 2..)?;
-    }
+    Ok(body.into_owned())
 }
 
 #[cfg(test)]
@@ -201,7 +158,7 @@ mod tests {
         assert!(body(missing).unwrap_err().contains("404"));
         assert!(body(b"SSH-2.0-OpenSSH\r\n\r\n")
             .unwrap_err()
-            .contains("not HTTP"));
+            .contains("not a complete HTTP"));
     }
 
     #[test]

@@ -353,25 +353,14 @@ fn check_out(out: &Path) -> anyhow::Result<()> {
 /// Makes `out` ready: created if missing, cleared if it holds an earlier report, refused if it
 /// holds something else.
 fn prepare_out(out: &Path) -> anyhow::Result<()> {
-    if out.exists() {
-        let is_report = out.join("lab.json").exists();
-        let empty = std::fs::read_dir(out)
-            .map(|mut d| d.next().is_none())
-            .unwrap_or(false);
-        if !is_report && !empty {
-            bail!(
-                "--out {} exists and is not a webscope report: choose another directory",
-                out.display()
-            );
-        }
-        if is_report {
-            for name in EXPERIMENTS
-                .iter()
-                .map(|e| e.name)
-                .chain(PLANNED.iter().copied())
-            {
-                let _ = std::fs::remove_dir_all(out.join(name));
-            }
+    check_out(out)?;
+    if out.join("lab.json").exists() {
+        for name in EXPERIMENTS
+            .iter()
+            .map(|e| e.name)
+            .chain(PLANNED.iter().copied())
+        {
+            let _ = std::fs::remove_dir_all(out.join(name));
         }
     }
     std::fs::create_dir_all(out).with_context(|| format!("cannot create --out {}", out.display()))

@@ -138,7 +138,7 @@ fn split_url(url: &str) -> anyhow::Result<(String, u16, String)> {
 }
 
 /// One GET on a fresh connection: the status and the whole body (Content-Length, chunked or
-/// until close).
+/// until close, framed by `webscope_http::response::whole`).
 fn get(
     addr: std::net::SocketAddr,
     host: &str,
@@ -164,52 +164,10 @@ fn get(
     if data.is_empty() {
         bail!("the connection closed without a response");
     }
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut response = httparse::Response::new(&mut headers);
-    let head_len = match response.parse(&data) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => bail!("the response head is cut short"),
-        Err(err) => bail!(
-            "the answer is not HTTP/1.x ({err}): is the port speaking TLS or another protocol?"
-        ),
-    };
-    let status = response.code.unwrap_or(0);
-    let header = |name: &str| {
-        response
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .and_then(|h| std::str::from_utf8(h.value).ok())
-            .map(str::trim)
-    };
-    let body = &data[head_len..];
-    let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
-    let body = if chunked {
-        dechunk(body).context("a malformed chunked body")?
-    } else if let Some(len) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
-        if body.len() < len {
-            bail!("the body is cut short ({} of {len} bytes)", body.len());
-        }
-        body[..len].to_vec()
-    } else {
-        body.to_vec()
-    };
-    Ok((status, body))
-}
-
-fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&data[..line_end]).ok()?;
-        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Some(out);
-        }
-        out.extend_from_slice(data.get(..size)?);
-        data = data.get(size + 2..)?;
-    }
+    let (head, body) = webscope_http::response::whole(&data).map_err(|err| {
+        anyhow!("the answer is not a complete HTTP/1.x response ({err}): is the port speaking TLS or another protocol?")
+    })?;
+    Ok((head.status, body.into_owned()))
 }
 
 #[cfg(test)]
@@ -234,15 +192,6 @@ mod tests {
             .to_string()
             .contains("only http://"));
         assert!(split_url("http://x:port/").is_err());
-    }
-
-    #[test]
-    fn chunked_bodies_are_joined() {
-        assert_eq!(
-            dechunk(b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n").unwrap(),
-            b"abcde"
-        );
-        assert_eq!(dechunk(b"3\r\nab"), None);
     }
 
     #[test]
