@@ -98,10 +98,20 @@ impl Hlog {
     }
 }
 
-/// Reads an interval log back and counts its latencies into bins: `edges_ns` are the bins'
-/// bounds in nanoseconds (n + 1 edges make n bins, each `[lo, hi)`); `tag` picks one class's
-/// lines (`None`: the untagged lines, all requests). Intervals are summed.
-pub fn read_bins(path: &Path, tag: Option<&str>, edges_ns: &[u64]) -> Result<Vec<u64>, Error> {
+/// One interval of a log read back: its start and length in seconds, and its histogram of
+/// latencies in nanoseconds.
+pub struct LoggedInterval {
+    /// Start, seconds after the log's base time.
+    pub start_s: f64,
+    /// Length, seconds.
+    pub length_s: f64,
+    /// The interval's latencies, nanoseconds.
+    pub histogram: Histogram<u64>,
+}
+
+/// Reads an interval log back, interval by interval: `tag` picks one class's lines (`None`:
+/// the untagged lines, all requests).
+pub fn read_intervals(path: &Path, tag: Option<&str>) -> Result<Vec<LoggedInterval>, Error> {
     use base64::Engine;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use hdrhistogram::serialization::Deserializer;
@@ -113,8 +123,8 @@ pub fn read_bins(path: &Path, tag: Option<&str>, edges_ns: &[u64]) -> Result<Vec
         path: path.to_path_buf(),
         source,
     })?;
-    let mut total = crate::recorder::histogram();
     let mut deserializer = Deserializer::new();
+    let mut out = Vec::new();
     for entry in IntervalLogIterator::new(&text) {
         let LogEntry::Interval(interval) = entry.map_err(|e| fail(format!("{e:?}")))? else {
             continue;
@@ -125,11 +135,26 @@ pub fn read_bins(path: &Path, tag: Option<&str>, edges_ns: &[u64]) -> Result<Vec
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(interval.encoded_histogram())
             .map_err(|e| fail(e.to_string()))?;
-        let h: Histogram<u64> = deserializer
+        let histogram: Histogram<u64> = deserializer
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| fail(format!("{e:?}")))?;
+        out.push(LoggedInterval {
+            start_s: interval.start_timestamp().as_secs_f64(),
+            length_s: interval.duration().as_secs_f64(),
+            histogram,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads an interval log back and counts its latencies into bins: `edges_ns` are the bins'
+/// bounds in nanoseconds (n + 1 edges make n bins, each `[lo, hi)`); `tag` picks one class's
+/// lines (`None`: the untagged lines, all requests). Intervals are summed.
+pub fn read_bins(path: &Path, tag: Option<&str>, edges_ns: &[u64]) -> Result<Vec<u64>, Error> {
+    let mut total = crate::recorder::histogram();
+    for interval in read_intervals(path, tag)? {
         // Both auto-resize: adding cannot fail.
-        let _ = total.add(&h);
+        let _ = total.add(&interval.histogram);
     }
     Ok(edges_ns
         .windows(2)

@@ -58,7 +58,7 @@ mod worker;
 pub use config::{Arrivals, Config, Mode, Pacing, MAX_SAMPLES};
 pub use cpu::process_time;
 pub use error::Error;
-pub use hlog::read_bins;
+pub use hlog::{read_bins, read_intervals, LoggedInterval};
 pub use recorder::{Failure, FAILURES};
 pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report};
 pub use run::run;

@@ -6,6 +6,7 @@
 //! `webscope-*` crates so that it can be tested and reused without the CLI.
 
 mod cmd;
+mod compare;
 mod lab;
 mod signals;
 
@@ -36,6 +37,8 @@ enum Command {
     Lab(Box<cmd::lab::Args>),
     /// Re-render a lab report from its directory.
     Report(cmd::report::Args),
+    /// Compare a baseline with a candidate: the change of each figure and its significance.
+    Compare(cmd::compare::Args),
 }
 
 fn main() {
@@ -48,6 +51,7 @@ fn main() {
         Command::Model(args) => cmd::model::run(args),
         Command::Lab(args) => cmd::lab::run(*args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
     };
     if let Err(err) = result {
         // A closed pipe (`webscope ... | head`) is not an error worth reporting.

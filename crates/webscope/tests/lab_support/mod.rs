@@ -46,10 +46,12 @@ impl Served {
             "--root",
         ])
         .arg(root)
-        .args(["--access-log", "/dev/null"])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
+        if !extra.contains(&"--access-log") {
+            cmd.args(["--access-log", "/dev/null"]);
+        }
         if let Some(cpu) = cpu {
             // SAFETY: sched_setaffinity on the child itself, before exec.
             unsafe {

@@ -1,0 +1,135 @@
+//! `webscope compare`: a baseline against a candidate, per metric, with significance, and
+//! thresholds that fail the command (for CI).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use webscope_report::Table;
+
+use crate::compare::{self, input, Comparison, Threshold};
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    webscope compare before/ after/                       # two lab reports, point by point
+    webscope compare before/ after/ --threshold 'p99<+5%,goodput>-3%'   # exit 1 when crossed
+    webscope compare base/clients/clients-010 new/clients/clients-010 --json diff.json
+    webscope compare base.json new.json                   # webscope load --json results (+ .hlog)
+
+Metrics: goodput, rps, error_pct, p50, p90, p99, p999, cpu_us (server CPU per request).
+Significance: with 2 or more runs a side (lab --repeat), an exact rank test (Mann-Whitney,
+p < 0.05; 3 runs a side can never reach it, 4 can); with single runs, a bootstrap over the
+runs' intervals (their HdrHistogram logs), 95 % interval of the change excluding zero. A
+threshold is crossed by a significant change past it.";
+
+/// Compare a baseline with a candidate: throughput, goodput, errors, latency percentiles and
+/// server CPU per request, each with its change and whether it is significant, and the latency
+/// distributions as wholes (Kolmogorov-Smirnov).
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// The baseline: a lab report, a lab run directory, or a load --json file.
+    #[arg(value_name = "BASELINE")]
+    baseline: PathBuf,
+    /// The candidate, of the same kind.
+    #[arg(value_name = "CANDIDATE")]
+    candidate: PathBuf,
+    /// Limits on the change, e.g. 'p99<+5%,goodput>-3%': exit 1 when a significant change
+    /// crosses one.
+    #[arg(long, value_name = "LIST")]
+    threshold: Option<String>,
+    /// Write the comparison as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+fn table(c: &Comparison) -> Table {
+    let mut t = Table::new([
+        "metric",
+        "baseline",
+        "candidate",
+        "change",
+        "significant",
+        "test",
+    ]);
+    for r in &c.rows {
+        let how = match (r.p, r.ci_pct) {
+            (Some(p), _) => format!("{} (p = {p:.3})", r.test),
+            (None, Some((lo, hi))) => format!("{} ({lo:+.1} .. {hi:+.1} %)", r.test),
+            _ => r.test.clone(),
+        };
+        t.row([
+            r.metric.clone(),
+            format!("{:.2}", r.baseline),
+            format!("{:.2}", r.candidate),
+            format!("{:+.1} %", r.change_pct),
+            match (r.significant, r.worse) {
+                (true, true) => "yes, worse".to_string(),
+                (true, false) => "yes, better".to_string(),
+                _ => "no".to_string(),
+            },
+            how,
+        ]);
+    }
+    t
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let thresholds = match &args.threshold {
+        Some(t) => Threshold::parse_list(t).map_err(anyhow::Error::msg)?,
+        None => Vec::new(),
+    };
+    let base = input::side(&args.baseline)?;
+    let cand = input::side(&args.candidate)?;
+    let mut comparisons = Vec::new();
+    for (scope, runs) in &base {
+        let Some((_, other)) = cand.iter().find(|(s, _)| s == scope) else {
+            continue;
+        };
+        comparisons.push(compare::compare(scope, runs, other));
+    }
+    if comparisons.is_empty() {
+        bail!(
+            "nothing to compare: {} and {} share no point (compare a lab report with a lab report, a run with a run)",
+            args.baseline.display(),
+            args.candidate.display()
+        );
+    }
+    let mut crossed = Vec::new();
+    for c in &comparisons {
+        println!(
+            "{} ({} baseline run{}, {} candidate run{})",
+            c.scope,
+            c.runs.0,
+            if c.runs.0 == 1 { "" } else { "s" },
+            c.runs.1,
+            if c.runs.1 == 1 { "" } else { "s" }
+        );
+        for t in &thresholds {
+            if let Some(row) = c.rows.iter().find(|r| r.metric == t.metric) {
+                println!("  {}", t.verdict(row));
+                if t.crossed(row) {
+                    crossed.push(format!("{}: {}", c.scope, t.verdict(row)));
+                }
+            }
+        }
+        print!("{}", table(c).to_text());
+        if let Some(d) = &c.distributions {
+            println!(
+                "  latency distributions: Kolmogorov-Smirnov D = {:.4}, p = {:.3}",
+                d.ks_d, d.ks_p
+            );
+        }
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&comparisons)? + "\n";
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(first) = crossed.first() {
+        bail!(
+            "{} threshold{} crossed: {first}",
+            crossed.len(),
+            if crossed.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! What `webscope compare` reads: a lab run directory, a lab report (its clients sweep, point
+//! by point), or a `webscope load --json` file, each turned into groups of repeated runs.
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+use crate::lab::health::{Expect, Health, Judge};
+use crate::lab::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
+
+/// One run: its load report, judged, its server CPU per request and its interval log.
+pub struct Run {
+    /// The load report (JSON).
+    pub load: Value,
+    /// Goodput and errors, judged as the lab that made it judged (or by default).
+    pub health: Health,
+    /// Server CPU microseconds per request, when the server's CPU was measured.
+    pub cpu_us_per_request: Option<f64>,
+    /// The intervals of its HdrHistogram log (all requests), when there is one.
+    pub intervals: Vec<webscope_load::LoggedInterval>,
+}
+
+/// A side of the comparison: named groups of repeated runs (one group, "run", for a single
+/// run or load result; one per client count for a lab report).
+pub type Side = Vec<(String, Vec<Run>)>;
+
+fn judged(load: Value, judge: &Judge) -> anyhow::Result<(Value, Health)> {
+    let expect = Expect::parse(&judge.expect_status).map_err(anyhow::Error::msg)?;
+    let health = Health::of(&load, &expect, judge.max_error_pct);
+    Ok((load, health))
+}
+
+fn intervals(hlog: &Path) -> anyhow::Result<Vec<webscope_load::LoggedInterval>> {
+    if !hlog.exists() {
+        return Ok(Vec::new());
+    }
+    webscope_load::read_intervals(hlog, None)
+        .with_context(|| format!("cannot read the interval log {}", hlog.display()))
+}
+
+fn lab_run(dir: &Path, judge: &Judge) -> anyhow::Result<Run> {
+    let record: RunRecord = read_json(&dir.join("run.json"))?;
+    let (load, health) = judged(record.load, judge)?;
+    let requests = load["requests"].as_f64().unwrap_or(0.0);
+    let cpu_us_per_request = record
+        .server
+        .filter(|s| s.cpu_s > 0.0 && requests > 0.0)
+        .map(|s| s.cpu_s * 1e6 / requests);
+    Ok(Run {
+        load,
+        health,
+        cpu_us_per_request,
+        intervals: intervals(&dir.join("load.hlog"))?,
+    })
+}
+
+/// Reads one side from `path`.
+pub fn side(path: &Path) -> anyhow::Result<Side> {
+    if path.join("lab.json").exists() {
+        let lab: LabRecord = read_json(&path.join("lab.json"))?;
+        let dir = path.join("clients");
+        let exp: ExperimentRecord = read_json(&dir.join("experiment.json")).with_context(|| {
+            format!(
+                "{}: a lab report without a clients sweep to compare",
+                path.display()
+            )
+        })?;
+        let mut groups: Side = Vec::new();
+        for name in &exp.runs {
+            let record: RunRecord = read_json(&dir.join(name).join("run.json"))?;
+            let scope = format!("{} clients", record.x);
+            let run = lab_run(&dir.join(name), &lab.judge)?;
+            match groups.iter_mut().find(|g| g.0 == scope) {
+                Some(g) => g.1.push(run),
+                None => groups.push((scope, vec![run])),
+            }
+        }
+        return Ok(groups);
+    }
+    if path.join("run.json").exists() {
+        return Ok(vec![(
+            "run".into(),
+            vec![lab_run(path, &Judge::default())?],
+        )]);
+    }
+    if path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let load: Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a webscope load --json result", path.display()))?;
+        if load.get("status_codes").is_none() {
+            bail!(
+                "{} is not a webscope load --json result (no status_codes)",
+                path.display()
+            );
+        }
+        let (load, health) = judged(load, &Judge::default())?;
+        return Ok(vec![(
+            "run".into(),
+            vec![Run {
+                load,
+                health,
+                cpu_us_per_request: None,
+                intervals: intervals(&path.with_extension("hlog"))?,
+            }],
+        )]);
+    }
+    bail!(
+        "{}: not a lab report, a lab run directory or a load --json file (give one of those)",
+        path.display()
+    )
+}
