@@ -71,6 +71,10 @@ pub struct Args {
     /// before the sweep).
     #[arg(long)]
     no_preflight: bool,
+    /// A stored lab report to compare with: the report gets a section with each figure's
+    /// change and its significance (as webscope compare gives them).
+    #[arg(long, value_name = "DIR")]
+    baseline: Option<PathBuf>,
     /// Experiments to run (repeatable): clients (the sweep of Yates and Mughal), filesize
     /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), saturation (Chiarini's
     /// doubling, histograms, density map), model (D = U/X, MVA for 1/2/4 CPUs, USL),
@@ -126,6 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             max_error_pct: args.max_error_pct,
         },
         no_preflight: args.no_preflight,
+        baseline: args.baseline,
         experiments: args.experiments,
         clients: args.clients,
         duration: args.duration,

@@ -19,6 +19,8 @@ pub struct Run {
     pub cpu_us_per_request: Option<f64>,
     /// The intervals of its HdrHistogram log (all requests), when there is one.
     pub intervals: Vec<webscope_load::LoggedInterval>,
+    /// Its directory, for a lab run.
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// A side of the comparison: named groups of repeated runs (one group, "run", for a single
@@ -52,6 +54,7 @@ fn lab_run(dir: &Path, judge: &Judge) -> anyhow::Result<Run> {
         health,
         cpu_us_per_request,
         intervals: intervals(&dir.join("load.hlog"))?,
+        dir: Some(dir.to_path_buf()),
     })
 }
 
@@ -103,6 +106,7 @@ pub fn side(path: &Path) -> anyhow::Result<Side> {
                 health,
                 cpu_us_per_request: None,
                 intervals: intervals(&path.with_extension("hlog"))?,
+                dir: None,
             }],
         )]);
     }

@@ -49,6 +49,7 @@ fn run(seed: u64, intervals: usize, per: usize, tail: f64) -> Run {
         health,
         cpu_us_per_request: None,
         intervals: logged,
+        dir: None,
     }
 }
 

@@ -141,6 +141,8 @@ pub struct Options {
     pub judge: Judge,
     /// `--no-preflight`: skip the sample fetch before the sweep.
     pub no_preflight: bool,
+    /// `--baseline`: a stored lab report to compare with.
+    pub baseline: Option<PathBuf>,
     pub experiments: Vec<String>,
     pub clients: Option<Vec<usize>>,
     pub duration: Option<Duration>,
@@ -183,6 +185,18 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
     }
     let expect = Expect::parse(&options.judge.expect_status).map_err(anyhow::Error::msg)?;
     check_out(&options.out)?;
+    if let Some(baseline) = &options.baseline {
+        if !baseline.join("lab.json").exists() {
+            bail!(
+                "--baseline {} is not a lab report (give the --out directory of an earlier webscope lab)",
+                baseline.display()
+            );
+        }
+        let same = |p: &Path| std::fs::canonicalize(p).ok();
+        if same(baseline).is_some() && same(baseline) == same(&options.out) {
+            bail!("--baseline and --out are the same directory: the new report would overwrite its baseline; give another --out");
+        }
+    }
     let fileset = match &options.fileset {
         Some(dir) => {
             Manifest::load(dir).with_context(|| {
@@ -286,6 +300,12 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
         judge: options.judge.clone(),
         server_processes,
         preflight,
+        baseline: options.baseline.as_ref().map(|b| {
+            std::fs::canonicalize(b)
+                .unwrap_or_else(|_| b.clone())
+                .display()
+                .to_string()
+        }),
     };
     write_json(&options.out.join("lab.json"), &lab)?;
     let duration = options.duration.unwrap_or(if options.quick {
@@ -422,6 +442,7 @@ pub fn tests_options(quick: bool) -> Options {
         server_metrics: Vec::new(),
         judge: Judge::default(),
         no_preflight: false,
+        baseline: None,
         experiments: vec!["clients".into()],
         clients: None,
         duration: None,

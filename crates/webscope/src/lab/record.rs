@@ -40,6 +40,9 @@ pub struct LabRecord {
     /// What the preflight checked before the sweep.
     #[serde(default)]
     pub preflight: String,
+    /// `--baseline`: a stored lab report the report compares itself with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
 }
 
 /// One experiment: runs that vary one factor.

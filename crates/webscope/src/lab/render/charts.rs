@@ -256,10 +256,21 @@ pub fn shares(counts: &[u64], edges: &[u64]) -> Vec<(f64, f64)> {
 
 /// Each run's response-time histogram, overlaid, in linear and in log frequency.
 pub fn histograms(dir: &Path, runs: &[(String, String)], what: &str) -> Vec<Block> {
+    let runs: Vec<(std::path::PathBuf, String)> = runs
+        .iter()
+        .map(|(name, label)| (dir.join(name), label.clone()))
+        .collect();
+    overlaid_histograms(&runs, what)
+}
+
+/// The response-time histograms of runs anywhere (their directories given whole), overlaid in
+/// linear and log frequency.
+pub fn overlaid_histograms(runs: &[(std::path::PathBuf, String)], what: &str) -> Vec<Block> {
     let edges = edges_ns();
     let mut series = Vec::new();
-    for (name, label) in runs {
-        let hlog = dir.join(name).join("load.hlog");
+    for (run_dir, label) in runs {
+        let name = run_dir.display();
+        let hlog = run_dir.join("load.hlog");
         match webscope_load::read_bins(&hlog, None, &edges) {
             Ok(counts) => series.push(Series::line(label.clone(), shares(&counts, &edges))),
             Err(e) => return vec![Block::Warning(format!("No histogram for {name}: {e}"))],

@@ -12,6 +12,7 @@ use super::bottleneck::{self, CpuShares, Evidence, Verdict};
 use super::health::{Expect, Health, Judge};
 use super::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
 
+pub mod baseline;
 pub mod charts;
 pub mod clients;
 pub mod degradation;
@@ -467,6 +468,11 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
     for (name, content) in &out.csv {
         std::fs::write(dir.join(name), content)
             .with_context(|| format!("cannot write {}", dir.join(name).display()))?;
+    }
+    if let Some(baseline) = &lab.baseline {
+        let (section, json) = baseline::section(dir, Path::new(baseline));
+        out.sections.push(section);
+        out.json.insert("baseline".into(), json);
     }
     let banner = banner(&out);
     if let Some(b) = &banner {
