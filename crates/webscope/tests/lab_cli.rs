@@ -609,3 +609,41 @@ fn the_filesize_experiment_reads_the_fixed_cost_off_the_size_line() {
         .collect();
     assert!(sizes.windows(2).all(|w| w[0] < w[1]), "{sizes:?}");
 }
+
+#[test]
+fn quiet_prints_only_the_reports_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let out = tmp.path().join("report");
+    let run = webscope()
+        .args([
+            "lab",
+            "-q",
+            "--clients",
+            "1",
+            "--duration",
+            "500ms",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--fileset")
+        .arg(&fileset)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(
+        stdout.trim(),
+        format!("report: {}", out.join("index.html").display())
+    );
+    assert!(
+        run.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

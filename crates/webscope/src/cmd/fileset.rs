@@ -110,6 +110,9 @@ struct Common {
     /// Print the plan and write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// No progress line while writing (there is none either when stderr is not a terminal).
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -137,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let cancel = crate::signals::interrupt_flag()?;
-    let show_progress = std::io::stderr().is_terminal();
+    let show_progress = !common.quiet && std::io::stderr().is_terminal();
     let mut last_percent = u64::MAX;
     let mut progress = |done: u64, total: u64| {
         let percent = done * 100 / total.max(1);

@@ -75,6 +75,9 @@ pub struct Args {
     /// change and its significance (as webscope compare gives them).
     #[arg(long, value_name = "DIR")]
     baseline: Option<PathBuf>,
+    /// No progress bar and no summary table: only the report's path (and errors).
+    #[arg(short = 'q', long)]
+    quiet: bool,
     /// Experiments to run (repeatable): clients (the sweep of Yates and Mughal), filesize
     /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), saturation (Chiarini's
     /// doubling, histograms, density map), model (D = U/X, MVA for 1/2/4 CPUs, USL),
@@ -131,6 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         no_preflight: args.no_preflight,
         baseline: args.baseline,
+        quiet: args.quiet,
         experiments: args.experiments,
         clients: args.clients,
         duration: args.duration,
@@ -139,12 +143,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         repeat: usize::from(args.repeat),
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    eprintln!(
-        "webscope lab: report to {} once the target passes its preflight (Ctrl-C stops and keeps what was measured)",
-        options.out.display()
-    );
+    if !options.quiet {
+        eprintln!(
+            "webscope lab: report to {} once the target passes its preflight (Ctrl-C stops and keeps what was measured)",
+            options.out.display()
+        );
+    }
     let outcome = lab::run(&options, &interrupt)?;
-    print!("{}", outcome.summary);
+    if !options.quiet {
+        print!("{}", outcome.summary);
+    }
     println!("report: {}", outcome.index.display());
     if let Some(failed) = outcome.failures.first().filter(|_| !outcome.interrupted) {
         anyhow::bail!(

@@ -143,6 +143,8 @@ pub struct Options {
     pub no_preflight: bool,
     /// `--baseline`: a stored lab report to compare with.
     pub baseline: Option<PathBuf>,
+    /// `--quiet`: no progress bar, no summary table.
+    pub quiet: bool,
     pub experiments: Vec<String>,
     pub clients: Option<Vec<usize>>,
     pub duration: Option<Duration>,
@@ -211,6 +213,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
             &options.work,
             if options.quick { 1.0 } else { 5.0 },
             interrupt,
+            options.quiet,
         )?,
     };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
@@ -314,7 +317,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
         Duration::from_secs(15)
     });
     let runs: usize = chosen.iter().map(|e| (e.runs)(options)).sum();
-    let bar = progress(runs as u64);
+    let bar = progress(runs as u64, options.quiet);
     let ctx = Ctx {
         options,
         fileset: &fileset,
@@ -329,6 +332,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
+        bar.set_prefix(experiment.name);
         if experiment.needs_embedded && options.target.is_some() {
             lab.warnings.push(format!(
                 "The {} experiment needs the embedded server (it starts servers of its own): not run against --target.",
@@ -387,13 +391,22 @@ fn prepare_out(out: &Path) -> anyhow::Result<()> {
 }
 
 /// The SPECweb96 set for `ops`, made once under `work` and reused.
-fn cached_fileset(work: &Path, ops: f64, interrupt: &AtomicBool) -> anyhow::Result<PathBuf> {
+fn cached_fileset(
+    work: &Path,
+    ops: f64,
+    interrupt: &AtomicBool,
+    quiet: bool,
+) -> anyhow::Result<PathBuf> {
     let dir = work.join(format!("specweb96-ops{ops}"));
     if Manifest::load(&dir).is_ok() {
         return Ok(dir);
     }
     let manifest = Spec::SpecWeb96 { ops }.plan(1)?;
-    let bar = ProgressBar::new(manifest.total_bytes);
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(manifest.total_bytes)
+    };
     bar.set_style(
         ProgressStyle::with_template(
             "making the SPECweb96 file set {bar:30} {bytes}/{total_bytes}",
@@ -409,11 +422,18 @@ fn cached_fileset(work: &Path, ops: f64, interrupt: &AtomicBool) -> anyhow::Resu
     Ok(dir)
 }
 
-fn progress(runs: u64) -> ProgressBar {
+/// The bar over all runs: the experiment, the run, the time spent and the time left (indicatif
+/// draws on stderr only when it is a terminal; `--quiet` hides it).
+fn progress(runs: u64, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
     let bar = ProgressBar::new(runs);
     bar.set_style(
-        ProgressStyle::with_template("{bar:20} run {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{prefix} {bar:20} run {pos}/{len}, {elapsed} spent, ~{eta} left  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
 }
@@ -443,6 +463,7 @@ pub fn tests_options(quick: bool) -> Options {
         judge: Judge::default(),
         no_preflight: false,
         baseline: None,
+        quiet: false,
         experiments: vec!["clients".into()],
         clients: None,
         duration: None,
