@@ -80,6 +80,8 @@ fn a_slower_server_is_flagged_and_the_same_one_is_not() {
             .args(["--threshold", "cpu_us<+30%"])
             .arg("--json")
             .arg(json)
+            .arg("--html")
+            .arg(json.with_extension("html"))
             .output()
             .unwrap()
     };
@@ -96,7 +98,7 @@ fn a_slower_server_is_flagged_and_the_same_one_is_not() {
     assert!(stdout.contains("CROSSED"), "{stdout}");
     let stderr = String::from_utf8_lossy(&slower.stderr);
     assert!(
-        stderr.contains("1 threshold crossed: 1 clients: cpu_us<+30%"),
+        stderr.contains("1 threshold crossed: 1 client: cpu_us<+30%"),
         "{stderr}"
     );
     let json: serde_json::Value =
@@ -110,6 +112,16 @@ fn a_slower_server_is_flagged_and_the_same_one_is_not() {
     assert_eq!(cpu["significant"], true, "{cpu}");
     assert_eq!(cpu["worse"], true, "{cpu}");
     assert_eq!(cpu["test"], "rank test, 4 and 4 runs", "{cpu}");
+    // The page: the table, both distributions overlaid, and their difference.
+    let html = std::fs::read_to_string(tmp.path().join("slower.html")).unwrap();
+    for part in [
+        "Response-time histograms, 1 client",
+        "Response-time histograms, 1 client, log frequency",
+        "Candidate minus baseline, per bin, 1 client",
+        "yes, worse",
+    ] {
+        assert!(html.contains(part), "{part}");
+    }
 }
 
 #[test]
@@ -175,7 +187,7 @@ fn a_lab_against_its_baseline_says_what_got_worse() {
         html.contains("Significantly worse than the baseline: "),
         "the slower server is not flagged"
     );
-    assert!(html.contains("Response-time histograms, baseline and this lab at 1 clients"));
+    assert!(html.contains("Response-time histograms, baseline and this lab at 1 client"));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(after.join("report.json")).unwrap()).unwrap();
     let rows = report["baseline"]["comparisons"][0]["rows"]

@@ -14,6 +14,7 @@ EXAMPLES:
     webscope compare before/ after/ --threshold 'p99<+5%,goodput>-3%'   # exit 1 when crossed
     webscope compare base/clients/clients-010 new/clients/clients-010 --json diff.json
     webscope compare base.json new.json                   # webscope load --json results (+ .hlog)
+    webscope compare before/ after/ --html diff.html      # the distributions overlaid, and their difference
 
 Metrics: goodput, rps, error_pct, p50, p90, p99, p999, cpu_us (server CPU per request).
 Significance: with 2 or more runs a side (lab --repeat), an exact rank test (Mann-Whitney,
@@ -40,6 +41,9 @@ pub struct Args {
     /// Write the comparison as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write a page with the tables, the latency distributions overlaid and their difference.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 fn table(c: &Comparison) -> Table {
@@ -81,11 +85,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let base = input::side(&args.baseline)?;
     let cand = input::side(&args.candidate)?;
     let mut comparisons = Vec::new();
+    let mut pairs = Vec::new();
     for (scope, runs) in &base {
         let Some((_, other)) = cand.iter().find(|(s, _)| s == scope) else {
             continue;
         };
         comparisons.push(compare::compare(scope, runs, other));
+        pairs.push((runs.as_slice(), other.as_slice()));
     }
     if comparisons.is_empty() {
         bail!(
@@ -123,6 +129,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&comparisons)? + "\n";
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        let with_runs: Vec<(Comparison, &[input::Run], &[input::Run])> = comparisons
+            .iter()
+            .cloned()
+            .zip(pairs.iter().copied())
+            .map(|(c, (a, b))| (c, a, b))
+            .collect();
+        let title = format!(
+            "{} against {}",
+            args.candidate.display(),
+            args.baseline.display()
+        );
+        std::fs::write(path, compare::html::page(&title, &with_runs))
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(first) = crossed.first() {
         bail!(

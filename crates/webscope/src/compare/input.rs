@@ -72,7 +72,11 @@ pub fn side(path: &Path) -> anyhow::Result<Side> {
         let mut groups: Side = Vec::new();
         for name in &exp.runs {
             let record: RunRecord = read_json(&dir.join(name).join("run.json"))?;
-            let scope = format!("{} clients", record.x);
+            let scope = format!(
+                "{} client{}",
+                record.x,
+                if record.x == 1.0 { "" } else { "s" }
+            );
             let run = lab_run(&dir.join(name), &lab.judge)?;
             match groups.iter_mut().find(|g| g.0 == scope) {
                 Some(g) => g.1.push(run),

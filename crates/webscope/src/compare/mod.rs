@@ -9,6 +9,7 @@
 //! report (its clients sweep, point by point: the runs of a point are its repeats), or a
 //! `webscope load --json` file (with the `.hlog` of the same name beside it, if any).
 
+pub mod html;
 pub mod input;
 pub mod stats;
 
