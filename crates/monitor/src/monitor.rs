@@ -470,7 +470,10 @@ pub fn spawn(config: Config) -> Result<Running, Error> {
         .spawn(move || {
             drive(&mut monitor, &flag, &mut |_, sample| {
                 if let Ok(mut slot) = shared.lock() {
-                    *slot = Some(sample.clone());
+                    *slot = Some(match slot.take() {
+                        Some(last) => merged(last, sample),
+                        None => sample.clone(),
+                    });
                 }
             })?;
             monitor.stop()
@@ -483,8 +486,25 @@ pub fn spawn(config: Config) -> Result<Running, Error> {
     })
 }
 
+/// `sample`, with the rows of any group it lacks (a group read less often than every tick,
+/// such as the TCP walk under its budget) taken from `last`.
+fn merged(last: Sample, sample: &Sample) -> Sample {
+    let mut merged = sample.clone();
+    for group in last.groups {
+        if !merged
+            .groups
+            .iter()
+            .any(|g| g.group.name == group.group.name)
+        {
+            merged.groups.push(group);
+        }
+    }
+    merged
+}
+
 impl Running {
-    /// The latest sample, if one was taken yet.
+    /// The latest sample, if one was taken yet; a group that this tick did not read (the
+    /// TCP walk runs less often under its budget) keeps its rows from the tick that did.
     pub fn latest(&self) -> Option<Sample> {
         self.latest.lock().ok()?.clone()
     }
@@ -498,5 +518,49 @@ impl Running {
     pub fn stop(self) -> Result<Results, Error> {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().map_err(|_| Error::Panicked)?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged;
+    use crate::sources::{cpu::CPU, ports::PORTS};
+    use crate::table::{GroupRows, Row, Sample};
+
+    fn sample(t: f64, groups: Vec<GroupRows>) -> Sample {
+        Sample {
+            t,
+            unix_time: t,
+            dt: 0.1,
+            groups,
+        }
+    }
+
+    fn rows(group: &'static crate::table::Group, value: f64) -> GroupRows {
+        GroupRows {
+            group,
+            rows: vec![Row::new(["x"], vec![value])],
+        }
+    }
+
+    #[test]
+    fn a_group_missing_from_a_tick_keeps_its_last_rows_and_a_present_one_is_replaced() {
+        let first = sample(0.1, vec![rows(&CPU, 1.0), rows(&PORTS, 7.0)]);
+        let second = sample(0.2, vec![rows(&CPU, 2.0)]);
+        let both = merged(first, &second);
+        assert_eq!(both.t, 0.2);
+        assert_eq!(both.group("cpu").unwrap().rows[0].values, [2.0]);
+        assert_eq!(both.group("ports").unwrap().rows[0].values, [7.0]);
+        // A group present but empty (a port with no socket yet) is the new truth.
+        let third = sample(
+            0.3,
+            vec![GroupRows {
+                group: &PORTS,
+                rows: vec![],
+            }],
+        );
+        let next = merged(both, &third);
+        assert!(next.group("ports").unwrap().rows.is_empty());
+        assert_eq!(next.group("cpu").unwrap().rows[0].values, [2.0]);
     }
 }

@@ -109,9 +109,12 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap();
+        // schedstat's run time moves at scheduler ticks (up to 10 ms apart) and context
+        // switches, not continuously: spin across several ticks.
+        let began = std::time::Instant::now();
         let mut x = 0u64;
-        for i in 0..2_000_000u64 {
-            x = x.wrapping_add(std::hint::black_box(i));
+        while began.elapsed() < std::time::Duration::from_millis(50) {
+            x = x.wrapping_add(std::hint::black_box(x | 1));
         }
         assert!(x > 0);
         let second: u64 = file
