@@ -8,6 +8,7 @@
 mod cmd;
 mod compare;
 mod lab;
+mod live;
 mod signals;
 
 use clap::{Parser, Subcommand};

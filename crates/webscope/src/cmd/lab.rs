@@ -18,6 +18,7 @@ EXAMPLES:
     webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --server-pid $(cat nginx.pid)
     webscope lab --target http://10.0.0.5/ --fileset /tmp/spec --server-metrics http://10.0.0.5:9100/metrics
     webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --expect-status 200 --max-error-pct 0.1
+    webscope lab --experiment saturation --live   # watch the sweep at http://127.0.0.1:8089/
     webscope report ./webscope-report             # re-render a report from its directory";
 
 /// Run the experiments on a server and write a report: by default webscope's own server on
@@ -78,6 +79,15 @@ pub struct Args {
     /// No progress bar and no summary table: only the report's path (and errors).
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Serve a live page on ADDR during the sweep (PORT or HOST:PORT; loopback when only a
+    /// port is given): the current run's intervals (throughput, latency, errors, the server's
+    /// and the machine's CPU, TCP states), the step and the time left, the runs done.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_ADDR)]
+    live: Option<String>,
+    /// How long the live page stays up after the lab, so that open browsers get its end
+    /// (Ctrl-C ends it sooner).
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = humantime::parse_duration, requires = "live")]
+    live_linger: Duration,
     /// Experiments to run (repeatable): clients (the sweep of Yates and Mughal), filesize
     /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), saturation (Chiarini's
     /// doubling, histograms, density map), model (D = U/X, MVA for 1/2/4 CPUs, USL),
@@ -119,6 +129,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.max_error_pct
     );
     let interrupt = crate::signals::interrupt_flag()?;
+    let live = match &args.live {
+        Some(addr) => {
+            let title = format!(
+                "webscope lab: {}",
+                args.target
+                    .as_deref()
+                    .unwrap_or("webscope serve (embedded)")
+            );
+            // Each run's intervals are a second long.
+            let live = crate::live::Live::start(addr, "lab", &title, Duration::from_secs(1))?;
+            eprintln!("webscope lab: live page at {}", live.url());
+            Some(live)
+        }
+        None => None,
+    };
+    let cpu_before = crate::live::process_cpu_s();
     let options = Options {
         out: args.out,
         work: args.work.unwrap_or_else(lab::default_work_dir),
@@ -135,6 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         no_preflight: args.no_preflight,
         baseline: args.baseline,
         quiet: args.quiet,
+        live,
         experiments: args.experiments,
         clients: args.clients,
         duration: args.duration,
@@ -149,11 +176,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             options.out.display()
         );
     }
-    let outcome = lab::run(&options, &interrupt)?;
+    let outcome = lab::run(&options, &interrupt);
+    if let Some(live) = &options.live {
+        live.update(|state| {
+            state.finished = true;
+            state.interrupted = interrupt.load(std::sync::atomic::Ordering::Relaxed);
+            state.time_left_s = Some(0.0);
+            state.written_to = outcome.as_ref().ok().map(|o| o.index.display().to_string());
+        });
+    }
+    let outcome = outcome?;
     if !options.quiet {
         print!("{}", outcome.summary);
     }
     println!("report: {}", outcome.index.display());
+    if let Some(live) = options.live {
+        let lab_cpu_s = crate::live::process_cpu_s() - cpu_before;
+        let cost = live.linger(args.live_linger, &interrupt);
+        println!(
+            "live page: {} requests answered, {:.1} ms of CPU = {:.3} % of this process's {:.1} s (generator, monitor, report)",
+            cost.polls,
+            cost.cpu_s * 1e3,
+            100.0 * cost.cpu_s / lab_cpu_s.max(1e-9),
+            lab_cpu_s
+        );
+    }
     if let Some(failed) = outcome.failures.first().filter(|_| !outcome.interrupted) {
         anyhow::bail!(
             "a run failed ({failed}); the report of what was measured before it is at {}",

@@ -17,6 +17,7 @@ EXAMPLES:
     webscope load --fileset /tmp/wsA --base http://127.0.0.1:8080/ -c 5 --think-time 100ms
     webscope load http://127.0.0.1:8080/ --group light=30:/svc/light --group heavy=20:/svc/heavy
     webscope load http://127.0.0.1:8080/x -c 20 --samples requests.csv      # one line per request
+    webscope load http://127.0.0.1:8080/ -d 5m --live                       # watch at http://127.0.0.1:8089/
 
 Ctrl-C ends the run early; what was measured is still printed and written.";
 
@@ -108,13 +109,30 @@ struct Flags {
     /// Seed of the choice of files from a file set.
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
+    /// Serve a live page on ADDR while the run goes (PORT or HOST:PORT; loopback when only a
+    /// port is given): each interval's throughput, latency, errors, the machine's and the
+    /// server's CPU, TCP states and the time left, then the final figures.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_ADDR)]
+    live: Option<String>,
+    /// How long the live page stays up after the run, so that open browsers get the final
+    /// figures (Ctrl-C ends it sooner).
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = humantime::parse_duration, requires = "live")]
+    live_linger: Duration,
     /// No live line while running.
     #[arg(short = 'q', long)]
     quiet: bool,
 }
 
+/// What `run` needs besides the load's configuration.
+struct Output {
+    json: Option<PathBuf>,
+    live_line: bool,
+    live_page: Option<String>,
+    linger: Duration,
+}
+
 impl Flags {
-    fn config(self) -> anyhow::Result<(Config, Option<PathBuf>, bool)> {
+    fn config(self) -> anyhow::Result<(Config, Output)> {
         let target = match (&self.url, &self.fileset, &self.base) {
             (url, _, _) if !self.groups.is_empty() => Target::groups(url.as_deref(), &self.groups)?,
             (Some(url), _, _) => Target::url(url)?,
@@ -163,14 +181,24 @@ impl Flags {
         config.headers = self.headers;
         config.seed = self.seed;
         config.check()?;
-        Ok((config, self.json, !self.quiet))
+        let output = Output {
+            json: self.json,
+            live_line: !self.quiet,
+            live_page: self.live,
+            linger: self.live_linger,
+        };
+        Ok((config, output))
     }
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (config, json, live) = args.flags.config()?;
+    let (config, output) = args.flags.config()?;
     let interrupt = crate::signals::interrupt_flag()?;
-    let live = live && std::io::stderr().is_terminal();
+    let live = output.live_line && std::io::stderr().is_terminal();
+    let page = match &output.live_page {
+        Some(addr) => Some(crate::live::LoadPage::start(addr, &config)?),
+        None => None,
+    };
     println!(
         "webscope load: {} for {} with {} connection{} on {} thread{}{}",
         config.target.description,
@@ -187,6 +215,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let elapsed = began.elapsed().as_secs_f64();
             eprint!("\r\x1b[K{}", Report::live_line(interval, elapsed));
         }
+        if let Some(page) = &page {
+            page.interval(interval);
+        }
     };
     let report = webscope_load::run(&config, &interrupt, &mut on_interval)?;
     if live {
@@ -194,8 +225,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     print!("{}", report.summary());
     std::io::stdout().flush()?;
-    if let Some(path) = json {
-        report.write_json(&path)?;
+    if let Some(path) = &output.json {
+        report.write_json(path)?;
+    }
+    if let Some(page) = page {
+        let written = output.json.as_ref().map(|p| p.display().to_string());
+        let cost = page.finish(&report, written, output.linger, &interrupt);
+        let total = cost.cpu_s + cost.monitor_cpu_s;
+        println!(
+            "Live page: {} requests answered; {:.1} ms of CPU (page {:.1} ms, its monitor {:.1} ms) = {:.2} % of the generator's {:.2} s",
+            cost.polls,
+            total * 1e3,
+            cost.cpu_s * 1e3,
+            cost.monitor_cpu_s * 1e3,
+            100.0 * total / report.generator_cpu_s.max(1e-9),
+            report.generator_cpu_s
+        );
     }
     Ok(())
 }

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use indicatif::ProgressBar;
 use webscope_load::{Config, Mode, Target as LoadTarget};
 
 pub use super::measure::{measure, measure_with};
@@ -109,7 +108,7 @@ pub fn one_run(
     plan: &Plan<'_>,
     target: &Target,
     interrupt: &AtomicBool,
-    bar: &ProgressBar,
+    bar: &super::progress::Progress,
 ) -> anyhow::Result<RunRecord> {
     let mut config = Config::new(LoadTarget::fileset(plan.fileset, &target.base_url)?);
     config.connections = clients;

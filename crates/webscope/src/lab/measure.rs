@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use indicatif::ProgressBar;
 use webscope_load::{Config, Report};
 
+use super::progress::Progress;
 use super::record::{Measured, RunEnv};
 use super::target::Target;
 
@@ -19,7 +19,7 @@ pub fn measure(
     config: Config,
     target: &Target,
     interrupt: &AtomicBool,
-    bar: &ProgressBar,
+    bar: &Progress,
     label: &str,
 ) -> anyhow::Result<Measured> {
     measure_with(run_dir, config, target, interrupt, bar, label, false)
@@ -32,7 +32,7 @@ pub fn measure_with(
     mut config: Config,
     target: &Target,
     interrupt: &AtomicBool,
-    bar: &ProgressBar,
+    bar: &Progress,
     label: &str,
     profile: bool,
 ) -> anyhow::Result<Measured> {
@@ -67,11 +67,16 @@ pub fn measure_with(
             })
         })
         .collect();
+    let mut gauges = bar.gauges(&target.pids);
     let mut live = |interval: &webscope_load::IntervalReport| {
         bar.set_message(format!(
             "{label}: {}",
             Report::live_line(interval, 0.0).trim()
         ));
+        if let Some(gauges) = gauges.as_mut() {
+            let sample = monitor.as_ref().ok().and_then(|m| m.latest());
+            bar.interval(label, interval, sample, target.port(), gauges);
+        }
     };
     let report = webscope_load::run(&config, interrupt, &mut live)?;
     let after = target.snapshot();
@@ -84,6 +89,8 @@ pub fn measure_with(
     let os = summary(monitor);
     let server_os = remote.into_iter().filter_map(summary).collect();
     let server = after.since(&before, report.duration_s);
+    let load = serde_json::to_value(&report)?;
+    bar.run_done(label, &load);
     if report.requests == 0 && interrupt.load(std::sync::atomic::Ordering::Relaxed) {
         anyhow::bail!("stopped by Ctrl-C before any response");
     }
@@ -95,7 +102,7 @@ pub fn measure_with(
         );
     }
     Ok(Measured {
-        load: serde_json::to_value(&report)?,
+        load,
         server,
         os,
         server_os,

@@ -12,6 +12,7 @@ pub mod measure;
 pub mod model;
 pub mod papers;
 pub mod preflight;
+pub mod progress;
 pub mod record;
 pub mod render;
 pub mod saturation;
@@ -23,10 +24,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use webscope_workload::{Manifest, Spec, WriteOptions};
 
+use crate::live::Live;
 use health::{Expect, Judge};
+use progress::Progress;
 use record::{write_json, ExperimentRecord, LabRecord};
 use target::{Find, Target};
 
@@ -121,8 +124,9 @@ pub struct Ctx<'a> {
     /// Length of each run.
     pub duration: Duration,
     pub interrupt: &'a AtomicBool,
-    /// The progress bar over all runs; each run sets its live line as the message.
-    pub bar: &'a ProgressBar,
+    /// The progress bar over all runs (each run sets its live line as the message), and the
+    /// live page with `--live`.
+    pub bar: &'a Progress<'a>,
 }
 
 /// What the lab was asked to do.
@@ -145,6 +149,8 @@ pub struct Options {
     pub baseline: Option<PathBuf>,
     /// `--quiet`: no progress bar, no summary table.
     pub quiet: bool,
+    /// `--live`: the page that shows the sweep as it goes.
+    pub live: Option<Live>,
     pub experiments: Vec<String>,
     pub clients: Option<Vec<usize>>,
     pub duration: Option<Duration>,
@@ -317,7 +323,11 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
         Duration::from_secs(15)
     });
     let runs: usize = chosen.iter().map(|e| (e.runs)(options)).sum();
-    let bar = progress(runs as u64, options.quiet);
+    let bar = Progress::new(
+        progress(runs as u64, options.quiet),
+        options.live.as_ref(),
+        &options.judge,
+    )?;
     let ctx = Ctx {
         options,
         fileset: &fileset,
@@ -425,10 +435,12 @@ fn cached_fileset(
 /// The bar over all runs: the experiment, the run, the time spent and the time left (indicatif
 /// draws on stderr only when it is a terminal; `--quiet` hides it).
 fn progress(runs: u64, quiet: bool) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(runs);
+    // Hidden, it still counts: the live page shows its step and time left.
+    let bar = if quiet {
+        ProgressBar::with_draw_target(Some(runs), ProgressDrawTarget::hidden())
+    } else {
+        ProgressBar::new(runs)
+    };
     bar.set_style(
         ProgressStyle::with_template(
             "{prefix} {bar:20} run {pos}/{len}, {elapsed} spent, ~{eta} left  {msg}",
@@ -468,6 +480,7 @@ pub fn tests_options(quick: bool) -> Options {
         clients: None,
         duration: None,
         keep_alive: false,
+        live: None,
         profile: true,
         repeat: 1,
         command: "webscope lab".into(),

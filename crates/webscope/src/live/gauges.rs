@@ -1,0 +1,89 @@
+//! The server's and the machine's CPU over each interval, for the live page: two readings of
+//! /proc a second (the server's process tree and /proc/stat), averaged over the interval, where
+//! the monitor's latest sample would be a 100-ms glimpse.
+
+use std::time::Instant;
+
+/// CPU counters at the last reading.
+pub struct Gauges {
+    roots: Vec<u32>,
+    at: Instant,
+    server_s: Option<f64>,
+    machine: Option<(u64, u64)>,
+}
+
+impl Gauges {
+    /// Starts counting for the processes `roots` and their descendants (none: no server CPU).
+    pub fn new(roots: Vec<u32>) -> Gauges {
+        let server_s = webscope_monitor::procs::tree_cpu_s(&roots);
+        Gauges {
+            roots,
+            at: Instant::now(),
+            server_s,
+            machine: machine_jiffies(),
+        }
+    }
+
+    /// Since the last reading: the server's CPU in per cent of one CPU, and the machine's busy
+    /// share of all its CPUs in per cent.
+    pub fn read(&mut self) -> (Option<f64>, Option<f64>) {
+        let now = Instant::now();
+        let seconds = now.duration_since(self.at).as_secs_f64().max(1e-3);
+        let server_s = webscope_monitor::procs::tree_cpu_s(&self.roots);
+        let server = match (self.server_s, server_s) {
+            (Some(a), Some(b)) if !self.roots.is_empty() => {
+                Some(100.0 * (b - a).max(0.0) / seconds)
+            }
+            _ => None,
+        };
+        let machine_now = machine_jiffies();
+        let machine = match (self.machine, machine_now) {
+            (Some((busy0, total0)), Some((busy1, total1))) if total1 > total0 => {
+                Some(100.0 * busy1.saturating_sub(busy0) as f64 / (total1 - total0) as f64)
+            }
+            _ => None,
+        };
+        self.at = now;
+        self.server_s = server_s;
+        self.machine = machine_now;
+        (server, machine)
+    }
+}
+
+/// (busy, total) jiffies of all CPUs from /proc/stat; busy is everything but idle and iowait,
+/// as the monitor counts it.
+fn machine_jiffies() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    // user nice system idle iowait irq softirq steal (guest time is inside user already).
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .take(8)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let total: u64 = fields.iter().sum();
+    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+    Some((total.saturating_sub(idle), total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_process_shows_its_cpu_and_the_machine_is_busy_too() {
+        let me = std::process::id();
+        let mut gauges = Gauges::new(vec![me]);
+        let began = Instant::now();
+        let mut x = 0u64;
+        while began.elapsed().as_millis() < 300 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let (server, machine) = gauges.read();
+        // This thread spun for the whole interval: near 100 % of one CPU.
+        let server = server.unwrap();
+        assert!((50.0..=250.0).contains(&server), "server {server}");
+        assert!(machine.unwrap() > 10.0, "machine {machine:?}");
+        assert_eq!(Gauges::new(Vec::new()).read().0, None);
+    }
+}
