@@ -1,5 +1,5 @@
 //! Charts as inline SVG: line and scatter charts (linear or log axes), grouped and stacked bar
-//! charts, and histograms, each with a title, axis labels with units and a legend.
+//! charts, histograms and signed heat maps, each with a title, axis labels with units and a legend.
 //!
 //! Written by hand rather than with a chart crate because a report must be byte-for-byte the
 //! same when re-rendered on another machine: `plotters` lays text out with the fonts it finds
@@ -8,6 +8,10 @@
 //! reason.
 
 use std::fmt::Write;
+
+mod heatmap;
+
+pub use heatmap::HeatMap;
 
 /// Width and height of every chart, in SVG user units.
 const W: f64 = 640.0;

@@ -118,6 +118,7 @@ fn a_slower_server_is_flagged_and_the_same_one_is_not() {
         "Response-time histograms, 1 client",
         "Response-time histograms, 1 client, log frequency",
         "Candidate minus baseline, per bin, 1 client",
+        "Density maps, candidate minus baseline, 1 client",
         "yes, worse",
     ] {
         assert!(html.contains(part), "{part}");

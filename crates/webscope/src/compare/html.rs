@@ -1,8 +1,8 @@
 //! `compare --html`: the comparison as a page — the table of each point, the two latency
-//! distributions overlaid (linear and log frequency, as Chiarini and Couch drew them) and
-//! their difference bin by bin.
+//! distributions overlaid (linear and log frequency, as Chiarini and Couch drew them), their
+//! difference bin by bin, and the difference of their density maps over the run's time.
 
-use webscope_report::svg::{Axis, Series, Style, XyChart};
+use webscope_report::svg::{Axis, HeatMap, Series, Style, XyChart};
 use webscope_report::{Block, Page, Section, Table};
 
 use super::input::Run;
@@ -33,6 +33,101 @@ fn distribution(runs: &[Run], edges: &[u64]) -> Option<Vec<u64>> {
             })
             .collect(),
     )
+}
+
+/// Per interval index (the runs' i-th seconds merged over their repeats), the requests per
+/// latency bin.
+fn density(runs: &[Run], edges: &[u64]) -> Vec<Vec<u64>> {
+    let longest = runs.iter().map(|r| r.intervals.len()).max().unwrap_or(0);
+    (0..longest)
+        .map(|i| {
+            let mut counts = vec![0u64; edges.len() - 1];
+            for interval in runs.iter().filter_map(|r| r.intervals.get(i)) {
+                for (count, w) in counts.iter_mut().zip(edges.windows(2)) {
+                    if w[1] > w[0] {
+                        *count += interval.histogram.count_between(w[0], w[1] - 1);
+                    }
+                }
+            }
+            counts
+        })
+        .collect()
+}
+
+/// The candidate's density map minus the baseline's: for each second of the run and each
+/// latency bin, the difference of the shares of that second's requests, in percentage points.
+fn difference_map(scope: &str, base: &[Run], cand: &[Run]) -> Option<Block> {
+    let map = difference(scope, base, cand)?;
+    let cell = |sign: f64| {
+        let mut best: Option<(f64, usize, usize)> = None;
+        for (i, column) in map.values.iter().enumerate() {
+            for (j, v) in column.iter().enumerate() {
+                if v.is_finite() && sign * v > best.map_or(0.0, |b| sign * b.0) {
+                    best = Some((*v, i, j));
+                }
+            }
+        }
+        best.map(|(v, i, j)| {
+            let centre = (map.y_edges[j] * map.y_edges[j + 1]).sqrt();
+            format!("{v:+.1} points in second {} near {centre:.2} ms", i + 1)
+        })
+    };
+    let extremes: Vec<String> = [cell(1.0), cell(-1.0)].into_iter().flatten().collect();
+    Some(Block::Chart {
+        svg: map.to_svg(),
+        reading: format!(
+            "Each second of the candidate set against the same second of the baseline (their repeats merged): vermilion where the candidate has more of that second's requests at that response time, blue where it has fewer; a regression that sets in late in a run shows as colour on the right only. {}",
+            if extremes.is_empty() {
+                "No cell differs.".to_string()
+            } else {
+                format!("The strongest: {}.", extremes.join("; "))
+            }
+        ),
+    })
+}
+
+/// The map behind [`difference_map`]: columns are the seconds both sides have, rows the
+/// latency bins either side used.
+pub(super) fn difference(scope: &str, base: &[Run], cand: &[Run]) -> Option<HeatMap> {
+    let edges = edges_ns();
+    let (a, b) = (density(base, &edges), density(cand, &edges));
+    let columns = a.len().min(b.len());
+    // Rows: the latency bins either side used at all.
+    let used = |m: &[Vec<u64>], bin: usize| m.iter().take(columns).any(|c| c[bin] > 0);
+    let rows: Vec<usize> = (0..edges.len() - 1)
+        .filter(|&bin| used(&a, bin) || used(&b, bin))
+        .collect();
+    let (first, last) = (*rows.first()?, *rows.last()?);
+    let seconds = base
+        .iter()
+        .find_map(|r| r.intervals.first())
+        .map_or(1.0, |i| i.length_s.max(1e-3));
+    let share = |c: &[u64], bin: usize| {
+        let total: u64 = c.iter().sum();
+        (total > 0).then(|| 100.0 * c[bin] as f64 / total as f64)
+    };
+    let values: Vec<Vec<f64>> = (0..columns)
+        .map(|i| {
+            (first..=last)
+                .map(|bin| match (share(&a[i], bin), share(&b[i], bin)) {
+                    (Some(x), Some(y)) => y - x,
+                    _ => f64::NAN,
+                })
+                .collect()
+        })
+        .collect();
+    Some(HeatMap {
+        title: format!("Density maps, candidate minus baseline, {scope}"),
+        x: Axis::linear("seconds since the run's start"),
+        y: Axis::log("response time (ms)"),
+        x_edges: (0..=columns).map(|i| i as f64 * seconds).collect(),
+        y_edges: edges[first..=last + 1]
+            .iter()
+            .map(|&e| e as f64 / 1e6)
+            .collect(),
+        values,
+        legend: "percentage points of the second's requests".into(),
+    })
 }
 
 fn charts(scope: &str, base: &[Run], cand: &[Run]) -> Vec<Block> {
@@ -72,7 +167,7 @@ fn charts(scope: &str, base: &[Run], cand: &[Run]) -> Vec<Block> {
         .map(|(ms, d)| (d.abs(), *ms))
         .max_by(|p, q| p.0.total_cmp(&q.0))
         .unwrap_or((0.0, 0.0));
-    vec![
+    let mut blocks = vec![
         Block::Chart {
             svg: chart(format!("Response-time histograms, {scope}"), Axis::linear("% of requests")).to_svg(),
             reading: "The two distributions overlaid: a shift right is a slower server.".into(),
@@ -102,7 +197,9 @@ fn charts(scope: &str, base: &[Run], cand: &[Run]) -> Vec<Block> {
                 "Above zero, the candidate has more of its requests at that response time. The largest difference: {most:.1} points near {at:.2} ms."
             ),
         },
-    ]
+    ];
+    blocks.extend(difference_map(scope, base, cand));
+    blocks
 }
 
 /// The page of `comparisons`, each with its runs.

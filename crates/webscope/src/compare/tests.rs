@@ -126,3 +126,31 @@ fn thresholds_parse_and_bad_ones_say_how() {
         );
     }
 }
+
+#[test]
+fn a_regression_in_the_second_half_of_a_run_colours_the_right_of_the_difference_map() {
+    let base = vec![run(5, 10, 20_000, 1.0)];
+    let mut cand = vec![run(6, 10, 20_000, 1.0)];
+    // From second 6 on, the candidate's upper sixth takes three times as long.
+    let slow = run(7, 10, 20_000, 3.0);
+    for (i, interval) in slow.intervals.into_iter().enumerate().skip(5) {
+        cand[0].intervals[i] = interval;
+    }
+    let map = super::html::difference("run", &base, &cand).unwrap();
+    assert_eq!(map.values.len(), 10);
+    let most = |columns: std::ops::Range<usize>, sign: f64| {
+        map.values[columns]
+            .iter()
+            .flatten()
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, |m, v| m.max(sign * v))
+    };
+    let (early, late) = (most(0..5, 1.0).max(most(0..5, -1.0)), most(5..10, 1.0));
+    assert!(late > 3.0, "the late seconds show no regression: {late}");
+    assert!(
+        late > 3.0 * early,
+        "noise {early} points early against {late} late"
+    );
+    let svg = map.to_svg();
+    assert!(svg.contains("Density maps, candidate minus baseline, run"));
+}
