@@ -1,7 +1,8 @@
 //! `webscope fileset`: plan a file set from the flags, write it with its manifest, report it.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 use webscope_workload::{format_size, parse_size, Manifest, Spec, WriteOptions};
 
@@ -140,26 +141,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let cancel = crate::signals::interrupt_flag()?;
-    let show_progress = !common.quiet && std::io::stderr().is_terminal();
-    let mut last_percent = u64::MAX;
-    let mut progress = |done: u64, total: u64| {
-        let percent = done * 100 / total.max(1);
-        if show_progress && percent != last_percent {
-            last_percent = percent;
-            eprint!(
-                "\rwriting {percent:3}% ({} of {})   ",
-                format_size(done),
-                format_size(total)
-            );
-        }
+    // indicatif draws only when stderr is a terminal; -q hides it there too.
+    let bar = if common.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(manifest.total_bytes)
     };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "writing {bar:30} {bytes}/{total_bytes}, {elapsed} spent, ~{eta} left",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut progress = |done: u64, _total: u64| bar.set_position(done);
     let options = WriteOptions {
         force: common.force,
     };
     let result = webscope_workload::write(&manifest, &common.out, &options, &cancel, &mut progress);
-    if show_progress {
-        eprint!("\r\x1b[K");
-    }
+    bar.finish_and_clear();
     result?;
     print_summary(&manifest, &common.out, "wrote");
     Ok(())
