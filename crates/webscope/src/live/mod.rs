@@ -193,7 +193,7 @@ struct Shared {
     cpu_ns: AtomicU64,
 }
 
-/// A running live page. Dropping it (or [`Live::stop`]) closes the port.
+/// A running live page. Dropping it (or [`Live::linger`]) closes the port.
 pub struct Live {
     shared: Arc<Shared>,
     addr: SocketAddr,
