@@ -79,6 +79,13 @@ pub struct Config {
     /// Closed loop: after a 503 the connection waits this long before its next request, as
     /// a client honouring the server's `Retry-After` would (zero: at once, as wrk does).
     pub backoff_503: Duration,
+    /// Execution segment `(index, count)`: this process runs the `index`-th of `count` disjoint
+    /// shares of the run (k6's execution segments), so that `count` generators on as many
+    /// hosts add up to the run one host would make. `None`: the whole run.
+    pub segment: Option<(usize, usize)>,
+    /// Start on this wall-clock instant (every segment of a run given the same one starts
+    /// together and aligns its intervals to it); `None`: at once.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// The most requests `Config::samples` records (about 20 MB of CSV): enough for a density
@@ -104,7 +111,14 @@ impl Config {
             seed: 1,
             samples: None,
             backoff_503: Duration::ZERO,
+            segment: None,
+            start_at: None,
         }
+    }
+
+    /// This segment's index and the number of segments (`(0, 1)` for a whole run).
+    pub fn segment_or_whole(&self) -> (usize, usize) {
+        self.segment.unwrap_or((0, 1))
     }
 
     /// Checks the settings against each other; the message says which flag to change.
@@ -116,10 +130,24 @@ impl Config {
         if self.threads == 0 {
             return bad("-t/--threads must be at least 1");
         }
-        if self.threads > self.connections {
-            return bad(
-                "-t/--threads must not exceed -c/--connections (each thread needs a connection)",
-            );
+        let (index, count) = self.segment_or_whole();
+        if count == 0 || index >= count {
+            return Err(Error::Config(format!(
+                "--segment {index}/{count}: give I/N with 0 <= I < N, e.g. --segment 0/3"
+            )));
+        }
+        if self.threads * count > self.connections {
+            return Err(Error::Config(if count == 1 {
+                "-t/--threads must not exceed -c/--connections (each thread needs a connection)"
+                    .to_string()
+            } else {
+                format!(
+                    "-c {} over {count} segments of {} threads each: each thread needs a connection, so -c must be at least {}",
+                    self.connections,
+                    self.threads,
+                    self.threads * count
+                )
+            }));
         }
         if self.duration.is_zero() {
             return bad("-d/--duration must be longer than 0");

@@ -65,17 +65,7 @@ impl Hlog {
             source: e,
         };
         // Tags may not hold commas, spaces or line breaks: replace them.
-        let clean: Option<String> = tag.map(|t| {
-            t.chars()
-                .map(|c| {
-                    if matches!(c, ',' | ' ' | '\r' | '\n') {
-                        '_'
-                    } else {
-                        c
-                    }
-                })
-                .collect()
-        });
+        let clean: Option<String> = tag.map(tag_of);
         let mut writer = IntervalLogWriterBuilder::new()
             .begin_log_with(&mut self.file, &mut self.serializer)
             .map_err(fail)?;
@@ -112,21 +102,25 @@ pub struct LoggedInterval {
 /// Reads an interval log back, interval by interval: `tag` picks one class's lines (`None`:
 /// the untagged lines, all requests).
 pub fn read_intervals(path: &Path, tag: Option<&str>) -> Result<Vec<LoggedInterval>, Error> {
-    use base64::Engine;
-    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-    use hdrhistogram::serialization::Deserializer;
-    let fail = |why: String| Error::Hlog {
-        path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, why),
-    };
     let text = std::fs::read(path).map_err(|source| Error::Hlog {
         path: path.to_path_buf(),
         source,
     })?;
+    parse_intervals(&text, tag).map_err(|why| Error::Hlog {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, why),
+    })
+}
+
+/// [`read_intervals`] on a log's text already in memory (a result framed in a pod's log).
+pub fn parse_intervals(text: &[u8], tag: Option<&str>) -> Result<Vec<LoggedInterval>, String> {
+    use base64::Engine;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
     let mut deserializer = Deserializer::new();
     let mut out = Vec::new();
-    for entry in IntervalLogIterator::new(&text) {
-        let LogEntry::Interval(interval) = entry.map_err(|e| fail(format!("{e:?}")))? else {
+    for entry in IntervalLogIterator::new(text) {
+        let LogEntry::Interval(interval) = entry.map_err(|e| format!("{e:?}"))? else {
             continue;
         };
         if interval.tag().map(|t| t.as_str()) != tag {
@@ -134,10 +128,10 @@ pub fn read_intervals(path: &Path, tag: Option<&str>) -> Result<Vec<LoggedInterv
         }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(interval.encoded_histogram())
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| e.to_string())?;
         let histogram: Histogram<u64> = deserializer
             .deserialize(&mut bytes.as_slice())
-            .map_err(|e| fail(format!("{e:?}")))?;
+            .map_err(|e| format!("{e:?}"))?;
         out.push(LoggedInterval {
             start_s: interval.start_timestamp().as_secs_f64(),
             length_s: interval.duration().as_secs_f64(),
@@ -145,6 +139,19 @@ pub fn read_intervals(path: &Path, tag: Option<&str>) -> Result<Vec<LoggedInterv
         });
     }
     Ok(out)
+}
+
+/// A class name as the log writes it in a `Tag=` (commas, spaces and line breaks replaced).
+pub fn tag_of(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if matches!(c, ',' | ' ' | '\r' | '\n') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// Reads an interval log back and counts its latencies into bins: `edges_ns` are the bins'

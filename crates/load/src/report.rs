@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::recorder::{ClassStats, FAILURES};
 
 /// Percentiles of a latency distribution, in microseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Median.
     pub p50: f64,
@@ -52,7 +52,7 @@ impl Latency {
 }
 
 /// Failures by kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Errors {
     /// Connections refused.
     pub connect_refused: u64,
@@ -110,7 +110,7 @@ impl Errors {
 }
 
 /// The figures of one class (or of all classes together).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClassReport {
     /// The class's name ("all" for a single URL).
     pub name: String,
@@ -160,7 +160,7 @@ impl ClassReport {
 }
 
 /// The figures of one reporting interval.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IntervalReport {
     /// Start, in seconds from the run's start.
     pub start_s: f64,
@@ -183,7 +183,7 @@ pub struct IntervalReport {
 }
 
 /// Everything a run measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     /// What was requested.
     pub target: String,
@@ -246,6 +246,21 @@ pub struct Report {
     pub generator_busy_or_waiting: f64,
     /// Things the reader should know (e.g. the generator was the bottleneck).
     pub warnings: Vec<String>,
+    /// The execution segment this run was (`I/N`), if it was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
+    /// The host that ran it.
+    #[serde(default)]
+    pub host: String,
+    /// How long after `--start-at` it began, in seconds (0 when on time or not asked).
+    #[serde(default)]
+    pub start_late_s: f64,
+    /// A segment's whole histograms per class, so that `webscope merge` adds them exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<Vec<crate::merge::ClassHistograms>>,
+    /// A merged run: the generators that made it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<crate::merge::Generator>,
 }
 
 /// Formats microseconds for people: `85us`, `1.25ms`, `2.00s`.
@@ -395,6 +410,9 @@ impl Report {
             self.generator_busy * 100.0,
             self.generator_busy_or_waiting * 100.0
         );
+        if !self.generators.is_empty() {
+            out.push_str(&crate::merge::generators_table(&self.generators));
+        }
         for warning in &self.warnings {
             let _ = writeln!(out, "warning: {warning}");
         }

@@ -44,7 +44,7 @@ pub fn run(
     config.check()?;
     let requests = Arc::new(Requests::new(&config.target, config.mode, &config.headers)?);
     let classes = config.target.classes.len();
-    let wall_start = SystemTime::now() + START_DELAY;
+    let (start, wall_start, late) = start_instant(config.start_at);
     let mut hlog = match &config.hlog {
         Some(path) => Some(Hlog::create(path, wall_start, &config.target.description)?),
         None => None,
@@ -54,28 +54,36 @@ pub fn run(
         None => None,
     };
     let cpu_before = cpu::process_time();
-    let start = Instant::now() + START_DELAY;
     let end = start + config.duration;
     let (tx, rx) = mpsc::channel::<Message>();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handles = Vec::new();
+    // The run's threads are all segments' threads: this segment's are every `segments`-th,
+    // from `segment` on. Connections, rates and phases are shared over all of them as one
+    // process with that many threads would share them, so the segments add up to that run.
+    let (segment, segments) = config.segment_or_whole();
+    let all_threads = config.threads * segments;
+    let mut my_connections = 0;
     for index in 0..config.threads {
-        let share = |n: usize| n / config.threads + usize::from(index < n % config.threads);
+        let global = segment + index * segments;
+        let share = |n: usize| n / all_threads + usize::from(global < n % all_threads);
         let open = match config.pacing {
             Pacing::Open {
                 rate,
                 arrivals,
                 max_connections,
             } => Some((
-                rate / config.threads as f64,
+                rate / all_threads as f64,
                 arrivals,
-                index as f64 * 1e9 / rate,
+                global as f64 * 1e9 / rate,
                 share(max_connections),
             )),
             Pacing::Closed { .. } => None,
         };
+        my_connections += share(config.connections);
         let setup = Setup {
             index,
+            global,
             requests: Arc::clone(&requests),
             classes,
             addr: config.target.addr,
@@ -92,7 +100,7 @@ pub fn run(
             end,
             interval: config.interval,
             seed: config.seed,
-            threads: config.threads,
+            threads: all_threads,
             samples: if config.samples.is_some() {
                 share(crate::config::MAX_SAMPLES)
             } else {
@@ -225,6 +233,18 @@ pub fn run(
         .map(|(c, w)| (c.as_secs_f64() + w.as_secs_f64()) / duration.max(1e-3))
         .fold(0.0, f64::max);
     let mut report = build_report(config, &totals, duration, stopped, intervals, not_sent);
+    if segments > 1 {
+        report.connections = my_connections;
+        report.segment = Some(format!("{segment}/{segments}"));
+        report.histograms = Some(crate::merge::encode(&totals));
+    }
+    report.start_late_s = late.as_secs_f64();
+    if late > LATE {
+        report.warnings.push(format!(
+            "started {:.3} s after --start-at: its intervals are aligned to that instant, but its first one is short",
+            late.as_secs_f64()
+        ));
+    }
     report.started_unix_s = wall_start
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -247,6 +267,27 @@ pub fn run(
             .push("no request succeeded: see the errors above".to_string());
     }
     Ok(report)
+}
+
+/// A start later than this after `--start-at` is worth a warning.
+const LATE: Duration = Duration::from_millis(50);
+
+/// When the workers begin: at `start_at` if given (now, and how late, if it has passed), else
+/// a moment from now so that all threads begin together. Returns the instant, the wall-clock
+/// time it stands for (the interval log's base time) and the lateness.
+fn start_instant(start_at: Option<SystemTime>) -> (Instant, SystemTime, Duration) {
+    let (now, wall_now) = (Instant::now(), SystemTime::now());
+    match start_at {
+        None => (now + START_DELAY, wall_now + START_DELAY, Duration::ZERO),
+        Some(at) => match at.duration_since(wall_now) {
+            Ok(ahead) => (now + ahead, at, Duration::ZERO),
+            // Already past: start now, intervals still counted from `at`.
+            Err(passed) => {
+                let late = passed.duration();
+                (now.checked_sub(late).unwrap_or(now), at, late)
+            }
+        },
+    }
 }
 
 /// The per-request samples file (`Config::samples`).
@@ -354,22 +395,6 @@ fn build_report(
     not_sent: u64,
 ) -> Report {
     let open_loop = matches!(config.pacing, Pacing::Open { .. });
-    let all: ClassStats = totals.total();
-    let whole = ClassReport::of("total", &all, duration, open_loop);
-    let classes = config
-        .target
-        .classes
-        .iter()
-        .zip(&totals.classes)
-        .map(|(name, stats)| ClassReport::of(name, stats, duration, open_loop))
-        .collect();
-    let status_codes = totals
-        .statuses
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(code, n)| (code.to_string(), *n))
-        .collect();
     let (rate, arrivals) = match config.pacing {
         Pacing::Open { rate, arrivals, .. } => (
             Some(rate),
@@ -380,40 +405,99 @@ fn build_report(
         ),
         Pacing::Closed { .. } => (None, None),
     };
-    Report {
+    let (_, segments) = config.segment_or_whole();
+    let mut report = Report {
         target: config.target.description.clone(),
         mode: match config.mode {
             Mode::KeepAlive => "keep-alive".to_string(),
             Mode::Close => "close".to_string(),
         },
         pacing: if open_loop { "open" } else { "closed" }.to_string(),
-        rate,
+        // A segment's share of the rate and of the connections.
+        rate: rate.map(|r| r / segments as f64),
         arrivals,
         connections: config.connections,
         threads: config.threads,
         started_unix_s: 0.0,
         duration_s: duration,
         interrupted,
-        requests: whole.requests,
-        errors: Errors::of(&all.failures),
+        requests: 0,
+        errors: Errors::default(),
         not_sent,
-        connects: totals.connections,
-        requests_per_s: whole.requests_per_s,
-        bytes: whole.bytes,
-        bytes_per_s: whole.bytes_per_s,
-        latency_us: whole.latency_us,
-        uncorrected_latency_us: whole.uncorrected_latency_us,
-        ttfb_us: whole.ttfb_us,
-        connect_us: whole.connect_us,
-        status_codes,
-        classes,
+        connects: 0,
+        requests_per_s: 0.0,
+        bytes: 0,
+        bytes_per_s: 0.0,
+        latency_us: Latency::default(),
+        uncorrected_latency_us: None,
+        ttfb_us: Latency::default(),
+        connect_us: None,
+        status_codes: BTreeMap::new(),
+        classes: Vec::new(),
         intervals,
         generator_cpu_s: 0.0,
         generator_cpu_per_request_us: 0.0,
         generator_busy: 0.0,
         generator_busy_or_waiting: 0.0,
         warnings: Vec::new(),
-    }
+        segment: None,
+        host: hostname(),
+        start_late_s: 0.0,
+        histograms: None,
+        generators: Vec::new(),
+    };
+    fill(
+        &mut report,
+        &config.target.classes,
+        totals,
+        duration,
+        open_loop,
+    );
+    report
+}
+
+/// Sets a report's figures from what was recorded (`totals`, over `duration` seconds): the
+/// counters, percentiles from the whole histograms, per class and in total. A single run and a
+/// merge of segments both come through here.
+pub(crate) fn fill(
+    report: &mut Report,
+    classes: &[String],
+    totals: &Recorder,
+    duration: f64,
+    open_loop: bool,
+) {
+    let all: ClassStats = totals.total();
+    let whole = ClassReport::of("total", &all, duration, open_loop);
+    report.duration_s = duration;
+    report.requests = whole.requests;
+    report.errors = Errors::of(&all.failures);
+    report.connects = totals.connections;
+    report.requests_per_s = whole.requests_per_s;
+    report.bytes = whole.bytes;
+    report.bytes_per_s = whole.bytes_per_s;
+    report.latency_us = whole.latency_us;
+    report.uncorrected_latency_us = whole.uncorrected_latency_us;
+    report.ttfb_us = whole.ttfb_us;
+    report.connect_us = whole.connect_us;
+    report.status_codes = totals
+        .statuses
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(code, n)| (code.to_string(), *n))
+        .collect();
+    report.classes = classes
+        .iter()
+        .zip(&totals.classes)
+        .map(|(name, stats)| ClassReport::of(name, stats, duration, open_loop))
+        .collect();
+}
+
+/// This machine's name, for the table of a merged run's generators.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -625,5 +709,174 @@ mod tests {
         assert!(report.interrupted);
         assert!(report.requests > 0);
         assert!(report.duration_s < 2.0, "{}", report.duration_s);
+    }
+
+    /// Runs the `segments` segments of `config` at once, each on its own thread, as separate
+    /// generators would; returns their parts (reports and interval logs).
+    fn segments(config: &Config, segments: usize, dir: &std::path::Path) -> Vec<crate::Part> {
+        let start = SystemTime::now() + Duration::from_millis(200);
+        let handles: Vec<_> = (0..segments)
+            .map(|i| {
+                let mut config = config.clone();
+                config.segment = Some((i, segments));
+                config.start_at = Some(start);
+                config.hlog = Some(dir.join(format!("seg{i}.hlog")));
+                std::thread::spawn(move || {
+                    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+                    (report, config.hlog.unwrap())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                let (report, hlog) = h.join().unwrap();
+                let mut intervals = std::collections::BTreeMap::new();
+                intervals.insert(None, crate::read_intervals(&hlog, None).unwrap());
+                crate::Part { report, intervals }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn segments_share_connections_as_one_run_would_and_merge_exactly() {
+        let addr = serve(None, 100);
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(addr);
+        config.connections = 10;
+        config.duration = Duration::from_millis(600);
+        let parts = segments(&config, 3, dir.path());
+        let shares: Vec<usize> = parts.iter().map(|p| p.report.connections).collect();
+        assert_eq!(shares, [4, 3, 3]);
+        for (i, p) in parts.iter().enumerate() {
+            assert_eq!(p.report.segment.as_deref(), Some(format!("{i}/3").as_str()));
+            assert!(p.report.histograms.is_some());
+            // All three began on the same instant: their logs share a base time.
+            assert!((p.report.started_unix_s - parts[0].report.started_unix_s).abs() < 1e-6);
+        }
+        let merged_log = dir.path().join("merged.hlog");
+        let merged = crate::merge(&parts, Some(&merged_log)).unwrap();
+        assert_eq!(
+            merged.requests,
+            parts.iter().map(|p| p.report.requests).sum::<u64>()
+        );
+        assert_eq!(
+            merged.connects,
+            parts.iter().map(|p| p.report.connects).sum::<u64>()
+        );
+        assert_eq!(merged.connections, 10);
+        assert_eq!(merged.generators.len(), 3);
+        // The same requests in one histogram, by another road (every interval of every
+        // segment's log): the merged percentiles are its percentiles, exactly.
+        let mut one = crate::recorder::histogram();
+        for p in &parts {
+            for i in &p.intervals[&None] {
+                one.add(&i.histogram).unwrap();
+            }
+        }
+        assert_eq!(one.len(), merged.requests);
+        let of = Latency::of(&one);
+        assert_eq!(merged.latency_us.p50, of.p50);
+        assert_eq!(merged.latency_us.p99, of.p99);
+        assert_eq!(merged.latency_us.p999, of.p999);
+        assert_eq!(merged.latency_us.max, of.max);
+        // Intervals added by index, and the merged log holds them.
+        let summed: u64 = merged.intervals.iter().map(|i| i.requests).sum();
+        assert_eq!(summed, merged.requests);
+        let logged: u64 = crate::read_intervals(&merged_log, None)
+            .unwrap()
+            .iter()
+            .map(|i| i.histogram.len())
+            .sum();
+        assert_eq!(logged, merged.requests);
+    }
+
+    #[test]
+    fn open_loop_segments_add_up_to_the_rate() {
+        let addr = serve(None, 10);
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(addr);
+        config.connections = 3;
+        config.duration = Duration::from_secs(1);
+        config.pacing = Pacing::Open {
+            rate: 900.0,
+            arrivals: Arrivals::Constant,
+            max_connections: 90,
+        };
+        let parts = segments(&config, 3, dir.path());
+        for p in &parts {
+            assert_eq!(p.report.rate, Some(300.0));
+            let n = p.report.requests as f64;
+            assert!((n - 300.0).abs() <= 10.0, "{n}");
+        }
+        let merged = crate::merge(&parts, None).unwrap();
+        assert_eq!(merged.rate, Some(900.0));
+        assert!(
+            (merged.requests as f64 - 900.0).abs() <= 20.0,
+            "{}",
+            merged.requests
+        );
+    }
+
+    #[test]
+    fn a_merge_of_part_of_a_run_or_of_two_runs_is_refused() {
+        let addr = serve(None, 10);
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(addr);
+        config.connections = 3;
+        config.duration = Duration::from_millis(300);
+        let mut parts = segments(&config, 3, dir.path());
+        let third = parts.pop().unwrap();
+        let err = crate::merge(&parts, None).unwrap_err().to_string();
+        assert!(err.contains("segment 2/3 missing"), "{err}");
+        parts.push(third);
+        let mut again = segments(&config, 3, dir.path());
+        parts[1] = again.remove(0);
+        let err = crate::merge(&parts, None).unwrap_err().to_string();
+        assert!(err.contains("segment 0/3 given twice"), "{err}");
+        let whole = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let err = crate::merge(
+            &[crate::Part {
+                report: whole,
+                intervals: Default::default(),
+            }],
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("not a segment"), "{err}");
+    }
+
+    #[test]
+    fn a_start_that_has_passed_begins_at_once_and_says_how_late() {
+        let addr = serve(None, 10);
+        let mut config = config(addr);
+        config.start_at = Some(SystemTime::now() - Duration::from_millis(150));
+        config.duration = Duration::from_millis(400);
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(report.start_late_s >= 0.15, "{}", report.start_late_s);
+        assert!(report
+            .warnings
+            .iter()
+            .any(|w| w.contains("after --start-at")));
+        assert!(report.requests > 0);
+        // The window is the asked one: it ends 400 ms after the asked start.
+        assert!(report.duration_s < 0.45, "{}", report.duration_s);
+    }
+
+    #[test]
+    fn segments_are_checked() {
+        let addr = serve(None, 10);
+        let mut config = config(addr);
+        config.connections = 2;
+        config.segment = Some((0, 3));
+        let err = config.check().unwrap_err().to_string();
+        assert!(err.contains("-c must be at least 3"), "{err}");
+        config.segment = Some((3, 3));
+        assert!(config
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("0 <= I < N"));
     }
 }

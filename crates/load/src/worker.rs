@@ -24,7 +24,12 @@ use crate::schedule::Schedule;
 
 /// What a worker is given.
 pub(crate) struct Setup {
+    /// This thread's index in this process.
     pub index: usize,
+    /// Its index among all the run's threads, every segment's (`segment + index × segments`):
+    /// connection numbering, seeds and open-loop phases follow it, so that the segments
+    /// together make the single-host run.
+    pub global: usize,
     pub requests: Arc<Requests>,
     pub classes: usize,
     pub addr: SocketAddr,
@@ -39,6 +44,7 @@ pub(crate) struct Setup {
     pub end: Instant,
     pub interval: Duration,
     pub seed: u64,
+    /// Threads of the whole run, every segment's.
     pub threads: usize,
     /// Requests this thread may record as samples (0: no samples).
     pub samples: usize,
@@ -112,7 +118,7 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
             rate,
             phase,
             arrivals,
-            setup.seed ^ (setup.index as u64 + 1) << 32,
+            setup.seed ^ (setup.global as u64 + 1) << 32,
         )
     });
     let shared = Rc::new(Shared {
@@ -127,14 +133,14 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
         end: setup.end,
         open_connections: Cell::new(setup.connections),
         start: setup.start,
-        thread: setup.index,
+        thread: setup.global,
         threads: setup.threads,
         samples_left: Cell::new(setup.samples),
     });
     let limit = setup
         .open
         .map_or(setup.connections, |(_, _, _, limit)| limit);
-    let seed = setup.seed ^ (setup.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let seed = setup.seed ^ (setup.global as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let engine = match Engine::new(Rc::clone(&shared), setup.connections, limit, seed) {
         Ok(engine) => engine,
         Err(e) => {

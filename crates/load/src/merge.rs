@@ -1,0 +1,442 @@
+//! The exact merge of a run's segments (`webscope merge`): histograms added, never
+//! percentiles averaged.
+//!
+//! A segment (`--segment I/N`) keeps its whole histograms per class in its report (latency,
+//! uncorrected latency, time to first byte, connect time, V2-compressed and base64-encoded)
+//! and its per-interval histograms in its interval log. Merging rebuilds each segment's
+//! recorder from those and its counters, adds the recorders, and makes the report from the sum
+//! with the same code a single run uses, so a merged percentile is the percentile of all the
+//! requests; intervals are added by index (`--start-at` aligns them to one wall-clock second).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::hlog::{tag_of, Hlog, LoggedInterval};
+use crate::recorder::{histogram, ClassStats, Recorder, FAILURES, STATUSES};
+use crate::report::{IntervalReport, Latency, Report};
+use crate::Error;
+
+/// One class's whole histograms, encoded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClassHistograms {
+    /// Latency (corrected for coordinated omission in open loop), ns.
+    pub latency: String,
+    /// Open loop: latency from the actual send, ns.
+    pub uncorrected: String,
+    /// Time to first byte, ns.
+    pub ttfb: String,
+    /// Connect time, ns.
+    pub connect: String,
+}
+
+/// One generator of a merged run, for its table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Generator {
+    /// `I/N`.
+    pub segment: String,
+    /// The host it ran on.
+    pub host: String,
+    /// Complete responses.
+    pub requests: u64,
+    /// Its generator CPU time, seconds.
+    pub cpu_s: f64,
+    /// Its busiest thread's share of the run.
+    pub busy: f64,
+    /// Its least-idle thread's share running or waiting for a CPU.
+    pub busy_or_waiting: f64,
+    /// How late it started after `--start-at`, seconds.
+    pub start_late_s: f64,
+    /// It was saturated: its figures measure it as much as the server.
+    pub saturated: bool,
+}
+
+/// A segment's result: its report and its interval log's intervals, by tag (`None`: all
+/// requests; `Some(class)`: one class).
+pub struct Part {
+    /// Its report (`load --json`).
+    pub report: Report,
+    /// Its interval log.
+    pub intervals: BTreeMap<Option<String>, Vec<LoggedInterval>>,
+}
+
+/// A generator thread busier than this (of its run) saturated it.
+const SATURATED: f64 = 0.9;
+
+fn encode_one(serializer: &mut V2DeflateSerializer, h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    // Serialising into a Vec cannot fail for a histogram the recorder made.
+    let _ = serializer.serialize(h, &mut bytes);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn decode_one(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| e.to_string())?;
+    let mut h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("{e:?}"))?;
+    h.auto(true);
+    Ok(h)
+}
+
+/// A segment's histograms, per class, for its report.
+pub(crate) fn encode(totals: &Recorder) -> Vec<ClassHistograms> {
+    let mut serializer = V2DeflateSerializer::new();
+    totals
+        .classes
+        .iter()
+        .map(|c| ClassHistograms {
+            latency: encode_one(&mut serializer, &c.latency),
+            uncorrected: encode_one(&mut serializer, &c.uncorrected),
+            ttfb: encode_one(&mut serializer, &c.ttfb),
+            connect: encode_one(&mut serializer, &c.connect),
+        })
+        .collect()
+}
+
+/// The recorder a segment's report stands for: its histograms and its counters.
+fn recorder_of(report: &Report) -> Result<Recorder, String> {
+    let segment = report.segment.as_deref().unwrap_or("?");
+    let histograms = report.histograms.as_ref().ok_or_else(|| {
+        format!("it has no histograms (segment {segment}): merge needs results of `webscope load --segment I/N`")
+    })?;
+    if histograms.len() != report.classes.len() {
+        return Err(format!(
+            "{} classes but {} sets of histograms",
+            report.classes.len(),
+            histograms.len()
+        ));
+    }
+    let mut recorder = Recorder::new(report.classes.len());
+    for ((stats, class), h) in recorder
+        .classes
+        .iter_mut()
+        .zip(&report.classes)
+        .zip(histograms)
+    {
+        let e = &class.errors;
+        *stats = ClassStats {
+            latency: decode_one(&h.latency)?,
+            uncorrected: decode_one(&h.uncorrected)?,
+            ttfb: decode_one(&h.ttfb)?,
+            connect: decode_one(&h.connect)?,
+            requests: class.requests,
+            bytes: class.bytes,
+            failures: [
+                e.connect_refused,
+                e.connect,
+                e.reset,
+                e.timeout,
+                e.bad_status,
+                e.short_body,
+                e.parse_error,
+            ],
+        };
+        debug_assert_eq!(stats.failures.len(), FAILURES.len());
+    }
+    for (code, n) in &report.status_codes {
+        let code: usize = code.parse().map_err(|_| format!("status {code:?}"))?;
+        recorder.statuses[code.min(STATUSES - 1)] += n;
+    }
+    recorder.connections = report.connects;
+    Ok(recorder)
+}
+
+/// Checks that the parts are segments of one run: same target, mode, pacing and classes,
+/// each segment once, all of them.
+fn check(parts: &[Part]) -> Result<usize, Error> {
+    let bad = |m: String| Err(Error::Config(m));
+    let Some(first) = parts.first() else {
+        return bad("nothing to merge: give the segments' results".into());
+    };
+    let mut seen = BTreeMap::new();
+    let mut count = None;
+    for part in parts {
+        let r = &part.report;
+        if r.target != first.report.target
+            || r.mode != first.report.mode
+            || r.pacing != first.report.pacing
+            || r.classes
+                .iter()
+                .map(|c| &c.name)
+                .ne(first.report.classes.iter().map(|c| &c.name))
+        {
+            return bad(format!(
+                "segment {} is of another run ({}, {}, {}) than segment {} ({}, {}, {}): merge the segments of one run",
+                r.segment.as_deref().unwrap_or("?"),
+                r.target, r.mode, r.pacing,
+                first.report.segment.as_deref().unwrap_or("?"),
+                first.report.target, first.report.mode, first.report.pacing
+            ));
+        }
+        let Some((i, n)) = r
+            .segment
+            .as_deref()
+            .and_then(|s| s.split_once('/'))
+            .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+        else {
+            return bad(format!(
+                "a result of {} is not a segment: run each generator with --segment I/N",
+                r.target
+            ));
+        };
+        if *count.get_or_insert(n) != n {
+            return bad(format!(
+                "segments of {n} and of {} mixed",
+                count.unwrap_or(0)
+            ));
+        }
+        if seen.insert(i, ()).is_some() {
+            return bad(format!("segment {i}/{n} given twice"));
+        }
+    }
+    let n = count.unwrap_or(0);
+    if seen.len() != n {
+        let missing: Vec<String> = (0..n)
+            .filter(|i| !seen.contains_key(i))
+            .map(|i| format!("{i}/{n}"))
+            .collect();
+        return bad(format!(
+            "segment{} {} missing: a merge of part of a run would understate it",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", ")
+        ));
+    }
+    Ok(n)
+}
+
+/// Merges the segments of one run into its report; writes the merged interval log to `hlog`
+/// when given.
+pub fn merge(parts: &[Part], hlog: Option<&Path>) -> Result<Report, Error> {
+    check(parts)?;
+    let first = &parts[0].report;
+    let open_loop = first.pacing == "open";
+    let names: Vec<String> = first.classes.iter().map(|c| c.name.clone()).collect();
+    let mut totals = Recorder::new(names.len());
+    for part in parts {
+        let recorder = recorder_of(&part.report).map_err(|why| {
+            Error::Config(format!(
+                "segment {} of {}: {why}",
+                part.report.segment.as_deref().unwrap_or("?"),
+                part.report.host
+            ))
+        })?;
+        totals.merge(&recorder);
+    }
+    let began = parts
+        .iter()
+        .map(|p| p.report.started_unix_s)
+        .fold(f64::INFINITY, f64::min);
+    let ended = parts
+        .iter()
+        .map(|p| p.report.started_unix_s + p.report.duration_s)
+        .fold(0.0, f64::max);
+    let duration = (ended - began).max(0.0);
+    let mut report = first.clone();
+    crate::run::fill(&mut report, &names, &totals, duration, open_loop);
+    report.started_unix_s = began;
+    report.interrupted = parts.iter().any(|p| p.report.interrupted);
+    report.not_sent = parts.iter().map(|p| p.report.not_sent).sum();
+    report.connections = parts.iter().map(|p| p.report.connections).sum();
+    report.threads = parts.iter().map(|p| p.report.threads).sum();
+    report.rate = open_loop.then(|| parts.iter().filter_map(|p| p.report.rate).sum());
+    report.generator_cpu_s = parts.iter().map(|p| p.report.generator_cpu_s).sum();
+    report.generator_cpu_per_request_us = if report.requests > 0 {
+        report.generator_cpu_s * 1e6 / report.requests as f64
+    } else {
+        0.0
+    };
+    report.generator_busy = parts
+        .iter()
+        .map(|p| p.report.generator_busy)
+        .fold(0.0, f64::max);
+    report.generator_busy_or_waiting = parts
+        .iter()
+        .map(|p| p.report.generator_busy_or_waiting)
+        .fold(0.0, f64::max);
+    report.segment = None;
+    report.histograms = None;
+    report.host = String::new();
+    report.start_late_s = parts
+        .iter()
+        .map(|p| p.report.start_late_s)
+        .fold(0.0, f64::max);
+    report.generators = generators(parts);
+    report.warnings = warnings(parts, &report.generators);
+    report.intervals = intervals(parts, &names, began, hlog, &report.target)?;
+    Ok(report)
+}
+
+fn generators(parts: &[Part]) -> Vec<Generator> {
+    let mut out: Vec<Generator> = parts
+        .iter()
+        .map(|p| {
+            let r = &p.report;
+            Generator {
+                segment: r.segment.clone().unwrap_or_default(),
+                host: r.host.clone(),
+                requests: r.requests,
+                cpu_s: r.generator_cpu_s,
+                busy: r.generator_busy,
+                busy_or_waiting: r.generator_busy_or_waiting,
+                start_late_s: r.start_late_s,
+                saturated: r.generator_busy >= SATURATED
+                    || r.generator_busy_or_waiting >= SATURATED,
+            }
+        })
+        .collect();
+    out.sort_by_key(|g| {
+        g.segment
+            .split('/')
+            .next()
+            .and_then(|i| i.parse::<usize>().ok())
+    });
+    out
+}
+
+fn warnings(parts: &[Part], generators: &[Generator]) -> Vec<String> {
+    let mut out = Vec::new();
+    for g in generators.iter().filter(|g| g.saturated) {
+        out.push(format!(
+            "generator {} on {} was saturated (busiest thread {:.0} % busy, {:.0} % running or waiting for a CPU): the merged figures measure it as much as the server; add generators or cores",
+            g.segment, g.host, g.busy * 100.0, g.busy_or_waiting * 100.0
+        ));
+    }
+    for p in parts {
+        for w in &p.report.warnings {
+            if !w.contains("the generator was the bottleneck") {
+                out.push(format!(
+                    "segment {}: {w}",
+                    p.report.segment.as_deref().unwrap_or("?")
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The merged intervals: the segments' i-th intervals added (counters from their reports,
+/// latencies from their logs), written to the merged log as they are made.
+fn intervals(
+    parts: &[Part],
+    names: &[String],
+    began: f64,
+    hlog: Option<&Path>,
+    target: &str,
+) -> Result<Vec<IntervalReport>, Error> {
+    let count = parts
+        .iter()
+        .map(|p| p.report.intervals.len())
+        .max()
+        .unwrap_or(0);
+    let base = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(began.max(0.0));
+    let mut log = match hlog {
+        Some(path) => Some(Hlog::create(path, base, &format!("{target} (merged)"))?),
+        None => None,
+    };
+    let tags: Vec<Option<String>> = std::iter::once(None)
+        .chain(
+            (names.len() > 1)
+                .then(|| names.iter().map(|n| Some(tag_of(n))))
+                .into_iter()
+                .flatten(),
+        )
+        .collect();
+    let mut out = Vec::with_capacity(count);
+    for i in 0..count {
+        let reported: Vec<&IntervalReport> = parts
+            .iter()
+            .filter_map(|p| p.report.intervals.get(i))
+            .collect();
+        let start_s = reported
+            .iter()
+            .map(|r| r.start_s)
+            .fold(f64::INFINITY, f64::min);
+        let duration_s = reported.iter().map(|r| r.duration_s).fold(0.0, f64::max);
+        let mut all = histogram();
+        for (t, tag) in tags.iter().enumerate() {
+            let mut sum = histogram();
+            for part in parts {
+                let logged = part.intervals.get(tag).and_then(|v| v.get(i));
+                match logged {
+                    Some(l) => {
+                        let _ = sum.add(&l.histogram);
+                    }
+                    None if part.report.intervals.get(i).is_some_and(|r| r.requests > 0)
+                        && t == 0 =>
+                    {
+                        return Err(Error::Config(format!(
+                            "segment {}: its interval log has no interval {i} though its report has: give each result's .hlog beside its .json",
+                            part.report.segment.as_deref().unwrap_or("?")
+                        )));
+                    }
+                    None => {}
+                }
+            }
+            if let Some(log) = log.as_mut() {
+                let offset = std::time::Duration::from_secs_f64(start_s.max(0.0));
+                let length = std::time::Duration::from_secs_f64(duration_s.max(1e-6));
+                log.write(&sum, offset, length, tag.as_deref())?;
+            }
+            if t == 0 {
+                all = sum;
+            }
+        }
+        let requests: u64 = reported.iter().map(|r| r.requests).sum();
+        let seconds = duration_s.max(1e-9);
+        out.push(IntervalReport {
+            start_s,
+            duration_s,
+            requests,
+            errors: reported.iter().map(|r| r.errors).sum(),
+            requests_per_s: requests as f64 / seconds,
+            bytes_per_s: reported
+                .iter()
+                .map(|r| r.bytes_per_s * r.duration_s)
+                .sum::<f64>()
+                / seconds,
+            latency_us: Latency::of(&all),
+            generator_busy: reported
+                .iter()
+                .map(|r| r.generator_busy)
+                .fold(0.0, f64::max),
+            connections: reported.iter().map(|r| r.connections).sum(),
+        });
+    }
+    if let Some(log) = log.as_mut() {
+        log.flush()?;
+    }
+    Ok(out)
+}
+
+/// The generators of a merged run as a table.
+pub(crate) fn generators_table(generators: &[Generator]) -> String {
+    let mut out = String::from("Generators:\n");
+    let _ = writeln!(
+        out,
+        "  {:<8} {:<20} {:>11} {:>8} {:>7} {:>12} {:>9}",
+        "segment", "host", "requests", "CPU s", "busy", "busy+wait", "late"
+    );
+    for g in generators {
+        let _ = writeln!(
+            out,
+            "  {:<8} {:<20} {:>11} {:>8.2} {:>6.0}% {:>11.0}% {:>8.3}s{}",
+            g.segment,
+            g.host,
+            g.requests,
+            g.cpu_s,
+            g.busy * 100.0,
+            g.busy_or_waiting * 100.0,
+            g.start_late_s,
+            if g.saturated { "  saturated" } else { "" }
+        );
+    }
+    out
+}
