@@ -38,6 +38,8 @@ enum Command {
     Lab(Box<cmd::lab::Args>),
     /// Re-render a lab report from its directory.
     Report(cmd::report::Args),
+    /// Merge the segments of one run (load --segment I/N on several hosts), exactly.
+    Merge(cmd::merge::Args),
     /// Compare a baseline with a candidate: the change of each figure and its significance.
     Compare(cmd::compare::Args),
 }
@@ -53,6 +55,7 @@ fn main() {
         Command::Lab(args) => cmd::lab::run(*args),
         Command::Report(args) => cmd::report::run(args),
         Command::Compare(args) => cmd::compare::run(args),
+        Command::Merge(args) => cmd::merge::run(args),
     };
     if let Err(err) = result {
         // A closed pipe (`webscope ... | head`) is not an error worth reporting.

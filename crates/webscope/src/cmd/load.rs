@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
 
 const EXAMPLES: &str = "\
@@ -18,6 +19,8 @@ EXAMPLES:
     webscope load http://127.0.0.1:8080/ --group light=30:/svc/light --group heavy=20:/svc/heavy
     webscope load http://127.0.0.1:8080/x -c 20 --samples requests.csv      # one line per request
     webscope load http://127.0.0.1:8080/ -d 5m --live                       # watch at http://127.0.0.1:8089/
+    webscope load http://10.0.0.5/ -c 300 --segment 1/3 --start-at 2026-11-24T20:00:00Z --json s1.json --hlog s1.hlog
+    webscope merge merged/ s0.json s1.json s2.json                          # three hosts' segments, added exactly
 
 Ctrl-C ends the run early; what was measured is still printed and written.";
 
@@ -109,6 +112,21 @@ struct Flags {
     /// Seed of the choice of files from a file set.
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
+    /// Run the I-th of N disjoint shares of this run (0 <= I < N), as k6's execution segments:
+    /// N generators given the same flags and --segment 0/N .. N-1/N make together the run one
+    /// host would (-c 10 over 3 is 4+3+3 connections; --rate R is R/N each, interleaved), and
+    /// `webscope merge` adds their results exactly. -t is each segment's threads.
+    #[arg(long, value_name = "I/N", value_parser = parse_segment)]
+    segment: Option<(usize, usize)>,
+    /// Start on this instant (RFC 3339, e.g. 2026-11-24T20:00:00Z, or Unix seconds), so that
+    /// every segment starts together and its intervals are the same wall-clock seconds.
+    #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
+    start_at: Option<std::time::SystemTime>,
+    /// After the summary, print the result (its JSON and its interval log) to stdout as lines
+    /// beginning `webscope-result`, for a pod's log: `webscope merge` reads them back from
+    /// `kubectl logs` output.
+    #[arg(long)]
+    emit: bool,
     /// Serve a live page on ADDR while the run goes (PORT or HOST:PORT; loopback when only a
     /// port is given): each interval's throughput, latency, errors, the machine's and the
     /// server's CPU, TCP states and the time left, then the final figures.
@@ -126,9 +144,37 @@ struct Flags {
 /// What `run` needs besides the load's configuration.
 struct Output {
     json: Option<PathBuf>,
+    emit: bool,
     live_line: bool,
     live_page: Option<String>,
     linger: Duration,
+    /// `--emit` without `--hlog`: the log written for it, removed after.
+    temporary_hlog: Option<PathBuf>,
+}
+
+/// `I/N` with 0 <= I < N.
+fn parse_segment(text: &str) -> Result<(usize, usize), String> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+    match parsed {
+        Some((i, n)) if i < n => Ok((i, n)),
+        _ => Err(format!(
+            "{text:?} is not a segment: give I/N with 0 <= I < N, e.g. 0/3 (Kubernetes: $(JOB_COMPLETION_INDEX)/3)"
+        )),
+    }
+}
+
+/// RFC 3339 (`2026-11-24T20:00:00Z`) or Unix seconds (`1795550400`, `1795550400.5`).
+fn parse_start_at(text: &str) -> Result<std::time::SystemTime, String> {
+    if let Ok(seconds) = text.trim().parse::<f64>() {
+        if seconds.is_finite() && seconds >= 0.0 {
+            return Ok(std::time::UNIX_EPOCH + Duration::from_secs_f64(seconds));
+        }
+    }
+    humantime::parse_rfc3339_weak(text.trim()).map_err(|_| {
+        format!("{text:?} is not a time: give RFC 3339 (2026-11-24T20:00:00Z) or Unix seconds")
+    })
 }
 
 impl Flags {
@@ -180,9 +226,20 @@ impl Flags {
         config.backoff_503 = self.backoff_503.unwrap_or(Duration::ZERO);
         config.headers = self.headers;
         config.seed = self.seed;
+        config.segment = self.segment;
+        config.start_at = self.start_at;
+        let mut temporary_hlog = None;
+        if self.emit && config.hlog.is_none() {
+            let path =
+                std::env::temp_dir().join(format!("webscope-load-{}.hlog", std::process::id()));
+            config.hlog = Some(path.clone());
+            temporary_hlog = Some(path);
+        }
         config.check()?;
         let output = Output {
             json: self.json,
+            emit: self.emit,
+            temporary_hlog,
             live_line: !self.quiet,
             live_page: self.live,
             linger: self.live_linger,
@@ -227,6 +284,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     std::io::stdout().flush()?;
     if let Some(path) = &output.json {
         report.write_json(path)?;
+    }
+    if output.emit {
+        let hlog = config
+            .hlog
+            .as_deref()
+            .map(std::fs::read_to_string)
+            .transpose();
+        if let Some(path) = &output.temporary_hlog {
+            let _ = std::fs::remove_file(path);
+        }
+        let hlog = hlog.context("cannot read back the interval log to --emit it")?;
+        crate::cmd::merge::emit(&report, hlog.as_deref().unwrap_or(""))?;
     }
     if let Some(page) = page {
         let written = output.json.as_ref().map(|p| p.display().to_string());

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod fileset;
 pub mod lab;
 pub mod load;
+pub mod merge;
 pub mod model;
 pub mod monitor;
 pub mod report;

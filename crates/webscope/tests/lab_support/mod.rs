@@ -87,6 +87,16 @@ impl Served {
     }
 }
 
+impl Served {
+    /// Stops the server as an operator would (SIGTERM: in-flight responses finish, the access
+    /// log is flushed) and waits for it.
+    pub fn stop(mut self) {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
