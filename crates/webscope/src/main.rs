@@ -38,6 +38,8 @@ enum Command {
     Lab(Box<cmd::lab::Args>),
     /// Re-render a lab report from its directory.
     Report(cmd::report::Args),
+    /// Run a load test from N Kubernetes pods: an Indexed Job of load segments.
+    Distribute(cmd::distribute::Args),
     /// Merge the segments of one run (load --segment I/N on several hosts), exactly.
     Merge(cmd::merge::Args),
     /// Compare a baseline with a candidate: the change of each figure and its significance.
@@ -56,6 +58,7 @@ fn main() {
         Command::Report(args) => cmd::report::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Merge(args) => cmd::merge::run(args),
+        Command::Distribute(args) => cmd::distribute::run(args),
     };
     if let Err(err) = result {
         // A closed pipe (`webscope ... | head`) is not an error worth reporting.

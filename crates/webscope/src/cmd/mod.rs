@@ -2,6 +2,7 @@
 //! a library call.
 
 pub mod compare;
+pub mod distribute;
 pub mod fileset;
 pub mod lab;
 pub mod load;

@@ -1,0 +1,294 @@
+//! `webscope distribute --kubernetes N`: the Indexed Job parsed back and checked field by
+//! field against the part of the Kubernetes Job API it uses; then its pods played here: each
+//! pod's command (the index substituted as Kubernetes would) run against `webscope serve`, its
+//! output prefixed as `kubectl logs --prefix` prints it, and `webscope merge` on those logs.
+
+mod lab_support;
+
+use std::process::Stdio;
+
+use lab_support::{webscope, Served};
+use serde_json::{json, Value};
+
+/// The fields of the Job API (batch/v1) that a manifest may use here, by path; `[]` marks a
+/// list's items. Transcribed from the Kubernetes API reference for Job, PodTemplateSpec,
+/// PodSpec, Affinity, Container, EnvVar and ResourceRequirements.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("", &["apiVersion", "kind", "metadata", "spec"]),
+    ("metadata", &["name", "namespace", "labels", "annotations"]),
+    (
+        "spec",
+        &[
+            "completionMode",
+            "completions",
+            "parallelism",
+            "backoffLimit",
+            "activeDeadlineSeconds",
+            "ttlSecondsAfterFinished",
+            "template",
+        ],
+    ),
+    ("spec.template", &["metadata", "spec"]),
+    ("spec.template.metadata", &["labels", "annotations"]),
+    (
+        "spec.template.spec",
+        &["restartPolicy", "affinity", "containers", "nodeSelector", "tolerations"],
+    ),
+    ("spec.template.spec.affinity", &["podAntiAffinity", "podAffinity", "nodeAffinity"]),
+    (
+        "spec.template.spec.affinity.podAntiAffinity",
+        &[
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+        ],
+    ),
+    (
+        "spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[]",
+        &["labelSelector", "topologyKey", "namespaces"],
+    ),
+    (
+        "spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[].labelSelector",
+        &["matchLabels", "matchExpressions"],
+    ),
+    (
+        "spec.template.spec.containers[]",
+        &["name", "image", "command", "args", "env", "resources", "imagePullPolicy"],
+    ),
+    ("spec.template.spec.containers[].env[]", &["name", "value", "valueFrom"]),
+    ("spec.template.spec.containers[].env[].valueFrom", &["fieldRef"]),
+    ("spec.template.spec.containers[].env[].valueFrom.fieldRef", &["fieldPath", "apiVersion"]),
+    ("spec.template.spec.containers[].resources", &["requests", "limits"]),
+];
+
+/// Maps whose keys are free (labels, resource names).
+const FREE: &[&str] = &[
+    "metadata.labels",
+    "spec.template.metadata.labels",
+    "spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[].labelSelector.matchLabels",
+    "spec.template.spec.containers[].resources.requests",
+    "spec.template.spec.containers[].resources.limits",
+];
+
+fn check_fields(value: &Value, path: &str) {
+    match value {
+        Value::Object(map) => {
+            if FREE.contains(&path) {
+                return;
+            }
+            let allowed = ALLOWED
+                .iter()
+                .find(|(p, _)| *p == path)
+                .unwrap_or_else(|| panic!("{path} is not an object in a Job"))
+                .1;
+            for (key, child) in map {
+                assert!(
+                    allowed.contains(&key.as_str()),
+                    "{path}.{key} is not a Job field"
+                );
+                let next = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                check_fields(child, &next);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                check_fields(item, &format!("{path}[]"));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn manifest(args: &[&str]) -> Value {
+    let out = webscope().arg("distribute").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kubectl logs -l job-name="));
+    serde_yaml_ng::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_job_is_an_indexed_job_of_n_pods_on_distinct_nodes_with_whole_cores() {
+    let job = manifest(&[
+        "--kubernetes",
+        "4",
+        "--image",
+        "reg.example/webscope:1",
+        "--cpu",
+        "2",
+        "--memory",
+        "1Gi",
+        "--",
+        "http://web.prod.svc/",
+        "-c",
+        "400",
+        "-d",
+        "60s",
+    ]);
+    check_fields(&job, "");
+    assert_eq!(job["apiVersion"], "batch/v1");
+    assert_eq!(job["kind"], "Job");
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(spec["completions"], 4);
+    assert_eq!(spec["parallelism"], 4);
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    let term =
+        &pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
+    assert_eq!(term["topologyKey"], "kubernetes.io/hostname");
+    assert_eq!(
+        term["labelSelector"]["matchLabels"],
+        spec["template"]["metadata"]["labels"]
+    );
+    let container = &pod["containers"][0];
+    assert_eq!(container["image"], "reg.example/webscope:1");
+    assert_eq!(
+        container["resources"]["requests"],
+        container["resources"]["limits"]
+    );
+    assert_eq!(
+        container["resources"]["requests"],
+        json!({"cpu": "2", "memory": "1Gi"})
+    );
+    assert_eq!(container["env"][0]["name"], "JOB_COMPLETION_INDEX");
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &args[..6],
+        ["load", "http://web.prod.svc/", "-c", "400", "-d", "60s"]
+    );
+    let at = |flag: &str| args[args.iter().position(|a| *a == flag).unwrap() + 1];
+    assert_eq!(at("--segment"), "$(JOB_COMPLETION_INDEX)/4");
+    assert!(at("--start-at").ends_with('Z'));
+    assert!(args.contains(&"--emit"));
+    // JSON on request, the same Job.
+    let as_json = webscope()
+        .args([
+            "distribute",
+            "--kubernetes",
+            "4",
+            "--format",
+            "json",
+            "--image",
+            "reg.example/webscope:1",
+        ])
+        .args([
+            "--cpu",
+            "2",
+            "--memory",
+            "1Gi",
+            "--",
+            "http://web.prod.svc/",
+            "-c",
+            "400",
+            "-d",
+            "60s",
+        ])
+        .output()
+        .unwrap();
+    let mut from_json: Value = serde_json::from_slice(&as_json.stdout).unwrap();
+    let mut from_yaml = job.clone();
+    // Only the start time differs (written a moment apart).
+    for j in [&mut from_json, &mut from_yaml] {
+        j["spec"]["template"]["spec"]["containers"][0]["args"][9] = json!("T");
+    }
+    assert_eq!(from_json, from_yaml);
+}
+
+#[test]
+fn the_pods_commands_run_here_and_their_logs_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("index.html"), "pods\n").unwrap();
+    let server = Served::start(tmp.path());
+    let url = format!("{}index.html", server.base_url);
+    let job = manifest(&[
+        "--kubernetes",
+        "3",
+        "--start-margin",
+        "2s",
+        "--",
+        &url,
+        "-c",
+        "6",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+    ]);
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"][0], "webscope");
+    let pods: Vec<_> = (0..3)
+        .map(|i| {
+            let args: Vec<String> = container["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| {
+                    a.as_str()
+                        .unwrap()
+                        .replace("$(JOB_COMPLETION_INDEX)", &i.to_string())
+                })
+                .collect();
+            webscope()
+                .args(&args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut logs = String::new();
+    for (i, pod) in pods.into_iter().enumerate() {
+        let out = pod.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            logs.push_str(&format!("[pod/webscope-load-{i}-x/load] {line}\n"));
+        }
+    }
+    let log = tmp.path().join("pods.log");
+    std::fs::write(&log, logs).unwrap();
+    let out = webscope()
+        .arg("merge")
+        .arg(tmp.path().join("m"))
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("m/load.json")).unwrap()).unwrap();
+    assert!(merged["requests"].as_u64().unwrap() > 0);
+    assert_eq!(merged["connections"], 6);
+    assert_eq!(merged["generators"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn flags_the_job_sets_itself_are_refused() {
+    for flag in ["--segment", "--json=x.json", "--emit"] {
+        let out = webscope()
+            .args(["distribute", "--kubernetes", "2", "--", "http://web/", flag])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is set by the Job itself"), "{err}");
+    }
+}
