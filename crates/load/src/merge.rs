@@ -17,7 +17,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::hlog::{tag_of, Hlog, LoggedInterval};
+use crate::hlog::{tag_of, Hlog};
 use crate::recorder::{histogram, ClassStats, Recorder, FAILURES, STATUSES};
 use crate::report::{IntervalReport, Latency, Report};
 use crate::Error;
@@ -56,13 +56,13 @@ pub struct Generator {
     pub saturated: bool,
 }
 
-/// A segment's result: its report and its interval log's intervals, by tag (`None`: all
-/// requests; `Some(class)`: one class).
+/// A segment's result: its report and its interval log (the log's text; its intervals are
+/// decoded one tag at a time while merging).
 pub struct Part {
     /// Its report (`load --json`).
     pub report: Report,
-    /// Its interval log.
-    pub intervals: BTreeMap<Option<String>, Vec<LoggedInterval>>,
+    /// Its interval log (`--hlog`), as written.
+    pub log: Vec<u8>,
 }
 
 /// A generator thread busier than this (of its run) saturated it.
@@ -323,7 +323,9 @@ fn warnings(parts: &[Part], generators: &[Generator]) -> Vec<String> {
 }
 
 /// The merged intervals: the segments' i-th intervals added (counters from their reports,
-/// latencies from their logs), written to the merged log as they are made.
+/// latencies from their logs), written to the merged log one tag after the other (all
+/// requests, then each class), so that memory holds one tag's intervals and one segment's log
+/// at a time, whatever the number of segments.
 fn intervals(
     parts: &[Part],
     names: &[String],
@@ -349,66 +351,76 @@ fn intervals(
                 .flatten(),
         )
         .collect();
-    let mut out = Vec::with_capacity(count);
-    for i in 0..count {
-        let reported: Vec<&IntervalReport> = parts
-            .iter()
-            .filter_map(|p| p.report.intervals.get(i))
-            .collect();
-        let start_s = reported
-            .iter()
-            .map(|r| r.start_s)
-            .fold(f64::INFINITY, f64::min);
-        let duration_s = reported.iter().map(|r| r.duration_s).fold(0.0, f64::max);
-        let mut all = histogram();
-        for (t, tag) in tags.iter().enumerate() {
-            let mut sum = histogram();
-            for part in parts {
-                let logged = part.intervals.get(tag).and_then(|v| v.get(i));
-                match logged {
-                    Some(l) => {
-                        let _ = sum.add(&l.histogram);
-                    }
-                    None if part.report.intervals.get(i).is_some_and(|r| r.requests > 0)
-                        && t == 0 =>
-                    {
-                        return Err(Error::Config(format!(
-                            "segment {}: its interval log has no interval {i} though its report has: give each result's .hlog beside its .json",
-                            part.report.segment.as_deref().unwrap_or("?")
-                        )));
-                    }
-                    None => {}
-                }
+    let mut out: Vec<IntervalReport> = (0..count)
+        .map(|i| {
+            let reported: Vec<&IntervalReport> = parts
+                .iter()
+                .filter_map(|p| p.report.intervals.get(i))
+                .collect();
+            let start_s = reported
+                .iter()
+                .map(|r| r.start_s)
+                .fold(f64::INFINITY, f64::min);
+            let duration_s = reported.iter().map(|r| r.duration_s).fold(0.0, f64::max);
+            let requests: u64 = reported.iter().map(|r| r.requests).sum();
+            let seconds = duration_s.max(1e-9);
+            IntervalReport {
+                start_s,
+                duration_s,
+                requests,
+                errors: reported.iter().map(|r| r.errors).sum(),
+                requests_per_s: requests as f64 / seconds,
+                bytes_per_s: reported
+                    .iter()
+                    .map(|r| r.bytes_per_s * r.duration_s)
+                    .sum::<f64>()
+                    / seconds,
+                latency_us: Latency::default(),
+                generator_busy: reported
+                    .iter()
+                    .map(|r| r.generator_busy)
+                    .fold(0.0, f64::max),
+                connections: reported.iter().map(|r| r.connections).sum(),
             }
-            if let Some(log) = log.as_mut() {
-                let offset = std::time::Duration::from_secs_f64(start_s.max(0.0));
-                let length = std::time::Duration::from_secs_f64(duration_s.max(1e-6));
-                log.write(&sum, offset, length, tag.as_deref())?;
+        })
+        .collect();
+    for (t, tag) in tags.iter().enumerate() {
+        let mut sums: Vec<Histogram<u64>> = (0..count).map(|_| histogram()).collect();
+        for part in parts {
+            let segment = part.report.segment.as_deref().unwrap_or("?");
+            let logged =
+                crate::hlog::parse_intervals(&part.log, tag.as_deref()).map_err(|why| {
+                    Error::Config(format!("segment {segment}: its interval log: {why}"))
+                })?;
+            let reported = part
+                .report
+                .intervals
+                .iter()
+                .filter(|r| r.requests > 0)
+                .count();
+            let in_log = logged.iter().filter(|l| !l.histogram.is_empty()).count();
+            if t == 0 && in_log < reported {
+                return Err(Error::Config(format!(
+                    "segment {segment}: its interval log has {in_log} intervals with requests, its report {reported}: give each result's own .hlog beside its .json"
+                )));
             }
-            if t == 0 {
-                all = sum;
+            for (sum, interval) in sums.iter_mut().zip(&logged) {
+                // Both auto-resize: adding cannot fail.
+                let _ = sum.add(&interval.histogram);
             }
         }
-        let requests: u64 = reported.iter().map(|r| r.requests).sum();
-        let seconds = duration_s.max(1e-9);
-        out.push(IntervalReport {
-            start_s,
-            duration_s,
-            requests,
-            errors: reported.iter().map(|r| r.errors).sum(),
-            requests_per_s: requests as f64 / seconds,
-            bytes_per_s: reported
-                .iter()
-                .map(|r| r.bytes_per_s * r.duration_s)
-                .sum::<f64>()
-                / seconds,
-            latency_us: Latency::of(&all),
-            generator_busy: reported
-                .iter()
-                .map(|r| r.generator_busy)
-                .fold(0.0, f64::max),
-            connections: reported.iter().map(|r| r.connections).sum(),
-        });
+        if let Some(log) = log.as_mut() {
+            for (sum, interval) in sums.iter().zip(&out) {
+                let offset = std::time::Duration::from_secs_f64(interval.start_s.max(0.0));
+                let length = std::time::Duration::from_secs_f64(interval.duration_s.max(1e-6));
+                log.write(sum, offset, length, tag.as_deref())?;
+            }
+        }
+        if t == 0 {
+            for (interval, sum) in out.iter_mut().zip(&sums) {
+                interval.latency_us = Latency::of(sum);
+            }
+        }
     }
     if let Some(log) = log.as_mut() {
         log.flush()?;

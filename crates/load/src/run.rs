@@ -233,7 +233,7 @@ pub fn run(
         .map(|(c, w)| (c.as_secs_f64() + w.as_secs_f64()) / duration.max(1e-3))
         .fold(0.0, f64::max);
     let mut report = build_report(config, &totals, duration, stopped, intervals, not_sent);
-    if segments > 1 {
+    if config.segment.is_some() {
         report.connections = my_connections;
         report.segment = Some(format!("{segment}/{segments}"));
         report.histograms = Some(crate::merge::encode(&totals));
@@ -731,9 +731,8 @@ mod tests {
             .into_iter()
             .map(|h| {
                 let (report, hlog) = h.join().unwrap();
-                let mut intervals = std::collections::BTreeMap::new();
-                intervals.insert(None, crate::read_intervals(&hlog, None).unwrap());
-                crate::Part { report, intervals }
+                let log = std::fs::read(hlog).unwrap();
+                crate::Part { report, log }
             })
             .collect()
     }
@@ -770,7 +769,7 @@ mod tests {
         // segment's log): the merged percentiles are its percentiles, exactly.
         let mut one = crate::recorder::histogram();
         for p in &parts {
-            for i in &p.intervals[&None] {
+            for i in crate::parse_intervals(&p.log, None).unwrap() {
                 one.add(&i.histogram).unwrap();
             }
         }
@@ -838,7 +837,7 @@ mod tests {
         let err = crate::merge(
             &[crate::Part {
                 report: whole,
-                intervals: Default::default(),
+                log: Vec::new(),
             }],
             None,
         )

@@ -2,7 +2,6 @@
 //! into the run's result, exactly; and the line framing (`load --emit`) that carries a
 //! segment's result out of a pod's log.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -83,17 +82,19 @@ fn read(path: &Path) -> anyhow::Result<Vec<Part>> {
     Ok(parts)
 }
 
+/// A result, its log checked readable now so that a bad one is named by its file.
 fn part(report: Report, log: &[u8]) -> anyhow::Result<Part> {
-    let mut intervals = BTreeMap::new();
     let mut tags = vec![None];
     if report.classes.len() > 1 {
         tags.extend(report.classes.iter().map(|c| Some(tag_of(&c.name))));
     }
     for tag in tags {
-        let read = parse_intervals(log, tag.as_deref()).map_err(anyhow::Error::msg)?;
-        intervals.insert(tag, read);
+        parse_intervals(log, tag.as_deref()).map_err(anyhow::Error::msg)?;
     }
-    Ok(Part { report, intervals })
+    Ok(Part {
+        report,
+        log: log.to_vec(),
+    })
 }
 
 /// The framed results in a log: `begin`, one `json` line, `hlog` lines, `end`.
