@@ -292,3 +292,43 @@ fn flags_the_job_sets_itself_are_refused() {
         assert!(err.contains("is set by the Job itself"), "{err}");
     }
 }
+
+/// Where kubectl has a cluster to ask (a current context), the API server's own client-side
+/// dry run accepts the Job. kubectl's client dry run still asks the server for its API groups,
+/// so without a cluster there is nothing to ask; then the test says so and ends.
+#[test]
+fn kubectl_accepts_the_job_where_it_has_a_cluster() {
+    let context = std::process::Command::new("kubectl")
+        .args(["config", "current-context"])
+        .output();
+    match context {
+        Ok(out) if out.status.success() => {}
+        _ => {
+            eprintln!("note: no kubectl with a current context here; the Job was checked against the Job API's fields only");
+            return;
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("job.yaml");
+    let out = webscope()
+        .args(["distribute", "--kubernetes", "3", "-o"])
+        .arg(&file)
+        .args(["--", "http://web/", "-c", "30"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let dry = std::process::Command::new("kubectl")
+        .args(["create", "--dry-run=client", "-o", "name", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        dry.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&dry.stdout).trim(),
+        "job.batch/webscope-load"
+    );
+}
