@@ -86,6 +86,8 @@ pub struct Config {
     /// Start on this wall-clock instant (every segment of a run given the same one starts
     /// together and aligns its intervals to it); `None`: at once.
     pub start_at: Option<std::time::SystemTime>,
+    /// How an https target is spoken to (ignored for http).
+    pub tls: crate::TlsSettings,
 }
 
 /// The most requests `Config::samples` records (about 20 MB of CSV): enough for a density
@@ -113,6 +115,7 @@ impl Config {
             backoff_503: Duration::ZERO,
             segment: None,
             start_at: None,
+            tls: crate::TlsSettings::default(),
         }
     }
 

@@ -97,6 +97,11 @@ struct Conn {
     rng: Rng,
     /// Load groups: the connection's one request.
     fixed: Option<usize>,
+    /// https: the session, for the connection's life.
+    tls: Option<Box<rustls::ClientConnection>>,
+    /// https: when the handshake began (the first flight went out), and what it took.
+    handshake_began: Option<Instant>,
+    handshake: Option<(Duration, bool)>,
 }
 
 impl Conn {
@@ -124,12 +129,16 @@ impl Conn {
             idle_since: now,
             rng,
             fixed,
+            tls: None,
+            handshake_began: None,
+            handshake: None,
         }
     }
 
     fn close(&mut self) {
         // Closing the descriptor also removes it from the epoll set.
         self.socket = None;
+        self.tls = None;
         self.start = 0;
         self.end = 0;
     }
@@ -393,7 +402,16 @@ impl Engine {
         if added != 0 {
             return Err(Failure::Connect);
         }
+        let tls = match &self.shared.tls {
+            Some((config, name)) => Some(Box::new(
+                rustls::ClientConnection::new(std::sync::Arc::clone(config), name.clone())
+                    .map_err(|_| Failure::Tls)?,
+            )),
+            None => None,
+        };
         let conn = &mut self.conns[i];
+        conn.tls = tls;
+        conn.handshake_began = None;
         conn.connect_began = Some(began);
         conn.connecting = false;
         conn.socket = Some(socket);
@@ -413,7 +431,38 @@ impl Engine {
             return;
         };
         let request = &shared.requests.entry(conn.entry).bytes;
-        let failure = match send(socket.as_raw_fd(), &request[done..]) {
+        let fd = socket.as_raw_fd();
+        if let Some(tls) = conn.tls.as_mut() {
+            // The request goes to rustls once, whole; what goes out are its records.
+            if done == 0 && std::io::Write::write_all(&mut tls.writer(), request).is_err() {
+                self.finish(i, Err(Failure::Tls));
+                return;
+            }
+            conn.phase = Phase::Sending(request.len());
+            let failure = match crate::engine_tls::flush(tls, fd) {
+                Ok(true) => {
+                    if let Some(began) = conn.connect_began.take() {
+                        let now = Instant::now();
+                        conn.connect = Some(now - began);
+                        if tls.is_handshaking() {
+                            conn.handshake_began = Some(now);
+                        }
+                    }
+                    conn.phase = Phase::Receiving;
+                    return;
+                }
+                Ok(false) => return,
+                Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+                    conn.connecting = true;
+                    return;
+                }
+                Err(e) if conn.connect_began.is_some() => connect_failure(&e),
+                Err(e) => io_failure(&e),
+            };
+            self.finish(i, Err(failure));
+            return;
+        }
+        let failure = match send(fd, &request[done..]) {
             Ok(n) if done + n == request.len() => {
                 if let Some(began) = conn.connect_began.take() {
                     conn.connect = Some(began.elapsed());
@@ -472,6 +521,14 @@ impl Engine {
             {
                 self.receive(i)
             }
+            // TLS records that did not fit in the socket before (rare: a handshake flight).
+            Phase::Receiving if conn.tls.as_ref().is_some_and(|t| t.wants_write()) => {
+                if let (Some(tls), Some(socket)) = (conn.tls.as_mut(), conn.socket.as_ref()) {
+                    if crate::engine_tls::flush(tls, socket.as_raw_fd()).is_err() {
+                        self.finish(i, Err(Failure::Reset));
+                    }
+                }
+            }
             Phase::Receiving => {}
         }
     }
@@ -488,11 +545,41 @@ impl Engine {
                 return;
             }
             let fd = socket.as_raw_fd();
-            let n = match recv(fd, &mut conn.buf[conn.end..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => {
+            let got = match conn.tls.as_mut() {
+                Some(tls) => {
+                    let got = crate::engine_tls::read(tls, fd, &mut conn.buf[conn.end..]);
+                    if let Some(began) = conn.handshake_began {
+                        if !tls.is_handshaking() {
+                            let resumed =
+                                tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+                            conn.handshake = Some((began.elapsed(), resumed));
+                            conn.handshake_began = None;
+                        }
+                    }
+                    got
+                }
+                None => match recv(fd, &mut conn.buf[conn.end..]) {
+                    Ok(n) => crate::engine_tls::Got::Bytes(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        crate::engine_tls::Got::WouldBlock
+                    }
+                    Err(e) => crate::engine_tls::Got::Io(e),
+                },
+            };
+            let n = match got {
+                crate::engine_tls::Got::Bytes(n) => n,
+                crate::engine_tls::Got::WouldBlock => return,
+                crate::engine_tls::Got::Io(e) => {
                     self.finish(i, Err(io_failure(&e)));
+                    return;
+                }
+                crate::engine_tls::Got::Tls(e) => {
+                    let mut recorder = self.shared.recorder.borrow_mut();
+                    if recorder.tls_error.is_none() {
+                        recorder.tls_error = Some(crate::tls::cause(&e));
+                    }
+                    drop(recorder);
+                    self.finish(i, Err(Failure::Tls));
                     return;
                 }
             };
@@ -547,9 +634,18 @@ impl Engine {
             let conn = &mut self.conns[i];
             conn.phase = Phase::Idle;
             let mut recorder = shared.recorder.borrow_mut();
+            let handshake = conn.handshake.take();
+            match handshake {
+                Some((_, true)) => recorder.tls_resumed += 1,
+                Some((_, false)) => recorder.tls_full += 1,
+                None => {}
+            }
             let stats = &mut recorder.classes[conn.class as usize];
             if let Some(connect) = conn.connect {
                 record(&mut stats.connect, connect.as_nanos() as u64);
+            }
+            if let Some((took, _)) = handshake {
+                record(&mut stats.handshake, took.as_nanos() as u64);
             }
             match result {
                 Ok(()) => {
@@ -586,7 +682,10 @@ impl Engine {
                 }
             }
         }
-        let backoff = matches!(result, Err(Failure::ConnectRefused | Failure::Connect));
+        let backoff = matches!(
+            result,
+            Err(Failure::ConnectRefused | Failure::Connect | Failure::Tls)
+        );
         if backoff {
             self.timers.push(Reverse((now + CONNECT_BACKOFF, i)));
         } else if refused && !shared.backoff_503.is_zero() && shared.schedule.is_none() {
@@ -673,7 +772,7 @@ fn consume(conn: &mut Conn) -> Read {
     }
 }
 
-fn send(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
+pub(crate) fn send(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
     // SAFETY: sending from a valid buffer on a descriptor we own; MSG_NOSIGNAL turns a
     // closed peer into EPIPE instead of a signal.
     let n = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
@@ -684,7 +783,7 @@ fn send(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
     }
 }
 
-fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: receiving into a valid buffer on a descriptor we own.
     let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
     if n < 0 {

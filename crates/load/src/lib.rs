@@ -9,7 +9,8 @@
 //!
 //! What it is not: a browser or a general HTTP client. It sends GET requests from a fixed
 //! table (one URL, or a file set's manifest with its access probabilities), reads the
-//! responses' framing (Content-Length or chunked) and counts their bytes. No TLS, no HTTP/2,
+//! responses' framing (Content-Length or chunked) and counts their bytes, over plain TCP or
+//! TLS (rustls, for https URLs: handshakes timed apart, full and resumed counted). No HTTP/2,
 //! no redirects, no cookies.
 //!
 //! The main types: [`Config`] says what to run ([`Target`] what to request, [`Pacing`]
@@ -45,6 +46,7 @@
 mod config;
 mod cpu;
 mod engine;
+mod engine_tls;
 mod error;
 mod hlog;
 mod merge;
@@ -54,6 +56,7 @@ mod requests;
 mod run;
 mod schedule;
 mod target;
+mod tls;
 mod worker;
 
 pub use config::{Arrivals, Config, Mode, Pacing, MAX_SAMPLES};
@@ -62,6 +65,7 @@ pub use error::Error;
 pub use hlog::{parse_intervals, read_bins, read_intervals, tag_of, LoggedInterval};
 pub use merge::{merge, ClassHistograms, Generator, Part};
 pub use recorder::{Failure, FAILURES};
-pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report};
+pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report, TlsReport};
 pub use run::run;
 pub use target::{Group, Target};
+pub use tls::TlsSettings;

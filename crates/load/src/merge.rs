@@ -33,6 +33,9 @@ pub struct ClassHistograms {
     pub ttfb: String,
     /// Connect time, ns.
     pub connect: String,
+    /// https: TLS handshake time, ns.
+    #[serde(default)]
+    pub handshake: String,
 }
 
 /// One generator of a merged run, for its table.
@@ -97,6 +100,7 @@ pub(crate) fn encode(totals: &Recorder) -> Vec<ClassHistograms> {
             uncorrected: encode_one(&mut serializer, &c.uncorrected),
             ttfb: encode_one(&mut serializer, &c.ttfb),
             connect: encode_one(&mut serializer, &c.connect),
+            handshake: encode_one(&mut serializer, &c.handshake),
         })
         .collect()
 }
@@ -127,6 +131,11 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
             uncorrected: decode_one(&h.uncorrected)?,
             ttfb: decode_one(&h.ttfb)?,
             connect: decode_one(&h.connect)?,
+            handshake: if h.handshake.is_empty() {
+                histogram()
+            } else {
+                decode_one(&h.handshake)?
+            },
             requests: class.requests,
             bytes: class.bytes,
             failures: [
@@ -137,6 +146,7 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
                 e.bad_status,
                 e.short_body,
                 e.parse_error,
+                e.tls,
             ],
         };
         debug_assert_eq!(stats.failures.len(), FAILURES.len());
@@ -146,6 +156,10 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
         recorder.statuses[code.min(STATUSES - 1)] += n;
     }
     recorder.connections = report.connects;
+    if let Some(tls) = &report.tls {
+        recorder.tls_full = tls.full;
+        recorder.tls_resumed = tls.resumed;
+    }
     Ok(recorder)
 }
 

@@ -24,10 +24,12 @@ pub enum Failure {
     ShortBody,
     /// The response was not HTTP/1.x (or its head was too large to buffer).
     Parse,
+    /// The TLS handshake failed, or a TLS record was bad.
+    Tls,
 }
 
 /// Names of the failure kinds, as they appear in reports and JSON.
-pub const FAILURES: [&str; 7] = [
+pub const FAILURES: [&str; 8] = [
     "connect_refused",
     "connect",
     "reset",
@@ -35,6 +37,7 @@ pub const FAILURES: [&str; 7] = [
     "bad_status",
     "short_body",
     "parse_error",
+    "tls",
 ];
 
 /// A new histogram: nanoseconds, 3 significant digits, sized for 100 ms and growing if a
@@ -64,6 +67,8 @@ pub(crate) struct ClassStats {
     pub ttfb: Histogram<u64>,
     /// Time to establish a connection, for requests that opened one.
     pub connect: Histogram<u64>,
+    /// https: time of the TLS handshake, for requests that made one.
+    pub handshake: Histogram<u64>,
     /// Complete responses (any status).
     pub requests: u64,
     /// Bytes received (heads and bodies).
@@ -79,6 +84,7 @@ impl ClassStats {
             uncorrected: histogram(),
             ttfb: histogram(),
             connect: histogram(),
+            handshake: histogram(),
             requests: 0,
             bytes: 0,
             failures: [0; FAILURES.len()],
@@ -92,6 +98,7 @@ impl ClassStats {
         let _ = self.uncorrected.add(&other.uncorrected);
         let _ = self.ttfb.add(&other.ttfb);
         let _ = self.connect.add(&other.connect);
+        let _ = self.handshake.add(&other.handshake);
         self.requests += other.requests;
         self.bytes += other.bytes;
         for (mine, theirs) in self.failures.iter_mut().zip(other.failures) {
@@ -117,6 +124,11 @@ pub(crate) struct Recorder {
     pub statuses: Vec<u64>,
     /// Connections opened.
     pub connections: u64,
+    /// https: handshakes completed, in full and by resuming a session.
+    pub tls_full: u64,
+    pub tls_resumed: u64,
+    /// https: why the first failed handshake failed, in words a user can act on.
+    pub tls_error: Option<String>,
     /// With `Config::samples`: completed requests as (end since start ns, latency ns, class).
     /// Not merged: the coordinator writes them out as they come.
     pub samples: Vec<(u64, u64, u16)>,
@@ -128,6 +140,9 @@ impl Recorder {
             classes: (0..classes).map(|_| ClassStats::new()).collect(),
             statuses: vec![0; STATUSES],
             connections: 0,
+            tls_full: 0,
+            tls_resumed: 0,
+            tls_error: None,
             samples: Vec::new(),
         }
     }
@@ -140,6 +155,11 @@ impl Recorder {
             *mine += theirs;
         }
         self.connections += other.connections;
+        self.tls_full += other.tls_full;
+        self.tls_resumed += other.tls_resumed;
+        if self.tls_error.is_none() {
+            self.tls_error.clone_from(&other.tls_error);
+        }
     }
 
     /// All classes merged into one.

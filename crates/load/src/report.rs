@@ -68,6 +68,9 @@ pub struct Errors {
     pub short_body: u64,
     /// Responses that were not HTTP/1.x.
     pub parse_error: u64,
+    /// TLS handshakes or records that failed.
+    #[serde(default)]
+    pub tls: u64,
     /// All of the above.
     pub total: u64,
 }
@@ -82,6 +85,7 @@ impl Errors {
             bad_status: failures[4],
             short_body: failures[5],
             parse_error: failures[6],
+            tls: failures[7],
             total: failures.iter().sum(),
         }
     }
@@ -95,6 +99,7 @@ impl Errors {
             ("bad status", self.bad_status),
             ("short body", self.short_body),
             ("parse", self.parse_error),
+            ("tls", self.tls),
         ];
         let parts: Vec<String> = pairs
             .iter()
@@ -133,6 +138,9 @@ pub struct ClassReport {
     pub ttfb_us: Latency,
     /// Connect time of the requests that opened a connection.
     pub connect_us: Option<Latency>,
+    /// https: TLS handshake time, when connections made one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake_us: Option<Latency>,
 }
 
 impl ClassReport {
@@ -155,6 +163,7 @@ impl ClassReport {
             uncorrected_latency_us: open_loop.then(|| Latency::of(&stats.uncorrected)),
             ttfb_us: Latency::of(&stats.ttfb),
             connect_us: (!stats.connect.is_empty()).then(|| Latency::of(&stats.connect)),
+            tls_handshake_us: (!stats.handshake.is_empty()).then(|| Latency::of(&stats.handshake)),
         }
     }
 }
@@ -180,6 +189,17 @@ pub struct IntervalReport {
     pub generator_busy: f64,
     /// Connections open at the interval's end.
     pub connections: usize,
+}
+
+/// The TLS handshakes of an https run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TlsReport {
+    /// Handshakes completed in full.
+    pub full: u64,
+    /// Handshakes that resumed a session (a ticket or an ID).
+    pub resumed: u64,
+    /// Handshake time, from the ClientHello's send to the handshake's end.
+    pub handshake_us: Latency,
 }
 
 /// Everything a run measured.
@@ -228,6 +248,9 @@ pub struct Report {
     pub ttfb_us: Latency,
     /// Connect time, when connections were opened.
     pub connect_us: Option<Latency>,
+    /// https: the handshakes, full and resumed, and their time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsReport>,
     /// Responses by status code.
     pub status_codes: BTreeMap<String, u64>,
     /// Per class (one entry, "all", for a single URL).
@@ -347,6 +370,9 @@ impl Report {
         if let Some(connect) = &self.connect_us {
             out.push_str(&latency_row("connect", connect));
         }
+        if let Some(tls) = &self.tls {
+            out.push_str(&latency_row("TLS handshake", &tls.handshake_us));
+        }
         if self.classes.len() > 1 {
             for class in &self.classes {
                 out.push_str(&latency_row(&class.name, &class.latency_us));
@@ -379,6 +405,13 @@ impl Report {
             if self.connects == 1 { "" } else { "s" }
         );
         let _ = writeln!(out, "  Errors: {}", self.errors.describe());
+        if let Some(tls) = &self.tls {
+            let _ = writeln!(
+                out,
+                "  TLS handshakes: {} full, {} resumed",
+                tls.full, tls.resumed
+            );
+        }
         // As wrk says it: the responses a success rate must not count.
         let unexpected: u64 = self
             .status_codes
@@ -458,7 +491,7 @@ mod tests {
         assert_eq!(format_us(85.2), "85us");
         assert_eq!(format_us(1250.0), "1.25ms");
         assert_eq!(format_us(2_000_000.0), "2.00s");
-        let e = Errors::of(&[0, 0, 2, 0, 1, 0, 0]);
+        let e = Errors::of(&[0, 0, 2, 0, 1, 0, 0, 0]);
         assert_eq!(e.total, 3);
         assert_eq!(e.describe(), "reset 2, bad status 1");
         assert_eq!(Errors::default().describe(), "none");

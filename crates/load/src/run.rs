@@ -43,6 +43,10 @@ pub fn run(
 ) -> Result<Report, Error> {
     config.check()?;
     let requests = Arc::new(Requests::new(&config.target, config.mode, &config.headers)?);
+    let tls = match &config.target.tls_name {
+        Some(name) => Some(crate::tls::client(&config.tls, name)?),
+        None => None,
+    };
     let classes = config.target.classes.len();
     let (start, wall_start, late) = start_instant(config.start_at);
     let mut hlog = match &config.hlog {
@@ -85,6 +89,7 @@ pub fn run(
             index,
             global,
             requests: Arc::clone(&requests),
+            tls: tls.clone(),
             classes,
             addr: config.target.addr,
             mode: config.mode,
@@ -239,6 +244,9 @@ pub fn run(
         report.histograms = Some(crate::merge::encode(&totals));
     }
     report.start_late_s = late.as_secs_f64();
+    if let Some(cause) = &totals.tls_error {
+        report.warnings.push(format!("TLS: {cause}"));
+    }
     if late > LATE {
         report.warnings.push(format!(
             "started {:.3} s after --start-at: its intervals are aligned to that instant, but its first one is short",
@@ -432,6 +440,7 @@ fn build_report(
         uncorrected_latency_us: None,
         ttfb_us: Latency::default(),
         connect_us: None,
+        tls: None,
         status_codes: BTreeMap::new(),
         classes: Vec::new(),
         intervals,
@@ -479,6 +488,11 @@ pub(crate) fn fill(
     report.uncorrected_latency_us = whole.uncorrected_latency_us;
     report.ttfb_us = whole.ttfb_us;
     report.connect_us = whole.connect_us;
+    report.tls = (totals.tls_full + totals.tls_resumed > 0).then(|| crate::report::TlsReport {
+        full: totals.tls_full,
+        resumed: totals.tls_resumed,
+        handshake_us: Latency::of(&all.handshake),
+    });
     report.status_codes = totals
         .statuses
         .iter()
@@ -646,7 +660,7 @@ mod tests {
             .any(|w| w.contains("no request succeeded")));
     }
 
-    const FAILURES_NAMES: [&str; 7] = crate::recorder::FAILURES;
+    const FAILURES_NAMES: [&str; 8] = crate::recorder::FAILURES;
 
     #[test]
     fn a_stalled_server_gives_timeouts_and_fresh_connections() {
@@ -877,5 +891,187 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("0 <= I < N"));
+    }
+
+    /// A TLS server (rustls, blocking, a thread per connection) with a self-signed certificate
+    /// for `names`, answering every request with `body` bytes; returns its address and the
+    /// certificate as a PEM file (the CA to trust).
+    fn serve_tls(
+        names: &[&str],
+        body: usize,
+        dir: &std::path::Path,
+    ) -> (std::net::SocketAddr, std::path::PathBuf) {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let certified = rcgen::generate_simple_self_signed(names).unwrap();
+        let pem = dir.join("ca.pem");
+        std::fs::write(&pem, certified.cert.pem()).unwrap();
+        let cert: CertificateDer<'static> = certified.cert.der().clone();
+        let key =
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der()));
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = std::sync::Arc::new(
+            rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(vec![cert], key)
+                .unwrap(),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let config = std::sync::Arc::clone(&config);
+                std::thread::spawn(move || {
+                    let conn = rustls::ServerConnection::new(config).unwrap();
+                    let mut tls = rustls::StreamOwned::new(conn, stream);
+                    let mut buf = [0u8; 4096];
+                    let mut pending = Vec::new();
+                    loop {
+                        let n = match tls.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        pending.extend_from_slice(&buf[..n]);
+                        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let close = String::from_utf8_lossy(&pending[..end])
+                                .contains("Connection: close");
+                            pending.drain(..end + 4);
+                            let mut reply =
+                                format!("HTTP/1.1 200 OK\r\nContent-Length: {body}\r\n\r\n")
+                                    .into_bytes();
+                            reply.resize(reply.len() + body, b'x');
+                            if tls.write_all(&reply).is_err() {
+                                return;
+                            }
+                            if close {
+                                tls.conn.send_close_notify();
+                                let _ = tls.flush();
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (addr, pem)
+    }
+
+    fn https(addr: std::net::SocketAddr) -> Config {
+        let mut config = Config::new(Target::url(&format!("https://{addr}/x")).unwrap());
+        config.connections = 2;
+        config.duration = Duration::from_millis(400);
+        config.interval = Duration::from_millis(100);
+        config
+    }
+
+    #[test]
+    fn https_keep_alive_makes_one_handshake_per_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let (addr, ca) = serve_tls(&["127.0.0.1"], 100, dir.path());
+        let mut config = https(addr);
+        config.tls.cacert = Some(ca);
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(report.requests > 50, "{report:#?}");
+        assert_eq!(
+            report.errors.total, 0,
+            "{:?} {:?}",
+            report.errors, report.warnings
+        );
+        let tls = report.tls.unwrap();
+        assert_eq!((tls.full, tls.resumed), (2, 0));
+        assert!(tls.handshake_us.p50 > 0.0);
+        assert!(report.bytes >= report.requests * 100);
+    }
+
+    #[test]
+    fn https_close_mode_resumes_sessions_unless_told_not_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let (addr, ca) = serve_tls(&["127.0.0.1"], 10, dir.path());
+        let mut config = https(addr);
+        config.mode = Mode::Close;
+        config.tls.cacert = Some(ca);
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert_eq!(
+            report.errors.total, 0,
+            "{:?} {:?}",
+            report.errors, report.warnings
+        );
+        let tls = report.tls.unwrap();
+        assert!(tls.resumed > tls.full, "{tls:?}");
+        assert!(
+            tls.full + tls.resumed >= report.requests,
+            "{tls:?} for {}",
+            report.requests
+        );
+        config.tls.no_resume = true;
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let tls = report.tls.unwrap();
+        assert_eq!(tls.resumed, 0, "{tls:?}");
+        assert!(tls.full >= report.requests, "{tls:?}");
+    }
+
+    #[test]
+    fn failed_handshakes_are_counted_and_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        // No CA given: the self-signed certificate is unknown.
+        let (addr, ca) = serve_tls(&["127.0.0.1"], 10, dir.path());
+        let report = run(&https(addr), &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert_eq!(report.requests, 0);
+        assert!(report.errors.tls > 0, "{:?}", report.errors);
+        assert!(
+            report.warnings.iter().any(|w| w.contains("unknown CA")),
+            "{:?}",
+            report.warnings
+        );
+        // --insecure: the same server is fine.
+        let mut config = https(addr);
+        config.tls.insecure = true;
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(
+            report.requests > 0 && report.errors.total == 0,
+            "{:?}",
+            report.warnings
+        );
+        // A certificate for another name.
+        let other = tempfile::tempdir().unwrap();
+        let (addr, ca_other) = serve_tls(&["other.example"], 10, other.path());
+        let mut config = https(addr);
+        config.tls.cacert = Some(ca_other);
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("not valid for the URL's host name")),
+            "{:?}",
+            report.warnings
+        );
+        // Plain HTTP on the port: a server that answers anything with a 400, as nginx does
+        // a ClientHello on a plain port.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let plain = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let mut buf = [0u8; 1024];
+                if stream.read(&mut buf).is_ok() {
+                    let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                }
+            }
+        });
+        let mut config = https(plain);
+        config.tls.cacert = Some(ca);
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(report.errors.tls > 0, "{:?}", report.errors);
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("does not speak TLS")),
+            "{:?}",
+            report.warnings
+        );
     }
 }

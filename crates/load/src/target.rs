@@ -25,6 +25,8 @@ pub struct Target {
     /// Load groups: connections given to each path (in `paths` order), each connection
     /// requesting its group's path only. Empty: every request draws a path from `weights`.
     pub groups: Vec<usize>,
+    /// The server's name for TLS (SNI and the certificate's check) when the URL is https.
+    pub tls_name: Option<String>,
 }
 
 /// One closed-loop client group: `NAME=N:URL` on the command line.
@@ -62,8 +64,8 @@ impl std::str::FromStr for Group {
             .ok()
             .filter(|n| *n > 0)
             .ok_or_else(|| bad("N must be a positive number of connections"))?;
-        if !(url.starts_with('/') || url.starts_with("http://")) {
-            return Err(bad("the URL must start with / or http://"));
+        if !(url.starts_with('/') || url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(bad("the URL must start with /, http:// or https://"));
         }
         Ok(Group {
             name: name.to_string(),
@@ -80,6 +82,8 @@ struct Url {
     port: u16,
     /// The path and query, starting with `/`.
     path: String,
+    /// https.
+    tls: bool,
 }
 
 fn parse_url(url: &str) -> Result<Url, Error> {
@@ -87,17 +91,16 @@ fn parse_url(url: &str) -> Result<Url, Error> {
         url: url.to_string(),
         reason: reason.to_string(),
     };
-    let rest = if let Some(rest) = url.strip_prefix("http://") {
-        rest
-    } else if url.starts_with("https://") {
-        return Err(bad(
-            "https is not supported: webscope load speaks plain HTTP/1.1",
-        ));
+    let (rest, tls) = if let Some(rest) = url.strip_prefix("http://") {
+        (rest, false)
+    } else if let Some(rest) = url.strip_prefix("https://") {
+        (rest, true)
     } else {
         return Err(bad(
-            "give an http:// URL, e.g. http://127.0.0.1:8080/index.html",
+            "give an http:// or https:// URL, e.g. http://127.0.0.1:8080/index.html",
         ));
     };
+    let default_port = if tls { 443 } else { 80 };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -117,7 +120,7 @@ fn parse_url(url: &str) -> Result<Url, Error> {
             .split_once(']')
             .ok_or_else(|| bad("unclosed [ in the IPv6 address"))?;
         match after {
-            "" => (host.to_string(), 80),
+            "" => (host.to_string(), default_port),
             p => (
                 host.to_string(),
                 parse_port(p.strip_prefix(':').unwrap_or(p)).ok_or_else(|| bad("bad port"))?,
@@ -129,13 +132,18 @@ fn parse_url(url: &str) -> Result<Url, Error> {
                 host.to_string(),
                 parse_port(port).ok_or_else(|| bad("bad port"))?,
             ),
-            None => (authority.to_string(), 80),
+            None => (authority.to_string(), default_port),
         }
     };
     if host.is_empty() {
         return Err(bad("no host"));
     }
-    Ok(Url { host, port, path })
+    Ok(Url {
+        host,
+        port,
+        path,
+        tls,
+    })
 }
 
 fn parse_port(text: &str) -> Option<u16> {
@@ -160,7 +168,7 @@ fn host_field(url: &Url) -> String {
     } else {
         url.host.clone()
     };
-    if url.port == 80 {
+    if url.port == if url.tls { 443 } else { 80 } {
         host
     } else {
         format!("{host}:{}", url.port)
@@ -179,6 +187,8 @@ impl Target {
             paths: vec![(parsed.path, 0)],
             weights: vec![1.0],
             groups: Vec::new(),
+
+            tls_name: parsed.tls.then(|| parsed.host.clone()),
         })
     }
 
@@ -191,7 +201,7 @@ impl Target {
             .ok_or_else(|| Error::Config("no --group given".into()))?;
         let base = match base {
             Some(base) => base,
-            None if first.url.starts_with("http://") => first.url.as_str(),
+            None if first.url.starts_with("http") => first.url.as_str(),
             None => {
                 return Err(Error::Config(
                     "--group with a path needs the server's URL, e.g. webscope load http://127.0.0.1:8080/ --group light=30:/svc/light".into(),
@@ -235,6 +245,8 @@ impl Target {
             paths,
             weights: groups.iter().map(|g| g.connections as f64).collect(),
             groups: groups.iter().map(|g| g.connections).collect(),
+
+            tls_name: server.tls.then(|| server.host.clone()),
         })
     }
 
@@ -268,6 +280,8 @@ impl Target {
             paths,
             weights: manifest.files.iter().map(|f| f.probability).collect(),
             groups: Vec::new(),
+
+            tls_name: parsed.tls.then(|| parsed.host.clone()),
         })
     }
 
@@ -297,8 +311,10 @@ mod tests {
         assert_eq!(host_field(&u), "[::1]:9000");
         let u = parse_url("http://h?q=1").unwrap();
         assert_eq!(u.path, "/?q=1");
+        let u = parse_url("https://example.com/x").unwrap();
+        assert_eq!((u.port, u.tls), (443, true));
+        assert_eq!(host_field(&u), "example.com");
         for bad in [
-            "https://x/",
             "ftp://x",
             "127.0.0.1:80/",
             "http://",

@@ -48,6 +48,11 @@ pub(crate) struct Setup {
     pub threads: usize,
     /// Requests this thread may record as samples (0: no samples).
     pub samples: usize,
+    /// https: the client configuration and the server's name.
+    pub tls: Option<(
+        Arc<rustls::ClientConfig>,
+        rustls::pki_types::ServerName<'static>,
+    )>,
 }
 
 /// What a worker sends the coordinator.
@@ -89,6 +94,11 @@ pub(crate) struct Shared {
     pub(crate) backoff_503: Duration,
     pub(crate) recorder: RefCell<Recorder>,
     pub(crate) schedule: Option<Schedule>,
+    /// https: the client configuration and the server's name.
+    pub(crate) tls: Option<(
+        Arc<rustls::ClientConfig>,
+        rustls::pki_types::ServerName<'static>,
+    )>,
     pub(crate) end: Instant,
     pub(crate) open_connections: Cell<usize>,
     /// The run's start, this thread's index and the number of threads (connection `k` of
@@ -123,6 +133,7 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
     });
     let shared = Rc::new(Shared {
         requests: Arc::clone(&setup.requests),
+        tls: setup.tls.clone(),
         addr: setup.addr,
         mode: setup.mode,
         timeout: setup.timeout,

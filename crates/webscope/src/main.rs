@@ -28,7 +28,7 @@ enum Command {
     Serve(Box<cmd::serve::Args>),
     /// Generate a file set (SPECweb96, WebStone, heavy-tail, single) with its manifest.
     Fileset(cmd::fileset::Args),
-    /// Drive an HTTP/1.1 server with load: closed or open loop, keep-alive or close.
+    /// Drive an HTTP/1.1 server with load (http or https): closed or open loop, keep-alive or close.
     Load(cmd::load::Args),
     /// Sample the operating system: CPU, memory, disks, network, TCP states, threads, profile.
     Monitor(cmd::monitor::Args),

@@ -19,12 +19,13 @@ EXAMPLES:
     webscope load http://127.0.0.1:8080/ --group light=30:/svc/light --group heavy=20:/svc/heavy
     webscope load http://127.0.0.1:8080/x -c 20 --samples requests.csv      # one line per request
     webscope load http://127.0.0.1:8080/ -d 5m --live                       # watch at http://127.0.0.1:8089/
+    webscope load https://127.0.0.1:8443/ --cacert ca.pem -c 50 --close     # handshakes: full and resumed
     webscope load http://10.0.0.5/ -c 300 --segment 1/3 --start-at 2026-11-24T20:00:00Z --json s1.json --hlog s1.hlog
     webscope merge merged/ s0.json s1.json s2.json                          # three hosts' segments, added exactly
 
 Ctrl-C ends the run early; what was measured is still printed and written.";
 
-/// Drive an HTTP/1.1 server with load and measure it.
+/// Drive an HTTP/1.1 server with load and measure it, over plain TCP or TLS (https URLs).
 ///
 /// Closed loop (default): each connection sends its next request when the last response ends,
 /// like WebStone's clients and wrk. Open loop (--rate): requests are sent on a clock whatever
@@ -41,7 +42,7 @@ pub struct Args {
 
 #[derive(clap::Args, Debug)]
 struct Flags {
-    /// The URL to request (http:// only); or use --fileset and --base. With --group, the
+    /// The URL to request (http:// or https://); or use --fileset and --base. With --group, the
     /// server's URL that the groups' paths are on.
     #[arg(
         value_name = "URL",
@@ -106,6 +107,18 @@ struct Flags {
     /// million lines.
     #[arg(long, value_name = "FILE")]
     samples: Option<PathBuf>,
+    /// https: accept any certificate (a test server's self-signed one); the handshake is
+    /// still made in full.
+    #[arg(short = 'k', long)]
+    insecure: bool,
+    /// https: trust only the CA certificates in this PEM file (a private CA), instead of the
+    /// bundled Mozilla roots.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    cacert: Option<PathBuf>,
+    /// https: no session resumption, so that every new connection (--close) makes a full
+    /// handshake [default: resume, as browsers do].
+    #[arg(long)]
+    no_tls_resume: bool,
     /// Add a request header (repeatable), e.g. -H 'Accept-Encoding: gzip'.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
@@ -227,6 +240,11 @@ impl Flags {
         config.headers = self.headers;
         config.seed = self.seed;
         config.segment = self.segment;
+        config.tls = webscope_load::TlsSettings {
+            insecure: self.insecure,
+            cacert: self.cacert,
+            no_resume: self.no_tls_resume,
+        };
         config.start_at = self.start_at;
         let mut temporary_hlog = None;
         if self.emit && config.hlog.is_none() {

@@ -120,7 +120,7 @@ pub struct Health {
 }
 
 /// The load report's failure kinds that carry no response, with what they mean.
-const FAILURES: [(&str, &str, &str); 6] = [
+const FAILURES: [(&str, &str, &str); 7] = [
     (
         "connect_refused",
         "connections refused",
@@ -150,6 +150,11 @@ const FAILURES: [(&str, &str, &str); 6] = [
         "parse_error",
         "responses that are not HTTP/1.x",
         "is the port speaking TLS or another protocol?",
+    ),
+    (
+        "tls",
+        "TLS handshakes that failed",
+        "an unknown CA (--cacert), a certificate for another name, or plain HTTP on an https port",
     ),
 ];
 

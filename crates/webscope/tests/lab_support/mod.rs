@@ -228,6 +228,27 @@ impl Nginx {
     }
 
     pub fn start_conf(root: &Path, dir: &Path, conf: &NginxConf) -> Option<Nginx> {
+        Nginx::start_inner(root, dir, conf, None)
+    }
+
+    /// nginx over TLS with `cert` and `key` (PEM), a shared session cache (and tickets, its
+    /// default), one worker, no access log.
+    pub fn start_tls(root: &Path, dir: &Path, cert: &Path, key: &Path) -> Option<Nginx> {
+        let conf = NginxConf {
+            workers: 1,
+            cpu: None,
+            access_log: false,
+            user: None,
+        };
+        Nginx::start_inner(root, dir, &conf, Some((cert, key)))
+    }
+
+    fn start_inner(
+        root: &Path,
+        dir: &Path,
+        conf: &NginxConf,
+        tls: Option<(&Path, &Path)>,
+    ) -> Option<Nginx> {
         let nginx = peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx-light")?;
         let port = free_port();
         let user = match (conf.user, am_root()) {
@@ -248,10 +269,19 @@ impl Nginx {
                  pid {d}/nginx.pid; error_log {d}/error.log;\n\
                  events {{ worker_connections 4096; }}\n\
                  http {{ {log} sendfile on; keepalive_requests 1000000;\n\
-                 server {{ listen 127.0.0.1:{port}; root {root}; }} }}\n",
+                 server {{ listen 127.0.0.1:{port}{ssl}; root {root}; {certs} }} }}\n",
                 w = conf.workers,
                 d = dir.display(),
-                root = root.display()
+                root = root.display(),
+                ssl = if tls.is_some() { " ssl" } else { "" },
+                certs = match tls {
+                    Some((cert, key)) => format!(
+                        "ssl_certificate {}; ssl_certificate_key {}; ssl_session_cache shared:SSL:1m;",
+                        cert.display(),
+                        key.display()
+                    ),
+                    None => String::new(),
+                },
             ),
         )
         .unwrap();
@@ -263,7 +293,10 @@ impl Nginx {
         let pid = child.id();
         let nginx = Nginx {
             child,
-            base_url: format!("http://127.0.0.1:{port}/"),
+            base_url: format!(
+                "{}://127.0.0.1:{port}/",
+                if tls.is_some() { "https" } else { "http" }
+            ),
             pid,
             dir: dir.to_path_buf(),
         };

@@ -1,0 +1,157 @@
+//! TLS for the load generator (rustls, user space): the client configuration an https target
+//! is run with, and the one-line causes of failed handshakes.
+//!
+//! User-space TLS on purpose: the issue of kernel TLS is the server's (sendfile under TLS);
+//! a client's records are small and rustls encrypts them in place in the connection's buffers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::Error;
+
+/// How an https target is spoken to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// Accept any certificate (`--insecure`): for test servers with self-signed ones.
+    pub insecure: bool,
+    /// Trust only the CA certificates in this PEM file (`--cacert`), instead of the bundled
+    /// Mozilla roots.
+    pub cacert: Option<PathBuf>,
+    /// Do not resume sessions (`--no-tls-resume`): every new connection makes a full handshake.
+    pub no_resume: bool,
+}
+
+/// The client configuration for `settings`, and the server name to send (SNI) and check.
+pub(crate) fn client(
+    settings: &TlsSettings,
+    name: &str,
+) -> Result<(Arc<ClientConfig>, ServerName<'static>), Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Config(format!("TLS: {e}")))?;
+    let mut config = if settings.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+            .with_no_client_auth()
+    } else {
+        let roots = match &settings.cacert {
+            Some(path) => roots_from(path)?,
+            None => RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+            },
+        };
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    if settings.no_resume {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
+    let name = ServerName::try_from(name.to_string()).map_err(|_| {
+        Error::Config(format!(
+            "{name:?} is not a name TLS can check a certificate against"
+        ))
+    })?;
+    Ok((Arc::new(config), name))
+}
+
+fn roots_from(path: &Path) -> Result<RootCertStore, Error> {
+    let bad = |why: String| {
+        Error::Config(format!(
+            "--cacert {}: {why} (give a PEM file of CA certificates)",
+            path.display()
+        ))
+    };
+    let mut roots = RootCertStore::empty();
+    let certs = CertificateDer::pem_file_iter(path).map_err(|e| bad(e.to_string()))?;
+    for cert in certs {
+        let cert = cert.map_err(|e| bad(e.to_string()))?;
+        roots.add(cert).map_err(|e| bad(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no certificate in it".into()));
+    }
+    Ok(roots)
+}
+
+/// `--insecure`: any certificate is accepted, signatures are still checked to be well formed
+/// by the provider (the handshake stays a real one, only the trust decision is skipped).
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A failed handshake in words a user can act on: the cause, and what to do.
+pub(crate) fn cause(error: &rustls::Error) -> String {
+    use rustls::{CertificateError, Error as E};
+    match error {
+        E::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            "the server's certificate is signed by an unknown CA (give --cacert FILE for a private CA, or --insecure for a test server)".into()
+        }
+        E::InvalidCertificate(CertificateError::NotValidForName)
+        | E::InvalidCertificate(CertificateError::NotValidForNameContext { .. }) => {
+            "the server's certificate is not valid for the URL's host name (use the name it was issued for)".into()
+        }
+        E::InvalidCertificate(CertificateError::Expired)
+        | E::InvalidCertificate(CertificateError::ExpiredContext { .. }) => {
+            "the server's certificate has expired".into()
+        }
+        E::InvalidCertificate(other) => format!("the server's certificate was refused: {other:?}"),
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {
+            format!("the server does not speak TLS as expected ({error}): is the port plain HTTP?")
+        }
+        E::PeerIncompatible(_) | E::AlertReceived(_) => {
+            format!("the server refused the handshake ({error}): protocol versions or ciphers in common?")
+        }
+        other => format!("TLS failed: {other}"),
+    }
+}

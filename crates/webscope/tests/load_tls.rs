@@ -1,0 +1,111 @@
+//! `webscope load` over TLS against nginx started by the test with a certificate made here
+//! (rcgen): keep-alive makes one handshake per connection, close mode resumes sessions (and
+//! makes full ones with --no-tls-resume), and a certificate nobody vouches for is refused with
+//! its cause in one line.
+
+mod lab_support;
+
+use std::path::{Path, PathBuf};
+
+use lab_support::{webscope, Nginx};
+use serde_json::Value;
+
+/// A self-signed certificate for 127.0.0.1 and localhost: (cert.pem, key.pem).
+fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let made =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.key_pair.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+fn load(args: &[&str], json: &Path) -> (Value, String) {
+    let out = webscope()
+        .arg("load")
+        .args(args)
+        .args(["-t", "1", "-d", "1s", "--json"])
+        .arg(json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    (report, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn https_against_nginx_keep_alive_close_and_refusals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("index.html"), vec![b'x'; 1024]).unwrap();
+    let (cert, key) = certificate(tmp.path());
+    let Some(nginx) = Nginx::start_tls(&root, tmp.path(), &cert, &key) else {
+        return;
+    };
+    let url = format!("{}index.html", nginx.base_url);
+    assert!(url.starts_with("https://"));
+    let json = tmp.path().join("r.json");
+    let ca = cert.to_str().unwrap();
+
+    let (r, summary) = load(&[&url, "--cacert", ca, "-c", "4"], &json);
+    assert!(r["requests"].as_u64().unwrap() > 100, "{summary}");
+    assert_eq!(r["errors"]["total"], 0, "{summary}");
+    assert_eq!(r["status_codes"]["200"], r["requests"]);
+    assert_eq!(r["tls"]["full"], 4, "{summary}");
+    assert!(summary.contains("TLS handshake") && summary.contains("4 full, 0 resumed"));
+
+    let (r, summary) = load(&[&url, "--cacert", ca, "-c", "2", "--close"], &json);
+    assert_eq!(r["errors"]["total"], 0, "{summary}");
+    let (full, resumed) = (
+        r["tls"]["full"].as_u64().unwrap(),
+        r["tls"]["resumed"].as_u64().unwrap(),
+    );
+    assert!(resumed > full, "{full} full, {resumed} resumed");
+    let (r, _) = load(
+        &[
+            &url,
+            "--cacert",
+            ca,
+            "-c",
+            "2",
+            "--close",
+            "--no-tls-resume",
+        ],
+        &json,
+    );
+    assert_eq!(r["tls"]["resumed"], 0);
+    assert!(r["tls"]["full"].as_u64().unwrap() >= r["requests"].as_u64().unwrap());
+
+    // The same server with nobody vouching for its certificate, then with --insecure.
+    let (r, summary) = load(&[&url, "-c", "1"], &json);
+    assert_eq!(r["requests"], 0);
+    assert!(r["errors"]["tls"].as_u64().unwrap() > 0);
+    let warning = summary
+        .lines()
+        .find(|l| l.starts_with("warning: TLS:"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(
+        warning.contains("unknown CA") && warning.contains("--cacert"),
+        "{warning}"
+    );
+    let (r, _) = load(&[&url, "-c", "1", "--insecure"], &json);
+    assert_eq!(r["errors"]["total"], 0);
+
+    // A bad --cacert is one line and exit 1.
+    let out = webscope()
+        .args(["load", &url, "-d", "1s", "--cacert"])
+        .arg(tmp.path().join("nothing.pem"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--cacert") && err.lines().count() == 1,
+        "{err}"
+    );
+}
