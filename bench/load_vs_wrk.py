@@ -12,7 +12,12 @@ closed-loop throughput, achieved rate vs asked.
 
 Targets (issue 3): keep-alive ratio >= 1.2, close ratio >= 1.0, open loop within 1 %.
 
+With --tls, nginx serves the file over TLS (a self-signed certificate made with openssl,
+ssl_session_cache on) and both generators speak https (webscope with --insecure, as wrk does
+not check certificates); --size picks the file's size in KiB.
+
 Usage: bench/load_vs_wrk.py [--pairs 3] [--duration 5] [--connections 50] [--binary PATH]
+                            [--tls] [--size 1]
 Needs: nginx and wrk (installed with apt-get if missing, as root), taskset, cargo.
 Traffic stays on 127.0.0.1.
 """
@@ -31,8 +36,17 @@ from serve_vs_nginx import ROOT, ensure_tools, free_port, wait_port  # noqa: E40
 
 
 class Nginx:
-    def __init__(self, docroot, work):
+    def __init__(self, docroot, work, tls=False):
         self.port = free_port()
+        ssl = ""
+        if tls:
+            cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                            "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                            "-addext", "subjectAltName=IP:127.0.0.1"],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            ssl = f"ssl_certificate {cert}; ssl_certificate_key {key}; ssl_session_cache shared:SSL:10m;"
+        listen_ssl = " ssl" if tls else ""
         conf = os.path.join(work, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""
@@ -52,8 +66,9 @@ http {{
     open_file_cache max=1000 inactive=20s;
     open_file_cache_valid 1s;
     server {{
-        listen 127.0.0.1:{self.port} reuseport backlog=4096;
+        listen 127.0.0.1:{self.port}{listen_ssl} reuseport backlog=4096;
         root {docroot};
+        {ssl}
     }}
 }}
 """)
@@ -135,6 +150,8 @@ def main():
     parser.add_argument("--connections", type=int, default=50, help="connections (default 50)")
     parser.add_argument("--threads", type=int, default=1, help="generator threads (default 1)")
     parser.add_argument("--binary", default=None, help="webscope binary (default: build release)")
+    parser.add_argument("--tls", action="store_true", help="https (nginx with a self-signed certificate)")
+    parser.add_argument("--size", type=int, default=1, help="file size in KiB (default 1)")
     parser.add_argument("--only", default=None, choices=["keep-alive", "close", "open"],
                         help="run one scenario only")
     args = parser.parse_args()
@@ -147,10 +164,12 @@ def main():
     work = tempfile.mkdtemp(prefix="webscope-loadbench-")
     docroot = os.path.join(work, "www")
     os.makedirs(docroot)
-    with open(os.path.join(docroot, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
-    nginx = Nginx(docroot, work)
-    url = f"http://127.0.0.1:{nginx.port}/1k.bin"
+    with open(os.path.join(docroot, "file.bin"), "wb") as f:
+        f.write(os.urandom(1024 * args.size))
+    nginx = Nginx(docroot, work, args.tls)
+    scheme = "https" if args.tls else "http"
+    url = f"{scheme}://127.0.0.1:{nginx.port}/file.bin"
+    tls_flags = ("--insecure",) if args.tls else ()
     print(f"nginx pinned to CPU 0, generators to CPU 1; -t{args.threads} -c{args.connections} "
           f"-d{args.duration}s, {args.pairs} pairs; load average at start {loadavg()}")
     results = {}
@@ -159,13 +178,13 @@ def main():
             scenario = "close" if close else "keep-alive"
             if args.only and args.only != scenario:
                 continue
-            print(f"\n== {scenario} (1 KiB)")
+            print(f"\n== {scenario} ({args.size} KiB, {scheme})")
             run_wrk(url, args, close, 1)  # warm-up
             ratios, wrk_rps, ws_rps, wrk_eff, ws_eff = [], [], [], [], []
             for pair in range(args.pairs):
                 a = run_wrk(url, args, close, args.duration)
                 r1, e1 = describe("wrk", a)
-                b = run_webscope(binary, url, args, close, args.duration, work)
+                b = run_webscope(binary, url, args, close, args.duration, work, tls_flags)
                 r2, e2 = describe("webscope", b)
                 print(f"    (webscope's own count of its CPU: {b['self_cpu']:.2f} s)")
                 wrk_rps.append(r1)
