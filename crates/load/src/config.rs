@@ -88,6 +88,10 @@ pub struct Config {
     pub start_at: Option<std::time::SystemTime>,
     /// How an https target is spoken to (ignored for http).
     pub tls: crate::TlsSettings,
+    /// The requests' method (`-m`), unless a request list says otherwise.
+    pub method: String,
+    /// The requests' body (`--body`), sent with a Content-Length.
+    pub body: Vec<u8>,
 }
 
 /// The most requests `Config::samples` records (about 20 MB of CSV): enough for a density
@@ -116,6 +120,8 @@ impl Config {
             segment: None,
             start_at: None,
             tls: crate::TlsSettings::default(),
+            method: "GET".to_string(),
+            body: Vec::new(),
         }
     }
 
@@ -188,6 +194,12 @@ impl Config {
                     self.connections
                 )));
             }
+        }
+        if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err(Error::Config(format!(
+                "-m {:?} is not a method: give GET, POST, PUT, HEAD ... in capitals",
+                self.method
+            )));
         }
         for header in &self.headers {
             let ok = header.split_once(':').is_some_and(|(name, value)| {

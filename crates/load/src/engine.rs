@@ -97,6 +97,8 @@ struct Conn {
     rng: Rng,
     /// Load groups: the connection's one request.
     fixed: Option<usize>,
+    /// The request in flight is a HEAD (its response has no body).
+    head_request: bool,
     /// https: the session, for the connection's life.
     tls: Option<Box<rustls::ClientConnection>>,
     /// https: when the handshake began (the first flight went out), and what it took.
@@ -129,6 +131,7 @@ impl Conn {
             idle_since: now,
             rng,
             fixed,
+            head_request: false,
             tls: None,
             handshake_began: None,
             handshake: None,
@@ -353,6 +356,7 @@ impl Engine {
         let conn = &mut self.conns[i];
         conn.entry = entry_index;
         conn.class = entry.class;
+        conn.head_request = entry.head;
         conn.sent = now;
         conn.from = from.unwrap_or(now);
         conn.deadline = now + shared.timeout;
@@ -717,7 +721,7 @@ fn consume(conn: &mut Conn) -> Read {
     let head = match conn.head {
         Some(head) => head,
         None => loop {
-            match response::parse_head(&conn.buf[conn.start..conn.end], false) {
+            match response::parse_head(&conn.buf[conn.start..conn.end], conn.head_request) {
                 Ok(Some(head)) if head.is_interim() => conn.start += head.len,
                 Ok(Some(head)) => {
                     conn.start += head.len;

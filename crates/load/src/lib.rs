@@ -67,5 +67,5 @@ pub use merge::{merge, ClassHistograms, Generator, Part};
 pub use recorder::{Failure, FAILURES};
 pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report, TlsReport};
 pub use run::run;
-pub use target::{Group, Target};
+pub use target::{Group, RequestSpec, Target};
 pub use tls::TlsSettings;

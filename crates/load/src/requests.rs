@@ -14,6 +14,8 @@ pub(crate) struct Entry {
     pub bytes: Box<[u8]>,
     /// Its class index.
     pub class: u16,
+    /// A HEAD request: its response has no body whatever its head says.
+    pub head: bool,
 }
 
 /// All requests of a run and the mix that chooses among them.
@@ -26,7 +28,13 @@ pub(crate) struct Requests {
 }
 
 impl Requests {
-    pub(crate) fn new(target: &Target, mode: Mode, headers: &[String]) -> Result<Requests, Error> {
+    pub(crate) fn new(
+        target: &Target,
+        mode: Mode,
+        headers: &[String],
+        method: &str,
+        body: &[u8],
+    ) -> Result<Requests, Error> {
         let mut extra = String::new();
         for header in headers {
             extra.push_str(header);
@@ -38,14 +46,36 @@ impl Requests {
         let entries = target
             .paths
             .iter()
-            .map(|(path, class)| Entry {
-                bytes: format!(
-                    "GET {path} HTTP/1.1\r\nHost: {}\r\n{extra}\r\n",
+            .enumerate()
+            .map(|(i, (path, class))| {
+                let (method, own, body) = match target.specs.get(i) {
+                    Some(spec) => (
+                        spec.method.as_str(),
+                        spec.headers.as_slice(),
+                        spec.body.as_slice(),
+                    ),
+                    None => (method, &[][..], body),
+                };
+                let mut head = format!(
+                    "{method} {path} HTTP/1.1\r\nHost: {}\r\n{extra}",
                     target.host
-                )
-                .into_bytes()
-                .into_boxed_slice(),
-                class: *class,
+                );
+                for line in own {
+                    head.push_str(line);
+                    head.push_str("\r\n");
+                }
+                // A body says its length; so does a method that carries one, when empty.
+                if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
+                    head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+                }
+                head.push_str("\r\n");
+                let mut bytes = head.into_bytes();
+                bytes.extend_from_slice(body);
+                Entry {
+                    bytes: bytes.into_boxed_slice(),
+                    class: *class,
+                    head: method == "HEAD",
+                }
             })
             .collect();
         let group_ends = target
@@ -93,13 +123,14 @@ mod tests {
     #[test]
     fn prebuilt_heads() {
         let target = Target::url("http://127.0.0.1:8080/a?b").unwrap();
-        let keep = Requests::new(&target, Mode::KeepAlive, &[]).unwrap();
+        let keep = Requests::new(&target, Mode::KeepAlive, &[], "GET", &[]).unwrap();
         let mut rng = Rng::new(1);
         assert_eq!(
             &*keep.entry(keep.pick_index(&mut rng)).bytes,
             b"GET /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
         );
-        let close = Requests::new(&target, Mode::Close, &["X-Test: 1".to_string()]).unwrap();
+        let close =
+            Requests::new(&target, Mode::Close, &["X-Test: 1".to_string()], "GET", &[]).unwrap();
         assert_eq!(
             &*close.entry(close.pick_index(&mut rng)).bytes,
             b"GET /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-Test: 1\r\nConnection: close\r\n\r\n"
@@ -111,7 +142,7 @@ mod tests {
     fn group_connections_keep_their_group_request() {
         let groups = ["a=2:/a", "b=1:/b", "c=3:/c"].map(|g| g.parse().unwrap());
         let target = Target::groups(Some("http://127.0.0.1:1/"), &groups).unwrap();
-        let r = Requests::new(&target, Mode::KeepAlive, &[]).unwrap();
+        let r = Requests::new(&target, Mode::KeepAlive, &[], "GET", &[]).unwrap();
         let picks: Vec<Option<usize>> = (0..6).map(|g| r.fixed(g)).collect();
         assert_eq!(
             picks,

@@ -42,7 +42,13 @@ pub fn run(
     on_interval: &mut dyn FnMut(&IntervalReport),
 ) -> Result<Report, Error> {
     config.check()?;
-    let requests = Arc::new(Requests::new(&config.target, config.mode, &config.headers)?);
+    let requests = Arc::new(Requests::new(
+        &config.target,
+        config.mode,
+        &config.headers,
+        &config.method,
+        &config.body,
+    )?);
     let tls = match &config.target.tls_name {
         Some(name) => Some(crate::tls::client(&config.tls, name)?),
         None => None,
@@ -1073,5 +1079,138 @@ mod tests {
             "{:?}",
             report.warnings
         );
+    }
+
+    /// Requests a test server was sent: each one's head and body.
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+    /// A server that keeps what it was sent (each request's head and body) and answers 200
+    /// with a 5-byte body, or, to a HEAD, the same head with no body.
+    fn capture() -> (std::net::SocketAddr, Seen) {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let keep = std::sync::Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let keep = std::sync::Arc::clone(&keep);
+                std::thread::spawn(move || {
+                    let mut pending = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&pending[..end]).to_string();
+                            let length: usize = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("Content-Length: "))
+                                .map_or(0, |n| n.trim().parse().unwrap());
+                            if pending.len() < end + 4 + length {
+                                break;
+                            }
+                            let body = pending[end + 4..end + 4 + length].to_vec();
+                            pending.drain(..end + 4 + length);
+                            let reply: &[u8] = if head.starts_with("HEAD ") {
+                                b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+                            } else {
+                                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+                            };
+                            keep.lock().unwrap().push((head, body));
+                            if stream.write_all(reply).is_err() {
+                                return;
+                            }
+                        }
+                        match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => pending.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        (addr, seen)
+    }
+
+    #[test]
+    fn a_method_and_a_body_go_with_every_request() {
+        let (addr, seen) = capture();
+        let mut config = config(addr);
+        config.method = "POST".into();
+        config.body = b"{\"a\":1}".to_vec();
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(
+            report.requests > 10 && report.errors.total == 0,
+            "{report:#?}"
+        );
+        let seen = seen.lock().unwrap();
+        let (head, body) = &seen[0];
+        assert!(head.starts_with("POST /x HTTP/1.1\r\n"), "{head}");
+        assert!(head.contains("Content-Length: 7"), "{head}");
+        assert_eq!(body, b"{\"a\":1}");
+        config.method = "post".into();
+        assert!(config
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("in capitals"));
+    }
+
+    #[test]
+    fn a_request_list_sends_each_request_as_written_and_reports_each_as_a_class() {
+        let (addr, seen) = capture();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("body.json"), "{\"n\":2}").unwrap();
+        let list = dir.path().join("targets.txt");
+        std::fs::write(
+            &list,
+            format!(
+                "# weight 2\nGET http://{addr}/a\n\nPOST http://{addr}/b\nContent-Type: application/json\n@body.json\n\nHEAD http://{addr}/c\nX-Test: 1\n"
+            ),
+        )
+        .unwrap();
+        let target = Target::request_list(&list).unwrap();
+        assert_eq!(target.classes, ["GET /a", "POST /b", "HEAD /c"]);
+        assert_eq!(target.weights, [2.0, 1.0, 1.0]);
+        let mut config = Config::new(target);
+        config.connections = 2;
+        config.duration = Duration::from_millis(400);
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert_eq!(report.errors.total, 0, "{report:#?}");
+        let counts: Vec<u64> = report.classes.iter().map(|c| c.requests).collect();
+        assert!(counts.iter().all(|n| *n > 10), "{counts:?}");
+        // GET /a drawn about twice as often as each of the others.
+        assert!(counts[0] as f64 > 1.5 * counts[1] as f64, "{counts:?}");
+        let seen = seen.lock().unwrap();
+        let post = seen
+            .iter()
+            .find(|(h, _)| h.starts_with("POST /b "))
+            .unwrap();
+        assert!(post.0.contains("Content-Type: application/json"));
+        assert_eq!(post.1, b"{\"n\":2}");
+        let head = seen
+            .iter()
+            .find(|(h, _)| h.starts_with("HEAD /c "))
+            .unwrap();
+        assert!(head.0.contains("X-Test: 1"), "{}", head.0);
+    }
+
+    #[test]
+    fn a_bad_request_list_says_which_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = dir.path().join("t.txt");
+        for (text, says) in [
+            ("GET http://127.0.0.1:1/a\nnot a header\n", "line 2"),
+            ("get http://127.0.0.1:1/a\n", "is not a method"),
+            (
+                "GET http://127.0.0.1:1/a\n\nGET http://127.0.0.2:1/b\n",
+                "not on the first request's server",
+            ),
+            ("GET http://127.0.0.1:1/a\n@missing.json\n", "body file"),
+            ("# nothing\n", "no request in it"),
+        ] {
+            std::fs::write(&list, text).unwrap();
+            let err = Target::request_list(&list).unwrap_err().to_string();
+            assert!(err.contains(says), "{text:?}: {err}");
+        }
     }
 }

@@ -27,6 +27,20 @@ pub struct Target {
     pub groups: Vec<usize>,
     /// The server's name for TLS (SNI and the certificate's check) when the URL is https.
     pub tls_name: Option<String>,
+    /// A request list (`--requests`): each path's method, extra headers and body, in `paths`
+    /// order. Empty: every request is a GET with the run's method, headers and body.
+    pub specs: Vec<RequestSpec>,
+}
+
+/// One request of a request list: what goes with its path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestSpec {
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// Header lines (`Name: value`) for this request alone.
+    pub headers: Vec<String>,
+    /// Its body (sent with a Content-Length).
+    pub body: Vec<u8>,
 }
 
 /// One closed-loop client group: `NAME=N:URL` on the command line.
@@ -189,6 +203,7 @@ impl Target {
             groups: Vec::new(),
 
             tls_name: parsed.tls.then(|| parsed.host.clone()),
+            specs: Vec::new(),
         })
     }
 
@@ -247,6 +262,7 @@ impl Target {
             groups: groups.iter().map(|g| g.connections).collect(),
 
             tls_name: server.tls.then(|| server.host.clone()),
+            specs: Vec::new(),
         })
     }
 
@@ -282,10 +298,122 @@ impl Target {
             groups: Vec::new(),
 
             tls_name: parsed.tls.then(|| parsed.host.clone()),
+            specs: Vec::new(),
         })
     }
 
     /// The mix that draws paths by probability.
+    /// A request list in vegeta's target format: per request, a `METHOD URL` line, header
+    /// lines, an optional `@file` line for its body (relative to the list's directory), and a
+    /// blank line; `#` lines are comments, and `# weight N` before a request draws it N times
+    /// as often (default 1). All URLs must be on one server. Each request is a class of its own.
+    pub fn request_list(path: &Path) -> Result<Target, Error> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Config(format!("--requests {}: {e}", path.display())))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let bad = |line: usize, why: String| {
+            Error::Config(format!("--requests {} line {line}: {why}", path.display()))
+        };
+        let mut server: Option<Url> = None;
+        let (mut classes, mut paths, mut weights, mut specs) = (vec![], vec![], vec![], vec![]);
+        let mut weight = 1.0;
+        let mut current: Option<RequestSpec> = None;
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, raw) in lines.iter().enumerate() {
+            let number = index + 1;
+            let line = raw.trim_end();
+            if let Some(comment) = line.strip_prefix('#') {
+                if let Some(n) = comment.trim().strip_prefix("weight") {
+                    weight = n
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|w| w.is_finite() && *w > 0.0)
+                        .ok_or_else(|| {
+                            bad(number, format!("{line:?}: give # weight N with N > 0"))
+                        })?;
+                }
+                continue;
+            }
+            if line.is_empty() {
+                if let Some(spec) = current.take() {
+                    specs.push(spec);
+                }
+                continue;
+            }
+            match current.as_mut() {
+                None => {
+                    let (method, url) = line
+                        .split_once(' ')
+                        .ok_or_else(|| bad(number, format!("{line:?} is not `METHOD URL`")))?;
+                    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+                        return Err(bad(
+                            number,
+                            format!("{method:?} is not a method (GET, POST ...)"),
+                        ));
+                    }
+                    let parsed = parse_url(url.trim())?;
+                    match &server {
+                        Some(s)
+                            if (&s.host, s.port, s.tls)
+                                != (&parsed.host, parsed.port, parsed.tls) =>
+                        {
+                            return Err(bad(number, format!("{url} is not on the first request's server (one list loads one server)")));
+                        }
+                        Some(_) => {}
+                        None => server = Some(parsed.clone()),
+                    }
+                    let name = format!("{method} {}", parsed.path);
+                    let name = if classes.contains(&name) {
+                        format!("{name} #{}", classes.len() + 1)
+                    } else {
+                        name
+                    };
+                    paths.push((parsed.path.clone(), classes.len() as u16));
+                    classes.push(name);
+                    weights.push(weight);
+                    weight = 1.0;
+                    current = Some(RequestSpec {
+                        method: method.to_string(),
+                        ..RequestSpec::default()
+                    });
+                }
+                Some(spec) => {
+                    if let Some(file) = line.strip_prefix('@') {
+                        let file = dir.join(file.trim());
+                        spec.body = std::fs::read(&file).map_err(|e| {
+                            bad(number, format!("body file {}: {e}", file.display()))
+                        })?;
+                    } else if line
+                        .split_once(':')
+                        .is_some_and(|(n, _)| !n.is_empty() && !n.contains(' '))
+                    {
+                        spec.headers.push(line.to_string());
+                    } else {
+                        return Err(bad(number, format!("{line:?} is neither a header nor @file (separate requests with a blank line)")));
+                    }
+                }
+            }
+        }
+        if let Some(spec) = current.take() {
+            specs.push(spec);
+        }
+        let server = server.ok_or_else(|| {
+            Error::Config(format!("--requests {}: no request in it", path.display()))
+        })?;
+        Ok(Target {
+            addr: resolve(&server)?,
+            host: host_field(&server),
+            description: format!("{} requests of {}", classes.len(), path.display()),
+            classes,
+            paths,
+            weights,
+            groups: Vec::new(),
+            tls_name: server.tls.then(|| server.host.clone()),
+            specs,
+        })
+    }
+
     pub(crate) fn mix(&self) -> Result<Mix, Error> {
         Mix::new(&self.weights).ok_or_else(|| {
             Error::Config("the target has no request with a positive probability".into())

@@ -20,6 +20,8 @@ EXAMPLES:
     webscope load http://127.0.0.1:8080/x -c 20 --samples requests.csv      # one line per request
     webscope load http://127.0.0.1:8080/ -d 5m --live                       # watch at http://127.0.0.1:8089/
     webscope load https://127.0.0.1:8443/ --cacert ca.pem -c 50 --close     # handshakes: full and resumed
+    webscope load http://127.0.0.1:8080/api -m POST --body @order.json -H 'Content-Type: application/json'
+    webscope load --requests targets.txt -c 20                              # vegeta's format, a class each
     webscope load http://10.0.0.5/ -c 300 --segment 1/3 --start-at 2026-11-24T20:00:00Z --json s1.json --hlog s1.hlog
     webscope merge merged/ s0.json s1.json s2.json                          # three hosts' segments, added exactly
 
@@ -46,10 +48,28 @@ struct Flags {
     /// server's URL that the groups' paths are on.
     #[arg(
         value_name = "URL",
-        required_unless_present_any = ["fileset", "groups"],
-        conflicts_with = "fileset"
+        required_unless_present_any = ["fileset", "groups", "requests"],
+        conflicts_with_all = ["fileset", "requests"]
     )]
     url: Option<String>,
+    /// A request list in vegeta's target format: per request `METHOD URL`, header lines,
+    /// an optional `@file` body, then a blank line (`# weight N` before one draws it N times as
+    /// often). Each request is a class of the report. All on one server.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["fileset", "groups"])]
+    requests: Option<PathBuf>,
+    /// The requests' method (a request list gives its own).
+    #[arg(
+        short = 'm',
+        long,
+        value_name = "METHOD",
+        default_value = "GET",
+        conflicts_with = "requests"
+    )]
+    method: String,
+    /// The requests' body: the text itself, or @FILE for a file's bytes (sent with a
+    /// Content-Length; a request list gives its own).
+    #[arg(long, value_name = "STRING|@FILE", conflicts_with = "requests")]
+    body: Option<String>,
     /// A closed-loop client group NAME=N:URL (repeatable): N connections requesting URL (a
     /// path on the server's URL, or a full URL on the same server), reported as class NAME.
     /// The run's connections are the groups' sum.
@@ -193,6 +213,9 @@ fn parse_start_at(text: &str) -> Result<std::time::SystemTime, String> {
 impl Flags {
     fn config(self) -> anyhow::Result<(Config, Output)> {
         let target = match (&self.url, &self.fileset, &self.base) {
+            _ if self.requests.is_some() => {
+                Target::request_list(self.requests.as_deref().unwrap_or(std::path::Path::new("")))?
+            }
             (url, _, _) if !self.groups.is_empty() => Target::groups(url.as_deref(), &self.groups)?,
             (Some(url), _, _) => Target::url(url)?,
             (None, Some(dir), Some(base)) => Target::fileset(dir, base)?,
@@ -240,6 +263,15 @@ impl Flags {
         config.headers = self.headers;
         config.seed = self.seed;
         config.segment = self.segment;
+        config.method = self.method;
+        config.body = match self.body.as_deref() {
+            Some(text) => match text.strip_prefix('@') {
+                Some(file) => std::fs::read(file)
+                    .with_context(|| format!("--body @{file}: cannot read it"))?,
+                None => text.as_bytes().to_vec(),
+            },
+            None => Vec::new(),
+        };
         config.tls = webscope_load::TlsSettings {
             insecure: self.insecure,
             cacert: self.cacert,
