@@ -92,6 +92,9 @@ pub struct Config {
     pub method: String,
     /// The requests' body (`--body`), sent with a Content-Length.
     pub body: Vec<u8>,
+    /// HTTP/2 with this many concurrent streams per connection (h2load's -m): over TLS with
+    /// ALPN h2 for https, with prior knowledge (h2c) for http. None: HTTP/1.1.
+    pub http2: Option<usize>,
 }
 
 /// The most requests `Config::samples` records (about 20 MB of CSV): enough for a density
@@ -122,6 +125,7 @@ impl Config {
             tls: crate::TlsSettings::default(),
             method: "GET".to_string(),
             body: Vec::new(),
+            http2: None,
         }
     }
 
@@ -200,6 +204,20 @@ impl Config {
                 "-m {:?} is not a method: give GET, POST, PUT, HEAD ... in capitals",
                 self.method
             )));
+        }
+        if let Some(streams) = self.http2 {
+            if streams == 0 {
+                return bad("-m/--max-streams must be at least 1");
+            }
+            if self.mode == Mode::Close {
+                return bad("--close with HTTP/2: a connection per request would be HTTP/1.0's pattern; leave --close out");
+            }
+            if matches!(self.pacing, Pacing::Open { .. }) {
+                return bad("--rate with HTTP/2 is not supported yet: run HTTP/2 closed loop (-c connections x -m streams)");
+            }
+            if !self.target.groups.is_empty() {
+                return bad("--group with HTTP/2 is not supported yet");
+            }
         }
         for header in &self.headers {
             let ok = header.split_once(':').is_some_and(|(name, value)| {

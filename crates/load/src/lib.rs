@@ -10,8 +10,9 @@
 //! What it is not: a browser or a general HTTP client. It sends GET requests from a fixed
 //! table (one URL, or a file set's manifest with its access probabilities), reads the
 //! responses' framing (Content-Length or chunked) and counts their bytes, over plain TCP or
-//! TLS (rustls, for https URLs: handshakes timed apart, full and resumed counted). No HTTP/2,
-//! no redirects, no cookies.
+//! TLS (rustls, for https URLs: handshakes timed apart, full and resumed counted), in
+//! HTTP/1.1 or HTTP/2 (the `h2` crate, `-M` streams per connection). Methods, bodies and
+//! request lists, but no redirects, no cookies.
 //!
 //! The main types: [`Config`] says what to run ([`Target`] what to request, [`Pacing`]
 //! closed or open loop, [`Mode`] keep-alive or close); [`run()`] runs it and returns a
@@ -48,6 +49,7 @@ mod cpu;
 mod engine;
 mod engine_tls;
 mod error;
+mod h2;
 mod hlog;
 mod merge;
 mod recorder;

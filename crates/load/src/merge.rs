@@ -147,6 +147,8 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
                 e.short_body,
                 e.parse_error,
                 e.tls,
+                e.goaway,
+                e.rst_stream,
             ],
         };
         debug_assert_eq!(stats.failures.len(), FAILURES.len());

@@ -26,10 +26,14 @@ pub enum Failure {
     Parse,
     /// The TLS handshake failed, or a TLS record was bad.
     Tls,
+    /// HTTP/2: the server sent GOAWAY before answering the stream.
+    GoAway,
+    /// HTTP/2: the server reset the stream (RST_STREAM).
+    StreamReset,
 }
 
 /// Names of the failure kinds, as they appear in reports and JSON.
-pub const FAILURES: [&str; 8] = [
+pub const FAILURES: [&str; 10] = [
     "connect_refused",
     "connect",
     "reset",
@@ -38,6 +42,8 @@ pub const FAILURES: [&str; 8] = [
     "short_body",
     "parse_error",
     "tls",
+    "goaway",
+    "rst_stream",
 ];
 
 /// A new histogram: nanoseconds, 3 significant digits, sized for 100 ms and growing if a

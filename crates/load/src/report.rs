@@ -71,6 +71,12 @@ pub struct Errors {
     /// TLS handshakes or records that failed.
     #[serde(default)]
     pub tls: u64,
+    /// HTTP/2: streams cut by the server's GOAWAY.
+    #[serde(default)]
+    pub goaway: u64,
+    /// HTTP/2: streams the server reset (RST_STREAM).
+    #[serde(default)]
+    pub rst_stream: u64,
     /// All of the above.
     pub total: u64,
 }
@@ -86,6 +92,8 @@ impl Errors {
             short_body: failures[5],
             parse_error: failures[6],
             tls: failures[7],
+            goaway: failures[8],
+            rst_stream: failures[9],
             total: failures.iter().sum(),
         }
     }
@@ -100,6 +108,8 @@ impl Errors {
             ("short body", self.short_body),
             ("parse", self.parse_error),
             ("tls", self.tls),
+            ("GOAWAY", self.goaway),
+            ("RST_STREAM", self.rst_stream),
         ];
         let parts: Vec<String> = pairs
             .iter()
@@ -209,6 +219,9 @@ pub struct Report {
     pub target: String,
     /// "keep-alive" or "close".
     pub mode: String,
+    /// "HTTP/1.1", or "HTTP/2 (N streams per connection)".
+    #[serde(default)]
+    pub protocol: String,
     /// "closed" or "open".
     pub pacing: String,
     /// Open loop: the asked rate (requests per second).
@@ -354,7 +367,11 @@ impl Report {
             if self.threads == 1 { "" } else { "s" },
             self.connections,
             if self.connections == 1 { "" } else { "s" },
-            self.mode,
+            if self.protocol.starts_with("HTTP/2") {
+                self.protocol.as_str()
+            } else {
+                self.mode.as_str()
+            },
             pacing
         );
         let _ = writeln!(
@@ -491,7 +508,7 @@ mod tests {
         assert_eq!(format_us(85.2), "85us");
         assert_eq!(format_us(1250.0), "1.25ms");
         assert_eq!(format_us(2_000_000.0), "2.00s");
-        let e = Errors::of(&[0, 0, 2, 0, 1, 0, 0, 0]);
+        let e = Errors::of(&[0, 0, 2, 0, 1, 0, 0, 0, 0, 0]);
         assert_eq!(e.total, 3);
         assert_eq!(e.describe(), "reset 2, bad status 1");
         assert_eq!(Errors::default().describe(), "none");

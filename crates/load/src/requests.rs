@@ -16,6 +16,11 @@ pub(crate) struct Entry {
     pub class: u16,
     /// A HEAD request: its response has no body whatever its head says.
     pub head: bool,
+    /// The same request in parts, for HTTP/2: method, path, extra header fields, body.
+    pub method: String,
+    pub path: String,
+    pub fields: Vec<(String, String)>,
+    pub body: bytes::Bytes,
 }
 
 /// All requests of a run and the mix that chooses among them.
@@ -25,6 +30,8 @@ pub(crate) struct Requests {
     mix: Mix,
     /// Load groups: where each group's connections end (cumulative), in entry order.
     group_ends: Vec<usize>,
+    /// The server's host and port as the Host field says them (HTTP/2's :authority).
+    authority: String,
 }
 
 impl Requests {
@@ -64,6 +71,19 @@ impl Requests {
                     head.push_str(line);
                     head.push_str("\r\n");
                 }
+                // HTTP/2 carries no connection-specific fields (RFC 9113 8.2.2).
+                let fields = headers
+                    .iter()
+                    .chain(own)
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+                    .filter(|(n, _)| {
+                        !matches!(
+                            n.as_str(),
+                            "connection" | "host" | "keep-alive" | "transfer-encoding" | "upgrade"
+                        )
+                    })
+                    .collect();
                 // A body says its length; so does a method that carries one, when empty.
                 if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
                     head.push_str(&format!("Content-Length: {}\r\n", body.len()));
@@ -75,6 +95,10 @@ impl Requests {
                     bytes: bytes.into_boxed_slice(),
                     class: *class,
                     head: method == "HEAD",
+                    method: method.to_string(),
+                    path: path.clone(),
+                    fields,
+                    body: bytes::Bytes::copy_from_slice(body),
                 }
             })
             .collect();
@@ -90,6 +114,7 @@ impl Requests {
             entries,
             mix: target.mix()?,
             group_ends,
+            authority: target.host.clone(),
         })
     }
 
@@ -107,6 +132,11 @@ impl Requests {
     #[inline]
     pub(crate) fn pick_index(&self, rng: &mut Rng) -> usize {
         self.mix.sample(rng)
+    }
+
+    /// The server's host (and port) as requests name it.
+    pub(crate) fn authority(&self) -> &str {
+        &self.authority
     }
 
     /// The request at `index`.

@@ -96,6 +96,7 @@ pub fn run(
             global,
             requests: Arc::clone(&requests),
             tls: tls.clone(),
+            http2: config.http2,
             classes,
             addr: config.target.addr,
             mode: config.mode,
@@ -427,6 +428,10 @@ fn build_report(
             Mode::Close => "close".to_string(),
         },
         pacing: if open_loop { "open" } else { "closed" }.to_string(),
+        protocol: match config.http2 {
+            Some(streams) => format!("HTTP/2 ({streams} streams per connection)"),
+            None => "HTTP/1.1".to_string(),
+        },
         // A segment's share of the rate and of the connections.
         rate: rate.map(|r| r / segments as f64),
         arrivals,
@@ -666,7 +671,7 @@ mod tests {
             .any(|w| w.contains("no request succeeded")));
     }
 
-    const FAILURES_NAMES: [&str; 8] = crate::recorder::FAILURES;
+    const FAILURES_NAMES: [&str; 10] = crate::recorder::FAILURES;
 
     #[test]
     fn a_stalled_server_gives_timeouts_and_fresh_connections() {

@@ -53,6 +53,8 @@ pub(crate) struct Setup {
         Arc<rustls::ClientConfig>,
         rustls::pki_types::ServerName<'static>,
     )>,
+    /// HTTP/2: streams per connection.
+    pub http2: Option<usize>,
 }
 
 /// What a worker sends the coordinator.
@@ -152,12 +154,15 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
         .open
         .map_or(setup.connections, |(_, _, _, limit)| limit);
     let seed = setup.seed ^ (setup.global as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let engine = match Engine::new(Rc::clone(&shared), setup.connections, limit, seed) {
-        Ok(engine) => engine,
-        Err(e) => {
-            let _ = tx.send(Message::Failed(e));
-            return;
-        }
+    let engine = match setup.http2 {
+        Some(_) => None,
+        None => match Engine::new(Rc::clone(&shared), setup.connections, limit, seed) {
+            Ok(engine) => Some(engine),
+            Err(e) => {
+                let _ = tx.send(Message::Failed(e));
+                return;
+            }
+        },
     };
     let intervals = Intervals {
         thread: setup.index,
@@ -173,7 +178,13 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
     };
     runtime.block_on(async {
         tokio::time::sleep_until(setup.start.into()).await;
-        engine.run(intervals).await;
+        match (engine, setup.http2) {
+            (Some(engine), _) => engine.run(intervals).await,
+            (None, Some(streams)) => {
+                crate::h2::run(shared, intervals, setup.connections, streams, seed).await
+            }
+            (None, None) => {}
+        }
     });
     // The engine is gone: its sockets are closed (requests in flight are not counted).
 }

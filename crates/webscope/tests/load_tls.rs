@@ -109,3 +109,61 @@ fn https_against_nginx_keep_alive_close_and_refusals() {
         "{err}"
     );
 }
+
+#[test]
+fn http2_against_nginx_over_tls_and_with_prior_knowledge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("index.html"), vec![b'x'; 1024]).unwrap();
+    std::fs::write(root.join("big.bin"), vec![b'y'; 300 * 1024]).unwrap();
+    let (cert, key) = certificate(tmp.path());
+    let json = tmp.path().join("r.json");
+    let ca = cert.to_str().unwrap();
+    let tls_dir = tmp.path().join("tls");
+    std::fs::create_dir(&tls_dir).unwrap();
+    let Some(h2) = Nginx::start_h2(&root, &tls_dir, Some((&cert, &key))) else {
+        return;
+    };
+    let url = format!("{}index.html", h2.base_url);
+    let (r, summary) = load(
+        &[&url, "--http2", "-M", "8", "-c", "2", "--cacert", ca],
+        &json,
+    );
+    assert!(r["requests"].as_u64().unwrap() > 100, "{summary}");
+    assert_eq!(r["errors"]["total"], 0, "{summary}");
+    assert_eq!(r["protocol"], "HTTP/2 (8 streams per connection)");
+    assert_eq!(r["connects"], 2);
+    assert_eq!(
+        r["bytes"].as_u64().unwrap(),
+        r["requests"].as_u64().unwrap() * 1024
+    );
+    // Bodies larger than the default 64 KiB window come whole.
+    let big = format!("{}big.bin", h2.base_url);
+    let (r, summary) = load(
+        &[&big, "--http2", "-M", "4", "-c", "1", "--cacert", ca],
+        &json,
+    );
+    assert_eq!(r["errors"]["total"], 0, "{summary}");
+    assert_eq!(
+        r["bytes"].as_u64().unwrap(),
+        r["requests"].as_u64().unwrap() * 300 * 1024
+    );
+
+    let h2c_dir = tmp.path().join("h2c");
+    std::fs::create_dir(&h2c_dir).unwrap();
+    let Some(h2c) = Nginx::start_h2(&root, &h2c_dir, None) else {
+        return;
+    };
+    let url = format!("{}index.html", h2c.base_url);
+    let (r, summary) = load(&[&url, "--h2c", "-M", "4", "-c", "2"], &json);
+    assert!(r["requests"].as_u64().unwrap() > 100, "{summary}");
+    assert_eq!(r["errors"]["total"], 0, "{summary}");
+    // HTTP/2 refuses what it cannot do, in one line.
+    let out = webscope()
+        .args(["load", &url, "--h2c", "--close", "-d", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--close with HTTP/2"));
+}

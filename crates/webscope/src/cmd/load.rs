@@ -127,6 +127,19 @@ struct Flags {
     /// million lines.
     #[arg(long, value_name = "FILE")]
     samples: Option<PathBuf>,
+    /// HTTP/2: over TLS with ALPN h2 for https URLs, with prior knowledge (h2c, as h2load
+    /// does) for http URLs; -c connections of -m streams each, closed loop.
+    #[arg(long, visible_alias = "h2c")]
+    http2: bool,
+    /// HTTP/2: concurrent streams per connection (h2load's -m).
+    #[arg(
+        short = 'M',
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        requires = "http2"
+    )]
+    max_streams: usize,
     /// https: accept any certificate (a test server's self-signed one); the handshake is
     /// still made in full.
     #[arg(short = 'k', long)]
@@ -264,6 +277,7 @@ impl Flags {
         config.seed = self.seed;
         config.segment = self.segment;
         config.method = self.method;
+        config.http2 = self.http2.then_some(self.max_streams);
         config.body = match self.body.as_deref() {
             Some(text) => match text.strip_prefix('@') {
                 Some(file) => std::fs::read(file)

@@ -120,7 +120,7 @@ pub struct Health {
 }
 
 /// The load report's failure kinds that carry no response, with what they mean.
-const FAILURES: [(&str, &str, &str); 7] = [
+const FAILURES: [(&str, &str, &str); 9] = [
     (
         "connect_refused",
         "connections refused",
@@ -155,6 +155,16 @@ const FAILURES: [(&str, &str, &str); 7] = [
         "tls",
         "TLS handshakes that failed",
         "an unknown CA (--cacert), a certificate for another name, or plain HTTP on an https port",
+    ),
+    (
+        "goaway",
+        "HTTP/2 streams cut by the server's GOAWAY",
+        "the server closes HTTP/2 connections (a request limit per connection, or a restart)",
+    ),
+    (
+        "rst_stream",
+        "HTTP/2 streams the server reset",
+        "the server refuses streams (more concurrent streams than it allows?)",
     ),
 ];
 

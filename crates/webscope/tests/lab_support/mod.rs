@@ -228,7 +228,7 @@ impl Nginx {
     }
 
     pub fn start_conf(root: &Path, dir: &Path, conf: &NginxConf) -> Option<Nginx> {
-        Nginx::start_inner(root, dir, conf, None)
+        Nginx::start_inner(root, dir, conf, None, false)
     }
 
     /// nginx over TLS with `cert` and `key` (PEM), a shared session cache (and tickets, its
@@ -240,7 +240,19 @@ impl Nginx {
             access_log: false,
             user: None,
         };
-        Nginx::start_inner(root, dir, &conf, Some((cert, key)))
+        Nginx::start_inner(root, dir, &conf, Some((cert, key)), false)
+    }
+
+    /// nginx speaking HTTP/2 only: over TLS (ALPN h2) with `tls`'s certificate and key, or
+    /// with prior knowledge (h2c) without.
+    pub fn start_h2(root: &Path, dir: &Path, tls: Option<(&Path, &Path)>) -> Option<Nginx> {
+        let conf = NginxConf {
+            workers: 1,
+            cpu: None,
+            access_log: false,
+            user: None,
+        };
+        Nginx::start_inner(root, dir, &conf, tls, true)
     }
 
     fn start_inner(
@@ -248,6 +260,7 @@ impl Nginx {
         dir: &Path,
         conf: &NginxConf,
         tls: Option<(&Path, &Path)>,
+        http2: bool,
     ) -> Option<Nginx> {
         let nginx = peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx-light")?;
         let port = free_port();
@@ -273,7 +286,12 @@ impl Nginx {
                 w = conf.workers,
                 d = dir.display(),
                 root = root.display(),
-                ssl = if tls.is_some() { " ssl" } else { "" },
+                ssl = match (tls.is_some(), http2) {
+                    (true, true) => " ssl http2",
+                    (true, false) => " ssl",
+                    (false, true) => " http2",
+                    (false, false) => "",
+                },
                 certs = match tls {
                     Some((cert, key)) => format!(
                         "ssl_certificate {}; ssl_certificate_key {}; ssl_session_cache shared:SSL:1m;",

@@ -1,0 +1,283 @@
+//! The HTTP/2 engine (`--http2`, `--h2c`): the `h2` crate's client on the worker thread's
+//! runtime, `-m` streams per connection in closed loop, as h2load runs them.
+//!
+//! Why the h2 crate and not hand-written framing: HTTP/2's framing, HPACK and flow control are
+//! a protocol's worth of state, and the crate is the one hyper uses; a stream is a task on the
+//! thread's `LocalSet` (the thread's recorder is shared without locks, as in the HTTP/1.1
+//! engine). Nothing here touches the HTTP/1.1 engine; the recorder, the intervals and the
+//! report are the same, so histograms per class, interval logs and JSON work unchanged.
+//! Flow-control windows are opened wide (a stream 4 MiB, the connection 16 MiB) so that large
+//! bodies are not throttled by the client, and each DATA frame's capacity is released as soon
+//! as it is counted.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use h2::client::SendRequest;
+use tokio::net::TcpStream;
+use webscope_workload::Rng;
+
+use crate::recorder::{record, Failure, STATUSES};
+use crate::worker::{Intervals, Shared};
+
+/// A stream's receive window, and the connection's.
+const STREAM_WINDOW: u32 = 4 << 20;
+const CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// After a failed connection, wait this long before the next (a server that is down is not
+/// hammered).
+const BACKOFF: Duration = Duration::from_millis(10);
+
+/// How often the interval task looks at the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(5);
+
+/// Runs `connections` HTTP/2 connections of `streams` streams each until the run ends or is
+/// stopped, handing the figures over at each interval boundary.
+pub(crate) async fn run(
+    shared: Rc<Shared>,
+    mut intervals: Intervals,
+    connections: usize,
+    streams: usize,
+    seed: u64,
+) {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            intervals.begin();
+            for c in 0..connections {
+                let rng = Rng::new(seed ^ (c as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                tokio::task::spawn_local(connection(Rc::clone(&shared), streams, rng));
+            }
+            loop {
+                let now = Instant::now();
+                if intervals.stop_requested() {
+                    intervals.snapshot(&shared, now, true);
+                    return;
+                }
+                let boundary = intervals.boundary();
+                if now >= boundary {
+                    let last = boundary >= shared.end;
+                    if !intervals.snapshot(&shared, boundary, last) {
+                        return;
+                    }
+                    continue;
+                }
+                tokio::time::sleep_until(boundary.min(now + STOP_POLL).into()).await;
+            }
+        })
+        .await;
+    // The LocalSet is dropped here: streams still in flight are cancelled, not counted.
+}
+
+/// One connection: connect (and TLS), the HTTP/2 handshake, `streams` request loops; again
+/// after a failure, until the run's end.
+async fn connection(shared: Rc<Shared>, streams: usize, mut rng: Rng) {
+    while Instant::now() < shared.end {
+        let began = Instant::now();
+        shared.recorder.borrow_mut().connections += 1;
+        let sender = match open(&shared).await {
+            Ok(sender) => sender,
+            Err(failure) => {
+                count(&shared, 0, failure);
+                tokio::time::sleep(BACKOFF).await;
+                continue;
+            }
+        };
+        let connect = began.elapsed();
+        let mut tasks = Vec::with_capacity(streams);
+        for s in 0..streams {
+            let stream_rng = Rng::new(rng.next_u64());
+            let first = (s == 0).then_some(connect);
+            tasks.push(tokio::task::spawn_local(stream_loop(
+                Rc::clone(&shared),
+                sender.clone(),
+                stream_rng,
+                first,
+            )));
+        }
+        for task in tasks {
+            let _ = task.await;
+        }
+        if Instant::now() < shared.end {
+            tokio::time::sleep(BACKOFF).await;
+        }
+    }
+}
+
+/// Connects, makes the TLS handshake (ALPN h2) for https, and the HTTP/2 handshake; the
+/// connection's driver runs as a task of its own.
+async fn open(shared: &Shared) -> Result<SendRequest<Bytes>, Failure> {
+    let deadline = shared.timeout;
+    let tcp = match tokio::time::timeout(deadline, TcpStream::connect(shared.addr)).await {
+        Ok(Ok(tcp)) => tcp,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return Err(Failure::ConnectRefused)
+        }
+        Ok(Err(_)) => return Err(Failure::Connect),
+        Err(_) => return Err(Failure::Timeout),
+    };
+    let _ = tcp.set_nodelay(true);
+    let mut builder = h2::client::Builder::new();
+    builder
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW);
+    match &shared.tls {
+        Some((config, name)) => {
+            let mut config = (**config).clone();
+            config.alpn_protocols = vec![b"h2".to_vec()];
+            let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+            let tls =
+                match tokio::time::timeout(deadline, connector.connect(name.clone(), tcp)).await {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(e)) => {
+                        note_tls(shared, &e);
+                        return Err(Failure::Tls);
+                    }
+                    Err(_) => return Err(Failure::Timeout),
+                };
+            if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+                note(shared, "the server did not agree to HTTP/2 in the TLS handshake (ALPN): it speaks HTTP/1.1 only; leave --http2 out");
+                return Err(Failure::Tls);
+            }
+            handshake(builder, tls).await
+        }
+        None => handshake(builder, tcp).await,
+    }
+}
+
+async fn handshake<T>(builder: h2::client::Builder, io: T) -> Result<SendRequest<Bytes>, Failure>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+{
+    let (sender, driver) = builder.handshake(io).await.map_err(|e| failure(&e))?;
+    tokio::task::spawn_local(async move {
+        let _ = driver.await;
+    });
+    Ok(sender)
+}
+
+/// One stream's closed loop: a request, its whole response, the next request.
+async fn stream_loop(
+    shared: Rc<Shared>,
+    sender: SendRequest<Bytes>,
+    mut rng: Rng,
+    mut connect: Option<Duration>,
+) {
+    let scheme = if shared.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    while Instant::now() < shared.end {
+        let index = shared.requests.pick_index(&mut rng);
+        let entry = shared.requests.entry(index);
+        let class = entry.class as usize;
+        let sent = Instant::now();
+        let result = tokio::time::timeout(
+            shared.timeout,
+            exchange(&shared, sender.clone(), scheme, index),
+        )
+        .await
+        .unwrap_or(Err(Failure::Timeout));
+        let now = Instant::now();
+        let mut recorder = shared.recorder.borrow_mut();
+        let stats = &mut recorder.classes[class];
+        if let Some(connect) = connect.take() {
+            record(&mut stats.connect, connect.as_nanos() as u64);
+        }
+        match result {
+            Ok((status, bytes, first)) => {
+                stats.requests += 1;
+                stats.bytes += bytes;
+                record(&mut stats.latency, (now - sent).as_nanos() as u64);
+                record(&mut stats.ttfb, (first - sent).as_nanos() as u64);
+                if status >= 400 {
+                    stats.failures[Failure::BadStatus as usize] += 1;
+                }
+                recorder.statuses[(status as usize).min(STATUSES - 1)] += 1;
+            }
+            Err(failure) => {
+                stats.failures[failure as usize] += 1;
+                // A stream reset leaves the connection usable; anything else ends it.
+                if failure != Failure::StreamReset {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Sends request `index` on a new stream and reads its response whole: (status, bytes of the
+/// body, when the response's head came).
+async fn exchange(
+    shared: &Shared,
+    sender: SendRequest<Bytes>,
+    scheme: &str,
+    index: usize,
+) -> Result<(u16, u64, Instant), Failure> {
+    let entry = shared.requests.entry(index);
+    let uri = format!("{scheme}://{}{}", shared.requests.authority(), entry.path);
+    let mut request = http::Request::builder()
+        .method(entry.method.as_str())
+        .uri(uri);
+    for (name, value) in &entry.fields {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let request = request.body(()).map_err(|_| Failure::Parse)?;
+    let mut sender = sender.ready().await.map_err(|e| failure(&e))?;
+    let (response, mut body_out) = sender
+        .send_request(request, entry.body.is_empty())
+        .map_err(|e| failure(&e))?;
+    if !entry.body.is_empty() {
+        body_out
+            .send_data(entry.body.clone(), true)
+            .map_err(|e| failure(&e))?;
+    }
+    let response = response.await.map_err(|e| failure(&e))?;
+    let first = Instant::now();
+    let status = response.status().as_u16();
+    let mut body = response.into_body();
+    let mut bytes = 0u64;
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|e| failure(&e))?;
+        bytes += chunk.len() as u64;
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    Ok((status, bytes, first))
+}
+
+/// The failure kind of an h2 error.
+fn failure(e: &h2::Error) -> Failure {
+    if e.is_go_away() {
+        Failure::GoAway
+    } else if e.is_reset() {
+        Failure::StreamReset
+    } else if e.is_io() {
+        Failure::Reset
+    } else {
+        Failure::Parse
+    }
+}
+
+fn count(shared: &Shared, class: usize, failure: Failure) {
+    shared.recorder.borrow_mut().classes[class].failures[failure as usize] += 1;
+}
+
+fn note(shared: &Shared, why: &str) {
+    let mut recorder = shared.recorder.borrow_mut();
+    if recorder.tls_error.is_none() {
+        recorder.tls_error = Some(why.to_string());
+    }
+}
+
+fn note_tls(shared: &Shared, e: &std::io::Error) {
+    let why = match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(tls) => crate::tls::cause(tls),
+        None => format!("TLS failed: {e}"),
+    };
+    note(shared, &why);
+}
