@@ -272,7 +272,11 @@ fn bad_input_is_one_line() {
     let port = closed_port().to_string();
     let url = format!("http://{port}/");
     let cases: Vec<Vec<String>> = vec![
-        vec!["https://127.0.0.1/".into()],
+        vec![
+            "https://127.0.0.1/".into(),
+            "--cacert".into(),
+            "/nonexistent.pem".into(),
+        ],
         vec!["ftp://127.0.0.1/".into()],
         vec![url.clone(), "-c".into(), "0".into()],
         vec![
