@@ -70,4 +70,4 @@ pub use recorder::{Failure, FAILURES};
 pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report, TlsReport};
 pub use run::run;
 pub use target::{Group, RequestSpec, Target};
-pub use tls::TlsSettings;
+pub use tls::{cause as tls_cause, client_config as tls_client_config, TlsSettings};

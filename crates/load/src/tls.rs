@@ -130,8 +130,17 @@ impl ServerCertVerifier for AnyCertificate {
     }
 }
 
+/// The client configuration and server name an https target is spoken to with, for other
+/// clients of the same target (the lab's preflight): the same trust, ALPN http/1.1.
+pub fn client_config(
+    settings: &TlsSettings,
+    name: &str,
+) -> Result<(Arc<ClientConfig>, ServerName<'static>), Error> {
+    client(settings, name)
+}
+
 /// A failed handshake in words a user can act on: the cause, and what to do.
-pub(crate) fn cause(error: &rustls::Error) -> String {
+pub fn cause(error: &rustls::Error) -> String {
     use rustls::{CertificateError, Error as E};
     match error {
         E::InvalidCertificate(CertificateError::UnknownIssuer) => {

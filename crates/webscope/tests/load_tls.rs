@@ -167,3 +167,67 @@ fn http2_against_nginx_over_tls_and_with_prior_knowledge() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--close with HTTP/2"));
 }
+
+/// The lab on a server behind HTTPS: nginx over TLS serving the file set; the preflight and
+/// every run speak TLS with the certificate's CA, and without it the lab stops before it
+/// starts, in one line that names the cause.
+#[test]
+fn the_lab_measures_nginx_behind_https() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    lab_support::tiny_fileset(&set);
+    let (cert, key) = certificate(tmp.path());
+    let Some(nginx) = Nginx::start_tls(&set, tmp.path(), &cert, &key) else {
+        return;
+    };
+    let out = tmp.path().join("report");
+    let run = |extra: &[&str]| {
+        webscope()
+            .args([
+                "lab",
+                "--target",
+                &nginx.base_url,
+                "--clients",
+                "1,2",
+                "--duration",
+                "1s",
+            ])
+            .args(["--keep-alive", "-q", "--fileset"])
+            .arg(&set)
+            .arg("--out")
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let refused = run(&[]);
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("unknown CA") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(
+        !out.exists(),
+        "nothing is written before the preflight passes"
+    );
+
+    let measured = run(&["--cacert", cert.to_str().unwrap()]);
+    assert!(
+        measured.status.success(),
+        "{}",
+        String::from_utf8_lossy(&measured.stderr)
+    );
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let runs = report["clients"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["valid"], true, "{r}");
+        assert!(r["goodput_per_s"].as_f64().unwrap() > 0.0);
+    }
+    let load: Value =
+        serde_json::from_slice(&std::fs::read(out.join("clients/clients-002/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(load["load"]["tls"]["full"], 2, "{}", load["load"]["tls"]);
+}

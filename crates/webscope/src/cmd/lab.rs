@@ -18,6 +18,7 @@ EXAMPLES:
     webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --server-pid $(cat nginx.pid)
     webscope lab --target http://10.0.0.5/ --fileset /tmp/spec --server-metrics http://10.0.0.5:9100/metrics
     webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --expect-status 200 --max-error-pct 0.1
+    webscope lab --target https://www.example.internal/ --fileset /tmp/spec --cacert ca.pem --keep-alive
     webscope lab --experiment saturation --live   # watch the sweep at http://127.0.0.1:8089/
     webscope report ./webscope-report             # re-render a report from its directory";
 
@@ -79,6 +80,17 @@ pub struct Args {
     /// No progress bar and no summary table: only the report's path (and errors).
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// An https --target: trust only the CA certificates in this PEM file.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "target",
+        conflicts_with = "insecure"
+    )]
+    cacert: Option<PathBuf>,
+    /// An https --target: accept any certificate (a test server's self-signed one).
+    #[arg(short = 'k', long, requires = "target")]
+    insecure: bool,
     /// Serve a live page on ADDR during the sweep (PORT or HOST:PORT; loopback when only a
     /// port is given): the current run's intervals (throughput, latency, errors, the server's
     /// and the machine's CPU, TCP states), the step and the time left, the runs done.
@@ -162,6 +174,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         baseline: args.baseline,
         quiet: args.quiet,
         live,
+        tls: webscope_load::TlsSettings {
+            insecure: args.insecure,
+            cacert: args.cacert,
+            no_resume: false,
+        },
         experiments: args.experiments,
         clients: args.clients,
         duration: args.duration,

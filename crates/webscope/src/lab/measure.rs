@@ -37,6 +37,7 @@ pub fn measure_with(
     profile: bool,
 ) -> anyhow::Result<Measured> {
     config.hlog = Some(run_dir.join("load.hlog"));
+    config.tls = target.tls.clone();
     let env = run_env(target);
     let before = target.snapshot();
     // The lab's machine: CPU, disks, the port's TCP states, the server's processes (and the

@@ -151,6 +151,8 @@ pub struct Options {
     pub quiet: bool,
     /// `--live`: the page that shows the sweep as it goes.
     pub live: Option<Live>,
+    /// `--cacert`, `--insecure`: how an https target is spoken to.
+    pub tls: webscope_load::TlsSettings,
     pub experiments: Vec<String>,
     pub clients: Option<Vec<usize>>,
     pub duration: Option<Duration>,
@@ -252,7 +254,8 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
                 (None, true) => Find::None,
                 (None, false) => Find::Port,
             };
-            let target = Target::external(url, find, options.server_metrics.clone())?;
+            let mut target = Target::external(url, find, options.server_metrics.clone())?;
+            target.tls = options.tls.clone();
             if target.pids.is_empty() {
                 warnings.push(format!("The server's processes were {}: its CPU use and threads cannot be shown, and no verdict can name the server's CPU.", target.found_by));
             }
@@ -264,7 +267,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
     let preflight = if options.no_preflight {
         "Preflight skipped (--no-preflight).".to_string()
     } else {
-        let checked = preflight::check(&target.base_url, &fileset, &expect)?;
+        let checked = preflight::check(&target.base_url, &fileset, &expect, &target.tls)?;
         format!(
             "Preflight: {} files of the set fetched, sizes as the manifest says, {} compared byte for byte.",
             checked.files, checked.compared
@@ -481,6 +484,7 @@ pub fn tests_options(quick: bool) -> Options {
         duration: None,
         keep_alive: false,
         live: None,
+        tls: Default::default(),
         profile: true,
         repeat: 1,
         command: "webscope lab".into(),

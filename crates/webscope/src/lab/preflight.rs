@@ -4,8 +4,9 @@
 //! A dead target, a wrong `--base`, a server whose root is another directory or cannot be
 //! read, a proxy that rewrites bodies: each is one line and exit 1, before anything is written.
 //!
-//! A plain blocking client, one connection per request: twelve requests are not worth the load
-//! generator's engine, and its per-request accounting would hide which file went wrong.
+//! A plain blocking client, one connection per request (over rustls for https, with the load's
+//! trust settings): twelve requests are not worth the load generator's engine, and its
+//! per-request accounting would hide which file went wrong.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -32,11 +33,20 @@ pub struct Checked {
 }
 
 /// Fetches the sample from `base_url` and checks it against the set at `fileset`.
-pub fn check(base_url: &str, fileset: &Path, expect: &Expect) -> anyhow::Result<Checked> {
+pub fn check(
+    base_url: &str,
+    fileset: &Path,
+    expect: &Expect,
+    tls: &webscope_load::TlsSettings,
+) -> anyhow::Result<Checked> {
     let manifest = Manifest::load(fileset)
         .with_context(|| format!("--fileset {} is not a file set", fileset.display()))?;
     let sample = sample(&manifest);
-    let (host, port, prefix) = split_url(base_url)?;
+    let (host, port, prefix, https) = split_url(base_url)?;
+    let tls = match https {
+        true => Some(webscope_load::tls_client_config(tls, &host)?),
+        false => None,
+    };
     let addr = (host.as_str(), port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve {host}"))?
@@ -46,7 +56,7 @@ pub fn check(base_url: &str, fileset: &Path, expect: &Expect) -> anyhow::Result<
     let mut compared = 0;
     for file in &sample {
         let path = format!("{prefix}{}", file.path);
-        let (status, body) = get(addr, &host, port, &path).map_err(|err| {
+        let (status, body) = get(addr, &host, port, &path, tls.as_ref()).map_err(|err| {
             anyhow!("the target {base_url} does not answer: {err} (is the server running and listening on {addr}?)")
         })?;
         if !expect.accepts(status) {
@@ -108,11 +118,13 @@ fn sample(manifest: &Manifest) -> Vec<File> {
     out
 }
 
-/// `http://host:port/prefix/` → host, port, `/prefix/`.
-fn split_url(url: &str) -> anyhow::Result<(String, u16, String)> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| {
-        anyhow!("--target {url}: only http:// URLs can be measured (e.g. http://127.0.0.1:8080/)")
-    })?;
+/// `http://host:port/prefix/` → host, port, `/prefix/`, and whether it is https.
+fn split_url(url: &str) -> anyhow::Result<(String, u16, String, bool)> {
+    let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(rest), _) => (rest, false),
+        (_, Some(rest)) => (rest, true),
+        _ => bail!("--target {url}: give an http:// or https:// URL (e.g. http://127.0.0.1:8080/)"),
+    };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
@@ -123,7 +135,7 @@ fn split_url(url: &str) -> anyhow::Result<(String, u16, String)> {
             p.parse::<u16>()
                 .map_err(|_| anyhow!("--target {url}: {p:?} is not a port"))?,
         ),
-        _ => (authority, 80),
+        _ => (authority, if https { 443 } else { 80 }),
     };
     let host = host
         .trim_start_matches('[')
@@ -134,8 +146,14 @@ fn split_url(url: &str) -> anyhow::Result<(String, u16, String)> {
     } else {
         format!("{path}/")
     };
-    Ok((host, port, prefix))
+    Ok((host, port, prefix, https))
 }
+
+/// The client side of an https connection, as rustls gives it.
+type Tls = (
+    std::sync::Arc<rustls::ClientConfig>,
+    rustls::pki_types::ServerName<'static>,
+);
 
 /// One GET on a fresh connection: the status and the whole body (Content-Length, chunked or
 /// until close, framed by `webscope_http::response::whole`).
@@ -144,23 +162,39 @@ fn get(
     host: &str,
     port: u16,
     path: &str,
+    tls: Option<&Tls>,
 ) -> anyhow::Result<(u16, Vec<u8>)> {
-    let mut stream = TcpStream::connect_timeout(&addr, TIMEOUT)?;
-    stream.set_read_timeout(Some(TIMEOUT))?;
-    stream.set_write_timeout(Some(TIMEOUT))?;
+    let tcp = TcpStream::connect_timeout(&addr, TIMEOUT)?;
+    tcp.set_read_timeout(Some(TIMEOUT))?;
+    tcp.set_write_timeout(Some(TIMEOUT))?;
     let host = if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
         format!("{host}:{port}")
     };
-    write!(
-        stream,
+    let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: webscope-preflight\r\nConnection: close\r\n\r\n"
-    )?;
+    );
+    let limit = (64 << 20) + (64 << 10);
     let mut data = Vec::new();
-    stream
-        .take((64 << 20) + (64 << 10))
-        .read_to_end(&mut data)?;
+    match tls {
+        None => {
+            let mut stream = tcp;
+            stream.write_all(request.as_bytes())?;
+            stream.take(limit).read_to_end(&mut data)?;
+        }
+        Some((config, name)) => {
+            let conn = rustls::ClientConnection::new(std::sync::Arc::clone(config), name.clone())?;
+            let mut stream = rustls::StreamOwned::new(conn, tcp);
+            stream.write_all(request.as_bytes()).map_err(tls_error)?;
+            match stream.take(limit).read_to_end(&mut data) {
+                Ok(_) => {}
+                // A server that closes without close_notify: the body is framed anyway.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !data.is_empty() => {}
+                Err(e) => return Err(tls_error(e)),
+            }
+        }
+    }
     if data.is_empty() {
         bail!("the connection closed without a response");
     }
@@ -168,6 +202,17 @@ fn get(
         anyhow!("the answer is not a complete HTTP/1.x response ({err}): is the port speaking TLS or another protocol?")
     })?;
     Ok((head.status, body.into_owned()))
+}
+
+/// An https exchange's error, with a failed handshake's cause in words.
+fn tls_error(e: std::io::Error) -> anyhow::Error {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(tls) => anyhow!("{}", webscope_load::tls_cause(tls)),
+        None => e.into(),
+    }
 }
 
 #[cfg(test)]
@@ -179,18 +224,22 @@ mod tests {
         let s = |u: &str| split_url(u).unwrap();
         assert_eq!(
             s("http://127.0.0.1:8080/"),
-            ("127.0.0.1".into(), 8080, "/".into())
+            ("127.0.0.1".into(), 8080, "/".into(), false)
         );
         assert_eq!(
             s("http://localhost/spec"),
-            ("localhost".into(), 80, "/spec/".into())
+            ("localhost".into(), 80, "/spec/".into(), false)
         );
-        assert_eq!(s("http://[::1]:81/a/"), ("::1".into(), 81, "/a/".into()));
-        assert_eq!(s("http://[::1]"), ("::1".into(), 80, "/".into()));
-        assert!(split_url("https://x/")
+        assert_eq!(
+            s("http://[::1]:81/a/"),
+            ("::1".into(), 81, "/a/".into(), false)
+        );
+        assert_eq!(s("http://[::1]"), ("::1".into(), 80, "/".into(), false));
+        assert_eq!(s("https://x/"), ("x".into(), 443, "/".into(), true));
+        assert!(split_url("ftp://x/")
             .unwrap_err()
             .to_string()
-            .contains("only http://"));
+            .contains("http:// or https://"));
         assert!(split_url("http://x:port/").is_err());
     }
 

@@ -29,6 +29,8 @@ pub struct Target {
     pub found_by: String,
     /// The server hosts' node_exporters (`--server-metrics`), when they are other machines.
     pub server_metrics: Vec<String>,
+    /// How an https target is spoken to (`--cacert`, `--insecure`).
+    pub tls: webscope_load::TlsSettings,
 }
 
 /// Counters read from the server before or after a run.
@@ -115,6 +117,7 @@ impl Target {
             pids: vec![pid],
             found_by: "the embedded server".into(),
             server_metrics: Vec::new(),
+            tls: Default::default(),
         })
     }
 
@@ -133,6 +136,7 @@ impl Target {
             pids: Vec::new(),
             found_by: String::new(),
             server_metrics,
+            tls: Default::default(),
         };
         match find {
             Find::Pid(pid) => {
@@ -227,11 +231,14 @@ impl Target {
 
     /// The server's port, from its base URL.
     pub fn port(&self) -> Option<u16> {
-        let rest = self.base_url.strip_prefix("http://")?;
+        let (rest, default) = match self.base_url.strip_prefix("https://") {
+            Some(rest) => (rest, 443),
+            None => (self.base_url.strip_prefix("http://")?, 80),
+        };
         let authority = rest.split('/').next()?;
         match authority.rsplit_once(':') {
             Some((_, port)) if !authority.ends_with(']') => port.parse().ok(),
-            _ => Some(80),
+            _ => Some(default),
         }
     }
 
