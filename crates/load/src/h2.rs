@@ -74,17 +74,15 @@ pub(crate) async fn run(
 /// after a failure, until the run's end.
 async fn connection(shared: Rc<Shared>, streams: usize, mut rng: Rng) {
     while Instant::now() < shared.end {
-        let began = Instant::now();
         shared.recorder.borrow_mut().connections += 1;
-        let sender = match open(&shared).await {
-            Ok(sender) => sender,
+        let (sender, connect) = match open(&shared).await {
+            Ok(opened) => opened,
             Err(failure) => {
                 count(&shared, 0, failure);
                 tokio::time::sleep(BACKOFF).await;
                 continue;
             }
         };
-        let connect = began.elapsed();
         let mut tasks = Vec::with_capacity(streams);
         for s in 0..streams {
             let stream_rng = Rng::new(rng.next_u64());
@@ -106,9 +104,12 @@ async fn connection(shared: Rc<Shared>, streams: usize, mut rng: Rng) {
 }
 
 /// Connects, makes the TLS handshake (ALPN h2) for https, and the HTTP/2 handshake; the
-/// connection's driver runs as a task of its own.
-async fn open(shared: &Shared) -> Result<SendRequest<Bytes>, Failure> {
+/// connection's driver runs as a task of its own. Returns the sender and the TCP connect
+/// time; the TLS handshake's time and kind are recorded here (under the first class: a
+/// connection serves every class).
+async fn open(shared: &Shared) -> Result<(SendRequest<Bytes>, Duration), Failure> {
     let deadline = shared.timeout;
+    let began = Instant::now();
     let tcp = match tokio::time::timeout(deadline, TcpStream::connect(shared.addr)).await {
         Ok(Ok(tcp)) => tcp,
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
@@ -118,6 +119,7 @@ async fn open(shared: &Shared) -> Result<SendRequest<Bytes>, Failure> {
         Err(_) => return Err(Failure::Timeout),
     };
     let _ = tcp.set_nodelay(true);
+    let connect = began.elapsed();
     let mut builder = h2::client::Builder::new();
     builder
         .initial_window_size(STREAM_WINDOW)
@@ -127,6 +129,7 @@ async fn open(shared: &Shared) -> Result<SendRequest<Bytes>, Failure> {
             let mut config = (**config).clone();
             config.alpn_protocols = vec![b"h2".to_vec()];
             let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+            let handshake_began = Instant::now();
             let tls =
                 match tokio::time::timeout(deadline, connector.connect(name.clone(), tcp)).await {
                     Ok(Ok(tls)) => tls,
@@ -136,13 +139,26 @@ async fn open(shared: &Shared) -> Result<SendRequest<Bytes>, Failure> {
                     }
                     Err(_) => return Err(Failure::Timeout),
                 };
+            let resumed = tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+            {
+                let mut recorder = shared.recorder.borrow_mut();
+                if resumed {
+                    recorder.tls_resumed += 1;
+                } else {
+                    recorder.tls_full += 1;
+                }
+                record(
+                    &mut recorder.classes[0].handshake,
+                    handshake_began.elapsed().as_nanos() as u64,
+                );
+            }
             if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
                 note(shared, "the server did not agree to HTTP/2 in the TLS handshake (ALPN): it speaks HTTP/1.1 only; leave --http2 out");
                 return Err(Failure::Tls);
             }
-            handshake(builder, tls).await
+            Ok((handshake(builder, tls).await?, connect))
         }
-        None => handshake(builder, tcp).await,
+        None => Ok((handshake(builder, tcp).await?, connect)),
     }
 }
 

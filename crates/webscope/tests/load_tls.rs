@@ -134,6 +134,7 @@ fn http2_against_nginx_over_tls_and_with_prior_knowledge() {
     assert_eq!(r["errors"]["total"], 0, "{summary}");
     assert_eq!(r["protocol"], "HTTP/2 (8 streams per connection)");
     assert_eq!(r["connects"], 2);
+    assert_eq!(r["tls"]["full"], 2, "{summary}");
     assert_eq!(
         r["bytes"].as_u64().unwrap(),
         r["requests"].as_u64().unwrap() * 1024

@@ -150,8 +150,11 @@ struct Flags {
     cacert: Option<PathBuf>,
     /// https: no session resumption, so that every new connection (--close) makes a full
     /// handshake [default: resume, as browsers do].
-    #[arg(long)]
+    #[arg(long, overrides_with = "tls_resume")]
     no_tls_resume: bool,
+    /// https: resume sessions (the default; undoes --no-tls-resume).
+    #[arg(long, overrides_with = "no_tls_resume")]
+    tls_resume: bool,
     /// Add a request header (repeatable), e.g. -H 'Accept-Encoding: gzip'.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
