@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// CPU time (user + system) the calling thread has used.
-pub(crate) fn thread_time() -> Duration {
+pub fn thread_time() -> Duration {
     clock(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 

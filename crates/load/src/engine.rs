@@ -456,12 +456,10 @@ impl Engine {
                     return;
                 }
                 Ok(false) => return,
-                Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
-                    conn.connecting = true;
-                    return;
-                }
-                Err(e) if conn.connect_began.is_some() => connect_failure(&e),
-                Err(e) => io_failure(&e),
+                Err(e) => match send_failure(conn, &e) {
+                    Some(failure) => failure,
+                    None => return,
+                },
             };
             self.finish(i, Err(failure));
             return;
@@ -478,13 +476,10 @@ impl Engine {
                 conn.phase = Phase::Sending(done + n);
                 return;
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-            Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
-                conn.connecting = true;
-                return;
-            }
-            Err(e) if conn.connect_began.is_some() => connect_failure(&e),
-            Err(e) => io_failure(&e),
+            Err(e) => match send_failure(conn, &e) {
+                Some(failure) => failure,
+                None => return,
+            },
         };
         self.finish(i, Err(failure));
     }
@@ -799,6 +794,23 @@ pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 
 fn nanos(later: Instant, earlier: Instant) -> u64 {
     later.saturating_duration_since(earlier).as_nanos() as u64
+}
+
+/// What a failed send means: None when it only has to wait (the socket is full, or still
+/// connecting: the connection is marked so), else the failure to record.
+fn send_failure(conn: &mut Conn, e: &io::Error) -> Option<Failure> {
+    if e.kind() == io::ErrorKind::WouldBlock {
+        return None;
+    }
+    if e.raw_os_error() == Some(libc::ENOTCONN) {
+        conn.connecting = true;
+        return None;
+    }
+    Some(if conn.connect_began.is_some() {
+        connect_failure(e)
+    } else {
+        io_failure(e)
+    })
 }
 
 /// A failure while connecting.

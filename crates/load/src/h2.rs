@@ -288,12 +288,6 @@ fn note(shared: &Shared, why: &str) {
 }
 
 fn note_tls(shared: &Shared, e: &std::io::Error) {
-    let why = match e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    {
-        Some(tls) => crate::tls::cause(tls),
-        None => format!("TLS failed: {e}"),
-    };
+    let why = crate::tls::io_cause(e).unwrap_or_else(|| format!("TLS failed: {e}"));
     note(shared, &why);
 }

@@ -62,7 +62,7 @@ mod tls;
 mod worker;
 
 pub use config::{Arrivals, Config, Mode, Pacing, MAX_SAMPLES};
-pub use cpu::process_time;
+pub use cpu::{process_time, thread_time};
 pub use error::Error;
 pub use hlog::{parse_intervals, read_bins, read_intervals, tag_of, LoggedInterval};
 pub use merge::{merge, ClassHistograms, Generator, Part};
@@ -70,4 +70,6 @@ pub use recorder::{Failure, FAILURES};
 pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report, TlsReport};
 pub use run::run;
 pub use target::{Group, RequestSpec, Target};
-pub use tls::{cause as tls_cause, client_config as tls_client_config, TlsSettings};
+pub use tls::{
+    cause as tls_cause, client_config as tls_client_config, io_cause as tls_io_cause, TlsSettings,
+};

@@ -139,6 +139,14 @@ pub fn client_config(
     client(settings, name)
 }
 
+/// [`cause`] for an I/O error that carries a rustls error (as rustls's and tokio-rustls's
+/// streams return them); None for any other I/O error.
+pub fn io_cause(e: &std::io::Error) -> Option<String> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .map(cause)
+}
+
 /// A failed handshake in words a user can act on: the cause, and what to do.
 pub fn cause(error: &rustls::Error) -> String {
     use rustls::{CertificateError, Error as E};

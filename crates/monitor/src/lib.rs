@@ -91,6 +91,7 @@ pub use cost::{Cost, SourceCost};
 pub use error::Error;
 pub use monitor::{drive, run, spawn, Monitor, Results, Running, GROUPS};
 pub use notes::Note;
+pub use sources::cpu::machine_ticks;
 pub use sources::ports::WalkStats;
 pub use summary::{GroupSummary, Host, Stat, Summary};
 pub use table::{Group, GroupRows, Row, Sample};

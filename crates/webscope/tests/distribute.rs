@@ -102,6 +102,24 @@ fn check_fields(value: &Value, path: &str) {
     }
 }
 
+/// The Job of the first test, as flags.
+const JOB: &[&str] = &[
+    "--kubernetes",
+    "4",
+    "--image",
+    "reg.example/webscope:1",
+    "--cpu",
+    "2",
+    "--memory",
+    "1Gi",
+    "--",
+    "http://web.prod.svc/",
+    "-c",
+    "400",
+    "-d",
+    "60s",
+];
+
 fn manifest(args: &[&str]) -> Value {
     let out = webscope().arg("distribute").args(args).output().unwrap();
     assert!(
@@ -115,22 +133,7 @@ fn manifest(args: &[&str]) -> Value {
 
 #[test]
 fn the_job_is_an_indexed_job_of_n_pods_on_distinct_nodes_with_whole_cores() {
-    let job = manifest(&[
-        "--kubernetes",
-        "4",
-        "--image",
-        "reg.example/webscope:1",
-        "--cpu",
-        "2",
-        "--memory",
-        "1Gi",
-        "--",
-        "http://web.prod.svc/",
-        "-c",
-        "400",
-        "-d",
-        "60s",
-    ]);
+    let job = manifest(JOB);
     check_fields(&job, "");
     assert_eq!(job["apiVersion"], "batch/v1");
     assert_eq!(job["kind"], "Job");
@@ -174,27 +177,9 @@ fn the_job_is_an_indexed_job_of_n_pods_on_distinct_nodes_with_whole_cores() {
     assert!(args.contains(&"--emit"));
     // JSON on request, the same Job.
     let as_json = webscope()
-        .args([
-            "distribute",
-            "--kubernetes",
-            "4",
-            "--format",
-            "json",
-            "--image",
-            "reg.example/webscope:1",
-        ])
-        .args([
-            "--cpu",
-            "2",
-            "--memory",
-            "1Gi",
-            "--",
-            "http://web.prod.svc/",
-            "-c",
-            "400",
-            "-d",
-            "60s",
-        ])
+        .arg("distribute")
+        .args(["--format", "json"])
+        .args(JOB)
         .output()
         .unwrap();
     let mut from_json: Value = serde_json::from_slice(&as_json.stdout).unwrap();

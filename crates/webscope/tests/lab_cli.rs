@@ -6,7 +6,7 @@ mod lab_support;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use lab_support::{tiny_fileset, webscope, Served};
+use lab_support::{chromium, tiny_fileset, webscope, Served};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -468,23 +468,6 @@ fn ctrl_c_mid_experiment_leaves_a_valid_partial_report() {
     assert!((1..6).contains(&runs), "{runs} runs");
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("interrupted"));
-}
-
-/// Headless Chromium, if this machine has it (CI installs it and sets WEBSCOPE_REQUIRE_CHROMIUM,
-/// so there the test cannot be skipped).
-fn chromium() -> Option<std::path::PathBuf> {
-    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .iter()
-        .map(std::path::PathBuf::from)
-        .find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("WEBSCOPE_REQUIRE_CHROMIUM").is_none(),
-            "WEBSCOPE_REQUIRE_CHROMIUM is set but Chromium is not installed (apt-get install chromium)"
-        );
-        eprintln!("note: Chromium is not installed; the report's browser test did not run");
-    }
-    found
 }
 
 fn headless(browser: &Path, profile: &Path) -> Command {

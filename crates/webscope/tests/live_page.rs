@@ -6,12 +6,12 @@ mod lab_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use lab_support::{tiny_fileset, webscope, Served};
+use lab_support::{chromium, tiny_fileset, webscope, Served};
 use serde_json::Value;
 
 /// A webscope command with a live page, killed on drop; `url` is the page's address as the
@@ -106,23 +106,6 @@ impl Drop for Watched {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Headless Chromium, if this machine has it (CI installs it and sets WEBSCOPE_REQUIRE_CHROMIUM,
-/// so there the browser half cannot be skipped).
-fn chromium() -> Option<PathBuf> {
-    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("WEBSCOPE_REQUIRE_CHROMIUM").is_none(),
-            "WEBSCOPE_REQUIRE_CHROMIUM is set but Chromium is not installed (apt-get install chromium)"
-        );
-        eprintln!("note: Chromium is not installed; the live page was checked without a browser");
-    }
-    found
 }
 
 /// The page's DOM once the browser has run its script (and its first polls).

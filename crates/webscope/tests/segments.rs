@@ -21,6 +21,22 @@ fn lines(path: &Path) -> u64 {
     std::fs::read_to_string(path).unwrap().lines().count() as u64
 }
 
+/// `webscope merge OUT RESULTS...`, which must succeed; its summary.
+fn merge(out: &Path, results: &[String]) -> String {
+    let merge = webscope()
+        .arg("merge")
+        .arg(out)
+        .args(results)
+        .output()
+        .unwrap();
+    assert!(
+        merge.status.success(),
+        "{}",
+        String::from_utf8_lossy(&merge.stderr)
+    );
+    String::from_utf8_lossy(&merge.stdout).into_owned()
+}
+
 /// The three segments of `-c 7 -d 2s` on `url`, started together 1.5 s from now.
 fn three_segments(url: &str, dir: &Path, extra: &[&str]) -> Vec<Child> {
     let start = SystemTime::now()
@@ -96,18 +112,7 @@ fn three_generators_merge_to_what_the_server_served() {
     let files: Vec<String> = (0..3)
         .map(|i| tmp.path().join(format!("s{i}.json")).display().to_string())
         .collect();
-    let merge = webscope()
-        .arg("merge")
-        .arg(&out)
-        .args(&files)
-        .output()
-        .unwrap();
-    assert!(
-        merge.status.success(),
-        "{}",
-        String::from_utf8_lossy(&merge.stderr)
-    );
-    let summary = String::from_utf8_lossy(&merge.stdout);
+    let summary = merge(&out, &files);
     assert!(
         summary.contains("Generators:") && summary.contains("2/3"),
         "{summary}"
@@ -129,17 +134,7 @@ fn three_generators_merge_to_what_the_server_served() {
     let framed = tmp.path().join("pods.log");
     std::fs::write(&framed, pods).unwrap();
     let out2 = tmp.path().join("merged2");
-    let merge = webscope()
-        .arg("merge")
-        .arg(&out2)
-        .arg(&framed)
-        .output()
-        .unwrap();
-    assert!(
-        merge.status.success(),
-        "{}",
-        String::from_utf8_lossy(&merge.stderr)
-    );
+    merge(&out2, &[framed.display().to_string()]);
     let again = json(&out2.join("load.json"));
     for key in [
         "requests",

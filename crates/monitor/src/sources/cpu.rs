@@ -69,6 +69,24 @@ impl Reading {
     }
 }
 
+/// The machine's CPU ticks now, all CPUs together: (busy, total), busy being everything but
+/// idle and iowait, as `busy_pct` counts it. For callers that want the machine's CPU over
+/// their own interval (the live page) without running a monitor.
+pub fn machine_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let total = Reading::parse(&text).ok()?.stats.total;
+    let (idle, iowait) = (total.idle, total.iowait.unwrap_or(0));
+    let all = total.user
+        + total.nice
+        + total.system
+        + idle
+        + iowait
+        + total.irq.unwrap_or(0)
+        + total.softirq.unwrap_or(0)
+        + total.steal.unwrap_or(0);
+    Some((all - idle - iowait, all))
+}
+
 /// The eight shares of one CPU between two readings, in percent; they add up to 100.
 fn shares(before: &CpuTime, after: &CpuTime) -> Vec<f64> {
     // guest and guest_nice are already inside user and nice: leaving them out avoids

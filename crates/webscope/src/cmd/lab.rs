@@ -156,7 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let cpu_before = crate::live::process_cpu_s();
+    let cpu_before = webscope_load::process_time();
     let options = Options {
         out: args.out,
         work: args.work.unwrap_or_else(lab::default_work_dir),
@@ -208,7 +208,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     println!("report: {}", outcome.index.display());
     if let Some(live) = options.live {
-        let lab_cpu_s = crate::live::process_cpu_s() - cpu_before;
+        let lab_cpu_s = (webscope_load::process_time() - cpu_before).as_secs_f64();
         let cost = live.linger(args.live_linger, &interrupt);
         println!(
             "live page: {} requests answered, {:.1} ms of CPU = {:.3} % of this process's {:.1} s (generator, monitor, report)",

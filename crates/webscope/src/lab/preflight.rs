@@ -206,11 +206,8 @@ fn get(
 
 /// An https exchange's error, with a failed handshake's cause in words.
 fn tls_error(e: std::io::Error) -> anyhow::Error {
-    match e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    {
-        Some(tls) => anyhow!("{}", webscope_load::tls_cause(tls)),
+    match webscope_load::tls_io_cause(&e) {
+        Some(why) => anyhow!("{why}"),
         None => e.into(),
     }
 }

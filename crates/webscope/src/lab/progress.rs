@@ -68,8 +68,7 @@ impl<'a> Progress<'a> {
             point = point.with_tcp(sample, port);
         }
         let (step, left) = self.step(label);
-        live.push(point, interval.requests, interval.errors, left);
-        live.update(|state| state.step = Some(step));
+        live.push(point, interval.requests, interval.errors, left, Some(step));
     }
 
     /// The CPU counters of a run against the processes `roots`, when the page is on (they

@@ -20,7 +20,7 @@ impl Gauges {
             roots,
             at: Instant::now(),
             server_s,
-            machine: machine_jiffies(),
+            machine: webscope_monitor::machine_ticks(),
         }
     }
 
@@ -36,7 +36,7 @@ impl Gauges {
             }
             _ => None,
         };
-        let machine_now = machine_jiffies();
+        let machine_now = webscope_monitor::machine_ticks();
         let machine = match (self.machine, machine_now) {
             (Some((busy0, total0)), Some((busy1, total1))) if total1 > total0 => {
                 Some(100.0 * busy1.saturating_sub(busy0) as f64 / (total1 - total0) as f64)
@@ -48,22 +48,6 @@ impl Gauges {
         self.machine = machine_now;
         (server, machine)
     }
-}
-
-/// (busy, total) jiffies of all CPUs from /proc/stat; busy is everything but idle and iowait,
-/// as the monitor counts it.
-fn machine_jiffies() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat.lines().next()?.strip_prefix("cpu ")?;
-    // user nice system idle iowait irq softirq steal (guest time is inside user already).
-    let fields: Vec<u64> = line
-        .split_whitespace()
-        .take(8)
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    let total: u64 = fields.iter().sum();
-    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
-    Some((total.saturating_sub(idle), total))
 }
 
 #[cfg(test)]

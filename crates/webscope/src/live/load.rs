@@ -66,7 +66,7 @@ impl LoadPage {
         }
         let left = (self.duration_s - t).max(0.0);
         self.live
-            .push(point, interval.requests, interval.errors, Some(left));
+            .push(point, interval.requests, interval.errors, Some(left), None);
     }
 
     /// The run is over: its final figures go up, the page stays `linger` (or until Ctrl-C),

@@ -267,9 +267,19 @@ impl Live {
             .fetch_add(thread_cpu_ns().saturating_sub(began), Ordering::Relaxed);
     }
 
-    /// Adds an interval (and keeps the last [`KEPT`]).
-    pub fn push(&self, point: Point, requests: u64, errors: u64, time_left_s: Option<f64>) {
+    /// Adds an interval (and keeps the last [`KEPT`]); a lab also says where its sweep is.
+    pub fn push(
+        &self,
+        point: Point,
+        requests: u64,
+        errors: u64,
+        time_left_s: Option<f64>,
+        step: Option<Step>,
+    ) {
         self.update(|state| {
+            if step.is_some() {
+                state.step = step;
+            }
             state.points.push_back(point);
             while state.points.len() > KEPT {
                 state.points.pop_front();
@@ -330,27 +340,9 @@ fn parse_addr(text: &str) -> anyhow::Result<SocketAddr> {
         })
 }
 
-/// CPU time of the calling thread, in nanoseconds.
+/// CPU time of the calling thread, in nanoseconds (the load generator's own clock).
 fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-/// CPU time of this process (all its threads), in seconds.
-pub fn process_cpu_s() -> f64 {
-    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID) as f64 / 1e9
-}
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into the pointer it is given.
-    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    webscope_load::thread_time().as_nanos() as u64
 }
 
 #[cfg(test)]

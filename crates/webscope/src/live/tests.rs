@@ -48,6 +48,7 @@ fn serves_the_page_and_the_state_and_refuses_the_rest() {
         1234,
         2,
         Some(9.0),
+        None,
     );
     let (head, body) = get(&a, "/state.json");
     assert!(head.contains("application/json"), "{head}");

@@ -480,3 +480,20 @@ pub fn assert_paper_panel(dir: &Path, experiment: &str, cite: &str) {
         assert!(!c["reading"].as_str().unwrap().is_empty());
     }
 }
+
+/// Headless Chromium, if this machine has it (CI installs it and sets WEBSCOPE_REQUIRE_CHROMIUM,
+/// so there the browser tests cannot be skipped).
+pub fn chromium() -> Option<std::path::PathBuf> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("WEBSCOPE_REQUIRE_CHROMIUM").is_none(),
+            "WEBSCOPE_REQUIRE_CHROMIUM is set but Chromium is not installed (apt-get install chromium)"
+        );
+        eprintln!("note: Chromium is not installed; a browser test did not run");
+    }
+    found
+}
