@@ -48,7 +48,8 @@ pub enum Method {
 }
 
 impl Method {
-    fn classify(name: &str) -> Method {
+    /// The class of a method by its name (case-sensitive, as RFC 9110 says).
+    pub fn classify(name: &str) -> Method {
         match name {
             "GET" => Method::Get,
             "HEAD" => Method::Head,

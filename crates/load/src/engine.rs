@@ -381,7 +381,10 @@ impl Engine {
         let addr = self.shared.addr;
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking(), None)
             .map_err(|_| Failure::Connect)?;
-        if self.shared.mode == Mode::KeepAlive {
+        // A plain close-mode request leaves in one send, so Nagle cannot delay it; TLS writes
+        // the client's Finished and the request's records separately, and Nagle would hold
+        // the request for the server's delayed ACK (40 ms).
+        if self.shared.mode == Mode::KeepAlive || self.shared.tls.is_some() {
             socket.set_nodelay(true).map_err(|_| Failure::Connect)?;
         }
         let began = Instant::now();

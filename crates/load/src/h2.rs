@@ -94,10 +94,13 @@ async fn connection(shared: Rc<Shared>, streams: usize, mut rng: Rng) {
                 first,
             )));
         }
+        let mut graceful = true;
         for task in tasks {
-            let _ = task.await;
+            graceful &= task.await.unwrap_or(false);
         }
-        if Instant::now() < shared.end {
+        // A server that closed the connection gracefully (GOAWAY NO_ERROR, as nginx does
+        // after keepalive_requests) is reconnected to at once, as HTTP/1.1 keep-alive is.
+        if !graceful && Instant::now() < shared.end {
             tokio::time::sleep(BACKOFF).await;
         }
     }
@@ -173,13 +176,14 @@ where
     Ok(sender)
 }
 
-/// One stream's closed loop: a request, its whole response, the next request.
+/// One stream's closed loop: a request, its whole response, the next request. Returns
+/// whether it ended because the server closed the connection gracefully (or the run ended).
 async fn stream_loop(
     shared: Rc<Shared>,
     sender: SendRequest<Bytes>,
     mut rng: Rng,
     mut connect: Option<Duration>,
-) {
+) -> bool {
     let scheme = if shared.tls.is_some() {
         "https"
     } else {
@@ -195,7 +199,7 @@ async fn stream_loop(
             exchange(&shared, sender.clone(), scheme, index),
         )
         .await
-        .unwrap_or(Err(Failure::Timeout));
+        .unwrap_or(Err(Some(Failure::Timeout)));
         let now = Instant::now();
         let mut recorder = shared.recorder.borrow_mut();
         let stats = &mut recorder.classes[class];
@@ -213,25 +217,30 @@ async fn stream_loop(
                 }
                 recorder.statuses[(status as usize).min(STATUSES - 1)] += 1;
             }
-            Err(failure) => {
+            // The server closed the connection before taking this request: not a failure
+            // of the request (it was never processed), the end of the connection.
+            Err(None) => return true,
+            Err(Some(failure)) => {
                 stats.failures[failure as usize] += 1;
                 // A stream reset leaves the connection usable; anything else ends it.
                 if failure != Failure::StreamReset {
-                    return;
+                    return false;
                 }
             }
         }
     }
+    true
 }
 
 /// Sends request `index` on a new stream and reads its response whole: (status, bytes of the
-/// body, when the response's head came).
+/// body, when the response's head came). `Err(None)`: the server refused the stream without
+/// processing it, closing gracefully (GOAWAY NO_ERROR or REFUSED_STREAM, RFC 9113 §8.7).
 async fn exchange(
     shared: &Shared,
     sender: SendRequest<Bytes>,
     scheme: &str,
     index: usize,
-) -> Result<(u16, u64, Instant), Failure> {
+) -> Result<(u16, u64, Instant), Option<Failure>> {
     let entry = shared.requests.entry(index);
     let uri = format!("{scheme}://{}{}", shared.requests.authority(), entry.path);
     let mut request = http::Request::builder()
@@ -240,27 +249,37 @@ async fn exchange(
     for (name, value) in &entry.fields {
         request = request.header(name.as_str(), value.as_str());
     }
-    let request = request.body(()).map_err(|_| Failure::Parse)?;
-    let mut sender = sender.ready().await.map_err(|e| failure(&e))?;
+    let request = request.body(()).map_err(|_| Some(Failure::Parse))?;
+    let mut sender = sender.ready().await.map_err(|e| unprocessed(&e))?;
     let (response, mut body_out) = sender
         .send_request(request, entry.body.is_empty())
-        .map_err(|e| failure(&e))?;
+        .map_err(|e| unprocessed(&e))?;
     if !entry.body.is_empty() {
         body_out
             .send_data(entry.body.clone(), true)
-            .map_err(|e| failure(&e))?;
+            .map_err(|e| unprocessed(&e))?;
     }
-    let response = response.await.map_err(|e| failure(&e))?;
+    let response = response.await.map_err(|e| unprocessed(&e))?;
     let first = Instant::now();
     let status = response.status().as_u16();
     let mut body = response.into_body();
     let mut bytes = 0u64;
     while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(|e| failure(&e))?;
+        let chunk = chunk.map_err(|e| Some(failure(&e)))?;
         bytes += chunk.len() as u64;
         let _ = body.flow_control().release_capacity(chunk.len());
     }
     Ok((status, bytes, first))
+}
+
+/// None when the server gracefully refused a stream it did not process, else the failure.
+fn unprocessed(e: &h2::Error) -> Option<Failure> {
+    let graceful = match e.reason() {
+        Some(h2::Reason::NO_ERROR) => e.is_go_away() && e.is_remote(),
+        Some(h2::Reason::REFUSED_STREAM) => e.is_remote(),
+        _ => false,
+    };
+    (!graceful).then(|| failure(e))
 }
 
 /// The failure kind of an h2 error.

@@ -8,6 +8,7 @@ use webscope_http::request::Limits;
 
 use crate::services::ServicesConfig;
 use crate::techniques::Techniques;
+use crate::tls::TlsFiles;
 
 /// Where the access log goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +71,9 @@ pub struct Config {
     pub file_cache_bytes: usize,
     /// Paths remembered per worker (metadata, and an open descriptor for large files).
     pub file_cache_entries: usize,
+    /// Serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with this certificate and key; None: plain
+    /// HTTP/1.1.
+    pub tls: Option<TlsFiles>,
 }
 
 impl Config {
@@ -98,6 +102,7 @@ impl Config {
             defer_accept: true,
             file_cache_bytes: 64 * 1024 * 1024,
             file_cache_entries: 10_000,
+            tls: None,
         }
     }
 }

@@ -16,10 +16,11 @@ use webscope_http::request::{self, Body, Method, Request};
 
 use crate::access_log::{Entry, RequestLine};
 use crate::files::read_at;
-use crate::io::{read_some, sendfile_all, write_all, Socket};
+use crate::io::Socket;
 use crate::respond::{self, ConnHeader, Reply, Scratch, Site, Tail};
 use crate::services::{Refusal, Services};
 use crate::timing::Sample;
+use crate::transport::Transport;
 use crate::worker::Worker;
 
 /// Output is written out once this much is buffered, even if more pipelined requests wait.
@@ -39,7 +40,7 @@ enum End {
 }
 
 struct Conn {
-    socket: Socket,
+    socket: Transport,
     peer: SocketAddr,
     /// The peer's address as the log writes it, formatted once.
     peer_text: String,
@@ -54,10 +55,27 @@ struct Conn {
     discard: u64,
     /// Clock reading when the first byte of the request being read arrived (0: none yet).
     head_start: u64,
+    /// Nanoseconds of the TLS handshake, recorded with the connection's first request.
+    handshake: u64,
+    /// The buffer a large file is read into to be encrypted (user-space TLS only).
+    file_chunk: Vec<u8>,
 }
 
-/// Serves one accepted connection to its end.
+/// Serves one accepted plain-TCP connection to its end.
 pub(crate) async fn serve(socket: Socket, peer: SocketAddr, worker: Rc<Worker>) {
+    let accepted = worker.timing.start_connection();
+    serve_over(Transport::Tcp(socket), peer, worker, accepted, 0).await;
+}
+
+/// Serves HTTP/1.1 over an established transport to its end; `accepted` is the clock reading
+/// of `start_connection`, `handshake` the TLS handshake's nanoseconds (0 for plain TCP).
+pub(crate) async fn serve_over(
+    socket: Transport,
+    peer: SocketAddr,
+    worker: Rc<Worker>,
+    accepted: u64,
+    handshake: u64,
+) {
     let peer_text = if worker.log_enabled() {
         peer.ip().to_string()
     } else {
@@ -75,8 +93,9 @@ pub(crate) async fn serve(socket: Socket, peer: SocketAddr, worker: Rc<Worker>) 
         served: 0,
         discard: 0,
         head_start: 0,
+        handshake,
+        file_chunk: Vec::new(),
     };
-    let accepted = conn.worker.timing.start_connection();
     match conn.run().await {
         Ok(End::Close) | Err(_) => {}
         Ok(End::Linger) => conn.linger().await,
@@ -145,7 +164,7 @@ impl Conn {
             let was_empty = self.start == self.input.len();
             let read = tokio::select! {
                 biased;
-                read = read_some(&mut self.socket, &mut self.input, 2048, deadline) => read,
+                read = self.socket.read_some(&mut self.input, 2048, deadline) => read,
                 () = worker.shutdown_signal(), if idle => return Ok(End::Close),
             };
             match read {
@@ -226,7 +245,8 @@ impl Conn {
                 strings,
             )
         } else if let Some(services) = service {
-            self.service_reply(services, req, keep_alive).await
+            let strings = config.techniques.string_cache;
+            service_reply(services, req, keep_alive, &mut self.output, strings).await
         } else {
             let mut caches = worker.caches.borrow_mut();
             let mut site = Site {
@@ -272,6 +292,7 @@ impl Conn {
             process: timing.nanos(parsed, responded) + timing.nanos(logged, sent),
             log: timing.nanos(responded, logged),
             total: timing.nanos(head_start, sent),
+            tls: std::mem::take(&mut self.handshake),
         });
         self.head_start = if self.start < input.len() { sent } else { 0 };
         if !complete {
@@ -291,57 +312,6 @@ impl Conn {
         Ok(None)
     }
 
-    /// Runs a `/svc/` request on the services' executor and answers with its result. The
-    /// connection task waits; the I/O thread goes on serving other connections.
-    async fn service_reply(
-        &mut self,
-        services: &Services,
-        req: &Request<'_>,
-        keep_alive: bool,
-    ) -> Reply {
-        let conn = ConnHeader::new(keep_alive, req.version);
-        let strings = self.worker.config.techniques.string_cache;
-        let head_only = req.method == Method::Head;
-        let out = &mut self.output;
-        if !matches!(req.method, Method::Get | Method::Head) {
-            return respond::error(
-                out,
-                405,
-                conn,
-                head_only,
-                &[("Allow", b"GET, HEAD")],
-                strings,
-            );
-        }
-        let pending = match services.submit(req.target) {
-            Ok(pending) => pending,
-            Err(Refusal::BadRequest) => {
-                return respond::error(out, 400, conn, head_only, &[], strings)
-            }
-            Err(Refusal::NotFound) => {
-                return respond::error(out, 404, conn, head_only, &[], strings)
-            }
-            Err(Refusal::Unavailable) => {
-                return respond::error(out, 503, conn, head_only, &[("Retry-After", b"1")], strings)
-            }
-        };
-        match pending.await {
-            Ok(body) => respond::generated(&mut self.output, conn, head_only, &body, strings),
-            // The executor went away (the server is stopping).
-            Err(_) => {
-                let out = &mut self.output;
-                respond::error(
-                    out,
-                    503,
-                    ConnHeader::Close,
-                    head_only,
-                    &[("Retry-After", b"1")],
-                    strings,
-                )
-            }
-        }
-    }
-
     /// Sends a large body after its head. Returns false if the file turned out shorter than
     /// promised (the connection must then close).
     async fn send_tail(&mut self, tail: Tail) -> io::Result<bool> {
@@ -350,13 +320,16 @@ impl Conn {
             Tail::None => Ok(true),
             Tail::Sendfile(file, offset, len) => {
                 self.flush(true).await?;
-                let sent = sendfile_all(&mut self.socket, &file, offset, len, timeout).await?;
+                let sent = self
+                    .socket
+                    .send_file(&file, offset, len, timeout, &mut self.file_chunk)
+                    .await?;
                 Ok(sent == len)
             }
             Tail::Mapped(map, offset, len) => {
                 self.flush(true).await?;
                 let range = offset as usize..(offset + len) as usize;
-                write_all(&mut self.socket, &map[range], false, timeout).await?;
+                self.socket.write_all(&map[range], false, timeout).await?;
                 Ok(true)
             }
             Tail::Read(file, mut offset, len) => {
@@ -427,6 +400,7 @@ impl Conn {
             process: timing.nanos(started, responded) + timing.nanos(logged, sent),
             log: timing.nanos(responded, logged),
             total: timing.nanos(head_start, sent),
+            tls: std::mem::take(&mut self.handshake),
         });
         result
     }
@@ -456,7 +430,7 @@ impl Conn {
             return Ok(());
         }
         let timeout = self.worker.config.send_timeout;
-        let result = write_all(&mut self.socket, &self.output, more, timeout).await;
+        let result = self.socket.write_all(&self.output, more, timeout).await;
         self.output.clear();
         result
     }
@@ -472,15 +446,58 @@ impl Conn {
     /// Half-closes and reads what the client still sends, for a bounded time, so that our
     /// last response reaches it (RFC 9112 §9.6).
     async fn linger(&mut self) {
-        self.socket.shutdown_write();
         let deadline = Instant::now() + LINGER;
+        self.socket.shutdown_write(LINGER).await;
         let mut drained = 0usize;
         while drained < 1 << 20 {
             self.input.clear();
-            match read_some(&mut self.socket, &mut self.input, 4096, deadline).await {
+            match self.socket.read_some(&mut self.input, 4096, deadline).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => drained += n,
             }
         }
+    }
+}
+
+/// Runs a `/svc/` request on the services' executor and answers with its result into `out`.
+/// The connection's task waits; the I/O thread goes on serving other connections.
+pub(crate) async fn service_reply(
+    services: &Services,
+    req: &Request<'_>,
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+    strings: bool,
+) -> Reply {
+    let conn = ConnHeader::new(keep_alive, req.version);
+    let head_only = req.method == Method::Head;
+    if !matches!(req.method, Method::Get | Method::Head) {
+        return respond::error(
+            out,
+            405,
+            conn,
+            head_only,
+            &[("Allow", b"GET, HEAD")],
+            strings,
+        );
+    }
+    let pending = match services.submit(req.target) {
+        Ok(pending) => pending,
+        Err(Refusal::BadRequest) => return respond::error(out, 400, conn, head_only, &[], strings),
+        Err(Refusal::NotFound) => return respond::error(out, 404, conn, head_only, &[], strings),
+        Err(Refusal::Unavailable) => {
+            return respond::error(out, 503, conn, head_only, &[("Retry-After", b"1")], strings)
+        }
+    };
+    match pending.await {
+        Ok(body) => respond::generated(out, conn, head_only, &body, strings),
+        // The executor went away (the server is stopping).
+        Err(_) => respond::error(
+            out,
+            503,
+            ConnHeader::Close,
+            head_only,
+            &[("Retry-After", b"1")],
+            strings,
+        ),
     }
 }

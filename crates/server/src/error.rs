@@ -42,6 +42,9 @@ pub enum Error {
     /// A setting is out of range.
     #[error("{0}")]
     Config(String),
+    /// The TLS certificate or key cannot be used.
+    #[error("{0}")]
+    Tls(String),
     /// Something else the OS refused while starting (threads, runtimes).
     #[error("cannot start the server: {0}")]
     Start(io::Error),

@@ -59,6 +59,16 @@ impl Socket {
         }
     }
 
+    /// The socket as a tokio stream (registered with the runtime), for the layers that need
+    /// `AsyncRead`/`AsyncWrite` (TLS, HTTP/2).
+    pub(crate) fn into_tokio(mut self) -> io::Result<TcpStream> {
+        self.registered()?;
+        match self {
+            Socket::Registered(stream) => Ok(stream),
+            _ => Err(io::Error::from(io::ErrorKind::NotConnected)),
+        }
+    }
+
     /// Half-closes the sending side.
     pub(crate) fn shutdown_write(&self) {
         // SAFETY: shutdown on a descriptor this socket owns.
@@ -255,6 +265,20 @@ pub(crate) async fn sendfile_all(
         }
     }
     let stream = socket.registered()?;
+    let sent = sendfile_stream(stream, file, offset, end - offset, timeout).await?;
+    Ok(len - (end - offset) + sent)
+}
+
+/// Sends `len` bytes of `file` from `offset` on a registered stream (plain TCP, or a kTLS
+/// socket, where the kernel encrypts what sendfile hands it). Returns the bytes sent.
+pub(crate) async fn sendfile_stream(
+    stream: &TcpStream,
+    file: &File,
+    mut offset: u64,
+    len: u64,
+    timeout: Duration,
+) -> io::Result<u64> {
+    let end = offset + len;
     while offset < end {
         let result = stream.try_io(Interest::WRITABLE, || {
             sendfile(stream.as_raw_fd(), file, offset, end - offset)

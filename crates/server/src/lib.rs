@@ -8,8 +8,13 @@
 //! files sent with `sendfile(2)`; pipelined responses batched into one write; dates formatted
 //! once per second; the access log buffered per worker.
 //!
-//! What it is not: a general web server. No TLS, no HTTP/2, no CGI, no directory listings, no
-//! configuration files. It is the lab's embedded target and a peer for nginx in benchmarks.
+//! With a certificate (`Config::tls`) it serves HTTPS: rustls, ALPN choosing HTTP/2 (the `h2`
+//! crate, static files and services from the same caches, log and timing) or HTTP/1.1 (the
+//! same loop as plain HTTP), and kTLS where the kernel takes it.
+//!
+//! What it is not: a general web server. No HTTP/2 without TLS, no CGI, no directory
+//! listings, no configuration files. It is the lab's embedded target and a peer for nginx in
+//! benchmarks.
 //!
 //! The main types are [`Config`] (what the operator chose), [`Server`] (bound, not yet
 //! running: its [`Server::local_addr`] gives the real port when port 0 was asked for) and
@@ -36,6 +41,7 @@ mod conn;
 mod dns;
 mod error;
 mod files;
+mod h2;
 mod io;
 mod listener;
 mod metrics;
@@ -45,6 +51,8 @@ mod server;
 pub mod services;
 mod techniques;
 mod timing;
+mod tls;
+mod transport;
 mod worker;
 
 pub use cache::REVALIDATE;
@@ -54,3 +62,4 @@ pub use metrics::{json as stats_json, prometheus, Info};
 pub use server::{Running, Server};
 pub use techniques::{Techniques, UnknownTechnique, NAMES as TECHNIQUES};
 pub use timing::{size_class, Stats, CLASSES, PHASES};
+pub use tls::{KtlsState, TlsFiles};

@@ -54,6 +54,8 @@ pub struct Info {
     pub timing: bool,
     /// Worker threads.
     pub workers: usize,
+    /// With TLS, how records are encrypted: "ktls", or "user-space" and why not kTLS.
+    pub tls: Option<String>,
 }
 
 /// Renders the Prometheus text exposition format (version 0.0.4).
@@ -100,11 +102,40 @@ pub fn prometheus(stats: &Stats, info: &Info) -> String {
         "Connections open now.",
     );
     let _ = writeln!(out, "webscope_connections_active {}", stats.active);
+    if info.tls.is_some() {
+        header(
+            &mut out,
+            "webscope_tls_handshakes_total",
+            "counter",
+            "TLS handshakes by result (full, resumed, failed: closed or timed out).",
+        );
+        for (result, n) in [
+            ("full", stats.tls_full),
+            ("resumed", stats.tls_resumed),
+            ("failed", stats.tls_failed),
+        ] {
+            let _ = writeln!(
+                out,
+                "webscope_tls_handshakes_total{{result=\"{result}\"}} {n}"
+            );
+        }
+        header(
+            &mut out,
+            "webscope_http2_connections_total",
+            "counter",
+            "Connections that chose HTTP/2 (ALPN h2).",
+        );
+        let _ = writeln!(
+            out,
+            "webscope_http2_connections_total {}",
+            stats.h2_connections
+        );
+    }
     header(
         &mut out,
         "webscope_request_phase_seconds",
         "histogram",
-        "Time per request phase (parse, process, log, total) by response size class.",
+        "Time per request phase (parse, process, log, total; tls: the handshake, once per TLS connection) by response size class.",
     );
     for (class, phases) in CLASSES.iter().zip(&stats.phases) {
         for (phase, hist) in PHASES.iter().zip(phases) {
@@ -344,5 +375,14 @@ pub fn json(stats: &Stats, info: &Info) -> Value {
             "mean": stats.requests_per_connection.mean(),
             "max": stats.requests_per_connection.max(),
         },
+        "tls": info.tls.as_ref().map(|records| json!({
+            "records": records,
+            "handshakes": {
+                "full": stats.tls_full,
+                "resumed": stats.tls_resumed,
+                "failed": stats.tls_failed,
+            },
+            "http2_connections": stats.h2_connections,
+        })),
     })
 }

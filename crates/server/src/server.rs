@@ -15,6 +15,7 @@ use crate::files::Root;
 use crate::metrics::Info;
 use crate::services::{ServiceFigures, Services};
 use crate::timing::{self, SharedStats, Stats};
+use crate::tls::{KtlsState, Tls};
 use crate::{listener, worker};
 
 /// Names the dns-cache keeps (Apache has no bound; this one has).
@@ -29,6 +30,7 @@ pub struct Server {
     local_addr: SocketAddr,
     root: Arc<Root>,
     sink: Sink,
+    tls: Option<(Arc<Tls>, KtlsState)>,
 }
 
 /// A running server. Dropping it without `shutdown` leaves the workers running until the
@@ -70,6 +72,13 @@ impl Server {
                 }
             }
         })?;
+        let tls = match &config.tls {
+            Some(files) => {
+                let (tls, state) = Tls::load(files, config.techniques.ktls)?;
+                Some((Arc::new(tls), state))
+            }
+            None => None,
+        };
         let sink = Sink::open(&config.access_log)?;
         let defer = if config.defer_accept {
             config.header_timeout.as_secs().clamp(1, 3600) as u32
@@ -93,7 +102,13 @@ impl Server {
             local_addr,
             root: Arc::new(root),
             sink,
+            tls,
         })
+    }
+
+    /// With TLS, whether kTLS will be used (and why not, if it will not); None without TLS.
+    pub fn ktls(&self) -> Option<&KtlsState> {
+        self.tls.as_ref().map(|(_, state)| state)
     }
 
     /// The address the server listens on (with the real port when 0 was asked for).
@@ -143,6 +158,7 @@ impl Server {
                 dns: dns.clone(),
                 stats: Arc::clone(&stats[id]),
                 services: services.clone(),
+                tls: self.tls.as_ref().map(|(tls, _)| Arc::clone(tls)),
                 max_connections: per_worker,
                 shutdown: stop_rx.clone(),
                 ready: ready_tx.clone(),
@@ -186,6 +202,11 @@ impl Server {
                 techniques: techniques.describe(),
                 timing: self.config.timing,
                 workers: self.config.workers,
+                tls: self.tls.as_ref().map(|(_, state)| match state {
+                    KtlsState::On => "ktls".to_string(),
+                    KtlsState::Off => "user-space (ktls disabled)".to_string(),
+                    KtlsState::Unavailable(why) => format!("user-space (ktls unavailable: {why})"),
+                }),
             };
             let stop_rx = running.stop.subscribe();
             let service_stats = running.services.as_ref().map(|s| Arc::clone(&s.stats));

@@ -33,9 +33,16 @@ pub struct Techniques {
     pub sendfile: bool,
     /// `async-log`: the access log buffered and written by its own thread.
     pub async_log: bool,
+    /// `ktls` (not one of the paper's; only with TLS): after the handshake the session keys
+    /// go to the kernel, so records are encrypted there and sendfile works under TLS. Used
+    /// only where the kernel has the `tls` ULP; the server says which way it ran.
+    pub ktls: bool,
 }
 
-/// The techniques' names, in the order of the paper's cumulative ablation (Figure 10).
+/// Techniques beyond the paper's, switchable the same way (`--disable ktls`).
+pub const EXTRA: [&str; 1] = ["ktls"];
+
+/// The paper's techniques' names, in the order of its cumulative ablation (Figure 10).
 pub const NAMES: [&str; 8] = [
     "dns-cache",
     "string-cache",
@@ -58,6 +65,7 @@ impl Default for Techniques {
             uri_cache: true,
             sendfile: true,
             async_log: true,
+            ktls: true,
         }
     }
 }
@@ -70,9 +78,10 @@ impl fmt::Display for UnknownTechnique {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown technique {:?} (known: {})",
+            "unknown technique {:?} (known: {}, {})",
             self.0,
-            NAMES.join(", ")
+            NAMES.join(", "),
+            EXTRA.join(", ")
         )
     }
 }
@@ -91,6 +100,7 @@ impl Techniques {
             uri_cache: false,
             sendfile: false,
             async_log: false,
+            ktls: false,
         }
     }
 
@@ -104,6 +114,7 @@ impl Techniques {
             "uri-cache" => &mut self.uri_cache,
             "sendfile" => &mut self.sendfile,
             "async-log" => &mut self.async_log,
+            "ktls" => &mut self.ktls,
             _ => return Err(UnknownTechnique(name.to_string())),
         })
     }
@@ -132,6 +143,7 @@ impl Techniques {
     pub fn describe(&self) -> String {
         let on: Vec<&str> = NAMES
             .iter()
+            .chain(&EXTRA)
             .copied()
             .filter(|n| self.get(n).unwrap_or(false))
             .collect();
@@ -150,7 +162,7 @@ mod tests {
     #[test]
     fn names_round_trip() {
         let mut t = Techniques::baseline();
-        for name in NAMES {
+        for name in NAMES.iter().chain(&EXTRA) {
             assert!(!t.get(name).unwrap());
             t.set(name, true).unwrap();
             assert!(t.get(name).unwrap());

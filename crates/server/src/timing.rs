@@ -17,7 +17,10 @@ use hdrhistogram::Histogram;
 /// The size classes, by response body bytes: SPECweb96's four, and one more for > 1 MB.
 pub const CLASSES: [&str; 5] = ["0-1KB", "1-10KB", "10-100KB", "100KB-1MB", "over-1MB"];
 /// The phases of a request.
-pub const PHASES: [&str; 4] = ["parse", "process", "log", "total"];
+/// `tls` is the TLS handshake, recorded once per TLS connection with its first request (so
+/// its count is the handshakes that led to a request); record encryption is part of
+/// `process`, where sending is.
+pub const PHASES: [&str; 5] = ["parse", "process", "log", "total", "tls"];
 
 const MAX_NANOS: u64 = 100_000_000_000;
 
@@ -55,6 +58,14 @@ pub struct Stats {
     pub connection_life: Histogram<u64>,
     /// Requests served per connection.
     pub requests_per_connection: Histogram<u64>,
+    /// TLS handshakes that completed in full.
+    pub tls_full: u64,
+    /// TLS handshakes that resumed a session.
+    pub tls_resumed: u64,
+    /// TLS handshakes that failed or timed out (the connection was closed).
+    pub tls_failed: u64,
+    /// Connections that spoke HTTP/2.
+    pub h2_connections: u64,
 }
 
 impl Default for Stats {
@@ -71,6 +82,10 @@ impl Default for Stats {
             connection_life: histogram(),
             requests_per_connection: Histogram::new_with_bounds(1, 10_000_000, 2)
                 .expect("valid histogram bounds"),
+            tls_full: 0,
+            tls_resumed: 0,
+            tls_failed: 0,
+            h2_connections: 0,
         }
     }
 }
@@ -85,6 +100,8 @@ pub(crate) struct Sample {
     pub process: u64,
     pub log: u64,
     pub total: u64,
+    /// The TLS handshake's nanoseconds, with a connection's first request only (else 0).
+    pub tls: u64,
 }
 
 impl Stats {
@@ -92,6 +109,9 @@ impl Stats {
         let phases = &mut self.phases[size_class(s.body_bytes)];
         for (i, v) in [s.parse, s.process, s.log, s.total].into_iter().enumerate() {
             phases[i].saturating_record(v.max(1));
+        }
+        if s.tls > 0 {
+            phases[4].saturating_record(s.tls);
         }
         *self.by_status.entry(s.status).or_insert(0) += 1;
         let class = usize::from(s.status / 100).min(5);
@@ -128,6 +148,10 @@ impl Stats {
         }
         self.bytes_sent += other.bytes_sent;
         self.connections += other.connections;
+        self.tls_full += other.tls_full;
+        self.tls_resumed += other.tls_resumed;
+        self.tls_failed += other.tls_failed;
+        self.h2_connections += other.h2_connections;
         self.active += other.active;
         let _ = self.connection_life.add(&other.connection_life);
         let _ = self
@@ -196,6 +220,28 @@ impl Timing {
         self.now()
     }
 
+    /// Counts a TLS handshake: Some(resumed) when it completed, None when it failed.
+    pub(crate) fn handshake(&self, done: Option<bool>) {
+        if self.clock.is_some() {
+            if let Ok(mut stats) = self.stats.lock() {
+                match done {
+                    Some(false) => stats.tls_full += 1,
+                    Some(true) => stats.tls_resumed += 1,
+                    None => stats.tls_failed += 1,
+                }
+            }
+        }
+    }
+
+    /// Counts a connection that speaks HTTP/2.
+    pub(crate) fn h2_connection(&self) {
+        if self.clock.is_some() {
+            if let Ok(mut stats) = self.stats.lock() {
+                stats.h2_connections += 1;
+            }
+        }
+    }
+
     pub(crate) fn end_connection(&self, accepted: u64, requests: u64) {
         if self.clock.is_some() {
             let life = self.nanos(accepted, self.now());
@@ -231,6 +277,7 @@ mod tests {
             process: 1000,
             log: 50,
             total: 1200,
+            tls: 0,
         };
         a.record(&sample);
         a.record(&Sample {

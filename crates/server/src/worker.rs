@@ -21,6 +21,7 @@ use crate::dns::{self, DnsCache};
 use crate::files::Root;
 use crate::services::Services;
 use crate::timing::{SharedStats, Timing};
+use crate::tls::Tls;
 
 /// Per-worker state that connections share (single-threaded: `Rc`, `Cell`).
 pub(crate) struct Worker {
@@ -31,6 +32,8 @@ pub(crate) struct Worker {
     dns: Option<Arc<DnsCache>>,
     pub timing: Timing,
     pub services: Option<Arc<Services>>,
+    /// The TLS set-up when serving HTTPS.
+    pub tls: Option<Arc<Tls>>,
     shutdown: Cell<bool>,
     shutdown_notify: Notify,
     active: Cell<usize>,
@@ -94,6 +97,7 @@ pub(crate) struct Start {
     pub dns: Option<Arc<DnsCache>>,
     pub stats: SharedStats,
     pub services: Option<Arc<Services>>,
+    pub tls: Option<Arc<Tls>>,
     pub max_connections: usize,
     pub shutdown: watch::Receiver<bool>,
     /// Told once the worker runs (or why it could not start).
@@ -125,6 +129,7 @@ async fn serve(start: Start) {
         dns,
         stats,
         services,
+        tls,
         max_connections,
         mut shutdown,
         ready,
@@ -154,6 +159,7 @@ async fn serve(start: Start) {
         dns,
         timing: Timing::new(config.timing, stats),
         services,
+        tls,
         shutdown: Cell::new(false),
         shutdown_notify: Notify::new(),
         active: Cell::new(0),
@@ -192,8 +198,13 @@ async fn accept_loop(
                 backoff.reset();
                 worker.active.set(worker.active.get() + 1);
                 let active = Active(Rc::clone(worker));
+                let tls = worker.tls.is_some();
                 tokio::task::spawn_local(async move {
-                    conn::serve(socket, peer, Rc::clone(&active.0)).await;
+                    if tls {
+                        crate::tls::serve(socket, peer, Rc::clone(&active.0)).await;
+                    } else {
+                        conn::serve(socket, peer, Rc::clone(&active.0)).await;
+                    }
                     drop(permit);
                     drop(active);
                 });

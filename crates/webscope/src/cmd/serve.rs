@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use webscope_server::services::{service_index, Policy, ServicesConfig, SERVICES};
-use webscope_server::{AccessLog, Config, Server, Techniques};
+use webscope_server::{AccessLog, Config, KtlsState, Server, Techniques, TlsFiles};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -18,6 +18,7 @@ EXAMPLES:
     webscope serve --root ./public --baseline --access-log access.log      # the paper's naive server
     webscope serve --root ./public --disable sendfile,mmap                 # ablate techniques
     webscope serve --root ./public --admin 127.0.0.1:9090                  # /metrics, /stats.json
+    webscope serve --root ./public --tls-cert cert.pem --tls-key key.pem   # HTTPS, HTTP/2 by ALPN
 
 TECHNIQUES (Hu, Nanda & Yang 1999; all on by default, --disable LIST or --baseline turns them off):
     dns-cache     with --hostname-lookups, reverse lookups cached (bounded) and done off the
@@ -32,6 +33,9 @@ TECHNIQUES (Hu, Nanda & Yang 1999; all on by default, --disable LIST or --baseli
     sendfile      zero-copy send for files above 16 KiB
     async-log     access log buffered and written by its own thread (at least once a
                   second, and at shutdown); without it, one write() per request
+    ktls          (not the paper's; with --tls-cert) session keys handed to the kernel after
+                  the handshake, so records are encrypted there and sendfile works under TLS;
+                  used only where the kernel has the tls ULP (the start-up line says)
     Cached files are revalidated after at most 1 s: a changed or deleted file is noticed
     within 1 s.
 
@@ -47,7 +51,8 @@ SERVICES (--services; Hibino, Kourai & Chiba):
     limits and a queueing-delay target; 503 with Retry-After beyond).
     webscope serve --root ./public --services --policy fair --weight light=8,heavy=1";
 
-/// Serve the regular files under a directory over HTTP/1.1 (GET and HEAD).
+/// Serve the regular files under a directory over HTTP/1.1 (GET and HEAD), or HTTPS with
+/// HTTP/2 and HTTP/1.1 by ALPN (--tls-cert, --tls-key).
 ///
 /// Keep-alive and pipelining, conditional requests (304), single byte ranges (206), Content-Type
 /// from the file extension, an Apache Combined Log Format access log. Never serves anything
@@ -74,6 +79,13 @@ pub struct Args {
     /// Turn every technique off: the naive per-request path the paper started from.
     #[arg(long, conflicts_with = "disable")]
     baseline: bool,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key. Clients
+    /// choose HTTP/2 or HTTP/1.1 by ALPN.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Serve /metrics (Prometheus text) and /stats.json on this separate address.
     #[arg(long, value_name = "ADDR:PORT")]
     admin: Option<SocketAddr>,
@@ -281,6 +293,10 @@ impl Args {
         config.admin = self.admin;
         config.timing = !self.no_timing;
         config.services = services;
+        config.tls = match (self.tls_cert, self.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            _ => None,
+        };
         Ok(config)
     }
 }
@@ -308,11 +324,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
     let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let addr = server.local_addr();
+    let ktls = server.ktls().cloned();
     let running = server.start()?;
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
-        "webscope serve: listening on http://{addr} ({workers} worker{}, root {}, techniques {techniques})",
+        "webscope serve: listening on {}://{addr} ({workers} worker{}, root {}, techniques {techniques})",
+        if ktls.is_some() { "https" } else { "http" },
         if workers == 1 { "" } else { "s" },
         root.display()
     )?;
@@ -320,6 +338,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         writeln!(
             stdout,
             "webscope serve: admin on http://{admin} (/metrics, /stats.json)"
+        )?;
+    }
+    if let Some(ktls) = ktls {
+        let records = match ktls {
+            KtlsState::On => "records encrypted in the kernel (ktls)".to_string(),
+            KtlsState::Off => "records encrypted in user space (ktls disabled)".to_string(),
+            KtlsState::Unavailable(why) => {
+                format!("records encrypted in user space (ktls unavailable: {why})")
+            }
+        };
+        writeln!(
+            stdout,
+            "webscope serve: TLS 1.2/1.3, ALPN h2 and http/1.1; {records}"
         )?;
     }
     stdout.flush()?;

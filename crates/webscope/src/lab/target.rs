@@ -105,9 +105,11 @@ impl Target {
                 .split(prefix)
                 .nth(1)
                 .with_context(|| format!("unexpected line from webscope serve: {line}"))?;
-            Ok(rest.split_whitespace().next().unwrap_or("").parse()?)
+            let addr = rest.split_whitespace().next().unwrap_or("");
+            let addr = addr.trim_start_matches("s://").trim_start_matches("://");
+            Ok(addr.parse()?)
         };
-        let addr = address("listening on http://")?;
+        let addr = address("listening on http")?;
         let admin = address("admin on http://")?;
         let pid = child.id();
         Ok(Target {

@@ -1,0 +1,335 @@
+//! HTTP/2 over TLS (ALPN h2): the `h2` crate does the framing, HPACK and flow control; each
+//! stream is answered by the same code as an HTTP/1.1 request, from the same caches, with the
+//! same access log and timing.
+//!
+//! One method table for both protocols: a stream's pseudo-headers and fields become a
+//! [`Request`] as the HTTP/1.1 parser would have produced it, [`respond`] writes its usual
+//! HTTP/1.1 head, and that head is read back (httparse) into the HTTP/2 response, minus the
+//! connection-specific fields HTTP/2 forbids. Re-reading a head we just wrote costs well under
+//! a microsecond; having two response builders that could disagree on a 304 or a 416 would
+//! cost more. Bodies leave as DATA frames within the peer's flow-control window; large files
+//! are read in chunks (no sendfile: h2 frames and TLS encrypts in user space).
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::SendStream;
+use http::{HeaderMap, Response, StatusCode};
+use tokio::io::{AsyncRead, AsyncWrite};
+use webscope_http::request::{Body, Method, Request, Version};
+
+use crate::access_log::{Entry, RequestLine};
+use crate::conn::service_reply;
+use crate::files::read_at;
+use crate::respond::{self, Reply, Scratch, Site, Tail};
+use crate::timing::Sample;
+use crate::transport::Transport;
+use crate::worker::Worker;
+
+/// Streams a client may open at once (nginx's `http2_max_concurrent_streams`).
+const MAX_STREAMS: u32 = 128;
+/// Our receive windows: requests are small, but uploads to be discarded should not stall.
+const WINDOW: u32 = 1 << 20;
+/// Bytes of a large file read per DATA batch.
+const FILE_CHUNK: u64 = 64 * 1024;
+
+/// Serves HTTP/2 on an established TLS transport until the client or a rule ends it.
+pub(crate) async fn serve(
+    transport: Transport,
+    peer: SocketAddr,
+    worker: Rc<Worker>,
+    accepted: u64,
+    handshake: u64,
+) {
+    let served = match transport {
+        Transport::Tls(stream) => run(*stream, peer, &worker, handshake).await,
+        Transport::Ktls(stream) => run(*stream, peer, &worker, handshake).await,
+        // ALPN happens only under TLS.
+        Transport::Tcp(_) => 0,
+    };
+    worker.timing.end_connection(accepted, served);
+}
+
+async fn run<T>(io: T, peer: SocketAddr, worker: &Rc<Worker>, handshake: u64) -> u64
+where
+    T: AsyncRead + AsyncWrite + Unpin + 'static,
+{
+    let config = &worker.config;
+    worker.timing.h2_connection();
+    let mut builder = h2::server::Builder::new();
+    builder
+        .max_concurrent_streams(MAX_STREAMS)
+        .initial_window_size(WINDOW)
+        .initial_connection_window_size(WINDOW);
+    let start = tokio::time::timeout(config.header_timeout, builder.handshake::<_, Bytes>(io));
+    let Ok(Ok(mut connection)) = start.await else {
+        return 0;
+    };
+    let peer_text: Rc<str> = if worker.log_enabled() {
+        peer.ip().to_string().into()
+    } else {
+        "".into()
+    };
+    let open = Rc::new(Cell::new(0usize));
+    let mut handshake = handshake;
+    let mut served = 0u64;
+    let mut closing = false;
+    loop {
+        let idle = open.get() == 0;
+        let next = tokio::select! {
+            biased;
+            next = connection.accept() => next,
+            () = worker.shutdown_signal(), if !closing => {
+                connection.graceful_shutdown();
+                closing = true;
+                continue;
+            }
+            () = tokio::time::sleep(config.keepalive_timeout), if idle && !closing => {
+                connection.graceful_shutdown();
+                closing = true;
+                continue;
+            }
+        };
+        let Some(Ok((request, respond))) = next else {
+            break;
+        };
+        served += 1;
+        if served >= config.keepalive_requests && !closing {
+            connection.graceful_shutdown();
+            closing = true;
+        }
+        open.set(open.get() + 1);
+        let stream = Stream {
+            worker: Rc::clone(worker),
+            peer,
+            peer_text: Rc::clone(&peer_text),
+            handshake: std::mem::take(&mut handshake),
+            open: Rc::clone(&open),
+        };
+        tokio::task::spawn_local(stream.answer(request, respond));
+    }
+    served
+}
+
+/// One stream's request and what it needs from its connection.
+struct Stream {
+    worker: Rc<Worker>,
+    peer: SocketAddr,
+    peer_text: Rc<str>,
+    handshake: u64,
+    open: Rc<Cell<usize>>,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.open.set(self.open.get() - 1);
+    }
+}
+
+impl Stream {
+    async fn answer(self, request: http::Request<h2::RecvStream>, respond: SendResponse<Bytes>) {
+        let worker = Rc::clone(&self.worker);
+        let timing = &worker.timing;
+        let started = timing.now();
+        let (parts, body) = request.into_parts();
+        // The body of a request to a static file is not read: dropping it tells the peer.
+        drop(body);
+        let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        let host = parts
+            .uri
+            .authority()
+            .map(|a| a.as_str().as_bytes())
+            .or_else(|| parts.headers.get(http::header::HOST).map(|v| v.as_bytes()));
+        let field = |name: http::header::HeaderName| parts.headers.get(name).map(|v| v.as_bytes());
+        let method_name = parts.method.as_str();
+        let req = Request {
+            method: Method::classify(method_name),
+            method_name,
+            target,
+            version: Version::Http11,
+            host,
+            conn_close: false,
+            conn_keep_alive: false,
+            body: Body::None,
+            if_modified_since: field(http::header::IF_MODIFIED_SINCE),
+            if_none_match: field(http::header::IF_NONE_MATCH),
+            range: field(http::header::RANGE),
+            if_range: field(http::header::IF_RANGE),
+            referer: field(http::header::REFERER),
+            user_agent: field(http::header::USER_AGENT),
+            head_len: 0,
+        };
+        let parsed = timing.now();
+        let mut out = Vec::with_capacity(512);
+        let reply = self.reply(&req, &mut out).await;
+        let responded = timing.now();
+        if worker.log_enabled() {
+            worker.log(Entry {
+                peer: self.peer.ip(),
+                peer_text: &self.peer_text,
+                host: None,
+                request: RequestLine::Parsed {
+                    method: method_name,
+                    target,
+                    version: "HTTP/2.0",
+                },
+                status: reply.status,
+                body_bytes: reply.body_bytes,
+                referer: req.referer,
+                user_agent: req.user_agent,
+            });
+        }
+        let logged = timing.now();
+        let status = reply.status;
+        let body_bytes = reply.body_bytes;
+        let sent_bytes = send(respond, out, reply).await.unwrap_or(0);
+        let sent = timing.now();
+        timing.record(&Sample {
+            status,
+            body_bytes,
+            sent_bytes,
+            parse: timing.nanos(started, parsed),
+            process: timing.nanos(parsed, responded) + timing.nanos(logged, sent),
+            log: timing.nanos(responded, logged),
+            total: timing.nanos(started, sent),
+            tls: self.handshake,
+        });
+    }
+
+    async fn reply(&self, req: &Request<'_>, out: &mut Vec<u8>) -> Reply {
+        let worker = &self.worker;
+        let strings = worker.config.techniques.string_cache;
+        if let Some(services) = worker
+            .services
+            .as_ref()
+            .filter(|_| req.target.starts_with("/svc/"))
+        {
+            return service_reply(services, req, true, out, strings).await;
+        }
+        let mut caches = worker.caches.borrow_mut();
+        let mut site = Site {
+            root: &worker.root,
+            caches: &mut caches,
+            techniques: worker.config.techniques,
+            sendfile_threshold: worker.config.sendfile_threshold,
+        };
+        let mut scratch = Scratch::default();
+        respond::respond(&mut site, req, true, out, &mut scratch)
+    }
+}
+
+/// The HTTP/2 response from the HTTP/1.1 head `respond` wrote, then the body. Returns the body
+/// bytes sent (HPACK-encoded heads and frame headers are h2's and not counted).
+async fn send(
+    mut respond: SendResponse<Bytes>,
+    out: Vec<u8>,
+    reply: Reply,
+) -> Result<u64, h2::Error> {
+    let Some((response, head_len)) = translate(&out) else {
+        respond.send_reset(h2::Reason::INTERNAL_ERROR);
+        return Ok(0);
+    };
+    let inline = out.len() - head_len;
+    let has_tail = !matches!(reply.tail, Tail::None);
+    let empty = inline == 0 && !has_tail;
+    let mut stream = respond.send_response(response, empty)?;
+    if empty {
+        return Ok(0);
+    }
+    let mut sent = 0;
+    if inline > 0 {
+        let mut out = out;
+        let body = Bytes::from(out.split_off(head_len));
+        sent += body.len() as u64;
+        send_data(&mut stream, body, !has_tail).await?;
+    }
+    sent += match reply.tail {
+        Tail::None => 0,
+        Tail::Sendfile(file, offset, len) | Tail::Read(file, offset, len) => {
+            send_file(&mut stream, &file, offset, len).await?
+        }
+        Tail::Mapped(map, offset, len) => {
+            let range = offset as usize..(offset + len) as usize;
+            send_data(&mut stream, Bytes::copy_from_slice(&map[range]), true).await?;
+            len
+        }
+    };
+    Ok(sent)
+}
+
+/// Reads an HTTP/1.1 response head into an HTTP/2 response; returns it and the head's length.
+fn translate(out: &[u8]) -> Option<(Response<()>, usize)> {
+    let mut fields = [httparse::EMPTY_HEADER; 32];
+    let mut head = httparse::Response::new(&mut fields);
+    let httparse::Status::Complete(len) = head.parse(out).ok()? else {
+        return None;
+    };
+    let status = StatusCode::from_u16(head.code?).ok()?;
+    let mut headers = HeaderMap::with_capacity(head.headers.len());
+    for field in head.headers.iter() {
+        let name = http::HeaderName::from_bytes(field.name.as_bytes()).ok()?;
+        // RFC 9113 §8.2.2: connection-specific fields are not sent in HTTP/2.
+        if matches!(
+            name.as_str(),
+            "connection" | "keep-alive" | "transfer-encoding" | "upgrade" | "proxy-connection"
+        ) {
+            continue;
+        }
+        headers.append(name, http::HeaderValue::from_bytes(field.value).ok()?);
+    }
+    let mut response = Response::new(());
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    Some((response, len))
+}
+
+/// Sends `len` bytes of a file from `offset` in chunks; returns the bytes sent (fewer if the
+/// file shrank, in which case the stream is reset: the promised length cannot be kept).
+async fn send_file(
+    stream: &mut SendStream<Bytes>,
+    file: &std::fs::File,
+    offset: u64,
+    len: u64,
+) -> Result<u64, h2::Error> {
+    let mut sent = 0;
+    while sent < len {
+        let chunk = (len - sent).min(FILE_CHUNK);
+        let mut buf = Vec::with_capacity(chunk as usize);
+        // A read error is a file cut short: the stream is reset below.
+        let n = read_at(file, offset + sent, chunk, &mut buf).unwrap_or_default();
+        if n < chunk {
+            stream.send_reset(h2::Reason::INTERNAL_ERROR);
+            return Ok(sent + n);
+        }
+        sent += n;
+        send_data(stream, Bytes::from(buf), sent == len).await?;
+    }
+    Ok(sent)
+}
+
+/// Sends `data` as the peer's flow-control window allows.
+async fn send_data(
+    stream: &mut SendStream<Bytes>,
+    mut data: Bytes,
+    end: bool,
+) -> Result<(), h2::Error> {
+    while !data.is_empty() {
+        stream.reserve_capacity(data.len());
+        let granted = std::future::poll_fn(|cx| stream.poll_capacity(cx)).await;
+        let granted = match granted {
+            Some(Ok(n)) => n,
+            Some(Err(err)) => return Err(err),
+            // The stream was closed by the peer.
+            None => return Err(h2::Error::from(h2::Reason::CANCEL)),
+        };
+        if granted == 0 {
+            continue;
+        }
+        let part = data.split_to(granted.min(data.len()));
+        stream.send_data(part, end && data.is_empty())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,242 @@
+//! TLS for `serve --tls-cert/--tls-key`: the certificate and key loaded once, the handshake
+//! of each connection, ALPN (h2 before http/1.1), and the kTLS hand-off.
+//!
+//! The handshake runs in rustls (ring provider, as the load generator) through tokio-rustls on
+//! the worker's runtime. It must finish within the header timeout, from accept: a client that
+//! sends nothing, trickles its ClientHello or sends garbage holds a connection no longer than
+//! a slow request head would, and a failed handshake closes the connection and is counted.
+//!
+//! kTLS (technique `ktls`): after the handshake the session keys go to the kernel
+//! (`TCP_ULP "tls"`, `TLS_TX`/`TLS_RX`), so responses are plain `write`s and large files go by
+//! `sendfile` again, encrypted in the kernel. Whether the kernel can is probed once at start
+//! (a loopback connection and the ULP setsockopt); where it cannot (no `tls` module: ENOENT),
+//! the server says so once and serves with user-space TLS, and its stats say which way it ran.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::error::Error;
+use crate::io::Socket;
+use crate::transport::Transport;
+use crate::worker::Worker;
+
+/// Where the certificate chain and its key are (PEM).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// The private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+}
+
+/// Sessions the server remembers for resumption (nginx's `ssl_session_cache shared:SSL:10m`
+/// holds ~40 000; a lab's clients need far fewer).
+const SESSION_CACHE: usize = 10_240;
+
+/// The loaded configuration every worker shares.
+pub(crate) struct Tls {
+    pub acceptor: tokio_rustls::TlsAcceptor,
+    /// kTLS is on and the kernel takes it.
+    pub ktls: bool,
+}
+
+/// Whether kTLS ran, and why not when it did not: for the start-up line and the stats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KtlsState {
+    /// The technique is off.
+    Off,
+    /// On, and the kernel takes the keys.
+    On,
+    /// On, but the kernel refused; the reason.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for KtlsState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KtlsState::Off => f.write_str("off"),
+            KtlsState::On => f.write_str("on"),
+            KtlsState::Unavailable(why) => write!(f, "off ({why})"),
+        }
+    }
+}
+
+impl Tls {
+    /// Loads the PEM files; errors name the file and what is wrong with it.
+    pub(crate) fn load(files: &TlsFiles, want_ktls: bool) -> Result<(Tls, KtlsState), Error> {
+        let chain = read_chain(&files.cert)?;
+        let key = read_key(&files.key)?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::Tls(format!("cannot set up TLS: {e}")))?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| {
+                Error::Tls(format!(
+                    "{} and {} do not make a usable certificate and key: {e}",
+                    files.cert.display(),
+                    files.key.display()
+                ))
+            })?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        config.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
+        let state = if !want_ktls {
+            KtlsState::Off
+        } else {
+            match probe_ktls() {
+                Ok(()) => KtlsState::On,
+                Err(why) => KtlsState::Unavailable(why),
+            }
+        };
+        let ktls = state == KtlsState::On;
+        // The keys can be handed to the kernel only if rustls keeps them extractable.
+        config.enable_secret_extraction = ktls;
+        let tls = Tls {
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+            ktls,
+        };
+        Ok((tls, state))
+    }
+}
+
+fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {
+    let bad = |what: String| Error::Tls(format!("--tls-cert {}: {what}", path.display()));
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(pem_error(e)))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad(pem_error(e)))?;
+    if chain.is_empty() {
+        return Err(bad(
+            "no certificate in it (expected PEM \"BEGIN CERTIFICATE\" blocks)".into(),
+        ));
+    }
+    Ok(chain)
+}
+
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, Error> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| {
+        Error::Tls(format!(
+            "--tls-key {}: {} (expected a PEM private key: PKCS#8, PKCS#1 or SEC1)",
+            path.display(),
+            pem_error(e)
+        ))
+    })
+}
+
+fn pem_error(err: rustls::pki_types::pem::Error) -> String {
+    match err {
+        rustls::pki_types::pem::Error::Io(e) => e.to_string(),
+        rustls::pki_types::pem::Error::NoItemsFound => "nothing of the expected kind in it".into(),
+        other => format!("not valid PEM ({other:?})"),
+    }
+}
+
+/// Tries `setsockopt(TCP_ULP, "tls")` on a loopback connection (the ULP can only be set on an
+/// established socket): Ok if the kernel takes it, else why not.
+fn probe_ktls() -> Result<(), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("cannot probe kTLS: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot probe kTLS: {e}"))?;
+    let client =
+        std::net::TcpStream::connect(addr).map_err(|e| format!("cannot probe kTLS: {e}"))?;
+    let _server = listener
+        .accept()
+        .map_err(|e| format!("cannot probe kTLS: {e}"))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: a setsockopt on a socket this function owns, with a 3-byte option value.
+    let rc = unsafe {
+        libc::setsockopt(
+            client.as_raw_fd(),
+            libc::SOL_TCP,
+            libc::TCP_ULP,
+            c"tls".as_ptr().cast(),
+            3,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    Err(match err.raw_os_error() {
+        Some(libc::ENOENT) => {
+            "the kernel has no tls ULP (module tls not loaded or not built)".into()
+        }
+        Some(libc::EPERM) | Some(libc::EACCES) => format!("the kernel refused the tls ULP: {err}"),
+        _ => format!("TCP_ULP tls failed: {err}"),
+    })
+}
+
+/// A TLS connection from accept to its end: the handshake (bounded by the header timeout),
+/// then HTTP/2 if the client chose h2, else HTTP/1.1, over user-space TLS or kTLS.
+pub(crate) async fn serve(socket: Socket, peer: SocketAddr, worker: Rc<Worker>) {
+    let Some(tls) = worker.tls.clone() else {
+        return;
+    };
+    let timing = &worker.timing;
+    let accepted = timing.start_connection();
+    let Ok(tcp) = socket.into_tokio() else {
+        timing.end_connection(accepted, 0);
+        return;
+    };
+    // rustls writes a flight or a response's records in more than one write; Nagle would
+    // hold the last one back for the client's delayed ACK (40 ms).
+    let _ = tcp.set_nodelay(true);
+    let limit = worker.config.header_timeout;
+    let outcome = if tls.ktls {
+        let tcp = ktls::CorkStream::new(tcp);
+        match tokio::time::timeout(limit, tls.acceptor.accept(tcp)).await {
+            Ok(Ok(stream)) => {
+                let (h2, resumed) = negotiated(stream.get_ref().1);
+                let handshake = timing.nanos(accepted, timing.now());
+                worker.timing.handshake(Some(resumed));
+                match ktls::config_ktls_server(stream).await {
+                    Ok(stream) => Ok((Transport::Ktls(Box::new(stream)), h2, handshake)),
+                    Err(err) => Err(format!("kTLS set-up failed: {err}")),
+                }
+            }
+            Ok(Err(err)) => Err(err.to_string()),
+            Err(_) => Err("handshake timed out".into()),
+        }
+    } else {
+        match tokio::time::timeout(limit, tls.acceptor.accept(tcp)).await {
+            Ok(Ok(stream)) => {
+                let (h2, resumed) = negotiated(stream.get_ref().1);
+                worker.timing.handshake(Some(resumed));
+                let handshake = timing.nanos(accepted, timing.now());
+                Ok((Transport::Tls(Box::new(stream)), h2, handshake))
+            }
+            Ok(Err(err)) => Err(err.to_string()),
+            Err(_) => Err("handshake timed out".into()),
+        }
+    };
+    match outcome {
+        Ok((transport, true, handshake)) => {
+            crate::h2::serve(transport, peer, worker, accepted, handshake).await
+        }
+        Ok((transport, false, handshake)) => {
+            crate::conn::serve_over(transport, peer, worker, accepted, handshake).await
+        }
+        Err(_why) => {
+            // The connection is dropped (closed); a bad client costs one counter, not a log
+            // line each: a scanner must not be able to fill the log.
+            worker.timing.handshake(None);
+            worker.timing.end_connection(accepted, 0);
+        }
+    }
+}
+
+/// (ALPN chose h2, the session was resumed).
+fn negotiated(conn: &rustls::ServerConnection) -> (bool, bool) {
+    let h2 = conn.alpn_protocol() == Some(b"h2");
+    let resumed = matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
+    (h2, resumed)
+}
