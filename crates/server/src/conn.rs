@@ -97,7 +97,8 @@ pub(crate) async fn serve_over(
         file_chunk: Vec::new(),
     };
     match conn.run().await {
-        Ok(End::Close) | Err(_) => {}
+        Ok(End::Close) => conn.socket.close(LINGER).await,
+        Err(_) => {}
         Ok(End::Linger) => conn.linger().await,
     }
     conn.worker.timing.end_connection(accepted, conn.served);

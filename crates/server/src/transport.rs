@@ -92,6 +92,14 @@ impl Transport {
         }
     }
 
+    /// Before closing: TLS says close_notify, so the client knows the response was not cut
+    /// short (RFC 8446 §6.1); plain TCP has nothing to say.
+    pub(crate) async fn close(&mut self, timeout: Duration) {
+        if !matches!(self, Transport::Tcp(_)) {
+            self.shutdown_write(timeout).await;
+        }
+    }
+
     /// Ends the sending side: a FIN, after TLS's close_notify.
     pub(crate) async fn shutdown_write(&mut self, timeout: Duration) {
         match self {

@@ -7,7 +7,7 @@ mod lab_support;
 
 use std::path::{Path, PathBuf};
 
-use lab_support::{webscope, Nginx};
+use lab_support::{webscope, Nginx, Served};
 use serde_json::Value;
 
 /// A self-signed certificate for 127.0.0.1 and localhost: (cert.pem, key.pem).
@@ -231,4 +231,42 @@ fn the_lab_measures_nginx_behind_https() {
         serde_json::from_slice(&std::fs::read(out.join("clients/clients-002/run.json")).unwrap())
             .unwrap();
     assert_eq!(load["load"]["tls"]["full"], 2, "{}", load["load"]["tls"]);
+}
+
+#[test]
+fn https_and_http2_against_webscope_serve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("1k.bin"), vec![b'x'; 1024]).unwrap();
+    std::fs::write(root.join("100k.bin"), vec![b'y'; 100 * 1024]).unwrap();
+    let (cert, key) = certificate(tmp.path());
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let served = Served::start_with(&root, &["--tls-cert", c, "--tls-key", k], None);
+    assert!(
+        served.base_url.starts_with("https://"),
+        "{}",
+        served.base_url
+    );
+    let json = tmp.path().join("r.json");
+    for (file, bytes) in [("1k.bin", 1024), ("100k.bin", 100 * 1024)] {
+        let url = format!("{}{file}", served.base_url);
+        for extra in [&[][..], &["--close"], &["--http2", "-M", "8"]] {
+            let mut args = vec![url.as_str(), "--cacert", c, "-c", "2"];
+            args.extend_from_slice(extra);
+            let (r, summary) = load(&args, &json);
+            let requests = r["requests"].as_u64().unwrap();
+            assert!(requests > 20, "{extra:?}: {summary}");
+            assert_eq!(r["errors"]["total"], 0, "{extra:?}: {summary}");
+            assert_eq!(r["status_codes"]["200"], requests, "{extra:?}");
+            assert!(
+                r["bytes"].as_u64().unwrap() >= requests * bytes,
+                "{extra:?}"
+            );
+            if extra == ["--close"] {
+                assert!(r["tls"]["resumed"].as_u64().unwrap() > 0, "{summary}");
+            }
+        }
+    }
+    served.stop();
 }

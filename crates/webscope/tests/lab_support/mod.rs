@@ -72,16 +72,18 @@ impl Served {
         std::io::BufReader::new(stdout)
             .read_line(&mut line)
             .unwrap();
-        let addr = line
-            .split("listening on http://")
+        // http://ADDR, or https://ADDR with --tls-cert.
+        let url = line
+            .split("listening on ")
             .nth(1)
             .and_then(|rest| rest.split_whitespace().next())
+            .filter(|url| url.starts_with("http"))
             .unwrap_or_else(|| panic!("webscope serve said {line:?}"))
             .to_string();
         let pid = child.id();
         Served {
             child,
-            base_url: format!("http://{addr}/"),
+            base_url: format!("{url}/"),
             pid,
         }
     }
