@@ -429,6 +429,7 @@ fn build_report(
         },
         pacing: if open_loop { "open" } else { "closed" }.to_string(),
         protocol: match config.http2 {
+            Some(1) => "HTTP/2 (1 stream per connection)".to_string(),
             Some(streams) => format!("HTTP/2 ({streams} streams per connection)"),
             None => "HTTP/1.1".to_string(),
         },

@@ -20,6 +20,8 @@ EXAMPLES:
     webscope lab --target http://127.0.0.1:8080/ --fileset /tmp/spec --expect-status 200 --max-error-pct 0.1
     webscope lab --target https://www.example.internal/ --fileset /tmp/spec --cacert ca.pem --keep-alive
     webscope lab --experiment saturation --live   # watch the sweep at http://127.0.0.1:8089/
+    webscope lab --tls --experiment clients --experiment filesize   # the same over HTTPS
+    webscope lab --experiment protocols          # HTTP/1.1, HTTPS, HTTP/2 side by side
     webscope report ./webscope-report             # re-render a report from its directory";
 
 /// Run the experiments on a server and write a report: by default webscope's own server on
@@ -103,7 +105,8 @@ pub struct Args {
     /// Experiments to run (repeatable): clients (the sweep of Yates and Mughal), filesize
     /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), saturation (Chiarini's
     /// doubling, histograms, density map), model (D = U/X, MVA for 1/2/4 CPUs, USL),
-    /// degradation (light/middle/heavy services under each policy).
+    /// degradation (light/middle/heavy services under each policy), protocols (HTTP/1.1,
+    /// HTTPS and HTTP/2 side by side, keep-alive and close).
     #[arg(long = "experiment", value_name = "NAME", default_value = "clients")]
     experiments: Vec<String>,
     /// Client counts of the clients sweep, e.g. 1,2,5,10,20.
@@ -115,6 +118,14 @@ pub struct Args {
     /// Keep connections alive (default: a connection per request, as WebStone's clients).
     #[arg(long)]
     keep_alive: bool,
+    /// Serve the embedded server over HTTPS (its own self-signed certificate, trusted by the
+    /// runs): the clients, filesize and model experiments then measure TLS.
+    #[arg(long)]
+    tls: bool,
+    /// Speak HTTP/2 (over TLS to the embedded server, which --http2 then serves HTTPS): each
+    /// client is one connection with one stream, kept alive.
+    #[arg(long)]
+    http2: bool,
     /// Runs of each point, taken round the whole sweep (not back to back): every page shows
     /// the median run of each point with the min-max spread as error bars (single runs on a
     /// small VM can move by 20 %). The saturation experiment, which stops where its rule
@@ -179,6 +190,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             cacert: args.cacert,
             no_resume: false,
         },
+        embedded_tls: args.tls,
+        http2: args.http2,
         experiments: args.experiments,
         clients: args.clients,
         duration: args.duration,

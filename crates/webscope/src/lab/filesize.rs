@@ -86,7 +86,7 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
         failures: Vec::new(),
     };
     let root = sets(plan.work, &plan.scales, interrupt)?;
-    let target = Target::embedded(ctx.exe, &root, 1, ctx.server_cpu, &[])?;
+    let target = Target::embedded_over(ctx.exe, &root, 1, ctx.server_cpu, &[], ctx.secure)?;
     let rounds = ctx.options.repeat.max(1);
     let points = (1..=rounds).flat_map(|round| plan.scales.iter().map(move |&s| (round, s)));
     for (round, scale) in points {

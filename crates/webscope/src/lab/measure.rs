@@ -38,6 +38,11 @@ pub fn measure_with(
 ) -> anyhow::Result<Measured> {
     config.hlog = Some(run_dir.join("load.hlog"));
     config.tls = target.tls.clone();
+    if target.http2 {
+        // HTTP/2 keeps its connections: each client is one connection with one stream.
+        config.http2 = Some(1);
+        config.mode = webscope_load::Mode::KeepAlive;
+    }
     let env = run_env(target);
     let before = target.snapshot();
     // The lab's machine: CPU, disks, the port's TCP states, the server's processes (and the

@@ -13,6 +13,7 @@ pub mod model;
 pub mod papers;
 pub mod preflight;
 pub mod progress;
+pub mod protocols;
 pub mod record;
 pub mod render;
 pub mod saturation;
@@ -31,7 +32,7 @@ use crate::live::Live;
 use health::{Expect, Judge};
 use progress::Progress;
 use record::{write_json, ExperimentRecord, LabRecord};
-use target::{Find, Target};
+use target::{Find, Secure, Target};
 
 /// An experiment: how many runs it plans, how it runs, how its page is drawn.
 pub struct Experiment {
@@ -84,6 +85,13 @@ pub const EXPERIMENTS: &[Experiment] = &[
         render: render::model::render,
     },
     Experiment {
+        name: "protocols",
+        needs_embedded: true,
+        runs: protocols::runs,
+        run: protocols::run,
+        render: render::protocols::render,
+    },
+    Experiment {
         name: "degradation",
         needs_embedded: true,
         runs: degradation::runs,
@@ -121,6 +129,8 @@ pub struct Ctx<'a> {
     pub server_cpu: Option<usize>,
     /// The server measured by experiments that take any target (the embedded one by default).
     pub target: &'a Target,
+    /// `--tls`/`--http2`: how the embedded servers the experiments start are spoken to.
+    pub secure: Option<&'a Secure>,
     /// Length of each run.
     pub duration: Duration,
     pub interrupt: &'a AtomicBool,
@@ -153,6 +163,10 @@ pub struct Options {
     pub live: Option<Live>,
     /// `--cacert`, `--insecure`: how an https target is spoken to.
     pub tls: webscope_load::TlsSettings,
+    /// `--tls`: the embedded server serves HTTPS (with the lab's own certificate).
+    pub embedded_tls: bool,
+    /// `--http2`: runs speak HTTP/2 (over TLS to the embedded server).
+    pub http2: bool,
     pub experiments: Vec<String>,
     pub clients: Option<Vec<usize>>,
     pub duration: Option<Duration>,
@@ -193,6 +207,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
             ),
         }
     }
+    check_protocol(options, &chosen)?;
     let expect = Expect::parse(&options.judge.expect_status).map_err(anyhow::Error::msg)?;
     check_out(&options.out)?;
     if let Some(baseline) = &options.baseline {
@@ -247,6 +262,11 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
         }
     };
     let exe = std::env::current_exe().context("cannot find the webscope executable")?;
+    let secure = if options.target.is_none() && (options.embedded_tls || options.http2) {
+        Some(Secure::make(&options.work, options.http2)?)
+    } else {
+        None
+    };
     let mut target = match &options.target {
         Some(url) => {
             let find = match (options.server_pid, options.no_server_pid) {
@@ -261,8 +281,12 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
             }
             target
         }
-        None => Target::embedded(&exe, &fileset, 1, server_cpu, &[])?,
+        None => Target::embedded_over(&exe, &fileset, 1, server_cpu, &[], secure.as_ref())?,
     };
+    target.http2 |= options.http2;
+    if options.http2 {
+        warnings.push("HTTP/2 (--http2): each client is one connection with one stream, kept alive (HTTP/2 has no connection per request).".into());
+    }
     // Before anything is written: a dead or misconfigured target is one line and exit 1.
     let preflight = if options.no_preflight {
         "Preflight skipped (--no-preflight).".to_string()
@@ -299,7 +323,15 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
         version: env!("CARGO_PKG_VERSION").to_string(),
         target: match &options.target {
             Some(url) => url.clone(),
-            None => format!("webscope serve (embedded) at {}", target.base_url),
+            None => format!(
+                "webscope serve (embedded{}) at {}",
+                match (&secure, options.http2) {
+                    (Some(_), true) => ", HTTP/2 over TLS",
+                    (Some(_), false) => ", HTTPS",
+                    _ => "",
+                },
+                target.base_url
+            ),
         },
         machine: machine(cores),
         placement,
@@ -337,6 +369,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
         exe: &exe,
         server_cpu,
         target: &target,
+        secure: secure.as_ref(),
         duration,
         interrupt,
         bar: &bar,
@@ -367,6 +400,31 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
     write_json(&options.out.join("lab.json"), &lab)?;
     target.stop();
     render::render(&options.out)
+}
+
+/// Experiments that run over TLS and HTTP/2 when asked (protocols runs all protocols itself).
+const SECURE_EXPERIMENTS: [&str; 4] = ["clients", "filesize", "model", "protocols"];
+
+/// `--tls` and `--http2` apply to some experiments only, and `--tls` to the embedded server
+/// only: anything else is refused before any work, in one line.
+fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<()> {
+    if options.embedded_tls && options.target.is_some() {
+        bail!("--tls is for the embedded server: an https:// --target is measured over TLS already (with --cacert or --insecure)");
+    }
+    if !(options.embedded_tls || options.http2) {
+        return Ok(());
+    }
+    if let Some(other) = chosen
+        .iter()
+        .find(|e| !SECURE_EXPERIMENTS.contains(&e.name))
+    {
+        bail!(
+            "--tls and --http2 apply to the {} experiments; {} runs plain HTTP/1.1: run it in a lab without them",
+            SECURE_EXPERIMENTS.join(", "),
+            other.name
+        );
+    }
+    Ok(())
 }
 
 /// Refuses an `out` that holds something other than an earlier report (checked before any
@@ -485,6 +543,8 @@ pub fn tests_options(quick: bool) -> Options {
         keep_alive: false,
         live: None,
         tls: Default::default(),
+        embedded_tls: false,
+        http2: false,
         profile: true,
         repeat: 1,
         command: "webscope lab".into(),

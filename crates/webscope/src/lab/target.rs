@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -31,6 +31,35 @@ pub struct Target {
     pub server_metrics: Vec<String>,
     /// How an https target is spoken to (`--cacert`, `--insecure`).
     pub tls: webscope_load::TlsSettings,
+    /// Runs speak HTTP/2 (`lab --http2`): each client a connection with one stream.
+    pub http2: bool,
+}
+
+/// The embedded server over TLS (`lab --tls`, `--http2`, the protocols experiment): the
+/// lab's own certificate, and whether runs speak HTTP/2 to it.
+#[derive(Debug, Clone)]
+pub struct Secure {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub http2: bool,
+}
+
+impl Secure {
+    /// A self-signed certificate for 127.0.0.1 and localhost, made under `work` (each lab
+    /// makes its own: a key pair takes a millisecond).
+    pub fn make(work: &Path, http2: bool) -> anyhow::Result<Secure> {
+        let dir = work.join("tls");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+            .context("cannot make the lab's TLS certificate")?;
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert, made.cert.pem())
+            .with_context(|| format!("cannot write {}", cert.display()))?;
+        std::fs::write(&key, made.key_pair.serialize_pem())
+            .with_context(|| format!("cannot write {}", key.display()))?;
+        Ok(Secure { cert, key, http2 })
+    }
 }
 
 /// Counters read from the server before or after a run.
@@ -60,8 +89,26 @@ impl Target {
         cpu: Option<usize>,
         extra: &[String],
     ) -> anyhow::Result<Target> {
+        Target::embedded_over(exe, root, workers, cpu, extra, None)
+    }
+
+    /// [`Target::embedded`], over TLS (and HTTP/2) when `secure` says.
+    pub fn embedded_over(
+        exe: &Path,
+        root: &Path,
+        workers: usize,
+        cpu: Option<usize>,
+        extra: &[String],
+        secure: Option<&Secure>,
+    ) -> anyhow::Result<Target> {
         let mut cmd = Command::new(exe);
         cmd.arg("serve");
+        if let Some(secure) = secure {
+            cmd.arg("--tls-cert")
+                .arg(&secure.cert)
+                .arg("--tls-key")
+                .arg(&secure.key);
+        }
         if !extra.iter().any(|a| a == "--access-log") {
             // The access log is written (to /dev/null): its cost is part of what is measured,
             // without filling the disk over a long sweep.
@@ -114,12 +161,19 @@ impl Target {
         let pid = child.id();
         Ok(Target {
             child: Some(child),
-            base_url: format!("http://{addr}/"),
+            base_url: match secure {
+                Some(_) => format!("https://{addr}/"),
+                None => format!("http://{addr}/"),
+            },
             admin: Some(admin),
             pids: vec![pid],
             found_by: "the embedded server".into(),
             server_metrics: Vec::new(),
-            tls: Default::default(),
+            tls: webscope_load::TlsSettings {
+                cacert: secure.map(|s| s.cert.clone()),
+                ..Default::default()
+            },
+            http2: secure.is_some_and(|s| s.http2),
         })
     }
 
@@ -139,6 +193,7 @@ impl Target {
             found_by: String::new(),
             server_metrics,
             tls: Default::default(),
+            http2: false,
         };
         match find {
             Find::Pid(pid) => {

@@ -19,6 +19,7 @@ pub mod degradation;
 pub mod filesize;
 pub mod model;
 pub mod paper_panels;
+pub mod protocols;
 pub mod saturation;
 pub mod techniques;
 

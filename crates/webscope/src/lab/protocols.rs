@@ -1,0 +1,159 @@
+//! The `protocols` experiment: what the protocols of 2026 cost the server next to the HTTP/1.1
+//! of the papers. The same SPECweb96 mix and clients over plain HTTP/1.1, HTTPS and HTTP/2
+//! (over TLS), each with connections kept alive, and the first two also with a connection per
+//! request (where HTTPS pays a handshake for each). Each row is its own embedded server, pinned
+//! as the lab pins it; the figure that matters is the server's CPU time per request, and in
+//! close mode the handshake's share of the client's time.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context;
+use webscope_load::{Config, Mode, Target as LoadTarget};
+
+use super::clients::measure;
+use super::record::{write_json, ExperimentRecord, RunRecord};
+use super::target::{Secure, Target};
+use super::{Ctx, Options};
+
+/// Closed-loop clients of every row: enough to keep one server core busy.
+const CLIENTS: usize = 20;
+
+/// One row: its label, whether over TLS, HTTP/2, a connection per request.
+pub struct Row {
+    pub label: &'static str,
+    pub tls: bool,
+    pub http2: bool,
+    pub close: bool,
+}
+
+/// The rows, in the order they run and are shown.
+pub const ROWS: [Row; 5] = [
+    Row {
+        label: "HTTP/1.1",
+        tls: false,
+        http2: false,
+        close: false,
+    },
+    Row {
+        label: "HTTP/1.1 close",
+        tls: false,
+        http2: false,
+        close: true,
+    },
+    Row {
+        label: "HTTPS",
+        tls: true,
+        http2: false,
+        close: false,
+    },
+    Row {
+        label: "HTTPS close",
+        tls: true,
+        http2: false,
+        close: true,
+    },
+    Row {
+        label: "HTTP/2",
+        tls: true,
+        http2: true,
+        close: false,
+    },
+];
+
+/// Runs planned.
+pub fn runs(options: &Options) -> usize {
+    ROWS.len() * options.repeat
+}
+
+/// Runs the rows into `dir`; stops early on interrupt.
+pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut record = ExperimentRecord {
+        name: "protocols".into(),
+        factor: "protocol".into(),
+        runs: Vec::new(),
+        complete: false,
+        failures: Vec::new(),
+    };
+    let secure = Secure::make(&ctx.options.work, false)?;
+    let rounds = ctx.options.repeat.max(1);
+    let points = (1..=rounds).flat_map(|round| (0..ROWS.len()).map(move |r| (round, r)));
+    for (round, row) in points {
+        if ctx.interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let name = super::round_name(&format!("row-{row}"), round);
+        let run_dir = dir.join(&name);
+        std::fs::create_dir_all(&run_dir)?;
+        match one_run(&run_dir, ctx, row, &secure) {
+            Ok(run) => {
+                write_json(&run_dir.join("run.json"), &run)?;
+                record.runs.push(name);
+            }
+            Err(err) => {
+                record
+                    .failures
+                    .push(format!("{}: {err:#}", ROWS[row].label));
+                break;
+            }
+        }
+        ctx.bar.inc(1);
+        write_json(&dir.join("experiment.json"), &record)?;
+    }
+    record.complete = record.runs.len() == runs(ctx.options);
+    write_json(&dir.join("experiment.json"), &record)?;
+    Ok(record)
+}
+
+fn one_run(
+    run_dir: &Path,
+    ctx: &Ctx<'_>,
+    index: usize,
+    secure: &Secure,
+) -> anyhow::Result<RunRecord> {
+    let row = &ROWS[index];
+    let secure = Secure {
+        http2: row.http2,
+        ..secure.clone()
+    };
+    let mut target = Target::embedded_over(
+        ctx.exe,
+        ctx.fileset,
+        1,
+        ctx.server_cpu,
+        &[],
+        row.tls.then_some(&secure),
+    )?;
+    let mut config = Config::new(LoadTarget::fileset(ctx.fileset, &target.base_url)?);
+    config.connections = CLIENTS;
+    config.threads = 1;
+    config.duration = ctx.duration;
+    config.mode = if row.close {
+        Mode::Close
+    } else {
+        Mode::KeepAlive
+    };
+    config.timeout = Duration::from_secs(10);
+    let measured = measure(run_dir, config, &target, ctx.interrupt, ctx.bar, row.label);
+    target.stop();
+    Ok(RunRecord::new(
+        index as f64,
+        format!(
+            "{}: SPECweb96 mix, {CLIENTS} clients, {}{}",
+            row.label,
+            if row.close {
+                "a connection per request"
+            } else {
+                "keep-alive"
+            },
+            match (row.tls, row.http2) {
+                (true, true) => ", HTTP/2 over TLS (ALPN h2), one stream per connection",
+                (true, false) => ", TLS 1.3 (rustls), sessions resumed",
+                _ => "",
+            }
+        ),
+        measured?,
+    ))
+}

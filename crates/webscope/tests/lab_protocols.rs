@@ -1,0 +1,174 @@
+//! The lab over TLS and HTTP/2 on its embedded server (`--tls`, `--http2`), and the protocols
+//! experiment that puts HTTP/1.1, HTTPS and HTTP/2 side by side.
+
+mod lab_support;
+
+use std::path::Path;
+
+use lab_support::{tiny_fileset, webscope};
+use serde_json::Value;
+
+fn lab(dir: &Path, args: &[&str]) -> std::process::Output {
+    let fileset = dir.join("set");
+    if !fileset.exists() {
+        tiny_fileset(&fileset);
+    }
+    webscope()
+        .arg("lab")
+        .args(args)
+        .arg("--out")
+        .arg(dir.join("report"))
+        .arg("--fileset")
+        .arg(&fileset)
+        .arg("--work")
+        .arg(dir.join("work"))
+        .output()
+        .unwrap()
+}
+
+fn report(dir: &Path, run: &std::process::Output) -> Value {
+    assert!(
+        run.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(dir.join("report/report.json")).unwrap()).unwrap()
+}
+
+/// The load JSON of each run of an experiment.
+fn loads(dir: &Path, experiment: &str) -> Vec<Value> {
+    let mut runs: Vec<_> = std::fs::read_dir(dir.join("report").join(experiment))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("run.json").exists())
+        .map(|e| e.path())
+        .collect();
+    runs.sort();
+    runs.iter()
+        .map(|p| {
+            let run: Value =
+                serde_json::from_slice(&std::fs::read(p.join("run.json")).unwrap()).unwrap();
+            run["load"].clone()
+        })
+        .collect()
+}
+
+#[test]
+fn the_clients_sweep_runs_over_https_and_over_http2() {
+    for (flag, close) in [("--tls", true), ("--http2", false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = lab(
+            tmp.path(),
+            &[flag, "--clients", "1,4", "--duration", "700ms"],
+        );
+        let report = report(tmp.path(), &run);
+        let lab: Value =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("report/lab.json")).unwrap())
+                .unwrap();
+        let target = lab["target"].as_str().unwrap();
+        assert!(target.contains("https://"), "{flag}: {target}");
+        let invalid = report["validity"]["invalid"].as_array().unwrap();
+        assert!(invalid.is_empty(), "{flag}: {report}");
+        let runs = loads(tmp.path(), "clients");
+        assert_eq!(runs.len(), 2);
+        for load in runs {
+            assert!(load["requests"].as_u64().unwrap() > 10, "{flag}: {load}");
+            assert_eq!(load["errors"]["total"], 0, "{flag}");
+            let (full, resumed) = (
+                load["tls"]["full"].as_u64().unwrap(),
+                load["tls"]["resumed"].as_u64().unwrap(),
+            );
+            let connections = load["connections"].as_u64().unwrap();
+            if close {
+                // A connection per request, sessions resumed after the first.
+                assert!(resumed > full, "{flag}: {full} full, {resumed} resumed");
+            } else {
+                assert!(full + resumed <= connections + 4, "{flag}: {load}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_protocols_experiment_sets_http1_https_and_http2_side_by_side() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = lab(
+        tmp.path(),
+        &["--experiment", "protocols", "--duration", "700ms"],
+    );
+    let report = report(tmp.path(), &run);
+    let rows = report["protocols"]["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["protocol"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "HTTP/1.1",
+            "HTTP/1.1 close",
+            "HTTPS",
+            "HTTPS close",
+            "HTTP/2"
+        ]
+    );
+    for r in rows {
+        assert!(r["requests_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["cpu_us_per_request"].as_f64().unwrap() > 0.0, "{r}");
+        let tls = r["protocol"] != "HTTP/1.1" && r["protocol"] != "HTTP/1.1 close";
+        assert_eq!(r["handshakes"].is_object(), tls, "{r}");
+    }
+    // A connection per request over TLS makes a handshake per request, mostly resumed; kept
+    // connections make one each.
+    let close = &rows[3];
+    let (full, resumed) = (
+        close["handshakes"]["full"].as_u64().unwrap(),
+        close["handshakes"]["resumed"].as_u64().unwrap(),
+    );
+    assert!(resumed > full, "{close}");
+    assert!(
+        close["handshake_share_pct"].as_f64().unwrap()
+            > rows[2]["handshake_share_pct"].as_f64().unwrap(),
+        "{rows:?}"
+    );
+    let reading = report["protocols"]["reading"].as_str().unwrap();
+    assert!(
+        reading.contains("Over TLS a keep-alive request costs") && reading.contains("HTTP/2 costs"),
+        "{reading}"
+    );
+    // The HTTP/2 row's requests went over HTTP/2, one stream per connection.
+    let h2 = &loads(tmp.path(), "protocols")[4];
+    assert!(
+        h2["config"].to_string().contains("http2") || h2.to_string().contains("HTTP/2"),
+        "{h2}"
+    );
+}
+
+#[test]
+fn tls_and_http2_are_refused_where_they_do_not_apply() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            &["--tls", "--experiment", "techniques"][..],
+            "techniques runs plain",
+        ),
+        (
+            &["--http2", "--experiment", "degradation"][..],
+            "degradation runs plain",
+        ),
+        (
+            &["--tls", "--target", "https://127.0.0.1:1/"][..],
+            "--tls is for the embedded server",
+        ),
+    ] {
+        let run = lab(tmp.path(), args);
+        assert_eq!(run.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            !tmp.path().join("report").exists(),
+            "{args:?}: nothing written"
+        );
+    }
+}
