@@ -95,6 +95,9 @@ pub struct Config {
     /// HTTP/2 with this many concurrent streams per connection (h2load's -m): over TLS with
     /// ALPN h2 for https, with prior knowledge (h2c) for http. None: HTTP/1.1.
     pub http2: Option<usize>,
+    /// Busy-poll each connection's socket for up to this many microseconds before sleeping
+    /// (SO_BUSY_POLL, SO_PREFER_BUSY_POLL); None: off.
+    pub busy_poll: Option<u32>,
 }
 
 /// The most requests `Config::samples` records (about 20 MB of CSV): enough for a density
@@ -126,6 +129,7 @@ impl Config {
             method: "GET".to_string(),
             body: Vec::new(),
             http2: None,
+            busy_poll: None,
         }
     }
 

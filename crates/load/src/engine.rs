@@ -387,6 +387,10 @@ impl Engine {
         if self.shared.mode == Mode::KeepAlive || self.shared.tls.is_some() {
             socket.set_nodelay(true).map_err(|_| Failure::Connect)?;
         }
+        if let Some(usecs) = self.shared.busy_poll {
+            // The probe at start said the kernel takes it.
+            let _ = crate::busy_poll::set(socket.as_raw_fd(), usecs);
+        }
         let began = Instant::now();
         match socket.connect(&addr.into()) {
             Ok(()) => {}

@@ -122,6 +122,10 @@ async fn open(shared: &Shared) -> Result<(SendRequest<Bytes>, Duration), Failure
         Err(_) => return Err(Failure::Timeout),
     };
     let _ = tcp.set_nodelay(true);
+    if let Some(usecs) = shared.busy_poll {
+        use std::os::fd::AsRawFd;
+        let _ = crate::busy_poll::set(tcp.as_raw_fd(), usecs);
+    }
     let connect = began.elapsed();
     let mut builder = h2::client::Builder::new();
     builder

@@ -71,6 +71,12 @@ pub fn run(
     // The run's threads are all segments' threads: this segment's are every `segments`-th,
     // from `segment` on. Connections, rates and phases are shared over all of them as one
     // process with that many threads would share them, so the segments add up to that run.
+    // Busy polling the kernel refuses is run without, and said in the report.
+    let (busy_poll, busy_poll_refused) = match config.busy_poll.map(crate::busy_poll::probe) {
+        Some(Ok(usecs)) => (Some(usecs), None),
+        Some(Err(why)) => (None, Some(why)),
+        None => (None, None),
+    };
     let (segment, segments) = config.segment_or_whole();
     let all_threads = config.threads * segments;
     let mut my_connections = 0;
@@ -97,6 +103,7 @@ pub fn run(
             requests: Arc::clone(&requests),
             tls: tls.clone(),
             http2: config.http2,
+            busy_poll,
             classes,
             addr: config.target.addr,
             mode: config.mode,
@@ -251,6 +258,11 @@ pub fn run(
         report.histograms = Some(crate::merge::encode(&totals));
     }
     report.start_late_s = late.as_secs_f64();
+    if let Some(why) = busy_poll_refused {
+        report
+            .warnings
+            .push(format!("--busy-poll: {why}; run without it"));
+    }
     if let Some(cause) = &totals.tls_error {
         report.warnings.push(format!("TLS: {cause}"));
     }

@@ -55,6 +55,8 @@ pub(crate) struct Setup {
     )>,
     /// HTTP/2: streams per connection.
     pub http2: Option<usize>,
+    /// SO_BUSY_POLL microseconds for every connection (the kernel took it in a probe).
+    pub busy_poll: Option<u32>,
 }
 
 /// What a worker sends the coordinator.
@@ -110,6 +112,7 @@ pub(crate) struct Shared {
     pub(crate) threads: usize,
     /// Samples this thread may still record.
     pub(crate) samples_left: Cell<usize>,
+    pub(crate) busy_poll: Option<u32>,
 }
 
 /// The body of a worker thread.
@@ -149,6 +152,7 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
         thread: setup.global,
         threads: setup.threads,
         samples_left: Cell::new(setup.samples),
+        busy_poll: setup.busy_poll,
     });
     let limit = setup
         .open

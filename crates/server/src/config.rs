@@ -74,6 +74,10 @@ pub struct Config {
     /// Serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with this certificate and key; None: plain
     /// HTTP/1.1.
     pub tls: Option<TlsFiles>,
+    /// Busy-poll the sockets for up to this many microseconds before sleeping in epoll
+    /// (SO_BUSY_POLL with SO_PREFER_BUSY_POLL); None: off. Helps only on NICs with NAPI,
+    /// not on loopback.
+    pub busy_poll: Option<u32>,
 }
 
 impl Config {
@@ -103,6 +107,7 @@ impl Config {
             file_cache_bytes: 64 * 1024 * 1024,
             file_cache_entries: 10_000,
             tls: None,
+            busy_poll: None,
         }
     }
 }

@@ -31,6 +31,7 @@ pub struct Server {
     root: Arc<Root>,
     sink: Sink,
     tls: Option<(Arc<Tls>, KtlsState)>,
+    busy_poll: Option<Result<u32, String>>,
 }
 
 /// A running server. Dropping it without `shutdown` leaves the workers running until the
@@ -86,6 +87,14 @@ impl Server {
             0
         };
         let listeners = listener::bind(config.listen, config.workers, defer)?;
+        // Refused busy polling is served without, and said once (the start-up line).
+        let busy_poll = config.busy_poll.map(|usecs| {
+            listeners
+                .iter()
+                .try_for_each(|l| listener::set_busy_poll(l, usecs))
+                .map(|()| usecs)
+                .map_err(|e| format!("the kernel refused SO_BUSY_POLL/SO_PREFER_BUSY_POLL: {e}"))
+        });
         let local_addr = listeners[0]
             .local_addr()
             .map_err(|e| Error::bind(config.listen, e))?;
@@ -103,7 +112,13 @@ impl Server {
             root: Arc::new(root),
             sink,
             tls,
+            busy_poll,
         })
+    }
+
+    /// With `--busy-poll`, the microseconds in force, or why the kernel refused.
+    pub fn busy_poll(&self) -> Option<&Result<u32, String>> {
+        self.busy_poll.as_ref()
     }
 
     /// With TLS, whether kTLS will be used (and why not, if it will not); None without TLS.

@@ -140,6 +140,11 @@ struct Flags {
         requires = "http2"
     )]
     max_streams: usize,
+    /// Busy-poll each connection for up to USECS microseconds before sleeping (SO_BUSY_POLL
+    /// and SO_PREFER_BUSY_POLL). Helps on NICs with NAPI, not on loopback; a kernel that
+    /// refuses it (without CAP_NET_ADMIN) gets a run without and a warning.
+    #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    busy_poll: Option<u32>,
     /// https: accept any certificate (a test server's self-signed one); the handshake is
     /// still made in full.
     #[arg(short = 'k', long)]
@@ -281,6 +286,7 @@ impl Flags {
         config.segment = self.segment;
         config.method = self.method;
         config.http2 = self.http2.then_some(self.max_streams);
+        config.busy_poll = self.busy_poll;
         config.body = match self.body.as_deref() {
             Some(text) => match text.strip_prefix('@') {
                 Some(file) => std::fs::read(file)

@@ -86,6 +86,12 @@ pub struct Args {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Busy-poll sockets for up to USECS microseconds before sleeping (SO_BUSY_POLL and
+    /// SO_PREFER_BUSY_POLL on the listeners, inherited by every connection). Helps on NICs
+    /// with NAPI, not on loopback; the kernel may refuse it without CAP_NET_ADMIN, and the
+    /// server then says so and serves without.
+    #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    busy_poll: Option<u32>,
     /// Serve /metrics (Prometheus text) and /stats.json on this separate address.
     #[arg(long, value_name = "ADDR:PORT")]
     admin: Option<SocketAddr>,
@@ -293,6 +299,7 @@ impl Args {
         config.admin = self.admin;
         config.timing = !self.no_timing;
         config.services = services;
+        config.busy_poll = self.busy_poll;
         config.tls = match (self.tls_cert, self.tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             _ => None,
@@ -325,6 +332,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let addr = server.local_addr();
     let ktls = server.ktls().cloned();
+    let busy_poll = server.busy_poll().cloned();
     let running = server.start()?;
     use std::fmt::Write as _;
     let mut said = format!(
@@ -351,6 +359,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             said,
             "webscope serve: TLS 1.2/1.3, ALPN h2 and http/1.1; {records}"
         );
+    }
+    match busy_poll {
+        Some(Ok(usecs)) => {
+            let _ = writeln!(said, "webscope serve: busy polling {usecs} µs");
+        }
+        Some(Err(why)) => {
+            let _ = writeln!(said, "webscope serve: no busy polling: {why}");
+        }
+        None => {}
     }
     // One write: a reader that takes the lines it needs and closes the pipe (the lab, tests)
     // must not make a later line fail with EPIPE. A closed stdout does not stop the server.
