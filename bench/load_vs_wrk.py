@@ -10,14 +10,16 @@ then per scenario the medians, the ratio webscope/wrk and the spread of the per-
 (the noise). Finally checks open-loop rate accuracy: webscope load --rate at half the
 closed-loop throughput, achieved rate vs asked.
 
-Targets (issue 3): keep-alive ratio >= 1.2, close ratio >= 1.0, open loop within 1 %.
+Targets (issue 16; issue 3 had 1.2 and 1.0): keep-alive ratio >= 1.3, close ratio >= 1.1, open
+loop within 1 %. --io uring (or both: epoll and uring in every pair) picks webscope's engine
+in closed loop.
 
 With --tls, nginx serves the file over TLS (a self-signed certificate made with openssl,
 ssl_session_cache on) and both generators speak https (webscope with --insecure, as wrk does
 not check certificates); --size picks the file's size in KiB.
 
 Usage: bench/load_vs_wrk.py [--pairs 3] [--duration 5] [--connections 50] [--binary PATH]
-                            [--tls] [--size 1]
+                            [--tls] [--size 1] [--io epoll|uring|both]
 Needs: nginx and wrk (installed with apt-get if missing, as root), taskset, cargo.
 Traffic stays on 127.0.0.1.
 """
@@ -152,6 +154,8 @@ def main():
     parser.add_argument("--binary", default=None, help="webscope binary (default: build release)")
     parser.add_argument("--tls", action="store_true", help="https (nginx with a self-signed certificate)")
     parser.add_argument("--size", type=int, default=1, help="file size in KiB (default 1)")
+    parser.add_argument("--io", default="epoll", choices=["epoll", "uring", "both"],
+                        help="webscope's engine in closed loop (both: each in every pair)")
     parser.add_argument("--only", default=None, choices=["keep-alive", "close", "open"],
                         help="run one scenario only")
     args = parser.parse_args()
@@ -180,28 +184,35 @@ def main():
                 continue
             print(f"\n== {scenario} ({args.size} KiB, {scheme})")
             run_wrk(url, args, close, 1)  # warm-up
-            ratios, wrk_rps, ws_rps, wrk_eff, ws_eff = [], [], [], [], []
+            engines = ["epoll", "uring"] if args.io == "both" else [args.io]
+            wrk_rps, wrk_eff = [], []
+            ratios = {e: [] for e in engines}
+            ws_rps = {e: [] for e in engines}
+            ws_eff = {e: [] for e in engines}
             for pair in range(args.pairs):
                 a = run_wrk(url, args, close, args.duration)
                 r1, e1 = describe("wrk", a)
-                b = run_webscope(binary, url, args, close, args.duration, work, tls_flags)
-                r2, e2 = describe("webscope", b)
-                print(f"    (webscope's own count of its CPU: {b['self_cpu']:.2f} s)")
                 wrk_rps.append(r1)
                 wrk_eff.append(e1)
-                ws_rps.append(r2)
-                ws_eff.append(e2)
-                ratios.append(e2 / e1)
-            ratio = statistics.median(ws_eff) / statistics.median(wrk_eff)
-            results[scenario] = ratio
-            print(f"  median req/s:            wrk {statistics.median(wrk_rps):.0f}, "
-                  f"webscope {statistics.median(ws_rps):.0f}")
-            print(f"  median req per CPU-s:    wrk {statistics.median(wrk_eff):.0f}, "
-                  f"webscope {statistics.median(ws_eff):.0f}")
-            print(f"  ratio webscope/wrk:      {ratio:.2f} (per pair {', '.join(f'{r:.2f}' for r in ratios)}; "
-                  f"spread {min(ratios):.2f}..{max(ratios):.2f})")
+                for engine in engines:
+                    b = run_webscope(binary, url, args, close, args.duration, work, (*tls_flags, "--io", engine))
+                    r2, e2 = describe(engine if len(engines) > 1 else "webscope", b)
+                    print(f"    (webscope's own count of its CPU: {b['self_cpu']:.2f} s)")
+                    ws_rps[engine].append(r2)
+                    ws_eff[engine].append(e2)
+                    ratios[engine].append(e2 / e1)
+            print(f"  median req/s:            wrk {statistics.median(wrk_rps):.0f}, " + ", ".join(
+                f"webscope --io {e} {statistics.median(ws_rps[e]):.0f}" for e in engines))
+            print(f"  median req per CPU-s:    wrk {statistics.median(wrk_eff):.0f}, " + ", ".join(
+                f"webscope --io {e} {statistics.median(ws_eff[e]):.0f}" for e in engines))
+            for e in engines:
+                ratio = statistics.median(ws_eff[e]) / statistics.median(wrk_eff)
+                results[scenario] = max(results.get(scenario, 0.0), ratio)
+                print(f"  ratio webscope --io {e}/wrk: {ratio:.2f} (per pair "
+                      f"{', '.join(f'{r:.2f}' for r in ratios[e])}; "
+                      f"spread {min(ratios[e]):.2f}..{max(ratios[e]):.2f})")
             if scenario == "keep-alive":
-                results["capacity"] = statistics.median(ws_rps)
+                results["capacity"] = max(statistics.median(ws_rps[e]) for e in engines)
         if not args.only or args.only == "open":
             capacity = results.get("capacity")
             if capacity is None:
@@ -221,7 +232,7 @@ def main():
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nload average at end {loadavg()} (other work on this machine makes absolute figures noisy)")
-    for scenario, target in (("keep-alive", 1.2), ("close", 1.0)):
+    for scenario, target in (("keep-alive", 1.3), ("close", 1.1)):
         if scenario in results:
             verdict = "met" if results[scenario] >= target else "NOT met"
             print(f"{scenario}: webscope/wrk requests per CPU-second = {results[scenario]:.2f} "

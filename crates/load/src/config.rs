@@ -98,6 +98,19 @@ pub struct Config {
     /// Busy-poll each connection's socket for up to this many microseconds before sleeping
     /// (SO_BUSY_POLL, SO_PREFER_BUSY_POLL); None: off.
     pub busy_poll: Option<u32>,
+    /// The HTTP/1.1 engine's kernel interface.
+    pub io: Io,
+}
+
+/// How the HTTP/1.1 engine talks to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Io {
+    /// Non-blocking sockets, an epoll set per thread, a send and a recv per request.
+    #[default]
+    Epoll,
+    /// One io_uring per thread: connects, sends and receives submitted as operations, all
+    /// of a wake-up's in one `io_uring_enter` that also waits for the next completions.
+    Uring,
 }
 
 /// The most requests `Config::samples` records (about 20 MB of CSV): enough for a density
@@ -130,6 +143,7 @@ impl Config {
             body: Vec::new(),
             http2: None,
             busy_poll: None,
+            io: Io::Epoll,
         }
     }
 
@@ -168,6 +182,17 @@ impl Config {
         }
         if self.duration.is_zero() {
             return bad("-d/--duration must be longer than 0");
+        }
+        if self.io == Io::Uring {
+            if self.target.tls_name.is_some() {
+                return bad("--io uring speaks plain HTTP/1.1 only so far: leave it out for https");
+            }
+            if self.http2.is_some() {
+                return bad("--io uring is for the HTTP/1.1 engine: leave it out with --http2");
+            }
+            if matches!(self.pacing, Pacing::Open { .. }) {
+                return bad("--io uring runs closed loop only so far: leave it out with --rate");
+            }
         }
         if self.timeout.is_zero() {
             return bad("--timeout must be longer than 0");

@@ -31,7 +31,7 @@ use socket2::{Domain, Socket, Type};
 use webscope_http::response::{self, Body, Chunked, Head};
 use webscope_workload::Rng;
 
-use crate::config::Mode;
+use crate::config::{Io, Mode};
 use crate::recorder::{record, Failure, STATUSES};
 use crate::worker::{Intervals, Shared};
 
@@ -55,6 +55,9 @@ const STOP_POLL: Duration = Duration::from_millis(5);
 
 /// Events collected per `epoll_wait`.
 const EVENTS: usize = 256;
+
+#[path = "engine_uring.rs"]
+mod uring;
 
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +107,12 @@ struct Conn {
     /// https: when the handshake began (the first flight went out), and what it took.
     handshake_began: Option<Instant>,
     handshake: Option<(Duration, bool)>,
+    /// io_uring: operations submitted and not yet completed on this connection (its socket
+    /// and buffer stay untouched until they have), its socket's generation (completions of an
+    /// earlier socket are recognised and dropped), and a request that waits for them.
+    inflight: u8,
+    generation: u32,
+    restart: bool,
 }
 
 impl Conn {
@@ -135,10 +144,23 @@ impl Conn {
             tls: None,
             handshake_began: None,
             handshake: None,
+            inflight: 0,
+            generation: 0,
+            restart: false,
         }
     }
 
     fn close(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.inflight > 0 {
+            // io_uring still reads into the buffer or writes from the socket: shut it down so
+            // they complete now, and close it once they have (`uring::on_completion`).
+            if let Some(socket) = &self.socket {
+                let _ = socket.shutdown(std::net::Shutdown::Both);
+            }
+            self.tls = None;
+            return;
+        }
         // Closing the descriptor also removes it from the epoll set.
         self.socket = None;
         self.tls = None;
@@ -174,6 +196,8 @@ pub(crate) struct Engine {
     next_scan: Instant,
     scan_period: Duration,
     seed: u64,
+    /// `--io uring`: the thread's ring, in place of the epoll set's waits.
+    ring: Option<uring::Ring>,
 }
 
 impl Engine {
@@ -182,6 +206,7 @@ impl Engine {
         connections: usize,
         limit: usize,
         seed: u64,
+        io: Io,
     ) -> io::Result<Engine> {
         // SAFETY: epoll_create1 returns a new descriptor we own, or -1.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -191,6 +216,7 @@ impl Engine {
         // SAFETY: `fd` is a fresh descriptor owned by nobody else.
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };
         let now = Instant::now();
+        let shared_addr = shared.addr;
         let scan_period =
             (shared.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
         let mut engine = Engine {
@@ -205,6 +231,10 @@ impl Engine {
             next_scan: now + scan_period,
             scan_period,
             seed,
+            ring: match io {
+                Io::Epoll => None,
+                Io::Uring => Some(uring::Ring::new(connections, &shared_addr)?),
+            },
         };
         for _ in 0..connections {
             engine.add_conn(now);
@@ -266,6 +296,10 @@ impl Engine {
                 .saturating_duration_since(now)
                 .as_micros()
                 .div_ceil(1000) as i32;
+            if self.ring.is_some() {
+                self.ring_wait(ms);
+                continue;
+            }
             // SAFETY: the buffer holds EVENTS entries.
             let n = unsafe { libc::epoll_wait(self.epoll, events.as_mut_ptr(), EVENTS as i32, ms) };
             for event in &events[..n.max(0) as usize] {
@@ -354,6 +388,11 @@ impl Engine {
         };
         let entry = shared.requests.entry(entry_index);
         let conn = &mut self.conns[i];
+        if conn.inflight > 0 {
+            // io_uring: the last socket's operations are still completing.
+            conn.restart = true;
+            return;
+        }
         conn.entry = entry_index;
         conn.class = entry.class;
         conn.head_request = entry.head;
@@ -376,11 +415,18 @@ impl Engine {
         self.send(i);
     }
 
-    /// Opens a non-blocking socket, connects and registers it.
+    /// Opens a non-blocking socket, connects and registers it (io_uring: a blocking socket,
+    /// connected by the ring with the request's send).
     fn open(&mut self, i: usize) -> Result<(), Failure> {
         let addr = self.shared.addr;
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking(), None)
-            .map_err(|_| Failure::Connect)?;
+        let kind = if self.ring.is_some() {
+            // io_uring honours O_NONBLOCK by failing with EAGAIN instead of waiting.
+            Type::STREAM
+        } else {
+            Type::STREAM.nonblocking()
+        };
+        let socket =
+            Socket::new(Domain::for_address(addr), kind, None).map_err(|_| Failure::Connect)?;
         // A plain close-mode request leaves in one send, so Nagle cannot delay it; TLS writes
         // the client's Finished and the request's records separately, and Nagle would hold
         // the request for the server's delayed ACK (40 ms).
@@ -392,6 +438,15 @@ impl Engine {
             let _ = crate::busy_poll::set(socket.as_raw_fd(), usecs);
         }
         let began = Instant::now();
+        if self.ring.is_some() {
+            let conn = &mut self.conns[i];
+            conn.connect_began = Some(began);
+            conn.connecting = true;
+            conn.socket = Some(socket);
+            conn.start = 0;
+            conn.end = 0;
+            return Ok(());
+        }
         match socket.connect(&addr.into()) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
@@ -433,6 +488,10 @@ impl Engine {
 
     /// Writes what is left of the request; on completion waits for the response.
     fn send(&mut self, i: usize) {
+        if self.ring.is_some() {
+            self.ring_send(i);
+            return;
+        }
         let shared = Rc::clone(&self.shared);
         let conn = &mut self.conns[i];
         let Phase::Sending(done) = conn.phase else {
@@ -589,30 +648,39 @@ impl Engine {
                     return;
                 }
             };
-            if n == 0 {
-                let result = match conn.head {
-                    Some(head) if head.body == Body::UntilClose => Ok(false),
-                    Some(_) => Err(Failure::ShortBody),
-                    None => Err(Failure::Reset),
-                };
-                self.complete(i, result);
+            if !self.received(i, n) {
                 return;
             }
-            let now = Instant::now();
-            conn.first_byte.get_or_insert(now);
-            conn.reads += 1;
-            conn.bytes += n as u64;
-            conn.end += n;
-            match consume(conn) {
-                Read::More => {}
-                Read::Done(reuse) => {
-                    self.complete(i, Ok(reuse));
-                    return;
-                }
-                Read::Failed(failure) => {
-                    self.finish(i, Err(failure));
-                    return;
-                }
+        }
+    }
+
+    /// Takes `n` bytes just read into connection `i`'s buffer (0: the server closed); true
+    /// when the response needs more.
+    fn received(&mut self, i: usize, n: usize) -> bool {
+        let conn = &mut self.conns[i];
+        if n == 0 {
+            let result = match conn.head {
+                Some(head) if head.body == Body::UntilClose => Ok(false),
+                Some(_) => Err(Failure::ShortBody),
+                None => Err(Failure::Reset),
+            };
+            self.complete(i, result);
+            return false;
+        }
+        let now = Instant::now();
+        conn.first_byte.get_or_insert(now);
+        conn.reads += 1;
+        conn.bytes += n as u64;
+        conn.end += n;
+        match consume(conn) {
+            Read::More => true,
+            Read::Done(reuse) => {
+                self.complete(i, Ok(reuse));
+                false
+            }
+            Read::Failed(failure) => {
+                self.finish(i, Err(failure));
+                false
             }
         }
     }

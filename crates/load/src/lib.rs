@@ -62,7 +62,7 @@ mod target;
 mod tls;
 mod worker;
 
-pub use config::{Arrivals, Config, Mode, Pacing, MAX_SAMPLES};
+pub use config::{Arrivals, Config, Io, Mode, Pacing, MAX_SAMPLES};
 pub use cpu::{process_time, thread_time};
 pub use error::Error;
 pub use hlog::{parse_intervals, read_bins, read_intervals, tag_of, LoggedInterval};

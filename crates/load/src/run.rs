@@ -104,6 +104,7 @@ pub fn run(
             tls: tls.clone(),
             http2: config.http2,
             busy_poll,
+            io: config.io,
             classes,
             addr: config.target.addr,
             mode: config.mode,

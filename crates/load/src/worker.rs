@@ -57,6 +57,8 @@ pub(crate) struct Setup {
     pub http2: Option<usize>,
     /// SO_BUSY_POLL microseconds for every connection (the kernel took it in a probe).
     pub busy_poll: Option<u32>,
+    /// How the HTTP/1.1 engine waits for its sockets.
+    pub io: crate::config::Io,
 }
 
 /// What a worker sends the coordinator.
@@ -160,7 +162,7 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
     let seed = setup.seed ^ (setup.global as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let engine = match setup.http2 {
         Some(_) => None,
-        None => match Engine::new(Rc::clone(&shared), setup.connections, limit, seed) {
+        None => match Engine::new(Rc::clone(&shared), setup.connections, limit, seed, setup.io) {
             Ok(engine) => Some(engine),
             Err(e) => {
                 let _ = tx.send(Message::Failed(e));

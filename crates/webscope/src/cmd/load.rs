@@ -145,6 +145,11 @@ struct Flags {
     /// refuses it (without CAP_NET_ADMIN) gets a run without and a warning.
     #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     busy_poll: Option<u32>,
+    /// The HTTP/1.1 engine's kernel interface: epoll (a send and a recv per request) or uring
+    /// (one io_uring per thread; connects, sends and receives submitted in batches). uring:
+    /// plain HTTP/1.1, closed loop.
+    #[arg(long, value_name = "epoll|uring", default_value = "epoll", value_parser = parse_io)]
+    io: webscope_load::Io,
     /// https: accept any certificate (a test server's self-signed one); the handshake is
     /// still made in full.
     #[arg(short = 'k', long)]
@@ -287,6 +292,7 @@ impl Flags {
         config.method = self.method;
         config.http2 = self.http2.then_some(self.max_streams);
         config.busy_poll = self.busy_poll;
+        config.io = self.io;
         config.body = match self.body.as_deref() {
             Some(text) => match text.strip_prefix('@') {
                 Some(file) => std::fs::read(file)
@@ -385,4 +391,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+fn parse_io(name: &str) -> Result<webscope_load::Io, String> {
+    match name {
+        "epoll" => Ok(webscope_load::Io::Epoll),
+        "uring" | "io-uring" | "io_uring" => Ok(webscope_load::Io::Uring),
+        _ => Err(format!("{name:?} is not an engine: give epoll or uring")),
+    }
 }
