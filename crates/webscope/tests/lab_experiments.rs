@@ -46,18 +46,32 @@ fn the_techniques_experiment_measures_each_cumulative_step() {
     );
     let steps = report["techniques"]["steps"].as_array().unwrap();
     let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
-    assert_eq!(names.len(), 9, "{names:?}");
-    assert_eq!((names[0], names[8]), ("baseline", "+async-log"));
+    assert_eq!(names.len(), 10, "{names:?}");
+    assert_eq!(
+        (names[0], names[8], names[9]),
+        ("baseline", "+async-log", "+busy-poll")
+    );
     for s in steps {
         assert!(s["requests_per_s"].as_f64().unwrap() > 0.0, "{s}");
         assert!(s["cpu_us_per_request"].as_f64().unwrap() > 0.0, "{s}");
+        // Each step's server was traced after its run (CI installs strace).
+        assert!(s["syscalls_per_request"].as_f64().unwrap() > 0.0, "{s}");
     }
+    // The paper's techniques exist to save syscalls: the baseline opens, stats, reads and
+    // closes each file, all of them on serve from memory.
+    let calls = |i: usize| steps[i]["syscalls_per_request"].as_f64().unwrap();
+    assert!(
+        calls(0) > calls(8) + 2.0,
+        "baseline {} vs all on {}",
+        calls(0),
+        calls(8)
+    );
     assert!(stdout.contains("saves the most"), "{stdout}");
     // The access log of each step was written to a file, then removed.
     let run = tmp.path().join("report/techniques/step-0");
     assert!(run.join("run.json").exists() && !run.join("access.log").exists());
     let csv = std::fs::read_to_string(tmp.path().join("report/techniques.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 10, "{csv}");
+    assert_eq!(csv.lines().count(), 11, "{csv}");
     lab_support::assert_paper_panel(
         &tmp.path().join("report"),
         "techniques",

@@ -79,6 +79,23 @@ pub struct RunRecord {
     /// The limits the run's verdict compares against, read when it ran.
     #[serde(default)]
     pub env: RunEnv,
+    /// The server's syscalls per request in a short traced pass after the run (the
+    /// techniques experiment); None when not traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls: Option<Syscalls>,
+}
+
+/// What `strace -c` counted on the server while a short load ran after the timed run (the
+/// timed run itself is never traced: strace slows every syscall).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Syscalls {
+    /// Requests the load made while the server was traced.
+    pub requests: u64,
+    /// Calls per request, by syscall name.
+    pub per_request: std::collections::BTreeMap<String, f64>,
+    /// Why there are no counts (strace missing or refused), when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Facts about the machines and the server that a verdict compares measurements against,
@@ -127,6 +144,7 @@ impl RunRecord {
             os: m.os,
             server_os: m.server_os,
             env: m.env,
+            syscalls: None,
         }
     }
 }

@@ -4,6 +4,13 @@
 //! embedded server on the SPECweb96 set with host-name logging on (what the DNS cache saves)
 //! and the access log written to a real file (what the asynchronous log saves), loaded by
 //! keep-alive clients: the figure that matters is the server's CPU time per request.
+//!
+//! After Hu's seven (and the asynchronous log), today's techniques follow in the same
+//! cumulative way: `busy-poll` (SO_BUSY_POLL; on loopback there is no NAPI to poll, so it should
+//! change nothing there, and a kernel that refuses it is named in the step). Each step's server
+//! is also traced for a moment after its timed run (`strace -c` while a short load runs: the
+//! timed run itself is never traced) to give its syscalls per request, and with `--profile`
+//! (the default) perf records where its kernel time went.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -13,30 +20,47 @@ use anyhow::Context;
 use webscope_load::{Config, Mode, Target as LoadTarget};
 use webscope_server::TECHNIQUES as NAMES;
 
-use super::clients::measure;
-use super::record::{write_json, ExperimentRecord, RunRecord};
+use super::measure::measure_with;
+use super::record::{write_json, ExperimentRecord, RunRecord, Syscalls};
 use super::target::Target;
 use super::{Ctx, Options};
 
 /// Keep-alive clients of every step: enough to keep one server core busy.
 const CLIENTS: usize = 20;
 
-/// Runs planned: the baseline and one per technique.
-pub fn runs(options: &Options) -> usize {
-    (NAMES.len() + 1) * options.repeat
+/// Today's techniques, after the paper's: each step turns one more on.
+pub const TODAY: [&str; 1] = ["busy-poll"];
+
+/// Busy-poll budget of the busy-poll step, microseconds (a common production value).
+const BUSY_POLL_US: u32 = 50;
+
+/// Steps after the baseline.
+fn steps() -> usize {
+    NAMES.len() + TODAY.len()
 }
 
-/// The techniques on at step `step` (0: none; `NAMES.len()`: all).
+/// Runs planned: the baseline and one per technique.
+pub fn runs(options: &Options) -> usize {
+    (steps() + 1) * options.repeat
+}
+
+/// The paper's techniques on at step `step` (0: none; from `NAMES.len()` on: all).
 pub fn enabled(step: usize) -> &'static [&'static str] {
     &NAMES[..step.min(NAMES.len())]
 }
 
+/// The name of the technique step `step` turns on (None for the baseline).
+fn technique(step: usize) -> Option<&'static str> {
+    match step {
+        0 => None,
+        n if n <= NAMES.len() => Some(NAMES[n - 1]),
+        n => TODAY.get(n - NAMES.len() - 1).copied(),
+    }
+}
+
 /// The step's label: "baseline" or "+name".
 pub fn label(step: usize) -> String {
-    match step {
-        0 => "baseline".into(),
-        n => format!("+{}", NAMES[n - 1]),
-    }
+    technique(step).map_or("baseline".into(), |name| format!("+{name}"))
 }
 
 /// `serve` flags for step `step`: the techniques not yet enabled are disabled.
@@ -51,7 +75,29 @@ fn flags(step: usize, log: &Path) -> Vec<String> {
         flags.push("--disable".into());
         flags.push(off.join(","));
     }
+    if step > NAMES.len() {
+        flags.push("--busy-poll".into());
+        flags.push(BUSY_POLL_US.to_string());
+    }
     flags
+}
+
+/// Whether the kernel takes SO_BUSY_POLL from this process (the server runs as we do).
+fn busy_poll_refused() -> Option<String> {
+    use std::os::fd::AsRawFd;
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+    let value = BUSY_POLL_US as libc::c_int;
+    // SAFETY: an int socket option on a socket this function owns.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BUSY_POLL,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    (rc != 0).then(|| std::io::Error::last_os_error().to_string())
 }
 
 /// Runs the steps into `dir`; stops early on interrupt.
@@ -65,7 +111,7 @@ pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
         failures: Vec::new(),
     };
     let rounds = ctx.options.repeat.max(1);
-    let points = (1..=rounds).flat_map(|round| (0..=NAMES.len()).map(move |s| (round, s)));
+    let points = (1..=rounds).flat_map(|round| (0..=steps()).map(move |s| (round, s)));
     for (round, step) in points {
         if ctx.interrupt.load(Ordering::Relaxed) {
             break;
@@ -101,27 +147,138 @@ fn one_run(run_dir: &Path, ctx: &Ctx<'_>, step: usize) -> anyhow::Result<RunReco
     config.duration = ctx.duration;
     config.mode = Mode::KeepAlive;
     config.timeout = Duration::from_secs(10);
-    let measured = measure(
+    let measured = measure_with(
         run_dir,
         config,
         &target,
         ctx.interrupt,
         ctx.bar,
         &label(step),
+        ctx.options.profile,
     );
+    let syscalls = match &measured {
+        Ok(_) if !ctx.interrupt.load(Ordering::Relaxed) => Some(trace(&target, ctx)),
+        _ => None,
+    };
     target.stop();
     let _ = std::fs::remove_file(&log);
     let measured = measured?;
-    let on = enabled(step);
-    Ok(RunRecord::new(
+    let mut on: Vec<&str> = enabled(step).to_vec();
+    let mut note = String::new();
+    if step > NAMES.len() {
+        on.push("busy-poll");
+        if let Some(why) = busy_poll_refused() {
+            note = format!(" (busy-poll refused by the kernel: {why})");
+        }
+    }
+    let mut run = RunRecord::new(
         step as f64,
         format!(
-            "{}: techniques on: {}; SPECweb96 mix, {CLIENTS} keep-alive clients, host-name logging, access log to a file",
+            "{}: techniques on: {}{note}; SPECweb96 mix, {CLIENTS} keep-alive clients, host-name logging, access log to a file",
             label(step),
             if on.is_empty() { "none".to_string() } else { on.join(", ") }
         ),
         measured,
-    ))
+    );
+    run.syscalls = syscalls;
+    Ok(run)
+}
+
+/// Requests of the traced pass: enough for stable counts per request, few enough that the
+/// pass (strace slows each syscall tenfold) stays short.
+const TRACED_REQUESTS_S: Duration = Duration::from_millis(500);
+
+/// Counts the server's syscalls per request with `strace -f -c` while 4 keep-alive clients
+/// run on the same mix for half a second.
+fn trace(target: &Target, ctx: &Ctx<'_>) -> Syscalls {
+    let failed = |error: String| Syscalls {
+        error: Some(error),
+        ..Syscalls::default()
+    };
+    let Some(&pid) = target.pids.first() else {
+        return failed("the server's process is unknown".into());
+    };
+    let out = match tempfile_path() {
+        Ok(path) => path,
+        Err(e) => return failed(format!("no temporary file for strace: {e}")),
+    };
+    let strace = std::process::Command::new("strace")
+        .args(["-f", "-c", "-o"])
+        .arg(&out)
+        .args(["-p", &pid.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut strace = match strace {
+        Ok(child) => child,
+        Err(e) => {
+            return failed(format!(
+                "strace could not run ({e}): apt-get install strace"
+            ))
+        }
+    };
+    // strace attaches to each thread in turn.
+    std::thread::sleep(Duration::from_millis(300));
+    let result = (|| -> anyhow::Result<u64> {
+        let mut config = Config::new(LoadTarget::fileset(ctx.fileset, &target.base_url)?);
+        config.connections = 4;
+        config.threads = 1;
+        config.duration = TRACED_REQUESTS_S;
+        config.mode = Mode::KeepAlive;
+        let report = webscope_load::run(&config, ctx.interrupt, &mut |_| {})?;
+        Ok(report.requests)
+    })();
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: signalling the strace we started; it detaches and writes its table.
+    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
+    let _ = strace.wait();
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_file(&out);
+    let requests = match result {
+        Ok(n) if n > 0 => n,
+        Ok(_) => return failed("no request completed while traced".into()),
+        Err(e) => return failed(format!("the traced load failed: {e:#}")),
+    };
+    let per_request = parse_strace(&text)
+        .into_iter()
+        .map(|(name, calls)| (name, calls as f64 / requests as f64))
+        .collect::<std::collections::BTreeMap<_, _>>();
+    if per_request.is_empty() {
+        return failed("strace counted nothing (ptrace refused?)".into());
+    }
+    Syscalls {
+        requests,
+        per_request,
+        error: None,
+    }
+}
+
+fn tempfile_path() -> std::io::Result<std::path::PathBuf> {
+    let path = std::env::temp_dir().join(format!(
+        "webscope-strace-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::write(&path, b"")?;
+    Ok(path)
+}
+
+/// (syscall, calls) from `strace -c`'s table.
+fn parse_strace(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() < 5 || fields[0].parse::<f64>().is_err() {
+                return None;
+            }
+            let calls = fields[3].parse::<u64>().ok()?;
+            let name = fields.last()?;
+            (*name != "total").then(|| (name.to_string(), calls))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -132,8 +289,13 @@ mod tests {
     fn steps_enable_one_more_technique_each() {
         assert_eq!(label(0), "baseline");
         assert_eq!(label(1), "+dns-cache");
+        assert_eq!(label(NAMES.len() + 1), "+busy-poll");
         assert!(enabled(0).is_empty());
         assert_eq!(enabled(NAMES.len()), NAMES);
+        assert!(
+            flags(NAMES.len() + 1, Path::new("/tmp/x.log")).contains(&"--busy-poll".to_string())
+        );
+        assert!(!flags(NAMES.len(), Path::new("/tmp/x.log")).contains(&"--busy-poll".to_string()));
         let log = Path::new("/tmp/x.log");
         let first = flags(0, log);
         assert_eq!(
@@ -143,5 +305,30 @@ mod tests {
         let second = flags(1, log);
         assert!(!second.last().unwrap().contains("dns-cache"));
         assert!(!flags(NAMES.len(), log).contains(&"--disable".to_string()));
+    }
+}
+
+#[cfg(test)]
+mod strace_tests {
+    use super::parse_strace;
+
+    #[test]
+    fn strace_tables_are_read_by_name_without_the_total() {
+        let text = "% time     seconds  usecs/call     calls    errors syscall\n\
+------ ----------- ----------- --------- --------- ----------------\n\
+ 60.68    0.321851        4074        79         1 futex\n\
+ 30.54    0.161998          13     12021         2 writev\n\
+  7.77    0.041218           3     12069        48 recvfrom\n\
+------ ----------- ----------- --------- --------- ----------------\n\
+100.00    0.530427          21     24169        51 total\n";
+        let counts = parse_strace(text);
+        assert_eq!(
+            counts,
+            vec![
+                ("futex".to_string(), 79),
+                ("writev".to_string(), 12021),
+                ("recvfrom".to_string(), 12069)
+            ]
+        );
     }
 }

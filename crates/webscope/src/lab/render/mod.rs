@@ -550,6 +550,7 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
             os: None,
             server_os: Vec::new(),
             env: Default::default(),
+            syscalls: None,
         },
     }
 }

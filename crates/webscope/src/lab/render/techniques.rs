@@ -18,6 +18,10 @@ pub struct Step {
     /// Server CPU time per request, microseconds (None without the server's figures).
     pub cpu_us: Option<f64>,
     pub p99_ms: f64,
+    /// The server's syscalls per request in the step's traced pass, and the commonest three
+    /// ("recvfrom 1.00, writev 1.00, ..."); None when not traced (or why not).
+    pub syscalls: Option<f64>,
+    pub top_syscalls: String,
 }
 
 impl Step {
@@ -28,7 +32,27 @@ impl Step {
             .as_ref()
             .filter(|s| s.requests > 0.0 && s.cpu_s > 0.0)
             .map(|s| s.cpu_s * 1e6 / s.requests);
+        let traced = point.run.syscalls.as_ref();
+        let syscalls = traced
+            .filter(|t| t.error.is_none())
+            .map(|t| t.per_request.values().sum());
+        let top_syscalls = match traced {
+            Some(t) if t.error.is_none() => {
+                let mut calls: Vec<(&String, &f64)> = t.per_request.iter().collect();
+                calls.sort_by(|a, b| b.1.total_cmp(a.1));
+                calls
+                    .iter()
+                    .take(3)
+                    .map(|(name, n)| format!("{name} {n:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+            Some(t) => t.error.clone().unwrap_or_default(),
+            None => "-".into(),
+        };
         Step {
+            syscalls,
+            top_syscalls,
             label: point
                 .run
                 .load_description
@@ -102,6 +126,10 @@ pub fn throughput_reading(steps: &[Step]) -> String {
     )
 }
 
+fn labels_of(steps: &[Step]) -> Vec<String> {
+    steps.iter().map(|s| s.label.clone()).collect()
+}
+
 fn table(steps: &[Step]) -> Table {
     let mut t = Table::new([
         "step",
@@ -109,6 +137,8 @@ fn table(steps: &[Step]) -> Table {
         "server CPU µs/req",
         "vs baseline",
         "p99 ms",
+        "syscalls/req",
+        "commonest syscalls per request",
     ]);
     let base = steps.first().and_then(|s| s.cpu_us);
     for s in steps {
@@ -121,6 +151,8 @@ fn table(steps: &[Step]) -> Table {
                 _ => "-".into(),
             },
             format!("{:.2}", s.p99_ms),
+            s.syscalls.map_or("-".into(), |n| format!("{n:.2}")),
+            s.top_syscalls.clone(),
         ]);
     }
     t
@@ -159,9 +191,14 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         .to_svg(),
         reading: throughput_reading(&steps),
     });
+    blocks.extend(super::charts::kernel_profile(
+        &points,
+        &labels_of(&steps),
+        "step",
+    ));
     let t = table(&steps);
     blocks.push(Block::Table {
-        caption: "Per step (the server pinned to one core; CPU time from /proc)".into(),
+        caption: "Per step (the server pinned to one core; CPU time from /proc; syscalls: strace -c on the server during a short load after the timed run, which is never traced)".into(),
         table: t.clone(),
     });
     out.csv.push(("techniques.csv".into(), t.to_csv()));
@@ -175,7 +212,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             "reading": reading,
             "steps": steps.iter().map(|s| json!({
                 "step": s.label, "requests_per_s": s.rps, "cpu_us_per_request": s.cpu_us,
-                "p99_ms": s.p99_ms,
+                "p99_ms": s.p99_ms, "syscalls_per_request": s.syscalls,
             })).collect::<Vec<_>>(),
         }),
     );
@@ -199,6 +236,8 @@ mod tests {
             rps,
             cpu_us: cpu,
             p99_ms: 1.0,
+            syscalls: None,
+            top_syscalls: "-".into(),
         }
     }
 
