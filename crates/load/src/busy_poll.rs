@@ -13,8 +13,9 @@ pub(crate) fn set(fd: RawFd, usecs: u32) -> io::Result<()> {
     int(fd, libc::SO_PREFER_BUSY_POLL, 1)
 }
 
-/// Whether the kernel takes `usecs` (tried on a socket of our own): Ok(usecs) or why not.
-pub(crate) fn probe(usecs: u32) -> Result<u32, String> {
+/// Whether the kernel takes `usecs` from this process (tried on a socket of its own): Ok(usecs)
+/// or why not.
+pub fn probe(usecs: u32) -> Result<u32, String> {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
         .map_err(|e| format!("cannot make a socket to try SO_BUSY_POLL: {e}"))?;
     set(socket.as_raw_fd(), usecs)

@@ -62,6 +62,7 @@ mod target;
 mod tls;
 mod worker;
 
+pub use busy_poll::probe as busy_poll_probe;
 pub use config::{Arrivals, Config, Io, Mode, Pacing, MAX_SAMPLES};
 pub use cpu::{process_time, thread_time};
 pub use error::Error;

@@ -87,20 +87,10 @@ fn setsockopt_int(
 
 fn set_defer_accept(socket: &Socket, seconds: u32) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    let value = seconds as libc::c_int;
-    // SAFETY: a valid socket, option and value pointer of the right size.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_DEFER_ACCEPT,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    setsockopt_int(
+        socket.as_raw_fd(),
+        libc::IPPROTO_TCP,
+        libc::TCP_DEFER_ACCEPT,
+        seconds as libc::c_int,
+    )
 }

@@ -82,22 +82,9 @@ fn flags(step: usize, log: &Path) -> Vec<String> {
     flags
 }
 
-/// Whether the kernel takes SO_BUSY_POLL from this process (the server runs as we do).
+/// Why the kernel refuses SO_BUSY_POLL from this process (the server runs as we do), if it does.
 fn busy_poll_refused() -> Option<String> {
-    use std::os::fd::AsRawFd;
-    let socket = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
-    let value = BUSY_POLL_US as libc::c_int;
-    // SAFETY: an int socket option on a socket this function owns.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_BUSY_POLL,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    (rc != 0).then(|| std::io::Error::last_os_error().to_string())
+    webscope_load::busy_poll_probe(BUSY_POLL_US).err()
 }
 
 /// Runs the steps into `dir`; stops early on interrupt.
