@@ -926,9 +926,21 @@ mod tests {
         body: usize,
         dir: &std::path::Path,
     ) -> (std::net::SocketAddr, std::path::PathBuf) {
-        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        let certified = rcgen::generate_simple_self_signed(names).unwrap();
+        serve_tls_with(
+            rcgen::generate_simple_self_signed(names).unwrap(),
+            body,
+            dir,
+        )
+    }
+
+    /// [`serve_tls`] with a certificate made elsewhere.
+    fn serve_tls_with(
+        certified: rcgen::CertifiedKey,
+        body: usize,
+        dir: &std::path::Path,
+    ) -> (std::net::SocketAddr, std::path::PathBuf) {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
         let pem = dir.join("ca.pem");
         std::fs::write(&pem, certified.cert.pem()).unwrap();
         let cert: CertificateDer<'static> = certified.cert.der().clone();
@@ -1071,6 +1083,26 @@ mod tests {
                 .warnings
                 .iter()
                 .any(|w| w.contains("not valid for the URL's host name")),
+            "{:?}",
+            report.warnings
+        );
+        // A CA certificate presented as the server's (openssl req -x509 without
+        // basicConstraints CA:FALSE makes one), trusted as the CA it is.
+        let ca_dir = tempfile::tempdir().unwrap();
+        let key_pair = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key_pair).unwrap();
+        let (addr, ca_cert) =
+            serve_tls_with(rcgen::CertifiedKey { cert, key_pair }, 10, ca_dir.path());
+        let mut config = https(addr);
+        config.tls.cacert = Some(ca_cert);
+        let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("is a CA certificate") && w.contains("re-issue it as a leaf")),
             "{:?}",
             report.warnings
         );

@@ -162,6 +162,12 @@ pub fn cause(error: &rustls::Error) -> String {
         | E::InvalidCertificate(CertificateError::ExpiredContext { .. }) => {
             "the server's certificate has expired".into()
         }
+        // webpki's CaUsedAsEndEntity comes through as an opaque "other" error.
+        E::InvalidCertificate(CertificateError::Other(other))
+            if format!("{other:?}").contains("CaUsedAsEndEntity") =>
+        {
+            "the server's certificate is a CA certificate (basicConstraints CA:TRUE) presented as the server's own: re-issue it as a leaf (CA:FALSE) signed by that CA, or give --insecure for a test server".into()
+        }
         E::InvalidCertificate(other) => format!("the server's certificate was refused: {other:?}"),
         E::InvalidMessage(_) | E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {
             format!("the server does not speak TLS as expected ({error}): is the port plain HTTP?")
