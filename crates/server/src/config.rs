@@ -21,6 +21,17 @@ pub enum AccessLog {
     File(PathBuf),
 }
 
+/// How a worker waits for and moves bytes (`--io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Io {
+    /// A tokio runtime over epoll, a syscall per receive and send (the default).
+    #[default]
+    Epoll,
+    /// One io_uring per worker: multishot accept and receive, provided buffers, SEND and
+    /// SPLICE, submitted in batches. Plain HTTP/1.1 files only.
+    Uring,
+}
+
 /// The server's configuration. `Config::new(root)` gives the documented defaults.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -78,6 +89,8 @@ pub struct Config {
     /// (SO_BUSY_POLL with SO_PREFER_BUSY_POLL); None: off. Helps only on NICs with NAPI,
     /// not on loopback.
     pub busy_poll: Option<u32>,
+    /// The I/O engine; `Io::Uring` falls back to epoll (said once) where the kernel refuses.
+    pub io: Io,
 }
 
 impl Config {
@@ -108,6 +121,7 @@ impl Config {
             file_cache_entries: 10_000,
             tls: None,
             busy_poll: None,
+            io: Io::Epoll,
         }
     }
 }

@@ -14,10 +14,10 @@ use std::rc::Rc;
 use tokio::time::{Duration, Instant};
 use webscope_http::request::{self, Body, Method, Request};
 
-use crate::access_log::{Entry, RequestLine};
+use crate::exchange::{self, Peer};
 use crate::files::read_at;
 use crate::io::Socket;
-use crate::respond::{self, ConnHeader, Reply, Scratch, Site, Tail};
+use crate::respond::{self, ConnHeader, Reply, Scratch, Tail};
 use crate::services::{Refusal, Services};
 use crate::timing::Sample;
 use crate::transport::Transport;
@@ -41,9 +41,7 @@ enum End {
 
 struct Conn {
     socket: Transport,
-    peer: SocketAddr,
-    /// The peer's address as the log writes it, formatted once.
-    peer_text: String,
+    peer: Peer,
     worker: Rc<Worker>,
     input: Vec<u8>,
     /// Start of unconsumed input.
@@ -76,15 +74,9 @@ pub(crate) async fn serve_over(
     accepted: u64,
     handshake: u64,
 ) {
-    let peer_text = if worker.log_enabled() {
-        peer.ip().to_string()
-    } else {
-        String::new()
-    };
     let mut conn = Conn {
         socket,
-        peer,
-        peer_text,
+        peer: Peer::new(peer, &worker),
         worker,
         input: Vec::with_capacity(4096),
         start: 0,
@@ -216,7 +208,6 @@ impl Conn {
         parsed: u64,
     ) -> io::Result<Option<End>> {
         let worker = Rc::clone(&self.worker);
-        let config = &worker.config;
         let timing = &worker.timing;
         let head_start = if self.head_start == 0 {
             parsed
@@ -224,48 +215,21 @@ impl Conn {
             self.head_start
         };
         self.served += 1;
-        let too_large = matches!(req.body, Body::Length(n) if n > config.max_body);
+        let terms = exchange::terms(&worker, req, self.served);
+        let too_large = terms.too_large;
         let out_before = self.output.len();
-        let keep_alive = req.keep_alive()
-            && !too_large
-            && req.body != Body::Chunked
-            && self.served < config.keepalive_requests
-            && !worker.shutting_down();
         let service = worker
             .services
             .as_ref()
-            .filter(|_| req.target.starts_with("/svc/"));
-        let reply = if too_large {
-            let strings = config.techniques.string_cache;
-            respond::error(
-                &mut self.output,
-                413,
-                ConnHeader::Close,
-                false,
-                &[],
-                strings,
-            )
-        } else if let Some(services) = service {
-            let strings = config.techniques.string_cache;
-            service_reply(services, req, keep_alive, &mut self.output, strings).await
+            .filter(|_| !too_large && req.target.starts_with("/svc/"));
+        let reply = if let Some(services) = service {
+            let strings = worker.config.techniques.string_cache;
+            service_reply(services, req, terms.keep_alive, &mut self.output, strings).await
         } else {
-            let mut caches = worker.caches.borrow_mut();
-            let mut site = Site {
-                root: &worker.root,
-                caches: &mut caches,
-                techniques: config.techniques,
-                sendfile_threshold: config.sendfile_threshold,
-            };
-            respond::respond(
-                &mut site,
-                req,
-                keep_alive,
-                &mut self.output,
-                &mut self.scratch,
-            )
+            exchange::file_reply(&worker, req, terms, &mut self.output, &mut self.scratch)
         };
         let responded = timing.now();
-        self.log(req, &reply);
+        exchange::log_request(&worker, &self.peer, req, &reply);
         let logged = timing.now();
         self.start += req.head_len;
         if let (Body::Length(n), false) = (req.body, too_large) {
@@ -361,35 +325,11 @@ impl Conn {
         } else {
             self.head_start
         };
-        let strings = worker.config.techniques.string_cache;
         let out_before = self.output.len();
-        let reply = respond::error(
-            &mut self.output,
-            status,
-            ConnHeader::Close,
-            false,
-            &[],
-            strings,
-        );
+        let reply = exchange::refusal(&worker, status, &mut self.output);
         let sent_bytes = (self.output.len() - out_before) as u64;
         let responded = timing.now();
-        if worker.log_enabled() {
-            let line_end = pending
-                .iter()
-                .position(|&b| b == b'\r' || b == b'\n')
-                .unwrap_or(pending.len())
-                .min(1024);
-            worker.log(Entry {
-                peer: self.peer.ip(),
-                peer_text: &self.peer_text,
-                host: None,
-                request: RequestLine::Raw(&pending[..line_end]),
-                status: reply.status,
-                body_bytes: reply.body_bytes,
-                referer: None,
-                user_agent: None,
-            });
-        }
+        exchange::log_refusal(&worker, &self.peer, pending, &reply);
         let logged = timing.now();
         let result = self.flush(false).await;
         let sent = timing.now();
@@ -404,26 +344,6 @@ impl Conn {
             tls: std::mem::take(&mut self.handshake),
         });
         result
-    }
-
-    fn log(&self, req: &Request<'_>, reply: &Reply) {
-        if !self.worker.log_enabled() {
-            return;
-        }
-        self.worker.log(Entry {
-            peer: self.peer.ip(),
-            peer_text: &self.peer_text,
-            host: None,
-            request: RequestLine::Parsed {
-                method: req.method_name,
-                target: req.target,
-                version: req.version.as_str(),
-            },
-            status: reply.status,
-            body_bytes: reply.body_bytes,
-            referer: req.referer,
-            user_agent: req.user_agent,
-        });
     }
 
     async fn flush(&mut self, more: bool) -> io::Result<()> {

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use crate::access_log::{LogThread, Mode, Sink};
 use crate::admin::{self, Admin};
-use crate::config::Config;
+use crate::config::{Config, Io};
 use crate::dns::DnsCache;
 use crate::error::Error;
 use crate::files::Root;
@@ -32,6 +32,8 @@ pub struct Server {
     sink: Sink,
     tls: Option<(Arc<Tls>, KtlsState)>,
     busy_poll: Option<Result<u32, String>>,
+    /// With `--io uring`: Ok, or why the kernel refused (then the workers run on epoll).
+    uring: Option<Result<(), String>>,
 }
 
 /// A running server. Dropping it without `shutdown` leaves the workers running until the
@@ -62,6 +64,11 @@ impl Server {
                 "--max-connections ({}) must be at least the number of workers ({})",
                 config.max_connections, config.workers
             )));
+        }
+        if config.io == Io::Uring && (config.tls.is_some() || config.services.is_some()) {
+            return Err(Error::Config(
+                "--io uring serves plain HTTP/1.1 files only: it does not run with --tls-cert or --services yet (use --io epoll for those)".into(),
+            ));
         }
         let root = Root::open(&config.root, config.follow_symlinks).map_err(|source| {
             if source.kind() == std::io::ErrorKind::NotADirectory {
@@ -95,6 +102,7 @@ impl Server {
                 .map(|()| usecs)
                 .map_err(|e| format!("the kernel refused SO_BUSY_POLL/SO_PREFER_BUSY_POLL: {e}"))
         });
+        let uring = (config.io == Io::Uring).then(crate::uring::probe);
         let local_addr = listeners[0]
             .local_addr()
             .map_err(|e| Error::bind(config.listen, e))?;
@@ -113,7 +121,14 @@ impl Server {
             sink,
             tls,
             busy_poll,
+            uring,
         })
+    }
+
+    /// With `--io uring`: Ok if the workers will run on io_uring, or why the kernel refused
+    /// (they run on epoll then); None with `--io epoll`.
+    pub fn uring(&self) -> Option<&Result<(), String>> {
+        self.uring.as_ref()
     }
 
     /// With `--busy-poll`, the microseconds in force, or why the kernel refused.
@@ -178,9 +193,16 @@ impl Server {
                 shutdown: stop_rx.clone(),
                 ready: ready_tx.clone(),
             };
+            let uring = matches!(self.uring, Some(Ok(())));
             let handle = std::thread::Builder::new()
                 .name(format!("webscope-w{id}"))
-                .spawn(move || worker::run(start))
+                .spawn(move || {
+                    if uring {
+                        crate::uring::run(start)
+                    } else {
+                        worker::run(start)
+                    }
+                })
                 .map_err(Error::Start)?;
             workers.push(handle);
         }

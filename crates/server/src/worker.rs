@@ -41,6 +41,48 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
+    /// The worker state of a worker thread (either engine) from what the server gave it.
+    fn new(start: &Start, log: Mode, stats: SharedStats) -> Worker {
+        let config = &start.config;
+        Worker {
+            config: Arc::clone(config),
+            root: Arc::clone(&start.root),
+            caches: RefCell::new(Caches::new(
+                config.techniques,
+                config.file_cache_bytes / config.workers.max(1),
+                config.file_cache_entries,
+                config.sendfile_threshold,
+            )),
+            log: RefCell::new(LogBuffer::new(log, config.techniques.string_cache)),
+            dns: start.dns.clone(),
+            timing: Timing::new(config.timing, stats),
+            services: start.services.clone(),
+            tls: start.tls.clone(),
+            shutdown: Cell::new(false),
+            shutdown_notify: Notify::new(),
+            active: Cell::new(0),
+            drained: Notify::new(),
+        }
+    }
+
+    /// The worker state for either engine, taking what it needs from `start` (the listener,
+    /// the limits and the shutdown signal stay there).
+    pub(crate) fn take(start: &mut Start) -> Worker {
+        let log = std::mem::replace(&mut start.log, Mode::Off);
+        Worker::new(start, log, Arc::clone(&start.stats))
+    }
+
+    /// From now on responses say `Connection: close` and idle connections end.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.set(true);
+        self.shutdown_notify.notify_waiters();
+    }
+
+    /// Writes out the access log lines buffered so far.
+    pub(crate) fn flush_log(&self) {
+        self.log.borrow_mut().flush();
+    }
+
     pub(crate) fn shutting_down(&self) -> bool {
         self.shutdown.get()
     }
@@ -120,19 +162,15 @@ pub(crate) fn run(start: Start) {
     local.block_on(&runtime, serve(start));
 }
 
-async fn serve(start: Start) {
+async fn serve(mut start: Start) {
+    let worker = Rc::new(Worker::take(&mut start));
     let Start {
         listener,
         config,
-        root,
-        log,
-        dns,
-        stats,
-        services,
-        tls,
         max_connections,
         mut shutdown,
         ready,
+        ..
     } = start;
     // SAFETY: the AsyncFd owns the listener, whose descriptor stays open and the same for
     // the AsyncFd's whole life.
@@ -146,25 +184,6 @@ async fn serve(start: Start) {
         }
     };
     let _ = ready.send(Ok(()));
-    let worker = Rc::new(Worker {
-        config: Arc::clone(&config),
-        root,
-        caches: RefCell::new(Caches::new(
-            config.techniques,
-            config.file_cache_bytes / config.workers.max(1),
-            config.file_cache_entries,
-            config.sendfile_threshold,
-        )),
-        log: RefCell::new(LogBuffer::new(log, config.techniques.string_cache)),
-        dns,
-        timing: Timing::new(config.timing, stats),
-        services,
-        tls,
-        shutdown: Cell::new(false),
-        shutdown_notify: Notify::new(),
-        active: Cell::new(0),
-        drained: Notify::new(),
-    });
     let flusher = tokio::task::spawn_local(flush_log_every_second(Rc::clone(&worker)));
     let permits = Arc::new(Semaphore::new(max_connections.max(1)));
     tokio::select! {
@@ -173,14 +192,13 @@ async fn serve(start: Start) {
         () = accept_loop(&listener, &worker, &permits) => {}
     }
     drop(listener);
-    worker.shutdown.set(true);
-    worker.shutdown_notify.notify_waiters();
+    worker.begin_shutdown();
     if worker.active.get() > 0 {
         let drained = worker.drained.notified();
         let _ = tokio::time::timeout(config.shutdown_timeout, drained).await;
     }
     flusher.abort();
-    worker.log.borrow_mut().flush();
+    worker.flush_log();
 }
 
 async fn accept_loop(
@@ -252,6 +270,6 @@ async fn flush_log_every_second(worker: Rc<Worker>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        worker.log.borrow_mut().flush();
+        worker.flush_log();
     }
 }

@@ -66,6 +66,28 @@ fn operator_errors_are_one_clear_line_and_a_nonzero_exit() {
     ]);
     assert_ne!(code, 0);
     assert!(err.contains("access log"), "{err}");
+    let root = site.root().to_str().unwrap();
+    let (code, err) = serve_error(&["--root", root, "--listen", "127.0.0.1:0", "--io", "kqueue"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("kqueue") && err.contains("epoll or uring"),
+        "{err}"
+    );
+    let (code, err) = serve_error(&[
+        "--root",
+        root,
+        "--listen",
+        "127.0.0.1:0",
+        "--io",
+        "uring",
+        "--services",
+    ]);
+    assert_ne!(code, 0);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--io uring") && err.contains("--io epoll"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -180,6 +202,11 @@ fn the_access_log_goes_to_stdout_with_dash() {
     let _ = exchange(&server, b"BAD\r\n\r\n");
     let (status, stdout, _) = server.stop(Duration::from_secs(5));
     assert!(status.success());
+    // The server's own start-up lines (the engine, ...) come before the log's.
+    let stdout: Vec<String> = stdout
+        .into_iter()
+        .filter(|line| !line.starts_with("webscope serve:"))
+        .collect();
     assert_eq!(stdout.len(), 3, "{stdout:?}");
     assert!(stdout[0].starts_with("127.0.0.1 - - ["), "{}", stdout[0]);
     assert!(

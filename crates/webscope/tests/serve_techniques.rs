@@ -8,60 +8,11 @@
 mod serve_support;
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serve_support::*;
 
 const N: u64 = 100;
-
-/// Runs `requests` on one keep-alive connection while strace counts the server's syscalls.
-fn syscalls(server: &Server, pid: u32, request: &[u8], count: u64) -> HashMap<String, u64> {
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let mut strace = Command::new("strace")
-        .args(["-f", "-c", "-o"])
-        .arg(out.path())
-        .args(["-p", &pid.to_string()])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("strace is needed for this test (apt-get install strace)");
-    // strace says "attached" once per thread; give it time to attach to all of them.
-    std::thread::sleep(Duration::from_millis(500));
-    let mut stream = server.connect();
-    for _ in 0..count {
-        stream.write_all(request).unwrap();
-        assert_eq!(read_responses(&mut stream, 1, false).len(), 1);
-    }
-    drop(stream);
-    std::thread::sleep(Duration::from_millis(100));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while strace.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "strace did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let text = std::fs::read_to_string(out.path()).unwrap();
-    let mut counts = HashMap::new();
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() >= 5 && fields[0].parse::<f64>().is_ok() {
-            if let Ok(calls) = fields[3].parse::<u64>() {
-                counts.insert(fields[fields.len() - 1].to_string(), calls);
-            }
-        }
-    }
-    assert!(
-        counts.contains_key("sendto"),
-        "strace saw no traffic:\n{text}"
-    );
-    counts
-}
-
-fn count(counts: &HashMap<String, u64>, name: &str) -> u64 {
-    counts.get(name).copied().unwrap_or(0)
-}
 
 /// Starts a server with `flags` and counts syscalls over N requests for `path`.
 fn measure(site: &Site, flags: &[&str], path: &str) -> HashMap<String, u64> {
@@ -73,7 +24,7 @@ fn measure(site: &Site, flags: &[&str], path: &str) -> HashMap<String, u64> {
     let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
     // Warm the caches first: what is measured is the steady state.
     let _ = exchange(&server, request.as_bytes());
-    let counts = syscalls(&server, server.pid(), request.as_bytes(), N);
+    let counts = syscalls(&server, request.as_bytes(), N);
     let _ = server.stop(Duration::from_secs(10));
     counts
 }

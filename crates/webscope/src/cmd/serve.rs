@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use webscope_server::services::{service_index, Policy, ServicesConfig, SERVICES};
-use webscope_server::{AccessLog, Config, KtlsState, Server, Techniques, TlsFiles};
+use webscope_server::{AccessLog, Config, Io, KtlsState, Server, Techniques, TlsFiles};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -92,6 +92,13 @@ pub struct Args {
     /// server then says so and serves without.
     #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     busy_poll: Option<u32>,
+    /// The workers' kernel interface: epoll (a tokio runtime; a recv and a send per request)
+    /// or uring (one io_uring per worker: multishot accept and receive into provided
+    /// buffers, SEND, large files by SPLICE; submitted in batches). uring serves plain
+    /// HTTP/1.1 files (not with --tls-cert or --services); where the kernel refuses io_uring
+    /// the server says so and serves with epoll.
+    #[arg(long, value_name = "epoll|uring", default_value = "epoll", value_parser = parse_io)]
+    io: Io,
     /// Serve /metrics (Prometheus text) and /stats.json on this separate address.
     #[arg(long, value_name = "ADDR:PORT")]
     admin: Option<SocketAddr>,
@@ -300,11 +307,20 @@ impl Args {
         config.timing = !self.no_timing;
         config.services = services;
         config.busy_poll = self.busy_poll;
+        config.io = self.io;
         config.tls = match (self.tls_cert, self.tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             _ => None,
         };
         Ok(config)
+    }
+}
+
+fn parse_io(name: &str) -> Result<Io, String> {
+    match name {
+        "epoll" => Ok(Io::Epoll),
+        "uring" | "io-uring" | "io_uring" => Ok(Io::Uring),
+        _ => Err(format!("{name:?} is not an engine: give epoll or uring")),
     }
 }
 
@@ -333,6 +349,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let addr = server.local_addr();
     let ktls = server.ktls().cloned();
     let busy_poll = server.busy_poll().cloned();
+    let uring = server.uring().cloned();
     let running = server.start()?;
     use std::fmt::Write as _;
     let mut said = format!(
@@ -359,6 +376,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             said,
             "webscope serve: TLS 1.2/1.3, ALPN h2 and http/1.1; {records}"
         );
+    }
+    match uring {
+        Some(Ok(())) => {
+            let _ = writeln!(
+                said,
+                "webscope serve: io_uring (multishot accept and receive, provided buffers, SEND, SPLICE)"
+            );
+        }
+        Some(Err(why)) => {
+            let _ = writeln!(
+                said,
+                "webscope serve: io_uring refused by the kernel ({why}): serving with epoll"
+            );
+        }
+        None => {}
     }
     match busy_poll {
         Some(Ok(usecs)) => {

@@ -2,6 +2,7 @@
 //! 127.0.0.1 port 0, talk raw TCP to it, parse what it answers, stop it.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -46,6 +47,14 @@ pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
+/// The engine the tests run the server on: `serve_uring.rs` includes the serve tests again,
+/// and its test binary (named after it) runs every one with `--io uring`.
+pub fn io_engine() -> Option<&'static str> {
+    let exe = std::env::current_exe().ok()?;
+    let name = exe.file_name()?.to_str()?;
+    (name.split('-').next() == Some("serve_uring")).then_some("uring")
+}
+
 /// A running `webscope serve`, killed on drop if not stopped.
 pub struct Server {
     child: Option<Child>,
@@ -72,6 +81,9 @@ impl Server {
             .stderr(Stdio::piped());
         if !extra.contains(&"--workers") {
             cmd.args(["--workers", "1"]);
+        }
+        if let Some(io) = io_engine() {
+            cmd.args(["--io", io]);
         }
         tweak(&mut cmd);
         let mut child = cmd.spawn().expect("spawn webscope serve");
@@ -321,4 +333,58 @@ pub fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
 /// Half-closes our side, so a server waiting for more of a head sees the end.
 pub fn finish_sending(stream: &TcpStream) {
     let _ = stream.shutdown(Shutdown::Write);
+}
+
+/// Runs `count` requests on one keep-alive connection while strace counts the server's syscalls.
+pub fn syscalls(server: &Server, request: &[u8], count: u64) -> HashMap<String, u64> {
+    strace_during(server.pid(), || {
+        let mut stream = server.connect();
+        for _ in 0..count {
+            stream.write_all(request).unwrap();
+            assert_eq!(read_responses(&mut stream, 1, false).len(), 1);
+        }
+    })
+}
+
+/// Counts the syscalls of process `pid` (all its threads) while `work` runs, with `strace -c`.
+pub fn strace_during(pid: u32, work: impl FnOnce()) -> HashMap<String, u64> {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut strace = Command::new("strace")
+        .args(["-f", "-c", "-o"])
+        .arg(out.path())
+        .args(["-p", &pid.to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("strace is needed for this test (apt-get install strace)");
+    // strace says "attached" once per thread; give it time to attach to all of them.
+    std::thread::sleep(Duration::from_millis(500));
+    work();
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while strace.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "strace did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let text = std::fs::read_to_string(out.path()).unwrap();
+    let mut counts = HashMap::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() >= 5 && fields[0].parse::<f64>().is_ok() {
+            if let Ok(calls) = fields[3].parse::<u64>() {
+                counts.insert(fields[fields.len() - 1].to_string(), calls);
+            }
+        }
+    }
+    // Either engine's way of moving the bytes: proof that strace saw the exchange.
+    assert!(
+        counts.contains_key("sendto") || counts.contains_key("io_uring_enter"),
+        "strace saw no traffic:\n{text}"
+    );
+    counts
+}
+
+pub fn count(counts: &HashMap<String, u64>, name: &str) -> u64 {
+    counts.get(name).copied().unwrap_or(0)
 }

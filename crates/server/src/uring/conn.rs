@@ -1,0 +1,704 @@
+//! One connection of the io_uring engine: the HTTP/1.1 loop of `conn.rs` as a state machine
+//! that reacts to completions instead of awaiting them.
+//!
+//! A connection has one multishot receive armed for its whole life (data lands in the
+//! worker's provided buffers and is copied to the connection's input), answers every complete
+//! request buffered, and has at most one write in flight: the output buffer by SEND, then a
+//! large file by SPLICE through a pipe (file → pipe linked to pipe → socket, zero-copy like
+//! sendfile), by SEND from its mapping, or by READ into the output buffer and SEND. Timeouts
+//! are deadlines the worker sweeps. Nothing it owns (buffers, pipe, descriptor) is released
+//! while one of its operations is in flight: `inflight` counts them.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use io_uring::{cqueue, opcode, squeue, types};
+use webscope_http::request::{self, Body, Request};
+
+use super::{user_data, Ctx, Op};
+use crate::exchange::{self, Peer};
+use crate::respond::{Reply, Scratch, Tail};
+use crate::timing::Sample;
+
+/// Output is written out once this much is buffered, even if more pipelined requests wait.
+const OUT_HIGH_WATER: usize = 64 * 1024;
+/// Bytes of a large file per READ when neither sendfile nor mmap is on (the baseline).
+const READ_CHUNK: usize = 64 * 1024;
+/// Bytes moved through the pipe per SPLICE pair (the default pipe capacity).
+const PIPE_CHUNK: u64 = 64 * 1024;
+/// Input buffered while a response is being written beyond which receiving pauses.
+const PAUSE_INPUT: usize = 1 << 20;
+/// How long a closing connection reads and discards what the client still sends.
+const LINGER: Duration = Duration::from_secs(2);
+/// What a lingering connection reads at most before it closes anyway.
+const LINGER_BYTES: usize = 1 << 20;
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum State {
+    /// Waiting for (more of) a request.
+    Reading,
+    /// A response is being written.
+    Writing,
+    /// Half-closed after a last response, reading and discarding until the client closes.
+    Lingering,
+    /// Done: waiting for its operations to complete before the descriptor is closed.
+    Closing,
+}
+
+/// What follows once the output is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    KeepOpen,
+    Close,
+    Linger,
+}
+
+/// A request answered whose sample is recorded once its response has left.
+struct Pending {
+    sample: Sample,
+    head_start: u64,
+    logged: u64,
+}
+
+/// A large body being sent after its head.
+struct TailSend {
+    tail: Tail,
+    offset: u64,
+    end: u64,
+    /// The file ended early: the connection must close once what was read is sent.
+    short: bool,
+    /// SPLICE only: the pipe, and the bytes in it not yet sent.
+    pipe: Option<super::Pipe>,
+    in_pipe: u64,
+    /// Operations of this tail in flight.
+    ops: u32,
+}
+
+pub(super) struct Conn {
+    pub fd: OwnedFd,
+    pub generation: u32,
+    pub state: State,
+    pub deadline: Instant,
+    /// Operations in flight; the descriptor closes when this is 0 in `Closing`.
+    pub inflight: u32,
+    /// Clock reading at accept (for the connection's life in the stats).
+    pub accepted: u64,
+    pub served: u64,
+    peer: Peer,
+    input: Vec<u8>,
+    /// Start of unconsumed input.
+    start: usize,
+    output: Vec<u8>,
+    /// Bytes of `output` already sent.
+    sent: usize,
+    tail: Option<TailSend>,
+    scratch: Scratch,
+    /// Body bytes of the last request still to be read and dropped.
+    discard: u64,
+    head_start: u64,
+    head_deadline: Option<Instant>,
+    recv_armed: bool,
+    /// Receiving was cancelled because too much input piled up during a write.
+    paused: bool,
+    /// The client closed its side.
+    eof: bool,
+    after: After,
+    pending: Option<Pending>,
+    drained: usize,
+}
+
+impl Conn {
+    pub(super) fn new(fd: OwnedFd, generation: u32, peer: Peer, cx: &Ctx) -> Conn {
+        Conn {
+            fd,
+            generation,
+            state: State::Reading,
+            deadline: cx.now + cx.worker.config.header_timeout,
+            inflight: 0,
+            accepted: cx.worker.timing.start_connection(),
+            served: 0,
+            peer,
+            input: Vec::with_capacity(4096),
+            start: 0,
+            output: Vec::with_capacity(4096),
+            sent: 0,
+            tail: None,
+            scratch: Scratch::default(),
+            discard: 0,
+            head_start: 0,
+            head_deadline: None,
+            recv_armed: false,
+            paused: false,
+            eof: false,
+            after: After::KeepOpen,
+            pending: None,
+            drained: 0,
+        }
+    }
+
+    fn raw(&self) -> types::Fd {
+        types::Fd(self.fd.as_raw_fd())
+    }
+
+    fn push(&mut self, cx: &mut Ctx, slot: usize, op: Op, entry: squeue::Entry) {
+        cx.push(entry.user_data(user_data(slot, self.generation, op)));
+        self.inflight += 1;
+    }
+
+    /// Idle: nothing buffered, nothing being skipped.
+    fn idle(&self) -> bool {
+        self.start == self.input.len() && self.discard == 0
+    }
+
+    pub(super) fn arm_recv(&mut self, cx: &mut Ctx, slot: usize) {
+        if self.recv_armed || self.eof {
+            return;
+        }
+        let recv = opcode::RecvMulti::new(self.raw(), super::bufs::GROUP).build();
+        self.push(cx, slot, Op::Recv, recv);
+        self.recv_armed = true;
+    }
+
+    /// A receive completed: data (in a provided buffer), the end of input, or an error.
+    pub(super) fn on_recv(&mut self, cx: &mut Ctx, slot: usize, result: i32, flags: u32) {
+        if !cqueue::more(flags) {
+            self.recv_armed = false;
+            self.inflight -= 1;
+        }
+        if let Some(bid) = cqueue::buffer_select(flags) {
+            if result > 0 {
+                let data = cx.bufs.get(bid, result as usize);
+                match self.state {
+                    State::Reading | State::Writing => {
+                        if self.state == State::Reading && self.start == self.input.len() {
+                            self.head_start = cx.worker.timing.now();
+                        }
+                        self.input.extend_from_slice(data);
+                    }
+                    State::Lingering => self.drained += data.len(),
+                    State::Closing => {}
+                }
+            }
+            cx.bufs.recycle(bid);
+        }
+        match result {
+            0 => {
+                self.eof = true;
+                if matches!(self.state, State::Reading | State::Lingering) {
+                    self.close(cx, slot);
+                }
+                return;
+            }
+            n if n > 0 => {}
+            e if e == -libc::ENOBUFS || e == -libc::ECANCELED => {}
+            _ => {
+                self.abort(cx, slot);
+                return;
+            }
+        }
+        match self.state {
+            State::Reading => self.advance(cx, slot),
+            State::Writing => {
+                if self.recv_armed && self.input.len() - self.start > PAUSE_INPUT {
+                    let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::user_data(
+                        user_data(slot, self.generation, Op::Recv),
+                    ))
+                    .build();
+                    self.push(cx, slot, Op::Cancel, cancel);
+                    self.paused = true;
+                }
+            }
+            State::Lingering if self.drained >= LINGER_BYTES => self.close(cx, slot),
+            State::Lingering | State::Closing => {}
+        }
+        if !self.paused
+            && matches!(
+                self.state,
+                State::Reading | State::Writing | State::Lingering
+            )
+        {
+            self.arm_recv(cx, slot);
+        }
+    }
+
+    /// Answers every complete request buffered, then writes, or waits for more input.
+    fn advance(&mut self, cx: &mut Ctx, slot: usize) {
+        if self.state != State::Reading {
+            return;
+        }
+        loop {
+            if self.start == self.input.len() {
+                self.input.clear();
+                self.start = 0;
+            }
+            if self.discard > 0 && self.start < self.input.len() {
+                let n = (self.input.len() - self.start).min(self.discard as usize);
+                self.start += n;
+                self.discard -= n as u64;
+                continue;
+            }
+            if self.discard > 0 || self.start == self.input.len() {
+                break;
+            }
+            // The request borrows the input while it is answered: lend the buffer out.
+            let input = std::mem::take(&mut self.input);
+            let answered = self.step(cx, &input);
+            self.input = input;
+            if !answered
+                || self.tail.is_some()
+                || self.after != After::KeepOpen
+                || self.output.len() >= OUT_HIGH_WATER
+            {
+                break;
+            }
+        }
+        if !self.output.is_empty() || self.tail.is_some() {
+            self.state = State::Writing;
+            self.deadline = cx.now + cx.worker.config.send_timeout;
+            self.send_next(cx, slot);
+        } else {
+            self.wait_input(cx, slot);
+        }
+    }
+
+    /// Parses the next buffered request and answers it; false if it is not complete yet.
+    fn step(&mut self, cx: &mut Ctx, input: &[u8]) -> bool {
+        let pending = &input[self.start..];
+        match request::parse(pending, &cx.worker.config.limits) {
+            Ok(Some(req)) => {
+                self.answer(cx, &req, input);
+                true
+            }
+            Ok(None) => false,
+            Err(err) => {
+                self.refuse(cx, err.status(), pending);
+                true
+            }
+        }
+    }
+
+    fn answer(&mut self, cx: &mut Ctx, req: &Request<'_>, input: &[u8]) {
+        let worker = Rc::clone(&cx.worker);
+        let timing = &worker.timing;
+        let parsed = timing.now();
+        let head_start = if self.head_start == 0 {
+            parsed
+        } else {
+            self.head_start
+        };
+        self.served += 1;
+        let terms = exchange::terms(&worker, req, self.served);
+        let out_before = self.output.len();
+        let reply = exchange::file_reply(&worker, req, terms, &mut self.output, &mut self.scratch);
+        let responded = timing.now();
+        exchange::log_request(&worker, &self.peer, req, &reply);
+        let logged = timing.now();
+        self.start += req.head_len;
+        if let (Body::Length(n), false) = (req.body, terms.too_large) {
+            self.discard = n;
+        }
+        self.head_deadline = None;
+        let Reply {
+            tail,
+            close,
+            status,
+            body_bytes,
+        } = reply;
+        let inline = (self.output.len() - out_before) as u64;
+        let sample = Sample {
+            status,
+            body_bytes,
+            sent_bytes: inline + tail.len(),
+            parse: timing.nanos(head_start, parsed),
+            process: timing.nanos(parsed, responded),
+            log: timing.nanos(responded, logged),
+            total: 0,
+            tls: 0,
+        };
+        if close {
+            let unread = terms.too_large
+                || self.start < input.len()
+                || self.discard > 0
+                || req.body == Body::Chunked;
+            self.after = if unread { After::Linger } else { After::Close };
+        }
+        let pending = Pending {
+            sample,
+            head_start,
+            logged,
+        };
+        let buffered = self.start < input.len() || self.discard > 0;
+        if let Some((offset, end)) = tail_range(&tail) {
+            self.tail = Some(TailSend {
+                tail,
+                offset,
+                end,
+                short: false,
+                pipe: None,
+                in_pipe: 0,
+                ops: 0,
+            });
+            self.pending = Some(pending);
+        } else if buffered {
+            // More requests are answered into the same write: this one is done now.
+            self.record(cx, pending, input.len());
+        } else {
+            self.pending = Some(pending);
+        }
+    }
+
+    /// Answers a request that could not be parsed (or timed out); the connection lingers.
+    fn refuse(&mut self, cx: &mut Ctx, status: u16, pending: &[u8]) {
+        let worker = Rc::clone(&cx.worker);
+        let timing = &worker.timing;
+        let started = timing.now();
+        let head_start = if self.head_start == 0 {
+            started
+        } else {
+            self.head_start
+        };
+        let out_before = self.output.len();
+        let reply = exchange::refusal(&worker, status, &mut self.output);
+        let responded = timing.now();
+        exchange::log_refusal(&worker, &self.peer, pending, &reply);
+        let logged = timing.now();
+        self.pending = Some(Pending {
+            sample: Sample {
+                status,
+                body_bytes: reply.body_bytes,
+                sent_bytes: (self.output.len() - out_before) as u64,
+                parse: timing.nanos(head_start, started),
+                process: timing.nanos(started, responded),
+                log: timing.nanos(responded, logged),
+                total: 0,
+                tls: 0,
+            },
+            head_start,
+            logged,
+        });
+        self.after = After::Linger;
+    }
+
+    /// Records a request's sample at the moment its response is out (or handed on).
+    fn record(&mut self, cx: &Ctx, pending: Pending, input_len: usize) {
+        let timing = &cx.worker.timing;
+        let sent = timing.now();
+        let mut sample = pending.sample;
+        sample.process += timing.nanos(pending.logged, sent);
+        sample.total = timing.nanos(pending.head_start, sent);
+        timing.record(&sample);
+        self.head_start = if self.start < input_len { sent } else { 0 };
+    }
+
+    /// Nothing to write: wait for the next request (or end an idle connection).
+    fn wait_input(&mut self, cx: &mut Ctx, slot: usize) {
+        let idle = self.idle();
+        if self.eof || (idle && cx.worker.shutting_down()) {
+            self.close(cx, slot);
+            return;
+        }
+        let config = &cx.worker.config;
+        self.deadline = if idle {
+            let wait = if self.served == 0 {
+                config.header_timeout
+            } else {
+                config.keepalive_timeout
+            };
+            cx.now + wait
+        } else {
+            *self
+                .head_deadline
+                .get_or_insert(cx.now + config.header_timeout)
+        };
+        if self.start > 0 && self.input.capacity() - self.input.len() < 2048 {
+            self.input.drain(..self.start);
+            self.start = 0;
+        }
+        self.paused = false;
+        self.arm_recv(cx, slot);
+    }
+
+    /// Submits the next write: the rest of the output, then the tail; or finishes.
+    fn send_next(&mut self, cx: &mut Ctx, slot: usize) {
+        if self.sent < self.output.len() {
+            let data = &self.output[self.sent..];
+            let more = if self.tail.is_some() {
+                libc::MSG_MORE
+            } else {
+                0
+            };
+            let send = opcode::Send::new(self.raw(), data.as_ptr(), data.len() as u32)
+                .flags(libc::MSG_NOSIGNAL | more)
+                .build();
+            self.push(cx, slot, Op::Send, send);
+            return;
+        }
+        if self.tail.is_some() {
+            if self.submit_tail(cx, slot) {
+                return;
+            }
+            if let Some(done) = self.tail.take() {
+                if done.short {
+                    self.after = After::Close;
+                }
+                if let Some(pipe) = done.pipe {
+                    cx.pipes.push(pipe);
+                }
+            }
+        }
+        self.written(cx, slot);
+    }
+
+    /// Submits the tail's next operations; false when the tail is all sent.
+    fn submit_tail(&mut self, cx: &mut Ctx, slot: usize) -> bool {
+        let fd = self.raw();
+        let Some(t) = self.tail.as_mut() else {
+            return false;
+        };
+        if t.in_pipe == 0 && (t.short || t.offset >= t.end) {
+            return false;
+        }
+        let mut entries: [Option<(Op, squeue::Entry)>; 2] = [None, None];
+        match &t.tail {
+            Tail::Sendfile(file, ..) => {
+                if t.pipe.is_none() {
+                    match cx.pipes.pop().map_or_else(super::Pipe::new, Ok) {
+                        Ok(pipe) => t.pipe = Some(pipe),
+                        Err(_) => {
+                            self.abort(cx, slot);
+                            return true;
+                        }
+                    }
+                }
+                let Some(pipe) = &t.pipe else {
+                    return false;
+                };
+                if t.in_pipe > 0 {
+                    entries[0] = Some((Op::SpliceOut, splice_out(pipe, fd, t.in_pipe)));
+                } else {
+                    let chunk = (t.end - t.offset).min(PIPE_CHUNK);
+                    let into = opcode::Splice::new(
+                        types::Fd(file.as_raw_fd()),
+                        t.offset as i64,
+                        types::Fd(pipe.write.as_raw_fd()),
+                        -1,
+                        chunk as u32,
+                    )
+                    .build()
+                    .flags(squeue::Flags::IO_LINK);
+                    entries[0] = Some((Op::SpliceIn, into));
+                    entries[1] = Some((Op::SpliceOut, splice_out(pipe, fd, chunk)));
+                }
+            }
+            Tail::Mapped(map, ..) => {
+                let len = (t.end - t.offset).min(1 << 30) as usize;
+                let data = &map[t.offset as usize..t.offset as usize + len];
+                let send = opcode::Send::new(fd, data.as_ptr(), len as u32)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build();
+                entries[0] = Some((Op::SendMapped, send));
+            }
+            Tail::Read(file, ..) => {
+                let chunk = (t.end - t.offset).min(READ_CHUNK as u64) as usize;
+                self.output.clear();
+                self.output.reserve(chunk);
+                let read = opcode::Read::new(
+                    types::Fd(file.as_raw_fd()),
+                    self.output.as_mut_ptr(),
+                    chunk as u32,
+                )
+                .offset(t.offset)
+                .build();
+                entries[0] = Some((Op::Read, read));
+            }
+            Tail::None => return false,
+        }
+        for (op, entry) in entries.into_iter().flatten() {
+            if let Some(t) = self.tail.as_mut() {
+                t.ops += 1;
+            }
+            self.push(cx, slot, op, entry);
+        }
+        true
+    }
+
+    /// A SEND of the output completed.
+    pub(super) fn on_send(&mut self, cx: &mut Ctx, slot: usize, result: i32) {
+        self.inflight -= 1;
+        if self.state != State::Writing {
+            return;
+        }
+        if result < 0 {
+            self.abort(cx, slot);
+            return;
+        }
+        self.deadline = cx.now + cx.worker.config.send_timeout;
+        self.sent += result as usize;
+        if self.sent >= self.output.len() {
+            self.output.clear();
+            self.sent = 0;
+        }
+        self.send_next(cx, slot);
+    }
+
+    /// An operation of the tail (SPLICE, SEND from the mapping, READ) completed.
+    pub(super) fn on_tail(&mut self, cx: &mut Ctx, slot: usize, op: Op, result: i32) {
+        self.inflight -= 1;
+        if result < 0 && result != -libc::ECANCELED && self.state == State::Writing {
+            if let Some(t) = self.tail.as_mut() {
+                t.ops -= 1;
+            }
+            self.abort(cx, slot);
+            return;
+        }
+        let Some(t) = self.tail.as_mut() else {
+            return;
+        };
+        t.ops -= 1;
+        if self.state != State::Writing {
+            return;
+        }
+        let n = result.max(0) as u64;
+        match (op, result) {
+            (_, r) if r < 0 => {} // ECANCELED: the link broke on a short splice
+            (Op::SpliceIn, _) => {
+                t.in_pipe += n;
+                t.offset += n;
+                t.short |= n == 0;
+            }
+            (Op::SpliceOut, _) => t.in_pipe -= n.min(t.in_pipe),
+            (Op::SendMapped, _) => t.offset += n,
+            (Op::Read, _) => {
+                let asked = (t.end - t.offset).min(READ_CHUNK as u64);
+                // SAFETY: the READ wrote `n` bytes into the output's spare capacity.
+                unsafe { self.output.set_len(n as usize) };
+                self.sent = 0;
+                t.offset += n;
+                t.short |= n < asked;
+            }
+            _ => {}
+        }
+        if n > 0 {
+            self.deadline = cx.now + cx.worker.config.send_timeout;
+        }
+        if t.ops == 0 {
+            self.send_next(cx, slot);
+        }
+    }
+
+    /// The response (and every pipelined one before it) has left.
+    fn written(&mut self, cx: &mut Ctx, slot: usize) {
+        if let Some(pending) = self.pending.take() {
+            let len = self.input.len();
+            self.record(cx, pending, len);
+        }
+        self.state = State::Reading;
+        match std::mem::replace(&mut self.after, After::KeepOpen) {
+            After::Close => self.close(cx, slot),
+            After::Linger => self.linger(cx, slot),
+            After::KeepOpen => self.advance(cx, slot),
+        }
+    }
+
+    /// Half-closes, then reads and discards what the client still sends, for a bounded time,
+    /// so that the last response reaches it (RFC 9112 §9.6).
+    fn linger(&mut self, cx: &mut Ctx, slot: usize) {
+        self.state = State::Lingering;
+        self.deadline = cx.now + LINGER;
+        self.input.clear();
+        self.start = 0;
+        let shutdown = opcode::Shutdown::new(self.raw(), libc::SHUT_WR).build();
+        self.push(cx, slot, Op::Shutdown, shutdown);
+        if self.eof {
+            self.close(cx, slot);
+        } else {
+            self.arm_recv(cx, slot);
+        }
+    }
+
+    /// A deadline passed.
+    pub(super) fn expire(&mut self, cx: &mut Ctx, slot: usize) {
+        match self.state {
+            State::Reading if self.idle() => self.close(cx, slot),
+            State::Reading => {
+                let input = std::mem::take(&mut self.input);
+                self.refuse(cx, 408, &input[self.start..]);
+                self.input = input;
+                self.state = State::Writing;
+                self.deadline = cx.now + cx.worker.config.send_timeout;
+                self.send_next(cx, slot);
+            }
+            State::Writing => self.abort(cx, slot),
+            State::Lingering => self.close(cx, slot),
+            State::Closing => {
+                // Something is stuck (a splice in the kernel's worker): wake it.
+                shutdown_now(self.fd.as_raw_fd());
+                self.deadline = cx.now + LINGER;
+            }
+        }
+    }
+
+    /// Ends the connection: its operations are cancelled, and once none is left the worker
+    /// closes the descriptor.
+    pub(super) fn close(&mut self, cx: &mut Ctx, slot: usize) {
+        if self.state == State::Closing {
+            return;
+        }
+        self.state = State::Closing;
+        self.deadline = cx.now + LINGER;
+        if self.inflight > 0 {
+            let cancel =
+                opcode::AsyncCancel2::new(types::CancelBuilder::fd(self.raw()).all()).build();
+            self.push(cx, slot, Op::Cancel, cancel);
+        }
+    }
+
+    /// Cuts the connection (an error, a client that stopped reading).
+    pub(super) fn abort(&mut self, cx: &mut Ctx, slot: usize) {
+        shutdown_now(self.fd.as_raw_fd());
+        if let Some(t) = self.tail.as_mut() {
+            // A pipe with bytes in it cannot serve another connection.
+            if t.in_pipe > 0 {
+                t.pipe = None;
+            }
+        }
+        self.close(cx, slot);
+    }
+
+    /// Called when the connection is about to be freed: its pipe goes back to the pool.
+    pub(super) fn release(&mut self, cx: &mut Ctx) {
+        if let Some(t) = self.tail.take() {
+            if let (Some(pipe), 0, 0) = (t.pipe, t.in_pipe, t.ops) {
+                cx.pipes.push(pipe);
+            }
+        }
+    }
+
+    /// Shutdown began: an idle connection ends now.
+    pub(super) fn stop_if_idle(&mut self, cx: &mut Ctx, slot: usize) {
+        if self.state == State::Reading && self.idle() {
+            self.close(cx, slot);
+        }
+    }
+}
+
+fn splice_out(pipe: &super::Pipe, socket: types::Fd, len: u64) -> squeue::Entry {
+    opcode::Splice::new(types::Fd(pipe.read.as_raw_fd()), -1, socket, -1, len as u32).build()
+}
+
+/// The byte range a tail still has to send (None: no tail).
+fn tail_range(tail: &Tail) -> Option<(u64, u64)> {
+    match tail {
+        Tail::None => None,
+        Tail::Sendfile(_, offset, len)
+        | Tail::Mapped(_, offset, len)
+        | Tail::Read(_, offset, len) => Some((*offset, offset + len)),
+    }
+}
+
+fn shutdown_now(fd: RawFd) {
+    // SAFETY: shutdown on a descriptor the connection owns; it wakes its blocked operations.
+    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+}

@@ -1,0 +1,493 @@
+//! `--io uring`: a worker driven by one io_uring instead of tokio and epoll.
+//!
+//! One thread, one ring (SINGLE_ISSUER, DEFER_TASKRUN: the kernel runs completion work when
+//! the thread waits, never by interrupting it). A multishot ACCEPT on the worker's listener
+//! produces connections; each has one multishot RECV drawing from the worker's provided-buffer
+//! ring; responses go by SEND, large files by SPLICE through a pooled pipe. Everything a
+//! round of completions produced is submitted by the one `io_uring_enter` that waits for the
+//! next round, so a keep-alive request costs no syscall of its own. Deadlines (header,
+//! keep-alive, send, linger) are swept ten times a second, as is the shutdown signal.
+//!
+//! What it is not (yet): TLS, HTTP/2 and the `/svc/` services run on the epoll engine only;
+//! the server refuses `--io uring` with them. Registered files and SEND_ZC are not used.
+
+mod bufs;
+mod conn;
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use crate::exchange::Peer;
+use crate::worker::{Start, Worker};
+use bufs::BufRing;
+use conn::{Conn, State};
+
+/// Submission queue entries (completions: four times as many; multishot operations post
+/// many completions per submission).
+const ENTRIES: u32 = 1024;
+/// Provided buffers per worker, and their size: a request head fits one.
+const BUFFERS: u16 = 512;
+const BUFFER_SIZE: usize = 4096;
+/// How often deadlines and the shutdown signal are looked at.
+const TICK: Duration = Duration::from_millis(100);
+/// The slot number of operations that belong to no connection (the accept, closes).
+const NO_SLOT: usize = u32::MAX as usize;
+
+/// What an operation was, in the low byte of its user data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Op {
+    Accept = 1,
+    Recv,
+    Send,
+    SpliceIn,
+    SpliceOut,
+    SendMapped,
+    Read,
+    Shutdown,
+    Cancel,
+    Close,
+}
+
+impl Op {
+    fn from_byte(b: u8) -> Option<Op> {
+        Some(match b {
+            1 => Op::Accept,
+            2 => Op::Recv,
+            3 => Op::Send,
+            4 => Op::SpliceIn,
+            5 => Op::SpliceOut,
+            6 => Op::SendMapped,
+            7 => Op::Read,
+            8 => Op::Shutdown,
+            9 => Op::Cancel,
+            10 => Op::Close,
+            _ => return None,
+        })
+    }
+}
+
+/// Slot, generation (24 bits) and operation: a completion of an earlier occupant of a slot
+/// is known by its generation.
+pub(super) fn user_data(slot: usize, generation: u32, op: Op) -> u64 {
+    (slot as u64) << 32 | u64::from(generation & 0x00ff_ffff) << 8 | op as u64
+}
+
+/// A pipe that SPLICE moves a file's pages through (pooled per worker).
+pub(super) struct Pipe {
+    read: OwnedFd,
+    write: OwnedFd,
+}
+
+impl Pipe {
+    fn new() -> io::Result<Pipe> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: pipe2 fills the two descriptors on success.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both are fresh descriptors owned by nobody else.
+        unsafe {
+            Ok(Pipe {
+                read: OwnedFd::from_raw_fd(fds[0]),
+                write: OwnedFd::from_raw_fd(fds[1]),
+            })
+        }
+    }
+}
+
+/// What the connections of a worker share.
+pub(super) struct Ctx {
+    /// Declared before `bufs`: the ring (which may write into the buffers) goes first.
+    ring: IoUring,
+    bufs: BufRing,
+    pipes: Vec<Pipe>,
+    worker: Rc<Worker>,
+    /// The clock read once per round of completions.
+    now: Instant,
+}
+
+impl Ctx {
+    /// Queues an operation, submitting what is queued first if the queue is full.
+    pub(super) fn push(&mut self, entry: squeue::Entry) {
+        loop {
+            // SAFETY: every buffer an entry points to (a connection's output or input, a
+            // mapping, the provided buffers) stays put until its completion: a connection
+            // is freed only once none of its operations is in flight.
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                return;
+            }
+            let _ = self.ring.submit();
+        }
+    }
+}
+
+/// Builds the ring a worker runs on (also the start-up probe).
+fn ring() -> io::Result<IoUring> {
+    IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_cqsize(ENTRIES * 4)
+        .build(ENTRIES)
+}
+
+/// Whether this kernel gives the engine what it needs: a ring with the set-up flags, every
+/// opcode used, and a provided-buffer ring. Err says what is missing, for the one line the
+/// server prints before it serves with epoll instead.
+pub(crate) fn probe() -> Result<(), String> {
+    let ring = ring().map_err(|e| format!("io_uring_setup: {e}"))?;
+    let mut probe = io_uring::Probe::new();
+    ring.submitter()
+        .register_probe(&mut probe)
+        .map_err(|e| format!("IORING_REGISTER_PROBE: {e}"))?;
+    let needed = [
+        (opcode::AcceptMulti::CODE, "ACCEPT"),
+        (opcode::RecvMulti::CODE, "RECV"),
+        (opcode::Send::CODE, "SEND"),
+        (opcode::Splice::CODE, "SPLICE"),
+        (opcode::Read::CODE, "READ"),
+        (opcode::Shutdown::CODE, "SHUTDOWN"),
+        (opcode::AsyncCancel2::CODE, "ASYNC_CANCEL"),
+        (opcode::Close::CODE, "CLOSE"),
+    ];
+    for (code, name) in needed {
+        if !probe.is_supported(code) {
+            return Err(format!("the kernel lacks IORING_OP_{name}"));
+        }
+    }
+    BufRing::new(&ring, 1, 64).map_err(|e| format!("IORING_REGISTER_PBUF_RING: {e}"))?;
+    Ok(())
+}
+
+/// The worker thread's body on io_uring; falls back to the epoll worker (with one line) if
+/// the ring cannot be built here.
+pub(crate) fn run(mut start: Start) {
+    let built = ring().and_then(|ring| {
+        let bufs = BufRing::new(&ring, BUFFERS, BUFFER_SIZE)?;
+        Ok((ring, bufs))
+    });
+    let (ring, bufs) = match built {
+        Ok(built) => built,
+        Err(err) => {
+            eprintln!("webscope serve: io_uring refused ({err}); this worker serves with epoll");
+            crate::worker::run(start);
+            return;
+        }
+    };
+    let worker = Rc::new(Worker::take(&mut start));
+    let mut engine = Engine {
+        cx: Ctx {
+            ring,
+            bufs,
+            pipes: Vec::new(),
+            worker,
+            now: Instant::now(),
+        },
+        conns: Vec::new(),
+        free: Vec::new(),
+        generation: 0,
+        active: 0,
+        limit: start.max_connections.max(1),
+        listener: Some(start.listener),
+        accept_armed: false,
+        backoff: None,
+        resume_accept: Instant::now(),
+        stopping: None,
+    };
+    engine.arm_accept();
+    let _ = start.ready.send(Ok(()));
+    engine.run(&start.shutdown);
+}
+
+struct Engine {
+    cx: Ctx,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    generation: u32,
+    active: usize,
+    limit: usize,
+    listener: Option<std::net::TcpListener>,
+    accept_armed: bool,
+    /// accept() is failing for want of descriptors or memory: the current wait.
+    backoff: Option<Duration>,
+    resume_accept: Instant,
+    /// Shutdown began; connections are cut at this instant.
+    stopping: Option<Instant>,
+}
+
+impl Engine {
+    fn run(mut self, shutdown: &tokio::sync::watch::Receiver<bool>) {
+        let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(ENTRIES as usize * 4);
+        let mut next_tick = Instant::now() + TICK;
+        let mut next_flush = Instant::now() + Duration::from_secs(1);
+        let ts = types::Timespec::new().nsec(TICK.as_nanos() as u32);
+        loop {
+            let args = types::SubmitArgs::new().timespec(&ts);
+            // ETIME (the tick) and EINTR are ordinary ends of a wait.
+            let _ = self.cx.ring.submitter().submit_with_args(1, &args);
+            self.cx.now = Instant::now();
+            completions.extend(
+                self.cx
+                    .ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            for &(data, result, flags) in &completions {
+                self.complete(data, result, flags);
+            }
+            completions.clear();
+            self.arm_accept();
+            let now = self.cx.now;
+            if now >= next_tick {
+                next_tick = now + TICK;
+                if self.stopping.is_none() && *shutdown.borrow() {
+                    self.begin_stop();
+                }
+                self.sweep();
+            }
+            if now >= next_flush {
+                next_flush = now + Duration::from_secs(1);
+                self.cx.worker.flush_log();
+            }
+            if let Some(cut) = self.stopping {
+                if self.active == 0 && !self.accept_armed {
+                    break;
+                }
+                if now >= cut + Duration::from_secs(1) {
+                    break; // operations that would not end even when aborted
+                }
+                if now >= cut {
+                    self.abort_all();
+                }
+            }
+        }
+        self.cx.worker.flush_log();
+        if self.active > 0 {
+            // Operations may still be in flight: the ring goes first, and what they could
+            // still write into (provided buffers, output buffers) is left to the process's
+            // exit rather than freed under the kernel.
+            let Engine { cx, conns, .. } = self;
+            let Ctx { ring, bufs, .. } = cx;
+            drop(ring);
+            std::mem::forget(bufs);
+            std::mem::forget(conns);
+        }
+    }
+
+    fn complete(&mut self, data: u64, result: i32, flags: u32) {
+        let slot = (data >> 32) as usize;
+        let generation = ((data >> 8) & 0x00ff_ffff) as u32;
+        let Some(op) = Op::from_byte(data as u8) else {
+            return;
+        };
+        if slot == NO_SLOT {
+            if op == Op::Accept {
+                self.on_accept(result, flags);
+            }
+            return;
+        }
+        let cx = &mut self.cx;
+        let Some(Some(conn)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        if conn.generation & 0x00ff_ffff != generation {
+            return;
+        }
+        match op {
+            Op::Recv => conn.on_recv(cx, slot, result, flags),
+            Op::Send => conn.on_send(cx, slot, result),
+            Op::SpliceIn | Op::SpliceOut | Op::SendMapped | Op::Read => {
+                conn.on_tail(cx, slot, op, result)
+            }
+            Op::Shutdown | Op::Cancel => conn.inflight -= 1,
+            Op::Accept | Op::Close => {}
+        }
+        if conn.state == State::Closing && conn.inflight == 0 {
+            self.finish(slot);
+        }
+    }
+
+    fn on_accept(&mut self, result: i32, flags: u32) {
+        if !cqueue::more(flags) {
+            self.accept_armed = false;
+        }
+        if result < 0 {
+            self.accept_failed(io::Error::from_raw_os_error(-result));
+            return;
+        }
+        self.backoff = None;
+        // SAFETY: a fresh descriptor from accept, owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(result) };
+        if self.stopping.is_some() {
+            return; // dropped: closed
+        }
+        let peer = if self.cx.worker.log_enabled() {
+            peer_addr(fd.as_raw_fd())
+        } else {
+            SocketAddr::from(([0, 0, 0, 0], 0))
+        };
+        self.generation = self.generation.wrapping_add(1);
+        let mut conn = Conn::new(
+            fd,
+            self.generation,
+            Peer::new(peer, &self.cx.worker),
+            &self.cx,
+        );
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        conn.arm_recv(&mut self.cx, slot);
+        self.conns[slot] = Some(conn);
+        self.active += 1;
+        if self.active >= self.limit {
+            self.cancel_accept();
+        }
+    }
+
+    /// accept() errors: running out of descriptors or memory is waited out on a doubling
+    /// schedule (10 ms .. 1 s, at the tick's resolution); the operator is told once per
+    /// episode. Other errors concern one client only.
+    fn accept_failed(&mut self, err: io::Error) {
+        let exhausted = matches!(
+            err.raw_os_error(),
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+        );
+        if !exhausted {
+            return;
+        }
+        let delay = match self.backoff {
+            None => {
+                eprintln!("webscope serve: accept failed: {err}; backing off until it clears");
+                Duration::from_millis(10)
+            }
+            Some(d) => (d * 2).min(Duration::from_secs(1)),
+        };
+        self.backoff = Some(delay);
+        self.resume_accept = self.cx.now + delay;
+    }
+
+    fn arm_accept(&mut self) {
+        if self.accept_armed
+            || self.stopping.is_some()
+            || self.active >= self.limit
+            || self.cx.now < self.resume_accept
+        {
+            return;
+        }
+        let Some(listener) = &self.listener else {
+            return;
+        };
+        let accept = opcode::AcceptMulti::new(types::Fd(listener.as_raw_fd()))
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(user_data(NO_SLOT, 0, Op::Accept));
+        self.cx.push(accept);
+        self.accept_armed = true;
+    }
+
+    fn cancel_accept(&mut self) {
+        if self.accept_armed {
+            let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::user_data(user_data(
+                NO_SLOT,
+                0,
+                Op::Accept,
+            )))
+            .build()
+            .user_data(user_data(NO_SLOT, 0, Op::Cancel));
+            self.cx.push(cancel);
+        }
+    }
+
+    /// The connection in `slot` has nothing in flight: close its descriptor and free it.
+    fn finish(&mut self, slot: usize) {
+        let Some(mut conn) = self.conns[slot].take() else {
+            return;
+        };
+        conn.release(&mut self.cx);
+        self.cx
+            .worker
+            .timing
+            .end_connection(conn.accepted, conn.served);
+        // The close rides on the next submission instead of costing a syscall now.
+        let fd = std::mem::ManuallyDrop::new(conn.fd);
+        let close = opcode::Close::new(types::Fd(fd.as_raw_fd()))
+            .build()
+            .user_data(user_data(NO_SLOT, 0, Op::Close));
+        self.cx.push(close);
+        self.free.push(slot);
+        self.active -= 1;
+    }
+
+    fn sweep(&mut self) {
+        let now = self.cx.now;
+        for slot in 0..self.conns.len() {
+            let cx = &mut self.cx;
+            let Some(conn) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            if conn.deadline <= now {
+                conn.expire(cx, slot);
+            }
+            if conn.state == State::Closing && conn.inflight == 0 {
+                self.finish(slot);
+            }
+        }
+    }
+
+    fn begin_stop(&mut self) {
+        let worker = Rc::clone(&self.cx.worker);
+        worker.begin_shutdown();
+        self.stopping = Some(self.cx.now + worker.config.shutdown_timeout);
+        self.cancel_accept();
+        // The accept holds its own reference to the socket until it is cancelled.
+        self.listener = None;
+        for slot in 0..self.conns.len() {
+            let cx = &mut self.cx;
+            if let Some(conn) = self.conns[slot].as_mut() {
+                conn.stop_if_idle(cx, slot);
+                if conn.state == State::Closing && conn.inflight == 0 {
+                    self.finish(slot);
+                }
+            }
+        }
+    }
+
+    fn abort_all(&mut self) {
+        for slot in 0..self.conns.len() {
+            let cx = &mut self.cx;
+            if let Some(conn) = self.conns[slot].as_mut() {
+                if conn.state != State::Closing {
+                    conn.abort(cx, slot);
+                }
+                if conn.inflight == 0 {
+                    self.finish(slot);
+                }
+            }
+        }
+    }
+}
+
+/// The peer of an accepted socket (multishot accept does not return it).
+fn peer_addr(fd: RawFd) -> SocketAddr {
+    // SAFETY: try_init hands getpeername a zeroed sockaddr_storage and its length.
+    let got = unsafe {
+        socket2::SockAddr::try_init(|storage, len| {
+            if libc::getpeername(fd, storage.cast(), len) == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        })
+    };
+    got.ok()
+        .and_then(|((), addr)| addr.as_socket())
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
+}
