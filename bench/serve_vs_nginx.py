@@ -9,7 +9,9 @@ CPU-microseconds per request (utime+stime from /proc/PID/stat before and after),
 processes' CPU utilisation. On 2 cores the load generator may saturate before the server does,
 so CPU per request is the figure that compares servers honestly.
 
-Usage: bench/serve_vs_nginx.py [--pairs 3] [--duration 5] [--connections 50]
+With --io uring (or both), webscope serves with `--io uring` (as "webscope-uring").
+
+Usage: bench/serve_vs_nginx.py [--pairs 3] [--duration 5] [--connections 50] [--io epoll|uring|both]
 Needs: nginx and wrk (installed with apt-get if missing and running as root), cargo.
 Traffic stays on 127.0.0.1.
 """
@@ -189,6 +191,8 @@ def main():
     parser.add_argument("--connections", type=int, default=50, help="wrk connections (default 50)")
     parser.add_argument("--binary", default=None, help="webscope binary (default: build release)")
     parser.add_argument("--only", default=None, help="run only scenarios whose title contains this text")
+    parser.add_argument("--io", choices=("epoll", "uring", "both"), default="epoll",
+                        help="webscope's engine(s) to measure (default epoll)")
     parser.add_argument("--ceiling", action="store_true",
                         help="also measure the minimal responder (1 KiB keep-alive only)")
     args = parser.parse_args()
@@ -208,8 +212,13 @@ def main():
     os.chmod(work, 0o755)
     scenarios = [("1 KiB keep-alive", "/1k.bin", False), ("100 KiB keep-alive", "/100k.bin", False),
                  ("1 KiB close", "/1k.bin", True)]
-    makers = [lambda: Webscope(binary, docroot, work), lambda: Nginx(docroot, work, True),
-              lambda: Nginx(docroot, work, False)]
+    makers = []
+    if args.io in ("epoll", "both"):
+        makers.append(lambda: Webscope(binary, docroot, work))
+    if args.io in ("uring", "both"):
+        makers.append(lambda: Webscope(binary, docroot, work, ["--io", "uring"], "webscope-uring"))
+    makers += [lambda: Nginx(docroot, work, True), lambda: Nginx(docroot, work, False)]
+    ours = [n for n, on in (("webscope", args.io != "uring"), ("webscope-uring", args.io != "epoll")) if on]
     print(f"wrk -t1 -c{args.connections} -d{args.duration}s on CPU 1, servers (one worker) on CPU 0, "
           f"{args.pairs} alternations; medians")
     try:
@@ -237,13 +246,14 @@ def main():
                 med[name] = m
                 print(f"  {name:20} {m['rps']:10.0f} {m['cpu_us']:11.2f} {m['server_util']*100:10.0f}% "
                       f"{m['wrk_util']*100:7.0f}%   (CPU-us/req {spread[0]:.2f}..{spread[1]:.2f})")
-            if "minimal-responder" in med:
-                print(f"  webscope / minimal-responder: CPU per request "
-                      f"{med['webscope']['cpu_us'] / med['minimal-responder']['cpu_us']:.2f} x")
             best = min((n for n in med if n.startswith("nginx")), key=lambda n: med[n]["cpu_us"])
-            ratio = med["webscope"]["cpu_us"] / med[best]["cpu_us"]
-            print(f"  webscope / {best}: CPU per request {ratio:.2f} x, req/s "
-                  f"{med['webscope']['rps'] / med[best]['rps']:.2f} x")
+            for us in ours:
+                if "minimal-responder" in med:
+                    print(f"  {us} / minimal-responder: CPU per request "
+                          f"{med[us]['cpu_us'] / med['minimal-responder']['cpu_us']:.2f} x")
+                ratio = med[us]["cpu_us"] / med[best]["cpu_us"]
+                print(f"  {us} / {best}: CPU per request {ratio:.2f} x, req/s "
+                      f"{med[us]['rps'] / med[best]['rps']:.2f} x")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
