@@ -424,11 +424,13 @@ impl Conn {
     fn send_next(&mut self, cx: &mut Ctx, slot: usize) {
         if self.sent < self.output.len() {
             let data = &self.output[self.sent..];
-            let more = if self.tail.is_some() {
-                libc::MSG_MORE
-            } else {
-                0
-            };
+            // MSG_MORE only while more of the body follows: on the last piece it would hold
+            // the final segment back until the kernel's cork timer fires.
+            let follows = self
+                .tail
+                .as_ref()
+                .is_some_and(|t| t.offset < t.end && !t.short);
+            let more = if follows { libc::MSG_MORE } else { 0 };
             let send = opcode::Send::new(self.raw(), data.as_ptr(), data.len() as u32)
                 .flags(libc::MSG_NOSIGNAL | more)
                 .build();
