@@ -8,6 +8,10 @@
 //! files sent with `sendfile(2)`; pipelined responses batched into one write; dates formatted
 //! once per second; the access log buffered per worker.
 //!
+//! With `Config::io = Io::Uring` a worker runs on one io_uring instead of tokio and epoll
+//! (multishot accept and receive, provided buffers, SEND and SPLICE submitted in batches),
+//! falling back to epoll where the kernel refuses.
+//!
 //! With a certificate (`Config::tls`) it serves HTTPS: rustls, ALPN choosing HTTP/2 (the `h2`
 //! crate, static files and services from the same caches, log and timing) or HTTP/1.1 (the
 //! same loop as plain HTTP), and kTLS where the kernel takes it.
@@ -65,3 +69,4 @@ pub use server::{Running, Server};
 pub use techniques::{Techniques, UnknownTechnique, NAMES as TECHNIQUES};
 pub use timing::{size_class, Stats, CLASSES, PHASES};
 pub use tls::{KtlsState, TlsFiles};
+pub use uring::probe as uring_probe;

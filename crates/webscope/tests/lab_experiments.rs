@@ -46,10 +46,10 @@ fn the_techniques_experiment_measures_each_cumulative_step() {
     );
     let steps = report["techniques"]["steps"].as_array().unwrap();
     let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
-    assert_eq!(names.len(), 10, "{names:?}");
+    assert_eq!(names.len(), 11, "{names:?}");
     assert_eq!(
-        (names[0], names[8], names[9]),
-        ("baseline", "+async-log", "+busy-poll")
+        (names[0], names[8], names[9], names[10]),
+        ("baseline", "+async-log", "+busy-poll", "+io-uring")
     );
     for s in steps {
         assert!(s["requests_per_s"].as_f64().unwrap() > 0.0, "{s}");
@@ -71,7 +71,7 @@ fn the_techniques_experiment_measures_each_cumulative_step() {
     let run = tmp.path().join("report/techniques/step-0");
     assert!(run.join("run.json").exists() && !run.join("access.log").exists());
     let csv = std::fs::read_to_string(tmp.path().join("report/techniques.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 11, "{csv}");
+    assert_eq!(csv.lines().count(), 12, "{csv}");
     lab_support::assert_paper_panel(
         &tmp.path().join("report"),
         "techniques",

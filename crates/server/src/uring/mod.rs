@@ -135,10 +135,10 @@ fn ring() -> io::Result<IoUring> {
         .build(ENTRIES)
 }
 
-/// Whether this kernel gives the engine what it needs: a ring with the set-up flags, every
-/// opcode used, and a provided-buffer ring. Err says what is missing, for the one line the
-/// server prints before it serves with epoll instead.
-pub(crate) fn probe() -> Result<(), String> {
+/// Whether this kernel gives `--io uring` what it needs: a ring with the set-up flags
+/// (SINGLE_ISSUER, DEFER_TASKRUN), every opcode the engine uses, and a provided-buffer ring.
+/// Err says what is missing: the server prints it in one line and serves with epoll.
+pub fn probe() -> Result<(), String> {
     let ring = ring().map_err(|e| format!("io_uring_setup: {e}"))?;
     let mut probe = io_uring::Probe::new();
     ring.submitter()

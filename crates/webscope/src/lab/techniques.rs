@@ -7,7 +7,9 @@
 //!
 //! After Hu's seven (and the asynchronous log), today's techniques follow in the same
 //! cumulative way: `busy-poll` (SO_BUSY_POLL; on loopback there is no NAPI to poll, so it should
-//! change nothing there, and a kernel that refuses it is named in the step). Each step's server
+//! change nothing there), then `io-uring` (the worker on one io_uring, `serve --io uring`: its
+//! syscalls per request are `io_uring_enter`s). A step whose technique the kernel refuses
+//! says so (the server then runs without it). Each step's server
 //! is also traced for a moment after its timed run (`strace -c` while a short load runs: the
 //! timed run itself is never traced) to give its syscalls per request, and with `--profile`
 //! (the default) perf records where its kernel time went.
@@ -29,7 +31,7 @@ use super::{Ctx, Options};
 const CLIENTS: usize = 20;
 
 /// Today's techniques, after the paper's: each step turns one more on.
-pub const TODAY: [&str; 1] = ["busy-poll"];
+pub const TODAY: [&str; 2] = ["busy-poll", "io-uring"];
 
 /// Busy-poll budget of the busy-poll step, microseconds (a common production value).
 const BUSY_POLL_US: u32 = 50;
@@ -79,7 +81,23 @@ fn flags(step: usize, log: &Path) -> Vec<String> {
         flags.push("--busy-poll".into());
         flags.push(BUSY_POLL_US.to_string());
     }
+    if step > NAMES.len() + 1 {
+        flags.push("--io".into());
+        flags.push("uring".into());
+    }
     flags
+}
+
+/// Today's techniques on at step `step`, each with why the kernel refuses it (if it does).
+fn today_on(step: usize) -> Vec<(&'static str, Option<String>)> {
+    let mut on = Vec::new();
+    if step > NAMES.len() {
+        on.push(("busy-poll", busy_poll_refused()));
+    }
+    if step > NAMES.len() + 1 {
+        on.push(("io-uring", webscope_server::uring_probe().err()));
+    }
+    on
 }
 
 /// Why the kernel refuses SO_BUSY_POLL from this process (the server runs as we do), if it does.
@@ -152,10 +170,10 @@ fn one_run(run_dir: &Path, ctx: &Ctx<'_>, step: usize) -> anyhow::Result<RunReco
     let measured = measured?;
     let mut on: Vec<&str> = enabled(step).to_vec();
     let mut note = String::new();
-    if step > NAMES.len() {
-        on.push("busy-poll");
-        if let Some(why) = busy_poll_refused() {
-            note = format!(" (busy-poll refused by the kernel: {why})");
+    for (name, refused) in today_on(step) {
+        on.push(name);
+        if let Some(why) = refused {
+            note.push_str(&format!(" ({name} refused by the kernel: {why})"));
         }
     }
     let mut run = RunRecord::new(
@@ -283,6 +301,17 @@ mod tests {
             flags(NAMES.len() + 1, Path::new("/tmp/x.log")).contains(&"--busy-poll".to_string())
         );
         assert!(!flags(NAMES.len(), Path::new("/tmp/x.log")).contains(&"--busy-poll".to_string()));
+        assert_eq!(label(NAMES.len() + 2), "+io-uring");
+        let uring = flags(NAMES.len() + 2, Path::new("/tmp/x.log"));
+        assert!(
+            uring.windows(2).any(|w| w == ["--io", "uring"]),
+            "{uring:?}"
+        );
+        assert!(
+            uring.contains(&"--busy-poll".to_string()),
+            "cumulative: {uring:?}"
+        );
+        assert!(!flags(NAMES.len() + 1, Path::new("/tmp/x.log")).contains(&"--io".to_string()));
         let log = Path::new("/tmp/x.log");
         let first = flags(0, log);
         assert_eq!(
