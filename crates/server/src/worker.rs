@@ -235,23 +235,24 @@ async fn accept_loop(
 /// accept() errors: running out of descriptors or memory is waited out on a doubling
 /// schedule (10 ms .. 1 s) instead of spinning; the operator is told once per episode.
 #[derive(Default)]
-struct Backoff {
+pub(crate) struct Backoff {
     delay: Option<Duration>,
 }
 
 impl Backoff {
-    fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.delay = None;
     }
 
-    async fn wait(&mut self, err: &io::Error) {
+    /// How long to wait before the next accept after `err` (None: at once).
+    pub(crate) fn after(&mut self, err: &io::Error) -> Option<Duration> {
         let exhausted = matches!(
             err.raw_os_error(),
             Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
         );
         if !exhausted {
             // ECONNABORTED and friends concern one client only; the next accept is fine.
-            return;
+            return None;
         }
         let delay = match self.delay {
             None => {
@@ -261,7 +262,13 @@ impl Backoff {
             Some(d) => (d * 2).min(Duration::from_secs(1)),
         };
         self.delay = Some(delay);
-        tokio::time::sleep(delay).await;
+        Some(delay)
+    }
+
+    async fn wait(&mut self, err: &io::Error) {
+        if let Some(delay) = self.after(err) {
+            tokio::time::sleep(delay).await;
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::exchange::Peer;
-use crate::worker::{Start, Worker};
+use crate::worker::{Backoff, Start, Worker};
 use bufs::BufRing;
 use conn::{Conn, State};
 
@@ -194,7 +194,7 @@ pub(crate) fn run(mut start: Start) {
         limit: start.max_connections.max(1),
         listener: Some(start.listener),
         accept_armed: false,
-        backoff: None,
+        backoff: Backoff::default(),
         resume_accept: Instant::now(),
         stopping: None,
     };
@@ -212,8 +212,8 @@ struct Engine {
     limit: usize,
     listener: Option<std::net::TcpListener>,
     accept_armed: bool,
-    /// accept() is failing for want of descriptors or memory: the current wait.
-    backoff: Option<Duration>,
+    /// accept() failing for want of descriptors or memory is waited out as on epoll.
+    backoff: Backoff,
     resume_accept: Instant,
     /// Shutdown began; connections are cut at this instant.
     stopping: Option<Instant>,
@@ -316,10 +316,14 @@ impl Engine {
             self.accept_armed = false;
         }
         if result < 0 {
-            self.accept_failed(io::Error::from_raw_os_error(-result));
+            let err = io::Error::from_raw_os_error(-result);
+            if let Some(delay) = self.backoff.after(&err) {
+                // At the tick's resolution.
+                self.resume_accept = self.cx.now + delay;
+            }
             return;
         }
-        self.backoff = None;
+        self.backoff.reset();
         // SAFETY: a fresh descriptor from accept, owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(result) };
         if self.stopping.is_some() {
@@ -350,28 +354,6 @@ impl Engine {
         if self.active >= self.limit {
             self.cancel_accept();
         }
-    }
-
-    /// accept() errors: running out of descriptors or memory is waited out on a doubling
-    /// schedule (10 ms .. 1 s, at the tick's resolution); the operator is told once per
-    /// episode. Other errors concern one client only.
-    fn accept_failed(&mut self, err: io::Error) {
-        let exhausted = matches!(
-            err.raw_os_error(),
-            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-        );
-        if !exhausted {
-            return;
-        }
-        let delay = match self.backoff {
-            None => {
-                eprintln!("webscope serve: accept failed: {err}; backing off until it clears");
-                Duration::from_millis(10)
-            }
-            Some(d) => (d * 2).min(Duration::from_secs(1)),
-        };
-        self.backoff = Some(delay);
-        self.resume_accept = self.cx.now + delay;
     }
 
     fn arm_accept(&mut self) {
