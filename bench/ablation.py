@@ -2,8 +2,9 @@
 """The cumulative ablation of Hu, Nanda & Yang (Figure 10) on webscope serve: the SPECweb96 mix
 served with --baseline, then the techniques enabled one by one in the paper's order
 (dns-cache, string-cache, mmap, stat-cache, file-cache, uri-cache, sendfile, async-log), with
-host-name logging on and the access log written to a file; then nginx (tuned, both sendfile
-settings) on the same mix.
+host-name logging on and the access log written to a file; then today's techniques on top
+(+busy-poll: --busy-poll 50, +io-uring: --io uring); then nginx (tuned, both sendfile settings)
+on the same mix.
 
 Each configuration is driven by `webscope load` with the SPECweb96 mix (closed loop,
 keep-alive), the server pinned to CPU 0 and the generator to CPU 1. Printed per configuration:
@@ -28,6 +29,8 @@ import time
 from serve_vs_nginx import ROOT, webscope_binary, TICK, cpu_ticks, ensure_tools, free_port, wait_port
 
 ORDER = ["dns-cache", "string-cache", "mmap", "stat-cache", "file-cache", "uri-cache", "sendfile", "async-log"]
+# After Hu's seven (all on), cumulative, as `lab --experiment techniques` runs them.
+TODAY = [("busy-poll", ["--busy-poll", "50"]), ("io-uring", ["--io", "uring"])]
 
 
 class Server:
@@ -48,7 +51,7 @@ class Server:
             self.proc.wait()
 
 
-def webscope_server(binary, docroot, work, enabled):
+def webscope_server(binary, docroot, work, enabled, extra=()):
     port = free_port()
     cmd = [binary, "serve", "--root", docroot, "--listen", f"127.0.0.1:{port}", "--workers", "1",
            "--access-log", os.path.join(work, "ablation-access.log"), "--hostname-lookups"]
@@ -57,7 +60,7 @@ def webscope_server(binary, docroot, work, enabled):
         cmd.append("--baseline")
     elif off:
         cmd += ["--disable", ",".join(off)]
-    return Server(cmd, port)
+    return Server(cmd + list(extra), port)
 
 
 def nginx_server(docroot, work, sendfile):
@@ -147,6 +150,10 @@ def main():
     for i, name in enumerate(ORDER):
         enabled = ORDER[: i + 1]
         configs.append((f"+{name}", lambda e=enabled: webscope_server(binary, fileset, work, e)))
+    extra = []
+    for name, flags in TODAY:
+        extra = extra + flags
+        configs.append((f"+{name}", lambda x=extra: webscope_server(binary, fileset, work, ORDER, x)))
     configs += [("nginx sendfile on", lambda: nginx_server(fileset, work, True)),
                 ("nginx sendfile off", lambda: nginx_server(fileset, work, False))]
     results = {name: [] for name, _ in configs}
@@ -184,12 +191,13 @@ def main():
         if not name.startswith("nginx"):
             prev = m["rps"]
     nginx = [n for n in med if n.startswith("nginx")]
-    if "+async-log" in med and nginx:
+    if nginx:
         best = min(nginx, key=lambda n: med[n]["cpu_us"])
-        w = med["+async-log"]
-        print(f"  all techniques vs {best}: CPU per request {w['cpu_us'] / med[best]['cpu_us']:.2f} x, "
-              f"req/s {w['rps'] / med[best]['rps']:.2f} x")
-
+        for step in ("+async-log", *(f"+{name}" for name, _ in TODAY)):
+            if step in med:
+                w = med[step]
+                print(f"  {step} vs {best}: CPU per request {w['cpu_us'] / med[best]['cpu_us']:.2f} x, "
+                      f"req/s {w['rps'] / med[best]['rps']:.2f} x")
 
 if __name__ == "__main__":
     main()

@@ -4,8 +4,10 @@
 //! A connection has one multishot receive armed for its whole life (data lands in the
 //! worker's provided buffers and is copied to the connection's input), answers every complete
 //! request buffered, and has at most one write in flight: the output buffer by SEND, then a
-//! large file by SPLICE through a pipe (file → pipe linked to pipe → socket, zero-copy like
-//! sendfile), by SEND from its mapping, or by READ into the output buffer and SEND. Timeouts
+//! large file by SEND from its mapping (the file-cache keeps large files mapped under
+//! io_uring: cheaper than SPLICE), by SPLICE through a pipe (file → pipe linked to pipe →
+//! socket, zero-copy like sendfile: sendfile on without the mapping), or by READ into the
+//! output buffer and SEND. Timeouts
 //! are deadlines the worker sweeps. Nothing it owns (buffers, pipe, descriptor) is released
 //! while one of its operations is in flight: `inflight` counts them.
 

@@ -178,7 +178,9 @@ pub(crate) fn run(mut start: Start) {
             return;
         }
     };
-    let worker = Rc::new(Worker::take(&mut start));
+    let worker = Worker::take(&mut start);
+    worker.caches.borrow_mut().keep_large_files_mapped();
+    let worker = Rc::new(worker);
     let mut engine = Engine {
         cx: Ctx {
             ring,
