@@ -11,7 +11,12 @@ so CPU per request is the figure that compares servers honestly.
 
 With --io uring (or both), webscope serves with `--io uring` (as "webscope-uring").
 
+With --scaling, 1 KiB keep-alive only: each server with one worker and with two, nothing pinned
+(servers and wrk -t2 share both cores), and the req/s at two workers over one, per server: how
+far each scales when the generator competes for the same cores.
+
 Usage: bench/serve_vs_nginx.py [--pairs 3] [--duration 5] [--connections 50] [--io epoll|uring|both]
+                              [--ceiling] [--scaling]
 Needs: nginx and wrk (installed with apt-get if missing and running as root), cargo.
 Traffic stays on 127.0.0.1.
 """
@@ -28,6 +33,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TICK = os.sysconf("SC_CLK_TCK")
+# Where servers and wrk run, and wrk's threads: one core each, unless --scaling shares both.
+PLACE = {"server": "0", "wrk": "1", "wrk_threads": 1}
 
 
 def ensure_tools():
@@ -72,13 +79,13 @@ def wait_port(port, limit=5.0):
 
 
 class Webscope:
-    def __init__(self, binary, docroot, work, extra=(), name="webscope"):
+    def __init__(self, binary, docroot, work, extra=(), name="webscope", workers=1):
         self.name = name
         self.port = free_port()
         log = os.path.join(work, f"{name}-access.log")
         self.proc = subprocess.Popen(
-            ["taskset", "-c", "0", binary, "serve", "--root", docroot, "--listen", f"127.0.0.1:{self.port}",
-             "--workers", "1", "--access-log", log, *extra],
+            ["taskset", "-c", PLACE["server"], binary, "serve", "--root", docroot, "--listen",
+             f"127.0.0.1:{self.port}", "--workers", str(workers), "--access-log", log, *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port)
         self.pid = self.proc.pid
@@ -94,7 +101,7 @@ class Responder:
     def __init__(self, binary):
         self.name = "minimal-responder"
         self.port = free_port()
-        self.proc = subprocess.Popen(["taskset", "-c", "0", binary, f"127.0.0.1:{self.port}", "1"],
+        self.proc = subprocess.Popen(["taskset", "-c", PLACE["server"], binary, f"127.0.0.1:{self.port}", "1"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port)
         self.pid = self.proc.pid
@@ -105,14 +112,14 @@ class Responder:
 
 
 class Nginx:
-    def __init__(self, docroot, work, sendfile):
+    def __init__(self, docroot, work, sendfile, workers=1):
         self.name = f"nginx-sendfile-{'on' if sendfile else 'off'}"
         self.port = free_port()
         conf = os.path.join(work, f"{self.name}.conf")
         with open(conf, "w") as f:
             f.write(f"""
-worker_processes 1;
-master_process off;
+worker_processes {workers};
+master_process {'on' if workers > 1 else 'off'};
 daemon off;
 error_log {work}/{self.name}-error.log;
 pid {work}/{self.name}.pid;
@@ -133,7 +140,7 @@ http {{
 }}
 """)
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.proc = subprocess.Popen(["taskset", "-c", "0", nginx, "-c", conf, "-p", work],
+        self.proc = subprocess.Popen(["taskset", "-c", PLACE["server"], nginx, "-c", conf, "-p", work],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port)
         self.pid = self.proc.pid
@@ -147,8 +154,9 @@ http {{
 
 
 def run_wrk(port, path, close, connections, duration):
-    """Runs wrk pinned to CPU 1; returns (requests, seconds, wrk cpu seconds)."""
-    cmd = ["taskset", "-c", "1", "wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency"]
+    """Runs wrk where PLACE says; returns (requests, wrk cpu seconds)."""
+    cmd = ["taskset", "-c", PLACE["wrk"], "wrk", f"-t{PLACE['wrk_threads']}", f"-c{connections}",
+           f"-d{duration}s", "--latency"]
     if close:
         cmd += ["-H", "Connection: close"]
     cmd.append(f"http://127.0.0.1:{port}{path}")
@@ -195,9 +203,14 @@ def main():
                         help="webscope's engine(s) to measure (default epoll)")
     parser.add_argument("--ceiling", action="store_true",
                         help="also measure the minimal responder (1 KiB keep-alive only)")
+    parser.add_argument("--scaling", action="store_true",
+                        help="req/s at two workers over one (1 KiB keep-alive, both cores shared)")
     args = parser.parse_args()
     ensure_tools()
     binary = webscope_binary(args.binary)
+    if args.scaling:
+        scaling(binary, args)
+        return
     responder = None
     if args.ceiling:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope-server", "--example",
@@ -256,6 +269,44 @@ def main():
                       f"{med[us]['rps'] / med[best]['rps']:.2f} x")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def scaling(binary, args):
+    """One worker against two, everything on both cores: req/s ratio per server."""
+    PLACE.update(server="0,1", wrk="0,1", wrk_threads=2)
+    work = tempfile.mkdtemp(prefix="webscope-bench-")
+    docroot = os.path.join(work, "www")
+    os.makedirs(docroot)
+    with open(os.path.join(docroot, "1k.bin"), "wb") as f:
+        f.write(os.urandom(1024))
+    os.chmod(work, 0o755)
+    makers = []
+    for workers in (1, 2):
+        if args.io in ("epoll", "both"):
+            makers.append((workers, lambda w=workers: Webscope(binary, docroot, work, workers=w)))
+        if args.io in ("uring", "both"):
+            makers.append((workers, lambda w=workers: Webscope(binary, docroot, work, ["--io", "uring"],
+                                                                "webscope-uring", workers=w)))
+        makers.append((workers, lambda w=workers: Nginx(docroot, work, False, workers=w)))
+    print(f"1 KiB keep-alive, wrk -t2 -c{args.connections} -d{args.duration}s, servers and wrk sharing "
+          f"CPUs 0-1, {args.pairs} alternations; medians")
+    rps = {}
+    try:
+        for _ in range(args.pairs):
+            for workers, make in makers:
+                server = make()
+                try:
+                    r = measure(server, "/1k.bin", False, args)
+                finally:
+                    server.stop()
+                rps.setdefault((server.name, workers), []).append(r["rps"])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"  {'server':20} {'1 worker':>10} {'2 workers':>10} {'ratio':>6}")
+    for name in dict.fromkeys(n for n, _ in rps):
+        one, two = (statistics.median(rps[(name, w)]) for w in (1, 2))
+        print(f"  {name:20} {one:10.0f} {two:10.0f} {two / one:6.2f}   "
+              f"(1: {' '.join(f'{x:.0f}' for x in rps[(name, 1)])}; 2: {' '.join(f'{x:.0f}' for x in rps[(name, 2)])})")
 
 
 if __name__ == "__main__":

@@ -44,8 +44,7 @@ pub(crate) struct Entry {
     pub bytes: Option<Rc<[u8]>>,
     /// An open descriptor: kept by the file-cache for large files, or the one just opened.
     pub fd: Option<Rc<File>>,
-    /// A mapping of a large file (file-cache with mmap and without sendfile, or under
-    /// io_uring with mmap).
+    /// A mapping of a large file (file-cache with mmap and without sendfile).
     pub map: Option<Rc<memmap2::Mmap>>,
     checked: Cell<Instant>,
 }
@@ -78,8 +77,6 @@ pub(crate) struct Caches {
     /// Files up to this size are read into memory; larger ones are sent from a descriptor or
     /// a mapping.
     memory_threshold: u64,
-    /// Large files are kept as mappings even with sendfile on (the io_uring engine).
-    map_large: bool,
     uri_key: Vec<u8>,
     path_key: Vec<u8>,
     rel: Vec<u8>,
@@ -100,18 +97,10 @@ impl Caches {
             max_body_bytes,
             max_entries: max_entries.max(1),
             memory_threshold,
-            map_large: false,
             uri_key: Vec::new(),
             path_key: Vec::new(),
             rel: Vec::new(),
         }
-    }
-
-    /// Keeps large files as mappings when mmap is on, whether sendfile is on or not: the
-    /// io_uring engine's SEND from a mapping costs less CPU than its SPLICE through a pipe
-    /// (31.5 against 37.6 CPU-µs per 100 KiB response here, where epoll's sendfile took 35.2).
-    pub(crate) fn keep_large_files_mapped(&mut self) {
-        self.map_large = true;
     }
 
     fn caching_entries(&self) -> bool {
@@ -251,11 +240,7 @@ impl Caches {
                 // Changed while being read: serve nothing stale, let the client retry.
                 _ => return Resolved::Other(Lookup::Unavailable),
             }
-        } else if keep_bytes
-            && self.techniques.mmap
-            && (self.map_large || !self.techniques.sendfile)
-            && open.size > 0
-        {
+        } else if keep_bytes && self.techniques.mmap && !self.techniques.sendfile && open.size > 0 {
             // SAFETY: the mapping is read-only; a file truncated under it could fault, which
             // is the known hazard of mmap-based serving (Apache and the paper accept it).
             match unsafe { memmap2::Mmap::map(&open.file) } {

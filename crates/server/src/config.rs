@@ -27,8 +27,8 @@ pub enum Io {
     /// A tokio runtime over epoll, a syscall per receive and send (the default).
     #[default]
     Epoll,
-    /// One io_uring per worker: multishot accept and receive, provided buffers, SEND and
-    /// SPLICE, submitted in batches. Plain HTTP/1.1 files only.
+    /// One io_uring per worker: multishot accept and receive, provided buffers, SEND,
+    /// submitted in batches; large files by sendfile. Plain HTTP/1.1 files only.
     Uring,
 }
 

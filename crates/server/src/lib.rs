@@ -9,7 +9,8 @@
 //! once per second; the access log buffered per worker.
 //!
 //! With `Config::io = Io::Uring` a worker runs on one io_uring instead of tokio and epoll
-//! (multishot accept and receive, provided buffers, SEND and SPLICE submitted in batches),
+//! (multishot accept and receive, provided buffers, SEND submitted in batches; large files by
+//! sendfile),
 //! falling back to epoll where the kernel refuses.
 //!
 //! With a certificate (`Config::tls`) it serves HTTPS: rustls, ALPN choosing HTTP/2 (the `h2`

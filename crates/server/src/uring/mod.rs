@@ -3,7 +3,7 @@
 //! One thread, one ring (SINGLE_ISSUER, DEFER_TASKRUN: the kernel runs completion work when
 //! the thread waits, never by interrupting it). A multishot ACCEPT on the worker's listener
 //! produces connections; each has one multishot RECV drawing from the worker's provided-buffer
-//! ring; responses go by SEND, large files by SPLICE through a pooled pipe. Everything a
+//! ring; responses go by SEND, large files by sendfile(2) (see `conn.rs` for why). Everything a
 //! round of completions produced is submitted by the one `io_uring_enter` that waits for the
 //! next round, so a keep-alive request costs no syscall of its own. Deadlines (header,
 //! keep-alive, send, linger) are swept ten times a second, as is the shutdown signal.
@@ -44,8 +44,7 @@ pub(super) enum Op {
     Accept = 1,
     Recv,
     Send,
-    SpliceIn,
-    SpliceOut,
+    PollOut,
     SendMapped,
     Read,
     Shutdown,
@@ -59,13 +58,12 @@ impl Op {
             1 => Op::Accept,
             2 => Op::Recv,
             3 => Op::Send,
-            4 => Op::SpliceIn,
-            5 => Op::SpliceOut,
-            6 => Op::SendMapped,
-            7 => Op::Read,
-            8 => Op::Shutdown,
-            9 => Op::Cancel,
-            10 => Op::Close,
+            4 => Op::PollOut,
+            5 => Op::SendMapped,
+            6 => Op::Read,
+            7 => Op::Shutdown,
+            8 => Op::Cancel,
+            9 => Op::Close,
             _ => return None,
         })
     }
@@ -77,35 +75,11 @@ pub(super) fn user_data(slot: usize, generation: u32, op: Op) -> u64 {
     (slot as u64) << 32 | u64::from(generation & 0x00ff_ffff) << 8 | op as u64
 }
 
-/// A pipe that SPLICE moves a file's pages through (pooled per worker).
-pub(super) struct Pipe {
-    read: OwnedFd,
-    write: OwnedFd,
-}
-
-impl Pipe {
-    fn new() -> io::Result<Pipe> {
-        let mut fds = [0 as RawFd; 2];
-        // SAFETY: pipe2 fills the two descriptors on success.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: both are fresh descriptors owned by nobody else.
-        unsafe {
-            Ok(Pipe {
-                read: OwnedFd::from_raw_fd(fds[0]),
-                write: OwnedFd::from_raw_fd(fds[1]),
-            })
-        }
-    }
-}
-
 /// What the connections of a worker share.
 pub(super) struct Ctx {
     /// Declared before `bufs`: the ring (which may write into the buffers) goes first.
     ring: IoUring,
     bufs: BufRing,
-    pipes: Vec<Pipe>,
     worker: Rc<Worker>,
     /// The clock read once per round of completions.
     now: Instant,
@@ -148,8 +122,8 @@ pub fn probe() -> Result<(), String> {
         (opcode::AcceptMulti::CODE, "ACCEPT"),
         (opcode::RecvMulti::CODE, "RECV"),
         (opcode::Send::CODE, "SEND"),
-        (opcode::Splice::CODE, "SPLICE"),
         (opcode::Read::CODE, "READ"),
+        (opcode::PollAdd::CODE, "POLL_ADD"),
         (opcode::Shutdown::CODE, "SHUTDOWN"),
         (opcode::AsyncCancel2::CODE, "ASYNC_CANCEL"),
         (opcode::Close::CODE, "CLOSE"),
@@ -179,13 +153,11 @@ pub(crate) fn run(mut start: Start) {
         }
     };
     let worker = Worker::take(&mut start);
-    worker.caches.borrow_mut().keep_large_files_mapped();
     let worker = Rc::new(worker);
     let mut engine = Engine {
         cx: Ctx {
             ring,
             bufs,
-            pipes: Vec::new(),
             worker,
             now: Instant::now(),
         },
@@ -302,9 +274,7 @@ impl Engine {
         match op {
             Op::Recv => conn.on_recv(cx, slot, result, flags),
             Op::Send => conn.on_send(cx, slot, result),
-            Op::SpliceIn | Op::SpliceOut | Op::SendMapped | Op::Read => {
-                conn.on_tail(cx, slot, op, result)
-            }
+            Op::PollOut | Op::SendMapped | Op::Read => conn.on_tail(cx, slot, op, result),
             Op::Shutdown | Op::Cancel => conn.inflight -= 1,
             Op::Accept | Op::Close => {}
         }
@@ -370,7 +340,7 @@ impl Engine {
             return;
         };
         let accept = opcode::AcceptMulti::new(types::Fd(listener.as_raw_fd()))
-            .flags(libc::SOCK_CLOEXEC)
+            .flags(libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK)
             .build()
             .user_data(user_data(NO_SLOT, 0, Op::Accept));
         self.cx.push(accept);
@@ -392,10 +362,9 @@ impl Engine {
 
     /// The connection in `slot` has nothing in flight: close its descriptor and free it.
     fn finish(&mut self, slot: usize) {
-        let Some(mut conn) = self.conns[slot].take() else {
+        let Some(conn) = self.conns[slot].take() else {
             return;
         };
-        conn.release(&mut self.cx);
         self.cx
             .worker
             .timing

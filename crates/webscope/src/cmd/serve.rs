@@ -94,7 +94,7 @@ pub struct Args {
     busy_poll: Option<u32>,
     /// The workers' kernel interface: epoll (a tokio runtime; a recv and a send per request)
     /// or uring (one io_uring per worker: multishot accept and receive into provided
-    /// buffers, SEND, large files by SPLICE; submitted in batches). uring serves plain
+    /// buffers, SEND, submitted in batches; large files by sendfile). uring serves plain
     /// HTTP/1.1 files (not with --tls-cert or --services); where the kernel refuses io_uring
     /// the server says so and serves with epoll.
     #[arg(long, value_name = "epoll|uring", default_value = "epoll", value_parser = parse_io)]
@@ -381,7 +381,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(Ok(())) => {
             let _ = writeln!(
                 said,
-                "webscope serve: io_uring (multishot accept and receive, provided buffers, SEND, SPLICE)"
+                "webscope serve: io_uring (multishot accept and receive, provided buffers, SEND; large files by sendfile)"
             );
         }
         Some(Err(why)) => {
