@@ -67,6 +67,17 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def make_docroot(work, files):
+    """A docroot under `work` with random files of the given sizes: {name: bytes}."""
+    docroot = os.path.join(work, "www")
+    os.makedirs(docroot)
+    for name, size in files.items():
+        with open(os.path.join(docroot, name), "wb") as f:
+            f.write(os.urandom(size))
+    os.chmod(work, 0o755)
+    return docroot
+
+
 def wait_port(port, limit=5.0):
     deadline = time.time() + limit
     while time.time() < deadline:
@@ -217,12 +228,7 @@ def main():
                         "minimal_responder"], cwd=ROOT, check=True)
         responder = os.path.join(os.path.dirname(binary), "examples", "minimal_responder")
     work = tempfile.mkdtemp(prefix="webscope-bench-")
-    docroot = os.path.join(work, "www")
-    os.makedirs(docroot)
-    for name, size in (("1k.bin", 1024), ("100k.bin", 100 * 1024)):
-        with open(os.path.join(docroot, name), "wb") as f:
-            f.write(os.urandom(size))
-    os.chmod(work, 0o755)
+    docroot = make_docroot(work, {"1k.bin": 1024, "100k.bin": 100 * 1024})
     scenarios = [("1 KiB keep-alive", "/1k.bin", False), ("100 KiB keep-alive", "/100k.bin", False),
                  ("1 KiB close", "/1k.bin", True)]
     makers = []
@@ -275,11 +281,7 @@ def scaling(binary, args):
     """One worker against two, everything on both cores: req/s ratio per server."""
     PLACE.update(server="0,1", wrk="0,1", wrk_threads=2)
     work = tempfile.mkdtemp(prefix="webscope-bench-")
-    docroot = os.path.join(work, "www")
-    os.makedirs(docroot)
-    with open(os.path.join(docroot, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
-    os.chmod(work, 0o755)
+    docroot = make_docroot(work, {"1k.bin": 1024})
     makers = []
     for workers in (1, 2):
         if args.io in ("epoll", "both"):

@@ -13,7 +13,7 @@ import statistics
 import subprocess
 import tempfile
 
-from serve_vs_nginx import ROOT, webscope_binary, Webscope, ensure_tools, measure
+from serve_vs_nginx import ROOT, webscope_binary, Webscope, ensure_tools, make_docroot, measure
 
 
 def main():
@@ -26,11 +26,7 @@ def main():
     ensure_tools()
     binary = webscope_binary(args.binary)
     work = tempfile.mkdtemp(prefix="webscope-timing-")
-    docroot = os.path.join(work, "www")
-    os.makedirs(docroot)
-    with open(os.path.join(docroot, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
-    os.chmod(work, 0o755)
+    docroot = make_docroot(work, {"1k.bin": 1024})
     variants = [("timing-on", ()), ("timing-off", ("--no-timing",))]
     results = {name: [] for name, _ in variants}
     try:

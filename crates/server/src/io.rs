@@ -227,7 +227,9 @@ pub(crate) async fn write_all(
     Ok(())
 }
 
-fn sendfile(out: RawFd, file: &File, offset: u64, len: u64) -> io::Result<u64> {
+/// One sendfile(2) of up to `len` bytes of `file` from `offset` to `out` (also the io_uring
+/// engine's way for large files: io_uring has no sendfile).
+pub(crate) fn sendfile(out: RawFd, file: &File, offset: u64, len: u64) -> io::Result<u64> {
     // Large chunks: the kernel sends what the socket buffer takes and says how much.
     let chunk = len.min(1 << 30) as usize;
     let mut off = offset as libc::off_t;

@@ -12,8 +12,9 @@
 //! Why a syscall for large files on an engine whose point is to have none: io_uring has no
 //! sendfile. Its SPLICE (file → pipe → socket) is punted to the kernel's io-wq workers, and
 //! SEND from the mapping (or SEND_ZC on loopback, which copies at delivery) copies the body
-//! into the socket buffer; measured per 100 KiB response, one worker, CPU-µs: sendfile 33.5,
-//! SEND from the mapping 35.8, SPLICE 40.9 (34.0 for the mapping in that run), SEND_ZC 42.9.
+//! into the socket buffer. Measured per 100 KiB response (one worker, CPU-µs, alternated
+//! runs): sendfile 33.5 against 35.8 for SEND from the mapping; in other runs SPLICE took
+//! 40.9 and SEND_ZC 42.9 where epoll's sendfile took 31.0 and 35.6.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
@@ -460,34 +461,30 @@ impl Conn {
         }
         let entry = match &t.tail {
             Tail::Sendfile(file, ..) => {
-                loop {
-                    let want = (t.end - t.offset).min(1 << 30) as usize;
-                    let mut off = t.offset as libc::off_t;
-                    // SAFETY: both descriptors are open; the kernel writes `off`.
-                    let n = unsafe { libc::sendfile(fd.0, file.as_raw_fd(), &mut off, want) };
-                    if n < 0 {
-                        let err = std::io::Error::last_os_error();
-                        if matches!(err.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) {
-                            break;
-                        }
-                        self.abort(cx, slot);
-                        return true;
-                    }
-                    if n == 0 {
+                match crate::io::sendfile(fd.0, file, t.offset, t.end - t.offset) {
+                    Ok(0) => {
                         // The file shrank since its size was taken.
                         t.short = true;
                         return false;
                     }
-                    t.offset += n as u64;
-                    self.deadline = cx.now + cx.worker.config.send_timeout;
-                    if t.offset >= t.end {
-                        return false;
+                    Ok(n) => {
+                        t.offset += n;
+                        self.deadline = cx.now + cx.worker.config.send_timeout;
+                        if t.offset >= t.end {
+                            return false;
+                        }
                     }
-                    if (n as usize) < want {
-                        break;
+                    Err(err)
+                        if matches!(
+                            err.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(_) => {
+                        self.abort(cx, slot);
+                        return true;
                     }
                 }
-                // The socket is full: wait until it takes more.
+                // The socket took what it could: wait until it takes more.
                 (
                     Op::PollOut,
                     opcode::PollAdd::new(fd, libc::POLLOUT as u32).build(),

@@ -152,8 +152,7 @@ pub(crate) fn run(mut start: Start) {
             return;
         }
     };
-    let worker = Worker::take(&mut start);
-    let worker = Rc::new(worker);
+    let worker = Rc::new(Worker::take(&mut start));
     let mut engine = Engine {
         cx: Ctx {
             ring,
@@ -339,6 +338,8 @@ impl Engine {
         let Some(listener) = &self.listener else {
             return;
         };
+        // Non-blocking: large files go by sendfile(2), which must never block the worker
+        // (the ring's own operations do not care).
         let accept = opcode::AcceptMulti::new(types::Fd(listener.as_raw_fd()))
             .flags(libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK)
             .build()
