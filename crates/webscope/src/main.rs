@@ -6,9 +6,6 @@
 //! `webscope-*` crates so that it can be tested and reused without the CLI.
 
 mod cmd;
-mod compare;
-mod lab;
-mod live;
 mod signals;
 
 use clap::{Parser, Subcommand};

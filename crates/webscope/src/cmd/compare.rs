@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use webscope_report::Table;
 
-use crate::compare::{self, input, Comparison, Threshold};
+use webscope_lab::compare::{self, input, Comparison, Threshold};
 
 const EXAMPLES: &str = "\
 EXAMPLES:

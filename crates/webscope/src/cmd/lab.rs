@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::lab::{self, Options};
+use webscope_lab::{self as lab, Options};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -96,7 +96,7 @@ pub struct Args {
     /// Serve a live page on ADDR during the sweep (PORT or HOST:PORT; loopback when only a
     /// port is given): the current run's intervals (throughput, latency, errors, the server's
     /// and the machine's CPU, TCP states), the step and the time left, the runs done.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_ADDR)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = webscope_lab::live::DEFAULT_ADDR)]
     live: Option<String>,
     /// How long the live page stays up after the lab, so that open browsers get its end
     /// (Ctrl-C ends it sooner).
@@ -161,7 +161,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .unwrap_or("webscope serve (embedded)")
             );
             // Each run's intervals are a second long.
-            let live = crate::live::Live::start(addr, "lab", &title, Duration::from_secs(1))?;
+            let live =
+                webscope_lab::live::Live::start(addr, "lab", &title, Duration::from_secs(1))?;
             eprintln!("webscope lab: live page at {}", live.url());
             Some(live)
         }

@@ -208,8 +208,8 @@ fn usl_command(a: UslArgs) -> anyhow::Result<String> {
 /// The measured figures of a lab run: (throughput, clients, mean response time s, server
 /// busy cores).
 fn run_figures(dir: &Path) -> anyhow::Result<(f64, f64, f64, Option<f64>)> {
-    let record: crate::lab::record::RunRecord =
-        crate::lab::record::read_json(&dir.join("run.json"))
+    let record: webscope_lab::record::RunRecord =
+        webscope_lab::record::read_json(&dir.join("run.json"))
             .with_context(|| format!("--run {}: not a lab run directory", dir.display()))?;
     let load = &record.load;
     // Judged as the lab that made it judged it: goodput, and no laws on an invalid run.
@@ -217,14 +217,16 @@ fn run_figures(dir: &Path) -> anyhow::Result<(f64, f64, f64, Option<f64>)> {
         .parent()
         .and_then(Path::parent)
         .and_then(|lab| {
-            crate::lab::record::read_json::<crate::lab::record::LabRecord>(&lab.join("lab.json"))
-                .ok()
+            webscope_lab::record::read_json::<webscope_lab::record::LabRecord>(
+                &lab.join("lab.json"),
+            )
+            .ok()
         })
         .map(|lab| lab.judge)
         .unwrap_or_default();
     let expect =
-        crate::lab::health::Expect::parse(&judge.expect_status).map_err(anyhow::Error::msg)?;
-    let health = crate::lab::health::Health::of(load, &expect, judge.max_error_pct);
+        webscope_lab::health::Expect::parse(&judge.expect_status).map_err(anyhow::Error::msg)?;
+    let health = webscope_lab::health::Health::of(load, &expect, judge.max_error_pct);
     if let Some(why) = &health.invalid {
         anyhow::bail!(
             "--run {}: the run is invalid ({why}); the laws would describe its errors, not the server",

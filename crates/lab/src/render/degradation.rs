@@ -12,8 +12,8 @@ use webscope_report::svg::{Axis, Series, XyChart};
 use webscope_report::{Block, Section, Table};
 
 use super::{num, Rendered};
-use crate::lab::degradation::{parse_run_name, POLICIES, SETS};
-use crate::lab::record::{read_json, ExperimentRecord, RunRecord};
+use crate::degradation::{parse_run_name, POLICIES, SETS};
+use crate::record::{read_json, ExperimentRecord, RunRecord};
 
 /// One service in one run.
 #[derive(Debug, Clone, Default)]

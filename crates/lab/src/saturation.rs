@@ -235,6 +235,6 @@ mod tests {
             .unwrap()
             .contains("errors started at 2"));
         assert!(stop_reason(&flat, 4).unwrap().contains("cap of 4"));
-        assert_eq!(runs(&crate::lab::tests_options(false)), 10);
+        assert_eq!(runs(&crate::tests_options(false)), 10);
     }
 }

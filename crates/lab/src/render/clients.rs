@@ -7,7 +7,7 @@ use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::{Block, Section, Table};
 
 use super::{Point, Rendered};
-use crate::lab::record::ExperimentRecord;
+use crate::record::ExperimentRecord;
 
 /// Where throughput stops growing, and what limits it.
 #[derive(Debug, Clone, PartialEq)]
@@ -277,7 +277,7 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
         .map(|p| &p.run)
     {
         if let Some(server) = &run.server {
-            let classes: Vec<&crate::lab::record::PhaseFigures> = server
+            let classes: Vec<&crate::record::PhaseFigures> = server
                 .phases_us
                 .iter()
                 .filter(|c| c.requests > 0.0)
@@ -434,8 +434,8 @@ mod tests {
             .collect();
         // A run of 403s: fast responses that are no throughput at all.
         let forbidden = serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 90000}});
-        let expect = crate::lab::health::Expect::parse("2xx").unwrap();
-        pts[3].health = crate::lab::health::Health::of(&forbidden, &expect, 1.0);
+        let expect = crate::health::Expect::parse("2xx").unwrap();
+        pts[3].health = crate::health::Health::of(&forbidden, &expect, 1.0);
         pts[3].rps = pts[3].health.goodput_rps;
         let s = saturation(&pts).unwrap();
         assert_eq!((s.knee, s.max_rps), (2.0, 2000.0), "{}", s.reading);

@@ -267,7 +267,7 @@ impl Live {
             .fetch_add(thread_cpu_ns().saturating_sub(began), Ordering::Relaxed);
     }
 
-    /// Adds an interval (and keeps the last [`KEPT`]); a lab also says where its sweep is.
+    /// Adds an interval (and keeps the last `KEPT`); a lab also says where its sweep is.
     pub fn push(
         &self,
         point: Point,

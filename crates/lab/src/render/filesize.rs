@@ -8,7 +8,7 @@ use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::{Block, Section, Table};
 
 use super::{line_fit, os_stat, Point, Rendered};
-use crate::lab::record::{ExperimentRecord, RunRecord};
+use crate::record::{ExperimentRecord, RunRecord};
 
 /// The server's phase means over all size classes of a run (µs): parse, process, log.
 fn phases_overall(run: &RunRecord) -> Option<(f64, f64, f64)> {
@@ -17,7 +17,7 @@ fn phases_overall(run: &RunRecord) -> Option<(f64, f64, f64)> {
     if n <= 0.0 {
         return None;
     }
-    let mean = |f: &dyn Fn(&crate::lab::record::PhaseFigures) -> f64| {
+    let mean = |f: &dyn Fn(&crate::record::PhaseFigures) -> f64| {
         server
             .phases_us
             .iter()

@@ -13,7 +13,7 @@ use webscope_report::{Block, Section, Table};
 
 use super::clients::usl_fit;
 use super::{Point, Rendered};
-use crate::lab::record::ExperimentRecord;
+use crate::record::ExperimentRecord;
 
 /// Service demands per request, seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]

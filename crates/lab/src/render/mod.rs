@@ -566,31 +566,31 @@ mod tests {
         let recorded = [
             (
                 "server-cpu",
-                include_str!("../../../tests/data/runs/server-cpu.json"),
+                include_str!("../../tests/data/runs/server-cpu.json"),
                 "server-cpu",
                 "of the 1 core they may use",
             ),
             (
                 "generator",
-                include_str!("../../../tests/data/runs/generator.json"),
+                include_str!("../../tests/data/runs/generator.json"),
                 "generator",
                 "measures the generator",
             ),
             (
                 "machine-cpu",
-                include_str!("../../../tests/data/runs/machine-cpu.json"),
+                include_str!("../../tests/data/runs/machine-cpu.json"),
                 "machine-cpu",
                 "softirq",
             ),
             (
                 "ports",
-                include_str!("../../../tests/data/runs/ports.json"),
+                include_str!("../../tests/data/runs/ports.json"),
                 "ports",
                 "ephemeral ports",
             ),
             (
                 "latency",
-                include_str!("../../../tests/data/runs/latency.json"),
+                include_str!("../../tests/data/runs/latency.json"),
                 "latency",
                 "Little's law",
             ),

@@ -6,7 +6,7 @@ use webscope_report::Block;
 
 use super::clients::Saturation;
 use super::Point;
-use crate::lab::papers::{find, panel, Comparison};
+use crate::papers::{find, panel, Comparison};
 
 /// The panel's blocks, under a heading sentence; the comparisons go to report.json.
 pub fn blocks(
@@ -298,7 +298,7 @@ pub fn saturation(steps: &[(usize, f64)], stopped_at: Option<usize>) -> Vec<Comp
         let doubling: Vec<f64> = ratios
             .iter()
             .copied()
-            .filter(|r| *r >= crate::lab::saturation::DOUBLING)
+            .filter(|r| *r >= crate::saturation::DOUBLING)
             .collect();
         let ours = (!doubling.is_empty())
             .then(|| (doubling.iter().map(|r| r.ln()).sum::<f64>() / doubling.len() as f64).exp());

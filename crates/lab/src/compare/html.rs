@@ -7,7 +7,7 @@ use webscope_report::{Block, Page, Section, Table};
 
 use super::input::Run;
 use super::Comparison;
-use crate::lab::render::charts::{edges_ns, shares};
+use crate::render::charts::{edges_ns, shares};
 
 /// The runs' latencies, all intervals merged, as shares of requests per bin.
 fn distribution(runs: &[Run], edges: &[u64]) -> Option<Vec<u64>> {

@@ -7,7 +7,7 @@ use webscope_workload::Rng;
 
 use super::input::Run;
 use super::*;
-use crate::lab::health::{Expect, Health};
+use crate::health::{Expect, Health};
 
 /// A run of `intervals` one-second intervals of `per` latencies each, drawn from a log-normal
 /// whose upper sixth (above one standard deviation) is stretched by `tail` (1.0: none): the

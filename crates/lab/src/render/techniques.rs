@@ -8,7 +8,7 @@ use webscope_report::svg::{Axis, BarChart};
 use webscope_report::{Block, Section, Table};
 
 use super::{Point, Rendered};
-use crate::lab::record::ExperimentRecord;
+use crate::record::ExperimentRecord;
 
 /// One step's figures.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,8 +9,8 @@ use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Section, Table};
 
 use super::{Point, Rendered};
-use crate::lab::record::ExperimentRecord;
-use crate::lab::saturation::{knee, ratios, stop_reason};
+use crate::record::ExperimentRecord;
+use crate::saturation::{knee, ratios, stop_reason};
 
 /// One request of the two-class run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -224,7 +224,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     let mut doubled = false;
     let mut stopped_at = None;
     for (w, r) in rule.windows(2).zip(&growth) {
-        if *r >= crate::lab::saturation::DOUBLING {
+        if *r >= crate::saturation::DOUBLING {
             doubled = true;
         } else if doubled {
             stopped_at = Some(w[0].0);

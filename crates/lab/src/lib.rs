@@ -1,13 +1,25 @@
-//! `webscope lab`: the whole experiment in one command — a file set (made once, cached), a
-//! server (webscope's own on loopback, or any URL), the load generator pinned apart from it,
-//! the experiments' runs written to disk as they finish, and the report rendered from those
-//! files. Ctrl-C stops the current run, and the report of what was measured is still written.
+//! The lab: webscope's experiments, from a file set and a server to a report. `webscope lab`
+//! is this crate's [`run`]: a file set (made once, cached), a server (webscope's own on
+//! loopback, or any URL), the load generator pinned apart from it, the experiments' runs
+//! written to disk as they finish, and the report rendered from those files ([`render`], which
+//! `webscope report` calls alone). Ctrl-C stops the current run, and the report of what was
+//! measured is still written. Beside it: the verdicts on what bounds a run ([`bottleneck`],
+//! [`health`]), the preflight, the papers' findings as data, [`compare`] (a baseline against a
+//! candidate, with significance; `webscope compare` and the lab's `--baseline` section) and
+//! the [`live`] page a lab or a load run publishes to.
+//!
+//! Not for: argument parsing, exit codes or `--help` texts (the `webscope` binary owns them
+//! and turns them into this crate's configuration types), nor measuring, serving or modelling
+//! itself (the `webscope-load`, `-server`, `-monitor` and `-model` crates do; the lab only
+//! orchestrates them and reads what they wrote).
 
 pub mod bottleneck;
 pub mod clients;
+pub mod compare;
 pub mod degradation;
 pub mod filesize;
 pub mod health;
+pub mod live;
 pub mod measure;
 pub mod model;
 pub mod papers;

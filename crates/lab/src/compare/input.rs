@@ -6,8 +6,8 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use crate::lab::health::{Expect, Health, Judge};
-use crate::lab::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
+use crate::health::{Expect, Health, Judge};
+use crate::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
 
 /// One run: its load report, judged, its server CPU per request and its interval log.
 pub struct Run {
