@@ -9,18 +9,26 @@ CPU-microseconds per request (utime+stime from /proc/PID/stat before and after),
 processes' CPU utilisation. On 2 cores the load generator may saturate before the server does,
 so CPU per request is the figure that compares servers honestly.
 
-With --io uring (or both), webscope serves with `--io uring` (as "webscope-uring").
+By default webscope serves on its default engine (io_uring where the kernel allows it, named
+"webscope"); --io epoll, uring, both or all measure the engines by name ("webscope-epoll",
+"webscope-uring") beside it or instead. --before BINARY adds another build of webscope on its own
+default engine ("webscope-before"), alternated with the others: a change's before and after.
+
+Scenarios: 1 KiB and 100 KiB keep-alive and 1 KiB with a connection per request (wrk), and the
+SPECweb96 mix keep-alive (wrk cannot draw a mix: `webscope load --fileset` drives every server,
+one thread on CPU 1, the same generator for all).
 
 With --scaling, 1 KiB keep-alive only: each server with one worker and with two, nothing pinned
 (servers and wrk -t2 share both cores), and the req/s at two workers over one, per server: how
 far each scales when the generator competes for the same cores.
 
-Usage: bench/serve_vs_nginx.py [--pairs 3] [--duration 5] [--connections 50] [--io epoll|uring|both]
-                              [--ceiling] [--scaling]
+Usage: bench/serve_vs_nginx.py [--pairs 3] [--duration 5] [--connections 50]
+                              [--io default|epoll|uring|both|all] [--before BINARY] [--ceiling] [--scaling]
 Needs: nginx and wrk (installed with apt-get if missing and running as root), cargo.
 Traffic stays on 127.0.0.1.
 """
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -186,7 +194,26 @@ def run_wrk(port, path, close, connections, duration):
     return requests, wrk_cpu
 
 
+def run_mix(binary, fileset, port, connections, duration, out):
+    """webscope load with the file set's mix, one thread on PLACE's wrk CPU; (requests, cpu s)."""
+    cmd = ["taskset", "-c", PLACE["wrk"], binary, "load", "--fileset", fileset, "--base",
+           f"http://127.0.0.1:{port}/specweb96/", "-c", str(connections), "-t", "1", "-d", f"{duration}s",
+           "--quiet", "--json", out]
+    before = os.times()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = os.times()
+    with open(out) as f:
+        report = json.load(f)
+    errors = sum(v for v in report["errors"].values() if isinstance(v, int))
+    if errors:
+        print(f"    webscope load: {errors} errors", file=sys.stderr)
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return report["requests"], cpu
+
+
 def measure(server, path, close, args):
+    if path == MIX:
+        return measure_mix(server, args)
     # A short warm-up so caches and the page cache are hot, then the measured run.
     run_wrk(server.port, path, close, args.connections, 1)
     t0 = cpu_ticks(server.pid)
@@ -203,6 +230,26 @@ def measure(server, path, close, args):
     }
 
 
+# The SPECweb96 scenario's path: the mix comes from the file set, not from one URL.
+MIX = "SPECweb96"
+
+
+def measure_mix(server, args):
+    out = os.path.join(args.work, "mix.json")
+    run_mix(args.binary, args.fileset, server.port, args.connections, 1, out)
+    t0 = cpu_ticks(server.pid)
+    start = time.time()
+    requests, gen_cpu = run_mix(args.binary, args.fileset, server.port, args.connections, args.duration, out)
+    elapsed = time.time() - start
+    server_cpu = (cpu_ticks(server.pid) - t0) / TICK
+    return {
+        "rps": requests / elapsed,
+        "cpu_us": server_cpu * 1e6 / max(requests, 1),
+        "server_util": server_cpu / elapsed,
+        "wrk_util": gen_cpu / elapsed,
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=3, help="alternations per scenario (default 3)")
@@ -210,8 +257,11 @@ def main():
     parser.add_argument("--connections", type=int, default=50, help="wrk connections (default 50)")
     parser.add_argument("--binary", default=None, help="webscope binary (default: build release)")
     parser.add_argument("--only", default=None, help="run only scenarios whose title contains this text")
-    parser.add_argument("--io", choices=("epoll", "uring", "both"), default="epoll",
-                        help="webscope's engine(s) to measure (default epoll)")
+    parser.add_argument("--io", choices=("default", "epoll", "uring", "both", "all"), default="default",
+                        help="webscope's engine(s) to measure: its default, one by name, both by name, "
+                             "or all three (default: default)")
+    parser.add_argument("--before", default=None, metavar="BINARY",
+                        help="another webscope build, measured on its default engine as webscope-before")
     parser.add_argument("--ceiling", action="store_true",
                         help="also measure the minimal responder (1 KiB keep-alive only)")
     parser.add_argument("--scaling", action="store_true",
@@ -229,17 +279,26 @@ def main():
         responder = os.path.join(os.path.dirname(binary), "examples", "minimal_responder")
     work = tempfile.mkdtemp(prefix="webscope-bench-")
     docroot = make_docroot(work, {"1k.bin": 1024, "100k.bin": 100 * 1024})
+    # The SPECweb96 set lives in the docroot too, so every server serves both.
+    args.binary, args.work, args.fileset = binary, work, os.path.join(docroot, "specweb96")
+    subprocess.run([binary, "fileset", "specweb96", "--out", args.fileset, "--ops", "1"], check=True,
+                   stdout=subprocess.DEVNULL)
     scenarios = [("1 KiB keep-alive", "/1k.bin", False), ("100 KiB keep-alive", "/100k.bin", False),
-                 ("1 KiB close", "/1k.bin", True)]
-    makers = []
-    if args.io in ("epoll", "both"):
-        makers.append(lambda: Webscope(binary, docroot, work))
-    if args.io in ("uring", "both"):
-        makers.append(lambda: Webscope(binary, docroot, work, ["--io", "uring"], "webscope-uring"))
+                 ("1 KiB close", "/1k.bin", True), ("SPECweb96 mix keep-alive", MIX, False)]
+    engines = {"default": [None], "epoll": ["epoll"], "uring": ["uring"], "both": ["epoll", "uring"],
+               "all": [None, "epoll", "uring"]}[args.io]
+    makers, ours = [], []
+    for engine in engines:
+        name = "webscope" if engine is None else f"webscope-{engine}"
+        extra = [] if engine is None else ["--io", engine]
+        makers.append(lambda extra=extra, name=name: Webscope(binary, docroot, work, extra, name))
+        ours.append(name)
+    if args.before:
+        makers.append(lambda: Webscope(args.before, docroot, work, [], "webscope-before"))
+        ours.append("webscope-before")
     makers += [lambda: Nginx(docroot, work, True), lambda: Nginx(docroot, work, False)]
-    ours = [n for n, on in (("webscope", args.io != "uring"), ("webscope-uring", args.io != "epoll")) if on]
-    print(f"wrk -t1 -c{args.connections} -d{args.duration}s on CPU 1, servers (one worker) on CPU 0, "
-          f"{args.pairs} alternations; medians")
+    print(f"wrk -t1 -c{args.connections} -d{args.duration}s on CPU 1 (the mix: webscope load -t1 -c{args.connections}), "
+          f"servers (one worker) on CPU 0, {args.pairs} alternations; medians")
     try:
         for title, path, close in scenarios:
             if args.only and args.only not in title:
@@ -257,7 +316,7 @@ def main():
                         server.stop()
                     results.setdefault(server.name, []).append(r)
             print(f"\n{title}")
-            print(f"  {'server':20} {'req/s':>10} {'CPU-us/req':>11} {'server CPU':>11} {'wrk CPU':>8}")
+            print(f"  {'server':20} {'req/s':>10} {'CPU-us/req':>11} {'server CPU':>11} {'gen CPU':>8}")
             med = {}
             for name, runs in results.items():
                 m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
@@ -283,12 +342,14 @@ def scaling(binary, args):
     work = tempfile.mkdtemp(prefix="webscope-bench-")
     docroot = make_docroot(work, {"1k.bin": 1024})
     makers = []
+    engines = {"default": [None], "epoll": ["epoll"], "uring": ["uring"], "both": ["epoll", "uring"],
+               "all": [None, "epoll", "uring"]}[args.io]
     for workers in (1, 2):
-        if args.io in ("epoll", "both"):
-            makers.append((workers, lambda w=workers: Webscope(binary, docroot, work, workers=w)))
-        if args.io in ("uring", "both"):
-            makers.append((workers, lambda w=workers: Webscope(binary, docroot, work, ["--io", "uring"],
-                                                                "webscope-uring", workers=w)))
+        for engine in engines:
+            name = "webscope" if engine is None else f"webscope-{engine}"
+            extra = [] if engine is None else ["--io", engine]
+            makers.append((workers, lambda w=workers, e=extra, n=name: Webscope(binary, docroot, work, e, n,
+                                                                                 workers=w)))
         makers.append((workers, lambda w=workers: Nginx(docroot, work, False, workers=w)))
     print(f"1 KiB keep-alive, wrk -t2 -c{args.connections} -d{args.duration}s, servers and wrk sharing "
           f"CPUs 0-1, {args.pairs} alternations; medians")
