@@ -317,3 +317,121 @@ fn kubectl_accepts_the_job_where_it_has_a_cluster() {
         "job.batch/webscope-load"
     );
 }
+
+/// The Kubernetes versions the README names: the Job validates against each one's schema.
+const KUBERNETES_VERSIONS: [&str; 3] = ["1.30.0", "1.33.0", "1.37.0"];
+
+/// The YAML as a YAML 1.1 reader takes it (PyYAML, the Kubernetes Python client, Ansible):
+/// `kubernetes-validate --strict` (PyPI; CI installs it and sets
+/// WEBSCOPE_REQUIRE_KUBERNETES_VALIDATE) accepts the Job for every version the README names.
+/// An unquoted `--start-at` time was read as a datetime and the Job rejected.
+#[test]
+fn a_yaml_1_1_validator_accepts_the_job() {
+    let found = std::process::Command::new("kubernetes-validate")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("WEBSCOPE_REQUIRE_KUBERNETES_VALIDATE").is_none(),
+            "WEBSCOPE_REQUIRE_KUBERNETES_VALIDATE is set but kubernetes-validate is missing: pip install kubernetes-validate"
+        );
+        eprintln!(
+            "skipping: kubernetes-validate is not installed (pip install kubernetes-validate)"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("job.yaml");
+    let out = webscope()
+        .args([
+            "distribute",
+            "--kubernetes",
+            "3",
+            "--namespace",
+            "on",
+            "--cpu",
+            "1.5",
+        ])
+        .args(["-o"])
+        .arg(&file)
+        .args(["--", "http://web/", "-c", "30", "-d", "60s"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for version in KUBERNETES_VERSIONS {
+        let check = std::process::Command::new("kubernetes-validate")
+            .args(["--strict", "-k", version])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&check.stdout);
+        assert!(
+            check.status.success() && said.contains("passed"),
+            "Kubernetes {version}: {said}{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+}
+
+/// The load options are parsed with load's own parser before anything is written: a bad one
+/// is one line and exit 1, and no manifest is left behind.
+#[test]
+fn load_options_that_load_would_refuse_are_refused_before_writing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("job.yaml");
+    for bad in [
+        &["-c", "abc"][..],
+        &["--no-such-flag"][..],
+        &["--rate", "fast"][..],
+    ] {
+        let out = webscope()
+            .args(["distribute", "--kubernetes", "3", "-o"])
+            .arg(&file)
+            .args(["--", "http://web/"])
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("webscope: error: the load options after -- are not webscope load's")
+                && err.lines().count() == 1,
+            "{bad:?}: {err}"
+        );
+        assert!(!file.exists(), "{bad:?}: a manifest was written");
+    }
+}
+
+/// Paths on this machine that a pod will not have are named in a warning; the Job is still
+/// written (an image may carry them).
+#[test]
+fn local_paths_in_the_load_options_are_warned_about() {
+    let out = webscope()
+        .args(["distribute", "--kubernetes", "2", "--"])
+        .args(["--fileset", "/srv/spec", "--base", "http://web/"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: --fileset /srv/spec is a path on this machine"),
+        "{err}"
+    );
+    let out = webscope()
+        .args(["distribute", "--kubernetes", "2", "--"])
+        .args(["http://web/", "--method", "POST", "--body", "@post.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: --body @post.json is a path"),
+        "{err}"
+    );
+    assert!(!err.contains("--fileset"), "{err}");
+}

@@ -42,6 +42,36 @@ pub struct Args {
     flags: Box<Flags>,
 }
 
+/// What `webscope distribute` checks of the load options it writes into a Job before writing
+/// it: that they parse as `webscope load`'s own (else clap's one-line reason), and which local
+/// files they name (a pod has them only if its image carries them).
+pub fn check_for_pods(load: &[String]) -> Result<Vec<String>, String> {
+    #[derive(clap::Parser)]
+    #[command(name = "webscope load")]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+    let argv = std::iter::once("load".to_string()).chain(load.iter().cloned());
+    let cli = <Cli as clap::Parser>::try_parse_from(argv).map_err(|e| {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or("").trim();
+        first.strip_prefix("error: ").unwrap_or(first).to_string()
+    })?;
+    let flags = cli.args.flags;
+    let mut local = Vec::new();
+    if let Some(dir) = &flags.fileset {
+        local.push(format!("--fileset {}", dir.display()));
+    }
+    if let Some(file) = &flags.requests {
+        local.push(format!("--requests {}", file.display()));
+    }
+    if let Some(file) = flags.body.as_deref().and_then(|b| b.strip_prefix('@')) {
+        local.push(format!("--body @{file}"));
+    }
+    Ok(local)
+}
+
 #[derive(clap::Args, Debug)]
 struct Flags {
     /// The URL to request (http:// or https://); or use --fileset and --base. With --group, the

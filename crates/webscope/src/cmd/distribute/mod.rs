@@ -8,6 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context};
+
+mod yaml;
 use serde_json::{json, Value};
 
 const EXAMPLES: &str = "\
@@ -84,17 +86,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     {
         bail!("{flag} is set by the Job itself (each pod emits its result to its log): leave it out of the load options");
     }
+    let local = super::load::check_for_pods(&args.load).map_err(|why| {
+        anyhow::anyhow!("the load options after -- are not webscope load's: {why}")
+    })?;
+    for path in &local {
+        eprintln!(
+            "webscope distribute: warning: {path} is a path on this machine: each pod reads it from its own file system, so the image must carry it there"
+        );
+    }
     let start = SystemTime::now() + args.start_margin;
     let manifest = job(&args, start);
     let text = match args.format.as_str() {
         "json" => serde_json::to_string_pretty(&manifest)? + "\n",
-        _ => {
-            let mut yaml = serde_yaml_ng::to_string(&manifest)?;
-            if !yaml.ends_with('\n') {
-                yaml.push('\n');
-            }
-            yaml
-        }
+        _ => yaml::to_string(&manifest),
     };
     let collect = format!(
         "kubectl logs -l job-name={} --prefix --tail=-1 --max-log-requests={} > pods.log && webscope merge merged/ pods.log",
