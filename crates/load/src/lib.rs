@@ -58,6 +58,7 @@ mod report;
 mod requests;
 mod run;
 mod schedule;
+pub mod slo;
 mod target;
 mod tls;
 mod worker;

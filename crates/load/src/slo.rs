@@ -1,0 +1,514 @@
+//! Service-level objectives: absolute conditions on one run, such as `p99<=5ms,errors<=0.1%`.
+//! One grammar for every place that judges a run against limits: the capacity search (a probe
+//! passes when every condition holds) and `load --threshold` (k6's convention: a run that
+//! breaks a threshold exits with its own code).
+//!
+//! Not for: relative changes between two runs (`webscope compare --threshold 'p99<+5%'` judges
+//! those, with significance), nor for computing the figures: the caller measures and hands
+//! them over as [`Figures`], and a condition whose figure was not measured is undecided, never
+//! passed.
+
+use std::fmt;
+
+/// A list of conditions, all of which must hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slo {
+    /// In the order given.
+    pub conditions: Vec<Condition>,
+}
+
+/// One condition: a metric, a direction and a limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    /// What is judged.
+    pub metric: Metric,
+    /// `<` / `>` when true, `<=` / `>=` when false.
+    pub strict: bool,
+    /// Microseconds for a latency, a fraction (0..=1) for a share.
+    pub limit: f64,
+}
+
+/// What a condition is on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    /// A latency quantile (0 < q < 1) from the corrected histogram, or the largest (q = 1).
+    Latency {
+        /// 0.99 for p99; 1.0 for max.
+        quantile: f64,
+    },
+    /// Failed requests (errors and unexpected statuses) over requests: a ceiling.
+    Errors,
+    /// Good responses per second over the offered rate: a floor.
+    Goodput,
+    /// The server's CPU use over the CPUs it may use: a ceiling.
+    Cpu,
+    /// Requests the generator sent late over those it sent: a ceiling (a late generator
+    /// measures itself, not the server).
+    Late,
+}
+
+/// The figures of one run that conditions are judged on. `None`: not measured in this run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures {
+    /// Latency in microseconds at the quantiles [`Slo::quantiles`] asked for: (q, µs).
+    pub latency_us: Vec<(f64, f64)>,
+    /// Failed requests over requests.
+    pub error_share: Option<f64>,
+    /// Good responses per second over the offered rate.
+    pub goodput_share: Option<f64>,
+    /// The server's CPU use over the CPUs it may use.
+    pub cpu_share: Option<f64>,
+    /// Requests sent late over requests sent.
+    pub late_share: Option<f64>,
+}
+
+/// A condition judged on one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    /// The condition.
+    pub condition: Condition,
+    /// The figure it was judged on, in the condition's unit (µs or a fraction).
+    pub measured: Option<f64>,
+    /// Whether it held.
+    pub verdict: Verdict,
+}
+
+/// Whether a condition (or a run) met its objective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Measured, and within the limit.
+    Pass,
+    /// Measured, and past the limit.
+    Fail,
+    /// The figure was not measured in this run: not a pass.
+    Undecided,
+}
+
+const EXAMPLE: &str = "e.g. p99<=5ms,errors<=0.1%,goodput>=99%";
+
+impl Slo {
+    /// Parses `p99<=5ms,errors<=0.1%`; an error names the bad part and shows the grammar.
+    pub fn parse(text: &str) -> Result<Slo, String> {
+        let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+        if parts.iter().all(|p| p.is_empty()) {
+            return Err(format!(
+                "the objective is empty: give conditions, {EXAMPLE}"
+            ));
+        }
+        let conditions = parts
+            .iter()
+            .map(|part| Condition::parse(part))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Slo { conditions })
+    }
+
+    /// With `goodput>=SHARE` added unless a goodput condition is there: a server that answers
+    /// fewer requests than were offered has not met an objective, whatever its latency.
+    pub fn with_goodput_floor(mut self, share: f64) -> Slo {
+        if !self.conditions.iter().any(|c| c.metric == Metric::Goodput) {
+            self.conditions.push(Condition {
+                metric: Metric::Goodput,
+                strict: false,
+                limit: share,
+            });
+        }
+        self
+    }
+
+    /// The latency quantiles the conditions need (1.0 for the largest).
+    pub fn quantiles(&self) -> Vec<f64> {
+        let mut qs: Vec<f64> = Vec::new();
+        for c in &self.conditions {
+            if let Metric::Latency { quantile } = c.metric {
+                if !qs.contains(&quantile) {
+                    qs.push(quantile);
+                }
+            }
+        }
+        qs
+    }
+
+    /// Every condition judged on `figures`.
+    pub fn judge(&self, figures: &Figures) -> Vec<Check> {
+        self.conditions.iter().map(|c| c.judge(figures)).collect()
+    }
+
+    /// Pass only when every condition passed; Fail when one failed; else Undecided.
+    pub fn verdict(checks: &[Check]) -> Verdict {
+        if checks.iter().any(|c| c.verdict == Verdict::Fail) {
+            Verdict::Fail
+        } else if checks.iter().all(|c| c.verdict == Verdict::Pass) {
+            Verdict::Pass
+        } else {
+            Verdict::Undecided
+        }
+    }
+}
+
+impl fmt::Display for Slo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.conditions.iter().map(|c| c.to_string()).collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+impl Condition {
+    fn parse(part: &str) -> Result<Condition, String> {
+        if part.is_empty() {
+            return Err(format!("an empty condition between commas: {EXAMPLE}"));
+        }
+        let Some(at) = part.find(['<', '>']) else {
+            return Err(format!(
+                "{part:?} has no comparison: write METRIC<=LIMIT or METRIC>=LIMIT, {EXAMPLE}"
+            ));
+        };
+        let (name, rest) = part.split_at(at);
+        let below = rest.starts_with('<');
+        let (strict, value) = match rest[1..].strip_prefix('=') {
+            Some(value) => (false, value),
+            None => (true, &rest[1..]),
+        };
+        let name = name.trim();
+        let metric = Metric::parse(name).map_err(|why| format!("{part:?}: {why}"))?;
+        if metric.is_floor() == below {
+            let (want, other) = if metric.is_floor() {
+                (">=", "a floor")
+            } else {
+                ("<=", "a ceiling")
+            };
+            return Err(format!(
+                "{part:?}: {name} is {other}: write {name}{want}{}",
+                value.trim()
+            ));
+        }
+        let limit = metric
+            .parse_limit(value.trim())
+            .map_err(|why| format!("{part:?}: {why}"))?;
+        Ok(Condition {
+            metric,
+            strict,
+            limit,
+        })
+    }
+
+    fn judge(&self, figures: &Figures) -> Check {
+        let measured = match self.metric {
+            Metric::Latency { quantile } => figures
+                .latency_us
+                .iter()
+                .find(|(q, _)| *q == quantile)
+                .map(|&(_, us)| us),
+            Metric::Errors => figures.error_share,
+            Metric::Goodput => figures.goodput_share,
+            Metric::Cpu => figures.cpu_share,
+            Metric::Late => figures.late_share,
+        };
+        let verdict = match measured {
+            None => Verdict::Undecided,
+            Some(v) if v.is_nan() => Verdict::Undecided,
+            Some(v) => {
+                let holds = match (self.metric.is_floor(), self.strict) {
+                    (true, true) => v > self.limit,
+                    (true, false) => v >= self.limit,
+                    (false, true) => v < self.limit,
+                    (false, false) => v <= self.limit,
+                };
+                if holds {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail
+                }
+            }
+        };
+        Check {
+            condition: self.clone(),
+            measured,
+            verdict,
+        }
+    }
+
+    /// The limit or a measured figure in the condition's unit, for people: `5 ms`, `0.1 %`.
+    pub fn show(&self, value: f64) -> String {
+        match self.metric {
+            Metric::Latency { .. } => crate::format_us(value),
+            _ => format!("{} %", trim_float(value * 100.0)),
+        }
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = match (self.metric.is_floor(), self.strict) {
+            (true, true) => ">",
+            (true, false) => ">=",
+            (false, true) => "<",
+            (false, false) => "<=",
+        };
+        let limit = match self.metric {
+            Metric::Latency { .. } if self.limit >= 1000.0 => {
+                format!("{}ms", trim_float(self.limit / 1000.0))
+            }
+            Metric::Latency { .. } => format!("{}us", trim_float(self.limit)),
+            _ => format!("{}%", trim_float(self.limit * 100.0)),
+        };
+        write!(f, "{}{op}{limit}", self.metric)
+    }
+}
+
+impl Metric {
+    fn parse(name: &str) -> Result<Metric, String> {
+        match name {
+            "errors" => return Ok(Metric::Errors),
+            "goodput" => return Ok(Metric::Goodput),
+            "cpu" => return Ok(Metric::Cpu),
+            "late" => return Ok(Metric::Late),
+            "max" => return Ok(Metric::Latency { quantile: 1.0 }),
+            // The load report's own names for 99.9 and 99.99.
+            "p999" => return Ok(Metric::Latency { quantile: 0.999 }),
+            "p9999" => return Ok(Metric::Latency { quantile: 0.9999 }),
+            _ => {}
+        }
+        let known = "known: p50 .. p99.99 (any percentile), max, errors, goodput, cpu, late";
+        let Some(digits) = name.strip_prefix('p') else {
+            return Err(format!("unknown metric {name:?} ({known})"));
+        };
+        match digits.parse::<f64>() {
+            Ok(pct) if pct > 0.0 && pct < 100.0 && !digits.starts_with(['+', '-']) => {
+                // Rounded to 1e-6 so that p99.9 is the same 0.999 as the report's p999.
+                Ok(Metric::Latency {
+                    quantile: (pct * 10_000.0).round() / 1_000_000.0,
+                })
+            }
+            Ok(_) => Err(format!(
+                "{name:?} is not a percentile: give one above 0 and below 100 (p99, p99.9), or max"
+            )),
+            Err(_) => Err(format!("unknown metric {name:?} ({known})")),
+        }
+    }
+
+    /// Goodput is a floor; the others are ceilings.
+    fn is_floor(self) -> bool {
+        self == Metric::Goodput
+    }
+
+    fn parse_limit(self, value: &str) -> Result<f64, String> {
+        if value.is_empty() {
+            return Err("no limit after the comparison".into());
+        }
+        let split = value
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(value.len());
+        let (number, unit) = value.split_at(split);
+        let n: f64 = number
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite())
+            .ok_or_else(|| format!("{value:?} is not a number with a unit"))?;
+        match self {
+            Metric::Latency { .. } => {
+                let scale = match unit.trim() {
+                    "ns" => 1e-3,
+                    "us" | "µs" => 1.0,
+                    "ms" => 1e3,
+                    "s" => 1e6,
+                    "" => {
+                        return Err(format!(
+                            "{value:?} has no unit: write {number}ms (or us, s)"
+                        ))
+                    }
+                    other => return Err(format!("{other:?} is not a time unit: use us, ms or s")),
+                };
+                Ok(n * scale)
+            }
+            _ => match unit.trim() {
+                "%" if n <= 100.0 => Ok(n / 100.0),
+                "%" => Err(format!("{value:?} is more than 100 %")),
+                "" => Err(format!("{value:?} has no unit: write {number}%")),
+                other => Err(format!(
+                    "{other:?} is not a share: write a per cent, e.g. {number}%"
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::Latency { quantile } if *quantile >= 1.0 => f.write_str("max"),
+            Metric::Latency { quantile } => write!(f, "p{}", trim_float(quantile * 100.0)),
+            Metric::Errors => f.write_str("errors"),
+            Metric::Goodput => f.write_str("goodput"),
+            Metric::Cpu => f.write_str("cpu"),
+            Metric::Late => f.write_str("late"),
+        }
+    }
+}
+
+/// A float without trailing zeros: 99.9, 5, 0.1 (rounded to 6 decimals first, so that
+/// 0.999 × 100 prints as 99.9).
+fn trim_float(x: f64) -> String {
+    let s = format!("{:.6}", x);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> Condition {
+        let slo = Slo::parse(text).unwrap();
+        assert_eq!(slo.conditions.len(), 1);
+        slo.conditions[0].clone()
+    }
+
+    #[test]
+    fn every_condition_parses_and_prints_back() {
+        let cases = [
+            (
+                "p99<=5ms",
+                Metric::Latency { quantile: 0.99 },
+                false,
+                5000.0,
+            ),
+            ("p50<200us", Metric::Latency { quantile: 0.5 }, true, 200.0),
+            (
+                "p99.9<=1.5ms",
+                Metric::Latency { quantile: 0.999 },
+                false,
+                1500.0,
+            ),
+            (
+                "p99.99<=1s",
+                Metric::Latency { quantile: 0.9999 },
+                false,
+                1e6,
+            ),
+            (
+                "p999<=20ms",
+                Metric::Latency { quantile: 0.999 },
+                false,
+                20_000.0,
+            ),
+            (
+                "max<=100ms",
+                Metric::Latency { quantile: 1.0 },
+                false,
+                100_000.0,
+            ),
+            ("errors<=0.1%", Metric::Errors, false, 0.001),
+            ("goodput>=99%", Metric::Goodput, false, 0.99),
+            ("cpu<80%", Metric::Cpu, true, 0.8),
+            ("late<=1%", Metric::Late, false, 0.01),
+        ];
+        for (text, metric, strict, limit) in cases {
+            let c = one(text);
+            assert_eq!(c.metric, metric, "{text}");
+            assert_eq!(c.strict, strict, "{text}");
+            assert!((c.limit - limit).abs() < 1e-9, "{text}: {}", c.limit);
+        }
+        let slo = Slo::parse(" p99<=5ms , errors<=0.1% ").unwrap();
+        assert_eq!(slo.to_string(), "p99<=5ms,errors<=0.1%");
+        assert_eq!(one("p99.9<=250us").to_string(), "p99.9<=250us");
+        assert_eq!(Slo::parse(&slo.to_string()).unwrap(), slo);
+    }
+
+    #[test]
+    fn bad_input_is_refused_naming_the_bad_part() {
+        let cases = [
+            ("", "empty"),
+            ("  ", "empty"),
+            ("p99<=5ms,,errors<=1%", "empty condition"),
+            ("latency<=5ms", "unknown metric \"latency\""),
+            ("p101<=5ms", "\"p101\" is not a percentile"),
+            ("p0<=5ms", "\"p0\" is not a percentile"),
+            ("p100<=5ms", "\"p100\" is not a percentile"),
+            ("p99<=5", "\"5\" has no unit: write 5ms"),
+            ("p99<=5kg", "\"kg\" is not a time unit"),
+            ("errors<=1", "\"1\" has no unit: write 1%"),
+            ("errors<=150%", "more than 100 %"),
+            ("p99<=", "no limit"),
+            ("p99=5ms", "no comparison"),
+            ("goodput<=99%", "goodput is a floor: write goodput>=99%"),
+            ("p99>=5ms", "p99 is a ceiling: write p99<=5ms"),
+            ("p99<=fast", "not a number"),
+        ];
+        for (text, said) in cases {
+            let err = Slo::parse(text).unwrap_err();
+            assert!(err.contains(said), "{text:?}: {err}");
+            assert!(!err.contains('\n'), "one line: {err}");
+        }
+    }
+
+    #[test]
+    fn a_run_passes_only_when_every_figure_was_measured_and_holds() {
+        let slo = Slo::parse("p99<=5ms,errors<=0.1%")
+            .unwrap()
+            .with_goodput_floor(0.99);
+        assert_eq!(slo.to_string(), "p99<=5ms,errors<=0.1%,goodput>=99%");
+        assert_eq!(slo.quantiles(), [0.99]);
+        let good = Figures {
+            latency_us: vec![(0.99, 4_900.0)],
+            error_share: Some(0.0),
+            goodput_share: Some(0.995),
+            ..Figures::default()
+        };
+        let checks = slo.judge(&good);
+        assert_eq!(Slo::verdict(&checks), Verdict::Pass);
+        assert_eq!(checks[0].measured, Some(4_900.0));
+
+        let slow = Figures {
+            latency_us: vec![(0.99, 5_100.0)],
+            ..good.clone()
+        };
+        let checks = slo.judge(&slow);
+        assert_eq!(checks[0].verdict, Verdict::Fail);
+        assert_eq!(Slo::verdict(&checks), Verdict::Fail);
+
+        // A figure that was not measured is undecided, and so is the run: never a pass.
+        let unmeasured = Figures {
+            goodput_share: None,
+            ..good.clone()
+        };
+        let checks = slo.judge(&unmeasured);
+        assert_eq!(checks[2].verdict, Verdict::Undecided);
+        assert_eq!(Slo::verdict(&checks), Verdict::Undecided);
+        let nan = Figures {
+            latency_us: vec![(0.99, f64::NAN)],
+            ..good.clone()
+        };
+        assert_eq!(Slo::verdict(&slo.judge(&nan)), Verdict::Undecided);
+
+        // A failure outweighs an undecided figure.
+        let both = Figures {
+            error_share: Some(0.5),
+            goodput_share: None,
+            ..good
+        };
+        assert_eq!(Slo::verdict(&slo.judge(&both)), Verdict::Fail);
+    }
+
+    #[test]
+    fn strict_and_inclusive_limits_differ_at_the_limit() {
+        let at = Figures {
+            error_share: Some(0.01),
+            ..Figures::default()
+        };
+        let inclusive = Slo::parse("errors<=1%").unwrap();
+        let strict = Slo::parse("errors<1%").unwrap();
+        assert_eq!(Slo::verdict(&inclusive.judge(&at)), Verdict::Pass);
+        assert_eq!(Slo::verdict(&strict.judge(&at)), Verdict::Fail);
+        // A goodput condition given by the user is kept as given.
+        let own = Slo::parse("goodput>=95%").unwrap().with_goodput_floor(0.99);
+        assert_eq!(own.conditions.len(), 1);
+        assert_eq!(own.conditions[0].limit, 0.95);
+    }
+
+    #[test]
+    fn figures_are_shown_in_the_conditions_unit() {
+        let p99 = one("p99<=5ms");
+        assert!(p99.show(4_900.0).contains("ms"), "{}", p99.show(4_900.0));
+        assert_eq!(one("errors<=0.1%").show(0.0012), "0.12 %");
+    }
+}
