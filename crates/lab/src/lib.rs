@@ -14,6 +14,7 @@
 //! orchestrates them and reads what they wrote).
 
 pub mod bottleneck;
+pub mod capacity;
 pub mod clients;
 pub mod compare;
 pub mod degradation;

@@ -1,0 +1,467 @@
+//! The search for the largest offered rate that meets an objective: start low, grow
+//! geometrically until a probe fails, then bisect between the highest rate that passed and
+//! the lowest that failed above it until the bracket is within the precision. Every rate that
+//! becomes a boundary of the bracket is probed `repeat` times before the bracket may close,
+//! and a rate passes when at least `need` of its probes did: noise near the boundary is
+//! measured, not guessed.
+//!
+//! Pure: it only chooses rates and reads outcomes, so it is tested against servers whose
+//! capacity is known by construction. The caller runs the probes (warm-up, cool-down, the
+//! open-loop run, the objective's verdict) and hands back one [`Outcome`] each.
+
+use std::collections::BTreeMap;
+
+/// How a search is run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The first rate offered (requests per second).
+    pub from: f64,
+    /// Each step of the growth multiplies the rate by this.
+    pub growth: f64,
+    /// The bracket closes when (fail − pass) / pass is at most this (0.05: 5 %).
+    pub precision: f64,
+    /// Probes at each boundary rate.
+    pub repeat: u32,
+    /// Of those, how many must pass for the rate to pass.
+    pub need: u32,
+    /// Below this rate the search gives up going down.
+    pub min_rate: f64,
+    /// At most this many probes in all.
+    pub max_probes: usize,
+}
+
+impl Plan {
+    /// The defaults of `lab --experiment capacity`: from 100 req/s, doubling, 5 %, one probe
+    /// a rate.
+    pub fn new(from: f64) -> Plan {
+        Plan {
+            from,
+            growth: 2.0,
+            precision: 0.05,
+            repeat: 1,
+            need: 1,
+            min_rate: 1.0,
+            max_probes: 60,
+        }
+    }
+}
+
+/// What one probe said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Every condition of the objective held.
+    Pass,
+    /// A condition failed (the server, or the machine, did not keep up).
+    Fail,
+    /// The generator could not offer the rate (it sent late): a verdict on the generator,
+    /// not on the server.
+    GeneratorBound,
+    /// A figure the objective needs was not measured: no verdict.
+    Undecided(String),
+}
+
+/// How a search ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// The bracket closed: `capacity` passed `passes` of its probes, `fails_at` failed.
+    Found {
+        capacity: f64,
+        passes: (u32, u32),
+        fails_at: f64,
+        fails: (u32, u32),
+    },
+    /// The generator fell behind at `at`; the capacity is above `above` (the highest rate
+    /// that passed), beyond what this generator can offer.
+    GeneratorBound { above: Option<f64>, at: f64 },
+    /// Even the lowest rate tried failed.
+    Below { rate: f64 },
+    /// A probe at `at` could not be judged.
+    Undecided { at: f64, why: String },
+    /// The probe budget ran out with the bracket still open.
+    OutOfProbes {
+        pass: Option<f64>,
+        fail: Option<f64>,
+    },
+}
+
+/// The search's state: every probe so far, by rate.
+#[derive(Debug, Clone)]
+pub struct Search {
+    plan: Plan,
+    /// Rate (whole requests per second) → (passes, fails).
+    tally: BTreeMap<u64, (u32, u32)>,
+    probes: usize,
+    ended: Option<Ending>,
+}
+
+impl Search {
+    /// A search by `plan`; `repeat` and `need` are clamped to sense (1 ≤ need ≤ repeat).
+    pub fn new(mut plan: Plan) -> Search {
+        plan.repeat = plan.repeat.max(1);
+        plan.need = plan.need.clamp(1, plan.repeat);
+        plan.growth = plan.growth.max(1.05);
+        Search {
+            plan,
+            tally: BTreeMap::new(),
+            probes: 0,
+            ended: None,
+        }
+    }
+
+    /// The rate to probe next, or None once the search has ended (see [`Search::ending`]).
+    pub fn next_rate(&mut self) -> Option<f64> {
+        if self.ended.is_some() {
+            return None;
+        }
+        let next = self.choose();
+        match next {
+            Ok(_) if self.probes >= self.plan.max_probes => {
+                let (pass, fail) = self.bracket();
+                self.ended = Some(Ending::OutOfProbes {
+                    pass: pass.map(|r| r as f64),
+                    fail: fail.map(|r| r as f64),
+                });
+                None
+            }
+            Ok(rate) => Some(rate as f64),
+            Err(ending) => {
+                self.ended = Some(ending);
+                None
+            }
+        }
+    }
+
+    /// What the probe at `rate` (the one [`Search::next_rate`] gave) said.
+    pub fn record(&mut self, rate: f64, outcome: Outcome) {
+        self.probes += 1;
+        let key = rate.round() as u64;
+        match outcome {
+            Outcome::Pass => self.tally.entry(key).or_default().0 += 1,
+            Outcome::Fail => self.tally.entry(key).or_default().1 += 1,
+            Outcome::GeneratorBound => {
+                self.ended = Some(Ending::GeneratorBound {
+                    above: self.bracket().0.map(|r| r as f64),
+                    at: rate,
+                });
+            }
+            Outcome::Undecided(why) => {
+                self.ended = Some(Ending::Undecided { at: rate, why });
+            }
+        }
+    }
+
+    /// How the search ended, once it has.
+    pub fn ending(&self) -> Option<&Ending> {
+        self.ended.as_ref()
+    }
+
+    /// Probes taken so far.
+    pub fn probes(&self) -> usize {
+        self.probes
+    }
+
+    /// Whether the rate passes on the probes taken so far.
+    fn passes(&self, (pass, fail): (u32, u32)) -> bool {
+        let runs = pass + fail;
+        // `need` of `repeat`, scaled to the probes taken: one probe decides provisionally.
+        u64::from(pass) * u64::from(self.plan.repeat) >= u64::from(self.plan.need) * u64::from(runs)
+    }
+
+    /// The highest rate that passes, and the lowest that fails above it.
+    fn bracket(&self) -> (Option<u64>, Option<u64>) {
+        let pass = self
+            .tally
+            .iter()
+            .rev()
+            .find(|(_, &t)| self.passes(t))
+            .map(|(&r, _)| r);
+        let fail = self
+            .tally
+            .iter()
+            .find(|(&r, &t)| pass.is_none_or(|p| r > p) && !self.passes(t))
+            .map(|(&r, _)| r);
+        (pass, fail)
+    }
+
+    fn runs(&self, rate: u64) -> u32 {
+        self.tally.get(&rate).map_or(0, |(p, f)| p + f)
+    }
+
+    fn choose(&self) -> Result<u64, Ending> {
+        let plan = &self.plan;
+        let (pass, fail) = self.bracket();
+        match (pass, fail) {
+            (None, None) => Ok(plan.from.round().max(1.0) as u64),
+            (Some(lo), None) => Ok(((lo as f64) * plan.growth).round() as u64),
+            (None, Some(hi)) => {
+                if self.runs(hi) < plan.repeat {
+                    return Ok(hi);
+                }
+                let down = ((hi as f64) / plan.growth).floor();
+                if down < plan.min_rate || down as u64 >= hi {
+                    return Err(Ending::Below { rate: hi as f64 });
+                }
+                Ok(down as u64)
+            }
+            (Some(lo), Some(hi)) => {
+                if self.runs(lo) < plan.repeat {
+                    return Ok(lo);
+                }
+                if self.runs(hi) < plan.repeat {
+                    return Ok(hi);
+                }
+                let mid = (lo + hi) / 2;
+                if (hi - lo) as f64 <= plan.precision * lo as f64 || mid == lo {
+                    let count = |r: u64| self.tally.get(&r).copied().unwrap_or_default();
+                    let (lp, lf) = count(lo);
+                    let (hp, hf) = count(hi);
+                    return Err(Ending::Found {
+                        capacity: lo as f64,
+                        passes: (lp, lp + lf),
+                        fails_at: hi as f64,
+                        fails: (hf, hp + hf),
+                    });
+                }
+                Ok(mid)
+            }
+        }
+    }
+}
+
+impl Ending {
+    /// The half-width of the bracket over the capacity, in per cent: 41 800 / 44 000 → 2.6.
+    pub fn bracket_pct(&self) -> Option<f64> {
+        match self {
+            Ending::Found {
+                capacity, fails_at, ..
+            } => Some(50.0 * (fails_at - capacity) / capacity),
+            _ => None,
+        }
+    }
+
+    /// One sentence: "capacity 41 800 req/s (passes 3/3; 44 000 fails 3/3; bracket ±2.6 %)".
+    pub fn sentence(&self) -> String {
+        match self {
+            Ending::Found {
+                capacity,
+                passes,
+                fails_at,
+                fails,
+            } => format!(
+                "capacity {} req/s (passes {}/{}; {} fails {}/{}; bracket ±{:.1} %)",
+                thousands(*capacity),
+                passes.0,
+                passes.1,
+                thousands(*fails_at),
+                fails.0,
+                fails.1,
+                self.bracket_pct().unwrap_or(0.0)
+            ),
+            Ending::GeneratorBound { above: Some(r), at } => format!(
+                "capacity is above {} req/s, beyond what this generator can offer (it fell behind at {} req/s)",
+                thousands(*r),
+                thousands(*at)
+            ),
+            Ending::GeneratorBound { above: None, at } => format!(
+                "no capacity measured: the generator fell behind at {} req/s, the first rate it offered",
+                thousands(*at)
+            ),
+            Ending::Below { rate } => format!(
+                "capacity is below {} req/s: the objective failed at the lowest rate tried",
+                thousands(*rate)
+            ),
+            Ending::Undecided { at, why } => format!(
+                "no capacity: the probe at {} req/s could not be judged ({why})",
+                thousands(*at)
+            ),
+            Ending::OutOfProbes { pass, fail } => format!(
+                "no capacity: the probes ran out with the bracket open (passed at {}, failed at {})",
+                pass.map_or("none".into(), thousands),
+                fail.map_or("none".into(), thousands)
+            ),
+        }
+    }
+}
+
+/// 41800 → "41 800" (a thin space would not survive every terminal; a space does).
+fn thousands(x: f64) -> String {
+    let digits = format!("{:.0}", x.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a search against `probe` and returns its ending and the rates probed in order.
+    fn search(plan: Plan, mut probe: impl FnMut(f64) -> Outcome) -> (Ending, Vec<f64>) {
+        let mut s = Search::new(plan);
+        let mut rates = Vec::new();
+        while let Some(rate) = s.next_rate() {
+            rates.push(rate);
+            let outcome = probe(rate);
+            s.record(rate, outcome);
+        }
+        (s.ending().cloned().unwrap(), rates)
+    }
+
+    fn server(capacity: f64) -> impl FnMut(f64) -> Outcome {
+        move |rate| {
+            if rate <= capacity {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            }
+        }
+    }
+
+    #[test]
+    fn finds_a_known_capacity_within_its_precision() {
+        for capacity in [137.0, 1_000.0, 41_800.0, 250_000.0] {
+            let (ending, rates) = search(Plan::new(100.0), server(capacity));
+            let Ending::Found {
+                capacity: found,
+                fails_at,
+                ..
+            } = ending
+            else {
+                panic!("{capacity}: {ending:?}");
+            };
+            assert!(
+                found <= capacity && fails_at > capacity,
+                "{capacity}: {found}..{fails_at}"
+            );
+            assert!(
+                (fails_at - found) / found <= 0.05,
+                "{capacity}: {found}..{fails_at}"
+            );
+            // Geometric growth then bisection: logarithmic in the capacity, not linear.
+            assert!(rates.len() < 25, "{capacity}: {} probes", rates.len());
+            // Growth doubles from the start until the first failure.
+            assert_eq!(&rates[..2], [100.0, 200.0]);
+        }
+    }
+
+    #[test]
+    fn boundary_rates_are_repeated_and_the_sentence_counts_them() {
+        let plan = Plan {
+            repeat: 3,
+            need: 3,
+            ..Plan::new(1_000.0)
+        };
+        let (ending, rates) = search(plan, server(41_800.0));
+        let Ending::Found {
+            capacity,
+            passes,
+            fails,
+            ..
+        } = &ending
+        else {
+            panic!("{ending:?}");
+        };
+        assert_eq!(*passes, (3, 3));
+        assert_eq!(*fails, (3, 3));
+        assert_eq!(rates.iter().filter(|&&r| r == *capacity).count(), 3);
+        let text = ending.sentence();
+        assert!(text.starts_with("capacity 4"), "{text}");
+        assert!(
+            text.contains("passes 3/3;") && text.contains("fails 3/3"),
+            "{text}"
+        );
+        assert!(text.contains("bracket ±"), "{text}");
+    }
+
+    #[test]
+    fn a_noisy_rate_passes_only_with_enough_of_its_repeats() {
+        // The server meets the objective up to 5 000 req/s; between 5 000 and 6 000 one
+        // probe in three fails (in turn, so the test is deterministic).
+        let mut turn = 0;
+        let probe = move |rate: f64| {
+            turn += 1;
+            if rate <= 5_000.0 || (rate <= 6_000.0 && turn % 3 != 0) {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            }
+        };
+        let all = Plan {
+            repeat: 3,
+            need: 3,
+            ..Plan::new(1_000.0)
+        };
+        let (ending, _) = search(all, probe);
+        let Ending::Found { capacity, .. } = ending else {
+            panic!("{ending:?}");
+        };
+        assert!(capacity <= 5_000.0, "all of 3 must pass: {capacity}");
+    }
+
+    #[test]
+    fn a_generator_that_falls_behind_ends_the_search_without_a_server_capacity() {
+        let probe = |rate: f64| {
+            if rate > 3_000.0 {
+                Outcome::GeneratorBound
+            } else {
+                Outcome::Pass
+            }
+        };
+        let (ending, _) = search(Plan::new(100.0), probe);
+        assert_eq!(
+            ending,
+            Ending::GeneratorBound {
+                above: Some(1_600.0),
+                at: 3_200.0
+            }
+        );
+        let text = ending.sentence();
+        assert!(
+            text.contains("above 1 600 req/s, beyond what this generator can offer"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_first_failure_goes_down_and_an_undecided_probe_stops() {
+        let (ending, rates) = search(Plan::new(1_000.0), server(300.0));
+        let Ending::Found { capacity, .. } = ending else {
+            panic!("{ending:?}");
+        };
+        assert!((280.0..=300.0).contains(&capacity), "{capacity}");
+        assert_eq!(&rates[..3], [1_000.0, 500.0, 250.0]);
+
+        let (ending, _) = search(Plan::new(10.0), |_| Outcome::Fail);
+        assert_eq!(ending, Ending::Below { rate: 1.0 });
+
+        let (ending, rates) = search(Plan::new(10.0), |_| {
+            Outcome::Undecided("the server's CPU was not measured".into())
+        });
+        assert_eq!(rates, [10.0]);
+        assert!(ending
+            .sentence()
+            .contains("could not be judged (the server's CPU"));
+    }
+
+    #[test]
+    fn the_probe_budget_bounds_the_search() {
+        let plan = Plan {
+            max_probes: 5,
+            ..Plan::new(1.0)
+        };
+        let (ending, rates) = search(plan, server(1e9));
+        assert_eq!(rates.len(), 5);
+        assert_eq!(
+            ending,
+            Ending::OutOfProbes {
+                pass: Some(16.0),
+                fail: None
+            }
+        );
+    }
+}
