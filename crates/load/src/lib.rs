@@ -32,7 +32,7 @@
 //! ```
 //!
 //! Why this design: thread-per-core. Each worker thread runs a current-thread tokio runtime
-//! whose one future is the thread's engine (the private `engine` module): an epoll loop
+//! whose one future is the thread's engine (the private `engine` folder): an epoll loop
 //! over the thread's connections with its own timers, like wrk's but with fewer system calls
 //! (no `epoll_ctl` per request, a request is one `send` and usually one `recv`), no locks, no
 //! work stealing, no shared counters. A task per connection was tried first and measured:
@@ -48,9 +48,7 @@ mod busy_poll;
 mod config;
 mod cpu;
 mod engine;
-mod engine_tls;
 mod error;
-mod h2;
 mod hlog;
 mod merge;
 mod recorder;
@@ -58,6 +56,7 @@ mod report;
 mod requests;
 mod run;
 mod schedule;
+mod shared;
 mod target;
 mod tls;
 mod worker;

@@ -16,7 +16,8 @@ use crate::hlog::Hlog;
 use crate::recorder::{ClassStats, Recorder};
 use crate::report::{ClassReport, Errors, IntervalReport, Latency, Report};
 use crate::requests::Requests;
-use crate::worker::{self, Message, Setup, Snapshot};
+use crate::shared::{Message, Snapshot};
+use crate::worker::{self, Setup};
 use crate::Error;
 
 /// Workers start this long after the call, so that all threads begin together.

@@ -1,4 +1,4 @@
-//! `--io uring`: the engine's connections driven through one io_uring per thread instead of
+//! `--io uring`: the HTTP/1.1 engine's connections driven through one io_uring per thread instead of
 //! an epoll set and a syscall per send and recv.
 //!
 //! A new connection is a blocking socket (io_uring answers EAGAIN on a non-blocking one
@@ -18,7 +18,8 @@ use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::{connect_failure, io_failure, Engine, Phase};
+use super::conn::{connect_failure, io_failure, Phase};
+use super::Engine;
 use crate::recorder::Failure;
 
 const CONNECT: u64 = 1;
