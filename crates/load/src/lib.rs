@@ -55,6 +55,7 @@ mod recorder;
 mod report;
 mod requests;
 mod run;
+mod samples;
 mod schedule;
 mod shared;
 mod target;
@@ -66,9 +67,13 @@ pub use config::{Arrivals, Config, Io, Mode, Pacing, MAX_SAMPLES};
 pub use cpu::{process_time, thread_time};
 pub use error::Error;
 pub use hlog::{parse_intervals, read_bins, read_intervals, tag_of, LoggedInterval};
-pub use merge::{merge, ClassHistograms, Generator, Part};
+pub use merge::{merge, Part};
 pub use recorder::{Failure, FAILURES};
-pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report, TlsReport};
+pub use report::histograms::ClassHistograms;
+pub use report::text::format_us;
+pub use report::{
+    ClassReport, Errors, Figures, Generator, IntervalReport, Latency, Report, RunCounts, TlsReport,
+};
 pub use run::run;
 pub use target::{Group, RequestSpec, Target};
 pub use tls::{
