@@ -7,7 +7,7 @@
 //! their ways of waiting for sockets (`epoll.rs`, `uring.rs`): only the state those act on.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use socket2::Socket;
@@ -126,6 +126,17 @@ impl Conn {
         self.tls = None;
         self.start = 0;
         self.end = 0;
+    }
+
+    /// The socket to read more of the response from: None without one (it was closed), the
+    /// failure when the buffer is full (a head larger than it).
+    pub(super) fn readable(&self) -> Option<Result<RawFd, Failure>> {
+        let socket = self.socket.as_ref()?;
+        Some(if self.end == self.buf.len() {
+            Err(Failure::Parse)
+        } else {
+            Ok(socket.as_raw_fd())
+        })
     }
 
     /// A fresh socket: nothing buffered, the connect timed from `began`.

@@ -188,15 +188,12 @@ impl Engine {
     /// Reads until the response is complete or the socket is drained.
     fn receive(&mut self, i: usize) {
         loop {
-            let conn = &mut self.conns[i];
-            let Some(socket) = &conn.socket else {
-                return;
+            let fd = match self.conns[i].readable() {
+                Some(Ok(fd)) => fd,
+                Some(Err(failure)) => return self.finish(i, Err(failure)),
+                None => return,
             };
-            if conn.end == conn.buf.len() {
-                self.finish(i, Err(Failure::Parse));
-                return;
-            }
-            let fd = socket.as_raw_fd();
+            let conn = &mut self.conns[i];
             let got = if conn.tls.is_some() {
                 tls::receive(conn, fd)
             } else {
