@@ -63,16 +63,16 @@ pub fn run(
     };
     let (tx, rx) = mpsc::channel::<Message>();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let shared = Common {
+    let common = Common {
         requests,
         tls,
         busy_poll,
         start,
         end: start + config.duration,
     };
-    let (handles, connections) = start_workers(config, &shared, tx, stop_rx)?;
+    let (handles, connections) = start_workers(config, &common, tx, stop_rx)?;
     let mut gathered = Gather::new(config, start);
-    gathered.gather(&rx, &stop_tx, interrupt, on_interval, &mut outputs)?;
+    gathered.until_done(&rx, &stop_tx, interrupt, on_interval, &mut outputs)?;
     let _ = stop_tx.send(true);
     for handle in handles {
         let _ = handle.join();
@@ -293,7 +293,7 @@ impl Gather<'_> {
 
     /// Takes the workers' messages until every worker has finished (or is gone), asking
     /// them to stop on interrupt or when one of them failed.
-    fn gather(
+    fn until_done(
         &mut self,
         rx: &Receiver<Message>,
         stop: &watch::Sender<bool>,
