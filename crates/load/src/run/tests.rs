@@ -8,53 +8,74 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 
 /// A tiny keep-alive server: answers every request with `body` bytes (or with `head`
-/// verbatim when given), one thread per connection, for `life`.
+/// verbatim when given), one thread per connection.
 fn serve(head: Option<&'static [u8]>, body: usize) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let mut pending = Vec::new();
-                loop {
-                    let n = match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    pending.extend_from_slice(&buf[..n]);
-                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let close =
-                            String::from_utf8_lossy(&pending[..end]).contains("Connection: close");
-                        pending.drain(..end + 4);
-                        let reply = match head {
-                            Some(raw) => raw.to_vec(),
-                            None => {
-                                let mut r =
-                                    format!("HTTP/1.1 200 OK\r\nContent-Length: {body}\r\n\r\n")
-                                        .into_bytes();
-                                r.resize(r.len() + body, b'x');
-                                r
-                            }
-                        };
-                        if stream.write_all(&reply).is_err() || close || head.is_some() {
-                            return;
-                        }
-                    }
-                }
-            });
+            std::thread::spawn(move || answer(&mut stream, head, body));
         }
     });
     addr
 }
 
-fn config(addr: std::net::SocketAddr) -> Config {
-    let mut config = Config::new(Target::url(&format!("http://{addr}/x")).unwrap());
+/// How a tiny server's exchange with one client ended.
+#[derive(PartialEq)]
+pub(super) enum Ended {
+    /// The client closed (or the connection failed).
+    Gone,
+    /// The client asked to close (or `head` was sent): the server ends the connection.
+    Close,
+}
+
+/// Answers the requests that arrive on `stream`, each with `head` verbatim (the connection
+/// then ends) or a 200 of `body` bytes, until the client closes or asks to.
+pub(super) fn answer(stream: &mut (impl Read + Write), head: Option<&[u8]>, body: usize) -> Ended {
+    let mut buf = [0u8; 4096];
+    let mut pending = Vec::new();
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return Ended::Gone,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&buf[..n]);
+        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let close = String::from_utf8_lossy(&pending[..end]).contains("Connection: close");
+            pending.drain(..end + 4);
+            let reply = match head {
+                Some(raw) => raw.to_vec(),
+                None => {
+                    let mut r =
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {body}\r\n\r\n").into_bytes();
+                    r.resize(r.len() + body, b'x');
+                    r
+                }
+            };
+            if stream.write_all(&reply).is_err() {
+                return Ended::Gone;
+            }
+            if close || head.is_some() {
+                return Ended::Close;
+            }
+        }
+    }
+}
+
+/// A short run of two connections to `url`, in intervals of 100 ms.
+pub(super) fn short(url: &str) -> Config {
+    let mut config = Config::new(Target::url(url).unwrap());
     config.connections = 2;
-    config.threads = 1;
     config.duration = Duration::from_millis(400);
     config.interval = Duration::from_millis(100);
+    config
+}
+
+/// [`short`] over plain HTTP to `addr`, on one thread.
+fn config(addr: std::net::SocketAddr) -> Config {
+    let mut config = short(&format!("http://{addr}/x"));
+    config.threads = 1;
     config
 }
 

@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::config::Mode;
-use crate::target::Target;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 
@@ -52,31 +51,9 @@ fn serve_tls_with(
             std::thread::spawn(move || {
                 let conn = rustls::ServerConnection::new(config).unwrap();
                 let mut tls = rustls::StreamOwned::new(conn, stream);
-                let mut buf = [0u8; 4096];
-                let mut pending = Vec::new();
-                loop {
-                    let n = match tls.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    pending.extend_from_slice(&buf[..n]);
-                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let close =
-                            String::from_utf8_lossy(&pending[..end]).contains("Connection: close");
-                        pending.drain(..end + 4);
-                        let mut reply =
-                            format!("HTTP/1.1 200 OK\r\nContent-Length: {body}\r\n\r\n")
-                                .into_bytes();
-                        reply.resize(reply.len() + body, b'x');
-                        if tls.write_all(&reply).is_err() {
-                            return;
-                        }
-                        if close {
-                            tls.conn.send_close_notify();
-                            let _ = tls.flush();
-                            return;
-                        }
-                    }
+                if super::tests::answer(&mut tls, None, body) == super::tests::Ended::Close {
+                    tls.conn.send_close_notify();
+                    let _ = tls.flush();
                 }
             });
         }
@@ -85,11 +62,7 @@ fn serve_tls_with(
 }
 
 fn https(addr: std::net::SocketAddr) -> Config {
-    let mut config = Config::new(Target::url(&format!("https://{addr}/x")).unwrap());
-    config.connections = 2;
-    config.duration = Duration::from_millis(400);
-    config.interval = Duration::from_millis(100);
-    config
+    super::tests::short(&format!("https://{addr}/x"))
 }
 
 #[test]
