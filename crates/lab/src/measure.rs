@@ -97,14 +97,14 @@ pub fn measure_with(
     let server = after.since(&before, report.duration_s);
     let load = serde_json::to_value(&report)?;
     bar.run_done(label, &load);
-    if report.requests == 0 && interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+    if report.total.requests == 0 && interrupt.load(std::sync::atomic::Ordering::Relaxed) {
         anyhow::bail!("stopped by Ctrl-C before any response");
     }
-    if report.requests == 0 {
+    if report.total.requests == 0 {
         anyhow::bail!(
             "no response at all from {} ({} errors): is the server up?",
             target.base_url,
-            report.errors.total
+            report.total.errors.total
         );
     }
     Ok(Measured {

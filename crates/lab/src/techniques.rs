@@ -232,7 +232,7 @@ fn trace(target: &Target, ctx: &Ctx<'_>) -> Syscalls {
         config.duration = TRACED_REQUESTS_S;
         config.mode = Mode::KeepAlive;
         let report = webscope_load::run(&config, ctx.interrupt, &mut |_| {})?;
-        Ok(report.requests)
+        Ok(report.total.requests)
     })();
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: signalling the strace we started; it detaches and writes its table.

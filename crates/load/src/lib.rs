@@ -32,7 +32,7 @@
 //! ```
 //!
 //! Why this design: thread-per-core. Each worker thread runs a current-thread tokio runtime
-//! whose one future is the thread's engine (the private `engine` module): an epoll loop
+//! whose one future is the thread's engine (the private `engine` folder): an epoll loop
 //! over the thread's connections with its own timers, like wrk's but with fewer system calls
 //! (no `epoll_ctl` per request, a request is one `send` and usually one `recv`), no locks, no
 //! work stealing, no shared counters. A task per connection was tried first and measured:
@@ -48,16 +48,16 @@ mod busy_poll;
 mod config;
 mod cpu;
 mod engine;
-mod engine_tls;
 mod error;
-mod h2;
 mod hlog;
 mod merge;
 mod recorder;
 mod report;
 mod requests;
 mod run;
+mod samples;
 mod schedule;
+mod shared;
 pub mod slo;
 mod target;
 mod tls;
@@ -68,9 +68,13 @@ pub use config::{Arrivals, Config, Io, Mode, Pacing, MAX_SAMPLES};
 pub use cpu::{process_time, thread_time};
 pub use error::Error;
 pub use hlog::{parse_intervals, read_bins, read_intervals, tag_of, LoggedInterval};
-pub use merge::{merge, ClassHistograms, Generator, Part};
+pub use merge::{merge, Part};
 pub use recorder::{Failure, FAILURES};
-pub use report::{format_us, ClassReport, Errors, IntervalReport, Latency, Report, TlsReport};
+pub use report::histograms::ClassHistograms;
+pub use report::text::format_us;
+pub use report::{
+    ClassReport, Errors, Figures, Generator, IntervalReport, Latency, Report, RunCounts, TlsReport,
+};
 pub use run::run;
 pub use target::{Group, RequestSpec, Target};
 pub use tls::{

@@ -9,55 +9,16 @@
 //! requests; intervals are added by index (`--start-at` aligns them to one wall-clock second).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
-use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 use crate::hlog::{tag_of, Hlog};
 use crate::recorder::{histogram, ClassStats, Recorder, FAILURES, STATUSES};
-use crate::report::{IntervalReport, Latency, Report};
+use crate::report::build::fill;
+use crate::report::histograms::decode;
+use crate::report::{Generator, IntervalReport, Latency, Report};
 use crate::Error;
-
-/// One class's whole histograms, encoded.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClassHistograms {
-    /// Latency (corrected for coordinated omission in open loop), ns.
-    pub latency: String,
-    /// Open loop: latency from the actual send, ns.
-    pub uncorrected: String,
-    /// Time to first byte, ns.
-    pub ttfb: String,
-    /// Connect time, ns.
-    pub connect: String,
-    /// https: TLS handshake time, ns.
-    #[serde(default)]
-    pub handshake: String,
-}
-
-/// One generator of a merged run, for its table.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Generator {
-    /// `I/N`.
-    pub segment: String,
-    /// The host it ran on.
-    pub host: String,
-    /// Complete responses.
-    pub requests: u64,
-    /// Its generator CPU time, seconds.
-    pub cpu_s: f64,
-    /// Its busiest thread's share of the run.
-    pub busy: f64,
-    /// Its least-idle thread's share running or waiting for a CPU.
-    pub busy_or_waiting: f64,
-    /// How late it started after `--start-at`, seconds.
-    pub start_late_s: f64,
-    /// It was saturated: its figures measure it as much as the server.
-    pub saturated: bool,
-}
 
 /// A segment's result: its report and its interval log (the log's text; its intervals are
 /// decoded one tag at a time while merging).
@@ -70,40 +31,6 @@ pub struct Part {
 
 /// A generator thread busier than this (of its run) saturated it.
 const SATURATED: f64 = 0.9;
-
-fn encode_one(serializer: &mut V2DeflateSerializer, h: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    // Serialising into a Vec cannot fail for a histogram the recorder made.
-    let _ = serializer.serialize(h, &mut bytes);
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn decode_one(text: &str) -> Result<Histogram<u64>, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|e| e.to_string())?;
-    let mut h: Histogram<u64> = Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("{e:?}"))?;
-    h.auto(true);
-    Ok(h)
-}
-
-/// A segment's histograms, per class, for its report.
-pub(crate) fn encode(totals: &Recorder) -> Vec<ClassHistograms> {
-    let mut serializer = V2DeflateSerializer::new();
-    totals
-        .classes
-        .iter()
-        .map(|c| ClassHistograms {
-            latency: encode_one(&mut serializer, &c.latency),
-            uncorrected: encode_one(&mut serializer, &c.uncorrected),
-            ttfb: encode_one(&mut serializer, &c.ttfb),
-            connect: encode_one(&mut serializer, &c.connect),
-            handshake: encode_one(&mut serializer, &c.handshake),
-        })
-        .collect()
-}
 
 /// The recorder a segment's report stands for: its histograms and its counters.
 fn recorder_of(report: &Report) -> Result<Recorder, String> {
@@ -125,19 +52,20 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
         .zip(&report.classes)
         .zip(histograms)
     {
-        let e = &class.errors;
+        let figures = &class.figures;
+        let e = &figures.errors;
         *stats = ClassStats {
-            latency: decode_one(&h.latency)?,
-            uncorrected: decode_one(&h.uncorrected)?,
-            ttfb: decode_one(&h.ttfb)?,
-            connect: decode_one(&h.connect)?,
+            latency: decode(&h.latency)?,
+            uncorrected: decode(&h.uncorrected)?,
+            ttfb: decode(&h.ttfb)?,
+            connect: decode(&h.connect)?,
             handshake: if h.handshake.is_empty() {
                 histogram()
             } else {
-                decode_one(&h.handshake)?
+                decode(&h.handshake)?
             },
-            requests: class.requests,
-            bytes: class.bytes,
+            requests: figures.requests,
+            bytes: figures.bytes,
             failures: [
                 e.connect_refused,
                 e.connect,
@@ -157,7 +85,7 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
         let code: usize = code.parse().map_err(|_| format!("status {code:?}"))?;
         recorder.statuses[code.min(STATUSES - 1)] += n;
     }
-    recorder.connections = report.connects;
+    recorder.connections = report.total.run.connects;
     if let Some(tls) = &report.tls {
         recorder.tls_full = tls.full;
         recorder.tls_resumed = tls.resumed;
@@ -256,16 +184,16 @@ pub fn merge(parts: &[Part], hlog: Option<&Path>) -> Result<Report, Error> {
         .fold(0.0, f64::max);
     let duration = (ended - began).max(0.0);
     let mut report = first.clone();
-    crate::run::fill(&mut report, &names, &totals, duration, open_loop);
+    fill(&mut report, &names, &totals, duration, open_loop);
     report.started_unix_s = began;
     report.interrupted = parts.iter().any(|p| p.report.interrupted);
-    report.not_sent = parts.iter().map(|p| p.report.not_sent).sum();
+    report.total.run.not_sent = parts.iter().map(|p| p.report.total.run.not_sent).sum();
     report.connections = parts.iter().map(|p| p.report.connections).sum();
     report.threads = parts.iter().map(|p| p.report.threads).sum();
     report.rate = open_loop.then(|| parts.iter().filter_map(|p| p.report.rate).sum());
     report.generator_cpu_s = parts.iter().map(|p| p.report.generator_cpu_s).sum();
-    report.generator_cpu_per_request_us = if report.requests > 0 {
-        report.generator_cpu_s * 1e6 / report.requests as f64
+    report.generator_cpu_per_request_us = if report.total.requests > 0 {
+        report.generator_cpu_s * 1e6 / report.total.requests as f64
     } else {
         0.0
     };
@@ -298,7 +226,7 @@ fn generators(parts: &[Part]) -> Vec<Generator> {
             Generator {
                 segment: r.segment.clone().unwrap_or_default(),
                 host: r.host.clone(),
-                requests: r.requests,
+                requests: r.total.requests,
                 cpu_s: r.generator_cpu_s,
                 busy: r.generator_busy,
                 busy_or_waiting: r.generator_busy_or_waiting,
@@ -442,29 +370,4 @@ fn intervals(
         log.flush()?;
     }
     Ok(out)
-}
-
-/// The generators of a merged run as a table.
-pub(crate) fn generators_table(generators: &[Generator]) -> String {
-    let mut out = String::from("Generators:\n");
-    let _ = writeln!(
-        out,
-        "  {:<8} {:<20} {:>11} {:>8} {:>7} {:>12} {:>9}",
-        "segment", "host", "requests", "CPU s", "busy", "busy+wait", "late"
-    );
-    for g in generators {
-        let _ = writeln!(
-            out,
-            "  {:<8} {:<20} {:>11} {:>8.2} {:>6.0}% {:>11.0}% {:>8.3}s{}",
-            g.segment,
-            g.host,
-            g.requests,
-            g.cpu_s,
-            g.busy * 100.0,
-            g.busy_or_waiting * 100.0,
-            g.start_late_s,
-            if g.saturated { "  saturated" } else { "" }
-        );
-    }
-    out
 }

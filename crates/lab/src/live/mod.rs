@@ -142,13 +142,13 @@ impl Final {
     /// The final figures of a load report.
     pub fn of(report: &webscope_load::Report) -> Final {
         Final {
-            requests: report.requests,
-            requests_per_s: report.requests_per_s,
-            errors: report.errors.total,
-            p50_us: report.latency_us.p50,
-            p90_us: report.latency_us.p90,
-            p99_us: report.latency_us.p99,
-            p999_us: report.latency_us.p999,
+            requests: report.total.requests,
+            requests_per_s: report.total.requests_per_s,
+            errors: report.total.errors.total,
+            p50_us: report.total.latency_us.p50,
+            p90_us: report.total.latency_us.p90,
+            p99_us: report.total.latency_us.p99,
+            p999_us: report.total.latency_us.p999,
             duration_s: report.duration_s,
         }
     }

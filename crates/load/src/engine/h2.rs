@@ -18,8 +18,9 @@ use h2::client::SendRequest;
 use tokio::net::TcpStream;
 use webscope_workload::Rng;
 
-use crate::recorder::{record, Failure, STATUSES};
-use crate::worker::{Intervals, Shared};
+use super::conn::{self, count_failure, count_handshake, count_response, Response};
+use crate::recorder::{record, Failure};
+use crate::shared::{Intervals, Shared};
 
 /// A stream's receive window, and the connection's.
 const STREAM_WINDOW: u32 = 4 << 20;
@@ -78,7 +79,7 @@ async fn connection(shared: Rc<Shared>, streams: usize, mut rng: Rng) {
         let (sender, connect) = match open(&shared).await {
             Ok(opened) => opened,
             Err(failure) => {
-                count(&shared, 0, failure);
+                count_failure(&mut shared.recorder.borrow_mut(), 0, failure);
                 tokio::time::sleep(BACKOFF).await;
                 continue;
             }
@@ -147,18 +148,12 @@ async fn open(shared: &Shared) -> Result<(SendRequest<Bytes>, Duration), Failure
                     Err(_) => return Err(Failure::Timeout),
                 };
             let resumed = tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-            {
-                let mut recorder = shared.recorder.borrow_mut();
-                if resumed {
-                    recorder.tls_resumed += 1;
-                } else {
-                    recorder.tls_full += 1;
-                }
-                record(
-                    &mut recorder.classes[0].handshake,
-                    handshake_began.elapsed().as_nanos() as u64,
-                );
-            }
+            count_handshake(
+                &mut shared.recorder.borrow_mut(),
+                0,
+                handshake_began.elapsed(),
+                resumed,
+            );
             if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
                 note(shared, "the server did not agree to HTTP/2 in the TLS handshake (ALPN): it speaks HTTP/1.1 only; leave --http2 out");
                 return Err(Failure::Tls);
@@ -206,26 +201,28 @@ async fn stream_loop(
         .unwrap_or(Err(Some(Failure::Timeout)));
         let now = Instant::now();
         let mut recorder = shared.recorder.borrow_mut();
-        let stats = &mut recorder.classes[class];
         if let Some(connect) = connect.take() {
-            record(&mut stats.connect, connect.as_nanos() as u64);
+            record(
+                &mut recorder.classes[class].connect,
+                connect.as_nanos() as u64,
+            );
         }
         match result {
-            Ok((status, bytes, first)) => {
-                stats.requests += 1;
-                stats.bytes += bytes;
-                record(&mut stats.latency, (now - sent).as_nanos() as u64);
-                record(&mut stats.ttfb, (first - sent).as_nanos() as u64);
-                if status >= 400 {
-                    stats.failures[Failure::BadStatus as usize] += 1;
-                }
-                recorder.statuses[(status as usize).min(STATUSES - 1)] += 1;
-            }
+            Ok((status, bytes, first)) => count_response(
+                &mut recorder,
+                Response {
+                    class,
+                    status,
+                    bytes,
+                    latency: (now - sent).as_nanos() as u64,
+                    ttfb: (first - sent).as_nanos() as u64,
+                },
+            ),
             // The server closed the connection before taking this request: not a failure
             // of the request (it was never processed), the end of the connection.
             Err(None) => return true,
             Err(Some(failure)) => {
-                stats.failures[failure as usize] += 1;
+                count_failure(&mut recorder, class, failure);
                 // A stream reset leaves the connection usable; anything else ends it.
                 if failure != Failure::StreamReset {
                     return false;
@@ -299,15 +296,8 @@ fn failure(e: &h2::Error) -> Failure {
     }
 }
 
-fn count(shared: &Shared, class: usize, failure: Failure) {
-    shared.recorder.borrow_mut().classes[class].failures[failure as usize] += 1;
-}
-
 fn note(shared: &Shared, why: &str) {
-    let mut recorder = shared.recorder.borrow_mut();
-    if recorder.tls_error.is_none() {
-        recorder.tls_error = Some(why.to_string());
-    }
+    conn::note_tls_error(&mut shared.recorder.borrow_mut(), || why.to_string());
 }
 
 fn note_tls(shared: &Shared, e: &std::io::Error) {

@@ -1,15 +1,23 @@
-//! What a run measured, as data (serialised to `--json`) and as a wrk-like terminal summary.
+//! What a run measured, as data (serialised to `--json`, and read back by `webscope merge` and
+//! the lab) and as a wrk-like terminal summary (`text.rs`); `build.rs` assembles it from what
+//! the workers recorded, for a single run and for a merge of segments alike, and
+//! `histograms.rs` carries a segment's whole histograms in it.
 //!
 //! Latencies are reported in microseconds from nanosecond histograms; percentiles are taken
-//! only here, at report time, from whole distributions.
+//! only here, at report time, from whole distributions. Not for recording (the recorder) nor
+//! for running (the coordinator, `run`).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::recorder::{ClassStats, FAILURES};
+use self::histograms::ClassHistograms;
+use crate::recorder::FAILURES;
+
+pub(crate) mod build;
+pub(crate) mod histograms;
+pub(crate) mod text;
 
 /// Percentiles of a latency distribution, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -98,7 +106,7 @@ impl Errors {
         }
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let pairs = [
             ("connect refused", self.connect_refused),
             ("connect", self.connect),
@@ -124,15 +132,21 @@ impl Errors {
     }
 }
 
-/// The figures of one class (or of all classes together).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClassReport {
-    /// The class's name ("all" for a single URL).
-    pub name: String,
+/// The figures of a set of requests (one class, or the whole run): what completed, what
+/// failed, how fast, and the latency distributions. A run's report and each class's hold one,
+/// flattened into their JSON as if its fields were theirs.
+///
+/// `Run` is what a run's report adds in their middle ([`RunCounts`]; nothing for a class):
+/// the JSON has always had those fields there, and flattening keeps every byte of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figures<Run = ()> {
     /// Complete responses (any status).
     pub requests: u64,
     /// Failures by kind.
     pub errors: Errors,
+    /// A run's own counts.
+    #[serde(flatten)]
+    pub run: Run,
     /// Complete responses per second.
     pub requests_per_s: f64,
     /// Bytes received.
@@ -148,34 +162,29 @@ pub struct ClassReport {
     pub ttfb_us: Latency,
     /// Connect time of the requests that opened a connection.
     pub connect_us: Option<Latency>,
+}
+
+/// What a whole run counts beside its requests' figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCounts {
+    /// Open loop: requests whose send time came and went with no connection free, before
+    /// the limit on connections let one open.
+    pub not_sent: u64,
+    /// Connections opened, or tried (a refused one counts), during the run.
+    pub connects: u64,
+}
+
+/// The figures of one class.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClassReport {
+    /// The class's name ("all" for a single URL).
+    pub name: String,
+    /// Its requests' figures.
+    #[serde(flatten)]
+    pub figures: Figures,
     /// https: TLS handshake time, when connections made one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_handshake_us: Option<Latency>,
-}
-
-impl ClassReport {
-    pub(crate) fn of(name: &str, stats: &ClassStats, seconds: f64, open_loop: bool) -> ClassReport {
-        let per_s = |n: u64| {
-            if seconds > 0.0 {
-                n as f64 / seconds
-            } else {
-                0.0
-            }
-        };
-        ClassReport {
-            name: name.to_string(),
-            requests: stats.requests,
-            errors: Errors::of(&stats.failures),
-            requests_per_s: per_s(stats.requests),
-            bytes: stats.bytes,
-            bytes_per_s: per_s(stats.bytes),
-            latency_us: Latency::of(&stats.latency),
-            uncorrected_latency_us: open_loop.then(|| Latency::of(&stats.uncorrected)),
-            ttfb_us: Latency::of(&stats.ttfb),
-            connect_us: (!stats.connect.is_empty()).then(|| Latency::of(&stats.connect)),
-            tls_handshake_us: (!stats.handshake.is_empty()).then(|| Latency::of(&stats.handshake)),
-        }
-    }
 }
 
 /// The figures of one reporting interval.
@@ -238,29 +247,9 @@ pub struct Report {
     pub duration_s: f64,
     /// Whether the run was cut short (Ctrl-C).
     pub interrupted: bool,
-    /// Complete responses (any status).
-    pub requests: u64,
-    /// Failures by kind.
-    pub errors: Errors,
-    /// Open loop: requests whose send time came and went with no connection free, before
-    /// the limit on connections let one open.
-    pub not_sent: u64,
-    /// Connections opened, or tried (a refused one counts), during the run.
-    pub connects: u64,
-    /// Complete responses per second.
-    pub requests_per_s: f64,
-    /// Bytes received.
-    pub bytes: u64,
-    /// Bytes received per second.
-    pub bytes_per_s: f64,
-    /// Latency of all requests (see [`ClassReport::latency_us`]).
-    pub latency_us: Latency,
-    /// Open loop: latency from the actual send.
-    pub uncorrected_latency_us: Option<Latency>,
-    /// Time to first byte.
-    pub ttfb_us: Latency,
-    /// Connect time, when connections were opened.
-    pub connect_us: Option<Latency>,
+    /// All requests' figures, every class together.
+    #[serde(flatten)]
+    pub total: Figures<RunCounts>,
     /// https: the handshakes, full and resumed, and their time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsReport>,
@@ -293,33 +282,31 @@ pub struct Report {
     pub start_late_s: f64,
     /// A segment's whole histograms per class, so that `webscope merge` adds them exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub histograms: Option<Vec<crate::merge::ClassHistograms>>,
+    pub histograms: Option<Vec<ClassHistograms>>,
     /// A merged run: the generators that made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub generators: Vec<crate::merge::Generator>,
+    pub generators: Vec<Generator>,
 }
 
-/// Formats microseconds for people: `85us`, `1.25ms`, `2.00s`.
-pub fn format_us(us: f64) -> String {
-    if us < 1000.0 {
-        format!("{us:.0}us")
-    } else if us < 1_000_000.0 {
-        format!("{:.2}ms", us / 1000.0)
-    } else {
-        format!("{:.2}s", us / 1_000_000.0)
-    }
-}
-
-fn latency_row(label: &str, l: &Latency) -> String {
-    format!(
-        "  {label:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-        format_us(l.p50),
-        format_us(l.p90),
-        format_us(l.p99),
-        format_us(l.p999),
-        format_us(l.max),
-        format_us(l.mean)
-    )
+/// One generator of a merged run, for its table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Generator {
+    /// `I/N`.
+    pub segment: String,
+    /// The host it ran on.
+    pub host: String,
+    /// Complete responses.
+    pub requests: u64,
+    /// Its generator CPU time, seconds.
+    pub cpu_s: f64,
+    /// Its busiest thread's share of the run.
+    pub busy: f64,
+    /// Its least-idle thread's share running or waiting for a CPU.
+    pub busy_or_waiting: f64,
+    /// How late it started after `--start-at`, seconds.
+    pub start_late_s: f64,
+    /// It was saturated: its figures measure it as much as the server.
+    pub saturated: bool,
 }
 
 impl Report {
@@ -342,150 +329,11 @@ impl Report {
         }
         Ok(())
     }
-
-    /// The terminal summary, in the spirit of wrk's.
-    pub fn summary(&self) -> String {
-        let mut out = String::new();
-        let pacing = match self.rate {
-            Some(rate) => format!(
-                "open loop at {rate} req/s ({})",
-                self.arrivals.as_deref().unwrap_or("constant")
-            ),
-            None => "closed loop".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "{:.2}s {} @ {}\n  {} thread{}, {} connection{}, {}, {}",
-            self.duration_s,
-            if self.interrupted {
-                "run (interrupted)"
-            } else {
-                "run"
-            },
-            self.target,
-            self.threads,
-            if self.threads == 1 { "" } else { "s" },
-            self.connections,
-            if self.connections == 1 { "" } else { "s" },
-            if self.protocol.starts_with("HTTP/2") {
-                self.protocol.as_str()
-            } else {
-                self.mode.as_str()
-            },
-            pacing
-        );
-        let _ = writeln!(
-            out,
-            "  {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "Latency", "p50", "p90", "p99", "p99.9", "max", "mean"
-        );
-        out.push_str(&latency_row("total", &self.latency_us));
-        if let Some(uncorrected) = &self.uncorrected_latency_us {
-            out.push_str(&latency_row("uncorrected", uncorrected));
-        }
-        out.push_str(&latency_row("first byte", &self.ttfb_us));
-        if let Some(connect) = &self.connect_us {
-            out.push_str(&latency_row("connect", connect));
-        }
-        if let Some(tls) = &self.tls {
-            out.push_str(&latency_row("TLS handshake", &tls.handshake_us));
-        }
-        if self.classes.len() > 1 {
-            for class in &self.classes {
-                out.push_str(&latency_row(&class.name, &class.latency_us));
-            }
-            let _ = writeln!(
-                out,
-                "  {:<14} {:>9} {:>11} {:>11} {:>9}",
-                "Class", "share", "requests", "req/s", "errors"
-            );
-            for class in &self.classes {
-                let share = if self.requests > 0 {
-                    class.requests as f64 * 100.0 / self.requests as f64
-                } else {
-                    0.0
-                };
-                let _ = writeln!(
-                    out,
-                    "  {:<14} {:>8.2}% {:>11} {:>11.1} {:>9}",
-                    class.name, share, class.requests, class.requests_per_s, class.errors.total
-                );
-            }
-        }
-        let _ = writeln!(
-            out,
-            "  {} requests in {:.2}s, {:.1} MB read, {} connect{}",
-            self.requests,
-            self.duration_s,
-            self.bytes as f64 / 1e6,
-            self.connects,
-            if self.connects == 1 { "" } else { "s" }
-        );
-        let _ = writeln!(out, "  Errors: {}", self.errors.describe());
-        if let Some(tls) = &self.tls {
-            let _ = writeln!(
-                out,
-                "  TLS handshakes: {} full, {} resumed",
-                tls.full, tls.resumed
-            );
-        }
-        // As wrk says it: the responses a success rate must not count.
-        let unexpected: u64 = self
-            .status_codes
-            .iter()
-            .filter(|(code, _)| !(code.starts_with('2') || code.starts_with('3')))
-            .map(|(_, n)| n)
-            .sum();
-        if unexpected > 0 {
-            let _ = writeln!(out, "  Non-2xx or 3xx responses: {unexpected}");
-        }
-        if self.rate.is_some() {
-            let _ = writeln!(
-                out,
-                "  Not sent (no free connection in time): {}",
-                self.not_sent
-            );
-        }
-        let _ = writeln!(out, "Requests/sec: {:>12.2}", self.requests_per_s);
-        let _ = writeln!(
-            out,
-            "Transfer/sec: {:>12.2} Mbit/s",
-            self.bytes_per_s * 8.0 / 1e6
-        );
-        let _ = writeln!(
-            out,
-            "Generator:    {:.2}s CPU, {:.2}us per request, busiest thread {:.0}% busy ({:.0}% running or waiting for a CPU)",
-            self.generator_cpu_s,
-            self.generator_cpu_per_request_us,
-            self.generator_busy * 100.0,
-            self.generator_busy_or_waiting * 100.0
-        );
-        if !self.generators.is_empty() {
-            out.push_str(&crate::merge::generators_table(&self.generators));
-        }
-        for warning in &self.warnings {
-            let _ = writeln!(out, "warning: {warning}");
-        }
-        out
-    }
-
-    /// The one-line progress display for an interval.
-    pub fn live_line(interval: &IntervalReport, elapsed_s: f64) -> String {
-        format!(
-            "[{elapsed_s:6.1}s] {:>10.0} req/s {:>8.1} Mbit/s  p50 {:>8}  p99 {:>8}  max {:>8}  errors {}  conns {}",
-            interval.requests_per_s,
-            interval.bytes_per_s * 8.0 / 1e6,
-            format_us(interval.latency_us.p50),
-            format_us(interval.latency_us.p99),
-            format_us(interval.latency_us.max),
-            interval.errors,
-            interval.connections
-        )
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::text::format_us;
     use super::*;
     use crate::recorder::{histogram, record};
 

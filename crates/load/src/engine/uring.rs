@@ -1,4 +1,4 @@
-//! `--io uring`: the engine's connections driven through one io_uring per thread instead of
+//! `--io uring`: the HTTP/1.1 engine's connections driven through one io_uring per thread instead of
 //! an epoll set and a syscall per send and recv.
 //!
 //! A new connection is a blocking socket (io_uring answers EAGAIN on a non-blocking one
@@ -18,8 +18,8 @@ use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::{connect_failure, io_failure, Engine, Phase};
-use crate::recorder::Failure;
+use super::conn::{connect_failure, io_failure, Phase};
+use super::Engine;
 
 const CONNECT: u64 = 1;
 const SEND: u64 = 2;
@@ -114,25 +114,19 @@ impl Engine {
 
     /// Submits a receive into connection `i`'s buffer (more of a response).
     fn ring_recv(&mut self, i: usize) {
+        let fd = match self.conns[i].readable() {
+            Some(Ok(fd)) => fd,
+            Some(Err(failure)) => return self.finish(i, Err(failure)),
+            None => return,
+        };
         let Some(ring) = self.ring.as_mut() else {
             return;
         };
         let conn = &mut self.conns[i];
-        let Some(socket) = &conn.socket else {
-            return;
-        };
-        if conn.end == conn.buf.len() {
-            self.finish(i, Err(Failure::Parse));
-            return;
-        }
         let spare = &mut conn.buf[conn.end..];
-        let recv = opcode::Recv::new(
-            types::Fd(socket.as_raw_fd()),
-            spare.as_mut_ptr(),
-            spare.len() as u32,
-        )
-        .build()
-        .user_data(user_data(i, conn.generation, RECV));
+        let recv = opcode::Recv::new(types::Fd(fd), spare.as_mut_ptr(), spare.len() as u32)
+            .build()
+            .user_data(user_data(i, conn.generation, RECV));
         ring.push(recv);
         conn.inflight += 1;
     }

@@ -1,0 +1,407 @@
+//! Report assembly: a [`Report`] made from what the workers recorded. A single run comes here
+//! from the coordinator ([`report`], with the coordinator's own measures in [`RunFigures`]),
+//! a merge of segments from `merge` ([`fill`] alone), each interval's line from the
+//! coordinator ([`interval`]); so a merged percentile and a single run's are computed by the
+//! same code. Not for running (the coordinator) nor for reading a report back (`merge`).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::histograms;
+use super::{ClassReport, Errors, Figures, IntervalReport, Latency, Report, RunCounts, TlsReport};
+use crate::config::{Arrivals, Config, Mode, Pacing};
+use crate::recorder::{ClassStats, Recorder};
+
+/// A thread busier than this (fraction of wall time) is saturated: the run measures it.
+const BUSY: f64 = 0.9;
+
+/// A start later than this after `--start-at` is worth a warning.
+const LATE: Duration = Duration::from_millis(50);
+
+impl<Run> Figures<Run> {
+    /// The figures of `stats`, recorded over `seconds`.
+    pub(crate) fn of(stats: &ClassStats, seconds: f64, open_loop: bool, run: Run) -> Figures<Run> {
+        let per_s = |n: u64| {
+            if seconds > 0.0 {
+                n as f64 / seconds
+            } else {
+                0.0
+            }
+        };
+        Figures {
+            requests: stats.requests,
+            errors: Errors::of(&stats.failures),
+            run,
+            requests_per_s: per_s(stats.requests),
+            bytes: stats.bytes,
+            bytes_per_s: per_s(stats.bytes),
+            latency_us: Latency::of(&stats.latency),
+            uncorrected_latency_us: open_loop.then(|| Latency::of(&stats.uncorrected)),
+            ttfb_us: Latency::of(&stats.ttfb),
+            connect_us: (!stats.connect.is_empty()).then(|| Latency::of(&stats.connect)),
+        }
+    }
+}
+
+impl ClassReport {
+    pub(crate) fn of(name: &str, stats: &ClassStats, seconds: f64, open_loop: bool) -> ClassReport {
+        ClassReport {
+            name: name.to_string(),
+            figures: Figures::of(stats, seconds, open_loop, ()),
+            tls_handshake_us: (!stats.handshake.is_empty()).then(|| Latency::of(&stats.handshake)),
+        }
+    }
+}
+
+/// Sets a report's figures from what was recorded (`totals`, over `duration` seconds): the
+/// counters, percentiles from the whole histograms, per class and in total. A single run and a
+/// merge of segments both come through here.
+pub(crate) fn fill(
+    report: &mut Report,
+    classes: &[String],
+    totals: &Recorder,
+    duration: f64,
+    open_loop: bool,
+) {
+    let all: ClassStats = totals.total();
+    let run = RunCounts {
+        not_sent: report.total.run.not_sent,
+        connects: totals.connections,
+    };
+    report.duration_s = duration;
+    report.total = Figures::of(&all, duration, open_loop, run);
+    report.tls = (totals.tls_full + totals.tls_resumed > 0).then(|| TlsReport {
+        full: totals.tls_full,
+        resumed: totals.tls_resumed,
+        handshake_us: Latency::of(&all.handshake),
+    });
+    report.status_codes = totals
+        .statuses
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(code, n)| (code.to_string(), *n))
+        .collect();
+    report.classes = classes
+        .iter()
+        .zip(&totals.classes)
+        .map(|(name, stats)| ClassReport::of(name, stats, duration, open_loop))
+        .collect();
+}
+
+/// The line of the interval that began `begun` after the run's start and lasted `length`:
+/// `total` is what every class recorded in it, `busiest` its busiest thread's share of it.
+pub(crate) fn interval(
+    begun: Duration,
+    length: Duration,
+    total: &ClassStats,
+    busiest: f64,
+    connections: usize,
+) -> IntervalReport {
+    let seconds = length.as_secs_f64();
+    IntervalReport {
+        start_s: begun.as_secs_f64(),
+        duration_s: seconds,
+        requests: total.requests,
+        errors: total.failed(),
+        requests_per_s: total.requests as f64 / seconds,
+        bytes_per_s: total.bytes as f64 / seconds,
+        latency_us: Latency::of(&total.latency),
+        generator_busy: busiest,
+        connections,
+    }
+}
+
+/// What the coordinator measured of a run, beside its recorders.
+pub(crate) struct RunFigures<'a> {
+    /// Everything every worker recorded.
+    pub totals: &'a Recorder,
+    /// From the start to the last worker's end, seconds.
+    pub duration: f64,
+    /// Whether the run was interrupted.
+    pub interrupted: bool,
+    pub intervals: Vec<IntervalReport>,
+    /// Open loop: slots never sent.
+    pub not_sent: u64,
+    /// This process's share of the connections (a segment's).
+    pub connections: usize,
+    /// When the run started (wall clock), and how late after `--start-at`.
+    pub started: SystemTime,
+    pub late: Duration,
+    /// Why the kernel refused `--busy-poll`, if it did.
+    pub busy_poll_refused: Option<String>,
+    /// The generator's CPU time over the run.
+    pub cpu: Duration,
+    /// The busiest thread's CPU share, and the largest share a thread ran or waited for a CPU.
+    pub busiest: f64,
+    pub least_idle: f64,
+}
+
+/// A single run's report.
+pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
+    let mut report = described(config, run.duration, run.interrupted, run.intervals);
+    report.total.run.not_sent = run.not_sent;
+    fill(
+        &mut report,
+        &config.target.classes,
+        run.totals,
+        run.duration,
+        matches!(config.pacing, Pacing::Open { .. }),
+    );
+    if let Some((segment, segments)) = config.segment {
+        report.connections = run.connections;
+        report.segment = Some(format!("{segment}/{segments}"));
+        report.histograms = Some(histograms::encode(run.totals));
+    }
+    report.start_late_s = run.late.as_secs_f64();
+    if let Some(why) = run.busy_poll_refused {
+        report
+            .warnings
+            .push(format!("--busy-poll: {why}; run without it"));
+    }
+    if let Some(cause) = &run.totals.tls_error {
+        report.warnings.push(format!("TLS: {cause}"));
+    }
+    if run.late > LATE {
+        report.warnings.push(format!(
+            "started {:.3} s after --start-at: its intervals are aligned to that instant, but its first one is short",
+            run.late.as_secs_f64()
+        ));
+    }
+    report.started_unix_s = run
+        .started
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    report.generator_cpu_s = run.cpu.as_secs_f64();
+    report.generator_cpu_per_request_us = if report.total.requests > 0 {
+        run.cpu.as_secs_f64() * 1e6 / report.total.requests as f64
+    } else {
+        0.0
+    };
+    report.generator_busy = run.busiest;
+    report.generator_busy_or_waiting = run.least_idle.min(1.0);
+    let busy: Vec<f64> = report.intervals.iter().map(|i| i.generator_busy).collect();
+    if let Some(warning) = self_check(run.busiest, &busy) {
+        report.warnings.push(warning);
+    }
+    if report.total.requests == 0 && report.total.errors.total > 0 {
+        report
+            .warnings
+            .push("no request succeeded: see the errors above".to_string());
+    }
+    report
+}
+
+/// A report of what `config` asked for, its figures still to be filled.
+fn described(
+    config: &Config,
+    duration: f64,
+    interrupted: bool,
+    intervals: Vec<IntervalReport>,
+) -> Report {
+    let open_loop = matches!(config.pacing, Pacing::Open { .. });
+    let (rate, arrivals) = match config.pacing {
+        Pacing::Open { rate, arrivals, .. } => (
+            Some(rate),
+            Some(match arrivals {
+                Arrivals::Constant => "constant".to_string(),
+                Arrivals::Poisson => "poisson".to_string(),
+            }),
+        ),
+        Pacing::Closed { .. } => (None, None),
+    };
+    let (_, segments) = config.segment_or_whole();
+    Report {
+        target: config.target.description.clone(),
+        mode: match config.mode {
+            Mode::KeepAlive => "keep-alive".to_string(),
+            Mode::Close => "close".to_string(),
+        },
+        pacing: if open_loop { "open" } else { "closed" }.to_string(),
+        protocol: match config.http2 {
+            Some(1) => "HTTP/2 (1 stream per connection)".to_string(),
+            Some(streams) => format!("HTTP/2 ({streams} streams per connection)"),
+            None => "HTTP/1.1".to_string(),
+        },
+        // A segment's share of the rate and of the connections.
+        rate: rate.map(|r| r / segments as f64),
+        arrivals,
+        connections: config.connections,
+        threads: config.threads,
+        started_unix_s: 0.0,
+        duration_s: duration,
+        interrupted,
+        total: Figures::default(),
+        tls: None,
+        status_codes: BTreeMap::new(),
+        classes: Vec::new(),
+        intervals,
+        generator_cpu_s: 0.0,
+        generator_cpu_per_request_us: 0.0,
+        generator_busy: 0.0,
+        generator_busy_or_waiting: 0.0,
+        warnings: Vec::new(),
+        segment: None,
+        host: hostname(),
+        start_late_s: 0.0,
+        histograms: None,
+        generators: Vec::new(),
+    }
+}
+
+/// The generator's self-check: a warning when its busiest thread was saturated over the run,
+/// or in most intervals (then the figures measure the generator, not the server).
+fn self_check(busiest: f64, interval_busy: &[f64]) -> Option<String> {
+    let saturated = interval_busy.iter().filter(|b| **b >= BUSY).count();
+    (busiest >= BUSY || saturated * 2 > interval_busy.len().max(1)).then(|| {
+        format!(
+            "the generator was the bottleneck (its busiest thread used {:.0}% of a core): \
+             these figures measure webscope load as much as the server; add threads (-t) or \
+             cores, or lower the load",
+            busiest.max(interval_busy.iter().cloned().fold(0.0, f64::max)) * 100.0
+        )
+    })
+}
+
+/// This machine's name, for the table of a merged run's generators.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_self_check_warns_when_the_generator_is_saturated() {
+        assert!(self_check(0.5, &[0.4, 0.5, 0.6]).is_none());
+        assert!(self_check(0.95, &[0.95, 0.95])
+            .unwrap()
+            .contains("bottleneck"));
+        // Saturated in most intervals though not on average (a burst of work).
+        assert!(self_check(0.8, &[0.95, 0.97, 0.5]).unwrap().contains("97%"));
+        assert!(self_check(0.8, &[0.95, 0.5, 0.5]).is_none());
+        assert!(self_check(0.0, &[]).is_none());
+    }
+
+    /// A segment's report of known figures, made as a run makes it.
+    fn a_segment() -> Report {
+        use crate::recorder::{record, Failure};
+        let mut target = crate::Target::url("https://127.0.0.1:8443/x").unwrap();
+        target.classes = vec!["small".into(), "large".into()];
+        let mut config = Config::new(target);
+        config.connections = 6;
+        config.threads = 2;
+        config.segment = Some((1, 3));
+        config.pacing = Pacing::Open {
+            rate: 900.0,
+            arrivals: Arrivals::Poisson,
+            max_connections: 60,
+        };
+        let mut totals = Recorder::new(2);
+        for (c, base) in [(0usize, 1_000u64), (1, 50_000)] {
+            let s = &mut totals.classes[c];
+            for k in 1..=200u64 {
+                record(&mut s.latency, base * k);
+                record(&mut s.uncorrected, base * k / 2 + 7);
+                record(&mut s.ttfb, base * k / 3 + 1);
+                if k % 50 == 0 {
+                    record(&mut s.connect, 20_000 + k);
+                    record(&mut s.handshake, 900_000 + k * 13);
+                }
+                s.requests += 1;
+                s.bytes += 1234 * (c as u64 + 1);
+            }
+            s.failures[Failure::Timeout as usize] = 3 + c as u64;
+            s.failures[Failure::BadStatus as usize] = 2;
+        }
+        totals.statuses[200] = 396;
+        totals.statuses[404] = 4;
+        totals.statuses[599] = 1;
+        totals.connections = 17;
+        totals.tls_full = 4;
+        totals.tls_resumed = 13;
+        totals.tls_error = Some("something".into());
+        let first = interval(
+            Duration::ZERO,
+            Duration::from_secs(1),
+            &totals.total(),
+            0.25,
+            6,
+        );
+        let first = IntervalReport {
+            requests: 200,
+            errors: 3,
+            requests_per_s: 200.0,
+            bytes_per_s: 3702.5,
+            latency_us: Latency::of(&totals.classes[0].latency),
+            ..first
+        };
+        let intervals = vec![
+            first.clone(),
+            IntervalReport {
+                start_s: 1.0,
+                ..first
+            },
+        ];
+        let mut report = report(
+            &config,
+            RunFigures {
+                totals: &totals,
+                duration: 2.0,
+                interrupted: false,
+                intervals,
+                not_sent: 5,
+                connections: 2,
+                started: UNIX_EPOCH + Duration::from_secs_f64(1_700_000_000.5),
+                late: Duration::ZERO,
+                busy_poll_refused: None,
+                cpu: Duration::from_millis(750),
+                busiest: 0.5,
+                least_idle: 0.625,
+            },
+        );
+        report.host = "golden".into();
+        report.start_late_s = 0.125;
+        report
+    }
+
+    /// The JSON of a report, of a merge and their summaries are byte for byte what they were
+    /// before the run's figures and each class's were made one type (`Figures`, flattened):
+    /// the files were written by the code before that change.
+    #[test]
+    fn reports_keep_their_bytes() {
+        let segment = a_segment();
+        let json = serde_json::to_string_pretty(&segment).unwrap();
+        assert_eq!(json, include_str!("../../testdata/report-segment.json"));
+        let parts: Vec<crate::Part> = (0..3)
+            .map(|i| {
+                let mut report = segment.clone();
+                report.segment = Some(format!("{i}/3"));
+                report.intervals.clear();
+                crate::Part {
+                    report,
+                    log: Vec::new(),
+                }
+            })
+            .collect();
+        let merged = crate::merge(&parts, None).unwrap();
+        let merged_json = serde_json::to_string_pretty(&merged).unwrap();
+        assert_eq!(
+            merged_json,
+            include_str!("../../testdata/report-merged.json")
+        );
+        assert_eq!(
+            format!("{}\n----\n{}", segment.summary(), merged.summary()),
+            include_str!("../../testdata/report-summary.txt")
+        );
+        // Read back (as `webscope merge` and the lab read them), they write the same bytes.
+        for text in [json, merged_json] {
+            let back: Report = serde_json::from_str(&text).unwrap();
+            assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text);
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! A segment's whole histograms in its report (`--segment I/N`), so that `webscope merge` adds
+//! them exactly instead of averaging percentiles: per class, latency, uncorrected latency, time
+//! to first byte, connect and handshake time, V2-compressed and base64-encoded.
+//!
+//! Here, below the report, because both the report (which carries them) and the merge (which
+//! reads them back) need the type; not for the interval log's histograms (`hlog`).
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::recorder::Recorder;
+
+/// One class's whole histograms, encoded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClassHistograms {
+    /// Latency (corrected for coordinated omission in open loop), ns.
+    pub latency: String,
+    /// Open loop: latency from the actual send, ns.
+    pub uncorrected: String,
+    /// Time to first byte, ns.
+    pub ttfb: String,
+    /// Connect time, ns.
+    pub connect: String,
+    /// https: TLS handshake time, ns.
+    #[serde(default)]
+    pub handshake: String,
+}
+
+fn encode_one(serializer: &mut V2DeflateSerializer, h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    // Serialising into a Vec cannot fail for a histogram the recorder made.
+    let _ = serializer.serialize(h, &mut bytes);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// One histogram back from its text.
+pub(crate) fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| e.to_string())?;
+    let mut h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("{e:?}"))?;
+    h.auto(true);
+    Ok(h)
+}
+
+/// A segment's histograms, per class, for its report.
+pub(crate) fn encode(totals: &Recorder) -> Vec<ClassHistograms> {
+    let mut serializer = V2DeflateSerializer::new();
+    totals
+        .classes
+        .iter()
+        .map(|c| ClassHistograms {
+            latency: encode_one(&mut serializer, &c.latency),
+            uncorrected: encode_one(&mut serializer, &c.uncorrected),
+            ttfb: encode_one(&mut serializer, &c.ttfb),
+            connect: encode_one(&mut serializer, &c.connect),
+            handshake: encode_one(&mut serializer, &c.handshake),
+        })
+        .collect()
+}

@@ -1,0 +1,532 @@
+//! The load generator end to end: runs against tiny servers (plain, TLS, stalled, capturing
+//! what they were sent), segments and their merge, request lists.
+
+use super::*;
+use crate::config::{Arrivals, Mode};
+use crate::report::Latency;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+/// A tiny keep-alive server: answers every request with `body` bytes (or with `head`
+/// verbatim when given), one thread per connection.
+fn serve(head: Option<&'static [u8]>, body: usize) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || answer(&mut stream, head, body));
+        }
+    });
+    addr
+}
+
+/// How a tiny server's exchange with one client ended.
+#[derive(PartialEq)]
+pub(super) enum Ended {
+    /// The client closed (or the connection failed).
+    Gone,
+    /// The client asked to close (or `head` was sent): the server ends the connection.
+    Close,
+}
+
+/// Answers the requests that arrive on `stream`, each with `head` verbatim (the connection
+/// then ends) or a 200 of `body` bytes, until the client closes or asks to.
+pub(super) fn answer(stream: &mut (impl Read + Write), head: Option<&[u8]>, body: usize) -> Ended {
+    let mut buf = [0u8; 4096];
+    let mut pending = Vec::new();
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return Ended::Gone,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&buf[..n]);
+        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let close = String::from_utf8_lossy(&pending[..end]).contains("Connection: close");
+            pending.drain(..end + 4);
+            let reply = match head {
+                Some(raw) => raw.to_vec(),
+                None => {
+                    let mut r =
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {body}\r\n\r\n").into_bytes();
+                    r.resize(r.len() + body, b'x');
+                    r
+                }
+            };
+            if stream.write_all(&reply).is_err() {
+                return Ended::Gone;
+            }
+            if close || head.is_some() {
+                return Ended::Close;
+            }
+        }
+    }
+}
+
+/// A short run of two connections to `url`, in intervals of 100 ms.
+pub(super) fn short(url: &str) -> Config {
+    let mut config = Config::new(Target::url(url).unwrap());
+    config.connections = 2;
+    config.duration = Duration::from_millis(400);
+    config.interval = Duration::from_millis(100);
+    config
+}
+
+/// [`short`] over plain HTTP to `addr`, on one thread.
+fn config(addr: std::net::SocketAddr) -> Config {
+    let mut config = short(&format!("http://{addr}/x"));
+    config.threads = 1;
+    config
+}
+
+use crate::target::Target;
+
+#[test]
+fn counts_requests_bytes_and_intervals() {
+    let addr = serve(None, 100);
+    let mut seen = 0;
+    let report = run(&config(addr), &AtomicBool::new(false), &mut |_| seen += 1).unwrap();
+    assert!(report.total.requests > 100, "{report:#?}");
+    assert_eq!(report.total.errors.total, 0, "{report:#?}");
+    assert!(report.total.bytes >= report.total.requests * 100);
+    assert_eq!(report.status_codes.get("200"), Some(&report.total.requests));
+    assert_eq!(seen, report.intervals.len());
+    assert_eq!(report.intervals.len(), 4);
+    let summed: u64 = report.intervals.iter().map(|i| i.requests).sum();
+    assert_eq!(summed, report.total.requests);
+    assert_eq!(report.total.run.connects, 2);
+    assert!(
+        report.total.latency_us.p50 > 0.0
+            && report.total.latency_us.max >= report.total.latency_us.p99
+    );
+}
+
+#[test]
+fn close_mode_opens_a_connection_per_request() {
+    let addr = serve(None, 10);
+    let mut config = config(addr);
+    config.mode = Mode::Close;
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(report.total.requests > 20, "{report:#?}");
+    // One connect per request; those in flight when the run ended count too.
+    let finished = report.total.requests + report.total.errors.total;
+    assert!(
+        (finished..=finished + 2).contains(&report.total.run.connects),
+        "{} connects for {finished} requests",
+        report.total.run.connects
+    );
+    assert!(report.total.connect_us.is_some());
+}
+
+#[test]
+fn failures_are_counted_by_kind_and_never_stop_the_run() {
+    let cases: [(&'static [u8], usize); 3] = [
+        (b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", 4),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", 5),
+        (b"SSH-2.0-OpenSSH\r\n\r\n", 6),
+    ];
+    for (head, kind) in cases {
+        let addr = serve(Some(head), 0);
+        let report = run(&config(addr), &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let by_kind = [
+            report.total.errors.connect_refused,
+            report.total.errors.connect,
+            report.total.errors.reset,
+            report.total.errors.timeout,
+            report.total.errors.bad_status,
+            report.total.errors.short_body,
+            report.total.errors.parse_error,
+        ];
+        assert!(
+            by_kind[kind] > 0,
+            "{}: {:?}",
+            FAILURES_NAMES[kind],
+            report.total.errors
+        );
+    }
+    // Nothing listening: connections refused.
+    let free = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let report = run(&config(free), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(
+        report.total.errors.connect_refused > 0,
+        "{:?}",
+        report.total.errors
+    );
+    assert_eq!(report.total.requests, 0);
+    assert!(report
+        .warnings
+        .iter()
+        .any(|w| w.contains("no request succeeded")));
+}
+
+const FAILURES_NAMES: [&str; 10] = crate::recorder::FAILURES;
+
+#[test]
+fn a_stalled_server_gives_timeouts_and_fresh_connections() {
+    // Accepts, reads, never answers; keeps every connection open until the test ends.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let mut config = config(addr);
+    config.timeout = Duration::from_millis(100);
+    config.duration = Duration::from_millis(550);
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(report.total.requests, 0);
+    // Two connections, each timing out about every 100-110 ms.
+    assert!(
+        (6..=12).contains(&report.total.errors.timeout),
+        "{:?}",
+        report.total.errors
+    );
+    assert!(report.total.run.connects >= report.total.errors.timeout);
+}
+
+#[test]
+fn open_loop_keeps_the_rate() {
+    let addr = serve(None, 10);
+    let mut config = config(addr);
+    config.duration = Duration::from_secs(1);
+    config.pacing = Pacing::Open {
+        rate: 1000.0,
+        arrivals: Arrivals::Constant,
+        max_connections: 100,
+    };
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(
+        (report.total.requests as f64 - 1000.0).abs() <= 20.0,
+        "{report:#?}"
+    );
+    assert_eq!(report.total.run.not_sent, 0);
+    assert!(report.total.uncorrected_latency_us.is_some());
+}
+
+#[test]
+fn an_interrupt_ends_the_run_early_with_its_figures() {
+    let addr = serve(None, 10);
+    let mut config = config(addr);
+    config.duration = Duration::from_secs(30);
+    let interrupt = AtomicBool::new(false);
+    let began = Instant::now();
+    let report = run(&config, &interrupt, &mut |i| {
+        if i.start_s >= 0.2 {
+            interrupt.store(true, Ordering::Relaxed);
+        }
+    })
+    .unwrap();
+    assert!(began.elapsed() < Duration::from_secs(5));
+    assert!(report.interrupted);
+    assert!(report.total.requests > 0);
+    assert!(report.duration_s < 2.0, "{}", report.duration_s);
+}
+
+/// Runs the `segments` segments of `config` at once, each on its own thread, as separate
+/// generators would; returns their parts (reports and interval logs).
+fn segments(config: &Config, segments: usize, dir: &std::path::Path) -> Vec<crate::Part> {
+    let start = SystemTime::now() + Duration::from_millis(200);
+    let handles: Vec<_> = (0..segments)
+        .map(|i| {
+            let mut config = config.clone();
+            config.segment = Some((i, segments));
+            config.start_at = Some(start);
+            config.hlog = Some(dir.join(format!("seg{i}.hlog")));
+            std::thread::spawn(move || {
+                let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+                (report, config.hlog.unwrap())
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| {
+            let (report, hlog) = h.join().unwrap();
+            let log = std::fs::read(hlog).unwrap();
+            crate::Part { report, log }
+        })
+        .collect()
+}
+
+#[test]
+fn segments_share_connections_as_one_run_would_and_merge_exactly() {
+    let addr = serve(None, 100);
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(addr);
+    config.connections = 10;
+    config.duration = Duration::from_millis(600);
+    let parts = segments(&config, 3, dir.path());
+    let shares: Vec<usize> = parts.iter().map(|p| p.report.connections).collect();
+    assert_eq!(shares, [4, 3, 3]);
+    for (i, p) in parts.iter().enumerate() {
+        assert_eq!(p.report.segment.as_deref(), Some(format!("{i}/3").as_str()));
+        assert!(p.report.histograms.is_some());
+        // All three began on the same instant: their logs share a base time.
+        assert!((p.report.started_unix_s - parts[0].report.started_unix_s).abs() < 1e-6);
+    }
+    let merged_log = dir.path().join("merged.hlog");
+    let merged = crate::merge(&parts, Some(&merged_log)).unwrap();
+    assert_eq!(
+        merged.total.requests,
+        parts.iter().map(|p| p.report.total.requests).sum::<u64>()
+    );
+    assert_eq!(
+        merged.total.run.connects,
+        parts
+            .iter()
+            .map(|p| p.report.total.run.connects)
+            .sum::<u64>()
+    );
+    assert_eq!(merged.connections, 10);
+    assert_eq!(merged.generators.len(), 3);
+    // The same requests in one histogram, by another road (every interval of every
+    // segment's log): the merged percentiles are its percentiles, exactly.
+    let mut one = crate::recorder::histogram();
+    for p in &parts {
+        for i in crate::parse_intervals(&p.log, None).unwrap() {
+            one.add(&i.histogram).unwrap();
+        }
+    }
+    assert_eq!(one.len(), merged.total.requests);
+    let of = Latency::of(&one);
+    assert_eq!(merged.total.latency_us.p50, of.p50);
+    assert_eq!(merged.total.latency_us.p99, of.p99);
+    assert_eq!(merged.total.latency_us.p999, of.p999);
+    assert_eq!(merged.total.latency_us.max, of.max);
+    // Intervals added by index, and the merged log holds them.
+    let summed: u64 = merged.intervals.iter().map(|i| i.requests).sum();
+    assert_eq!(summed, merged.total.requests);
+    let logged: u64 = crate::read_intervals(&merged_log, None)
+        .unwrap()
+        .iter()
+        .map(|i| i.histogram.len())
+        .sum();
+    assert_eq!(logged, merged.total.requests);
+}
+
+#[test]
+fn open_loop_segments_add_up_to_the_rate() {
+    let addr = serve(None, 10);
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(addr);
+    config.connections = 3;
+    config.duration = Duration::from_secs(1);
+    config.pacing = Pacing::Open {
+        rate: 900.0,
+        arrivals: Arrivals::Constant,
+        max_connections: 90,
+    };
+    let parts = segments(&config, 3, dir.path());
+    for p in &parts {
+        assert_eq!(p.report.rate, Some(300.0));
+        let n = p.report.total.requests as f64;
+        assert!((n - 300.0).abs() <= 10.0, "{n}");
+    }
+    let merged = crate::merge(&parts, None).unwrap();
+    assert_eq!(merged.rate, Some(900.0));
+    assert!(
+        (merged.total.requests as f64 - 900.0).abs() <= 20.0,
+        "{}",
+        merged.total.requests
+    );
+}
+
+#[test]
+fn a_merge_of_part_of_a_run_or_of_two_runs_is_refused() {
+    let addr = serve(None, 10);
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(addr);
+    config.connections = 3;
+    config.duration = Duration::from_millis(300);
+    let mut parts = segments(&config, 3, dir.path());
+    let third = parts.pop().unwrap();
+    let err = crate::merge(&parts, None).unwrap_err().to_string();
+    assert!(err.contains("segment 2/3 missing"), "{err}");
+    parts.push(third);
+    let mut again = segments(&config, 3, dir.path());
+    parts[1] = again.remove(0);
+    let err = crate::merge(&parts, None).unwrap_err().to_string();
+    assert!(err.contains("segment 0/3 given twice"), "{err}");
+    let whole = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let err = crate::merge(
+        &[crate::Part {
+            report: whole,
+            log: Vec::new(),
+        }],
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("not a segment"), "{err}");
+}
+
+#[test]
+fn a_start_that_has_passed_begins_at_once_and_says_how_late() {
+    let addr = serve(None, 10);
+    let mut config = config(addr);
+    config.start_at = Some(SystemTime::now() - Duration::from_millis(150));
+    config.duration = Duration::from_millis(400);
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(report.start_late_s >= 0.15, "{}", report.start_late_s);
+    assert!(report
+        .warnings
+        .iter()
+        .any(|w| w.contains("after --start-at")));
+    assert!(report.total.requests > 0);
+    // The window is the asked one: it ends 400 ms after the asked start.
+    assert!(report.duration_s < 0.45, "{}", report.duration_s);
+}
+
+#[test]
+fn segments_are_checked() {
+    let addr = serve(None, 10);
+    let mut config = config(addr);
+    config.connections = 2;
+    config.segment = Some((0, 3));
+    let err = config.check().unwrap_err().to_string();
+    assert!(err.contains("-c must be at least 3"), "{err}");
+    config.segment = Some((3, 3));
+    assert!(config
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("0 <= I < N"));
+}
+
+/// Requests a test server was sent: each one's head and body.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A server that keeps what it was sent (each request's head and body) and answers 200
+/// with a 5-byte body, or, to a HEAD, the same head with no body.
+fn capture() -> (std::net::SocketAddr, Seen) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let keep = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let keep = std::sync::Arc::clone(&keep);
+            std::thread::spawn(move || {
+                let mut pending = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&pending[..end]).to_string();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("Content-Length: "))
+                            .map_or(0, |n| n.trim().parse().unwrap());
+                        if pending.len() < end + 4 + length {
+                            break;
+                        }
+                        let body = pending[end + 4..end + 4 + length].to_vec();
+                        pending.drain(..end + 4 + length);
+                        let reply: &[u8] = if head.starts_with("HEAD ") {
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+                        } else {
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+                        };
+                        keep.lock().unwrap().push((head, body));
+                        if stream.write_all(reply).is_err() {
+                            return;
+                        }
+                    }
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+#[test]
+fn a_method_and_a_body_go_with_every_request() {
+    let (addr, seen) = capture();
+    let mut config = config(addr);
+    config.method = "POST".into();
+    config.body = b"{\"a\":1}".to_vec();
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(
+        report.total.requests > 10 && report.total.errors.total == 0,
+        "{report:#?}"
+    );
+    let seen = seen.lock().unwrap();
+    let (head, body) = &seen[0];
+    assert!(head.starts_with("POST /x HTTP/1.1\r\n"), "{head}");
+    assert!(head.contains("Content-Length: 7"), "{head}");
+    assert_eq!(body, b"{\"a\":1}");
+    config.method = "post".into();
+    assert!(config
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("in capitals"));
+}
+
+#[test]
+fn a_request_list_sends_each_request_as_written_and_reports_each_as_a_class() {
+    let (addr, seen) = capture();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("body.json"), "{\"n\":2}").unwrap();
+    let list = dir.path().join("targets.txt");
+    std::fs::write(
+        &list,
+        format!(
+            "# weight 2\nGET http://{addr}/a\n\nPOST http://{addr}/b\nContent-Type: application/json\n@body.json\n\nHEAD http://{addr}/c\nX-Test: 1\n"
+        ),
+    )
+    .unwrap();
+    let target = Target::request_list(&list).unwrap();
+    assert_eq!(target.classes, ["GET /a", "POST /b", "HEAD /c"]);
+    assert_eq!(target.weights, [2.0, 1.0, 1.0]);
+    let mut config = Config::new(target);
+    config.connections = 2;
+    config.duration = Duration::from_millis(400);
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(report.total.errors.total, 0, "{report:#?}");
+    let counts: Vec<u64> = report.classes.iter().map(|c| c.figures.requests).collect();
+    assert!(counts.iter().all(|n| *n > 10), "{counts:?}");
+    // GET /a drawn about twice as often as each of the others.
+    assert!(counts[0] as f64 > 1.5 * counts[1] as f64, "{counts:?}");
+    let seen = seen.lock().unwrap();
+    let post = seen
+        .iter()
+        .find(|(h, _)| h.starts_with("POST /b "))
+        .unwrap();
+    assert!(post.0.contains("Content-Type: application/json"));
+    assert_eq!(post.1, b"{\"n\":2}");
+    let head = seen
+        .iter()
+        .find(|(h, _)| h.starts_with("HEAD /c "))
+        .unwrap();
+    assert!(head.0.contains("X-Test: 1"), "{}", head.0);
+}
+
+#[test]
+fn a_bad_request_list_says_which_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("t.txt");
+    for (text, says) in [
+        ("GET http://127.0.0.1:1/a\nnot a header\n", "line 2"),
+        ("get http://127.0.0.1:1/a\n", "is not a method"),
+        (
+            "GET http://127.0.0.1:1/a\n\nGET http://127.0.0.2:1/b\n",
+            "not on the first request's server",
+        ),
+        ("GET http://127.0.0.1:1/a\n@missing.json\n", "body file"),
+        ("# nothing\n", "no request in it"),
+    ] {
+        std::fs::write(&list, text).unwrap();
+        let err = Target::request_list(&list).unwrap_err().to_string();
+        assert!(err.contains(says), "{text:?}: {err}");
+    }
+}
