@@ -148,9 +148,7 @@ struct Scratch {
 /// every class ≥ 1), in the order given.
 pub(super) fn solve(network: &Network, targets: &[Vec<u32>]) -> Vec<Solution> {
     let p = Prepared::new(network);
-    let max: Vec<u32> = (0..p.classes)
-        .map(|r| targets.iter().map(|t| t[r]).max().unwrap_or(0))
-        .collect();
+    let max = super::max_population(network, targets);
     let levels = Levels::new(&max);
     let total: u32 = max.iter().sum();
     let mut prev = vec![0.0; levels.size * p.slot];
