@@ -1,65 +1,9 @@
 //! CPU time of the generator itself: the self-check that tells whether a run measured the
-//! server or the generator.
+//! server or the generator. The clocks are webscope-sys's, the same the server's executor and
+//! the monitor read.
 
-use std::time::Duration;
+pub use webscope_sys::{process_time, thread_time};
 
-/// CPU time (user + system) the calling thread has used.
-pub fn thread_time() -> Duration {
-    clock(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-/// CPU time (user + system) the whole process has used, all threads included.
-pub fn process_time() -> Duration {
-    clock(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
-
-/// Time the calling thread has spent runnable but waiting for a CPU (the second field of
-/// `/proc/thread-self/schedstat`): a generator that never sleeps is saturated even when
-/// another process takes part of its CPU. Zero where schedstat is not available.
-pub(crate) fn thread_wait() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(Duration::ZERO, Duration::from_nanos)
-}
-
-fn clock(id: libc::clockid_t) -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; these clocks always exist on Linux.
-    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_time_grows_with_work_and_not_with_sleep() {
-        // Spin until 20 ms of CPU have been used (the machine may be busy: bounded by 10 s).
-        let before = thread_time();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let mut x = 0u64;
-        while thread_time() - before < Duration::from_millis(20) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "thread CPU time does not grow"
-            );
-            x = x.wrapping_add(std::hint::black_box(1));
-        }
-        assert!(x > 0);
-        let slept = thread_time();
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(thread_time() - slept < Duration::from_millis(20));
-        assert!(process_time() >= thread_time());
-        // Sleeping is not waiting for a CPU.
-        let waited = thread_wait();
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(thread_wait() - waited < Duration::from_millis(40));
-    }
-}
+/// Time the calling thread has waited in the run queue: a generator that never sleeps is
+/// saturated even when another process takes part of its CPU.
+pub(crate) use webscope_sys::thread_wait;

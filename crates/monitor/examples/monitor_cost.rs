@@ -20,16 +20,6 @@ use std::time::{Duration, Instant};
 use webscope_monitor::tcp::{ProcNetTcp, SockDiag, TcpState};
 use webscope_monitor::{Config, Monitor};
 
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 fn arg(name: &str, default: &str) -> String {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -217,26 +207,26 @@ fn main() {
         let (mut a, mut b, mut c, mut d, mut e) = (vec![], vec![], vec![], vec![], vec![]);
         let mut counts = None;
         for _ in 0..reps {
-            let t = thread_cpu();
+            let t = webscope_sys::thread_time();
             let (ports, _) = diag.port_states(&[port]).expect("sock_diag dump");
-            a.push((thread_cpu() - t).as_secs_f64() * 1e3);
+            a.push((webscope_sys::thread_time() - t).as_secs_f64() * 1e3);
             counts = Some(ports[0]);
-            let t = thread_cpu();
+            let t = webscope_sys::thread_time();
             proc_tcp.port_states(&[port]).expect("/proc/net/tcp");
-            b.push((thread_cpu() - t).as_secs_f64() * 1e3);
-            let t = thread_cpu();
+            b.push((webscope_sys::thread_time() - t).as_secs_f64() * 1e3);
+            let t = webscope_sys::thread_time();
             let raw = std::fs::read("/proc/net/tcp").map(|v| v.len()).unwrap_or(0)
                 + std::fs::read("/proc/net/tcp6")
                     .map(|v| v.len())
                     .unwrap_or(0);
-            c.push((thread_cpu() - t).as_secs_f64() * 1e3);
+            c.push((webscope_sys::thread_time() - t).as_secs_f64() * 1e3);
             std::hint::black_box(raw);
-            let t = thread_cpu();
+            let t = webscope_sys::thread_time();
             diag.port_states(&[1]).expect("sock_diag dump");
-            d.push((thread_cpu() - t).as_secs_f64() * 1e3);
-            let t = thread_cpu();
+            d.push((webscope_sys::thread_time() - t).as_secs_f64() * 1e3);
+            let t = webscope_sys::thread_time();
             diag.listen_queues(&[port]).expect("listen dump");
-            e.push((thread_cpu() - t).as_secs_f64() * 1e6);
+            e.push((webscope_sys::thread_time() - t).as_secs_f64() * 1e6);
         }
         let counts = counts.expect("at least one repetition");
         let total = counts.local.total() + counts.remote.total();

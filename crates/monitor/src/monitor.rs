@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::cost::{thread_time, CostBook};
+use crate::cost::CostBook;
 use crate::csv::{number, CsvFiles};
 use crate::notes::Notes;
 use crate::profile::perf::Recording;
@@ -192,9 +192,9 @@ impl Monitor {
             profile_error,
             interrupted: false,
         };
-        let began = thread_time();
+        let began = webscope_sys::thread_time();
         monitor.read_sources(0.0, 0.0);
-        monitor.cost.add_sample(thread_time() - began);
+        monitor.cost.add_sample(webscope_sys::thread_time() - began);
         Ok(monitor)
     }
 
@@ -242,11 +242,12 @@ impl Monitor {
             .map(|s| s.as_mut())
             .chain(self.ports.as_mut().map(|p| p as &mut dyn Source));
         for source in all {
-            let began = thread_time();
+            let began = webscope_sys::thread_time();
             if let Err(message) = source.sample(&mut ctx, &mut out) {
                 ctx.notes.add(t, source.name(), message);
             }
-            self.cost.add_source(source.name(), thread_time() - began);
+            self.cost
+                .add_source(source.name(), webscope_sys::thread_time() - began);
         }
         out
     }
@@ -254,7 +255,7 @@ impl Monitor {
     /// Reads every source now: rates over the time since the previous sample, and levels.
     /// Rows go to the CSV files (with an output directory) and the summary's statistics.
     pub fn sample(&mut self) -> Result<Sample, Error> {
-        let began = thread_time();
+        let began = webscope_sys::thread_time();
         let now = Instant::now();
         let t = (now - self.started).as_secs_f64();
         let dt = (now - self.last).as_secs_f64();
@@ -274,7 +275,7 @@ impl Monitor {
         for g in &sample.groups {
             self.latest.insert(g.group.name, g.clone());
         }
-        self.cost.add_sample(thread_time() - began);
+        self.cost.add_sample(webscope_sys::thread_time() - began);
         Ok(sample)
     }
 

@@ -160,15 +160,6 @@ fn procfs() -> String {
     "procfs".into()
 }
 
-/// The name of a row in the summary.
-pub(crate) fn row_name(key: &[String]) -> String {
-    if key.is_empty() {
-        "all".to_string()
-    } else {
-        key.join("/")
-    }
-}
-
 impl Accumulator {
     pub fn add(&mut self, sample: &Sample) {
         for g in &sample.groups {
@@ -178,7 +169,7 @@ impl Accumulator {
                 .or_insert_with(|| (g.group, BTreeMap::new()));
             for row in &g.rows {
                 let accs = rows
-                    .entry(row_name(&row.key))
+                    .entry(row.key_name())
                     .or_insert_with(|| vec![Acc::default(); g.group.columns.len()]);
                 for (acc, v) in accs.iter_mut().zip(&row.values) {
                     acc.add(*v);

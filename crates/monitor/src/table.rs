@@ -39,7 +39,11 @@ impl Row {
     /// The key joined with `/`, as the JSON summary names rows (`8080/local`, `cpu0`);
     /// `all` for the one row of a group without key columns.
     pub fn key_name(&self) -> String {
-        crate::summary::row_name(&self.key)
+        if self.key.is_empty() {
+            "all".to_string()
+        } else {
+            self.key.join("/")
+        }
     }
 }
 

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::live::short;
 use crate::profile::Category;
+use crate::tcp::TcpState;
 use crate::Summary;
 
 impl Summary {
@@ -179,21 +180,12 @@ impl Summary {
                 {
                     continue;
                 }
-                let states: Vec<String> = [
-                    "established",
-                    "syn_recv",
-                    "fin_wait1",
-                    "fin_wait2",
-                    "time_wait",
-                    "close_wait",
-                    "last_ack",
-                    "closing",
-                    "close",
-                ]
-                .iter()
-                .filter(|c| self.max("ports", &row, c) > 0.0)
-                .map(|c| format!("{} {}", c, short(self.mean("ports", &row, c))))
-                .collect();
+                let states: Vec<String> = TcpState::CONNECTION
+                    .into_iter()
+                    .map(TcpState::name)
+                    .filter(|c| self.max("ports", &row, c) > 0.0)
+                    .map(|c| format!("{} {}", c, short(self.mean("ports", &row, c))))
+                    .collect();
                 let _ = writeln!(out, "  :{port:<6} {side:<6} (mean) {}", states.join(", "));
             }
             let key = port.to_string();

@@ -52,42 +52,12 @@ fn bind_one(addr: SocketAddr, defer_accept: u32) -> Result<TcpListener, Error> {
 /// net.core.busy_read without CAP_NET_ADMIN (EPERM).
 pub(crate) fn set_busy_poll(listener: &TcpListener, usecs: u32) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    let fd = listener.as_raw_fd();
-    setsockopt_int(
-        fd,
-        libc::SOL_SOCKET,
-        libc::SO_BUSY_POLL,
-        usecs as libc::c_int,
-    )?;
-    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_PREFER_BUSY_POLL, 1)
-}
-
-fn setsockopt_int(
-    fd: std::os::fd::RawFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: libc::c_int,
-) -> std::io::Result<()> {
-    // SAFETY: an int option on a descriptor the caller owns, with its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    webscope_sys::set_busy_poll(listener.as_raw_fd(), usecs)
 }
 
 fn set_defer_accept(socket: &Socket, seconds: u32) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    setsockopt_int(
+    webscope_sys::setsockopt_int(
         socket.as_raw_fd(),
         libc::IPPROTO_TCP,
         libc::TCP_DEFER_ACCEPT,

@@ -6,22 +6,20 @@
 use std::path::Path;
 
 use serde_json::Value;
+use webscope_monitor::tcp::TcpState;
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::Block;
 
 use super::{os_stat, Point};
 
-/// The TCP states drawn, as `ports.csv` names them.
-const STATES: [&str; 8] = [
-    "established",
-    "syn_recv",
-    "fin_wait1",
-    "fin_wait2",
-    "time_wait",
-    "close_wait",
-    "last_ack",
-    "closing",
-];
+/// The TCP states drawn, as `ports.csv` names them: the monitor's connection states but the
+/// instant `close`.
+fn states() -> impl Iterator<Item = &'static str> {
+    TcpState::CONNECTION
+        .into_iter()
+        .filter(|s| *s != TcpState::Close)
+        .map(TcpState::name)
+}
 
 /// The server port's TCP states over one run, from `run_dir/monitor/ports.csv`.
 pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
@@ -38,10 +36,7 @@ pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
     let (Some(t), Some(side)) = (col("time_s"), col("side")) else {
         return Block::Warning(format!("{} has no time_s or side column.", path.display()));
     };
-    let mut series: Vec<Series> = STATES
-        .iter()
-        .map(|s| Series::line(*s, Vec::new()))
-        .collect();
+    let mut series: Vec<Series> = states().map(|s| Series::line(s, Vec::new())).collect();
     for line in lines {
         let f: Vec<&str> = line.split(',').collect();
         if f.get(side) != Some(&"local") {
@@ -50,7 +45,7 @@ pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
         let Some(time) = f.get(t).and_then(|v| v.parse::<f64>().ok()) else {
             continue;
         };
-        for (s, name) in series.iter_mut().zip(STATES) {
+        for (s, name) in series.iter_mut().zip(states()) {
             if let Some(v) = col(name).and_then(|c| f.get(c)?.parse::<f64>().ok()) {
                 s.points.push((time, v));
             }

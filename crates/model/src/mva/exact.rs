@@ -22,7 +22,7 @@
 // The loops index several arrays by station k and class r, as the formulas do.
 #![allow(clippy::needless_range_loop)]
 
-use super::{ClassResult, Method, Solution, StationResult};
+use super::{Method, Solution};
 use crate::network::StationKind;
 use crate::Network;
 
@@ -148,9 +148,7 @@ struct Scratch {
 /// every class ≥ 1), in the order given.
 pub(super) fn solve(network: &Network, targets: &[Vec<u32>]) -> Vec<Solution> {
     let p = Prepared::new(network);
-    let max: Vec<u32> = (0..p.classes)
-        .map(|r| targets.iter().map(|t| t[r]).max().unwrap_or(0))
-        .collect();
+    let max = super::max_population(network, targets);
     let levels = Levels::new(&max);
     let total: u32 = max.iter().sum();
     let mut prev = vec![0.0; levels.size * p.slot];
@@ -199,7 +197,14 @@ pub(super) fn solve(network: &Network, targets: &[Vec<u32>]) -> Vec<Solution> {
         for &t in &by_level[level as usize] {
             let idx = levels.index(&targets[t]);
             step(&p, &levels, &targets[t], idx, &prev, &mut cur, &mut scratch);
-            results[t] = Some(solution(network, &targets[t], &scratch));
+            results[t] = Some(Solution::assemble(
+                Method::Exact,
+                0,
+                network,
+                &targets[t],
+                &scratch.throughput,
+                &scratch.residence,
+            ));
         }
         std::mem::swap(&mut prev, &mut cur);
     }
@@ -307,44 +312,6 @@ fn marginals(
     }
     // Rounding can take p(0) a hair below zero when the station is saturated.
     out[offset] = (1.0 - (busy + weighted) * p.inverse[m]).max(0.0);
-}
-
-fn solution(network: &Network, n: &[u32], s: &Scratch) -> Solution {
-    let rc = n.len();
-    let classes = network
-        .classes()
-        .iter()
-        .enumerate()
-        .map(|(r, c)| ClassResult {
-            name: c.name.clone(),
-            population: n[r],
-            think_time: c.think_time,
-            throughput: s.throughput[r],
-            response_time: (0..network.stations().len())
-                .map(|k| s.residence[k * rc + r])
-                .sum(),
-        })
-        .collect();
-    let stations = network
-        .stations()
-        .iter()
-        .enumerate()
-        .map(|(k, st)| StationResult {
-            name: st.name.clone(),
-            kind: st.kind,
-            utilization: (0..rc).map(|r| s.throughput[r] * st.demands[r]).collect(),
-            queue_length: (0..rc)
-                .map(|r| s.throughput[r] * s.residence[k * rc + r])
-                .collect(),
-            residence_time: (0..rc).map(|r| s.residence[k * rc + r]).collect(),
-        })
-        .collect();
-    Solution {
-        method: Method::Exact,
-        iterations: 0,
-        classes,
-        stations,
-    }
 }
 
 /// Floats the two level buffers need for these maxima (for the memory check).

@@ -145,6 +145,54 @@ impl Solution {
     pub fn station_queue_length(&self, k: usize) -> f64 {
         self.stations[k].queue_length.iter().sum()
     }
+
+    /// The results both solvers report, from what they compute: per class `throughput[r]`
+    /// (X_r) and per station and class `residence[k * classes + r]` (R_kr); the rest follows
+    /// by Little's law (Q_kr = X_r R_kr) and the utilization law (U_kr = X_r D_kr).
+    fn assemble(
+        method: Method,
+        iterations: usize,
+        network: &Network,
+        populations: &[u32],
+        throughput: &[f64],
+        residence: &[f64],
+    ) -> Solution {
+        let rc = populations.len();
+        let classes = network
+            .classes()
+            .iter()
+            .enumerate()
+            .map(|(r, c)| ClassResult {
+                name: c.name.clone(),
+                population: populations[r],
+                think_time: c.think_time,
+                throughput: throughput[r],
+                response_time: (0..network.stations().len())
+                    .map(|k| residence[k * rc + r])
+                    .sum(),
+            })
+            .collect();
+        let stations = network
+            .stations()
+            .iter()
+            .enumerate()
+            .map(|(k, st)| StationResult {
+                name: st.name.clone(),
+                kind: st.kind,
+                utilization: (0..rc).map(|r| throughput[r] * st.demands[r]).collect(),
+                queue_length: (0..rc)
+                    .map(|r| throughput[r] * residence[k * rc + r])
+                    .collect(),
+                residence_time: (0..rc).map(|r| residence[k * rc + r]).collect(),
+            })
+            .collect();
+        Solution {
+            method,
+            iterations,
+            classes,
+            stations,
+        }
+    }
 }
 
 /// Solutions at several populations, and which method made them.

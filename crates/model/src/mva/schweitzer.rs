@@ -12,7 +12,7 @@
 //! exact for one job (it finds all servers idle) and tends to R = D/m (1 + Q) when the
 //! station saturates; the tests measure it against exact MVA.
 
-use super::{ClassResult, Method, Solution, StationResult};
+use super::{Method, Solution};
 use crate::network::StationKind;
 use crate::{Error, Network};
 
@@ -75,7 +75,14 @@ pub(super) fn solve(
             return Err(Error::NotConverged { iterations, change });
         }
     }
-    Ok(solution(network, populations, &x, &res, iterations))
+    Ok(Solution::assemble(
+        Method::Schweitzer,
+        iterations,
+        network,
+        populations,
+        &x,
+        &res,
+    ))
 }
 
 /// Σ_{j=0}^{m−2} (m−1−j) p(j) for an M/M/m station with `busy` mean busy servers.
@@ -96,46 +103,6 @@ pub(crate) fn idle_term(busy: f64, m: usize) -> f64 {
     (0..m - 1)
         .map(|j| (m - 1 - j) as f64 * p0 * weights[j])
         .sum()
-}
-
-fn solution(
-    network: &Network,
-    populations: &[u32],
-    x: &[f64],
-    res: &[f64],
-    iterations: usize,
-) -> Solution {
-    let rc = populations.len();
-    let classes = network
-        .classes()
-        .iter()
-        .enumerate()
-        .map(|(r, c)| ClassResult {
-            name: c.name.clone(),
-            population: populations[r],
-            think_time: c.think_time,
-            throughput: x[r],
-            response_time: (0..network.stations().len()).map(|k| res[k * rc + r]).sum(),
-        })
-        .collect();
-    let stations = network
-        .stations()
-        .iter()
-        .enumerate()
-        .map(|(k, st)| StationResult {
-            name: st.name.clone(),
-            kind: st.kind,
-            utilization: (0..rc).map(|r| x[r] * st.demands[r]).collect(),
-            queue_length: (0..rc).map(|r| x[r] * res[k * rc + r]).collect(),
-            residence_time: (0..rc).map(|r| res[k * rc + r]).collect(),
-        })
-        .collect();
-    Solution {
-        method: Method::Schweitzer,
-        iterations,
-        classes,
-        stations,
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@
 //! queues need only the small listen table and are read every interval.
 
 use super::{Ctx, Source};
-use crate::cost::thread_time;
 use crate::table::{Group, GroupRows, Row};
 use crate::tcp::{ListenQueue, PortCounts, StateCounts, TcpState, TcpTable};
 
@@ -142,12 +141,12 @@ impl Ports {
     }
 
     fn walk(&mut self, t: f64, out: &mut Vec<GroupRows>) -> Result<(), String> {
-        let began = thread_time();
+        let began = webscope_sys::thread_time();
         let (counts, queues) = self
             .table
             .port_states(&self.ports)
             .map_err(|err| format!("cannot read TCP states ({}): {err}", self.table.method()))?;
-        let cost = (thread_time() - began).as_secs_f64();
+        let cost = (webscope_sys::thread_time() - began).as_secs_f64();
         self.stats.walks += 1;
         self.total_walk_cpu += cost;
         self.stats.max_walk_cpu_ms = self.stats.max_walk_cpu_ms.max(cost * 1e3);

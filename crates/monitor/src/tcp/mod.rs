@@ -58,6 +58,23 @@ impl TcpState {
         TcpState::Closing,
     ];
 
+    /// The states of a server's connections as a reader follows them, in the order of a
+    /// connection's life: open, the closing states of either side, and `Close` last (a
+    /// socket's instant between a reset and being freed, which charts over time leave out).
+    /// `SynSent` (a client's) and `Listen` (counted apart, with the accept queues) are not
+    /// among them. Names by [`TcpState::name`].
+    pub const CONNECTION: [TcpState; 9] = [
+        TcpState::Established,
+        TcpState::SynRecv,
+        TcpState::FinWait1,
+        TcpState::FinWait2,
+        TcpState::TimeWait,
+        TcpState::CloseWait,
+        TcpState::LastAck,
+        TcpState::Closing,
+        TcpState::Close,
+    ];
+
     /// The state for a kernel state number; the kernel's request sockets (`NEW_SYN_RECV`,
     /// 12) count as `SynRecv`, as `ss` shows them.
     pub fn from_kernel(number: u8) -> Option<TcpState> {

@@ -229,7 +229,7 @@ fn executor_loop(shared: &Shared) {
             }
         };
         let start = Instant::now();
-        let cpu_start = thread_cpu();
+        let cpu_start = webscope_sys::thread_time();
         if job.started.is_none() {
             job.started = Some(start);
         }
@@ -238,7 +238,7 @@ fn executor_loop(shared: &Shared) {
         let ran = start.elapsed();
         // CPU time, not wall time: a pool thread the OS preempts (threads, admission) is not
         // running its service meanwhile, and the fair share is a share of the CPU.
-        let cpu = thread_cpu().saturating_sub(cpu_start);
+        let cpu = webscope_sys::thread_time().saturating_sub(cpu_start);
         shared.stats.ran(job.service, cpu);
         job.running += ran;
         job.slices += 1;
@@ -275,20 +275,6 @@ fn executor_loop(shared: &Shared) {
             .finished(job.service, wait, job.running, job.slices);
         let _ = job.reply.send(body);
     }
-}
-
-/// The calling thread's CPU time.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(
-        ts.tv_sec.max(0) as u64,
-        ts.tv_nsec.clamp(0, 999_999_999) as u32,
-    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,23 @@
+//! `webscope-sys`: the few Linux calls that several webscope crates share, in one place so
+//! that the server, the load generator and the monitor measure and configure the same way.
+//!
+//! What it is for:
+//! - CPU clocks of the calling thread and of the whole process ([`thread_time`],
+//!   [`process_time`]): the services' executor charges slices by them, the generator checks
+//!   itself with them, the monitor prices its own sampling;
+//! - the calling thread's wait in the run queue, from `/proc/thread-self/schedstat`
+//!   ([`thread_wait`]);
+//! - int socket options ([`setsockopt_int`]) and busy polling on a socket
+//!   ([`set_busy_poll`]).
+//!
+//! What it is not for: hot-path I/O. The server's and the generator's own syscall paths
+//! (accept, recv, send, sendfile, epoll, io_uring) stay in their crates, because they are
+//! what the project studies and each is tuned to its engine. Nothing here runs per request,
+//! and this crate depends on no other webscope crate, so every crate may depend on it.
+#![deny(missing_docs)]
+
+mod clock;
+mod sockopt;
+
+pub use clock::{process_time, thread_time, thread_wait};
+pub use sockopt::{set_busy_poll, setsockopt_int};
