@@ -5,7 +5,7 @@
 //!
 //! Not for: relative changes between two runs (`webscope compare --threshold 'p99<+5%'` judges
 //! those, with significance), nor for computing the figures: the caller measures and hands
-//! them over as [`Figures`], and a condition whose figure was not measured is undecided, never
+//! them over as [`Measured`], and a condition whose figure was not measured is undecided, never
 //! passed.
 
 use std::fmt;
@@ -49,7 +49,7 @@ pub enum Metric {
 
 /// The figures of one run that conditions are judged on. `None`: not measured in this run.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Figures {
+pub struct Measured {
     /// Latency in microseconds at the quantiles [`Slo::quantiles`] asked for: (q, µs).
     pub latency_us: Vec<(f64, f64)>,
     /// Failed requests over requests.
@@ -82,6 +82,55 @@ pub enum Verdict {
     Fail,
     /// The figure was not measured in this run: not a pass.
     Undecided,
+}
+
+impl Measured {
+    /// The figures a load run measured itself, for the latency `quantiles` asked: failures
+    /// (transport errors and responses of 400 and above) over requests, and in open loop
+    /// good responses per second over the offered rate and the share of requests never sent
+    /// on time. The server's CPU is not a load run's figure (None).
+    pub fn of_load(report: &crate::Report, quantiles: &[f64]) -> Measured {
+        let total = &report.total;
+        let failed_statuses: u64 = report
+            .status_codes
+            .iter()
+            .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))
+            .map(|(_, n)| n)
+            .sum();
+        let asked = total.requests + total.errors.total;
+        let good = total.requests.saturating_sub(failed_statuses);
+        let share = |part: u64, of: u64| (of > 0).then(|| part as f64 / of as f64);
+        let open = report.rate.filter(|r| *r > 0.0);
+        Measured {
+            latency_us: quantiles
+                .iter()
+                .filter_map(|&q| Some((q, report.latency_at(q)?)))
+                .collect(),
+            error_share: share(failed_statuses + total.errors.total, asked),
+            goodput_share: open
+                .filter(|_| report.duration_s > 0.0)
+                .map(|rate| good as f64 / report.duration_s / rate),
+            cpu_share: None,
+            late_share: open.and_then(|_| share(total.run.not_sent, asked + total.run.not_sent)),
+        }
+    }
+}
+
+impl Check {
+    /// One line for people: `p99<=5ms: 4.90ms, passed`.
+    pub fn line(&self) -> String {
+        let measured = self
+            .measured
+            .map_or("not measured in this run".to_string(), |v| {
+                self.condition.show(v)
+            });
+        let verdict = match self.verdict {
+            Verdict::Pass => "passed",
+            Verdict::Fail => "FAILED",
+            Verdict::Undecided => "cannot be decided",
+        };
+        format!("{}: {measured}, {verdict}", self.condition)
+    }
 }
 
 const EXAMPLE: &str = "e.g. p99<=5ms,errors<=0.1%,goodput>=99%";
@@ -129,7 +178,7 @@ impl Slo {
     }
 
     /// Every condition judged on `figures`.
-    pub fn judge(&self, figures: &Figures) -> Vec<Check> {
+    pub fn judge(&self, figures: &Measured) -> Vec<Check> {
         self.conditions.iter().map(|c| c.judge(figures)).collect()
     }
 
@@ -191,7 +240,7 @@ impl Condition {
         })
     }
 
-    fn judge(&self, figures: &Figures) -> Check {
+    fn judge(&self, figures: &Measured) -> Check {
         let measured = match self.metric {
             Metric::Latency { quantile } => figures
                 .latency_us
@@ -245,6 +294,9 @@ impl fmt::Display for Condition {
             (false, false) => "<=",
         };
         let limit = match self.metric {
+            Metric::Latency { .. } if self.limit >= 1e6 => {
+                format!("{}s", trim_float(self.limit / 1e6))
+            }
             Metric::Latency { .. } if self.limit >= 1000.0 => {
                 format!("{}ms", trim_float(self.limit / 1000.0))
             }
@@ -448,17 +500,17 @@ mod tests {
             .with_goodput_floor(0.99);
         assert_eq!(slo.to_string(), "p99<=5ms,errors<=0.1%,goodput>=99%");
         assert_eq!(slo.quantiles(), [0.99]);
-        let good = Figures {
+        let good = Measured {
             latency_us: vec![(0.99, 4_900.0)],
             error_share: Some(0.0),
             goodput_share: Some(0.995),
-            ..Figures::default()
+            ..Measured::default()
         };
         let checks = slo.judge(&good);
         assert_eq!(Slo::verdict(&checks), Verdict::Pass);
         assert_eq!(checks[0].measured, Some(4_900.0));
 
-        let slow = Figures {
+        let slow = Measured {
             latency_us: vec![(0.99, 5_100.0)],
             ..good.clone()
         };
@@ -467,21 +519,21 @@ mod tests {
         assert_eq!(Slo::verdict(&checks), Verdict::Fail);
 
         // A figure that was not measured is undecided, and so is the run: never a pass.
-        let unmeasured = Figures {
+        let unmeasured = Measured {
             goodput_share: None,
             ..good.clone()
         };
         let checks = slo.judge(&unmeasured);
         assert_eq!(checks[2].verdict, Verdict::Undecided);
         assert_eq!(Slo::verdict(&checks), Verdict::Undecided);
-        let nan = Figures {
+        let nan = Measured {
             latency_us: vec![(0.99, f64::NAN)],
             ..good.clone()
         };
         assert_eq!(Slo::verdict(&slo.judge(&nan)), Verdict::Undecided);
 
         // A failure outweighs an undecided figure.
-        let both = Figures {
+        let both = Measured {
             error_share: Some(0.5),
             goodput_share: None,
             ..good
@@ -491,9 +543,9 @@ mod tests {
 
     #[test]
     fn strict_and_inclusive_limits_differ_at_the_limit() {
-        let at = Figures {
+        let at = Measured {
             error_share: Some(0.01),
-            ..Figures::default()
+            ..Measured::default()
         };
         let inclusive = Slo::parse("errors<=1%").unwrap();
         let strict = Slo::parse("errors<1%").unwrap();

@@ -58,6 +58,10 @@ fn main() {
         Command::Distribute(args) => cmd::distribute::run(args),
     };
     if let Err(err) = result {
+        if let Some(exit) = err.downcast_ref::<cmd::Exit>() {
+            eprintln!("webscope: {}", exit.message);
+            std::process::exit(exit.code);
+        }
         // A closed pipe (`webscope ... | head`) is not an error worth reporting.
         if is_broken_pipe(&err) {
             std::process::exit(0);

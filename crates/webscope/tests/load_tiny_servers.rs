@@ -5,7 +5,7 @@ mod load_support;
 
 use std::time::Duration;
 
-use load_support::{closed_port, f, load, load_json, u, Behavior, TestServer};
+use load_support::{closed_port, f, load, load_json, load_json_failing, u, Behavior, TestServer};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -98,7 +98,7 @@ fn failures_are_counted_by_kind_and_the_run_goes_on() {
     ];
     for (behavior, kind) in cases {
         let server = TestServer::start(behavior);
-        let (r, out) = load_json(
+        let (r, out) = load_json_failing(
             &[&server.url("/"), "-c", "2", "-t", "1", "-d", "400ms"],
             LIMIT,
         );
@@ -117,13 +117,13 @@ fn failures_are_counted_by_kind_and_the_run_goes_on() {
         );
     }
     let refused = format!("http://{}/", closed_port());
-    let (r, out) = load_json(&[&refused, "-c", "2", "-t", "1", "-d", "300ms"], LIMIT);
+    let (r, out) = load_json_failing(&[&refused, "-c", "2", "-t", "1", "-d", "300ms"], LIMIT);
     assert!(u(&r["errors"], "connect_refused") > 0, "{}", r["errors"]);
     assert_eq!(u(&r, "requests"), 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("no request succeeded"));
 
     let stall = TestServer::start(Behavior::Stall);
-    let (r, _) = load_json(
+    let (r, _) = load_json_failing(
         &[
             &stall.url("/"),
             "-c",
@@ -314,10 +314,10 @@ fn backoff_503_paces_refused_clients_as_retry_after_would() {
     let server = TestServer::start(Behavior::Status(503));
     let url = server.url("/");
     // Without a backoff, 2 clients ask again at once: thousands of 503s in a second.
-    let (eager, _) = load_json(&[&url, "-c", "2", "-t", "1", "-d", "1s"], LIMIT);
+    let (eager, _) = load_json_failing(&[&url, "-c", "2", "-t", "1", "-d", "1s"], LIMIT);
     assert!(u(&eager, "requests") > 200, "{eager}");
     // With 400 ms, each client asks about every 400 ms: 2 clients * 3 tries in 1 s.
-    let (paced, _) = load_json(
+    let (paced, _) = load_json_failing(
         &[
             &url,
             "-c",
@@ -333,4 +333,74 @@ fn backoff_503_paces_refused_clients_as_retry_after_would() {
     );
     let n = u(&paced, "requests");
     assert!((4..=8).contains(&n), "{n} requests: {paced}");
+}
+
+/// `--threshold` judges the run as k6 does: every condition printed with its figure; a crossed
+/// one exits 99, one whose figure the run did not measure exits 3, bad grammar exits 2 with
+/// the bad part named; without thresholds a run with successes exits 0.
+#[test]
+fn thresholds_pass_fail_or_cannot_be_decided_each_with_its_exit_code() {
+    let server = TestServer::start(Behavior::Delay {
+        body: 100,
+        delay: Duration::from_millis(20),
+    });
+    let url = server.url("/");
+    let run = |threshold: &str| {
+        load(
+            &[
+                &url,
+                "-c",
+                "2",
+                "-t",
+                "1",
+                "-d",
+                "500ms",
+                "--threshold",
+                threshold,
+            ],
+            LIMIT,
+        )
+    };
+    let out = run("p99<=10s,p99.99<10s,max<10s,errors<=1%");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(stdout.contains("Thresholds:"), "{stdout}");
+    assert!(stdout.contains("  p99.99<10s: "), "{stdout}");
+    assert!(stdout.contains("errors<=1%: 0 %, passed"), "{stdout}");
+
+    // Every response waits 20 ms: a 1 ms p50 is crossed.
+    let out = run("p50<1ms,errors<=1%");
+    assert_eq!(out.status.code(), Some(99), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("p50<1ms: ") && stdout.contains("FAILED"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("errors<=1%: 0 %, passed"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim(),
+        "webscope: threshold crossed: p50<1ms",
+        "{stderr}"
+    );
+
+    // A closed loop offers no rate: goodput cannot be judged, and that is not a pass.
+    let out = run("p99<10s,goodput>=99%");
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("goodput>=99%: not measured in this run, cannot be decided"),
+        "{stdout}"
+    );
+
+    for (bad, named) in [
+        ("p101<5ms", "p101"),
+        ("p99<5", "has no unit"),
+        ("", "empty"),
+    ] {
+        let out = run(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(named), "{bad:?}: {stderr}");
+    }
 }

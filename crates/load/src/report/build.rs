@@ -70,6 +70,7 @@ pub(crate) fn fill(
     };
     report.duration_s = duration;
     report.total = Figures::of(&all, duration, open_loop, run);
+    report.latency_histogram = Some(all.latency.clone());
     report.tls = (totals.tls_full + totals.tls_resumed > 0).then(|| TlsReport {
         full: totals.tls_full,
         resumed: totals.tls_resumed,
@@ -247,6 +248,7 @@ fn described(
         start_late_s: 0.0,
         histograms: None,
         generators: Vec::new(),
+        latency_histogram: None,
     }
 }
 

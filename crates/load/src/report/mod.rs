@@ -286,6 +286,10 @@ pub struct Report {
     /// A merged run: the generators that made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generators: Vec<Generator>,
+    /// The whole run's latency histogram (nanoseconds, as `latency_us` was taken from), for
+    /// percentiles the JSON does not carry; not written (a report read back has none).
+    #[serde(skip)]
+    pub latency_histogram: Option<Histogram<u64>>,
 }
 
 /// One generator of a merged run, for its table.
@@ -310,6 +314,34 @@ pub struct Generator {
 }
 
 impl Report {
+    /// The latency at quantile `q` (0 < q ≤ 1) in microseconds, from the whole histogram; or,
+    /// for a report read back from JSON, from the percentiles it carries (p50, p90, p99,
+    /// p99.9, max). None when neither has it.
+    pub fn latency_at(&self, q: f64) -> Option<f64> {
+        if let Some(h) = self.latency_histogram.as_ref().filter(|h| !h.is_empty()) {
+            let ns = if q >= 1.0 {
+                h.max()
+            } else {
+                h.value_at_quantile(q)
+            };
+            return Some(ns as f64 / 1000.0);
+        }
+        let l = &self.total.latency_us;
+        if l.count == 0 {
+            return None;
+        }
+        [
+            (0.5, l.p50),
+            (0.9, l.p90),
+            (0.99, l.p99),
+            (0.999, l.p999),
+            (1.0, l.max),
+        ]
+        .iter()
+        .find(|(at, _)| (*at - q).abs() < 1e-9)
+        .map(|&(_, us)| us)
+    }
+
     /// Writes the report as JSON to `path`, through a hidden file renamed into place so
     /// that a reader never sees half a report.
     pub fn write_json(&self, path: &std::path::Path) -> Result<(), crate::Error> {

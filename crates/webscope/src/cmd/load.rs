@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use webscope_load::slo::{Measured, Slo, Verdict};
 use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
+
+use super::{Exit, EXIT_THRESHOLD_CROSSED, EXIT_UNDECIDED};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -146,6 +149,12 @@ struct Flags {
     /// Length of the reporting intervals (live line, --hlog, per-interval figures).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
     interval: Duration,
+    /// Judge the run against limits, as k6 does: e.g. 'p99<10ms,errors<1%' (any percentile
+    /// p50..p99.99 and max from the whole histogram; errors: failures and statuses of 400 and
+    /// above over requests; in open loop goodput>=SHARE of the rate and late<=SHARE not sent
+    /// on time). A crossed threshold exits 99, one whose figure was not measured exits 3.
+    #[arg(long, value_name = "LIST", value_parser = parse_threshold)]
+    threshold: Option<Slo>,
     /// Write the report as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -232,6 +241,7 @@ struct Flags {
 
 /// What `run` needs besides the load's configuration.
 struct Output {
+    threshold: Option<Slo>,
     json: Option<PathBuf>,
     emit: bool,
     live_line: bool,
@@ -346,6 +356,7 @@ impl Flags {
         }
         config.check()?;
         let output = Output {
+            threshold: self.threshold,
             json: self.json,
             emit: self.emit,
             temporary_hlog,
@@ -420,7 +431,62 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             report.generator_cpu_s
         );
     }
-    Ok(())
+    judge(&report, output.threshold.as_ref())
+}
+
+fn parse_threshold(text: &str) -> Result<Slo, String> {
+    Slo::parse(text)
+}
+
+/// After the report: no success at all is an error (exit 1, as the lab's), then the
+/// thresholds (exit 99 when one is crossed, 3 when one cannot be decided).
+fn judge(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
+    let failed_statuses: u64 = report
+        .status_codes
+        .iter()
+        .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))
+        .map(|(_, n)| n)
+        .sum();
+    let succeeded = report.total.requests.saturating_sub(failed_statuses);
+    if succeeded == 0 && !report.interrupted {
+        anyhow::bail!(
+            "no request succeeded ({} responses, all of status 400 or above; {} errors): see the summary above",
+            report.total.requests,
+            report.total.errors.total
+        );
+    }
+    let Some(slo) = threshold else {
+        return Ok(());
+    };
+    let checks = slo.judge(&Measured::of_load(report, &slo.quantiles()));
+    println!("Thresholds:");
+    for check in &checks {
+        println!("  {}", check.line());
+    }
+    let named = |verdict: Verdict| {
+        checks
+            .iter()
+            .filter(|c| c.verdict == verdict)
+            .map(|c| c.condition.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match Slo::verdict(&checks) {
+        Verdict::Pass => Ok(()),
+        Verdict::Fail => Err(Exit {
+            code: EXIT_THRESHOLD_CROSSED,
+            message: format!("threshold crossed: {}", named(Verdict::Fail)),
+        }
+        .into()),
+        Verdict::Undecided => Err(Exit {
+            code: EXIT_UNDECIDED,
+            message: format!(
+                "threshold cannot be decided: {} (not measured in this run)",
+                named(Verdict::Undecided)
+            ),
+        }
+        .into()),
+    }
 }
 
 fn parse_io(name: &str) -> Result<webscope_load::Io, String> {

@@ -11,3 +11,23 @@ pub mod model;
 pub mod monitor;
 pub mod report;
 pub mod serve;
+
+/// An ending that is not an error but leaves with a code of its own: a threshold crossed, or
+/// one that could not be decided. `main` prints the message as it is and exits with `code`.
+#[derive(Debug)]
+pub struct Exit {
+    pub code: i32,
+    pub message: String,
+}
+
+/// The exit codes (README, "Exit codes"): a threshold crossed (k6's code), or not decidable.
+pub const EXIT_THRESHOLD_CROSSED: i32 = 99;
+pub const EXIT_UNDECIDED: i32 = 3;
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}

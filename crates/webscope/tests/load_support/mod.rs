@@ -251,13 +251,32 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
 
 /// Runs a load with `--json` into a temporary file and returns the report.
 pub fn load_json(args: &[&str], limit: Duration) -> (serde_json::Value, Output) {
+    let (report, out) = load_json_exiting(args, limit);
+    assert!(out.status.success(), "webscope load failed: {out:?}");
+    (report, out)
+}
+
+/// A run in which no request succeeds: its report is written all the same, and it exits 1
+/// saying so.
+pub fn load_json_failing(args: &[&str], limit: Duration) -> (serde_json::Value, Output) {
+    let (report, out) = load_json_exiting(args, limit);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("webscope: error: no request succeeded") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    (report, out)
+}
+
+/// `webscope load ... --json` whatever its exit code: the report and the output.
+pub fn load_json_exiting(args: &[&str], limit: Duration) -> (serde_json::Value, Output) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
     let mut all: Vec<&str> = args.to_vec();
     let json_arg = json.to_str().unwrap().to_string();
     all.extend_from_slice(&["--json", &json_arg, "--quiet"]);
     let out = load(&all, limit);
-    assert!(out.status.success(), "webscope load failed: {out:?}");
     let report = serde_json::from_slice(&std::fs::read(&json).expect("the JSON report")).unwrap();
     (report, out)
 }
