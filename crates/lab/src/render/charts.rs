@@ -11,6 +11,18 @@ use webscope_report::Block;
 
 use super::{os_stat, Point};
 
+/// One series of bars, one bar per category (a protocol, a step): what each measured.
+pub fn bars(title: &str, categories: &[String], y: &str, series: &str, values: Vec<f64>) -> String {
+    BarChart {
+        title: title.into(),
+        categories: categories.to_vec(),
+        y: Axis::linear(y),
+        series: vec![(series.into(), values)],
+        stacked: false,
+    }
+    .to_svg()
+}
+
 /// The TCP states drawn, as `ports.csv` names them.
 const STATES: [&str; 8] = [
     "established",

@@ -4,8 +4,9 @@
 use std::path::Path;
 
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
-use webscope_report::{Block, Section, Table};
+use webscope_report::{Block, Table};
 
+use super::page::ExperimentPage;
 use super::{Point, Rendered};
 use crate::record::ExperimentRecord;
 
@@ -144,45 +145,102 @@ pub fn clients_table(points: &[Point]) -> Table {
     t
 }
 
-fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section {
-    let mut blocks = super::failure_blocks(exp);
-    for p in all.iter().filter(|p| !p.valid()) {
-        blocks.push(Block::Warning(format!(
+/// Adds the clients sweep to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let points = super::pool(super::load_points(dir, exp, out)?);
+    let sat = saturation(&points);
+    let mut page = ExperimentPage::new(exp, "Clients sweep");
+    for p in points.iter().filter(|p| !p.valid()) {
+        page.push(Block::Warning(format!(
             "The run with {} client{} is invalid and left out of the charts and fits: {}.",
             p.x,
             if p.x == 1.0 { "" } else { "s" },
             p.health.invalid.as_deref().unwrap_or("")
         )));
     }
-    blocks.extend(super::repeats_note(all));
-    let sat = saturation(all);
-    let valid = super::valid(all);
+    page.repeats_note(&points);
+    let valid = super::valid(&points);
     if valid.is_empty() {
         // Empty axes would read as a measurement of nothing; the table says what each run got.
-        blocks.push(Block::Text(
+        page.push(Block::Text(
             "No valid run: nothing to chart. The table gives what each run received.".into(),
         ));
-        blocks.push(Block::Table {
-            caption: "Per run".into(),
-            table: clients_table(all),
-        });
-        return Section {
-            heading: "Clients sweep".into(),
-            blocks,
-        };
+        page.table("Per run", clients_table(&points));
+    } else {
+        charts(&mut page, dir, &valid, sat.as_ref());
+        page.table(
+            "Per run (goodput: responses with an expected status; bound by: the verdict of each run)",
+            clients_table(&points),
+        );
     }
-    let points = &valid[..];
+    page.summary("clients sweep", sat.as_ref().map(|s| s.reading.clone()));
+    page.json(serde_json::json!({
+        "knee_clients": sat.as_ref().map(|s| s.knee),
+        "max_requests_per_s": sat.as_ref().map(|s| s.max_rps),
+        "reading": sat.as_ref().map(|s| s.reading.clone()),
+        "usl": usl_fit(&points).ok().map(|f| serde_json::json!({
+            "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
+            "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
+        })),
+        "runs": points.iter().map(|p| serde_json::json!({
+            "clients": p.x, "goodput_per_s": p.rps,
+            "responses_per_s": p.health.responses_rps, "mbit_s": p.mbit_s,
+            "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
+            "error_share": p.health.error_share, "errors": p.health.unexpected_map(),
+            "valid": p.valid(), "invalid_because": p.health.invalid,
+            "bound": p.valid().then_some(p.verdict.bound),
+            "verdict": p.valid().then_some(&p.verdict.reading),
+            "run": p.name, "repeats": p.repeats,
+            "goodput_min": p.spread.map(|s| s.0), "goodput_max": p.spread.map(|s| s.1),
+        })).collect::<Vec<_>>(),
+    }));
+    page.paper(super::paper_panels::clients(&points, sat.as_ref()));
+    page.finish(out);
+    Ok(())
+}
+
+/// The sweep's charts, from its valid points: goodput with the USL, bandwidth, response time
+/// with Little's law, the server's phases, histograms, CPU and TCP states.
+fn charts(page: &mut ExperimentPage, dir: &Path, points: &[Point], sat: Option<&Saturation>) {
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()
     };
-    let mut measured = Series::line(repeats_label(points), xs(&|p| p.rps));
+    page.push(goodput_chart(points, sat));
+    page.chart(
+        XyChart {
+            title: "Bandwidth vs clients".into(),
+            x: Axis::linear("clients"),
+            y: Axis::linear("Mbit/s"),
+            series: vec![Series::line("measured", xs(&|p| p.mbit_s))],
+        }
+        .to_svg(),
+        "Bandwidth follows throughput: the mix's mean response size is fixed.",
+    );
+    page.push(latency_chart(points));
+    page.extend(phases_chart(points));
+    let labels: Vec<String> = points.iter().map(|p| format!("{}", p.x)).collect();
+    let runs: Vec<(String, String)> = points
+        .iter()
+        .map(|p| (p.name.clone(), format!("{} clients", p.x)))
+        .collect();
+    page.extend(super::charts::histograms(dir, &runs, "per client count"));
+    page.extend(super::charts::cpu_stack(points, &labels, "client count"));
+    if let Some((name, label)) = runs.last() {
+        page.push(super::charts::tcp_states(&dir.join(name), label));
+    }
+}
+
+/// Goodput against clients, with the USL's curve and the saturation point in the reading.
+fn goodput_chart(points: &[Point], sat: Option<&Saturation>) -> Block {
+    let mut measured = Series::line(
+        repeats_label(points),
+        points.iter().map(|p| (p.x, p.rps)).collect(),
+    );
     measured.spread = super::goodput_spread(points);
     let mut throughput = vec![measured];
-    let mut reading = sat
-        .as_ref()
-        .map_or("Too few runs to judge saturation.".into(), |s| {
-            s.reading.clone()
-        });
+    let mut reading = sat.map_or("Too few runs to judge saturation.".into(), |s| {
+        s.reading.clone()
+    });
     match usl_fit(points) {
         Ok(fit) => {
             let last = points.last().map_or(1.0, |p| p.x);
@@ -206,7 +264,7 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
         }
         Err(why) => reading.push_str(&format!(" No USL fit: {why}.")),
     }
-    blocks.push(Block::Chart {
+    Block::Chart {
         svg: XyChart {
             title: "Goodput vs clients".into(),
             x: Axis::linear("clients"),
@@ -215,18 +273,15 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
         }
         .to_svg(),
         reading,
-    });
-    blocks.push(Block::Chart {
-        svg: XyChart {
-            title: "Bandwidth vs clients".into(),
-            x: Axis::linear("clients"),
-            y: Axis::linear("Mbit/s"),
-            series: vec![Series::line("measured", xs(&|p| p.mbit_s))],
-        }
-        .to_svg(),
-        reading: "Bandwidth follows throughput: the mix's mean response size is fixed.".into(),
-    });
-    // Little's law for a closed loop without think time: N = X R, so R = N / X.
+    }
+}
+
+/// Response time against clients, with Little's law's line for a closed loop without think
+/// time (N = X R, so R = N / X) and the server's own time when every run has it.
+fn latency_chart(points: &[Point]) -> Block {
+    let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
+        points.iter().map(|p| (p.x, f(p))).collect()
+    };
     let little: Vec<(f64, f64)> = points
         .iter()
         .filter(|p| p.rps > 0.0)
@@ -257,7 +312,7 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
             }
         })
         .fold(0.0, f64::max);
-    blocks.push(Block::Chart {
+    Block::Chart {
         svg: XyChart {
             title: "Response time vs clients".into(),
             x: Axis::linear("clients"),
@@ -269,98 +324,37 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
             "Once throughput is flat, response time grows in proportion to clients, as Little's law says (measured mean within {:.0} % of N/X); the server's own time per request is the small part.",
             100.0 * little_err
         ),
-    });
-    if let Some(run) = points
-        .iter()
-        .rev()
-        .find(|p| p.run.server.is_some())
-        .map(|p| &p.run)
-    {
-        if let Some(server) = &run.server {
-            let classes: Vec<&crate::record::PhaseFigures> = server
-                .phases_us
-                .iter()
-                .filter(|c| c.requests > 0.0)
-                .collect();
-            blocks.push(Block::Chart {
-                svg: BarChart {
-                    title: format!("Server time per request by size class ({} clients)", run.x),
-                    categories: classes.iter().map(|c| c.class.clone()).collect(),
-                    y: Axis::linear("µs"),
-                    series: vec![
-                        ("parse".into(), classes.iter().map(|c| c.parse_us).collect()),
-                        ("process".into(), classes.iter().map(|c| c.process_us).collect()),
-                        ("log".into(), classes.iter().map(|c| c.log_us).collect()),
-                    ],
-                    stacked: true,
-                }
-                .to_svg(),
-                reading: "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.".into(),
-            });
-        }
-    }
-    let labels: Vec<String> = points.iter().map(|p| format!("{}", p.x)).collect();
-    let runs: Vec<(String, String)> = points
-        .iter()
-        .map(|p| (p.name.clone(), format!("{} clients", p.x)))
-        .collect();
-    blocks.extend(super::charts::histograms(dir, &runs, "per client count"));
-    blocks.extend(super::charts::cpu_stack(points, &labels, "client count"));
-    if let Some((name, label)) = runs.last() {
-        blocks.push(super::charts::tcp_states(&dir.join(name), label));
-    }
-    blocks.push(Block::Table {
-        caption: "Per run (goodput: responses with an expected status; bound by: the verdict of each run)".into(),
-        table: clients_table(all),
-    });
-    Section {
-        heading: "Clients sweep".into(),
-        blocks,
     }
 }
 
-/// Adds the clients sweep to the report.
-pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::pool(super::load_points(dir, exp, out)?);
-    let table = clients_table(&points);
-    out.csv.push(("clients.csv".into(), table.to_csv()));
-    out.summary
-        .push_str(&format!("clients sweep\n{}", table.to_text()));
-    let sat = saturation(&points);
-    if let Some(sat) = &sat {
-        out.summary.push_str(&sat.reading);
-        out.summary.push('\n');
-    }
-    out.json.insert(
-        "clients".into(),
-        serde_json::json!({
-            "knee_clients": sat.as_ref().map(|s| s.knee),
-            "max_requests_per_s": sat.as_ref().map(|s| s.max_rps),
-            "reading": sat.as_ref().map(|s| s.reading.clone()),
-            "usl": usl_fit(&points).ok().map(|f| serde_json::json!({
-                "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
-                "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
-            })),
-            "runs": points.iter().map(|p| serde_json::json!({
-                "clients": p.x, "goodput_per_s": p.rps,
-                "responses_per_s": p.health.responses_rps, "mbit_s": p.mbit_s,
-                "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
-                "error_share": p.health.error_share, "errors": p.health.unexpected_map(),
-                "valid": p.valid(), "invalid_because": p.health.invalid,
-                "bound": p.valid().then_some(p.verdict.bound),
-                "verdict": p.valid().then_some(&p.verdict.reading),
-                "run": p.name, "repeats": p.repeats,
-                "goodput_min": p.spread.map(|s| s.0), "goodput_max": p.spread.map(|s| s.1),
-            })).collect::<Vec<_>>(),
-        }),
-    );
-    let mut section = clients_section(dir, &points, exp);
-    let comparisons = super::paper_panels::clients(&points, sat.as_ref());
-    section
-        .blocks
-        .extend(super::paper_panels::blocks(comparisons, out, "clients"));
-    out.sections.push(section);
-    Ok(())
+/// The server's phases per size class, at the largest load that has the server's figures.
+fn phases_chart(points: &[Point]) -> Option<Block> {
+    let run = points
+        .iter()
+        .rev()
+        .find(|p| p.run.server.is_some())
+        .map(|p| &p.run)?;
+    let server = run.server.as_ref()?;
+    let classes: Vec<&crate::record::PhaseFigures> = server
+        .phases_us
+        .iter()
+        .filter(|c| c.requests > 0.0)
+        .collect();
+    Some(Block::Chart {
+        svg: BarChart {
+            title: format!("Server time per request by size class ({} clients)", run.x),
+            categories: classes.iter().map(|c| c.class.clone()).collect(),
+            y: Axis::linear("µs"),
+            series: vec![
+                ("parse".into(), classes.iter().map(|c| c.parse_us).collect()),
+                ("process".into(), classes.iter().map(|c| c.process_us).collect()),
+                ("log".into(), classes.iter().map(|c| c.log_us).collect()),
+            ],
+            stacked: true,
+        }
+        .to_svg(),
+        reading: "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.".into(),
+    })
 }
 
 #[cfg(test)]

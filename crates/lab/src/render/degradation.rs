@@ -9,8 +9,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use webscope_report::svg::{Axis, Series, XyChart};
-use webscope_report::{Block, Section, Table};
+use webscope_report::{Block, Table};
 
+use super::page::ExperimentPage;
 use super::{num, Rendered};
 use crate::degradation::{parse_run_name, POLICIES, SETS};
 use crate::record::{read_json, ExperimentRecord, RunRecord};
@@ -345,7 +346,15 @@ pub fn targets(runs: &[Run], rows: &[Degradation]) -> Vec<(String, bool)> {
     out
 }
 
-fn policy_chart(set: &str, policy: &str, runs: &[&Run], services: &[String]) -> Block {
+fn policy_chart(set: &str, policy: &str, runs: &[&Run]) -> Block {
+    let mut services: Vec<String> = Vec::new();
+    for r in runs {
+        for s in &r.services {
+            if !services.contains(&s.name) {
+                services.push(s.name.clone());
+            }
+        }
+    }
     let series = services
         .iter()
         .map(|name| {
@@ -486,9 +495,66 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         runs.extend(Run::of(name, &record));
     }
     let runs = pool(runs);
+    let mut page = ExperimentPage::new(
+        exp,
+        "Degradation of light services under heavy load (Hibino et al.)",
+    );
+    page.push(Block::Text(setup(&runs)));
+    let rows = degradations(&runs);
+    let checks = targets(&runs, &rows);
+    for (sentence, met) in &checks {
+        page.push(if *met {
+            Block::Text(format!("✓ {sentence}."))
+        } else {
+            Block::Warning(format!("Target missed: {sentence}."))
+        });
+    }
+    for set in SETS {
+        page.extend(light_chart(set.name, &runs));
+        for (policy, _) in POLICIES {
+            let of: Vec<&Run> = runs
+                .iter()
+                .filter(|r| r.set == set.name && r.policy == policy)
+                .collect();
+            if !of.is_empty() {
+                page.push(policy_chart(set.name, policy, &of));
+            }
+        }
+    }
+    page.table(
+        "Degradation: each service's throughput with the most heavy clients relative to none; at the most heavy clients, its 503s, its wait before running and its running time (means, measured by the server's executor: the paper's Table 1), slices per request, its share of the services' CPU, and how many of the server's threads wait in the OS run queue on average (monitor, from schedstat)",
+        table(&rows),
+    );
+    page.csv(runs_csv(&runs));
+    page.summary(
+        "degradation",
+        checks.iter().map(|(sentence, met)| {
+            format!("{} {sentence}", if *met { "met:   " } else { "MISSED:" })
+        }),
+    );
+    let mut per_set: BTreeMap<String, Value> = BTreeMap::new();
+    for set in SETS {
+        let of: Vec<Degradation> = rows.iter().filter(|d| d.set == set.name).cloned().collect();
+        per_set.insert(set.name.into(), json_rows(&of));
+    }
+    page.json(json!({
+        "sets": per_set,
+        "targets": checks.iter().map(|(s, met)| json!({"target": s, "met": met})).collect::<Vec<_>>(),
+    }));
+    let lost: Vec<(String, f64)> = rows
+        .iter()
+        .filter(|r| r.set == "set1" && r.service == "light")
+        .filter_map(|r| Some((r.policy.clone(), 100.0 - r.kept_pct?)))
+        .collect();
+    page.paper(super::paper_panels::degradation(&lost));
+    page.finish(out);
+    Ok(())
+}
+
+/// The sentence on the set-up: the services, the client groups, the policies, the repeats.
+fn setup(runs: &[Run]) -> String {
     let repeats = runs.iter().map(|r| r.repeats).max().unwrap_or(1);
-    let mut blocks = super::failure_blocks(exp);
-    blocks.push(Block::Text(format!(
+    format!(
         "Closed-loop client groups on the services of webscope serve (light: fib(25); middle: fib(35); heavy: a DOM built from an XML catalogue and searched 100 times), a fresh server per run pinned to one CPU. Set 1: 30 light clients; set 2: 20 light and 20 middle; heavy clients added 0 … 40. Policies: {}. A refused client waits 1 s (Retry-After) before asking again. {}",
         POLICIES
             .iter()
@@ -500,74 +566,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         } else {
             "Each point is one run: on a small machine, repeat them (--repeat) before trusting a verdict.".into()
         }
-    )));
-    let rows = degradations(&runs);
-    let checks = targets(&runs, &rows);
-    for (sentence, met) in &checks {
-        blocks.push(if *met {
-            Block::Text(format!("✓ {sentence}."))
-        } else {
-            Block::Warning(format!("Target missed: {sentence}."))
-        });
-    }
-    for set in SETS {
-        blocks.extend(light_chart(set.name, &runs));
-        for (policy, _) in POLICIES {
-            let of: Vec<&Run> = runs
-                .iter()
-                .filter(|r| r.set == set.name && r.policy == policy)
-                .collect();
-            let mut services: Vec<String> = Vec::new();
-            for r in &of {
-                for s in &r.services {
-                    if !services.contains(&s.name) {
-                        services.push(s.name.clone());
-                    }
-                }
-            }
-            if !of.is_empty() {
-                blocks.push(policy_chart(set.name, policy, &of, &services));
-            }
-        }
-    }
-    let t = table(&rows);
-    blocks.push(Block::Table {
-        caption: "Degradation: each service's throughput with the most heavy clients relative to none; at the most heavy clients, its 503s, its wait before running and its running time (means, measured by the server's executor: the paper's Table 1), slices per request, its share of the services' CPU, and how many of the server's threads wait in the OS run queue on average (monitor, from schedstat)".into(),
-        table: t.clone(),
-    });
-    out.csv.push(("degradation.csv".into(), runs_csv(&runs)));
-    out.summary
-        .push_str(&format!("degradation\n{}", t.to_text()));
-    for (sentence, met) in &checks {
-        out.summary.push_str(&format!(
-            "{} {sentence}\n",
-            if *met { "met:   " } else { "MISSED:" }
-        ));
-    }
-    let mut per_set: BTreeMap<String, Value> = BTreeMap::new();
-    for set in SETS {
-        let of: Vec<Degradation> = rows.iter().filter(|d| d.set == set.name).cloned().collect();
-        per_set.insert(set.name.into(), json_rows(&of));
-    }
-    out.json.insert(
-        "degradation".into(),
-        json!({
-            "sets": per_set,
-            "targets": checks.iter().map(|(s, met)| json!({"target": s, "met": met})).collect::<Vec<_>>(),
-        }),
-    );
-    let lost: Vec<(String, f64)> = rows
-        .iter()
-        .filter(|r| r.set == "set1" && r.service == "light")
-        .filter_map(|r| Some((r.policy.clone(), 100.0 - r.kept_pct?)))
-        .collect();
-    let comparisons = super::paper_panels::degradation(&lost);
-    blocks.extend(super::paper_panels::blocks(comparisons, out, "degradation"));
-    out.sections.push(Section {
-        heading: "Degradation of light services under heavy load (Hibino et al.)".into(),
-        blocks,
-    });
-    Ok(())
+    )
 }
 
 #[cfg(test)]

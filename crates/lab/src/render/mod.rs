@@ -13,11 +13,13 @@ use super::health::{Expect, Health, Judge};
 use super::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
 
 pub mod baseline;
+pub mod cells;
 pub mod charts;
 pub mod clients;
 pub mod degradation;
 pub mod filesize;
 pub mod model;
+pub mod page;
 pub mod paper_panels;
 pub mod protocols;
 pub mod saturation;
@@ -89,6 +91,25 @@ fn cpu_shares(os: &Value) -> Option<CpuShares> {
 }
 
 impl Point {
+    /// Server CPU time per request, microseconds (None without the server's figures).
+    pub fn server_cpu_us(&self) -> Option<f64> {
+        self.run
+            .server
+            .as_ref()
+            .filter(|s| s.requests > 0.0 && s.cpu_s > 0.0)
+            .map(|s| s.cpu_s * 1e6 / s.requests)
+    }
+
+    /// The run's label: its load's description up to the first colon (a protocol, a step).
+    pub fn label(&self) -> String {
+        self.run
+            .load_description
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    }
+
     /// Whether the run counts: left out of knees, fits and models when it does not.
     pub fn valid(&self) -> bool {
         self.health.invalid.is_none()
@@ -315,18 +336,6 @@ pub fn goodput_spread(points: &[Point]) -> Vec<(f64, f64, f64)> {
         .collect()
 }
 
-/// Says how many runs each figure rests on, when `--repeat` made more than one.
-pub fn repeats_note(points: &[Point]) -> Option<Block> {
-    let most = points.iter().map(|p| p.repeats).max()?;
-    let least = points.iter().map(|p| p.repeats).min()?;
-    (most > 1).then(|| {
-        Block::Text(format!(
-            "Each point is the median run of {} valid repeats (taken round the whole sweep, not back to back); bars and the min-max column give the spread of goodput.",
-            if least == most { most.to_string() } else { format!("{least} to {most}") }
-        ))
-    })
-}
-
 /// The valid points only: what knees, fits and models are drawn from.
 pub fn valid(points: &[Point]) -> Vec<Point> {
     points.iter().filter(|p| p.valid()).cloned().collect()
@@ -403,22 +412,6 @@ pub struct Rendered {
     pub invalid: Vec<String>,
     /// Runs judged, valid or not.
     pub judged: usize,
-}
-
-/// Warnings every experiment section starts with: failed runs, an early stop.
-pub fn failure_blocks(exp: &ExperimentRecord) -> Vec<Block> {
-    let mut blocks: Vec<Block> = exp
-        .failures
-        .iter()
-        .map(|f| Block::Warning(format!("A run failed: {f}")))
-        .collect();
-    if !exp.complete && exp.failures.is_empty() {
-        blocks.push(Block::Warning(
-            "The experiment was stopped before its last run: what is shown is what was measured."
-                .into(),
-        ));
-    }
-    blocks
 }
 
 /// Renders the report for the lab directory `dir`.
@@ -650,6 +643,6 @@ mod tests {
         lone.health = Health::of(&forbidden, &Expect::parse("2xx").unwrap(), 1.0);
         let pooled = pool(vec![lone]);
         assert!(!pooled[0].valid() && pooled[0].spread.is_none());
-        assert!(repeats_note(&pooled).is_none());
+        assert!(page::repeats_note(&pooled).is_none());
     }
 }
