@@ -9,7 +9,8 @@ use serde_json::Value;
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::Block;
 
-use super::{os_stat, Point};
+use super::figures::os_stat;
+use super::point::Point;
 
 /// One series of bars, one bar per category (a protocol, a step): what each measured.
 pub fn bars(title: &str, categories: &[String], y: &str, series: &str, values: Vec<f64>) -> String {
@@ -143,7 +144,15 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
     for (name, column) in columns {
         let values: Option<Vec<f64>> = points
             .iter()
-            .map(|p| os_stat(super::server_machine(&p.run)?, "cpu", "all", column, "mean"))
+            .map(|p| {
+                os_stat(
+                    super::figures::server_machine(&p.run)?,
+                    "cpu",
+                    "all",
+                    column,
+                    "mean",
+                )
+            })
             .collect();
         series.push((name.to_string(), values?));
     }
@@ -155,7 +164,7 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
     let source = points
         .iter()
         .find_map(|p| {
-            super::server_host(&p.run)?
+            super::figures::server_host(&p.run)?
                 .get("source")?
                 .as_str()
                 .map(String::from)

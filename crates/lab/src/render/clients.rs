@@ -7,7 +7,8 @@ use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
 use super::page::ExperimentPage;
-use super::{Point, Rendered};
+use super::point::Point;
+use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 
 /// Where throughput stops growing, and what limits it.
@@ -24,7 +25,7 @@ pub struct Saturation {
 /// Finds the knee of a throughput sweep (points in increasing x), over its valid runs only,
 /// and says what bounds throughput there (the knee run's verdict, with its figure).
 pub fn saturation(points: &[Point]) -> Option<Saturation> {
-    let points = super::valid(points);
+    let points = super::point::valid(points);
     let max_rps = points.iter().map(|p| p.rps).fold(0.0, f64::max);
     if points.len() < 2 || max_rps <= 0.0 {
         return None;
@@ -147,7 +148,7 @@ pub fn clients_table(points: &[Point]) -> Table {
 
 /// Adds the clients sweep to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::pool(super::load_points(dir, exp, out)?);
+    let points = super::point::pool(super::point::load_points(dir, exp, out)?);
     let sat = saturation(&points);
     let mut page = ExperimentPage::new(exp, "Clients sweep");
     for p in points.iter().filter(|p| !p.valid()) {
@@ -159,7 +160,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         )));
     }
     page.repeats_note(&points);
-    let valid = super::valid(&points);
+    let valid = super::point::valid(&points);
     if valid.is_empty() {
         // Empty axes would read as a measurement of nothing; the table says what each run got.
         page.push(Block::Text(
@@ -236,7 +237,7 @@ fn goodput_chart(points: &[Point], sat: Option<&Saturation>) -> Block {
         repeats_label(points),
         points.iter().map(|p| (p.x, p.rps)).collect(),
     );
-    measured.spread = super::goodput_spread(points);
+    measured.spread = super::point::goodput_spread(points);
     let mut throughput = vec![measured];
     let mut reading = sat.map_or("Too few runs to judge saturation.".into(), |s| {
         s.reading.clone()
@@ -361,7 +362,7 @@ fn phases_chart(points: &[Point]) -> Option<Block> {
 mod tests {
     use super::*;
 
-    use super::super::test_point as point;
+    use super::super::point::test_point as point;
 
     #[test]
     fn the_knee_is_where_throughput_reaches_nine_tenths_of_its_peak() {

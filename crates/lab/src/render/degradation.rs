@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 use webscope_report::svg::{Axis, Series, XyChart};
 use webscope_report::{Block, Table};
 
+use super::figures::num;
 use super::page::ExperimentPage;
-use super::{num, Rendered};
+use super::rendered::Rendered;
 use crate::degradation::{parse_run_name, POLICIES, SETS};
 use crate::record::{read_json, ExperimentRecord, RunRecord};
 

@@ -8,8 +8,11 @@ use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
 use super::cells::cell;
+use super::figures::os_stat;
 use super::page::ExperimentPage;
-use super::{line_fit, os_stat, Point, Rendered};
+use super::point::Point;
+use super::rendered::Rendered;
+use super::sweep::line_fit;
 use crate::record::{ExperimentRecord, RunRecord};
 
 /// The server's phase means over all size classes of a run (µs): parse, process, log.
@@ -57,7 +60,7 @@ fn charts(page: &mut ExperimentPage, dir: &Path, points: &[Point]) {
             y: Axis::linear("connections/s"),
             series: vec![{
                 let mut s = Series::line(super::clients::repeats_label(points), xs(&|p| p.rps));
-                s.spread = super::goodput_spread(points);
+                s.spread = super::point::goodput_spread(points);
                 s
             }],
         }
@@ -182,7 +185,9 @@ fn table(points: &[Point]) -> Table {
 
 /// Adds the filesize experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::valid(&super::pool(super::load_points(dir, exp, out)?));
+    let points = super::point::valid(&super::point::pool(super::point::load_points(
+        dir, exp, out,
+    )?));
     let mut page = ExperimentPage::new(exp, "File size (WebStone A/4 .. A*4)");
     page.repeats_note(&points);
     charts(&mut page, dir, &points);

@@ -14,7 +14,8 @@ use webscope_report::{Block, Table};
 use super::cells::cell;
 use super::clients::usl_fit;
 use super::page::ExperimentPage;
-use super::{Point, Rendered};
+use super::point::Point;
+use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 
 /// Service demands per request, seconds.
@@ -107,7 +108,9 @@ fn mean_abs(v: &[f64]) -> f64 {
 
 /// Adds the model experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::valid(&super::pool(super::load_points(dir, exp, out)?));
+    let points = super::point::valid(&super::point::pool(super::point::load_points(
+        dir, exp, out,
+    )?));
     let mut page = ExperimentPage::new(exp, "Models against measurement (Mughal)");
     page.repeats_note(&points);
     let Some(d) = demands(&points) else {
@@ -130,7 +133,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     let measured_x: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.rps)).collect();
     let measured_r: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.mean_ms)).collect();
     let mut measured = Series::line(super::clients::repeats_label(&points), measured_x);
-    measured.spread = super::goodput_spread(&points);
+    measured.spread = super::point::goodput_spread(&points);
     let mut x_series = vec![measured];
     let mut r_series = vec![Series::line("measured mean", measured_r)];
     for (cpus, c) in &curves {
@@ -330,7 +333,7 @@ mod tests {
     fn demands_are_utilisation_over_throughput() {
         // Server 1 ms and generator 0.2 ms per request at every load.
         let p = |x: f64, rps: f64, u: f64| {
-            let mut p = super::super::test_point(x, rps, rps * 0.0002, Some(u));
+            let mut p = super::super::point::test_point(x, rps, rps * 0.0002, Some(u));
             p.disk_util = Some(0.0);
             p
         };

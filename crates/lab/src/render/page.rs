@@ -20,7 +20,8 @@
 use serde_json::Value;
 use webscope_report::{Block, Section, Table};
 
-use super::{Point, Rendered};
+use super::point::Point;
+use super::rendered::Rendered;
 use crate::papers::{panel, Comparison};
 use crate::record::ExperimentRecord;
 
@@ -194,7 +195,7 @@ fn paper_blocks(comparisons: Vec<Comparison>, out: &mut Rendered, experiment: &s
 mod tests {
     use super::*;
 
-    use super::super::test_point;
+    use super::super::point::test_point;
 
     fn exp(complete: bool, failures: &[&str]) -> ExperimentRecord {
         serde_json::from_value(serde_json::json!({
@@ -205,15 +206,7 @@ mod tests {
     }
 
     fn rendered() -> Rendered {
-        Rendered {
-            sections: Vec::new(),
-            summary: String::new(),
-            json: serde_json::Map::new(),
-            csv: Vec::new(),
-            judge: Default::default(),
-            invalid: Vec::new(),
-            judged: 0,
-        }
+        Rendered::new(Default::default())
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! differ, and why. The papers' numbers come from `lab/papers/*.toml` only.
 
 use super::clients::Saturation;
-use super::Point;
+use super::point::Point;
 use crate::papers::{find, Comparison};
 
 fn pct(v: f64) -> String {

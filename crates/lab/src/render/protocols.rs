@@ -9,7 +9,8 @@ use webscope_report::Table;
 use super::cells::{cell, ratio_cell};
 use super::charts::bars;
 use super::page::ExperimentPage;
-use super::{Point, Rendered};
+use super::point::Point;
+use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 
 /// One row's figures.
@@ -140,7 +141,7 @@ fn table(rows: &[Row]) -> Table {
 
 /// Adds the protocols experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::pool(super::load_points(dir, exp, out)?);
+    let points = super::point::pool(super::point::load_points(dir, exp, out)?);
     let rows: Vec<Row> = points.iter().map(Row::of).collect();
     let mut page = ExperimentPage::new(exp, "Protocols: HTTP/1.1, HTTPS, HTTP/2");
     page.repeats_note(&points);

@@ -9,7 +9,8 @@ use webscope_report::Table;
 use super::cells::{cell, ratio_cell};
 use super::charts::bars;
 use super::page::ExperimentPage;
-use super::{Point, Rendered};
+use super::point::Point;
+use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 
 /// One step's figures.
@@ -144,7 +145,7 @@ fn table(steps: &[Step]) -> Table {
 
 /// Adds the techniques experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::pool(super::load_points(dir, exp, out)?);
+    let points = super::point::pool(super::point::load_points(dir, exp, out)?);
     let steps: Vec<Step> = points.iter().map(Step::of).collect();
     let mut page = ExperimentPage::new(exp, "Techniques, cumulatively (Hu, Nanda & Yang)");
     page.repeats_note(&points);
