@@ -16,6 +16,7 @@ use super::clients::usl_fit;
 use super::page::ExperimentPage;
 use super::point::Point;
 use super::rendered::Rendered;
+use super::sweep::median;
 use crate::record::ExperimentRecord;
 
 /// Service demands per request, seconds.
@@ -31,17 +32,6 @@ pub struct Demands {
     /// What is left of a request's cycle with one client: loopback, system calls on the
     /// client's side, wake-ups. A delay: nobody queues for it.
     pub delay: f64,
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 /// The demands of the sweep: D = U / X at each run, the median over runs (the law says they

@@ -1,5 +1,5 @@
-//! What a sweep of points says as a whole, for the pages that draw one: a straight line
-//! through it. Not for one run's figures (a point's).
+//! What a sweep of figures says as a whole, for the pages that draw one: its median, a
+//! straight line through it. Not for one run's figures (a point's).
 
 /// Least-squares line y = a + b x; None with fewer than two distinct x.
 pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
@@ -16,4 +16,17 @@ pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     let b = sxy / sxx;
     Some((my - b * mx, b))
+}
+
+/// The median of the finite values (the mean of the middle two for an even count); None
+/// when there is none.
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
 }
