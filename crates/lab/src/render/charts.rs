@@ -10,7 +10,25 @@ use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::Block;
 
 use super::figures::os_stat;
-use super::point::Point;
+use super::point::{goodput_spread, Point};
+
+/// Goodput against x, with the repeats' spread as error bars: the sweeps' measured line.
+pub fn goodput_series(points: &[Point]) -> Series {
+    let mut s = Series::line(
+        repeats_label(points),
+        points.iter().map(|p| (p.x, p.rps)).collect(),
+    );
+    s.spread = goodput_spread(points);
+    s
+}
+
+/// The measured series' legend: "measured", or "median of N" with `--repeat`.
+fn repeats_label(points: &[Point]) -> String {
+    match points.iter().map(|p| p.repeats).max() {
+        Some(n) if n > 1 => format!("median of {n} (bars: min-max)"),
+        _ => "measured".into(),
+    }
+}
 
 /// One series of bars, one bar per category (a protocol, a step): what each measured.
 pub fn bars(title: &str, categories: &[String], y: &str, series: &str, values: Vec<f64>) -> String {

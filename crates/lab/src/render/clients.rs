@@ -6,88 +6,12 @@ use std::path::Path;
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
+use super::charts::goodput_series;
 use super::page::ExperimentPage;
 use super::point::Point;
 use super::rendered::Rendered;
+use super::sweep::{saturation, usl_fit, Saturation};
 use crate::record::ExperimentRecord;
-
-/// Where throughput stops growing, and what limits it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Saturation {
-    /// The smallest load at which throughput reached 90 % of its maximum.
-    pub knee: f64,
-    /// The highest throughput measured.
-    pub max_rps: f64,
-    /// One sentence for the reader.
-    pub reading: String,
-}
-
-/// Finds the knee of a throughput sweep (points in increasing x), over its valid runs only,
-/// and says what bounds throughput there (the knee run's verdict, with its figure).
-pub fn saturation(points: &[Point]) -> Option<Saturation> {
-    let points = super::point::valid(points);
-    let max_rps = points.iter().map(|p| p.rps).fold(0.0, f64::max);
-    if points.len() < 2 || max_rps <= 0.0 {
-        return None;
-    }
-    let knee_point = points.iter().find(|p| p.rps >= 0.9 * max_rps)?;
-    let last = points.last()?;
-    let knee = knee_point.x;
-    let flat = knee < last.x;
-    let limit = &knee_point.verdict.reading;
-    let peak = points
-        .iter()
-        .max_by(|a, b| a.rps.total_cmp(&b.rps))
-        .map_or(knee_point, |p| p);
-    let reading = if last.rps < 0.8 * max_rps && last.x > peak.x {
-        format!(
-            "Throughput peaks at {:.0} requests/s with {} clients and falls to {:.0} at {} clients ({:.0} % lower): more load makes the system slower, not just busier; at the peak, {limit}.",
-            max_rps,
-            peak.x,
-            last.rps,
-            last.x,
-            100.0 * (1.0 - last.rps / max_rps)
-        )
-    } else if flat {
-        format!(
-            "Throughput flattens at {:.0} requests/s from {} clients on: {limit}.",
-            max_rps, knee
-        )
-    } else {
-        format!(
-            "Throughput still grows at the largest load ({} clients, {:.0} requests/s): no saturation reached; there, {}.",
-            last.x, last.rps, last.verdict.reading
-        )
-    };
-    Some(Saturation {
-        knee,
-        max_rps,
-        reading,
-    })
-}
-
-/// The measured series' legend: "measured", or "median of N" with `--repeat`.
-pub fn repeats_label(points: &[Point]) -> String {
-    match points.iter().map(|p| p.repeats).max() {
-        Some(n) if n > 1 => format!("median of {n} (bars: min-max)"),
-        _ => "measured".into(),
-    }
-}
-
-/// The USL fit of a sweep (goodput vs clients, valid runs only), or why there is none.
-pub fn usl_fit(points: &[Point]) -> Result<webscope_model::usl::Fit, String> {
-    let data: Vec<webscope_model::usl::Point> = points
-        .iter()
-        .filter(|p| p.valid() && p.rps > 0.0)
-        .map(|p| webscope_model::usl::Point {
-            concurrency: p.x,
-            throughput: p.rps,
-        })
-        .collect();
-    webscope_model::usl::fit(&data)
-        .map(|s| s.usl)
-        .map_err(|e| e.to_string())
-}
 
 /// The clients experiment's table.
 pub fn clients_table(points: &[Point]) -> Table {
@@ -233,12 +157,7 @@ fn charts(page: &mut ExperimentPage, dir: &Path, points: &[Point], sat: Option<&
 
 /// Goodput against clients, with the USL's curve and the saturation point in the reading.
 fn goodput_chart(points: &[Point], sat: Option<&Saturation>) -> Block {
-    let mut measured = Series::line(
-        repeats_label(points),
-        points.iter().map(|p| (p.x, p.rps)).collect(),
-    );
-    measured.spread = super::point::goodput_spread(points);
-    let mut throughput = vec![measured];
+    let mut throughput = vec![goodput_series(points)];
     let mut reading = sat.map_or("Too few runs to judge saturation.".into(), |s| {
         s.reading.clone()
     });
@@ -363,63 +282,6 @@ mod tests {
     use super::*;
 
     use super::super::point::test_point as point;
-
-    #[test]
-    fn the_knee_is_where_throughput_reaches_nine_tenths_of_its_peak() {
-        let pts: Vec<Point> = [
-            (1.0, 1000.0),
-            (2.0, 1900.0),
-            (5.0, 4200.0),
-            (10.0, 4500.0),
-            (20.0, 4550.0),
-        ]
-        .into_iter()
-        .map(|(x, r)| point(x, r, 0.3, Some(0.97)))
-        .collect();
-        let s = saturation(&pts).unwrap();
-        assert_eq!(s.knee, 5.0);
-        assert!(
-            s.reading.contains("from 5 clients")
-                && s.reading.contains("server's processes are CPU-bound: 0.97"),
-            "{}",
-            s.reading
-        );
-    }
-
-    #[test]
-    fn a_fall_after_the_peak_is_said() {
-        let pts: Vec<Point> = [(1.0, 1000.0), (2.0, 3000.0), (5.0, 1200.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.3, Some(0.5)))
-            .collect();
-        let s = saturation(&pts).unwrap();
-        assert!(
-            s.reading.contains("peaks at 3000") && s.reading.contains("60 % lower"),
-            "{}",
-            s.reading
-        );
-    }
-
-    #[test]
-    fn growth_to_the_end_is_no_saturation_and_a_busy_generator_is_named() {
-        let growing: Vec<Point> = [(1.0, 100.0), (2.0, 200.0), (4.0, 400.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.2, Some(0.2)))
-            .collect();
-        assert!(saturation(&growing)
-            .unwrap()
-            .reading
-            .contains("no saturation"));
-        let gen_bound: Vec<Point> = [(1.0, 100.0), (2.0, 190.0), (4.0, 195.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.99, Some(0.5)))
-            .collect();
-        assert!(saturation(&gen_bound)
-            .unwrap()
-            .reading
-            .contains("load generator"));
-        assert!(saturation(&gen_bound[..1]).is_none());
-    }
 
     #[test]
     fn invalid_runs_are_left_out_of_the_knee_and_the_fit() {

@@ -8,6 +8,7 @@ use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
 use super::cells::cell;
+use super::charts::goodput_series;
 use super::figures::os_stat;
 use super::page::ExperimentPage;
 use super::point::Point;
@@ -58,11 +59,7 @@ fn charts(page: &mut ExperimentPage, dir: &Path, points: &[Point]) {
             title: "Connections per second vs mean file size".into(),
             x: Axis::linear("mean file size (KB)"),
             y: Axis::linear("connections/s"),
-            series: vec![{
-                let mut s = Series::line(super::clients::repeats_label(points), xs(&|p| p.rps));
-                s.spread = super::point::goodput_spread(points);
-                s
-            }],
+            series: vec![goodput_series(points)],
         }
         .to_svg(),
         reading: "Connections per second fall as files grow: each connection carries more bytes."

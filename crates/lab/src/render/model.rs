@@ -12,11 +12,11 @@ use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
 use super::cells::cell;
-use super::clients::usl_fit;
+use super::charts::goodput_series;
 use super::page::ExperimentPage;
 use super::point::Point;
 use super::rendered::Rendered;
-use super::sweep::median;
+use super::sweep::{median, usl_fit};
 use crate::record::ExperimentRecord;
 
 /// Service demands per request, seconds.
@@ -120,11 +120,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         }
     }
     let usl = usl_fit(&points);
-    let measured_x: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.rps)).collect();
     let measured_r: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.mean_ms)).collect();
-    let mut measured = Series::line(super::clients::repeats_label(&points), measured_x);
-    measured.spread = super::point::goodput_spread(&points);
-    let mut x_series = vec![measured];
+    let mut x_series = vec![goodput_series(&points)];
     let mut r_series = vec![Series::line("measured mean", measured_r)];
     for (cpus, c) in &curves {
         // Short: the legend is narrow; the demands are in the reading and the summary.

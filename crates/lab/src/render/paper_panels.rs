@@ -2,8 +2,8 @@
 //! normalised alike (ratios, shares, bends), with one sentence on where they agree, where they
 //! differ, and why. The papers' numbers come from `lab/papers/*.toml` only.
 
-use super::clients::Saturation;
 use super::point::Point;
+use super::sweep::Saturation;
 use crate::papers::{find, Comparison};
 
 fn pct(v: f64) -> String {
