@@ -8,7 +8,7 @@ use webscope_report::{Block, Table};
 
 use super::charts::goodput_series;
 use super::page::ExperimentPage;
-use super::point::Point;
+use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::{saturation, usl_fit, Saturation};
 use crate::record::ExperimentRecord;
@@ -72,7 +72,7 @@ pub fn clients_table(points: &[Point]) -> Table {
 
 /// Adds the clients sweep to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::point::pool(super::point::load_points(dir, exp, out)?);
+    let points = load_pooled(dir, exp, out)?;
     let sat = saturation(&points);
     let mut page = ExperimentPage::new(exp, "Clients sweep");
     for p in points.iter().filter(|p| !p.valid()) {
@@ -84,7 +84,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         )));
     }
     page.repeats_note(&points);
-    let valid = super::point::valid(&points);
+    let valid = valid(&points);
     if valid.is_empty() {
         // Empty axes would read as a measurement of nothing; the table says what each run got.
         page.push(Block::Text(
@@ -281,14 +281,15 @@ fn phases_chart(points: &[Point]) -> Option<Block> {
 mod tests {
     use super::*;
 
-    use super::super::point::test_point as point;
+    use super::super::point::test_sweep;
 
     #[test]
     fn invalid_runs_are_left_out_of_the_knee_and_the_fit() {
-        let mut pts: Vec<Point> = [(1.0, 1000.0), (2.0, 1900.0), (5.0, 2000.0), (10.0, 2050.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.3, Some(0.97)))
-            .collect();
+        let mut pts: Vec<Point> = test_sweep(
+            &[(1.0, 1000.0), (2.0, 1900.0), (5.0, 2000.0), (10.0, 2050.0)],
+            0.3,
+            Some(0.97),
+        );
         // A run of 403s: fast responses that are no throughput at all.
         let forbidden = serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 90000}});
         let expect = crate::health::Expect::parse("2xx").unwrap();

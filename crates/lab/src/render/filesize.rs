@@ -11,7 +11,7 @@ use super::cells::cell;
 use super::charts::goodput_series;
 use super::figures::os_stat;
 use super::page::ExperimentPage;
-use super::point::Point;
+use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::line_fit;
 use crate::record::{ExperimentRecord, RunRecord};
@@ -182,9 +182,7 @@ fn table(points: &[Point]) -> Table {
 
 /// Adds the filesize experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::point::valid(&super::point::pool(super::point::load_points(
-        dir, exp, out,
-    )?));
+    let points = valid(&load_pooled(dir, exp, out)?);
     let mut page = ExperimentPage::new(exp, "File size (WebStone A/4 .. A*4)");
     page.repeats_note(&points);
     charts(&mut page, dir, &points);

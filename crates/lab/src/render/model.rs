@@ -14,7 +14,7 @@ use webscope_report::{Block, Table};
 use super::cells::cell;
 use super::charts::goodput_series;
 use super::page::ExperimentPage;
-use super::point::Point;
+use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::{median, usl_fit};
 use crate::record::ExperimentRecord;
@@ -98,9 +98,7 @@ fn mean_abs(v: &[f64]) -> f64 {
 
 /// Adds the model experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::point::valid(&super::point::pool(super::point::load_points(
-        dir, exp, out,
-    )?));
+    let points = valid(&load_pooled(dir, exp, out)?);
     let mut page = ExperimentPage::new(exp, "Models against measurement (Mughal)");
     page.repeats_note(&points);
     let Some(d) = demands(&points) else {

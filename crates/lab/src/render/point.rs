@@ -143,6 +143,15 @@ pub fn load_points(
     Ok(points)
 }
 
+/// An experiment's runs as points with their repeats pooled: what a sweep's page draws.
+pub fn load_pooled(
+    dir: &Path,
+    exp: &ExperimentRecord,
+    out: &mut Rendered,
+) -> anyhow::Result<Vec<Point>> {
+    Ok(pool(load_points(dir, exp, out)?))
+}
+
 /// Pools the repeats of each point (runs at the same x): the median run by goodput stands
 /// for the point, with the lowest and highest goodput as its spread. Valid runs only, unless
 /// none is valid (then the point stays, invalid, so that tables show it). In x order.
@@ -233,6 +242,14 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
             syscalls: None,
         },
     }
+}
+
+/// A sweep of test points, one per (x, goodput), alike but for those.
+#[cfg(test)]
+pub fn test_sweep(runs: &[(f64, f64)], gen: f64, cores: Option<f64>) -> Vec<Point> {
+    runs.iter()
+        .map(|&(x, rps)| test_point(x, rps, gen, cores))
+        .collect()
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@ use serde_json::json;
 use webscope_report::Table;
 
 use super::cells::{cell, ratio_cell};
-use super::charts::bars;
+use super::charts::{bars, cpu_bars};
 use super::page::ExperimentPage;
-use super::point::Point;
+use super::point::{load_pooled, Point};
 use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 
@@ -141,20 +141,15 @@ fn table(rows: &[Row]) -> Table {
 
 /// Adds the protocols experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::point::pool(super::point::load_points(dir, exp, out)?);
+    let points = load_pooled(dir, exp, out)?;
     let rows: Vec<Row> = points.iter().map(Row::of).collect();
     let mut page = ExperimentPage::new(exp, "Protocols: HTTP/1.1, HTTPS, HTTP/2");
     page.repeats_note(&points);
     let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
     let reading = reading(&rows);
+    let cpu: Vec<Option<f64>> = rows.iter().map(|r| r.cpu_us).collect();
     page.chart(
-        bars(
-            "Server CPU time per request by protocol",
-            &labels,
-            "CPU µs per request",
-            "server CPU",
-            rows.iter().map(|r| r.cpu_us.unwrap_or(0.0)).collect(),
-        ),
+        cpu_bars("Server CPU time per request by protocol", &labels, &cpu),
         reading.clone(),
     );
     page.chart(

@@ -10,7 +10,7 @@ use webscope_report::{Block, Table};
 
 use super::cells::cell;
 use super::page::ExperimentPage;
-use super::point::Point;
+use super::point::{load_points, valid, Point};
 use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 use crate::saturation::{knee, ratios, stop_reason};
@@ -131,7 +131,7 @@ fn bottleneck(point: Option<&Point>) -> &'static str {
 
 /// Adds the saturation experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::point::valid(&super::point::load_points(dir, exp, out)?);
+    let points = valid(&load_points(dir, exp, out)?);
     let (mut steps, mut names, mut two_class) = (Vec::new(), Vec::new(), None);
     for p in &points {
         let name = &p.name;

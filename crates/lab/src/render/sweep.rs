@@ -108,20 +108,21 @@ pub fn usl_fit(points: &[Point]) -> Result<webscope_model::usl::Fit, String> {
 mod tests {
     use super::*;
 
-    use super::super::point::test_point as point;
+    use super::super::point::test_sweep;
 
     #[test]
     fn the_knee_is_where_throughput_reaches_nine_tenths_of_its_peak() {
-        let pts: Vec<Point> = [
-            (1.0, 1000.0),
-            (2.0, 1900.0),
-            (5.0, 4200.0),
-            (10.0, 4500.0),
-            (20.0, 4550.0),
-        ]
-        .into_iter()
-        .map(|(x, r)| point(x, r, 0.3, Some(0.97)))
-        .collect();
+        let pts: Vec<Point> = test_sweep(
+            &[
+                (1.0, 1000.0),
+                (2.0, 1900.0),
+                (5.0, 4200.0),
+                (10.0, 4500.0),
+                (20.0, 4550.0),
+            ],
+            0.3,
+            Some(0.97),
+        );
         let s = saturation(&pts).unwrap();
         assert_eq!(s.knee, 5.0);
         assert!(
@@ -134,10 +135,11 @@ mod tests {
 
     #[test]
     fn a_fall_after_the_peak_is_said() {
-        let pts: Vec<Point> = [(1.0, 1000.0), (2.0, 3000.0), (5.0, 1200.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.3, Some(0.5)))
-            .collect();
+        let pts: Vec<Point> = test_sweep(
+            &[(1.0, 1000.0), (2.0, 3000.0), (5.0, 1200.0)],
+            0.3,
+            Some(0.5),
+        );
         let s = saturation(&pts).unwrap();
         assert!(
             s.reading.contains("peaks at 3000") && s.reading.contains("60 % lower"),
@@ -148,22 +150,17 @@ mod tests {
 
     #[test]
     fn growth_to_the_end_is_no_saturation_and_a_busy_generator_is_named() {
-        let growing: Vec<Point> = [(1.0, 100.0), (2.0, 200.0), (4.0, 400.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.2, Some(0.2)))
-            .collect();
-        assert!(saturation(&growing)
-            .unwrap()
-            .reading
-            .contains("no saturation"));
-        let gen_bound: Vec<Point> = [(1.0, 100.0), (2.0, 190.0), (4.0, 195.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.99, Some(0.5)))
-            .collect();
-        assert!(saturation(&gen_bound)
-            .unwrap()
-            .reading
-            .contains("load generator"));
+        let growing = [(1.0, 100.0), (2.0, 200.0), (4.0, 400.0)];
+        let gen_bound = [(1.0, 100.0), (2.0, 190.0), (4.0, 195.0)];
+        let cases = [
+            (growing, 0.2, 0.2, "no saturation"),
+            (gen_bound, 0.99, 0.5, "load generator"),
+        ];
+        for (runs, gen, cores, says) in cases {
+            let s = saturation(&test_sweep(&runs, gen, Some(cores))).unwrap();
+            assert!(s.reading.contains(says), "{}", s.reading);
+        }
+        let gen_bound = test_sweep(&gen_bound, 0.99, Some(0.5));
         assert!(saturation(&gen_bound[..1]).is_none());
     }
 }

@@ -7,9 +7,9 @@ use serde_json::json;
 use webscope_report::Table;
 
 use super::cells::{cell, ratio_cell};
-use super::charts::bars;
+use super::charts::{bars, cpu_bars};
 use super::page::ExperimentPage;
-use super::point::Point;
+use super::point::{load_pooled, Point};
 use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 
@@ -145,19 +145,18 @@ fn table(steps: &[Step]) -> Table {
 
 /// Adds the techniques experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::point::pool(super::point::load_points(dir, exp, out)?);
+    let points = load_pooled(dir, exp, out)?;
     let steps: Vec<Step> = points.iter().map(Step::of).collect();
     let mut page = ExperimentPage::new(exp, "Techniques, cumulatively (Hu, Nanda & Yang)");
     page.repeats_note(&points);
     let labels: Vec<String> = steps.iter().map(|s| s.label.clone()).collect();
     let reading = reading(&steps);
+    let cpu: Vec<Option<f64>> = steps.iter().map(|s| s.cpu_us).collect();
     page.chart(
-        bars(
+        cpu_bars(
             "Server CPU time per request, techniques enabled cumulatively",
             &labels,
-            "CPU µs per request",
-            "server CPU",
-            steps.iter().map(|s| s.cpu_us.unwrap_or(0.0)).collect(),
+            &cpu,
         ),
         reading.clone(),
     );
