@@ -4,71 +4,15 @@
 use std::path::Path;
 
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
-use webscope_report::{Block, Table};
+use webscope_report::Block;
 
 use super::charts::goodput_series;
 use super::page::ExperimentPage;
+use super::per_run;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::{saturation, usl_fit, Saturation};
 use crate::record::ExperimentRecord;
-
-/// The clients experiment's table.
-pub fn clients_table(points: &[Point]) -> Table {
-    let mut t = Table::new([
-        "clients",
-        "goodput/s",
-        "Mbit/s",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "server ms",
-        "server cores",
-        "generator busy",
-        "CPU usr/sys/si %",
-        "TIME_WAIT",
-        "disk %",
-        "errors",
-        "error %",
-        "bound by",
-        "valid",
-        "repeats",
-        "goodput min-max",
-    ]);
-    for p in points {
-        t.row([
-            format!("{}", p.x),
-            format!("{:.0}", p.rps),
-            format!("{:.1}", p.mbit_s),
-            format!("{:.2}", p.p50_ms),
-            format!("{:.2}", p.p90_ms),
-            format!("{:.2}", p.p99_ms),
-            p.server_ms.map_or("-".into(), |v| format!("{v:.3}")),
-            p.server_cores.map_or("-".into(), |v| format!("{v:.2}")),
-            format!("{:.0}%", 100.0 * p.generator_busy),
-            p.cpu_pct
-                .map_or("-".into(), |(u, s, si)| format!("{u:.0}/{s:.0}/{si:.0}")),
-            p.time_wait.map_or("-".into(), |v| format!("{v:.0}")),
-            p.disk_util.map_or("-".into(), |v| format!("{v:.0}")),
-            p.health.errors_cell(),
-            format!("{:.2}", 100.0 * p.health.error_share),
-            // An invalid run measured its errors: no verdict on what bounds it.
-            if p.valid() {
-                p.verdict.bound.label().to_string()
-            } else {
-                "-".into()
-            },
-            p.health
-                .invalid
-                .as_ref()
-                .map_or("yes".into(), |why| format!("no: {why}")),
-            p.repeats.to_string(),
-            p.spread
-                .map_or("-".into(), |(lo, hi)| format!("{lo:.0}-{hi:.0}")),
-        ]);
-    }
-    t
-}
 
 /// Adds the clients sweep to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
@@ -90,12 +34,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         page.push(Block::Text(
             "No valid run: nothing to chart. The table gives what each run received.".into(),
         ));
-        page.table("Per run", clients_table(&points));
+        page.table("Per run", per_run::table(&points, "clients"));
     } else {
         charts(&mut page, dir, &valid, sat.as_ref());
         page.table(
             "Per run (goodput: responses with an expected status; bound by: the verdict of each run)",
-            clients_table(&points),
+            per_run::table(&points, "clients"),
         );
     }
     page.summary("clients sweep", sat.as_ref().map(|s| s.reading.clone()));
@@ -107,17 +51,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
             "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
         })),
-        "runs": points.iter().map(|p| serde_json::json!({
-            "clients": p.x, "goodput_per_s": p.rps,
-            "responses_per_s": p.health.responses_rps, "mbit_s": p.mbit_s,
-            "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
-            "error_share": p.health.error_share, "errors": p.health.unexpected_map(),
-            "valid": p.valid(), "invalid_because": p.health.invalid,
-            "bound": p.valid().then_some(p.verdict.bound),
-            "verdict": p.valid().then_some(&p.verdict.reading),
-            "run": p.name, "repeats": p.repeats,
-            "goodput_min": p.spread.map(|s| s.0), "goodput_max": p.spread.map(|s| s.1),
-        })).collect::<Vec<_>>(),
+        "runs": per_run::json(&points, "clients"),
     }));
     page.paper(super::paper_panels::clients(&points, sat.as_ref()));
     page.finish(out);
@@ -302,7 +236,7 @@ mod tests {
             "{}",
             s.reading
         );
-        let table = clients_table(&pts);
+        let table = per_run::table(&pts, "clients");
         let last = table.rows.last().unwrap();
         assert!(last.iter().any(|c| c == "403×90000"), "{last:?}");
         assert!(

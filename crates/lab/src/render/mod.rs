@@ -8,6 +8,7 @@
 //!        │                             protocols, degradation
 //!        ├─ point: load_points, pool   its runs as Points (figures, health, verdict)
 //!        ├─ charts, sweep, cells       shared charts, fits, table cells
+//!        ├─ per_run                    a sweep's table of runs (clients; any x)
 //!        ├─ paper_panels               the paper's numbers beside ours
 //!        └─ page::ExperimentPage       the section, its table, CSV, summary, JSON
 //!   baseline (--baseline)              compare's table against a stored lab
@@ -26,6 +27,7 @@ pub mod filesize;
 pub mod model;
 pub mod page;
 pub mod paper_panels;
+pub mod per_run;
 pub mod point;
 pub mod protocols;
 pub mod rendered;
