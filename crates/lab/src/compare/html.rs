@@ -3,9 +3,10 @@
 //! difference bin by bin, and the difference of their density maps over the run's time.
 
 use webscope_report::svg::{Axis, HeatMap, Series, Style, XyChart};
-use webscope_report::{Block, Page, Section, Table};
+use webscope_report::{Block, Page, Section};
 
 use super::input::Run;
+use super::table::{table, Layout};
 use super::Comparison;
 use crate::render::charts::{edges_ns, shares};
 
@@ -206,34 +207,12 @@ fn charts(scope: &str, base: &[Run], cand: &[Run]) -> Vec<Block> {
 pub fn page(title: &str, comparisons: &[(Comparison, &[Run], &[Run])]) -> String {
     let mut sections = Vec::new();
     for (c, base, cand) in comparisons {
-        let mut table = Table::new([
-            "metric",
-            "baseline",
-            "candidate",
-            "change",
-            "significant",
-            "test",
-        ]);
-        for r in &c.rows {
-            table.row([
-                r.metric.clone(),
-                format!("{:.2}", r.baseline),
-                format!("{:.2}", r.candidate),
-                format!("{:+.1} %", r.change_pct),
-                match (r.significant, r.worse) {
-                    (true, true) => "yes, worse".to_string(),
-                    (true, false) => "yes, better".to_string(),
-                    _ => "no".to_string(),
-                },
-                r.test.clone(),
-            ]);
-        }
         let mut blocks = vec![Block::Table {
             caption: format!(
                 "{} baseline run(s), {} candidate run(s)",
                 c.runs.0, c.runs.1
             ),
-            table,
+            table: table([c], &Layout::PAGE),
         }];
         blocks.extend(charts(&c.scope, base, cand));
         if let Some(d) = &c.distributions {

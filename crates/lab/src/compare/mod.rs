@@ -12,6 +12,7 @@
 pub mod html;
 pub mod input;
 pub mod stats;
+pub mod table;
 
 use serde::Serialize;
 

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use webscope_report::{Block, Section, Table};
+use webscope_report::{Block, Section};
 
+use crate::compare::table::{table, Layout};
 use crate::compare::{compare, input, Comparison};
 
 /// The section comparing `dir` (this lab) with `baseline`, and its report.json entry.
@@ -58,35 +59,9 @@ pub fn section(dir: &Path, baseline: &Path) -> (Section, serde_json::Value) {
     } else {
         format!("Significantly worse than the baseline: {}.", worse.join(", "))
     }));
-    let mut table = Table::new([
-        "clients",
-        "metric",
-        "baseline",
-        "this lab",
-        "change",
-        "significant",
-        "test",
-    ]);
-    for c in &comparisons {
-        for r in &c.rows {
-            table.row([
-                c.scope.clone(),
-                r.metric.clone(),
-                format!("{:.2}", r.baseline),
-                format!("{:.2}", r.candidate),
-                format!("{:+.1} %", r.change_pct),
-                match (r.significant, r.worse) {
-                    (true, true) => "yes, worse".to_string(),
-                    (true, false) => "yes, better".to_string(),
-                    _ => "no".to_string(),
-                },
-                r.test.clone(),
-            ]);
-        }
-    }
     blocks.push(Block::Table {
         caption: "Per client count and metric (medians over repeats; rank test over repeats, else a bootstrap over intervals)".into(),
-        table,
+        table: table(&comparisons, &Layout::LAB_BASELINE),
     });
     // The largest common point's distributions, overlaid as the paper draws them.
     if let (Some(c), Some((theirs, runs))) = (comparisons.last(), pairs.last()) {

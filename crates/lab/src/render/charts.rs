@@ -10,7 +10,8 @@ use webscope_monitor::tcp::TcpState;
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::Block;
 
-use super::{os_stat, Point};
+use super::figures::{os_stat, server_host, server_machine};
+use super::point::{goodput_spread, Point};
 
 /// The TCP states drawn, as `ports.csv` names them: the monitor's connection states but the
 /// instant `close`.
@@ -126,7 +127,7 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
     for (name, column) in columns {
         let values: Option<Vec<f64>> = points
             .iter()
-            .map(|p| os_stat(super::server_machine(&p.run)?, "cpu", "all", column, "mean"))
+            .map(|p| os_stat(server_machine(&p.run)?, "cpu", "all", column, "mean"))
             .collect();
         series.push((name.to_string(), values?));
     }
@@ -138,7 +139,7 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
     let source = points
         .iter()
         .find_map(|p| {
-            super::server_host(&p.run)?
+            server_host(&p.run)?
                 .get("source")?
                 .as_str()
                 .map(String::from)
@@ -301,6 +302,48 @@ pub fn overlaid_histograms(runs: &[(std::path::PathBuf, String)], what: &str) ->
             reading: "Log frequency, as Chiarini and Couch drew them: the tail's shape, invisible on a linear scale, shows how far from an ideal server each load is.".into(),
         },
     ]
+}
+
+/// Goodput against x, with the repeats' spread as error bars: the sweeps' measured line.
+pub fn goodput_series(points: &[Point]) -> Series {
+    let mut s = Series::line(
+        repeats_label(points),
+        points.iter().map(|p| (p.x, p.rps)).collect(),
+    );
+    s.spread = goodput_spread(points);
+    s
+}
+
+/// The measured series' legend: "measured", or "median of N" with `--repeat`.
+fn repeats_label(points: &[Point]) -> String {
+    match points.iter().map(|p| p.repeats).max() {
+        Some(n) if n > 1 => format!("median of {n} (bars: min-max)"),
+        _ => "measured".into(),
+    }
+}
+
+/// The server's CPU time per request, one bar per category (0 where it was not measured).
+pub fn cpu_bars(title: &str, categories: &[String], cpu_us: &[Option<f64>]) -> String {
+    let values = cpu_us.iter().map(|c| c.unwrap_or(0.0)).collect();
+    bars(
+        title,
+        categories,
+        "CPU µs per request",
+        "server CPU",
+        values,
+    )
+}
+
+/// One series of bars, one bar per category (a protocol, a step): what each measured.
+pub fn bars(title: &str, categories: &[String], y: &str, series: &str, values: Vec<f64>) -> String {
+    BarChart {
+        title: title.into(),
+        categories: categories.to_vec(),
+        y: Axis::linear(y),
+        series: vec![(series.into(), values)],
+        stacked: false,
+    }
+    .to_svg()
 }
 
 #[cfg(test)]

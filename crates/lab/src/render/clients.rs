@@ -4,185 +4,97 @@
 use std::path::Path;
 
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
-use webscope_report::{Block, Section, Table};
+use webscope_report::Block;
 
-use super::{Point, Rendered};
+use super::charts::goodput_series;
+use super::page::ExperimentPage;
+use super::per_run;
+use super::point::{load_pooled, valid, Point};
+use super::rendered::Rendered;
+use super::sweep::{saturation, usl_fit, Saturation};
 use crate::record::ExperimentRecord;
 
-/// Where throughput stops growing, and what limits it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Saturation {
-    /// The smallest load at which throughput reached 90 % of its maximum.
-    pub knee: f64,
-    /// The highest throughput measured.
-    pub max_rps: f64,
-    /// One sentence for the reader.
-    pub reading: String,
-}
-
-/// Finds the knee of a throughput sweep (points in increasing x), over its valid runs only,
-/// and says what bounds throughput there (the knee run's verdict, with its figure).
-pub fn saturation(points: &[Point]) -> Option<Saturation> {
-    let points = super::valid(points);
-    let max_rps = points.iter().map(|p| p.rps).fold(0.0, f64::max);
-    if points.len() < 2 || max_rps <= 0.0 {
-        return None;
-    }
-    let knee_point = points.iter().find(|p| p.rps >= 0.9 * max_rps)?;
-    let last = points.last()?;
-    let knee = knee_point.x;
-    let flat = knee < last.x;
-    let limit = &knee_point.verdict.reading;
-    let peak = points
-        .iter()
-        .max_by(|a, b| a.rps.total_cmp(&b.rps))
-        .map_or(knee_point, |p| p);
-    let reading = if last.rps < 0.8 * max_rps && last.x > peak.x {
-        format!(
-            "Throughput peaks at {:.0} requests/s with {} clients and falls to {:.0} at {} clients ({:.0} % lower): more load makes the system slower, not just busier; at the peak, {limit}.",
-            max_rps,
-            peak.x,
-            last.rps,
-            last.x,
-            100.0 * (1.0 - last.rps / max_rps)
-        )
-    } else if flat {
-        format!(
-            "Throughput flattens at {:.0} requests/s from {} clients on: {limit}.",
-            max_rps, knee
-        )
-    } else {
-        format!(
-            "Throughput still grows at the largest load ({} clients, {:.0} requests/s): no saturation reached; there, {}.",
-            last.x, last.rps, last.verdict.reading
-        )
-    };
-    Some(Saturation {
-        knee,
-        max_rps,
-        reading,
-    })
-}
-
-/// The measured series' legend: "measured", or "median of N" with `--repeat`.
-pub fn repeats_label(points: &[Point]) -> String {
-    match points.iter().map(|p| p.repeats).max() {
-        Some(n) if n > 1 => format!("median of {n} (bars: min-max)"),
-        _ => "measured".into(),
-    }
-}
-
-/// The USL fit of a sweep (goodput vs clients, valid runs only), or why there is none.
-pub fn usl_fit(points: &[Point]) -> Result<webscope_model::usl::Fit, String> {
-    let data: Vec<webscope_model::usl::Point> = points
-        .iter()
-        .filter(|p| p.valid() && p.rps > 0.0)
-        .map(|p| webscope_model::usl::Point {
-            concurrency: p.x,
-            throughput: p.rps,
-        })
-        .collect();
-    webscope_model::usl::fit(&data)
-        .map(|s| s.usl)
-        .map_err(|e| e.to_string())
-}
-
-/// The clients experiment's table.
-pub fn clients_table(points: &[Point]) -> Table {
-    let mut t = Table::new([
-        "clients",
-        "goodput/s",
-        "Mbit/s",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "server ms",
-        "server cores",
-        "generator busy",
-        "CPU usr/sys/si %",
-        "TIME_WAIT",
-        "disk %",
-        "errors",
-        "error %",
-        "bound by",
-        "valid",
-        "repeats",
-        "goodput min-max",
-    ]);
-    for p in points {
-        t.row([
-            format!("{}", p.x),
-            format!("{:.0}", p.rps),
-            format!("{:.1}", p.mbit_s),
-            format!("{:.2}", p.p50_ms),
-            format!("{:.2}", p.p90_ms),
-            format!("{:.2}", p.p99_ms),
-            p.server_ms.map_or("-".into(), |v| format!("{v:.3}")),
-            p.server_cores.map_or("-".into(), |v| format!("{v:.2}")),
-            format!("{:.0}%", 100.0 * p.generator_busy),
-            p.cpu_pct
-                .map_or("-".into(), |(u, s, si)| format!("{u:.0}/{s:.0}/{si:.0}")),
-            p.time_wait.map_or("-".into(), |v| format!("{v:.0}")),
-            p.disk_util.map_or("-".into(), |v| format!("{v:.0}")),
-            p.health.errors_cell(),
-            format!("{:.2}", 100.0 * p.health.error_share),
-            // An invalid run measured its errors: no verdict on what bounds it.
-            if p.valid() {
-                p.verdict.bound.label().to_string()
-            } else {
-                "-".into()
-            },
-            p.health
-                .invalid
-                .as_ref()
-                .map_or("yes".into(), |why| format!("no: {why}")),
-            p.repeats.to_string(),
-            p.spread
-                .map_or("-".into(), |(lo, hi)| format!("{lo:.0}-{hi:.0}")),
-        ]);
-    }
-    t
-}
-
-fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section {
-    let mut blocks = super::failure_blocks(exp);
-    for p in all.iter().filter(|p| !p.valid()) {
-        blocks.push(Block::Warning(format!(
+/// Adds the clients sweep to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let points = load_pooled(dir, exp, out)?;
+    let sat = saturation(&points);
+    let mut page = ExperimentPage::new(exp, "Clients sweep");
+    for p in points.iter().filter(|p| !p.valid()) {
+        page.push(Block::Warning(format!(
             "The run with {} client{} is invalid and left out of the charts and fits: {}.",
             p.x,
             if p.x == 1.0 { "" } else { "s" },
             p.health.invalid.as_deref().unwrap_or("")
         )));
     }
-    blocks.extend(super::repeats_note(all));
-    let sat = saturation(all);
-    let valid = super::valid(all);
+    page.repeats_note(&points);
+    let valid = valid(&points);
     if valid.is_empty() {
         // Empty axes would read as a measurement of nothing; the table says what each run got.
-        blocks.push(Block::Text(
+        page.push(Block::Text(
             "No valid run: nothing to chart. The table gives what each run received.".into(),
         ));
-        blocks.push(Block::Table {
-            caption: "Per run".into(),
-            table: clients_table(all),
-        });
-        return Section {
-            heading: "Clients sweep".into(),
-            blocks,
-        };
+        page.table("Per run", per_run::table(&points, "clients"));
+    } else {
+        charts(&mut page, dir, &valid, sat.as_ref());
+        page.table(
+            "Per run (goodput: responses with an expected status; bound by: the verdict of each run)",
+            per_run::table(&points, "clients"),
+        );
     }
-    let points = &valid[..];
+    page.summary("clients sweep", sat.as_ref().map(|s| s.reading.clone()));
+    page.json(serde_json::json!({
+        "knee_clients": sat.as_ref().map(|s| s.knee),
+        "max_requests_per_s": sat.as_ref().map(|s| s.max_rps),
+        "reading": sat.as_ref().map(|s| s.reading.clone()),
+        "usl": usl_fit(&points).ok().map(|f| serde_json::json!({
+            "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
+            "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
+        })),
+        "runs": per_run::json(&points, "clients"),
+    }));
+    page.paper(super::paper_panels::clients(&points, sat.as_ref()));
+    page.finish(out);
+    Ok(())
+}
+
+/// The sweep's charts, from its valid points: goodput with the USL, bandwidth, response time
+/// with Little's law, the server's phases, histograms, CPU and TCP states.
+fn charts(page: &mut ExperimentPage, dir: &Path, points: &[Point], sat: Option<&Saturation>) {
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()
     };
-    let mut measured = Series::line(repeats_label(points), xs(&|p| p.rps));
-    measured.spread = super::goodput_spread(points);
-    let mut throughput = vec![measured];
-    let mut reading = sat
-        .as_ref()
-        .map_or("Too few runs to judge saturation.".into(), |s| {
-            s.reading.clone()
-        });
+    page.push(goodput_chart(points, sat));
+    page.chart(
+        XyChart {
+            title: "Bandwidth vs clients".into(),
+            x: Axis::linear("clients"),
+            y: Axis::linear("Mbit/s"),
+            series: vec![Series::line("measured", xs(&|p| p.mbit_s))],
+        }
+        .to_svg(),
+        "Bandwidth follows throughput: the mix's mean response size is fixed.",
+    );
+    page.push(latency_chart(points));
+    page.extend(phases_chart(points));
+    let labels: Vec<String> = points.iter().map(|p| format!("{}", p.x)).collect();
+    let runs: Vec<(String, String)> = points
+        .iter()
+        .map(|p| (p.name.clone(), format!("{} clients", p.x)))
+        .collect();
+    page.extend(super::charts::histograms(dir, &runs, "per client count"));
+    page.extend(super::charts::cpu_stack(points, &labels, "client count"));
+    if let Some((name, label)) = runs.last() {
+        page.push(super::charts::tcp_states(&dir.join(name), label));
+    }
+}
+
+/// Goodput against clients, with the USL's curve and the saturation point in the reading.
+fn goodput_chart(points: &[Point], sat: Option<&Saturation>) -> Block {
+    let mut throughput = vec![goodput_series(points)];
+    let mut reading = sat.map_or("Too few runs to judge saturation.".into(), |s| {
+        s.reading.clone()
+    });
     match usl_fit(points) {
         Ok(fit) => {
             let last = points.last().map_or(1.0, |p| p.x);
@@ -206,7 +118,7 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
         }
         Err(why) => reading.push_str(&format!(" No USL fit: {why}.")),
     }
-    blocks.push(Block::Chart {
+    Block::Chart {
         svg: XyChart {
             title: "Goodput vs clients".into(),
             x: Axis::linear("clients"),
@@ -215,18 +127,15 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
         }
         .to_svg(),
         reading,
-    });
-    blocks.push(Block::Chart {
-        svg: XyChart {
-            title: "Bandwidth vs clients".into(),
-            x: Axis::linear("clients"),
-            y: Axis::linear("Mbit/s"),
-            series: vec![Series::line("measured", xs(&|p| p.mbit_s))],
-        }
-        .to_svg(),
-        reading: "Bandwidth follows throughput: the mix's mean response size is fixed.".into(),
-    });
-    // Little's law for a closed loop without think time: N = X R, so R = N / X.
+    }
+}
+
+/// Response time against clients, with Little's law's line for a closed loop without think
+/// time (N = X R, so R = N / X) and the server's own time when every run has it.
+fn latency_chart(points: &[Point]) -> Block {
+    let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
+        points.iter().map(|p| (p.x, f(p))).collect()
+    };
     let little: Vec<(f64, f64)> = points
         .iter()
         .filter(|p| p.rps > 0.0)
@@ -257,7 +166,7 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
             }
         })
         .fold(0.0, f64::max);
-    blocks.push(Block::Chart {
+    Block::Chart {
         svg: XyChart {
             title: "Response time vs clients".into(),
             x: Axis::linear("clients"),
@@ -269,169 +178,52 @@ fn clients_section(dir: &Path, all: &[Point], exp: &ExperimentRecord) -> Section
             "Once throughput is flat, response time grows in proportion to clients, as Little's law says (measured mean within {:.0} % of N/X); the server's own time per request is the small part.",
             100.0 * little_err
         ),
-    });
-    if let Some(run) = points
-        .iter()
-        .rev()
-        .find(|p| p.run.server.is_some())
-        .map(|p| &p.run)
-    {
-        if let Some(server) = &run.server {
-            let classes: Vec<&crate::record::PhaseFigures> = server
-                .phases_us
-                .iter()
-                .filter(|c| c.requests > 0.0)
-                .collect();
-            blocks.push(Block::Chart {
-                svg: BarChart {
-                    title: format!("Server time per request by size class ({} clients)", run.x),
-                    categories: classes.iter().map(|c| c.class.clone()).collect(),
-                    y: Axis::linear("µs"),
-                    series: vec![
-                        ("parse".into(), classes.iter().map(|c| c.parse_us).collect()),
-                        ("process".into(), classes.iter().map(|c| c.process_us).collect()),
-                        ("log".into(), classes.iter().map(|c| c.log_us).collect()),
-                    ],
-                    stacked: true,
-                }
-                .to_svg(),
-                reading: "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.".into(),
-            });
-        }
-    }
-    let labels: Vec<String> = points.iter().map(|p| format!("{}", p.x)).collect();
-    let runs: Vec<(String, String)> = points
-        .iter()
-        .map(|p| (p.name.clone(), format!("{} clients", p.x)))
-        .collect();
-    blocks.extend(super::charts::histograms(dir, &runs, "per client count"));
-    blocks.extend(super::charts::cpu_stack(points, &labels, "client count"));
-    if let Some((name, label)) = runs.last() {
-        blocks.push(super::charts::tcp_states(&dir.join(name), label));
-    }
-    blocks.push(Block::Table {
-        caption: "Per run (goodput: responses with an expected status; bound by: the verdict of each run)".into(),
-        table: clients_table(all),
-    });
-    Section {
-        heading: "Clients sweep".into(),
-        blocks,
     }
 }
 
-/// Adds the clients sweep to the report.
-pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::pool(super::load_points(dir, exp, out)?);
-    let table = clients_table(&points);
-    out.csv.push(("clients.csv".into(), table.to_csv()));
-    out.summary
-        .push_str(&format!("clients sweep\n{}", table.to_text()));
-    let sat = saturation(&points);
-    if let Some(sat) = &sat {
-        out.summary.push_str(&sat.reading);
-        out.summary.push('\n');
-    }
-    out.json.insert(
-        "clients".into(),
-        serde_json::json!({
-            "knee_clients": sat.as_ref().map(|s| s.knee),
-            "max_requests_per_s": sat.as_ref().map(|s| s.max_rps),
-            "reading": sat.as_ref().map(|s| s.reading.clone()),
-            "usl": usl_fit(&points).ok().map(|f| serde_json::json!({
-                "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
-                "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
-            })),
-            "runs": points.iter().map(|p| serde_json::json!({
-                "clients": p.x, "goodput_per_s": p.rps,
-                "responses_per_s": p.health.responses_rps, "mbit_s": p.mbit_s,
-                "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
-                "error_share": p.health.error_share, "errors": p.health.unexpected_map(),
-                "valid": p.valid(), "invalid_because": p.health.invalid,
-                "bound": p.valid().then_some(p.verdict.bound),
-                "verdict": p.valid().then_some(&p.verdict.reading),
-                "run": p.name, "repeats": p.repeats,
-                "goodput_min": p.spread.map(|s| s.0), "goodput_max": p.spread.map(|s| s.1),
-            })).collect::<Vec<_>>(),
-        }),
-    );
-    let mut section = clients_section(dir, &points, exp);
-    let comparisons = super::paper_panels::clients(&points, sat.as_ref());
-    section
-        .blocks
-        .extend(super::paper_panels::blocks(comparisons, out, "clients"));
-    out.sections.push(section);
-    Ok(())
+/// The server's phases per size class, at the largest load that has the server's figures.
+fn phases_chart(points: &[Point]) -> Option<Block> {
+    let run = points
+        .iter()
+        .rev()
+        .find(|p| p.run.server.is_some())
+        .map(|p| &p.run)?;
+    let server = run.server.as_ref()?;
+    let classes: Vec<&crate::record::PhaseFigures> = server
+        .phases_us
+        .iter()
+        .filter(|c| c.requests > 0.0)
+        .collect();
+    Some(Block::Chart {
+        svg: BarChart {
+            title: format!("Server time per request by size class ({} clients)", run.x),
+            categories: classes.iter().map(|c| c.class.clone()).collect(),
+            y: Axis::linear("µs"),
+            series: vec![
+                ("parse".into(), classes.iter().map(|c| c.parse_us).collect()),
+                ("process".into(), classes.iter().map(|c| c.process_us).collect()),
+                ("log".into(), classes.iter().map(|c| c.log_us).collect()),
+            ],
+            stacked: true,
+        }
+        .to_svg(),
+        reading: "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.".into(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use super::super::test_point as point;
-
-    #[test]
-    fn the_knee_is_where_throughput_reaches_nine_tenths_of_its_peak() {
-        let pts: Vec<Point> = [
-            (1.0, 1000.0),
-            (2.0, 1900.0),
-            (5.0, 4200.0),
-            (10.0, 4500.0),
-            (20.0, 4550.0),
-        ]
-        .into_iter()
-        .map(|(x, r)| point(x, r, 0.3, Some(0.97)))
-        .collect();
-        let s = saturation(&pts).unwrap();
-        assert_eq!(s.knee, 5.0);
-        assert!(
-            s.reading.contains("from 5 clients")
-                && s.reading.contains("server's processes are CPU-bound: 0.97"),
-            "{}",
-            s.reading
-        );
-    }
-
-    #[test]
-    fn a_fall_after_the_peak_is_said() {
-        let pts: Vec<Point> = [(1.0, 1000.0), (2.0, 3000.0), (5.0, 1200.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.3, Some(0.5)))
-            .collect();
-        let s = saturation(&pts).unwrap();
-        assert!(
-            s.reading.contains("peaks at 3000") && s.reading.contains("60 % lower"),
-            "{}",
-            s.reading
-        );
-    }
-
-    #[test]
-    fn growth_to_the_end_is_no_saturation_and_a_busy_generator_is_named() {
-        let growing: Vec<Point> = [(1.0, 100.0), (2.0, 200.0), (4.0, 400.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.2, Some(0.2)))
-            .collect();
-        assert!(saturation(&growing)
-            .unwrap()
-            .reading
-            .contains("no saturation"));
-        let gen_bound: Vec<Point> = [(1.0, 100.0), (2.0, 190.0), (4.0, 195.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.99, Some(0.5)))
-            .collect();
-        assert!(saturation(&gen_bound)
-            .unwrap()
-            .reading
-            .contains("load generator"));
-        assert!(saturation(&gen_bound[..1]).is_none());
-    }
+    use super::super::point::test_sweep;
 
     #[test]
     fn invalid_runs_are_left_out_of_the_knee_and_the_fit() {
-        let mut pts: Vec<Point> = [(1.0, 1000.0), (2.0, 1900.0), (5.0, 2000.0), (10.0, 2050.0)]
-            .into_iter()
-            .map(|(x, r)| point(x, r, 0.3, Some(0.97)))
-            .collect();
+        let mut pts: Vec<Point> = test_sweep(
+            &[(1.0, 1000.0), (2.0, 1900.0), (5.0, 2000.0), (10.0, 2050.0)],
+            0.3,
+            Some(0.97),
+        );
         // A run of 403s: fast responses that are no throughput at all.
         let forbidden = serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 90000}});
         let expect = crate::health::Expect::parse("2xx").unwrap();
@@ -444,7 +236,7 @@ mod tests {
             "{}",
             s.reading
         );
-        let table = clients_table(&pts);
+        let table = per_run::table(&pts, "clients");
         let last = table.rows.last().unwrap();
         assert!(last.iter().any(|c| c == "403×90000"), "{last:?}");
         assert!(

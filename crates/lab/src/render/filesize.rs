@@ -5,9 +5,15 @@
 use std::path::Path;
 
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
-use webscope_report::{Block, Section, Table};
+use webscope_report::{Block, Table};
 
-use super::{line_fit, os_stat, Point, Rendered};
+use super::cells::cell;
+use super::charts::goodput_series;
+use super::figures::os_stat;
+use super::page::ExperimentPage;
+use super::point::{load_pooled, valid, Point};
+use super::rendered::Rendered;
+use super::sweep::line_fit;
 use crate::record::{ExperimentRecord, RunRecord};
 
 /// The server's phase means over all size classes of a run (µs): parse, process, log.
@@ -41,28 +47,25 @@ fn workload(run: &RunRecord) -> String {
         .to_string()
 }
 
-fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Section, Table) {
-    let mut blocks = super::failure_blocks(exp);
-    blocks.extend(super::repeats_note(points));
+/// The page's charts: connections, bandwidth and response time against size (with the
+/// line whose intercept is the fixed cost of a connection), then per workload its phases,
+/// histograms, CPU, kernel profile and TCP states.
+fn charts(page: &mut ExperimentPage, dir: &Path, points: &[Point]) {
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()
     };
-    blocks.push(Block::Chart {
+    page.push(Block::Chart {
         svg: XyChart {
             title: "Connections per second vs mean file size".into(),
             x: Axis::linear("mean file size (KB)"),
             y: Axis::linear("connections/s"),
-            series: vec![{
-                let mut s = Series::line(super::clients::repeats_label(points), xs(&|p| p.rps));
-                s.spread = super::goodput_spread(points);
-                s
-            }],
+            series: vec![goodput_series(points)],
         }
         .to_svg(),
         reading: "Connections per second fall as files grow: each connection carries more bytes."
             .into(),
     });
-    blocks.push(Block::Chart {
+    page.push(Block::Chart {
         svg: XyChart {
             title: "Bandwidth vs mean file size".into(),
             x: Axis::linear("mean file size (KB)"),
@@ -90,7 +93,7 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
         }
         None => "Too few runs for a line.".into(),
     };
-    blocks.push(Block::Chart {
+    page.push(Block::Chart {
         svg: XyChart {
             title: "Response time vs mean file size".into(),
             x: Axis::linear("mean file size (KB)"),
@@ -105,7 +108,7 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
         .filter_map(|p| Some((workload(&p.run), phases_overall(&p.run)?)))
         .collect();
     if !phases.is_empty() {
-        blocks.push(Block::Chart {
+        page.push(Block::Chart {
             svg: BarChart {
                 title: "Server time per request by workload".into(),
                 categories: phases.iter().map(|(w, _)| w.clone()).collect(),
@@ -127,12 +130,16 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
         .map(|p| p.name.clone())
         .zip(labels.clone())
         .collect();
-    blocks.extend(super::charts::histograms(dir, &runs, "per workload"));
-    blocks.extend(super::charts::cpu_stack(points, &labels, "workload"));
-    blocks.extend(super::charts::kernel_profile(points, &labels, "workload"));
+    page.extend(super::charts::histograms(dir, &runs, "per workload"));
+    page.extend(super::charts::cpu_stack(points, &labels, "workload"));
+    page.extend(super::charts::kernel_profile(points, &labels, "workload"));
     for (name, label) in [runs.first(), runs.last()].into_iter().flatten() {
-        blocks.push(super::charts::tcp_states(&dir.join(name), label));
+        page.push(super::charts::tcp_states(&dir.join(name), label));
     }
+}
+
+/// One row per workload: its size, rates, TCP states and the server's phases.
+fn table(points: &[Point]) -> Table {
     let mut table = Table::new([
         "workload",
         "mean KB",
@@ -150,11 +157,12 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
         let os = p.run.os.as_ref();
         let port = os.and_then(|o| o.get("ports")?.get(0)?.as_u64());
         let state = |s: &str| {
-            port.and_then(|port| os_stat(os?, "ports", &format!("{port}/local"), s, "max"))
-                .map_or("-".into(), |v| format!("{v:.0}"))
+            cell(
+                port.and_then(|port| os_stat(os?, "ports", &format!("{port}/local"), s, "max")),
+                0,
+            )
         };
         let ph = phases_overall(&p.run);
-        let fmt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
         table.row([
             workload(&p.run),
             format!("{:.1}", p.x),
@@ -164,47 +172,40 @@ fn filesize_section(dir: &Path, points: &[Point], exp: &ExperimentRecord) -> (Se
             format!("{:.2}", p.p99_ms),
             state("time_wait"),
             state("established"),
-            fmt(ph.map(|p| p.0)),
-            fmt(ph.map(|p| p.1)),
-            fmt(ph.map(|p| p.2)),
+            cell(ph.map(|p| p.0), 1),
+            cell(ph.map(|p| p.1), 1),
+            cell(ph.map(|p| p.2), 1),
         ]);
     }
-    blocks.push(Block::Table {
-        caption: "Per workload (TCP states: the most seen on the server's port during the run)"
-            .into(),
-        table: table.clone(),
-    });
-    (
-        Section {
-            heading: "File size (WebStone A/4 .. A*4)".into(),
-            blocks,
-        },
-        table,
-    )
+    table
 }
 
 /// Adds the filesize experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::valid(&super::pool(super::load_points(dir, exp, out)?));
-    let (section, table) = filesize_section(dir, &points, exp);
-    out.csv.push(("filesize.csv".into(), table.to_csv()));
-    out.summary
-        .push_str(&format!("filesize (WebStone A)\n{}", table.to_text()));
-    if let Some((a, b)) = line_fit(&points.iter().map(|p| (p.x, p.mean_ms)).collect::<Vec<_>>()) {
-        out.summary.push_str(&format!(
-            "fixed cost per connection {a:.3} ms, {:.1} µs per KB\n",
-            b * 1000.0
-        ));
-        out.json.insert(
-            "filesize".into(),
-            serde_json::json!({ "fixed_cost_ms": a, "per_kb_ms": b }),
-        );
+    let points = valid(&load_pooled(dir, exp, out)?);
+    let mut page = ExperimentPage::new(exp, "File size (WebStone A/4 .. A*4)");
+    page.repeats_note(&points);
+    charts(&mut page, dir, &points);
+    page.table(
+        "Per workload (TCP states: the most seen on the server's port during the run)",
+        table(&points),
+    );
+    let fit = line_fit(&points.iter().map(|p| (p.x, p.mean_ms)).collect::<Vec<_>>());
+    page.summary(
+        "filesize (WebStone A)",
+        fit.map(|(a, b)| {
+            format!(
+                "fixed cost per connection {a:.3} ms, {:.1} µs per KB",
+                b * 1000.0
+            )
+        }),
+    );
+    if let Some((a, b)) = fit {
+        page.json(serde_json::json!({ "fixed_cost_ms": a, "per_kb_ms": b }));
     }
-    let mut section = section;
-    let comparisons = super::paper_panels::filesize(&points, &|p| workload(&p.run));
-    section
-        .blocks
-        .extend(super::paper_panels::blocks(comparisons, out, "filesize"));
-    out.sections.push(section);
+    page.paper(super::paper_panels::filesize(&points, &|p| {
+        workload(&p.run)
+    }));
+    page.finish(out);
     Ok(())
 }

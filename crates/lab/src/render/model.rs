@@ -9,10 +9,14 @@ use serde_json::json;
 use webscope_model::mva;
 use webscope_model::Network;
 use webscope_report::svg::{Axis, Series, Style, XyChart};
-use webscope_report::{Block, Section, Table};
+use webscope_report::{Block, Table};
 
-use super::clients::usl_fit;
-use super::{Point, Rendered};
+use super::cells::cell;
+use super::charts::goodput_series;
+use super::page::ExperimentPage;
+use super::point::{load_pooled, valid, Point};
+use super::rendered::Rendered;
+use super::sweep::{median, usl_fit};
 use crate::record::ExperimentRecord;
 
 /// Service demands per request, seconds.
@@ -28,17 +32,6 @@ pub struct Demands {
     /// What is left of a request's cycle with one client: loopback, system calls on the
     /// client's side, wake-ups. A delay: nobody queues for it.
     pub delay: f64,
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 /// The demands of the sweep: D = U / X at each run, the median over runs (the law says they
@@ -105,17 +98,14 @@ fn mean_abs(v: &[f64]) -> f64 {
 
 /// Adds the model experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::valid(&super::pool(super::load_points(dir, exp, out)?));
-    let mut blocks = super::failure_blocks(exp);
-    blocks.extend(super::repeats_note(&points));
+    let points = valid(&load_pooled(dir, exp, out)?);
+    let mut page = ExperimentPage::new(exp, "Models against measurement (Mughal)");
+    page.repeats_note(&points);
     let Some(d) = demands(&points) else {
-        blocks.push(Block::Warning(
+        page.push(Block::Warning(
             "No server CPU figures (an external target without --server-pid): the service demands, hence the MVA model, cannot be computed.".into(),
         ));
-        out.sections.push(Section {
-            heading: "Models against measurement (Mughal)".into(),
-            blocks,
-        });
+        page.finish(out);
         return Ok(());
     };
     let last_n = points.last().map_or(1, |p| p.x.round().max(1.0) as u32);
@@ -124,15 +114,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     for cpus in [1u32, 2, 4] {
         match mva_curve(&d, cpus, &ns) {
             Ok(c) => curves.push((cpus, c)),
-            Err(e) => blocks.push(Block::Warning(format!("MVA with {cpus} CPUs: {e}"))),
+            Err(e) => page.push(Block::Warning(format!("MVA with {cpus} CPUs: {e}"))),
         }
     }
     let usl = usl_fit(&points);
-    let measured_x: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.rps)).collect();
     let measured_r: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.mean_ms)).collect();
-    let mut measured = Series::line(super::clients::repeats_label(&points), measured_x);
-    measured.spread = super::goodput_spread(&points);
-    let mut x_series = vec![measured];
+    let mut x_series = vec![goodput_series(&points)];
     let mut r_series = vec![Series::line("measured mean", measured_r)];
     for (cpus, c) in &curves {
         // Short: the legend is narrow; the demands are in the reading and the summary.
@@ -201,19 +188,18 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         if let Some(u) = u {
             usl_err.push(error_pct(u, p.rps));
         }
-        let f = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
         table.row([
             format!("{}", p.x),
             format!("{:.0}", p.rps),
-            f(m.map(|m| m.1), 0),
-            f(m.map(|m| error_pct(m.1, p.rps)), 1),
-            f(u, 0),
-            f(u.map(|u| error_pct(u, p.rps)), 1),
+            cell(m.map(|m| m.1), 0),
+            cell(m.map(|m| error_pct(m.1, p.rps)), 1),
+            cell(u, 0),
+            cell(u.map(|u| error_pct(u, p.rps)), 1),
             format!("{:.3}", p.mean_ms),
-            f(m.map(|m| m.2 * 1e3), 3),
-            f(m.map(|m| error_pct(m.2 * 1e3, p.mean_ms)), 1),
-            f(p.server_cores, 2),
-            f(p.server_cores.map(|u| u / p.rps * 1e6), 1),
+            cell(m.map(|m| m.2 * 1e3), 3),
+            cell(m.map(|m| error_pct(m.2 * 1e3, p.mean_ms)), 1),
+            cell(p.server_cores, 2),
+            cell(p.server_cores.map(|u| u / p.rps * 1e6), 1),
         ]);
     }
     let ceiling = |cpus: f64| 1.0 / (d.cpu / cpus).max(d.generator).max(d.disk);
@@ -249,63 +235,57 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             Err(why) => format!("does not fit ({why})"),
         },
     );
-    blocks.push(Block::Chart {
-        svg: XyChart {
+    page.chart(
+        XyChart {
             title: "Throughput: measured, MVA (1×, 2×, 4× CPUs) and USL".into(),
             x: Axis::linear("clients"),
             y: Axis::linear("requests/s"),
             series: x_series,
         }
         .to_svg(),
-        reading: reading_x.clone(),
-    });
-    blocks.push(Block::Chart {
-        svg: XyChart {
+        reading_x.clone(),
+    );
+    page.chart(
+        XyChart {
             title: "Response time: measured, MVA (1×, 2×, 4× CPUs) and USL".into(),
             x: Axis::linear("clients"),
             y: Axis::linear("ms"),
             series: r_series,
         }
         .to_svg(),
-        reading: format!(
+        format!(
             "MVA predicts the mean response time within {:.0} % on average: past the knee it grows by one bottleneck demand per client, as Little's law requires.",
             mean_abs(&mva_r_err)
         ),
-    });
-    blocks.push(Block::Table {
-        caption: "Prediction errors at each measured point (model − measured) / measured".into(),
-        table: table.clone(),
-    });
-    out.csv.push(("model.csv".into(), table.to_csv()));
-    out.summary.push_str(&format!(
-        "model: D_cpu {:.1} µs, D_generator {:.1} µs, D_disk {:.1} µs, delay {:.1} µs per request\n{}{reading_x}\n",
-        d.cpu * 1e6,
-        d.generator * 1e6,
-        d.disk * 1e6,
-        d.delay * 1e6,
-        table.to_text()
-    ));
-    out.json.insert(
-        "model".into(),
-        json!({
-            "demands_s": { "server_cpu": d.cpu, "generator": d.generator, "disk": d.disk, "delay": d.delay },
-            "mva_throughput_error_pct_mean": mean_abs(&mva_x_err),
-            "mva_response_time_error_pct_mean": mean_abs(&mva_r_err),
-            "usl_throughput_error_pct_mean": usl.as_ref().ok().map(|_| mean_abs(&usl_err)),
-            "ceiling_requests_per_s": { "1": ceiling(1.0), "2": ceiling(2.0), "4": ceiling(4.0) },
-            "reading": reading_x,
-        }),
     );
+    page.table(
+        "Prediction errors at each measured point (model − measured) / measured",
+        table,
+    );
+    page.summary(
+        format!(
+            "model: D_cpu {:.1} µs, D_generator {:.1} µs, D_disk {:.1} µs, delay {:.1} µs per request",
+            d.cpu * 1e6,
+            d.generator * 1e6,
+            d.disk * 1e6,
+            d.delay * 1e6,
+        ),
+        [reading_x.clone()],
+    );
+    page.json(json!({
+        "demands_s": { "server_cpu": d.cpu, "generator": d.generator, "disk": d.disk, "delay": d.delay },
+        "mva_throughput_error_pct_mean": mean_abs(&mva_x_err),
+        "mva_response_time_error_pct_mean": mean_abs(&mva_r_err),
+        "usl_throughput_error_pct_mean": usl.as_ref().ok().map(|_| mean_abs(&usl_err)),
+        "ceiling_requests_per_s": { "1": ceiling(1.0), "2": ceiling(2.0), "4": ceiling(4.0) },
+        "reading": reading_x,
+    }));
     let x_by_cpus: Vec<(u32, f64)> = curves
         .iter()
         .filter_map(|(cpus, c)| Some((*cpus, c.last()?.1)))
         .collect();
-    let comparisons = super::paper_panels::model(d.cpu, d.disk, &x_by_cpus);
-    blocks.extend(super::paper_panels::blocks(comparisons, out, "model"));
-    out.sections.push(Section {
-        heading: "Models against measurement (Mughal)".into(),
-        blocks,
-    });
+    page.paper(super::paper_panels::model(d.cpu, d.disk, &x_by_cpus));
+    page.finish(out);
     Ok(())
 }
 
@@ -338,7 +318,7 @@ mod tests {
     fn demands_are_utilisation_over_throughput() {
         // Server 1 ms and generator 0.2 ms per request at every load.
         let p = |x: f64, rps: f64, u: f64| {
-            let mut p = super::super::test_point(x, rps, rps * 0.0002, Some(u));
+            let mut p = super::super::point::test_point(x, rps, rps * 0.0002, Some(u));
             p.disk_util = Some(0.0);
             p
         };

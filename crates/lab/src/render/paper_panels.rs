@@ -2,33 +2,9 @@
 //! normalised alike (ratios, shares, bends), with one sentence on where they agree, where they
 //! differ, and why. The papers' numbers come from `lab/papers/*.toml` only.
 
-use webscope_report::Block;
-
-use super::clients::Saturation;
-use super::Point;
-use crate::papers::{find, panel, Comparison};
-
-/// The panel's blocks, under a heading sentence; the comparisons go to report.json.
-pub fn blocks(
-    comparisons: Vec<Comparison>,
-    out: &mut super::Rendered,
-    experiment: &str,
-) -> Vec<Block> {
-    if comparisons.is_empty() {
-        return Vec::new();
-    }
-    let (mut blocks, json) = panel(&comparisons);
-    blocks.insert(
-        0,
-        Block::Text(format!(
-            "The paper found — its published numbers beside ours, normalised where the hardware differs ({} comparison{}).",
-            comparisons.len(),
-            if comparisons.len() == 1 { "" } else { "s" }
-        )),
-    );
-    out.json.insert(format!("{experiment}_paper"), json);
-    blocks
-}
+use super::point::Point;
+use super::sweep::Saturation;
+use crate::papers::{find, Comparison};
 
 fn pct(v: f64) -> String {
     format!("{:.0} %", v)

@@ -4,10 +4,13 @@
 use std::path::Path;
 
 use serde_json::json;
-use webscope_report::svg::{Axis, BarChart};
-use webscope_report::{Block, Section, Table};
+use webscope_report::Table;
 
-use super::{Point, Rendered};
+use super::cells::{cell, ratio_cell};
+use super::charts::{bars, cpu_bars};
+use super::page::ExperimentPage;
+use super::point::{load_pooled, Point};
+use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 
 /// One row's figures.
@@ -32,12 +35,7 @@ pub struct Row {
 impl Row {
     fn of(point: &Point) -> Row {
         let load = &point.run.load;
-        let cpu_us = point
-            .run
-            .server
-            .as_ref()
-            .filter(|s| s.requests > 0.0 && s.cpu_s > 0.0)
-            .map(|s| s.cpu_s * 1e6 / s.requests);
+        let cpu_us = point.server_cpu_us();
         let tls = load.get("tls").filter(|t| !t.is_null());
         let handshakes = tls.map(|t| {
             (
@@ -56,13 +54,7 @@ impl Row {
             _ => None,
         };
         Row {
-            label: point
-                .run
-                .load_description
-                .split(':')
-                .next()
-                .unwrap_or("")
-                .to_string(),
+            label: point.label(),
             rps: point.rps,
             cpu_us,
             p99_ms: point.p99_ms,
@@ -135,15 +127,11 @@ fn table(rows: &[Row]) -> Table {
         t.row([
             r.label.clone(),
             format!("{:.0}", r.rps),
-            r.cpu_us.map_or("-".into(), |c| format!("{c:.1}")),
-            match (r.cpu_us, base) {
-                (Some(c), Some(b)) if b > 0.0 => format!("{:.2}×", c / b),
-                _ => "-".into(),
-            },
+            cell(r.cpu_us, 1),
+            ratio_cell(r.cpu_us, base),
             format!("{:.2}", r.p99_ms),
             r.handshakes.map_or("-".into(), |(f, s)| format!("{f}/{s}")),
-            r.handshake_us
-                .map_or("-".into(), |u| format!("{:.2}", u / 1000.0)),
+            cell(r.handshake_us.map(|u| u / 1000.0), 2),
             r.handshake_pct.map_or("-".into(), |p| format!("{p:.1} %")),
             r.bound.clone(),
         ]);
@@ -153,62 +141,37 @@ fn table(rows: &[Row]) -> Table {
 
 /// Adds the protocols experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::pool(super::load_points(dir, exp, out)?);
+    let points = load_pooled(dir, exp, out)?;
     let rows: Vec<Row> = points.iter().map(Row::of).collect();
-    let mut blocks = super::failure_blocks(exp);
-    blocks.extend(super::repeats_note(&points));
+    let mut page = ExperimentPage::new(exp, "Protocols: HTTP/1.1, HTTPS, HTTP/2");
+    page.repeats_note(&points);
     let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
     let reading = reading(&rows);
-    blocks.push(Block::Chart {
-        svg: BarChart {
-            title: "Server CPU time per request by protocol".into(),
-            categories: labels.clone(),
-            y: Axis::linear("CPU µs per request"),
-            series: vec![(
-                "server CPU".into(),
-                rows.iter().map(|r| r.cpu_us.unwrap_or(0.0)).collect(),
-            )],
-            stacked: false,
-        }
-        .to_svg(),
-        reading: reading.clone(),
-    });
-    blocks.push(Block::Chart {
-        svg: BarChart {
-            title: "Goodput by protocol".into(),
-            categories: labels,
-            y: Axis::linear("requests/s"),
-            series: vec![("goodput".into(), rows.iter().map(|r| r.rps).collect())],
-            stacked: false,
-        }
-        .to_svg(),
-        reading: "Goodput: responses with an expected status per second. Where a row is bound by the load generator (TLS close mode costs the client a handshake per request too), its goodput is the generator's, not the server's: the CPU per request still compares.".into(),
-    });
-    let t = table(&rows);
-    blocks.push(Block::Table {
-        caption: "Per protocol (the server pinned to one core; CPU time from /proc; handshakes as the clients timed them; share: handshakes' time over handshakes' and responses' time)".into(),
-        table: t.clone(),
-    });
-    out.csv.push(("protocols.csv".into(), t.to_csv()));
-    out.summary
-        .push_str(&format!("protocols\n{}{reading}\n", t.to_text()));
-    out.json.insert(
-        "protocols".into(),
-        json!({
-            "reading": reading,
-            "rows": rows.iter().map(|r| json!({
-                "protocol": r.label, "requests_per_s": r.rps, "cpu_us_per_request": r.cpu_us,
-                "p99_ms": r.p99_ms,
-                "handshakes": r.handshakes.map(|(f, s)| json!({"full": f, "resumed": s})),
-                "handshake_mean_us": r.handshake_us, "handshake_share_pct": r.handshake_pct,
-                "bound": r.bound,
-            })).collect::<Vec<_>>(),
-        }),
+    let cpu: Vec<Option<f64>> = rows.iter().map(|r| r.cpu_us).collect();
+    page.chart(
+        cpu_bars("Server CPU time per request by protocol", &labels, &cpu),
+        reading.clone(),
     );
-    out.sections.push(Section {
-        heading: "Protocols: HTTP/1.1, HTTPS, HTTP/2".into(),
-        blocks,
-    });
+    page.chart(
+        bars("Goodput by protocol", &labels, "requests/s", "goodput", rows.iter().map(|r| r.rps).collect()),
+        "Goodput: responses with an expected status per second. Where a row is bound by the load generator (TLS close mode costs the client a handshake per request too), its goodput is the generator's, not the server's: the CPU per request still compares.",
+    );
+    page.table(
+        "Per protocol (the server pinned to one core; CPU time from /proc; handshakes as the clients timed them; share: handshakes' time over handshakes' and responses' time)",
+        table(&rows),
+    );
+    page.summary("protocols", [reading.clone()]);
+    page.json(json!({
+        "reading": reading,
+        "rows": rows.iter().map(|r| json!({
+            "protocol": r.label, "requests_per_s": r.rps, "cpu_us_per_request": r.cpu_us,
+            "p99_ms": r.p99_ms,
+            "handshakes": r.handshakes.map(|(f, s)| json!({"full": f, "resumed": s})),
+            "handshake_mean_us": r.handshake_us, "handshake_share_pct": r.handshake_pct,
+            "bound": r.bound,
+        })).collect::<Vec<_>>(),
+    }));
+    page.finish(out);
     Ok(())
 }
 

@@ -6,9 +6,12 @@ use std::path::Path;
 
 use serde_json::json;
 use webscope_report::svg::{Axis, Series, Style, XyChart};
-use webscope_report::{Block, Section, Table};
+use webscope_report::{Block, Table};
 
-use super::{Point, Rendered};
+use super::cells::cell;
+use super::page::ExperimentPage;
+use super::point::{load_points, valid, Point};
+use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 use crate::saturation::{knee, ratios, stop_reason};
 
@@ -128,7 +131,7 @@ fn bottleneck(point: Option<&Point>) -> &'static str {
 
 /// Adds the saturation experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::valid(&super::load_points(dir, exp, out)?);
+    let points = valid(&load_points(dir, exp, out)?);
     let (mut steps, mut names, mut two_class) = (Vec::new(), Vec::new(), None);
     for p in &points {
         let name = &p.name;
@@ -154,9 +157,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             "The mean response time never doubled as clients doubled: no saturation up to {last} clients. The sweep stopped because of {why}."
         ),
     };
-    let mut blocks = super::failure_blocks(exp);
-    blocks.push(Block::Chart {
-        svg: XyChart {
+    let mut page = ExperimentPage::new(
+        exp,
+        "Saturation, histograms and the density map (Chiarini & Couch)",
+    );
+    page.chart(
+        XyChart {
             title: "Mean response time as clients double".into(),
             x: Axis::log("clients (log)"),
             y: Axis::log("mean response time (ms, log)"),
@@ -166,22 +172,39 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             )],
         }
         .to_svg(),
-        reading: reading.clone(),
-    });
+        reading.clone(),
+    );
     let labelled: Vec<(String, String)> = names
         .iter()
         .zip(&steps)
         .map(|(n, p)| (n.clone(), format!("{} clients", p.x)))
         .collect();
-    blocks.extend(super::charts::histograms(
+    page.extend(super::charts::histograms(
         dir,
         &labelled,
         "as clients double",
     ));
     if let Some(p) = two_class {
-        blocks.push(density_map(dir, p));
+        page.push(density_map(dir, p));
     }
     let growth = ratios(&rule);
+    page.table("Per doubling step", table(&steps, &growth));
+    page.summary("saturation (doubling clients)", [reading.clone()]);
+    page.json(json!({
+        "knee_clients": knee(&rule),
+        "stopped_because": why,
+        "reading": reading,
+    }));
+    let means: Vec<(usize, f64)> = rule.iter().map(|s| (s.0, s.1)).collect();
+    page.paper(super::paper_panels::saturation(
+        &means,
+        stopped_at(&rule, &growth),
+    ));
+    page.finish(out);
+    Ok(())
+}
+
+fn table(steps: &[&Point], growth: &[f64]) -> Table {
     let mut table = Table::new([
         "clients",
         "req/s",
@@ -195,50 +218,26 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             format!("{}", p.x),
             format!("{:.0}", p.rps),
             format!("{:.3}", p.mean_ms),
-            i.checked_sub(1)
-                .and_then(|j| growth.get(j))
-                .map_or("-".into(), |r| format!("{r:.2}")),
+            cell(i.checked_sub(1).and_then(|j| growth.get(j)).copied(), 2),
             format!("{:.2}", p.p99_ms),
             format!("{}", p.errors),
         ]);
     }
-    blocks.push(Block::Table {
-        caption: "Per doubling step".into(),
-        table: table.clone(),
-    });
-    out.csv.push(("saturation.csv".into(), table.to_csv()));
-    out.summary.push_str(&format!(
-        "saturation (doubling clients)\n{}{reading}\n",
-        table.to_text()
-    ));
-    out.json.insert(
-        "saturation".into(),
-        json!({
-            "knee_clients": knee(&rule),
-            "stopped_because": why,
-            "reading": reading,
-        }),
-    );
-    // Where the doubling stopped: the load from which the next doubling no longer doubled
-    // the mean (after it had).
+    table
+}
+
+/// Where the doubling stopped: the load from which the next doubling no longer doubled the
+/// mean (after it had).
+fn stopped_at(rule: &[(usize, f64, f64)], growth: &[f64]) -> Option<usize> {
     let mut doubled = false;
-    let mut stopped_at = None;
-    for (w, r) in rule.windows(2).zip(&growth) {
+    for (w, r) in rule.windows(2).zip(growth) {
         if *r >= crate::saturation::DOUBLING {
             doubled = true;
         } else if doubled {
-            stopped_at = Some(w[0].0);
-            break;
+            return Some(w[0].0);
         }
     }
-    let means: Vec<(usize, f64)> = rule.iter().map(|s| (s.0, s.1)).collect();
-    let comparisons = super::paper_panels::saturation(&means, stopped_at);
-    blocks.extend(super::paper_panels::blocks(comparisons, out, "saturation"));
-    out.sections.push(Section {
-        heading: "Saturation, histograms and the density map (Chiarini & Couch)".into(),
-        blocks,
-    });
-    Ok(())
+    None
 }
 
 #[cfg(test)]

@@ -4,10 +4,13 @@
 use std::path::Path;
 
 use serde_json::json;
-use webscope_report::svg::{Axis, BarChart};
-use webscope_report::{Block, Section, Table};
+use webscope_report::Table;
 
-use super::{Point, Rendered};
+use super::cells::{cell, ratio_cell};
+use super::charts::{bars, cpu_bars};
+use super::page::ExperimentPage;
+use super::point::{load_pooled, Point};
+use super::rendered::Rendered;
 use crate::record::ExperimentRecord;
 
 /// One step's figures.
@@ -26,12 +29,7 @@ pub struct Step {
 
 impl Step {
     fn of(point: &Point) -> Step {
-        let cpu_us = point
-            .run
-            .server
-            .as_ref()
-            .filter(|s| s.requests > 0.0 && s.cpu_s > 0.0)
-            .map(|s| s.cpu_s * 1e6 / s.requests);
+        let cpu_us = point.server_cpu_us();
         let traced = point.run.syscalls.as_ref();
         let syscalls = traced
             .filter(|t| t.error.is_none())
@@ -53,13 +51,7 @@ impl Step {
         Step {
             syscalls,
             top_syscalls,
-            label: point
-                .run
-                .load_description
-                .split(':')
-                .next()
-                .unwrap_or("")
-                .to_string(),
+            label: point.label(),
             rps: point.rps,
             cpu_us,
             p99_ms: point.p99_ms,
@@ -126,10 +118,6 @@ pub fn throughput_reading(steps: &[Step]) -> String {
     )
 }
 
-fn labels_of(steps: &[Step]) -> Vec<String> {
-    steps.iter().map(|s| s.label.clone()).collect()
-}
-
 fn table(steps: &[Step]) -> Table {
     let mut t = Table::new([
         "step",
@@ -145,13 +133,10 @@ fn table(steps: &[Step]) -> Table {
         t.row([
             s.label.clone(),
             format!("{:.0}", s.rps),
-            s.cpu_us.map_or("-".into(), |c| format!("{c:.1}")),
-            match (s.cpu_us, base) {
-                (Some(c), Some(b)) if b > 0.0 => format!("{:.2}×", c / b),
-                _ => "-".into(),
-            },
+            cell(s.cpu_us, 1),
+            ratio_cell(s.cpu_us, base),
             format!("{:.2}", s.p99_ms),
-            s.syscalls.map_or("-".into(), |n| format!("{n:.2}")),
+            cell(s.syscalls, 2),
             s.top_syscalls.clone(),
         ]);
     }
@@ -160,69 +145,47 @@ fn table(steps: &[Step]) -> Table {
 
 /// Adds the techniques experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = super::pool(super::load_points(dir, exp, out)?);
+    let points = load_pooled(dir, exp, out)?;
     let steps: Vec<Step> = points.iter().map(Step::of).collect();
-    let mut blocks = super::failure_blocks(exp);
-    blocks.extend(super::repeats_note(&points));
+    let mut page = ExperimentPage::new(exp, "Techniques, cumulatively (Hu, Nanda & Yang)");
+    page.repeats_note(&points);
     let labels: Vec<String> = steps.iter().map(|s| s.label.clone()).collect();
     let reading = reading(&steps);
-    blocks.push(Block::Chart {
-        svg: BarChart {
-            title: "Server CPU time per request, techniques enabled cumulatively".into(),
-            categories: labels.clone(),
-            y: Axis::linear("CPU µs per request"),
-            series: vec![(
-                "server CPU".into(),
-                steps.iter().map(|s| s.cpu_us.unwrap_or(0.0)).collect(),
-            )],
-            stacked: false,
-        }
-        .to_svg(),
-        reading: reading.clone(),
-    });
-    blocks.push(Block::Chart {
-        svg: BarChart {
-            title: "Throughput, techniques enabled cumulatively".into(),
-            categories: labels,
-            y: Axis::linear("requests/s"),
-            series: vec![("throughput".into(), steps.iter().map(|s| s.rps).collect())],
-            stacked: false,
-        }
-        .to_svg(),
-        reading: throughput_reading(&steps),
-    });
-    blocks.extend(super::charts::kernel_profile(
-        &points,
-        &labels_of(&steps),
-        "step",
-    ));
-    let t = table(&steps);
-    blocks.push(Block::Table {
-        caption: "Per step (the server pinned to one core; CPU time from /proc; syscalls: strace -c on the server during a short load after the timed run, which is never traced)".into(),
-        table: t.clone(),
-    });
-    out.csv.push(("techniques.csv".into(), t.to_csv()));
-    out.summary.push_str(&format!(
-        "techniques (cumulative)\n{}{reading}\n",
-        t.to_text()
-    ));
-    out.json.insert(
-        "techniques".into(),
-        json!({
-            "reading": reading,
-            "steps": steps.iter().map(|s| json!({
-                "step": s.label, "requests_per_s": s.rps, "cpu_us_per_request": s.cpu_us,
-                "p99_ms": s.p99_ms, "syscalls_per_request": s.syscalls,
-            })).collect::<Vec<_>>(),
-        }),
+    let cpu: Vec<Option<f64>> = steps.iter().map(|s| s.cpu_us).collect();
+    page.chart(
+        cpu_bars(
+            "Server CPU time per request, techniques enabled cumulatively",
+            &labels,
+            &cpu,
+        ),
+        reading.clone(),
     );
+    page.chart(
+        bars(
+            "Throughput, techniques enabled cumulatively",
+            &labels,
+            "requests/s",
+            "throughput",
+            steps.iter().map(|s| s.rps).collect(),
+        ),
+        throughput_reading(&steps),
+    );
+    page.extend(super::charts::kernel_profile(&points, &labels, "step"));
+    page.table(
+        "Per step (the server pinned to one core; CPU time from /proc; syscalls: strace -c on the server during a short load after the timed run, which is never traced)",
+        table(&steps),
+    );
+    page.summary("techniques (cumulative)", [reading.clone()]);
+    page.json(json!({
+        "reading": reading,
+        "steps": steps.iter().map(|s| json!({
+            "step": s.label, "requests_per_s": s.rps, "cpu_us_per_request": s.cpu_us,
+            "p99_ms": s.p99_ms, "syscalls_per_request": s.syscalls,
+        })).collect::<Vec<_>>(),
+    }));
     let ours: Vec<(String, f64)> = steps.iter().map(|s| (s.label.clone(), s.rps)).collect();
-    let comparisons = super::paper_panels::techniques(&ours);
-    blocks.extend(super::paper_panels::blocks(comparisons, out, "techniques"));
-    out.sections.push(Section {
-        heading: "Techniques, cumulatively (Hu, Nanda & Yang)".into(),
-        blocks,
-    });
+    page.paper(super::paper_panels::techniques(&ours));
+    page.finish(out);
     Ok(())
 }
 

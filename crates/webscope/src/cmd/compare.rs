@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use webscope_report::Table;
-
+use webscope_lab::compare::table::{table, Layout};
 use webscope_lab::compare::{self, input, Comparison, Threshold};
 
 const EXAMPLES: &str = "\
@@ -44,37 +43,6 @@ pub struct Args {
     /// Write a page with the tables, the latency distributions overlaid and their difference.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
-}
-
-fn table(c: &Comparison) -> Table {
-    let mut t = Table::new([
-        "metric",
-        "baseline",
-        "candidate",
-        "change",
-        "significant",
-        "test",
-    ]);
-    for r in &c.rows {
-        let how = match (r.p, r.ci_pct) {
-            (Some(p), _) => format!("{} (p = {p:.3})", r.test),
-            (None, Some((lo, hi))) => format!("{} ({lo:+.1} .. {hi:+.1} %)", r.test),
-            _ => r.test.clone(),
-        };
-        t.row([
-            r.metric.clone(),
-            format!("{:.2}", r.baseline),
-            format!("{:.2}", r.candidate),
-            format!("{:+.1} %", r.change_pct),
-            match (r.significant, r.worse) {
-                (true, true) => "yes, worse".to_string(),
-                (true, false) => "yes, better".to_string(),
-                _ => "no".to_string(),
-            },
-            how,
-        ]);
-    }
-    t
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -118,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         }
-        print!("{}", table(c).to_text());
+        print!("{}", table([c], &Layout::TERMINAL).to_text());
         if let Some(d) = &c.distributions {
             println!(
                 "  latency distributions: Kolmogorov-Smirnov D = {:.4}, p = {:.3}",

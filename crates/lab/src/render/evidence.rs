@@ -1,0 +1,101 @@
+//! The evidence a run's verdict is drawn from: what [`crate::bottleneck::judge`] weighs
+//! (the server's and the generator's CPUs, the machines, disks, links, ports), gathered from
+//! the run's record. Not for the verdict itself, nor for the figures a page shows (a
+//! point's).
+
+use serde_json::Value;
+
+use super::figures::{cpu_shares, num, os_stat, server_host};
+use crate::bottleneck::Evidence;
+use crate::health::Health;
+use crate::record::RunRecord;
+
+/// The evidence a verdict is drawn from, out of a run's record.
+pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
+    let l = &run.load;
+    let os = run.os.as_ref();
+    // The server's machine: through node_exporter when it is remote, else this one.
+    let (server_host_os, generator_host) = match server_host(run) {
+        Some(remote) => (Some(remote), os.and_then(cpu_shares)),
+        None => (os, None),
+    };
+    let server_processes = (!run.env.server_processes.is_empty()).then(|| {
+        let n = run.env.server_processes.len();
+        let names: std::collections::BTreeSet<&str> = run
+            .env
+            .server_processes
+            .iter()
+            .filter_map(|p| p.split_once(' ').map(|(_, c)| c))
+            .collect();
+        format!(
+            "{n} process{}: {}",
+            if n == 1 { "" } else { "es" },
+            names.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    });
+    let busiest_link = os.and_then(|os| {
+        let rows = os.get("groups")?.get("net")?.get("rows")?.as_object()?;
+        rows.iter()
+            .filter_map(|(name, row)| {
+                let mbit = run.env.link_mbit.get(name)?;
+                let kib = |c: &str| row.get(c)?.get("mean")?.as_f64();
+                let peak = kib("rx_kib_per_s")?.max(kib("tx_kib_per_s")?);
+                Some((name.clone(), peak * 8.192 / 1000.0 / mbit * 100.0))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    });
+    Evidence {
+        clients: num(l, &["connections"]),
+        goodput_rps: health.goodput_rps,
+        mean_ms: num(l, &["latency_us", "mean"]) / 1000.0,
+        server_busy_cores: run
+            .server
+            .as_ref()
+            .filter(|_| {
+                !run.env.server_processes.is_empty()
+                    || run.server.as_ref().is_some_and(|s| s.cpu_s > 0.0)
+            })
+            .map(|s| s.busy_cores),
+        server_cpus: run.env.server_cpus,
+        server_processes,
+        generator_busy: num(l, &["generator_busy"]),
+        generator_busy_or_waiting: num(l, &["generator_busy_or_waiting"]),
+        server_host: server_host_os.and_then(cpu_shares),
+        server_host_source: server_host_os
+            .and_then(|o| o.get("source")?.as_str().map(String::from)),
+        generator_host,
+        disk_util_pct: server_host_os.and_then(|os| {
+            let disks = os.get("groups")?.get("disk")?.get("rows")?.as_object()?;
+            disks
+                .values()
+                .filter_map(|d| d.get("util_pct")?.get("mean")?.as_f64())
+                .reduce(f64::max)
+        }),
+        net_util_pct: busiest_link,
+        time_wait: port_time_wait(os).or_else(|| {
+            // No per-port count (a remote server): the hosts' totals, which also hold other
+            // ports' sockets, are an upper bound.
+            server_host_os
+                .and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max"))
+                .into_iter()
+                .chain(os.and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max")))
+                .reduce(f64::max)
+        }),
+        port_range: run.env.port_range,
+        tw_buckets: run.env.tw_buckets,
+        listen_overflows_per_s: server_host_os
+            .and_then(|os| os_stat(os, "tcp", "all", "listen_overflows_per_s", "mean")),
+    }
+}
+
+/// TIME_WAIT sockets of the server's port, both ends (the server's side and the clients'),
+/// at their most: the connections of this run only, not the host's other ports.
+fn port_time_wait(os: Option<&Value>) -> Option<f64> {
+    let os = os?;
+    let port = os.get("ports")?.get(0)?.as_u64()?;
+    let side = |s: &str| os_stat(os, "ports", &format!("{port}/{s}"), "time_wait", "max");
+    match (side("local"), side("remote")) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    }
+}

@@ -1,0 +1,86 @@
+//! A sweep's runs one by one: the table (and its report.json form) with every figure of each
+//! point — goodput, latency, the server's and the generator's CPU, the machine, errors, the
+//! verdict, validity and repeats. The clients sweep shows it; any experiment whose runs are
+//! points over some x (offered rate, speed-up) can, with its own x. Not for judging a sweep
+//! as a whole (`sweep`).
+
+use serde_json::{json, Value};
+use webscope_report::Table;
+
+use super::point::Point;
+
+/// One row per point; the first column, headed `x`, holds the point's x.
+pub fn table(points: &[Point], x: &str) -> Table {
+    let mut t = Table::new([
+        x,
+        "goodput/s",
+        "Mbit/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "server ms",
+        "server cores",
+        "generator busy",
+        "CPU usr/sys/si %",
+        "TIME_WAIT",
+        "disk %",
+        "errors",
+        "error %",
+        "bound by",
+        "valid",
+        "repeats",
+        "goodput min-max",
+    ]);
+    for p in points {
+        t.row([
+            format!("{}", p.x),
+            format!("{:.0}", p.rps),
+            format!("{:.1}", p.mbit_s),
+            format!("{:.2}", p.p50_ms),
+            format!("{:.2}", p.p90_ms),
+            format!("{:.2}", p.p99_ms),
+            p.server_ms.map_or("-".into(), |v| format!("{v:.3}")),
+            p.server_cores.map_or("-".into(), |v| format!("{v:.2}")),
+            format!("{:.0}%", 100.0 * p.generator_busy),
+            p.cpu_pct
+                .map_or("-".into(), |(u, s, si)| format!("{u:.0}/{s:.0}/{si:.0}")),
+            p.time_wait.map_or("-".into(), |v| format!("{v:.0}")),
+            p.disk_util.map_or("-".into(), |v| format!("{v:.0}")),
+            p.health.errors_cell(),
+            format!("{:.2}", 100.0 * p.health.error_share),
+            // An invalid run measured its errors: no verdict on what bounds it.
+            if p.valid() {
+                p.verdict.bound.label().to_string()
+            } else {
+                "-".into()
+            },
+            p.health
+                .invalid
+                .as_ref()
+                .map_or("yes".into(), |why| format!("no: {why}")),
+            p.repeats.to_string(),
+            p.spread
+                .map_or("-".into(), |(lo, hi)| format!("{lo:.0}-{hi:.0}")),
+        ]);
+    }
+    t
+}
+
+/// The points as report.json's `runs`: the figures of [`table`], unrounded, each point's x
+/// under the key `x` names.
+pub fn json(points: &[Point], x: &str) -> Value {
+    let run = |p: &Point| {
+        json!({
+            x: p.x, "goodput_per_s": p.rps,
+            "responses_per_s": p.health.responses_rps, "mbit_s": p.mbit_s,
+            "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
+            "error_share": p.health.error_share, "errors": p.health.unexpected_map(),
+            "valid": p.valid(), "invalid_because": p.health.invalid,
+            "bound": p.valid().then_some(p.verdict.bound),
+            "verdict": p.valid().then_some(&p.verdict.reading),
+            "run": p.name, "repeats": p.repeats,
+            "goodput_min": p.spread.map(|s| s.0), "goodput_max": p.spread.map(|s| s.1),
+        })
+    };
+    Value::Array(points.iter().map(run).collect())
+}
