@@ -17,11 +17,12 @@
 //! Not for: what a run measures (the experiments, over `measure`), the lab's set-up (`session`)
 //! nor the pages (`render`, which reads only the files written here).
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 
 use crate::progress::Progress;
 use crate::record::{write_json, ExperimentRecord, RunRecord};
@@ -201,6 +202,7 @@ pub fn run<S: Sweep>(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentReco
         ctx,
         record: ExperimentRecord::new(S::NAME, S::FACTOR),
         cut: false,
+        taken: HashSet::new(),
     };
     let points = S::points(ctx.options);
     for round in 1..=S::rounds(ctx.options) {
@@ -229,6 +231,8 @@ struct Taking<'a, S: Sweep> {
     record: ExperimentRecord,
     /// Ended by Ctrl-C or a failure before its points were done.
     cut: bool,
+    /// The run folders made so far: a point named twice would overwrite a run.
+    taken: HashSet<String>,
 }
 
 impl<S: Sweep> Taking<'_, S> {
@@ -291,6 +295,10 @@ impl<S: Sweep> Taking<'_, S> {
         round: usize,
     ) -> anyhow::Result<Result<Done<S::Point>, OnFailure>> {
         let name = round_name(&self.sweep.name(point), round);
+        if !self.taken.insert(name.clone()) {
+            // A repeated point needs a name of its own (e.g. its probe's number in it).
+            bail!("{}: two runs named {name}", S::NAME);
+        }
         let dir = self.dir.join(&name);
         std::fs::create_dir_all(&dir)?;
         let run = Run {
@@ -327,13 +335,4 @@ impl<S: Sweep> Taking<'_, S> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::round_name;
-
-    #[test]
-    fn the_first_round_keeps_the_plain_name() {
-        assert_eq!(round_name("clients-010", 1), "clients-010");
-        assert_eq!(round_name("clients-010", 0), "clients-010");
-        assert_eq!(round_name("step-3", 2), "step-3-r2");
-    }
-}
+mod tests;
