@@ -8,6 +8,15 @@
 //! candidate, with significance; `webscope compare` and the lab's `--baseline` section) and
 //! the [`live`] page a lab or a load run publishes to.
 //!
+//! The way an experiment takes through the crate:
+//!
+//! ```text
+//! Options ─→ session::run ─→ setup (check, file set, CPUs, target, preflight, lab.json)
+//!         ─→ runner::run::<S: Sweep> for each of EXPERIMENTS ─→ S's points ─→ S::measure
+//!            (measure.rs: load + monitor) ─→ record (run.json, experiment.json)
+//!         ─→ render (each experiment's page, from its folder only)
+//! ```
+//!
 //! Not for: argument parsing, exit codes or `--help` texts (the `webscope` binary owns them
 //! and turns them into this crate's configuration types), nor measuring, serving or modelling
 //! itself (the `webscope-load`, `-server`, `-monitor` and `-model` crates do; the lab only
@@ -67,7 +76,7 @@ impl Experiment {
         Experiment {
             name: S::NAME,
             needs_embedded: S::NEEDS_EMBEDDED,
-            runs: runner::planned::<S>,
+            runs: S::planned,
             run: runner::run::<S>,
             render,
         }
@@ -128,7 +137,7 @@ pub struct Options {
     pub keep_alive: bool,
     /// Take a kernel profile (perf) in the runs that draw one (filesize).
     pub profile: bool,
-    /// Runs of each point of the degradation experiment (its page shows medians).
+    /// `--repeat`: rounds taken round each experiment's whole sweep (pages show medians).
     pub repeat: usize,
     pub command: String,
 }

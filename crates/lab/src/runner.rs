@@ -66,7 +66,8 @@ pub enum Next<P> {
     Run(P),
     /// The search is over, and why ("the mean response time stopped doubling at ..."): kept in
     /// the record, and the bar jumps over the points the search did not need. [`Sweep::next`]
-    /// is asked again afterwards, for points that follow a search (saturation's two-class run).
+    /// is asked again afterwards, for points that follow a search (saturation's two-class run);
+    /// a second `Stop` in the round ends it.
     Stop(String),
     /// Nothing more to run in this round.
     Done,
@@ -185,11 +186,6 @@ pub fn round_name(name: &str, round: usize) -> String {
     } else {
         format!("{name}-r{round}")
     }
-}
-
-/// Runs planned by the experiment `S` (the bar's share of it).
-pub fn planned<S: Sweep>(options: &Options) -> usize {
-    S::planned(options)
 }
 
 /// Runs the experiment `S` into `dir`, one sub-folder per run; stops early on Ctrl-C. Returns
