@@ -106,9 +106,10 @@ pub struct Done<P> {
 pub struct SoFar<'a, P> {
     /// The round of `--repeat`, from 1.
     pub round: usize,
-    /// This round's measured runs, in order (failed runs are not here: an experiment that
-    /// continues after failures counts them itself).
+    /// This round's measured runs, in order.
     pub runs: &'a [Done<P>],
+    /// This round's points whose run failed (with [`OnFailure::Continue`]), in order.
+    pub failed: &'a [P],
     /// Why this round's search stopped, once it has.
     pub stopped: Option<&'a str>,
 }
@@ -239,6 +240,7 @@ impl<S: Sweep> Taking<'_, S> {
             Points::Adaptive { .. } => None,
         };
         let mut runs: Vec<Done<S::Point>> = Vec::new();
+        let mut failed: Vec<S::Point> = Vec::new();
         let mut stopped: Option<String> = None;
         loop {
             let next = match fixed.as_mut() {
@@ -247,6 +249,7 @@ impl<S: Sweep> Taking<'_, S> {
                     let so_far = SoFar {
                         round,
                         runs: &runs,
+                        failed: &failed,
                         stopped: stopped.as_deref(),
                     };
                     self.sweep.next(&so_far, self.ctx)
@@ -255,7 +258,7 @@ impl<S: Sweep> Taking<'_, S> {
             let point = match next {
                 Next::Run(point) => point,
                 Next::Stop(why) if stopped.is_none() => {
-                    self.jump(points, runs.len());
+                    self.jump(points, runs.len() + failed.len());
                     self.record.stopped.push(why.clone());
                     stopped = Some(why);
                     continue;
@@ -272,13 +275,13 @@ impl<S: Sweep> Taking<'_, S> {
                     self.cut = true;
                     break;
                 }
-                Err(OnFailure::Continue) => {}
+                Err(OnFailure::Continue) => failed.push(point),
             }
             self.ctx.bar.inc(1);
             write_json(&self.dir.join("experiment.json"), &self.record)?;
         }
         if stopped.is_none() {
-            self.jump(points, runs.len());
+            self.jump(points, runs.len() + failed.len());
         }
         Ok(())
     }
@@ -321,11 +324,11 @@ impl<S: Sweep> Taking<'_, S> {
         }
     }
 
-    /// An adaptive round's search is over after `measured` runs: the bar jumps over the points
-    /// it did not need, so that the time left stays honest.
-    fn jump(&self, points: &Points<S::Point>, measured: usize) {
+    /// An adaptive round's search is over after `moved` runs moved the bar: it jumps over the
+    /// points the search did not need, so that the time left stays honest.
+    fn jump(&self, points: &Points<S::Point>, moved: usize) {
         if let Points::Adaptive { most } = points {
-            self.ctx.bar.inc(most.saturating_sub(measured) as u64);
+            self.ctx.bar.inc(most.saturating_sub(moved) as u64);
         }
     }
 }

@@ -55,7 +55,8 @@ impl<const CONTINUE: bool> Sweep for Listed<CONTINUE> {
     }
 }
 
-/// Doubles from 1 until a run reaches 8 (at most 6 runs a round), then one run after the stop.
+/// Doubles from 1 until a run reaches 8 (at most 6 runs a round), then one run after the stop;
+/// in the second round point 2 fails, and the doubling goes on past it.
 struct Doubling {
     after: bool,
 }
@@ -79,12 +80,11 @@ impl Sweep for Doubling {
                 Next::Done
             };
         }
-        match so_far.runs.last() {
+        let last_run = so_far.runs.last().map(|done| done.point);
+        match last_run.max(so_far.failed.last().copied()) {
             None => Next::Run(1),
-            Some(done) if done.run.load["requests"] == 8 => {
-                Next::Stop(format!("reached 8 in round {}", so_far.round))
-            }
-            Some(done) => Next::Run(done.point * 2),
+            Some(8) => Next::Stop(format!("reached 8 in round {}", so_far.round)),
+            Some(last) => Next::Run(last * 2),
         }
     }
     fn name(&self, n: &usize) -> String {
@@ -94,7 +94,11 @@ impl Sweep for Doubling {
         run.name.to_string()
     }
     fn measure(&mut self, run: &Run<'_, usize>, _: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        anyhow::ensure!(run.name != "n-2-r2", "boom");
         Ok(measured(*run.point))
+    }
+    fn on_failure(&self, _: &usize) -> OnFailure {
+        OnFailure::Continue
     }
 }
 
@@ -163,16 +167,25 @@ fn adaptive_points_stop_with_a_reason_and_the_bar_jumps_over_the_rest() {
     let _ = std::fs::remove_dir_all(dir);
     assert_eq!(
         record.runs,
-        ["n-1", "n-2", "n-4", "n-8", "n-100", "n-1-r2", "n-2-r2", "n-4-r2", "n-8-r2", "n-100-r2"]
+        ["n-1", "n-2", "n-4", "n-8", "n-100", "n-1-r2", "n-4-r2", "n-8-r2", "n-100-r2"]
     );
     assert_eq!(
         record.stopped,
         ["reached 8 in round 1", "reached 8 in round 2"]
     );
-    assert!(record.complete && record.failures.is_empty());
+    assert_eq!(record.failures, ["n-2-r2: boom"]);
+    assert!(!record.complete);
     assert_eq!(written.stopped, record.stopped);
-    // Each round: 4 runs, a jump of 2 at the stop, the run after it.
+    // Each round: 4 runs (a failed one moves the bar too), a jump of 2 at the stop, the run
+    // after it.
     assert_eq!(bar, 14);
+    assert_eq!(Doubling::planned(&crate::tests_options(true)), 6);
+
+    let (record, _, bar, dir) = take::<Doubling>(1, false);
+    let _ = std::fs::remove_dir_all(dir);
+    assert_eq!(record.runs, ["n-1", "n-2", "n-4", "n-8", "n-100"]);
+    assert!(record.complete && record.failures.is_empty());
+    assert_eq!(bar, 7);
 }
 
 #[test]
