@@ -4,6 +4,7 @@
 //! target) is also the model experiment's and each of saturation's doubling steps.
 
 use std::marker::PhantomData;
+use std::path::Path;
 
 use webscope_load::{Config, Mode, Target as LoadTarget};
 
@@ -84,11 +85,7 @@ pub fn label(clients: usize) -> String {
 
 /// One run of `clients` closed-loop clients on the file set against the lab's target, a
 /// connection per request unless `--keep-alive`.
-pub fn one_run(
-    run_dir: &std::path::Path,
-    clients: usize,
-    ctx: &Ctx<'_>,
-) -> anyhow::Result<RunRecord> {
+pub fn one_run(run_dir: &Path, clients: usize, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
     let close = !ctx.options.keep_alive;
     let mut config = Config::new(LoadTarget::fileset(ctx.fileset, &ctx.target.base_url)?);
     config.connections = clients;
