@@ -5,16 +5,15 @@
 //! work left running by one run never weighs on the next.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::Context;
 use webscope_load::{Config, Group, Mode, Target as LoadTarget};
 
-use super::clients::measure;
-use super::record::{write_json, ExperimentRecord, RunRecord};
-use super::target::Target;
-use super::{Ctx, Options};
+use crate::measure::measure;
+use crate::record::RunRecord;
+use crate::runner::{Ctx, OnFailure, Points, Run, Sweep};
+use crate::target::Target;
+use crate::Options;
 
 /// The policies compared, with the flags that configure them. Fair uses the weights;
 /// admission lets two heavy jobs run (eight may wait) and refuses the rest with 503.
@@ -69,13 +68,8 @@ fn run_length(options: &Options) -> Duration {
     })
 }
 
-/// Runs planned: every point `--repeat` times.
-pub fn runs(options: &Options) -> usize {
-    SETS.len() * POLICIES.len() * heavy_counts(options).len() * options.repeat.max(1)
-}
-
 /// A run's directory name; the renderer reads set, policy and heavy clients back from it.
-/// Repetitions after the first carry `-r2`, `-r3` ...
+/// Repetitions after the first carry `-r2`, `-r3` ... (the runner's `round_name`).
 pub fn run_name(set: &str, policy: &str, heavy: usize, repeat: usize) -> String {
     match repeat {
         0 | 1 => format!("{set}-{policy}-heavy-{heavy:03}"),
@@ -99,46 +93,51 @@ pub fn parse_run_name(name: &str) -> Option<(&str, &str, usize)> {
     Some((set, policy, heavy))
 }
 
-/// Runs every set under every policy into `dir`; stops early on interrupt.
-pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut record = ExperimentRecord {
-        name: "degradation".into(),
-        factor: "heavy clients".into(),
-        runs: Vec::new(),
-        complete: false,
-        failures: Vec::new(),
-    };
-    let heavies = heavy_counts(ctx.options);
-    // Repetitions go round the whole sweep rather than back to back, so that a slow drift of
-    // the machine spreads over every point instead of weighing on a few.
-    'all: for repeat in 1..=ctx.options.repeat.max(1) {
-        for set in &SETS {
-            for (policy, flags) in POLICIES {
-                for &heavy in heavies {
-                    if ctx.interrupt.load(Ordering::Relaxed) {
-                        break 'all;
-                    }
-                    let name = run_name(set.name, policy, heavy, repeat);
-                    let run_dir = dir.join(&name);
-                    std::fs::create_dir_all(&run_dir)?;
-                    match one_run(&run_dir, ctx, set, policy, flags, heavy) {
-                        Ok(run) => {
-                            write_json(&run_dir.join("run.json"), &run)?;
-                            record.runs.push(name);
-                        }
-                        // A policy that fails is reported; the others still run.
-                        Err(err) => record.failures.push(format!("{name}: {err:#}")),
-                    }
-                    ctx.bar.inc(1);
-                    write_json(&dir.join("experiment.json"), &record)?;
+/// The experiment: every set under every policy at every heavy count, each run its own
+/// server.
+pub struct Degradation;
+
+impl Sweep for Degradation {
+    const NAME: &'static str = "degradation";
+    const FACTOR: &'static str = "heavy clients";
+    const NEEDS_EMBEDDED: bool = true;
+    /// Indices in [`SETS`] and [`POLICIES`], and the heavy clients.
+    type Point = (usize, usize, usize);
+
+    fn points(options: &Options) -> Points<Self::Point> {
+        let mut points = Vec::new();
+        for set in 0..SETS.len() {
+            for policy in 0..POLICIES.len() {
+                for &heavy in heavy_counts(options) {
+                    points.push((set, policy, heavy));
                 }
             }
         }
+        Points::Fixed(points)
     }
-    record.complete = record.runs.len() == runs(ctx.options);
-    write_json(&dir.join("experiment.json"), &record)?;
-    Ok(record)
+
+    fn start(_: &Ctx<'_>) -> anyhow::Result<Degradation> {
+        Ok(Degradation)
+    }
+
+    fn name(&self, &(set, policy, heavy): &Self::Point) -> String {
+        run_name(SETS[set].name, POLICIES[policy].0, heavy, 1)
+    }
+
+    fn label(&self, run: &Run<'_, Self::Point>) -> String {
+        run.name.to_string()
+    }
+
+    fn measure(&mut self, run: &Run<'_, Self::Point>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        let &(set, policy, heavy) = run.point;
+        let (policy, flags) = POLICIES[policy];
+        one_run(run.dir, ctx, &SETS[set], policy, flags, heavy)
+    }
+
+    /// A policy that fails is reported; the others still run.
+    fn on_failure(&self, _: &Self::Point) -> OnFailure {
+        OnFailure::Continue
+    }
 }
 
 fn one_run(

@@ -3,11 +3,8 @@
 //! MVA for the measured machine and for 2× and 4× the server's CPUs, fits the Universal
 //! Scalability Law, and sets both against what was measured.
 
-use std::path::Path;
-
-use super::clients::{sweep, Plan};
-use super::record::ExperimentRecord;
-use super::{Ctx, Options};
+use crate::clients::Counts;
+use crate::Options;
 
 /// Client counts of the sweep: doubling, so that the curves are sampled evenly on the way to
 /// saturation and beyond.
@@ -15,27 +12,18 @@ pub const CLIENTS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// The sweep of `--quick`.
 pub const QUICK_CLIENTS: [usize; 5] = [1, 2, 4, 8, 16];
 
-fn counts(options: &Options) -> &'static [usize] {
-    if options.quick {
-        &QUICK_CLIENTS
-    } else {
-        &CLIENTS
+/// The experiment: the clients experiment's runs on the lab's target (a connection per
+/// request unless `--keep-alive`), at its own client counts.
+pub struct Model;
+
+impl Counts for Model {
+    const NAME: &'static str = "model";
+
+    fn counts(options: &Options) -> Vec<usize> {
+        if options.quick {
+            QUICK_CLIENTS.to_vec()
+        } else {
+            CLIENTS.to_vec()
+        }
     }
-}
-
-/// Runs planned.
-pub fn runs(options: &Options) -> usize {
-    counts(options).len() * options.repeat
-}
-
-/// Runs the sweep into `dir` on the lab's target (a connection per request unless
-/// `--keep-alive`, as the clients experiment).
-pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
-    let plan = Plan {
-        clients: counts(ctx.options).to_vec(),
-        duration: ctx.duration,
-        close: !ctx.options.keep_alive,
-        fileset: ctx.fileset,
-    };
-    sweep(dir, "model", &plan, ctx)
 }

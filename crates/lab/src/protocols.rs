@@ -6,16 +6,15 @@
 //! close mode the handshake's share of the client's time.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::Context;
 use webscope_load::{Config, Mode, Target as LoadTarget};
 
-use super::clients::measure;
-use super::record::{write_json, ExperimentRecord, RunRecord};
-use super::target::{Secure, Target};
-use super::{Ctx, Options};
+use crate::measure::measure;
+use crate::record::RunRecord;
+use crate::runner::{Ctx, Points, Run, Sweep};
+use crate::target::{Secure, Target};
+use crate::Options;
 
 /// Closed-loop clients of every row: enough to keep one server core busy.
 const CLIENTS: usize = 20;
@@ -62,49 +61,39 @@ pub const ROWS: [Row; 5] = [
     },
 ];
 
-/// Runs planned.
-pub fn runs(options: &Options) -> usize {
-    ROWS.len() * options.repeat
+/// The experiment: the rows, each its own embedded server, with the lab's certificate.
+pub struct Protocols {
+    secure: Secure,
 }
 
-/// Runs the rows into `dir`; stops early on interrupt.
-pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut record = ExperimentRecord {
-        name: "protocols".into(),
-        factor: "protocol".into(),
-        runs: Vec::new(),
-        complete: false,
-        failures: Vec::new(),
-    };
-    let secure = Secure::make(&ctx.options.work, false)?;
-    let rounds = ctx.options.repeat.max(1);
-    let points = (1..=rounds).flat_map(|round| (0..ROWS.len()).map(move |r| (round, r)));
-    for (round, row) in points {
-        if ctx.interrupt.load(Ordering::Relaxed) {
-            break;
-        }
-        let name = super::round_name(&format!("row-{row}"), round);
-        let run_dir = dir.join(&name);
-        std::fs::create_dir_all(&run_dir)?;
-        match one_run(&run_dir, ctx, row, &secure) {
-            Ok(run) => {
-                write_json(&run_dir.join("run.json"), &run)?;
-                record.runs.push(name);
-            }
-            Err(err) => {
-                record
-                    .failures
-                    .push(format!("{}: {err:#}", ROWS[row].label));
-                break;
-            }
-        }
-        ctx.bar.inc(1);
-        write_json(&dir.join("experiment.json"), &record)?;
+impl Sweep for Protocols {
+    const NAME: &'static str = "protocols";
+    const FACTOR: &'static str = "protocol";
+    const NEEDS_EMBEDDED: bool = true;
+    /// The row's index in [`ROWS`].
+    type Point = usize;
+
+    fn points(_: &Options) -> Points<usize> {
+        Points::Fixed((0..ROWS.len()).collect())
     }
-    record.complete = record.runs.len() == runs(ctx.options);
-    write_json(&dir.join("experiment.json"), &record)?;
-    Ok(record)
+
+    fn start(ctx: &Ctx<'_>) -> anyhow::Result<Protocols> {
+        Ok(Protocols {
+            secure: Secure::make(&ctx.options.work, false)?,
+        })
+    }
+
+    fn name(&self, row: &usize) -> String {
+        format!("row-{row}")
+    }
+
+    fn label(&self, run: &Run<'_, usize>) -> String {
+        ROWS[*run.point].label.to_string()
+    }
+
+    fn measure(&mut self, run: &Run<'_, usize>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        one_run(run.dir, ctx, *run.point, &self.secure)
+    }
 }
 
 fn one_run(

@@ -58,6 +58,24 @@ pub struct ExperimentRecord {
     pub complete: bool,
     /// What went wrong, if something did.
     pub failures: Vec<String>,
+    /// Why each round's search stopped, for an experiment that chooses its points as it goes
+    /// (absent for the others, and in records written before it existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stopped: Vec<String>,
+}
+
+impl ExperimentRecord {
+    /// The record of an experiment that has not run yet.
+    pub fn new(name: &str, factor: &str) -> ExperimentRecord {
+        ExperimentRecord {
+            name: name.into(),
+            factor: factor.into(),
+            runs: Vec::new(),
+            complete: false,
+            failures: Vec::new(),
+            stopped: Vec::new(),
+        }
+    }
 }
 
 /// One run.

@@ -12,16 +12,17 @@
 //! double after one that did, at the first errors, or at the cap.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
 use webscope_load::{Config, Group, Mode, Target as LoadTarget};
 
-use super::clients::{measure, Plan};
-use super::record::{write_json, ExperimentRecord, RunRecord};
-use super::target::Target;
-use super::{Ctx, Options};
+use crate::clients;
+use crate::measure::measure;
+use crate::record::RunRecord;
+use crate::runner::{Ctx, Next, OnFailure, Points, Run, SoFar, Sweep};
+use crate::target::Target;
+use crate::Options;
 
 /// A step "doubles" the mean response time when it grows by this factor or more as clients
 /// double (2 less the noise of short runs).
@@ -36,19 +37,6 @@ pub const SMALL_BYTES: usize = 22 * 1024;
 pub const LARGE_BYTES: usize = 1_100 * 1024;
 const SMALL_CLIENTS: usize = 8;
 const LARGE_CLIENTS: usize = 2;
-
-fn cap(options: &Options) -> usize {
-    if options.quick {
-        QUICK_CAP
-    } else {
-        CAP
-    }
-}
-
-/// Runs planned at most: the doubling steps up to the cap, and the density run.
-pub fn runs(options: &Options) -> usize {
-    (cap(options) as f64).log2() as usize + 2
-}
 
 /// What the rule says after the steps so far: `None` to go on, or why to stop.
 /// `steps` are (clients, mean response time, errors), in order.
@@ -86,73 +74,131 @@ pub fn knee(steps: &[(usize, f64, f64)]) -> Option<usize> {
     Some(steps[first].0)
 }
 
-/// Runs the doubling steps, then the density run, into `dir`.
-pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut record = ExperimentRecord {
-        name: "saturation".into(),
-        factor: "clients".into(),
-        runs: Vec::new(),
-        complete: false,
-        failures: Vec::new(),
-    };
-    let plan = Plan {
-        clients: Vec::new(),
-        duration: ctx.duration,
-        close: !ctx.options.keep_alive,
-        fileset: ctx.fileset,
-    };
-    let mut steps = Vec::new();
-    let mut clients = 1;
-    let mut stopped = None;
-    while stopped.is_none() && !ctx.interrupt.load(Ordering::Relaxed) {
-        let name = format!("clients-{clients:03}");
-        let run_dir = dir.join(&name);
-        std::fs::create_dir_all(&run_dir)?;
-        match super::clients::one_run(&run_dir, clients, &plan, ctx.target, ctx.interrupt, ctx.bar)
-        {
-            Ok(run) => {
-                steps.push((
-                    clients,
-                    run.load["latency_us"]["mean"].as_f64().unwrap_or(0.0),
-                    run.load["errors"]["total"].as_f64().unwrap_or(0.0),
-                ));
-                write_json(&run_dir.join("run.json"), &run)?;
-                record.runs.push(name);
-            }
-            Err(err) => {
-                record.failures.push(format!("{clients} clients: {err:#}"));
-                break;
-            }
-        }
-        ctx.bar.inc(1);
-        write_json(&dir.join("experiment.json"), &record)?;
-        stopped = stop_reason(&steps, cap(ctx.options));
-        clients *= 2;
-    }
-    // The steps the rule saved are not run: the bar jumps over them.
-    let planned_steps = runs(ctx.options) - 1;
-    ctx.bar
-        .inc(planned_steps.saturating_sub(steps.len()) as u64);
-    if ctx.options.target.is_some() {
-        record.failures.push(
-            "the two-class run needs the embedded server (it serves its own two files): not run against --target".into(),
-        );
-    } else if !ctx.interrupt.load(Ordering::Relaxed) && record.failures.is_empty() {
-        match density_run(dir, ctx) {
-            Ok(name) => record.runs.push(name),
-            Err(err) => record.failures.push(format!("the two-class run: {err:#}")),
-        }
-        ctx.bar.inc(1);
-    }
-    record.complete = stopped.is_some() && record.runs.len() > steps.len();
-    write_json(&dir.join("experiment.json"), &record)?;
-    Ok(record)
+/// One point: a doubling step, or the two-class run after the rule stopped them.
+#[derive(Clone)]
+pub enum Step {
+    Clients(usize),
+    TwoClass,
 }
 
-/// The two-class run: its own server on a directory holding the two files, a client group
-/// per file, every request written to `samples.csv`.
-fn density_run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<String> {
+/// The experiment: doubling steps on the lab's target until [`stop_reason`] says stop, then
+/// the two-class run on a server of its own.
+pub struct Saturation {
+    cap: usize,
+    /// The two-class run has been asked for.
+    two_class: bool,
+}
+
+impl Saturation {
+    fn cap(options: &Options) -> usize {
+        if options.quick {
+            QUICK_CAP
+        } else {
+            CAP
+        }
+    }
+}
+
+impl Sweep for Saturation {
+    const NAME: &'static str = "saturation";
+    const FACTOR: &'static str = "clients";
+    /// Its page reads why the doubling stopped from the runs ([`stop_reason`] again).
+    const RECORD_STOP: bool = false;
+    type Point = Step;
+
+    /// The doubling steps up to the cap.
+    fn points(options: &Options) -> Points<Step> {
+        Points::Adaptive {
+            most: (Self::cap(options) as f64).log2() as usize + 1,
+        }
+    }
+
+    /// It stops where its rule says, so it runs once.
+    fn rounds(_: &Options) -> usize {
+        1
+    }
+
+    /// The doubling steps up to the cap, and the two-class run.
+    fn planned(options: &Options) -> usize {
+        (Self::cap(options) as f64).log2() as usize + 2
+    }
+
+    fn start(ctx: &Ctx<'_>) -> anyhow::Result<Saturation> {
+        Ok(Saturation {
+            cap: Self::cap(ctx.options),
+            two_class: false,
+        })
+    }
+
+    fn next(&mut self, so_far: &SoFar<'_, Step>, ctx: &Ctx<'_>) -> Next<Step> {
+        if so_far.stopped.is_some() {
+            if self.two_class || ctx.options.target.is_some() {
+                return Next::Done;
+            }
+            self.two_class = true;
+            return Next::Run(Step::TwoClass);
+        }
+        let steps: Vec<(usize, f64, f64)> = so_far
+            .runs
+            .iter()
+            .filter_map(|done| match done.point {
+                Step::Clients(clients) => Some((
+                    clients,
+                    done.run.load["latency_us"]["mean"].as_f64().unwrap_or(0.0),
+                    done.run.load["errors"]["total"].as_f64().unwrap_or(0.0),
+                )),
+                Step::TwoClass => None,
+            })
+            .collect();
+        match (stop_reason(&steps, self.cap), steps.last()) {
+            (Some(why), _) => Next::Stop(why),
+            (None, Some(&(clients, _, _))) => Next::Run(Step::Clients(clients * 2)),
+            (None, None) => Next::Run(Step::Clients(1)),
+        }
+    }
+
+    fn name(&self, step: &Step) -> String {
+        match step {
+            Step::Clients(clients) => clients::run_name(*clients),
+            Step::TwoClass => "two-class".into(),
+        }
+    }
+
+    fn label(&self, run: &Run<'_, Step>) -> String {
+        match run.point {
+            Step::Clients(clients) => clients::label(*clients),
+            Step::TwoClass => "the two-class run".into(),
+        }
+    }
+
+    fn measure(&mut self, run: &Run<'_, Step>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        match run.point {
+            Step::Clients(clients) => clients::one_run(run.dir, *clients, ctx),
+            Step::TwoClass => density_run(run.dir, ctx),
+        }
+    }
+
+    /// A failed step ends the doubling (and the two-class run with it); the two-class run is
+    /// the last anyway.
+    fn on_failure(&self, step: &Step) -> OnFailure {
+        match step {
+            Step::Clients(_) => OnFailure::Stop,
+            Step::TwoClass => OnFailure::Continue,
+        }
+    }
+
+    fn finish(&mut self, ctx: &Ctx<'_>) -> Vec<String> {
+        if ctx.options.target.is_some() {
+            vec!["the two-class run needs the embedded server (it serves its own two files): not run against --target".into()]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// The two-class run into `run_dir`: its own server on a directory holding the two files, a
+/// client group per file, every request written to `samples.csv`.
+fn density_run(run_dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
     let root = ctx.options.work.join("chiarini-two-class");
     for (name, size) in [("small.bin", SMALL_BYTES), ("large.bin", LARGE_BYTES)] {
         let path = root.join(name);
@@ -163,9 +209,6 @@ fn density_run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<String> {
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
     }
-    let name = "two-class".to_string();
-    let run_dir = dir.join(&name);
-    std::fs::create_dir_all(&run_dir)?;
     let mut target = Target::embedded(ctx.exe, &root, 1, ctx.server_cpu, &[])?;
     let groups = [
         Group {
@@ -191,18 +234,15 @@ fn density_run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<String> {
     config.timeout = Duration::from_secs(10);
     config.samples = Some(run_dir.join("samples.csv"));
     let label = "two classes, 22 KB and 1.1 MB";
-    let measured = measure(&run_dir, config, &target, ctx.interrupt, ctx.bar, label);
+    let measured = measure(run_dir, config, &target, ctx.interrupt, ctx.bar, label);
     target.stop();
-    let measured = measured?;
-    let run = RunRecord::new(
+    Ok(RunRecord::new(
         (SMALL_CLIENTS + LARGE_CLIENTS) as f64,
         format!(
             "{label}: {SMALL_CLIENTS} clients on the 22 KB file and {LARGE_CLIENTS} on the 1.1 MB one, closed loop"
         ),
-        measured,
-    );
-    write_json(&run_dir.join("run.json"), &run)?;
-    Ok(name)
+        measured?,
+    ))
 }
 
 #[cfg(test)]
@@ -235,6 +275,6 @@ mod tests {
             .unwrap()
             .contains("errors started at 2"));
         assert!(stop_reason(&flat, 4).unwrap().contains("cap of 4"));
-        assert_eq!(runs(&crate::tests_options(false)), 10);
+        assert_eq!(Saturation::planned(&crate::tests_options(false)), 10);
     }
 }

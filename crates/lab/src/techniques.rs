@@ -18,14 +18,14 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::Context;
 use webscope_load::{Config, Mode, Target as LoadTarget};
 use webscope_server::TECHNIQUES as NAMES;
 
-use super::measure::measure_with;
-use super::record::{write_json, ExperimentRecord, RunRecord, Syscalls};
-use super::target::Target;
-use super::{Ctx, Options};
+use crate::measure::measure_with;
+use crate::record::{RunRecord, Syscalls};
+use crate::runner::{Ctx, Points, Run, Sweep};
+use crate::target::Target;
+use crate::Options;
 
 /// Keep-alive clients of every step: enough to keep one server core busy.
 const CLIENTS: usize = 20;
@@ -39,11 +39,6 @@ const BUSY_POLL_US: u32 = 50;
 /// Steps after the baseline.
 fn steps() -> usize {
     NAMES.len() + TODAY.len()
-}
-
-/// Runs planned: the baseline and one per technique.
-pub fn runs(options: &Options) -> usize {
-    (steps() + 1) * options.repeat
 }
 
 /// The paper's techniques on at step `step` (0: none; from `NAMES.len()` on: all).
@@ -105,41 +100,35 @@ fn busy_poll_refused() -> Option<String> {
     webscope_load::busy_poll_probe(BUSY_POLL_US).err()
 }
 
-/// Runs the steps into `dir`; stops early on interrupt.
-pub fn run(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentRecord> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut record = ExperimentRecord {
-        name: "techniques".into(),
-        factor: "techniques enabled (cumulative)".into(),
-        runs: Vec::new(),
-        complete: false,
-        failures: Vec::new(),
-    };
-    let rounds = ctx.options.repeat.max(1);
-    let points = (1..=rounds).flat_map(|round| (0..=steps()).map(move |s| (round, s)));
-    for (round, step) in points {
-        if ctx.interrupt.load(Ordering::Relaxed) {
-            break;
-        }
-        let name = super::round_name(&format!("step-{step}"), round);
-        let run_dir = dir.join(&name);
-        std::fs::create_dir_all(&run_dir)?;
-        match one_run(&run_dir, ctx, step) {
-            Ok(run) => {
-                write_json(&run_dir.join("run.json"), &run)?;
-                record.runs.push(name);
-            }
-            Err(err) => {
-                record.failures.push(format!("{}: {err:#}", label(step)));
-                break;
-            }
-        }
-        ctx.bar.inc(1);
-        write_json(&dir.join("experiment.json"), &record)?;
+/// The experiment: one step per technique, each its own server.
+pub struct Techniques;
+
+impl Sweep for Techniques {
+    const NAME: &'static str = "techniques";
+    const FACTOR: &'static str = "techniques enabled (cumulative)";
+    const NEEDS_EMBEDDED: bool = true;
+    /// The step: 0 the baseline, then one more technique each.
+    type Point = usize;
+
+    fn points(_: &Options) -> Points<usize> {
+        Points::Fixed((0..=steps()).collect())
     }
-    record.complete = record.runs.len() == runs(ctx.options);
-    write_json(&dir.join("experiment.json"), &record)?;
-    Ok(record)
+
+    fn start(_: &Ctx<'_>) -> anyhow::Result<Techniques> {
+        Ok(Techniques)
+    }
+
+    fn name(&self, step: &usize) -> String {
+        format!("step-{step}")
+    }
+
+    fn label(&self, run: &Run<'_, usize>) -> String {
+        label(*run.point)
+    }
+
+    fn measure(&mut self, run: &Run<'_, usize>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        one_run(run.dir, ctx, *run.point)
+    }
 }
 
 fn one_run(run_dir: &Path, ctx: &Ctx<'_>, step: usize) -> anyhow::Result<RunRecord> {
