@@ -8,7 +8,6 @@ use webscope_http::request::Limits;
 
 use crate::services::ServicesConfig;
 use crate::techniques::Techniques;
-use crate::tls::TlsFiles;
 
 /// Where the access log goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +29,15 @@ pub enum Io {
     /// One io_uring per worker: multishot accept and receive, provided buffers, SEND,
     /// submitted in batches; large files by sendfile. Plain HTTP/1.1 files only.
     Uring,
+}
+
+/// Where the certificate chain and its key are (PEM).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// The private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
 }
 
 /// The server's configuration. `Config::new(root)` gives the documented defaults.

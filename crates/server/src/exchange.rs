@@ -4,10 +4,11 @@
 
 use std::net::SocketAddr;
 
-use webscope_http::request::{Body, Request};
+use webscope_http::request::{Body, Method, Request};
 
 use crate::access_log::{Entry, RequestLine};
 use crate::respond::{self, ConnHeader, Reply, Scratch, Site};
+use crate::services::{Refusal, Services};
 use crate::worker::Worker;
 
 /// Who the client is, as the access log writes it.
@@ -122,4 +123,47 @@ pub(crate) fn log_refusal(worker: &Worker, peer: &Peer, pending: &[u8], reply: &
         referer: None,
         user_agent: None,
     });
+}
+
+/// Runs a `/svc/` request on the services' executor and answers with its result into `out`.
+/// The connection's task waits; the I/O thread goes on serving other connections.
+pub(crate) async fn service_reply(
+    services: &Services,
+    req: &Request<'_>,
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+    strings: bool,
+) -> Reply {
+    let conn = ConnHeader::new(keep_alive, req.version);
+    let head_only = req.method == Method::Head;
+    if !matches!(req.method, Method::Get | Method::Head) {
+        return respond::error(
+            out,
+            405,
+            conn,
+            head_only,
+            &[("Allow", b"GET, HEAD")],
+            strings,
+        );
+    }
+    let pending = match services.submit(req.target) {
+        Ok(pending) => pending,
+        Err(Refusal::BadRequest) => return respond::error(out, 400, conn, head_only, &[], strings),
+        Err(Refusal::NotFound) => return respond::error(out, 404, conn, head_only, &[], strings),
+        Err(Refusal::Unavailable) => {
+            return respond::error(out, 503, conn, head_only, &[("Retry-After", b"1")], strings)
+        }
+    };
+    match pending.await {
+        Ok(body) => respond::generated(out, conn, head_only, &body, strings),
+        // The executor went away (the server is stopping).
+        Err(_) => respond::error(
+            out,
+            503,
+            ConnHeader::Close,
+            head_only,
+            &[("Retry-After", b"1")],
+            strings,
+        ),
+    }
 }

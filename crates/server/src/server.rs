@@ -16,7 +16,7 @@ use crate::metrics::Info;
 use crate::services::{ServiceFigures, Services};
 use crate::timing::{self, SharedStats, Stats};
 use crate::tls::{KtlsState, Tls};
-use crate::{listener, worker};
+use crate::{epoll, listener, worker};
 
 /// Names the dns-cache keeps (Apache has no bound; this one has).
 const DNS_CACHE_NAMES: usize = 4096;
@@ -200,7 +200,7 @@ impl Server {
                     if uring {
                         crate::uring::run(start)
                     } else {
-                        worker::run(start)
+                        epoll::run(start)
                     }
                 })
                 .map_err(Error::Start)?;

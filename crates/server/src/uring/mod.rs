@@ -148,7 +148,7 @@ pub(crate) fn run(mut start: Start) {
         Ok(built) => built,
         Err(err) => {
             eprintln!("webscope serve: io_uring refused ({err}); this worker serves with epoll");
-            crate::worker::run(start);
+            crate::epoll::run(start);
             return;
         }
     };

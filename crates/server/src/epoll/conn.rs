@@ -12,15 +12,14 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use tokio::time::{Duration, Instant};
-use webscope_http::request::{self, Body, Method, Request};
+use webscope_http::request::{self, Body, Request};
 
+use super::transport::Transport;
 use crate::exchange::{self, Peer};
 use crate::files::read_at;
 use crate::io::Socket;
-use crate::respond::{self, ConnHeader, Reply, Scratch, Tail};
-use crate::services::{Refusal, Services};
+use crate::respond::{Reply, Scratch, Tail};
 use crate::timing::Sample;
-use crate::transport::Transport;
 use crate::worker::Worker;
 
 /// Output is written out once this much is buffered, even if more pipelined requests wait.
@@ -224,7 +223,8 @@ impl Conn {
             .filter(|_| !too_large && req.target.starts_with("/svc/"));
         let reply = if let Some(services) = service {
             let strings = worker.config.techniques.string_cache;
-            service_reply(services, req, terms.keep_alive, &mut self.output, strings).await
+            exchange::service_reply(services, req, terms.keep_alive, &mut self.output, strings)
+                .await
         } else {
             exchange::file_reply(&worker, req, terms, &mut self.output, &mut self.scratch)
         };
@@ -377,48 +377,5 @@ impl Conn {
                 Ok(n) => drained += n,
             }
         }
-    }
-}
-
-/// Runs a `/svc/` request on the services' executor and answers with its result into `out`.
-/// The connection's task waits; the I/O thread goes on serving other connections.
-pub(crate) async fn service_reply(
-    services: &Services,
-    req: &Request<'_>,
-    keep_alive: bool,
-    out: &mut Vec<u8>,
-    strings: bool,
-) -> Reply {
-    let conn = ConnHeader::new(keep_alive, req.version);
-    let head_only = req.method == Method::Head;
-    if !matches!(req.method, Method::Get | Method::Head) {
-        return respond::error(
-            out,
-            405,
-            conn,
-            head_only,
-            &[("Allow", b"GET, HEAD")],
-            strings,
-        );
-    }
-    let pending = match services.submit(req.target) {
-        Ok(pending) => pending,
-        Err(Refusal::BadRequest) => return respond::error(out, 400, conn, head_only, &[], strings),
-        Err(Refusal::NotFound) => return respond::error(out, 404, conn, head_only, &[], strings),
-        Err(Refusal::Unavailable) => {
-            return respond::error(out, 503, conn, head_only, &[("Retry-After", b"1")], strings)
-        }
-    };
-    match pending.await {
-        Ok(body) => respond::generated(out, conn, head_only, &body, strings),
-        // The executor went away (the server is stopping).
-        Err(_) => respond::error(
-            out,
-            503,
-            ConnHeader::Close,
-            head_only,
-            &[("Retry-After", b"1")],
-            strings,
-        ),
     }
 }

@@ -21,12 +21,12 @@ use http::{HeaderMap, Response, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
 use webscope_http::request::{Body, Method, Request, Version};
 
+use super::transport::Transport;
 use crate::access_log::{Entry, RequestLine};
-use crate::conn::service_reply;
+use crate::exchange::service_reply;
 use crate::files::read_at;
 use crate::respond::{self, Reply, Scratch, Site, Tail};
 use crate::timing::Sample;
-use crate::transport::Transport;
 use crate::worker::Worker;
 
 /// Streams a client may open at once (nginx's `http2_max_concurrent_streams`).
