@@ -47,6 +47,7 @@ mod epoll;
 mod error;
 mod exchange;
 mod files;
+mod http1;
 mod io;
 mod listener;
 mod metrics;

@@ -1,4 +1,6 @@
-//! One client connection: read, parse, answer, repeat, until the client or a rule closes it.
+//! One HTTP/1.1 connection on the epoll engine (plain TCP, user-space TLS or kTLS): read,
+//! answer, write, repeat, until the client or a rule closes it. Which bytes are a request and
+//! how it is answered is `crate::http1`'s and `crate::exchange`'s; this loop moves the bytes.
 //!
 //! The loop answers every complete request already buffered before it writes (pipelined
 //! responses leave in one write), writes before it waits for more input, and keeps one read
@@ -12,14 +14,14 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use tokio::time::{Duration, Instant};
-use webscope_http::request::{self, Body, Request};
+use webscope_http::request::{self, Request};
 
 use super::transport::Transport;
 use crate::exchange::{self, Peer};
 use crate::files::read_at;
+use crate::http1::{After, Http1};
 use crate::io::Socket;
-use crate::respond::{Reply, Scratch, Tail};
-use crate::timing::Sample;
+use crate::respond::Tail;
 use crate::worker::Worker;
 
 /// Output is written out once this much is buffered, even if more pipelined requests wait.
@@ -40,20 +42,8 @@ enum End {
 
 struct Conn {
     socket: Transport,
-    peer: Peer,
     worker: Rc<Worker>,
-    input: Vec<u8>,
-    /// Start of unconsumed input.
-    start: usize,
-    output: Vec<u8>,
-    scratch: Scratch,
-    served: u64,
-    /// Body bytes of the last request still to be read and dropped.
-    discard: u64,
-    /// Clock reading when the first byte of the request being read arrived (0: none yet).
-    head_start: u64,
-    /// Nanoseconds of the TLS handshake, recorded with the connection's first request.
-    handshake: u64,
+    h1: Http1,
     /// The buffer a large file is read into to be encrypted (user-space TLS only).
     file_chunk: Vec<u8>,
 }
@@ -75,16 +65,8 @@ pub(crate) async fn serve_over(
 ) {
     let mut conn = Conn {
         socket,
-        peer: Peer::new(peer, &worker),
+        h1: Http1::new(Peer::new(peer, &worker), handshake),
         worker,
-        input: Vec::with_capacity(4096),
-        start: 0,
-        output: Vec::with_capacity(4096),
-        scratch: Scratch::default(),
-        served: 0,
-        discard: 0,
-        head_start: 0,
-        handshake,
         file_chunk: Vec::new(),
     };
     match conn.run().await {
@@ -92,7 +74,7 @@ pub(crate) async fn serve_over(
         Err(_) => {}
         Ok(End::Linger) => conn.linger().await,
     }
-    conn.worker.timing.end_connection(accepted, conn.served);
+    conn.worker.timing.end_connection(accepted, conn.h1.served);
 }
 
 /// What one pass over the buffered input decided.
@@ -111,22 +93,10 @@ impl Conn {
         let config = &worker.config;
         let mut head_deadline: Option<Instant> = None;
         loop {
-            if self.start == self.input.len() {
-                self.input.clear();
-                self.start = 0;
-            }
-            if self.discard > 0 && self.start < self.input.len() {
-                let n = (self.input.len() - self.start).min(self.discard as usize);
-                self.start += n;
-                self.discard -= n as u64;
-                continue;
-            }
-            if self.discard == 0 && self.start < self.input.len() {
-                // The request borrows the input while it is answered, so the buffer is lent
-                // out of `self` for the step (a move of three words, not a copy).
-                let input = std::mem::take(&mut self.input);
+            if self.h1.request_waiting() {
+                let input = std::mem::take(&mut self.h1.input);
                 let step = self.step(&input).await;
-                self.input = input;
+                self.h1.input = input;
                 match step? {
                     Step::Answered => {
                         head_deadline = None;
@@ -138,12 +108,12 @@ impl Conn {
             }
             // More input is needed: first send what is ready.
             self.flush(false).await?;
-            let idle = self.start == self.input.len() && self.discard == 0;
+            let idle = self.h1.idle();
             if idle && worker.shutting_down() {
                 return Ok(End::Close);
             }
             let deadline = if idle {
-                let wait = if self.served == 0 {
+                let wait = if self.h1.served == 0 {
                     config.header_timeout
                 } else {
                     config.keepalive_timeout
@@ -152,27 +122,27 @@ impl Conn {
             } else {
                 *head_deadline.get_or_insert_with(|| Instant::now() + config.header_timeout)
             };
-            self.compact();
-            let was_empty = self.start == self.input.len();
+            self.h1.compact();
+            let was_empty = self.h1.start == self.h1.input.len();
             let read = tokio::select! {
                 biased;
-                read = self.socket.read_some(&mut self.input, 2048, deadline) => read,
+                read = self.socket.read_some(&mut self.h1.input, 2048, deadline) => read,
                 () = worker.shutdown_signal(), if idle => return Ok(End::Close),
             };
             match read {
                 Ok(0) => return Ok(End::Close),
                 Ok(_) => {
                     if was_empty {
-                        self.head_start = worker.timing.now();
+                        self.h1.head_arrived(&worker.timing);
                     }
                 }
                 Err(err) if err.kind() == io::ErrorKind::TimedOut => {
                     if idle {
                         return Ok(End::Close);
                     }
-                    let input = std::mem::take(&mut self.input);
-                    let result = self.refuse(408, &input[self.start..]).await;
-                    self.input = input;
+                    let input = std::mem::take(&mut self.h1.input);
+                    let result = self.refuse(408, &input[self.h1.start..]).await;
+                    self.h1.input = input;
                     result?;
                     return Ok(End::Linger);
                 }
@@ -183,14 +153,12 @@ impl Conn {
 
     /// Parses the next buffered request and answers it.
     async fn step(&mut self, input: &[u8]) -> io::Result<Step> {
-        let pending = &input[self.start..];
+        let pending = &input[self.h1.start..];
         match request::parse(pending, &self.worker.config.limits) {
-            Ok(Some(req)) => Ok(
-                match self.answer(&req, input, self.worker.timing.now()).await? {
-                    Some(end) => Step::End(end),
-                    None => Step::Answered,
-                },
-            ),
+            Ok(Some(req)) => Ok(match self.answer(&req, input).await? {
+                Some(end) => Step::End(end),
+                None => Step::Answered,
+            }),
             Ok(None) => Ok(Step::NeedMore),
             Err(err) => {
                 self.refuse(err.status(), pending).await?;
@@ -199,82 +167,31 @@ impl Conn {
         }
     }
 
-    /// Answers one parsed request. Returns how the connection ends if it must.
-    async fn answer(
-        &mut self,
-        req: &Request<'_>,
-        input: &[u8],
-        parsed: u64,
-    ) -> io::Result<Option<End>> {
+    /// Answers one parsed request and sends what must leave now. Returns how the connection
+    /// ends if it must.
+    async fn answer(&mut self, req: &Request<'_>, input: &[u8]) -> io::Result<Option<End>> {
         let worker = Rc::clone(&self.worker);
-        let timing = &worker.timing;
-        let head_start = if self.head_start == 0 {
-            parsed
-        } else {
-            self.head_start
-        };
-        self.served += 1;
-        let terms = exchange::terms(&worker, req, self.served);
-        let too_large = terms.too_large;
-        let out_before = self.output.len();
-        let service = worker
-            .services
-            .as_ref()
-            .filter(|_| !too_large && req.target.starts_with("/svc/"));
-        let reply = if let Some(services) = service {
-            let strings = worker.config.techniques.string_cache;
-            exchange::service_reply(services, req, terms.keep_alive, &mut self.output, strings)
-                .await
-        } else {
-            exchange::file_reply(&worker, req, terms, &mut self.output, &mut self.scratch)
-        };
-        let responded = timing.now();
-        exchange::log_request(&worker, &self.peer, req, &reply);
-        let logged = timing.now();
-        self.start += req.head_len;
-        if let (Body::Length(n), false) = (req.body, too_large) {
-            self.discard = n;
-        }
-        let Reply {
-            tail,
-            close,
-            status,
-            body_bytes,
-        } = reply;
-        let inline = (self.output.len() - out_before) as u64;
-        let tail_len = tail.len();
-        let complete = self.send_tail(tail).await?;
-        if self.start >= input.len() && self.discard == 0 {
+        let begun = self.h1.begin(&worker, req);
+        let reply = exchange::reply(&worker, req, begun.terms, self.h1.buffers()).await;
+        let answer = self.h1.answered(&worker, req, input.len(), begun, reply);
+        let complete = self.send_tail(answer.tail).await?;
+        if !answer.pipelined {
             // Nothing pipelined behind it: send now, so the process phase includes sending.
             self.flush(false).await?;
         }
-        let sent = timing.now();
-        timing.record(&Sample {
-            status,
-            body_bytes,
-            sent_bytes: inline + tail_len,
-            parse: timing.nanos(head_start, parsed),
-            process: timing.nanos(parsed, responded) + timing.nanos(logged, sent),
-            log: timing.nanos(responded, logged),
-            total: timing.nanos(head_start, sent),
-            tls: std::mem::take(&mut self.handshake),
-        });
-        self.head_start = if self.start < input.len() { sent } else { 0 };
+        self.h1.sent(&worker.timing, answer.exchange, input.len());
         if !complete {
             return Ok(Some(End::Close));
         }
-        if close {
-            self.flush(false).await?;
-            let unread = too_large
-                || self.start < input.len()
-                || self.discard > 0
-                || req.body == Body::Chunked;
-            return Ok(Some(if unread { End::Linger } else { End::Close }));
-        }
-        if self.output.len() >= OUT_HIGH_WATER {
+        let end = match answer.after {
+            After::KeepOpen => None,
+            After::Close => Some(End::Close),
+            After::Linger => Some(End::Linger),
+        };
+        if end.is_some() || self.h1.output.len() >= OUT_HIGH_WATER {
             self.flush(false).await?;
         }
-        Ok(None)
+        Ok(end)
     }
 
     /// Sends a large body after its head. Returns false if the file turned out shorter than
@@ -302,7 +219,7 @@ impl Conn {
                 let end = offset + len;
                 while offset < end {
                     let chunk = (end - offset).min(READ_CHUNK);
-                    let n = read_at(&file, offset, chunk, &mut self.output)?;
+                    let n = read_at(&file, offset, chunk, &mut self.h1.output)?;
                     self.flush(false).await?;
                     if n < chunk {
                         return Ok(false);
@@ -314,54 +231,23 @@ impl Conn {
         }
     }
 
-    /// Answers a request that could not be parsed (or timed out) and logs it; `pending` is
-    /// the unparsed input, whose first line goes to the log.
+    /// Answers a request that could not be parsed (or timed out); `pending` is the unparsed
+    /// input.
     async fn refuse(&mut self, status: u16, pending: &[u8]) -> io::Result<()> {
-        let worker = Rc::clone(&self.worker);
-        let timing = &worker.timing;
-        let started = timing.now();
-        let head_start = if self.head_start == 0 {
-            started
-        } else {
-            self.head_start
-        };
-        let out_before = self.output.len();
-        let reply = exchange::refusal(&worker, status, &mut self.output);
-        let sent_bytes = (self.output.len() - out_before) as u64;
-        let responded = timing.now();
-        exchange::log_refusal(&worker, &self.peer, pending, &reply);
-        let logged = timing.now();
+        let exchange = self.h1.refuse(&self.worker, status, pending);
         let result = self.flush(false).await;
-        let sent = timing.now();
-        timing.record(&Sample {
-            status,
-            body_bytes: reply.body_bytes,
-            sent_bytes,
-            parse: timing.nanos(head_start, started),
-            process: timing.nanos(started, responded) + timing.nanos(logged, sent),
-            log: timing.nanos(responded, logged),
-            total: timing.nanos(head_start, sent),
-            tls: std::mem::take(&mut self.handshake),
-        });
+        exchange.done(&self.worker.timing);
         result
     }
 
     async fn flush(&mut self, more: bool) -> io::Result<()> {
-        if self.output.is_empty() {
+        if self.h1.output.is_empty() {
             return Ok(());
         }
         let timeout = self.worker.config.send_timeout;
-        let result = self.socket.write_all(&self.output, more, timeout).await;
-        self.output.clear();
+        let result = self.socket.write_all(&self.h1.output, more, timeout).await;
+        self.h1.output.clear();
         result
-    }
-
-    /// Moves unconsumed input to the front when the buffer's free space runs low.
-    fn compact(&mut self) {
-        if self.start > 0 && self.input.capacity() - self.input.len() < 2048 {
-            self.input.drain(..self.start);
-            self.start = 0;
-        }
     }
 
     /// Half-closes and reads what the client still sends, for a bounded time, so that our
@@ -371,8 +257,12 @@ impl Conn {
         self.socket.shutdown_write(LINGER).await;
         let mut drained = 0usize;
         while drained < 1 << 20 {
-            self.input.clear();
-            match self.socket.read_some(&mut self.input, 4096, deadline).await {
+            self.h1.input.clear();
+            match self
+                .socket
+                .read_some(&mut self.h1.input, 4096, deadline)
+                .await
+            {
                 Ok(0) | Err(_) => break,
                 Ok(n) => drained += n,
             }

@@ -21,12 +21,12 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types};
-use webscope_http::request::{self, Body, Request};
+use webscope_http::request::{self, Request};
 
 use super::{user_data, Ctx, Op};
-use crate::exchange::{self, Peer};
-use crate::respond::{Reply, Scratch, Tail};
-use crate::timing::Sample;
+use crate::exchange::{Exchange, Peer};
+use crate::http1::{After, Http1};
+use crate::respond::Tail;
 
 /// Output is written out once this much is buffered, even if more pipelined requests wait.
 const OUT_HIGH_WATER: usize = 64 * 1024;
@@ -52,21 +52,6 @@ pub(super) enum State {
     Closing,
 }
 
-/// What follows once the output is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum After {
-    KeepOpen,
-    Close,
-    Linger,
-}
-
-/// A request answered whose sample is recorded once its response has left.
-struct Pending {
-    sample: Sample,
-    head_start: u64,
-    logged: u64,
-}
-
 /// A large body being sent after its head.
 struct TailSend {
     tail: Tail,
@@ -87,19 +72,10 @@ pub(super) struct Conn {
     pub inflight: u32,
     /// Clock reading at accept (for the connection's life in the stats).
     pub accepted: u64,
-    pub served: u64,
-    peer: Peer,
-    input: Vec<u8>,
-    /// Start of unconsumed input.
-    start: usize,
-    output: Vec<u8>,
-    /// Bytes of `output` already sent.
+    pub h1: Http1,
+    /// Bytes of the output already sent.
     sent: usize,
     tail: Option<TailSend>,
-    scratch: Scratch,
-    /// Body bytes of the last request still to be read and dropped.
-    discard: u64,
-    head_start: u64,
     head_deadline: Option<Instant>,
     recv_armed: bool,
     /// Receiving was cancelled because too much input piled up during a write.
@@ -107,7 +83,8 @@ pub(super) struct Conn {
     /// The client closed its side.
     eof: bool,
     after: After,
-    pending: Option<Pending>,
+    /// The request answered last, whose sample is recorded once its response has left.
+    pending: Option<Exchange>,
     drained: usize,
 }
 
@@ -120,16 +97,9 @@ impl Conn {
             deadline: cx.now + cx.worker.config.header_timeout,
             inflight: 0,
             accepted: cx.worker.timing.start_connection(),
-            served: 0,
-            peer,
-            input: Vec::with_capacity(4096),
-            start: 0,
-            output: Vec::with_capacity(4096),
+            h1: Http1::new(peer, 0),
             sent: 0,
             tail: None,
-            scratch: Scratch::default(),
-            discard: 0,
-            head_start: 0,
             head_deadline: None,
             recv_armed: false,
             paused: false,
@@ -147,11 +117,6 @@ impl Conn {
     fn push(&mut self, cx: &mut Ctx, slot: usize, op: Op, entry: squeue::Entry) {
         cx.push(entry.user_data(user_data(slot, self.generation, op)));
         self.inflight += 1;
-    }
-
-    /// Idle: nothing buffered, nothing being skipped.
-    fn idle(&self) -> bool {
-        self.start == self.input.len() && self.discard == 0
     }
 
     pub(super) fn arm_recv(&mut self, cx: &mut Ctx, slot: usize) {
@@ -174,10 +139,10 @@ impl Conn {
                 let data = cx.bufs.get(bid, result as usize);
                 match self.state {
                     State::Reading | State::Writing => {
-                        if self.state == State::Reading && self.start == self.input.len() {
-                            self.head_start = cx.worker.timing.now();
+                        if self.state == State::Reading && self.h1.start == self.h1.input.len() {
+                            self.h1.head_arrived(&cx.worker.timing);
                         }
-                        self.input.extend_from_slice(data);
+                        self.h1.input.extend_from_slice(data);
                     }
                     State::Lingering => self.drained += data.len(),
                     State::Closing => {}
@@ -203,7 +168,7 @@ impl Conn {
         match self.state {
             State::Reading => self.advance(cx, slot),
             State::Writing => {
-                if self.recv_armed && self.input.len() - self.start > PAUSE_INPUT {
+                if self.recv_armed && self.h1.input.len() - self.h1.start > PAUSE_INPUT {
                     let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::user_data(
                         user_data(slot, self.generation, Op::Recv),
                     ))
@@ -230,33 +195,20 @@ impl Conn {
         if self.state != State::Reading {
             return;
         }
-        loop {
-            if self.start == self.input.len() {
-                self.input.clear();
-                self.start = 0;
-            }
-            if self.discard > 0 && self.start < self.input.len() {
-                let n = (self.input.len() - self.start).min(self.discard as usize);
-                self.start += n;
-                self.discard -= n as u64;
-                continue;
-            }
-            if self.discard > 0 || self.start == self.input.len() {
-                break;
-            }
+        while self.h1.request_waiting() {
             // The request borrows the input while it is answered: lend the buffer out.
-            let input = std::mem::take(&mut self.input);
+            let input = std::mem::take(&mut self.h1.input);
             let answered = self.step(cx, &input);
-            self.input = input;
+            self.h1.input = input;
             if !answered
                 || self.tail.is_some()
                 || self.after != After::KeepOpen
-                || self.output.len() >= OUT_HIGH_WATER
+                || self.h1.output.len() >= OUT_HIGH_WATER
             {
                 break;
             }
         }
-        if !self.output.is_empty() || self.tail.is_some() {
+        if !self.h1.output.is_empty() || self.tail.is_some() {
             self.state = State::Writing;
             self.deadline = cx.now + cx.worker.config.send_timeout;
             self.send_next(cx, slot);
@@ -267,7 +219,7 @@ impl Conn {
 
     /// Parses the next buffered request and answers it; false if it is not complete yet.
     fn step(&mut self, cx: &mut Ctx, input: &[u8]) -> bool {
-        let pending = &input[self.start..];
+        let pending = &input[self.h1.start..];
         match request::parse(pending, &cx.worker.config.limits) {
             Ok(Some(req)) => {
                 self.answer(cx, &req, input);
@@ -283,125 +235,42 @@ impl Conn {
 
     fn answer(&mut self, cx: &mut Ctx, req: &Request<'_>, input: &[u8]) {
         let worker = Rc::clone(&cx.worker);
-        let timing = &worker.timing;
-        let parsed = timing.now();
-        let head_start = if self.head_start == 0 {
-            parsed
-        } else {
-            self.head_start
-        };
-        self.served += 1;
-        let terms = exchange::terms(&worker, req, self.served);
-        let out_before = self.output.len();
-        let reply = exchange::file_reply(&worker, req, terms, &mut self.output, &mut self.scratch);
-        let responded = timing.now();
-        exchange::log_request(&worker, &self.peer, req, &reply);
-        let logged = timing.now();
-        self.start += req.head_len;
-        if let (Body::Length(n), false) = (req.body, terms.too_large) {
-            self.discard = n;
-        }
+        let answer = self.h1.answer_file(&worker, req, input.len());
         self.head_deadline = None;
-        let Reply {
-            tail,
-            close,
-            status,
-            body_bytes,
-        } = reply;
-        let inline = (self.output.len() - out_before) as u64;
-        let sample = Sample {
-            status,
-            body_bytes,
-            sent_bytes: inline + tail.len(),
-            parse: timing.nanos(head_start, parsed),
-            process: timing.nanos(parsed, responded),
-            log: timing.nanos(responded, logged),
-            total: 0,
-            tls: 0,
-        };
-        if close {
-            let unread = terms.too_large
-                || self.start < input.len()
-                || self.discard > 0
-                || req.body == Body::Chunked;
-            self.after = if unread { After::Linger } else { After::Close };
-        }
-        let pending = Pending {
-            sample,
-            head_start,
-            logged,
-        };
-        let buffered = self.start < input.len() || self.discard > 0;
-        if let Some((offset, end)) = tail_range(&tail) {
+        self.after = answer.after;
+        if let Some((offset, end)) = tail_range(&answer.tail) {
             self.tail = Some(TailSend {
-                tail,
+                tail: answer.tail,
                 offset,
                 end,
                 short: false,
                 ops: 0,
             });
-            self.pending = Some(pending);
-        } else if buffered {
+            self.pending = Some(answer.exchange);
+        } else if answer.pipelined {
             // More requests are answered into the same write: this one is done now.
-            self.record(cx, pending, input.len());
+            self.h1.sent(&worker.timing, answer.exchange, input.len());
         } else {
-            self.pending = Some(pending);
+            self.pending = Some(answer.exchange);
         }
     }
 
     /// Answers a request that could not be parsed (or timed out); the connection lingers.
     fn refuse(&mut self, cx: &mut Ctx, status: u16, pending: &[u8]) {
-        let worker = Rc::clone(&cx.worker);
-        let timing = &worker.timing;
-        let started = timing.now();
-        let head_start = if self.head_start == 0 {
-            started
-        } else {
-            self.head_start
-        };
-        let out_before = self.output.len();
-        let reply = exchange::refusal(&worker, status, &mut self.output);
-        let responded = timing.now();
-        exchange::log_refusal(&worker, &self.peer, pending, &reply);
-        let logged = timing.now();
-        self.pending = Some(Pending {
-            sample: Sample {
-                status,
-                body_bytes: reply.body_bytes,
-                sent_bytes: (self.output.len() - out_before) as u64,
-                parse: timing.nanos(head_start, started),
-                process: timing.nanos(started, responded),
-                log: timing.nanos(responded, logged),
-                total: 0,
-                tls: 0,
-            },
-            head_start,
-            logged,
-        });
+        self.pending = Some(self.h1.refuse(&cx.worker, status, pending));
         self.after = After::Linger;
-    }
-
-    /// Records a request's sample at the moment its response is out (or handed on).
-    fn record(&mut self, cx: &Ctx, pending: Pending, input_len: usize) {
-        let timing = &cx.worker.timing;
-        let sent = timing.now();
-        let mut sample = pending.sample;
-        sample.process += timing.nanos(pending.logged, sent);
-        sample.total = timing.nanos(pending.head_start, sent);
-        timing.record(&sample);
-        self.head_start = if self.start < input_len { sent } else { 0 };
     }
 
     /// Nothing to write: wait for the next request (or end an idle connection).
     fn wait_input(&mut self, cx: &mut Ctx, slot: usize) {
-        let idle = self.idle();
+        let idle = self.h1.idle();
         if self.eof || (idle && cx.worker.shutting_down()) {
             self.close(cx, slot);
             return;
         }
         let config = &cx.worker.config;
         self.deadline = if idle {
-            let wait = if self.served == 0 {
+            let wait = if self.h1.served == 0 {
                 config.header_timeout
             } else {
                 config.keepalive_timeout
@@ -412,18 +281,15 @@ impl Conn {
                 .head_deadline
                 .get_or_insert(cx.now + config.header_timeout)
         };
-        if self.start > 0 && self.input.capacity() - self.input.len() < 2048 {
-            self.input.drain(..self.start);
-            self.start = 0;
-        }
+        self.h1.compact();
         self.paused = false;
         self.arm_recv(cx, slot);
     }
 
     /// Submits the next write: the rest of the output, then the tail; or finishes.
     fn send_next(&mut self, cx: &mut Ctx, slot: usize) {
-        if self.sent < self.output.len() {
-            let data = &self.output[self.sent..];
+        if self.sent < self.h1.output.len() {
+            let data = &self.h1.output[self.sent..];
             // MSG_MORE only while more of the body follows: on the last piece it would hold
             // the final segment back until the kernel's cork timer fires.
             let follows = self
@@ -500,11 +366,11 @@ impl Conn {
             }
             Tail::Read(file, ..) => {
                 let chunk = (t.end - t.offset).min(READ_CHUNK as u64) as usize;
-                self.output.clear();
-                self.output.reserve(chunk);
+                self.h1.output.clear();
+                self.h1.output.reserve(chunk);
                 let read = opcode::Read::new(
                     types::Fd(file.as_raw_fd()),
-                    self.output.as_mut_ptr(),
+                    self.h1.output.as_mut_ptr(),
                     chunk as u32,
                 )
                 .offset(t.offset)
@@ -530,8 +396,8 @@ impl Conn {
         }
         self.deadline = cx.now + cx.worker.config.send_timeout;
         self.sent += result as usize;
-        if self.sent >= self.output.len() {
-            self.output.clear();
+        if self.sent >= self.h1.output.len() {
+            self.h1.output.clear();
             self.sent = 0;
         }
         self.send_next(cx, slot);
@@ -562,7 +428,7 @@ impl Conn {
             (Op::Read, _) => {
                 let asked = (t.end - t.offset).min(READ_CHUNK as u64);
                 // SAFETY: the READ wrote `n` bytes into the output's spare capacity.
-                unsafe { self.output.set_len(n as usize) };
+                unsafe { self.h1.output.set_len(n as usize) };
                 self.sent = 0;
                 t.offset += n;
                 t.short |= n < asked;
@@ -579,9 +445,9 @@ impl Conn {
 
     /// The response (and every pipelined one before it) has left.
     fn written(&mut self, cx: &mut Ctx, slot: usize) {
-        if let Some(pending) = self.pending.take() {
-            let len = self.input.len();
-            self.record(cx, pending, len);
+        if let Some(exchange) = self.pending.take() {
+            let len = self.h1.input.len();
+            self.h1.sent(&cx.worker.timing, exchange, len);
         }
         self.state = State::Reading;
         match std::mem::replace(&mut self.after, After::KeepOpen) {
@@ -596,8 +462,8 @@ impl Conn {
     fn linger(&mut self, cx: &mut Ctx, slot: usize) {
         self.state = State::Lingering;
         self.deadline = cx.now + LINGER;
-        self.input.clear();
-        self.start = 0;
+        self.h1.input.clear();
+        self.h1.start = 0;
         let shutdown = opcode::Shutdown::new(self.raw(), libc::SHUT_WR).build();
         self.push(cx, slot, Op::Shutdown, shutdown);
         if self.eof {
@@ -610,11 +476,11 @@ impl Conn {
     /// A deadline passed.
     pub(super) fn expire(&mut self, cx: &mut Ctx, slot: usize) {
         match self.state {
-            State::Reading if self.idle() => self.close(cx, slot),
+            State::Reading if self.h1.idle() => self.close(cx, slot),
             State::Reading => {
-                let input = std::mem::take(&mut self.input);
-                self.refuse(cx, 408, &input[self.start..]);
-                self.input = input;
+                let input = std::mem::take(&mut self.h1.input);
+                self.refuse(cx, 408, &input[self.h1.start..]);
+                self.h1.input = input;
                 self.state = State::Writing;
                 self.deadline = cx.now + cx.worker.config.send_timeout;
                 self.send_next(cx, slot);
@@ -652,7 +518,7 @@ impl Conn {
 
     /// Shutdown began: an idle connection ends now.
     pub(super) fn stop_if_idle(&mut self, cx: &mut Ctx, slot: usize) {
-        if self.state == State::Reading && self.idle() {
+        if self.state == State::Reading && self.h1.idle() {
             self.close(cx, slot);
         }
     }

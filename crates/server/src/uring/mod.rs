@@ -369,7 +369,7 @@ impl Engine {
         self.cx
             .worker
             .timing
-            .end_connection(conn.accepted, conn.served);
+            .end_connection(conn.accepted, conn.h1.served);
         // The close rides on the next submission instead of costing a syscall now.
         let fd = std::mem::ManuallyDrop::new(conn.fd);
         let close = opcode::Close::new(types::Fd(fd.as_raw_fd()))
