@@ -9,7 +9,8 @@ CPU-microseconds per request (utime+stime from /proc/PID/stat before and after),
 processes' CPU utilisation. On 2 cores the load generator may saturate before the server does,
 so CPU per request is the figure that compares servers honestly.
 
-With --io uring (or both), webscope serves with `--io uring` (as "webscope-uring").
+"webscope" serves with `--io epoll`; with --io uring (or both), webscope serves with `--io uring`
+(as "webscope-uring"), its default engine where the kernel allows it.
 
 With --scaling, 1 KiB keep-alive only: each server with one worker and with two, nothing pinned
 (servers and wrk -t2 share both cores), and the req/s at two workers over one, per server: how
@@ -233,7 +234,7 @@ def main():
                  ("1 KiB close", "/1k.bin", True)]
     makers = []
     if args.io in ("epoll", "both"):
-        makers.append(lambda: Webscope(binary, docroot, work))
+        makers.append(lambda: Webscope(binary, docroot, work, ["--io", "epoll"]))
     if args.io in ("uring", "both"):
         makers.append(lambda: Webscope(binary, docroot, work, ["--io", "uring"], "webscope-uring"))
     makers += [lambda: Nginx(docroot, work, True), lambda: Nginx(docroot, work, False)]
@@ -285,7 +286,8 @@ def scaling(binary, args):
     makers = []
     for workers in (1, 2):
         if args.io in ("epoll", "both"):
-            makers.append((workers, lambda w=workers: Webscope(binary, docroot, work, workers=w)))
+            makers.append((workers, lambda w=workers: Webscope(binary, docroot, work, ["--io", "epoll"],
+                                                                workers=w)))
         if args.io in ("uring", "both"):
             makers.append((workers, lambda w=workers: Webscope(binary, docroot, work, ["--io", "uring"],
                                                                 "webscope-uring", workers=w)))

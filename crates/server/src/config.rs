@@ -21,14 +21,26 @@ pub enum AccessLog {
 }
 
 /// How a worker waits for and moves bytes (`--io`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Io {
-    /// A tokio runtime over epoll, a syscall per receive and send (the default).
-    #[default]
+    /// A tokio runtime over epoll, a syscall per receive and send. Serves everything,
+    /// TLS, HTTP/2 and the services included.
     Epoll,
     /// One io_uring per worker: multishot accept and receive, provided buffers, SEND,
     /// submitted in batches; large files by sendfile. Plain HTTP/1.1 files only.
     Uring,
+}
+
+/// The engine the workers run on, as [`Server::bind`](crate::Server::bind) chose it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Engine {
+    /// io_uring.
+    Uring,
+    /// epoll, as asked for (`Io::Epoll`).
+    Epoll,
+    /// epoll, because io_uring cannot serve here (the kernel refuses it, or the configuration
+    /// needs what only epoll serves): why, in one clause.
+    Fallback(String),
 }
 
 /// Where the certificate chain and its key are (PEM).
@@ -97,8 +109,10 @@ pub struct Config {
     /// (SO_BUSY_POLL with SO_PREFER_BUSY_POLL); None: off. Helps only on NICs with NAPI,
     /// not on loopback.
     pub busy_poll: Option<u32>,
-    /// The I/O engine; `Io::Uring` falls back to epoll (said once) where the kernel refuses.
-    pub io: Io,
+    /// The I/O engine; None (the default): io_uring where it can serve, else epoll. Measured
+    /// cheaper per request than epoll in every case tried (docs/architecture.md). Asked-for
+    /// `Io::Uring` falls back to epoll (said once) where the kernel refuses.
+    pub io: Option<Io>,
 }
 
 impl Config {
@@ -129,7 +143,7 @@ impl Config {
             file_cache_entries: 10_000,
             tls: None,
             busy_poll: None,
-            io: Io::Epoll,
+            io: None,
         }
     }
 }

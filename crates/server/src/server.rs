@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use crate::access_log::{LogThread, Mode, Sink};
 use crate::admin::{self, Admin};
-use crate::config::{Config, Io};
+use crate::config::{Config, Engine, Io};
 use crate::dns::DnsCache;
 use crate::error::Error;
 use crate::files::Root;
@@ -32,8 +32,7 @@ pub struct Server {
     sink: Sink,
     tls: Option<(Arc<Tls>, KtlsState)>,
     busy_poll: Option<Result<u32, String>>,
-    /// With `--io uring`: Ok, or why the kernel refused (then the workers run on epoll).
-    uring: Option<Result<(), String>>,
+    engine: Engine,
 }
 
 /// A running server. Dropping it without `shutdown` leaves the workers running until the
@@ -65,7 +64,9 @@ impl Server {
                 config.max_connections, config.workers
             )));
         }
-        if config.io == Io::Uring && (config.tls.is_some() || config.services.is_some()) {
+        // Asked for by name, io_uring is not swapped for epoll behind the operator's back:
+        // a measurement that names its engine must run on it.
+        if config.io == Some(Io::Uring) && !epoll_only(&config).is_empty() {
             return Err(Error::Config(
                 "--io uring serves plain HTTP/1.1 files only: it does not run with --tls-cert or --services yet (use --io epoll for those)".into(),
             ));
@@ -102,7 +103,7 @@ impl Server {
                 .map(|()| usecs)
                 .map_err(|e| format!("the kernel refused SO_BUSY_POLL/SO_PREFER_BUSY_POLL: {e}"))
         });
-        let uring = (config.io == Io::Uring).then(crate::uring::probe);
+        let engine = engine(&config);
         let local_addr = listeners[0]
             .local_addr()
             .map_err(|e| Error::bind(config.listen, e))?;
@@ -121,14 +122,13 @@ impl Server {
             sink,
             tls,
             busy_poll,
-            uring,
+            engine,
         })
     }
 
-    /// With `--io uring`: Ok if the workers will run on io_uring, or why the kernel refused
-    /// (they run on epoll then); None with `--io epoll`.
-    pub fn uring(&self) -> Option<&Result<(), String>> {
-        self.uring.as_ref()
+    /// The engine the workers will run on, and why not io_uring when it is epoll by fallback.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// With `--busy-poll`, the microseconds in force, or why the kernel refused.
@@ -193,7 +193,7 @@ impl Server {
                 shutdown: stop_rx.clone(),
                 ready: ready_tx.clone(),
             };
-            let uring = matches!(self.uring, Some(Ok(())));
+            let uring = self.engine == Engine::Uring;
             let handle = std::thread::Builder::new()
                 .name(format!("webscope-w{id}"))
                 .spawn(move || {
@@ -263,6 +263,36 @@ impl Server {
         }
         Ok(running)
     }
+}
+
+/// io_uring unless epoll was asked for or io_uring cannot serve this configuration or kernel.
+fn engine(config: &Config) -> Engine {
+    if config.io == Some(Io::Epoll) {
+        return Engine::Epoll;
+    }
+    let needs = epoll_only(config);
+    if !needs.is_empty() {
+        return Engine::Fallback(format!(
+            "io_uring does not serve {} yet",
+            needs.join(" or ")
+        ));
+    }
+    match crate::uring::probe() {
+        Ok(()) => Engine::Uring,
+        Err(why) => Engine::Fallback(format!("io_uring refused by the kernel ({why})")),
+    }
+}
+
+/// The options in `config` that only the epoll engine serves, as their flags.
+fn epoll_only(config: &Config) -> Vec<&'static str> {
+    let mut needs = Vec::new();
+    if config.tls.is_some() {
+        needs.push("--tls-cert");
+    }
+    if config.services.is_some() {
+        needs.push("--services");
+    }
+    needs
 }
 
 impl Running {

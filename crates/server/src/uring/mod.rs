@@ -1,4 +1,5 @@
-//! `--io uring`: a worker driven by one io_uring instead of tokio and epoll.
+//! The default engine (`--io uring`): a worker driven by one io_uring instead of tokio and
+//! epoll.
 //!
 //! One thread, one ring (SINGLE_ISSUER, DEFER_TASKRUN: the kernel runs completion work when
 //! the thread waits, never by interrupting it). A multishot ACCEPT on the worker's listener
@@ -9,7 +10,8 @@
 //! keep-alive, send, linger) are swept ten times a second, as is the shutdown signal.
 //!
 //! What it is not (yet): TLS, HTTP/2 and the `/svc/` services run on the epoll engine only;
-//! the server refuses `--io uring` with them. Registered files and SEND_ZC are not used.
+//! with them the server picks epoll by itself (and refuses an explicit `--io uring`).
+//! Registered files and SEND_ZC are not used.
 
 mod bufs;
 mod conn;

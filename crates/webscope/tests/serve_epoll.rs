@@ -1,0 +1,22 @@
+//! The serve tests again, every one with `webscope serve --io epoll` (the support module
+//! adds the flag in this test binary): the probe battery, slowloris, the connection limit,
+//! descriptor exhaustion, shutdown, HTTP semantics, security, stress and the techniques'
+//! syscalls, on the epoll engine, which the other binaries no longer run by default (io_uring
+//! is the default; TLS, HTTP/2 and the services run on epoll anyway). The io_uring engine's
+//! own proofs (which syscalls it makes) are in `serve_uring_syscalls.rs`.
+// Each included file declares the support module for itself, as it does when it is its own
+// test binary.
+#![allow(clippy::duplicate_mod)]
+
+#[path = "serve_errors.rs"]
+mod errors;
+#[path = "serve_http.rs"]
+mod http;
+#[path = "serve_lifecycle.rs"]
+mod lifecycle;
+#[path = "serve_security.rs"]
+mod security;
+#[path = "serve_stress.rs"]
+mod stress;
+#[path = "serve_techniques.rs"]
+mod techniques;
