@@ -1,5 +1,6 @@
-//! One connection of the io_uring engine: the HTTP/1.1 loop of `conn.rs` as a state machine
-//! that reacts to completions instead of awaiting them.
+//! One connection of the io_uring engine: the HTTP/1.1 loop of `epoll/conn.rs` as a state
+//! machine that reacts to completions instead of awaiting them, around the same `Http1`
+//! (`http1.rs`), which finds the requests and has `exchange.rs` answer them.
 //!
 //! A connection has one multishot receive armed for its whole life (data lands in the
 //! worker's provided buffers and is copied to the connection's input), answers every complete
