@@ -24,10 +24,10 @@ pub enum AccessLog {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Io {
     /// A tokio runtime over epoll, a syscall per receive and send. Serves everything,
-    /// TLS, HTTP/2 and the services included.
+    /// TLS and HTTP/2 included.
     Epoll,
     /// One io_uring per worker: multishot accept and receive, provided buffers, SEND,
-    /// submitted in batches; large files by sendfile. Plain HTTP/1.1 files only.
+    /// submitted in batches; large files by sendfile. Plain HTTP/1.1 (files and services).
     Uring,
 }
 

@@ -16,6 +16,7 @@ use crate::respond::{self, ConnHeader, Reply, Scratch, Site};
 use crate::services::{Refusal, Services};
 use crate::timing::{Sample, Timing};
 use crate::worker::Worker;
+use tokio::sync::oneshot;
 
 /// Who the client is, as the access log writes it.
 pub(crate) struct Peer {
@@ -146,11 +147,7 @@ pub(crate) async fn reply(
     terms: Terms,
     (out, scratch): (&mut Vec<u8>, &mut Scratch),
 ) -> Reply {
-    let service = worker
-        .services
-        .as_ref()
-        .filter(|_| !terms.too_large && req.target.starts_with("/svc/"));
-    match service {
+    match service_for(worker, req, terms) {
         Some(services) => {
             let strings = worker.config.techniques.string_cache;
             service_reply(services, req, terms.keep_alive, out, strings).await
@@ -231,29 +228,61 @@ fn log_refusal(worker: &Worker, peer: &Peer, pending: &[u8], reply: &Reply) {
     });
 }
 
-/// Runs a `/svc/` request on the services' executor and answers with its result into `out`.
-async fn service_reply(
+/// The services, if `req` is for them: a `/svc/` target on a server with services.
+pub(crate) fn service_for<'w>(
+    worker: &'w Worker,
+    req: &Request<'_>,
+    terms: Terms,
+) -> Option<&'w Services> {
+    worker
+        .services
+        .as_ref()
+        .filter(|_| !terms.too_large && req.target.starts_with("/svc/"))
+        .map(|services| &**services)
+}
+
+/// A `/svc/` request's work, running on the services' executor; its result is the body.
+pub(crate) type ServiceJob = oneshot::Receiver<String>;
+
+/// Hands a `/svc/` request to the services' executor: the job, or (Err) the reply already
+/// written into `out` when the request is refused at once (405, 400, 404, 503).
+pub(crate) fn service_submit(
     services: &Services,
     req: &Request<'_>,
     keep_alive: bool,
     out: &mut Vec<u8>,
     strings: bool,
-) -> Reply {
+) -> Result<ServiceJob, Reply> {
     let conn = ConnHeader::new(keep_alive, req.version);
     let head_only = req.method == Method::Head;
     if !matches!(req.method, Method::Get | Method::Head) {
-        return respond::not_allowed(out, conn, head_only, strings);
+        return Err(respond::not_allowed(out, conn, head_only, strings));
     }
-    let pending = match services.submit(req.target) {
-        Ok(pending) => pending,
-        Err(Refusal::BadRequest) => return respond::error(out, 400, conn, head_only, &[], strings),
-        Err(Refusal::NotFound) => return respond::error(out, 404, conn, head_only, &[], strings),
-        Err(Refusal::Unavailable) => {
-            return respond::error(out, 503, conn, head_only, &[("Retry-After", b"1")], strings)
+    services
+        .submit(req.target)
+        .map_err(|refusal| match refusal {
+            Refusal::BadRequest => respond::error(out, 400, conn, head_only, &[], strings),
+            Refusal::NotFound => respond::error(out, 404, conn, head_only, &[], strings),
+            Refusal::Unavailable => {
+                respond::error(out, 503, conn, head_only, &[("Retry-After", b"1")], strings)
+            }
+        })
+}
+
+/// The reply to a `/svc/` request whose job has ended, written into `out`.
+pub(crate) fn service_done(
+    req: &Request<'_>,
+    keep_alive: bool,
+    result: Result<String, oneshot::error::RecvError>,
+    out: &mut Vec<u8>,
+    strings: bool,
+) -> Reply {
+    let head_only = req.method == Method::Head;
+    match result {
+        Ok(body) => {
+            let conn = ConnHeader::new(keep_alive, req.version);
+            respond::generated(out, conn, head_only, &body, strings)
         }
-    };
-    match pending.await {
-        Ok(body) => respond::generated(out, conn, head_only, &body, strings),
         // The executor went away (the server is stopping).
         Err(_) => respond::error(
             out,
@@ -263,5 +292,19 @@ async fn service_reply(
             &[("Retry-After", b"1")],
             strings,
         ),
+    }
+}
+
+/// Runs a `/svc/` request on the services' executor and answers with its result into `out`.
+async fn service_reply(
+    services: &Services,
+    req: &Request<'_>,
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+    strings: bool,
+) -> Reply {
+    match service_submit(services, req, keep_alive, out, strings) {
+        Ok(job) => service_done(req, keep_alive, job.await, out, strings),
+        Err(refused) => refused,
     }
 }

@@ -174,19 +174,6 @@ impl Http1 {
         }
     }
 
-    /// The whole answer to `req` from the document root, for an engine without services.
-    pub(crate) fn answer_file(&mut self, worker: &Worker, req: &Request<'_>, len: usize) -> Answer {
-        let begun = self.begin(worker, req);
-        let reply = exchange::file_reply(
-            worker,
-            req,
-            begun.terms,
-            &mut self.output,
-            &mut self.scratch,
-        );
-        self.answered(worker, req, len, begun, reply)
-    }
-
     /// Answers a request that could not be parsed (or timed out); `pending` is the unparsed
     /// input, whose first line goes to the log. The connection lingers after it.
     pub(crate) fn refuse(&mut self, worker: &Worker, status: u16, pending: &[u8]) -> Exchange {

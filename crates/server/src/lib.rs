@@ -12,7 +12,7 @@
 //! provided buffers, SEND submitted in batches; large files by sendfile), measured cheaper
 //! per request than epoll. The workers run on a current-thread tokio runtime over epoll
 //! instead when asked (`Config::io = Some(Io::Epoll)`), when the configuration needs what
-//! only that engine serves (TLS, the services), or where the kernel refuses io_uring;
+//! only that engine serves (TLS, and with it HTTP/2), or where the kernel refuses io_uring;
 //! [`Server::engine`] says which and why. Both engines answer every request through the same
 //! code (`exchange.rs`); they differ only in how bytes move.
 //!

@@ -35,6 +35,16 @@ impl Tail {
             Tail::Sendfile(_, _, len) | Tail::Mapped(_, _, len) | Tail::Read(_, _, len) => *len,
         }
     }
+
+    /// The byte range of the file the tail sends (None: no tail).
+    pub(crate) fn range(&self) -> Option<(u64, u64)> {
+        match self {
+            Tail::None => None,
+            Tail::Sendfile(_, offset, len)
+            | Tail::Mapped(_, offset, len)
+            | Tail::Read(_, offset, len) => Some((*offset, offset + len)),
+        }
+    }
 }
 
 /// A large body, sent after the head by the technique in force.

@@ -66,9 +66,9 @@ impl Server {
         }
         // Asked for by name, io_uring is not swapped for epoll behind the operator's back:
         // a measurement that names its engine must run on it.
-        if config.io == Some(Io::Uring) && !epoll_only(&config).is_empty() {
+        if config.io == Some(Io::Uring) && epoll_only(&config).is_some() {
             return Err(Error::Config(
-                "--io uring serves plain HTTP/1.1 files only: it does not run with --tls-cert or --services yet (use --io epoll for those)".into(),
+                "--io uring serves plain HTTP/1.1 only: it does not run with --tls-cert yet (use --io epoll for it)".into(),
             ));
         }
         let root = Root::open(&config.root, config.follow_symlinks).map_err(|source| {
@@ -270,12 +270,8 @@ fn engine(config: &Config) -> Engine {
     if config.io == Some(Io::Epoll) {
         return Engine::Epoll;
     }
-    let needs = epoll_only(config);
-    if !needs.is_empty() {
-        return Engine::Fallback(format!(
-            "io_uring does not serve {} yet",
-            needs.join(" or ")
-        ));
+    if let Some(flag) = epoll_only(config) {
+        return Engine::Fallback(format!("io_uring does not serve {flag} yet"));
     }
     match crate::uring::probe() {
         Ok(()) => Engine::Uring,
@@ -283,16 +279,10 @@ fn engine(config: &Config) -> Engine {
     }
 }
 
-/// The options in `config` that only the epoll engine serves, as their flags.
-fn epoll_only(config: &Config) -> Vec<&'static str> {
-    let mut needs = Vec::new();
-    if config.tls.is_some() {
-        needs.push("--tls-cert");
-    }
-    if config.services.is_some() {
-        needs.push("--services");
-    }
-    needs
+/// The option in `config` that only the epoll engine serves, as its flag (TLS, and with it
+/// HTTP/2).
+fn epoll_only(config: &Config) -> Option<&'static str> {
+    config.tls.as_ref().map(|_| "--tls-cert")
 }
 
 impl Running {

@@ -17,16 +17,18 @@
 //! runs): sendfile 33.5 against 35.8 for SEND from the mapping; in other runs SPLICE took
 //! 40.9 and SEND_ZC 42.9 where epoll's sendfile took 31.0 and 35.6.
 
+use std::future::Future;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types};
 use webscope_http::request::{self, Request};
 
 use super::{user_data, Ctx, Op};
-use crate::exchange::{Exchange, Peer};
-use crate::http1::{After, Http1};
+use crate::exchange::{self, Exchange, Peer, ServiceJob};
+use crate::http1::{After, Answer, Begun, Http1};
 use crate::respond::Tail;
 
 /// Output is written out once this much is buffered, even if more pipelined requests wait.
@@ -47,6 +49,8 @@ pub(super) enum State {
     Reading,
     /// A response is being written.
     Writing,
+    /// A `/svc/` request waits for its job on the services' executor.
+    Serving,
     /// Half-closed after a last response, reading and discarding until the client closes.
     Lingering,
     /// Done: waiting for its operations to complete before the descriptor is closed.
@@ -86,6 +90,8 @@ pub(super) struct Conn {
     after: After,
     /// The request answered last, whose sample is recorded once its response has left.
     pending: Option<Exchange>,
+    /// The `/svc/` request being served (`State::Serving`).
+    job: Option<(Begun, ServiceJob)>,
     drained: usize,
 }
 
@@ -107,6 +113,7 @@ impl Conn {
             eof: false,
             after: After::KeepOpen,
             pending: None,
+            job: None,
             drained: 0,
         }
     }
@@ -139,7 +146,7 @@ impl Conn {
             if result > 0 {
                 let data = cx.bufs.get(bid, result as usize);
                 match self.state {
-                    State::Reading | State::Writing => {
+                    State::Reading | State::Writing | State::Serving => {
                         if self.state == State::Reading && self.h1.start == self.h1.input.len() {
                             self.h1.head_arrived(&cx.worker.timing);
                         }
@@ -168,7 +175,7 @@ impl Conn {
         }
         match self.state {
             State::Reading => self.advance(cx, slot),
-            State::Writing => {
+            State::Writing | State::Serving => {
                 if self.recv_armed && self.h1.input.len() - self.h1.start > PAUSE_INPUT {
                     let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::user_data(
                         user_data(slot, self.generation, Op::Recv),
@@ -184,7 +191,7 @@ impl Conn {
         if !self.paused
             && matches!(
                 self.state,
-                State::Reading | State::Writing | State::Lingering
+                State::Reading | State::Writing | State::Serving | State::Lingering
             )
         {
             self.arm_recv(cx, slot);
@@ -202,6 +209,7 @@ impl Conn {
             let answered = self.step(cx, &input);
             self.h1.input = input;
             if !answered
+                || self.job.is_some()
                 || self.tail.is_some()
                 || self.after != After::KeepOpen
                 || self.h1.output.len() >= OUT_HIGH_WATER
@@ -209,7 +217,11 @@ impl Conn {
                 break;
             }
         }
-        if !self.h1.output.is_empty() || self.tail.is_some() {
+        if self.job.is_some() {
+            self.state = State::Serving;
+            // Its first poll registers the waker (the job may even be done already).
+            self.on_service(cx, slot);
+        } else if !self.h1.output.is_empty() || self.tail.is_some() {
             self.state = State::Writing;
             self.deadline = cx.now + cx.worker.config.send_timeout;
             self.send_next(cx, slot);
@@ -234,12 +246,67 @@ impl Conn {
         }
     }
 
+    /// Answers a request from the document root, or hands it to the services (then the
+    /// answer waits for [`Conn::on_service`]).
     fn answer(&mut self, cx: &mut Ctx, req: &Request<'_>, input: &[u8]) {
         let worker = Rc::clone(&cx.worker);
-        let answer = self.h1.answer_file(&worker, req, input.len());
+        let begun = self.h1.begin(&worker, req);
+        let keep_alive = begun.terms.keep_alive;
+        let (out, scratch) = self.h1.buffers();
+        let reply = match exchange::service_for(&worker, req, begun.terms) {
+            None => exchange::file_reply(&worker, req, begun.terms, out, scratch),
+            Some(services) => {
+                let strings = worker.config.techniques.string_cache;
+                match exchange::service_submit(services, req, keep_alive, out, strings) {
+                    Ok(job) => {
+                        self.job = Some((begun, job));
+                        return;
+                    }
+                    Err(refused) => refused,
+                }
+            }
+        };
+        let answer = self.h1.answered(&worker, req, input.len(), begun, reply);
+        self.answered(cx, answer, input.len());
+    }
+
+    /// The service job of this connection may have ended: if it has, its request is
+    /// answered (parsed again from the input, which kept it) and the connection goes on.
+    pub(super) fn on_service(&mut self, cx: &mut Ctx, slot: usize) {
+        let (Some((_, job)), Some(wakeups)) = (self.job.as_mut(), cx.wakeups.as_ref()) else {
+            return;
+        };
+        if self.state != State::Serving {
+            return;
+        }
+        let waker = wakeups.waker(user_data(slot, self.generation, Op::Wake));
+        let Poll::Ready(result) = std::pin::Pin::new(job).poll(&mut Context::from_waker(&waker))
+        else {
+            return;
+        };
+        let Some((begun, _)) = self.job.take() else {
+            return;
+        };
+        let worker = Rc::clone(&cx.worker);
+        let input = std::mem::take(&mut self.h1.input);
+        if let Ok(Some(req)) = request::parse(&input[self.h1.start..], &worker.config.limits) {
+            let strings = worker.config.techniques.string_cache;
+            let keep_alive = begun.terms.keep_alive;
+            let out = self.h1.buffers().0;
+            let reply = exchange::service_done(&req, keep_alive, result, out, strings);
+            let answer = self.h1.answered(&worker, &req, input.len(), begun, reply);
+            self.answered(cx, answer, input.len());
+        }
+        self.h1.input = input;
+        self.state = State::Reading;
+        self.advance(cx, slot);
+    }
+
+    /// What follows an answer: its tail to send, its sample to record now or once sent.
+    fn answered(&mut self, cx: &Ctx, answer: Answer, input_len: usize) {
         self.head_deadline = None;
         self.after = answer.after;
-        if let Some((offset, end)) = tail_range(&answer.tail) {
+        if let Some((offset, end)) = answer.tail.range() {
             self.tail = Some(TailSend {
                 tail: answer.tail,
                 offset,
@@ -250,7 +317,7 @@ impl Conn {
             self.pending = Some(answer.exchange);
         } else if answer.pipelined {
             // More requests are answered into the same write: this one is done now.
-            self.h1.sent(&worker.timing, answer.exchange, input.len());
+            self.h1.sent(&cx.worker.timing, answer.exchange, input_len);
         } else {
             self.pending = Some(answer.exchange);
         }
@@ -487,6 +554,8 @@ impl Conn {
                 self.send_next(cx, slot);
             }
             State::Writing => self.abort(cx, slot),
+            // A job takes what it takes (as on epoll); the shutdown timeout still cuts it.
+            State::Serving => self.deadline = cx.now + cx.worker.config.send_timeout,
             State::Lingering => self.close(cx, slot),
             State::Closing => {
                 // Something is stuck in the kernel (a send to a peer that reads nothing): wake it.
@@ -522,16 +591,6 @@ impl Conn {
         if self.state == State::Reading && self.h1.idle() {
             self.close(cx, slot);
         }
-    }
-}
-
-/// The byte range a tail still has to send (None: no tail).
-fn tail_range(tail: &Tail) -> Option<(u64, u64)> {
-    match tail {
-        Tail::None => None,
-        Tail::Sendfile(_, offset, len)
-        | Tail::Mapped(_, offset, len)
-        | Tail::Read(_, offset, len) => Some((*offset, offset + len)),
     }
 }
 

@@ -98,8 +98,8 @@ pub struct Args {
     /// receive into provided buffers, SEND, submitted in batches; large files by sendfile) or
     /// epoll (a tokio runtime; a recv and a send per request). Default: uring, measured
     /// cheaper per request; epoll where uring cannot serve (the kernel refuses it;
-    /// --tls-cert, --services), as the start-up line says. An explicit --io uring with
-    /// --tls-cert or --services is an error.
+    /// --tls-cert), as the start-up line says. An explicit --io uring with --tls-cert is an
+    /// error.
     #[arg(long, value_name = "epoll|uring", value_parser = parse_io)]
     io: Option<Io>,
     /// Serve /metrics (Prometheus text) and /stats.json on this separate address.
