@@ -11,7 +11,9 @@
 
 use webscope_http::request::{Body, Request};
 
-use crate::exchange::{self, Exchange, Peer, Terms};
+use tokio::sync::oneshot::error::RecvError;
+
+use crate::exchange::{self, Exchange, Peer, ServiceJob, Terms};
 use crate::respond::{Reply, Scratch, Tail};
 use crate::timing::Timing;
 use crate::worker::Worker;
@@ -39,9 +41,23 @@ pub(crate) struct Answer {
     pub exchange: Exchange,
 }
 
+/// What answering a request gave.
+pub(crate) enum Answering {
+    Ready(Answer),
+    /// A `/svc/` request whose job runs on the services' executor: once it has ended, its
+    /// result goes to [`Http1::service_answered`] with the request.
+    Waiting(Waiting),
+}
+
+/// A request waiting for its services' job.
+pub(crate) struct Waiting {
+    begun: Begun,
+    pub job: ServiceJob,
+}
+
 /// A request counted and its exchange started; its reply not yet written.
-pub(crate) struct Begun {
-    pub terms: Terms,
+struct Begun {
+    terms: Terms,
     exchange: Exchange,
     out_before: usize,
 }
@@ -117,9 +133,48 @@ impl Http1 {
         }
     }
 
-    /// Starts answering `req`: counts it and starts its exchange. The reply goes into
-    /// [`Http1::buffers`]; then [`Http1::answered`].
-    pub(crate) fn begin(&mut self, worker: &Worker, req: &Request<'_>) -> Begun {
+    /// Answers `req`, parsed from the lent input of `input_len` bytes: from the document root
+    /// (or a refusal) at once, or by a services' job the engine waits for.
+    pub(crate) fn answer(
+        &mut self,
+        worker: &Worker,
+        req: &Request<'_>,
+        input_len: usize,
+    ) -> Answering {
+        let begun = self.begin(worker, req);
+        let terms = begun.terms;
+        let (out, scratch) = (&mut self.output, &mut self.scratch);
+        let reply = match exchange::service_for(worker, req, terms) {
+            None => exchange::file_reply(worker, req, terms, out, scratch),
+            Some(services) => {
+                let strings = worker.config.techniques.string_cache;
+                match exchange::service_submit(services, req, terms.keep_alive, out, strings) {
+                    Ok(job) => return Answering::Waiting(Waiting { begun, job }),
+                    Err(refused) => refused,
+                }
+            }
+        };
+        Answering::Ready(self.answered(worker, req, input_len, begun, reply))
+    }
+
+    /// The job `waiting` for `req` has ended with `result`: the request is answered.
+    pub(crate) fn service_answered(
+        &mut self,
+        worker: &Worker,
+        req: &Request<'_>,
+        input_len: usize,
+        waiting: Waiting,
+        result: Result<String, RecvError>,
+    ) -> Answer {
+        let Waiting { begun, .. } = waiting;
+        let strings = worker.config.techniques.string_cache;
+        let keep_alive = begun.terms.keep_alive;
+        let reply = exchange::service_done(req, keep_alive, result, &mut self.output, strings);
+        self.answered(worker, req, input_len, begun, reply)
+    }
+
+    /// Counts `req` and starts its exchange.
+    fn begin(&mut self, worker: &Worker, req: &Request<'_>) -> Begun {
         let tls = std::mem::take(&mut self.handshake);
         let exchange = Exchange::begin(&worker.timing, self.head_start, tls);
         self.served += 1;
@@ -130,15 +185,9 @@ impl Http1 {
         }
     }
 
-    /// Where a reply is written: the output, and the scratch space that spares a request
-    /// any allocation.
-    pub(crate) fn buffers(&mut self) -> (&mut Vec<u8>, &mut Scratch) {
-        (&mut self.output, &mut self.scratch)
-    }
-
-    /// `reply` to `req` (parsed from the lent input of `input_len` bytes) is written: it is
-    /// logged, its bytes consumed, and what follows it decided.
-    pub(crate) fn answered(
+    /// `reply` to `req` is written: it is logged, its bytes consumed, and what follows it
+    /// decided.
+    fn answered(
         &mut self,
         worker: &Worker,
         req: &Request<'_>,

@@ -17,9 +17,9 @@ use tokio::time::{Duration, Instant};
 use webscope_http::request::{self, Request};
 
 use super::transport::Transport;
-use crate::exchange::{self, Peer};
+use crate::exchange::Peer;
 use crate::files::read_at;
-use crate::http1::{After, Http1};
+use crate::http1::{After, Answering, Http1};
 use crate::io::Socket;
 use crate::respond::Tail;
 use crate::worker::Worker;
@@ -171,9 +171,15 @@ impl Conn {
     /// ends if it must.
     async fn answer(&mut self, req: &Request<'_>, input: &[u8]) -> io::Result<Option<End>> {
         let worker = Rc::clone(&self.worker);
-        let begun = self.h1.begin(&worker, req);
-        let reply = exchange::reply(&worker, req, begun.terms, self.h1.buffers()).await;
-        let answer = self.h1.answered(&worker, req, input.len(), begun, reply);
+        let answer = match self.h1.answer(&worker, req, input.len()) {
+            Answering::Ready(answer) => answer,
+            // The task waits; the worker goes on serving other connections.
+            Answering::Waiting(mut waiting) => {
+                let result = (&mut waiting.job).await;
+                self.h1
+                    .service_answered(&worker, req, input.len(), waiting, result)
+            }
+        };
         let complete = self.send_tail(answer.tail).await?;
         if !answer.pipelined {
             // Nothing pipelined behind it: send now, so the process phase includes sending.

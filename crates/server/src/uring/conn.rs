@@ -27,8 +27,8 @@ use io_uring::{cqueue, opcode, squeue, types};
 use webscope_http::request::{self, Request};
 
 use super::{user_data, Ctx, Op};
-use crate::exchange::{self, Exchange, Peer, ServiceJob};
-use crate::http1::{After, Answer, Begun, Http1};
+use crate::exchange::{Exchange, Peer};
+use crate::http1::{After, Answer, Answering, Http1, Waiting};
 use crate::respond::Tail;
 
 /// Output is written out once this much is buffered, even if more pipelined requests wait.
@@ -91,7 +91,7 @@ pub(super) struct Conn {
     /// The request answered last, whose sample is recorded once its response has left.
     pending: Option<Exchange>,
     /// The `/svc/` request being served (`State::Serving`).
-    job: Option<(Begun, ServiceJob)>,
+    job: Option<Waiting>,
     drained: usize,
 }
 
@@ -250,30 +250,17 @@ impl Conn {
     /// answer waits for [`Conn::on_service`]).
     fn answer(&mut self, cx: &mut Ctx, req: &Request<'_>, input: &[u8]) {
         let worker = Rc::clone(&cx.worker);
-        let begun = self.h1.begin(&worker, req);
-        let keep_alive = begun.terms.keep_alive;
-        let (out, scratch) = self.h1.buffers();
-        let reply = match exchange::service_for(&worker, req, begun.terms) {
-            None => exchange::file_reply(&worker, req, begun.terms, out, scratch),
-            Some(services) => {
-                let strings = worker.config.techniques.string_cache;
-                match exchange::service_submit(services, req, keep_alive, out, strings) {
-                    Ok(job) => {
-                        self.job = Some((begun, job));
-                        return;
-                    }
-                    Err(refused) => refused,
-                }
-            }
-        };
-        let answer = self.h1.answered(&worker, req, input.len(), begun, reply);
-        self.answered(cx, answer, input.len());
+        match self.h1.answer(&worker, req, input.len()) {
+            Answering::Ready(answer) => self.answered(cx, answer, input.len()),
+            Answering::Waiting(waiting) => self.job = Some(waiting),
+        }
     }
 
     /// The service job of this connection may have ended: if it has, its request is
     /// answered (parsed again from the input, which kept it) and the connection goes on.
     pub(super) fn on_service(&mut self, cx: &mut Ctx, slot: usize) {
-        let (Some((_, job)), Some(wakeups)) = (self.job.as_mut(), cx.wakeups.as_ref()) else {
+        let (Some(Waiting { job, .. }), Some(wakeups)) = (self.job.as_mut(), cx.wakeups.as_ref())
+        else {
             return;
         };
         if self.state != State::Serving {
@@ -284,17 +271,16 @@ impl Conn {
         else {
             return;
         };
-        let Some((begun, _)) = self.job.take() else {
+        let Some(waiting) = self.job.take() else {
             return;
         };
         let worker = Rc::clone(&cx.worker);
         let input = std::mem::take(&mut self.h1.input);
+        // The same bytes parsed before, so they parse again.
         if let Ok(Some(req)) = request::parse(&input[self.h1.start..], &worker.config.limits) {
-            let strings = worker.config.techniques.string_cache;
-            let keep_alive = begun.terms.keep_alive;
-            let out = self.h1.buffers().0;
-            let reply = exchange::service_done(&req, keep_alive, result, out, strings);
-            let answer = self.h1.answered(&worker, &req, input.len(), begun, reply);
+            let answer = self
+                .h1
+                .service_answered(&worker, &req, input.len(), waiting, result);
             self.answered(cx, answer, input.len());
         }
         self.h1.input = input;
