@@ -2,13 +2,16 @@
 //! three transports: the HTTP/1.1 loops of both engines (through `http1.rs`) and HTTP/2
 //! streams (`epoll/h2.rs`). Nothing here does I/O: the response goes into the caller's output
 //! buffer (a large body is left as a [`Tail`](crate::respond::Tail) for the engine to send),
-//! and the caller calls [`Exchange::done`] once the bytes have left.
+//! and the caller calls [`Exchange::done`] once the bytes have left. A `/svc/` reply comes in
+//! two halves, [`service_submit`] and [`service_done`], so that an engine without tasks
+//! (io_uring) can wait for the services' executor in between.
 //!
 //! Not here: finding a request in a connection's bytes (`http1.rs`, the h2 crate), moving
 //! bytes (the engines), what a response says (`respond.rs`).
 
 use std::net::SocketAddr;
 
+use tokio::sync::oneshot;
 use webscope_http::request::{Body, Method, Request};
 
 use crate::access_log::{Entry, RequestLine};
@@ -16,7 +19,6 @@ use crate::respond::{self, ConnHeader, Reply, Scratch, Site};
 use crate::services::{Refusal, Services};
 use crate::timing::{Sample, Timing};
 use crate::worker::Worker;
-use tokio::sync::oneshot;
 
 /// Who the client is, as the access log writes it.
 pub(crate) struct Peer {

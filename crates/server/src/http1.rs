@@ -9,9 +9,8 @@
 //!
 //! Not here: deadlines, reads and writes (the engines), the response itself (`exchange.rs`).
 
-use webscope_http::request::{Body, Request};
-
 use tokio::sync::oneshot::error::RecvError;
+use webscope_http::request::{Body, Request};
 
 use crate::exchange::{self, Exchange, Peer, ServiceJob, Terms};
 use crate::respond::{Reply, Scratch, Tail};
