@@ -1,10 +1,10 @@
 //! The serve tests again, every one with `webscope serve --io epoll` (the support module
 //! adds the flag in this test binary): the probe battery, slowloris, the connection limit,
 //! descriptor exhaustion, shutdown, HTTP semantics, the admin endpoint's figures, security,
-//! the services, stress and the techniques' syscalls, on the epoll engine, which the other
-//! binaries no longer run by default (io_uring is the default; TLS and HTTP/2 run on epoll
-//! anyway). The io_uring engine's own proofs (which syscalls it makes) are in
-//! `serve_uring_syscalls.rs`.
+//! the services and stress, on the epoll engine, which the other binaries no longer run by
+//! default (io_uring is the default; TLS and HTTP/2 run on epoll anyway). The techniques'
+//! syscalls on epoll are `serve_epoll_techniques.rs`'s; the io_uring engine's own proofs
+//! (which syscalls it makes) are in `serve_uring_syscalls.rs`.
 // Each included file declares the support module for itself, as it does when it is its own
 // test binary.
 #![allow(clippy::duplicate_mod)]
@@ -23,5 +23,3 @@ mod security;
 mod services;
 #[path = "serve_stress.rs"]
 mod stress;
-#[path = "serve_techniques.rs"]
-mod techniques;

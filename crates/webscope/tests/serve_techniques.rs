@@ -1,6 +1,6 @@
 //! Each technique's switch changes the syscall pattern of `webscope serve` the way it should,
 //! counted with `strace -c` on the running server (strace is installed by CI), on the default
-//! engine here and on epoll in `serve_epoll.rs`.
+//! engine here and on epoll in `serve_epoll_techniques.rs`.
 //!
 //! `string-cache` and `uri-cache` change no syscall (the clock is read through the vDSO);
 //! their effect is tested in the server crate's unit tests and measured by the ablation

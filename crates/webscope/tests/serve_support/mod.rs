@@ -48,12 +48,12 @@ pub fn pattern(len: usize) -> Vec<u8> {
 }
 
 /// The engine the tests run the server on: the default (io_uring where the kernel allows it)
-/// everywhere but in `serve_epoll.rs`, which includes the serve tests again, and whose test
-/// binary (named after it) runs every one with `--io epoll`.
+/// everywhere but in `serve_epoll*.rs`, which include the serve tests again, and whose test
+/// binaries (named after them) run every one with `--io epoll`.
 pub fn io_engine() -> Option<&'static str> {
     let exe = std::env::current_exe().ok()?;
     let name = exe.file_name()?.to_str()?;
-    (name.split('-').next() == Some("serve_epoll")).then_some("epoll")
+    name.starts_with("serve_epoll").then_some("epoll")
 }
 
 /// A running `webscope serve`, killed on drop if not stopped.
