@@ -1,13 +1,23 @@
-//! One request's answer, decided and written into the output buffer without any I/O: shared
-//! by the epoll loop (`conn.rs`) and the io_uring loop (`uring/`), which differ only in how
-//! the bytes move.
+//! Where a parsed request becomes a response, an access-log line and a timing sample, for all
+//! three transports: the HTTP/1.1 loops of both engines (through `http1.rs`) and HTTP/2
+//! streams (`epoll/h2.rs`). Nothing here does I/O: the response goes into the caller's output
+//! buffer (a large body is left as a [`Tail`](crate::respond::Tail) for the engine to send),
+//! and the caller calls [`Exchange::done`] once the bytes have left. A `/svc/` reply comes in
+//! two halves, [`service_submit`] and [`service_done`], so that an engine without tasks
+//! (io_uring) can wait for the services' executor in between.
+//!
+//! Not here: finding a request in a connection's bytes (`http1.rs`, the h2 crate), moving
+//! bytes (the engines), what a response says (`respond.rs`).
 
 use std::net::SocketAddr;
 
-use webscope_http::request::{Body, Request};
+use tokio::sync::oneshot;
+use webscope_http::request::{Body, Method, Request};
 
 use crate::access_log::{Entry, RequestLine};
 use crate::respond::{self, ConnHeader, Reply, Scratch, Site};
+use crate::services::{Refusal, Services};
+use crate::timing::{Sample, Timing};
 use crate::worker::Worker;
 
 /// Who the client is, as the access log writes it.
@@ -52,6 +62,102 @@ pub(crate) fn terms(worker: &Worker, req: &Request<'_>, served: u64) -> Terms {
     }
 }
 
+/// One request from its first byte until its response has left: the clock readings its timing
+/// sample is made of, and what the response carried. It lives on the stack (or in the
+/// connection, while an io_uring write is in flight) and is consumed by [`Exchange::done`].
+#[derive(Debug)]
+pub(crate) struct Exchange {
+    head_start: u64,
+    parsed: u64,
+    responded: u64,
+    logged: u64,
+    status: u16,
+    body_bytes: u64,
+    /// Bytes written for the response (HTTP/1.1: head and body; HTTP/2: body).
+    pub sent_bytes: u64,
+    /// The TLS handshake's nanoseconds, with a connection's first request only (else 0).
+    tls: u64,
+}
+
+impl Exchange {
+    /// A request parsed (or refused) now, whose first byte arrived at `head_start` (0: now).
+    pub(crate) fn begin(timing: &Timing, head_start: u64, tls: u64) -> Exchange {
+        let parsed = timing.now();
+        Exchange {
+            head_start: if head_start == 0 { parsed } else { head_start },
+            parsed,
+            responded: parsed,
+            logged: parsed,
+            status: 0,
+            body_bytes: 0,
+            sent_bytes: 0,
+            tls,
+        }
+    }
+
+    /// `reply` to `req` is written: logs it (`version` as the log line names the protocol).
+    pub(crate) fn answered(
+        &mut self,
+        worker: &Worker,
+        peer: &Peer,
+        req: &Request<'_>,
+        version: &str,
+        reply: &Reply,
+    ) {
+        self.log(worker, reply, || {
+            log_request(worker, peer, req, version, reply)
+        });
+    }
+
+    /// The refusal of a request that could not be parsed (or timed out) is written: logs it
+    /// with the first line of `pending`, the unparsed input.
+    pub(crate) fn refused(&mut self, worker: &Worker, peer: &Peer, pending: &[u8], reply: &Reply) {
+        self.log(worker, reply, || log_refusal(worker, peer, pending, reply));
+    }
+
+    fn log(&mut self, worker: &Worker, reply: &Reply, log: impl FnOnce()) {
+        self.responded = worker.timing.now();
+        log();
+        self.logged = worker.timing.now();
+        self.status = reply.status;
+        self.body_bytes = reply.body_bytes;
+    }
+
+    /// The response has left: records the sample. Returns the clock reading it ended at.
+    pub(crate) fn done(self, timing: &Timing) -> u64 {
+        let sent = timing.now();
+        timing.record(&Sample {
+            status: self.status,
+            body_bytes: self.body_bytes,
+            sent_bytes: self.sent_bytes,
+            parse: timing.nanos(self.head_start, self.parsed),
+            // Sending counts as processing; logging, which happens between, does not.
+            process: timing.nanos(self.parsed, self.responded) + timing.nanos(self.logged, sent),
+            log: timing.nanos(self.responded, self.logged),
+            total: timing.nanos(self.head_start, sent),
+            tls: self.tls,
+        });
+        sent
+    }
+}
+
+/// The reply to `req`, written into `out`: a service's under `/svc/` (the connection's task
+/// waits for the executor; the worker goes on serving others), else the document root's.
+pub(crate) async fn reply(
+    worker: &Worker,
+    req: &Request<'_>,
+    terms: Terms,
+    (out, scratch): (&mut Vec<u8>, &mut Scratch),
+) -> Reply {
+    match service_for(worker, req, terms) {
+        Some(services) => {
+            let strings = worker.config.techniques.string_cache;
+            service_reply(services, req, terms.keep_alive, out, strings).await
+        }
+        None => file_reply(worker, req, terms, out, scratch),
+    }
+}
+
 /// The reply from the document root (or 413 for a body too large), written into `out`.
 pub(crate) fn file_reply(
     worker: &Worker,
@@ -82,7 +188,7 @@ pub(crate) fn refusal(worker: &Worker, status: u16, out: &mut Vec<u8>) -> Reply 
 }
 
 /// Logs an answered request.
-pub(crate) fn log_request(worker: &Worker, peer: &Peer, req: &Request<'_>, reply: &Reply) {
+fn log_request(worker: &Worker, peer: &Peer, req: &Request<'_>, version: &str, reply: &Reply) {
     if !worker.log_enabled() {
         return;
     }
@@ -93,7 +199,7 @@ pub(crate) fn log_request(worker: &Worker, peer: &Peer, req: &Request<'_>, reply
         request: RequestLine::Parsed {
             method: req.method_name,
             target: req.target,
-            version: req.version.as_str(),
+            version,
         },
         status: reply.status,
         body_bytes: reply.body_bytes,
@@ -103,7 +209,7 @@ pub(crate) fn log_request(worker: &Worker, peer: &Peer, req: &Request<'_>, reply
 }
 
 /// Logs a refused request; its first line (at most 1 KiB of `pending`) is the request field.
-pub(crate) fn log_refusal(worker: &Worker, peer: &Peer, pending: &[u8], reply: &Reply) {
+fn log_refusal(worker: &Worker, peer: &Peer, pending: &[u8], reply: &Reply) {
     if !worker.log_enabled() {
         return;
     }
@@ -122,4 +228,85 @@ pub(crate) fn log_refusal(worker: &Worker, peer: &Peer, pending: &[u8], reply: &
         referer: None,
         user_agent: None,
     });
+}
+
+/// The services, if `req` is for them: a `/svc/` target on a server with services.
+pub(crate) fn service_for<'w>(
+    worker: &'w Worker,
+    req: &Request<'_>,
+    terms: Terms,
+) -> Option<&'w Services> {
+    worker
+        .services
+        .as_ref()
+        .filter(|_| !terms.too_large && req.target.starts_with("/svc/"))
+        .map(|services| &**services)
+}
+
+/// A `/svc/` request's work, running on the services' executor; its result is the body.
+pub(crate) type ServiceJob = oneshot::Receiver<String>;
+
+/// Hands a `/svc/` request to the services' executor: the job, or (Err) the reply already
+/// written into `out` when the request is refused at once (405, 400, 404, 503).
+pub(crate) fn service_submit(
+    services: &Services,
+    req: &Request<'_>,
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+    strings: bool,
+) -> Result<ServiceJob, Reply> {
+    let conn = ConnHeader::new(keep_alive, req.version);
+    let head_only = req.method == Method::Head;
+    if !matches!(req.method, Method::Get | Method::Head) {
+        return Err(respond::not_allowed(out, conn, head_only, strings));
+    }
+    services
+        .submit(req.target)
+        .map_err(|refusal| match refusal {
+            Refusal::BadRequest => respond::error(out, 400, conn, head_only, &[], strings),
+            Refusal::NotFound => respond::error(out, 404, conn, head_only, &[], strings),
+            Refusal::Unavailable => {
+                respond::error(out, 503, conn, head_only, &[("Retry-After", b"1")], strings)
+            }
+        })
+}
+
+/// The reply to a `/svc/` request whose job has ended, written into `out`.
+pub(crate) fn service_done(
+    req: &Request<'_>,
+    keep_alive: bool,
+    result: Result<String, oneshot::error::RecvError>,
+    out: &mut Vec<u8>,
+    strings: bool,
+) -> Reply {
+    let head_only = req.method == Method::Head;
+    match result {
+        Ok(body) => {
+            let conn = ConnHeader::new(keep_alive, req.version);
+            respond::generated(out, conn, head_only, &body, strings)
+        }
+        // The executor went away (the server is stopping).
+        Err(_) => respond::error(
+            out,
+            503,
+            ConnHeader::Close,
+            head_only,
+            &[("Retry-After", b"1")],
+            strings,
+        ),
+    }
+}
+
+/// Runs a `/svc/` request on the services' executor and answers with its result into `out`.
+async fn service_reply(
+    services: &Services,
+    req: &Request<'_>,
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+    strings: bool,
+) -> Reply {
+    match service_submit(services, req, keep_alive, out, strings) {
+        Ok(job) => service_done(req, keep_alive, job.await, out, strings),
+        Err(refused) => refused,
+    }
 }

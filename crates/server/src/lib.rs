@@ -2,16 +2,19 @@
 //!
 //! It serves regular files under a document root, correctly and defensively (RFC 9112 / 9110
 //! framing, limits, timeouts, no escape from the root), with a hot path designed to be
-//! measured: thread-per-core workers, each with its own SO_REUSEPORT listener and a
-//! current-thread tokio runtime; requests parsed from a per-connection buffer without
-//! allocation; small files read into memory and sent with their head in one write, large
-//! files sent with `sendfile(2)`; pipelined responses batched into one write; dates formatted
-//! once per second; the access log buffered per worker.
+//! measured: thread-per-core workers, each with its own SO_REUSEPORT listener and event loop;
+//! requests parsed from a per-connection buffer without allocation; small files read into
+//! memory and sent with their head in one write, large files sent with `sendfile(2)`;
+//! pipelined responses batched into one write; dates formatted once per second; the access
+//! log buffered per worker.
 //!
-//! With `Config::io = Io::Uring` a worker runs on one io_uring instead of tokio and epoll
-//! (multishot accept and receive, provided buffers, SEND submitted in batches; large files by
-//! sendfile),
-//! falling back to epoll where the kernel refuses.
+//! The event loop is one io_uring per worker by default (multishot accept and receive,
+//! provided buffers, SEND submitted in batches; large files by sendfile), measured cheaper
+//! per request than epoll. The workers run on a current-thread tokio runtime over epoll
+//! instead when asked (`Config::io = Some(Io::Epoll)`), when the configuration needs what
+//! only that engine serves (TLS, and with it HTTP/2), or where the kernel refuses io_uring;
+//! [`Server::engine`] says which and why. Both engines answer every request through the same
+//! code (`exchange.rs`); they differ only in how bytes move.
 //!
 //! With a certificate (`Config::tls`) it serves HTTPS: rustls, ALPN choosing HTTP/2 (the `h2`
 //! crate, static files and services from the same caches, log and timing) or HTTP/1.1 (the
@@ -42,12 +45,12 @@ mod access_log;
 mod admin;
 mod cache;
 mod config;
-mod conn;
 mod dns;
+mod epoll;
 mod error;
 mod exchange;
 mod files;
-mod h2;
+mod http1;
 mod io;
 mod listener;
 mod metrics;
@@ -58,16 +61,15 @@ pub mod services;
 mod techniques;
 mod timing;
 mod tls;
-mod transport;
 mod uring;
 mod worker;
 
 pub use cache::REVALIDATE;
-pub use config::{AccessLog, Config, Io};
+pub use config::{AccessLog, Config, Engine, Io, TlsFiles};
 pub use error::Error;
 pub use metrics::{json as stats_json, prometheus, Info};
 pub use server::{Running, Server};
 pub use techniques::{Techniques, UnknownTechnique, NAMES as TECHNIQUES};
 pub use timing::{size_class, Stats, CLASSES, PHASES};
-pub use tls::{KtlsState, TlsFiles};
+pub use tls::KtlsState;
 pub use uring::probe as uring_probe;

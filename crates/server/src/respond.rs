@@ -35,6 +35,16 @@ impl Tail {
             Tail::Sendfile(_, _, len) | Tail::Mapped(_, _, len) | Tail::Read(_, _, len) => *len,
         }
     }
+
+    /// The byte range of the file the tail sends (None: no tail).
+    pub(crate) fn range(&self) -> Option<(u64, u64)> {
+        match self {
+            Tail::None => None,
+            Tail::Sendfile(_, offset, len)
+            | Tail::Mapped(_, offset, len)
+            | Tail::Read(_, offset, len) => Some((*offset, offset + len)),
+        }
+    }
 }
 
 /// A large body, sent after the head by the technique in force.
@@ -77,16 +87,7 @@ pub(crate) fn respond(
     let strings = site.techniques.string_cache;
     match req.method {
         Method::Get | Method::Head => {}
-        Method::OtherKnown => {
-            return error(
-                out,
-                405,
-                conn,
-                head_only,
-                &[("Allow", b"GET, HEAD")],
-                strings,
-            );
-        }
+        Method::OtherKnown => return not_allowed(out, conn, head_only, strings),
         Method::Unknown => return error(out, 501, conn, head_only, &[], strings),
     }
     let host = req.host.unwrap_or(b"");
@@ -359,6 +360,23 @@ pub(crate) fn generated(
     }
     out.extend_from_slice(body.as_bytes());
     reply(200, body.len() as u64, conn)
+}
+
+/// Appends the 405 for a method other than GET and HEAD.
+pub(crate) fn not_allowed(
+    out: &mut Vec<u8>,
+    conn: ConnHeader,
+    head_only: bool,
+    strings: bool,
+) -> Reply {
+    error(
+        out,
+        405,
+        conn,
+        head_only,
+        &[("Allow", b"GET, HEAD")],
+        strings,
+    )
 }
 
 /// Appends an error (or redirect) response with a small HTML body.

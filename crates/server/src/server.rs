@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use crate::access_log::{LogThread, Mode, Sink};
 use crate::admin::{self, Admin};
-use crate::config::{Config, Io};
+use crate::config::{Config, Engine, Io};
 use crate::dns::DnsCache;
 use crate::error::Error;
 use crate::files::Root;
@@ -16,7 +16,7 @@ use crate::metrics::Info;
 use crate::services::{ServiceFigures, Services};
 use crate::timing::{self, SharedStats, Stats};
 use crate::tls::{KtlsState, Tls};
-use crate::{listener, worker};
+use crate::{epoll, listener, worker};
 
 /// Names the dns-cache keeps (Apache has no bound; this one has).
 const DNS_CACHE_NAMES: usize = 4096;
@@ -32,8 +32,7 @@ pub struct Server {
     sink: Sink,
     tls: Option<(Arc<Tls>, KtlsState)>,
     busy_poll: Option<Result<u32, String>>,
-    /// With `--io uring`: Ok, or why the kernel refused (then the workers run on epoll).
-    uring: Option<Result<(), String>>,
+    engine: Engine,
 }
 
 /// A running server. Dropping it without `shutdown` leaves the workers running until the
@@ -65,9 +64,11 @@ impl Server {
                 config.max_connections, config.workers
             )));
         }
-        if config.io == Io::Uring && (config.tls.is_some() || config.services.is_some()) {
+        // Asked for by name, io_uring is not swapped for epoll behind the operator's back:
+        // a measurement that names its engine must run on it.
+        if config.io == Some(Io::Uring) && epoll_only(&config).is_some() {
             return Err(Error::Config(
-                "--io uring serves plain HTTP/1.1 files only: it does not run with --tls-cert or --services yet (use --io epoll for those)".into(),
+                "--io uring serves plain HTTP/1.1 only: it does not run with --tls-cert yet (use --io epoll for it)".into(),
             ));
         }
         let root = Root::open(&config.root, config.follow_symlinks).map_err(|source| {
@@ -102,7 +103,7 @@ impl Server {
                 .map(|()| usecs)
                 .map_err(|e| format!("the kernel refused SO_BUSY_POLL/SO_PREFER_BUSY_POLL: {e}"))
         });
-        let uring = (config.io == Io::Uring).then(crate::uring::probe);
+        let engine = engine(&config);
         let local_addr = listeners[0]
             .local_addr()
             .map_err(|e| Error::bind(config.listen, e))?;
@@ -121,14 +122,13 @@ impl Server {
             sink,
             tls,
             busy_poll,
-            uring,
+            engine,
         })
     }
 
-    /// With `--io uring`: Ok if the workers will run on io_uring, or why the kernel refused
-    /// (they run on epoll then); None with `--io epoll`.
-    pub fn uring(&self) -> Option<&Result<(), String>> {
-        self.uring.as_ref()
+    /// The engine the workers will run on, and why not io_uring when it is epoll by fallback.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// With `--busy-poll`, the microseconds in force, or why the kernel refused.
@@ -193,14 +193,14 @@ impl Server {
                 shutdown: stop_rx.clone(),
                 ready: ready_tx.clone(),
             };
-            let uring = matches!(self.uring, Some(Ok(())));
+            let uring = self.engine == Engine::Uring;
             let handle = std::thread::Builder::new()
                 .name(format!("webscope-w{id}"))
                 .spawn(move || {
                     if uring {
                         crate::uring::run(start)
                     } else {
-                        worker::run(start)
+                        epoll::run(start)
                     }
                 })
                 .map_err(Error::Start)?;
@@ -263,6 +263,26 @@ impl Server {
         }
         Ok(running)
     }
+}
+
+/// io_uring unless epoll was asked for or io_uring cannot serve this configuration or kernel.
+fn engine(config: &Config) -> Engine {
+    if config.io == Some(Io::Epoll) {
+        return Engine::Epoll;
+    }
+    if let Some(flag) = epoll_only(config) {
+        return Engine::Fallback(format!("io_uring does not serve {flag} yet"));
+    }
+    match crate::uring::probe() {
+        Ok(()) => Engine::Uring,
+        Err(why) => Engine::Fallback(format!("io_uring refused by the kernel ({why})")),
+    }
+}
+
+/// The option in `config` that only the epoll engine serves, as its flag (TLS, and with it
+/// HTTP/2).
+fn epoll_only(config: &Config) -> Option<&'static str> {
+    config.tls.as_ref().map(|_| "--tls-cert")
 }
 
 impl Running {

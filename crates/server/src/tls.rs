@@ -1,10 +1,6 @@
-//! TLS for `serve --tls-cert/--tls-key`: the certificate and key loaded once, the handshake
-//! of each connection, ALPN (h2 before http/1.1), and the kTLS hand-off.
-//!
-//! The handshake runs in rustls (ring provider, as the load generator) through tokio-rustls on
-//! the worker's runtime. It must finish within the header timeout, from accept: a client that
-//! sends nothing, trickles its ClientHello or sends garbage holds a connection no longer than
-//! a slow request head would, and a failed handshake closes the connection and is counted.
+//! TLS for `serve --tls-cert/--tls-key`, set up once at start: the certificate and key loaded,
+//! ALPN (h2 before http/1.1), session resumption, and whether the kernel takes kTLS. Each
+//! connection's handshake is `epoll/tls.rs`'s (the engine TLS runs on).
 //!
 //! kTLS (technique `ktls`): after the handshake the session keys go to the kernel
 //! (`TCP_ULP "tls"`, `TLS_TX`/`TLS_RX`), so responses are plain `write`s and large files go by
@@ -13,27 +9,14 @@
 //! the server says so once and serves with user-space TLS, and its stats say which way it ran.
 
 use std::io;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::path::Path;
 use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use crate::config::TlsFiles;
 use crate::error::Error;
-use crate::io::Socket;
-use crate::transport::Transport;
-use crate::worker::Worker;
-
-/// Where the certificate chain and its key are (PEM).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsFiles {
-    /// The certificate chain, leaf first.
-    pub cert: PathBuf,
-    /// The private key (PKCS#8, PKCS#1 or SEC1).
-    pub key: PathBuf,
-}
 
 /// Sessions the server remembers for clients that resume by session ID (TLS 1.2 without
 /// tickets). Kept small: rustls's cache finds a session to evict by a linear scan, which at
@@ -178,70 +161,4 @@ fn probe_ktls() -> Result<(), String> {
         Some(libc::EPERM) | Some(libc::EACCES) => format!("the kernel refused the tls ULP: {err}"),
         _ => format!("TCP_ULP tls failed: {err}"),
     })
-}
-
-/// A TLS connection from accept to its end: the handshake (bounded by the header timeout),
-/// then HTTP/2 if the client chose h2, else HTTP/1.1, over user-space TLS or kTLS.
-pub(crate) async fn serve(socket: Socket, peer: SocketAddr, worker: Rc<Worker>) {
-    let Some(tls) = worker.tls.clone() else {
-        return;
-    };
-    let timing = &worker.timing;
-    let accepted = timing.start_connection();
-    let Ok(tcp) = socket.into_tokio() else {
-        timing.end_connection(accepted, 0);
-        return;
-    };
-    // rustls writes a flight or a response's records in more than one write; Nagle would
-    // hold the last one back for the client's delayed ACK (40 ms).
-    let _ = tcp.set_nodelay(true);
-    let limit = worker.config.header_timeout;
-    let outcome = if tls.ktls {
-        let tcp = ktls::CorkStream::new(tcp);
-        match tokio::time::timeout(limit, tls.acceptor.accept(tcp)).await {
-            Ok(Ok(stream)) => {
-                let (h2, resumed) = negotiated(stream.get_ref().1);
-                let handshake = timing.nanos(accepted, timing.now());
-                worker.timing.handshake(Some(resumed));
-                match ktls::config_ktls_server(stream).await {
-                    Ok(stream) => Ok((Transport::Ktls(Box::new(stream)), h2, handshake)),
-                    Err(err) => Err(format!("kTLS set-up failed: {err}")),
-                }
-            }
-            Ok(Err(err)) => Err(err.to_string()),
-            Err(_) => Err("handshake timed out".into()),
-        }
-    } else {
-        match tokio::time::timeout(limit, tls.acceptor.accept(tcp)).await {
-            Ok(Ok(stream)) => {
-                let (h2, resumed) = negotiated(stream.get_ref().1);
-                worker.timing.handshake(Some(resumed));
-                let handshake = timing.nanos(accepted, timing.now());
-                Ok((Transport::Tls(Box::new(stream)), h2, handshake))
-            }
-            Ok(Err(err)) => Err(err.to_string()),
-            Err(_) => Err("handshake timed out".into()),
-        }
-    };
-    match outcome {
-        Ok((transport, true, handshake)) => {
-            crate::h2::serve(transport, peer, worker, accepted, handshake).await
-        }
-        Ok((transport, false, handshake)) => {
-            crate::conn::serve_over(transport, peer, worker, accepted, handshake).await
-        }
-        Err(_why) => {
-            // The connection is dropped (closed); a bad client costs one counter, not a log
-            // line each: a scanner must not be able to fill the log.
-            worker.timing.handshake(None);
-            worker.timing.end_connection(accepted, 0);
-        }
-    }
-}
-
-/// (ALPN chose h2, the session was resumed).
-fn negotiated(conn: &rustls::ServerConnection) -> (bool, bool) {
-    let h2 = conn.alpn_protocol() == Some(b"h2");
-    let resumed = matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
-    (h2, resumed)
 }

@@ -1,22 +1,22 @@
-//! A worker: one OS thread, one current-thread tokio runtime, one listener (SO_REUSEPORT), and
-//! the connections it accepts. Nothing on a worker's request path is shared with another
-//! worker except the document root's descriptor and the log file's descriptor, so the hot
-//! path takes no lock and touches no shared cache line.
+//! What one worker's connections share, whichever engine moves their bytes (`epoll/`,
+//! `uring/`): the configuration, the caches, the access-log buffer, the timing recorder, the
+//! services and TLS set-up, and the shutdown flag; and [`Start`], what the server hands a
+//! worker thread. Not the accept loops: each engine has its own.
+//!
+//! A worker is one OS thread. Nothing on its request path is shared with another worker
+//! except the document root's descriptor and the log file's descriptor, so the hot path takes
+//! no lock and touches no shared cache line.
 
 use std::cell::{Cell, RefCell};
 use std::io;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::unix::AsyncFd;
-use tokio::sync::{watch, Notify, Semaphore};
-use tokio::task::LocalSet;
+use tokio::sync::{watch, Notify};
 
 use crate::access_log::{Entry, LogBuffer, Mode};
 use crate::cache::Caches;
 use crate::config::Config;
-use crate::conn;
 use crate::dns::{self, DnsCache};
 use crate::files::Root;
 use crate::services::Services;
@@ -36,8 +36,6 @@ pub(crate) struct Worker {
     pub tls: Option<Arc<Tls>>,
     shutdown: Cell<bool>,
     shutdown_notify: Notify,
-    active: Cell<usize>,
-    drained: Notify,
 }
 
 impl Worker {
@@ -60,8 +58,6 @@ impl Worker {
             tls: start.tls.clone(),
             shutdown: Cell::new(false),
             shutdown_notify: Notify::new(),
-            active: Cell::new(0),
-            drained: Notify::new(),
         }
     }
 
@@ -117,19 +113,6 @@ impl Worker {
     }
 }
 
-/// Decrements the worker's connection count when a connection task ends, however it ends.
-struct Active(Rc<Worker>);
-
-impl Drop for Active {
-    fn drop(&mut self) {
-        let left = self.0.active.get() - 1;
-        self.0.active.set(left);
-        if left == 0 {
-            self.0.drained.notify_waiters();
-        }
-    }
-}
-
 /// What a worker thread needs from the server.
 pub(crate) struct Start {
     pub listener: std::net::TcpListener,
@@ -144,92 +127,6 @@ pub(crate) struct Start {
     pub shutdown: watch::Receiver<bool>,
     /// Told once the worker runs (or why it could not start).
     pub ready: std::sync::mpsc::Sender<io::Result<()>>,
-}
-
-/// The worker thread's body: runs until shutdown, then drains.
-pub(crate) fn run(start: Start) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            let _ = start.ready.send(Err(err));
-            return;
-        }
-    };
-    let local = LocalSet::new();
-    local.block_on(&runtime, serve(start));
-}
-
-async fn serve(mut start: Start) {
-    let worker = Rc::new(Worker::take(&mut start));
-    let Start {
-        listener,
-        config,
-        max_connections,
-        mut shutdown,
-        ready,
-        ..
-    } = start;
-    // SAFETY: the AsyncFd owns the listener, whose descriptor stays open and the same for
-    // the AsyncFd's whole life.
-    let registered =
-        unsafe { AsyncFd::register_with_interest(listener, tokio::io::Interest::READABLE) };
-    let listener = match registered {
-        Ok(listener) => listener,
-        Err(err) => {
-            let _ = ready.send(Err(err.into()));
-            return;
-        }
-    };
-    let _ = ready.send(Ok(()));
-    let flusher = tokio::task::spawn_local(flush_log_every_second(Rc::clone(&worker)));
-    let permits = Arc::new(Semaphore::new(max_connections.max(1)));
-    tokio::select! {
-        biased;
-        _ = shutdown.wait_for(|&stop| stop) => {}
-        () = accept_loop(&listener, &worker, &permits) => {}
-    }
-    drop(listener);
-    worker.begin_shutdown();
-    if worker.active.get() > 0 {
-        let drained = worker.drained.notified();
-        let _ = tokio::time::timeout(config.shutdown_timeout, drained).await;
-    }
-    flusher.abort();
-    worker.flush_log();
-}
-
-async fn accept_loop(
-    listener: &AsyncFd<std::net::TcpListener>,
-    worker: &Rc<Worker>,
-    permits: &Arc<Semaphore>,
-) {
-    let mut backoff = Backoff::default();
-    loop {
-        let Ok(permit) = Arc::clone(permits).acquire_owned().await else {
-            return;
-        };
-        match crate::io::accept(listener).await {
-            Ok((socket, peer)) => {
-                backoff.reset();
-                worker.active.set(worker.active.get() + 1);
-                let active = Active(Rc::clone(worker));
-                let tls = worker.tls.is_some();
-                tokio::task::spawn_local(async move {
-                    if tls {
-                        crate::tls::serve(socket, peer, Rc::clone(&active.0)).await;
-                    } else {
-                        conn::serve(socket, peer, Rc::clone(&active.0)).await;
-                    }
-                    drop(permit);
-                    drop(active);
-                });
-            }
-            Err(err) => backoff.wait(&err).await,
-        }
-    }
 }
 
 /// accept() errors: running out of descriptors or memory is waited out on a doubling
@@ -265,18 +162,9 @@ impl Backoff {
         Some(delay)
     }
 
-    async fn wait(&mut self, err: &io::Error) {
+    pub(crate) async fn wait(&mut self, err: &io::Error) {
         if let Some(delay) = self.after(err) {
             tokio::time::sleep(delay).await;
         }
-    }
-}
-
-async fn flush_log_every_second(worker: Rc<Worker>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        worker.flush_log();
     }
 }

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use webscope_server::{Config, KtlsState, Running, Server, TlsFiles};
+use webscope_server::{Config, Engine, KtlsState, Running, Server, TlsFiles};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -50,6 +50,11 @@ fn start(tune: impl FnOnce(&mut Config)) -> Fixture {
     config.tls = Some(TlsFiles { cert, key });
     tune(&mut config);
     let server = Server::bind(config).unwrap();
+    // TLS runs on the epoll engine: the default picks it by itself and says why.
+    assert_eq!(
+        server.engine(),
+        &Engine::Fallback("io_uring does not serve --tls-cert yet".into())
+    );
     let ktls = server.ktls().cloned().unwrap();
     let addr = server.local_addr();
     let running = server.start().unwrap();

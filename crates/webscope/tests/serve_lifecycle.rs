@@ -80,7 +80,10 @@ fn operator_errors_are_one_clear_line_and_a_nonzero_exit() {
         "127.0.0.1:0",
         "--io",
         "uring",
-        "--services",
+        "--tls-cert",
+        "/no/such/cert.pem",
+        "--tls-key",
+        "/no/such/key.pem",
     ]);
     assert_ne!(code, 0);
     assert_eq!(err.lines().count(), 1, "{err}");

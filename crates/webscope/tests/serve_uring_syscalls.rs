@@ -1,9 +1,9 @@
 //! `webscope serve --io uring` proved on and off by its syscalls (strace, installed by CI):
-//! on, the workers make no recv, send, accept or epoll call, only `io_uring_enter` (at most
-//! two per request for one client waiting on each response, fewer with many clients); off
-//! (the default), no io_uring at all.
-//! Where the kernel refuses io_uring (here: a seccomp filter on `io_uring_setup`), the server
-//! says so in one line and serves with epoll.
+//! on (the default), the workers make no recv, send, accept or epoll call, only
+//! `io_uring_enter` (at most two per request for one client waiting on each response, fewer
+//! with many clients); off (`--io epoll`, `--baseline`), no io_uring at all.
+//! Where io_uring cannot serve (the kernel refuses it, here by a seccomp filter on
+//! `io_uring_setup`; --tls-cert), the server says so in one line and serves with epoll.
 
 mod serve_support;
 
@@ -25,7 +25,7 @@ fn measure(site: &Site, flags: &[&str], request: &[u8]) -> std::collections::Has
 const KEEP_ALIVE_1K: &[u8] = b"GET /1k.bin HTTP/1.1\r\nHost: t\r\n\r\n";
 
 #[test]
-fn io_uring_replaces_the_per_request_syscalls_and_is_off_by_default() {
+fn io_uring_replaces_the_per_request_syscalls_and_is_on_by_default() {
     let site = Site::new();
     let uring = measure(&site, &["--io", "uring"], KEEP_ALIVE_1K);
     for name in [
@@ -50,7 +50,37 @@ fn io_uring_replaces_the_per_request_syscalls_and_is_off_by_default() {
     assert_eq!(count(&epoll, "io_uring_enter"), 0, "{epoll:?}");
     assert!(count(&epoll, "sendto") >= N, "{epoll:?}");
     let default = measure(&site, &[], KEEP_ALIVE_1K);
-    assert_eq!(count(&default, "io_uring_enter"), 0, "{default:?}");
+    assert!(count(&default, "io_uring_enter") > 0, "{default:?}");
+    assert_eq!(count(&default, "sendto"), 0, "{default:?}");
+    // The paper's naive server runs on the paper's engine.
+    let baseline = measure(&site, &["--baseline"], KEEP_ALIVE_1K);
+    assert_eq!(count(&baseline, "io_uring_enter"), 0, "{baseline:?}");
+    assert!(count(&baseline, "sendto") >= N, "{baseline:?}");
+}
+
+#[test]
+fn the_start_up_line_names_the_engine_and_why_it_is_epoll_when_it_is() {
+    let site = Site::new();
+    let engine_line = |flags: &[&str]| {
+        let server = Server::start(site.root(), flags);
+        assert_eq!(get(&server, "/1k.bin").status, 200);
+        let (status, stdout, _) = server.stop(Duration::from_secs(10));
+        assert!(status.success());
+        let said: Vec<String> = stdout
+            .into_iter()
+            .filter(|l| l.contains("uring") || l.contains("epoll"))
+            .collect();
+        assert_eq!(said.len(), 1, "{flags:?}: {said:?}");
+        said[0].clone()
+    };
+    assert!(engine_line(&[]).starts_with("webscope serve: io_uring ("));
+    // The services run on io_uring too (TLS falls back: crates/server/tests/tls.rs).
+    assert!(engine_line(&["--services"]).starts_with("webscope serve: io_uring ("));
+    assert_eq!(
+        engine_line(&["--io", "epoll"]),
+        "webscope serve: epoll (--io epoll)"
+    );
+    assert!(engine_line(&["--baseline"]).contains("epoll (--baseline"));
 }
 
 #[test]

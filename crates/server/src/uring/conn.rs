@@ -1,5 +1,6 @@
-//! One connection of the io_uring engine: the HTTP/1.1 loop of `conn.rs` as a state machine
-//! that reacts to completions instead of awaiting them.
+//! One connection of the io_uring engine: the HTTP/1.1 loop of `epoll/conn.rs` as a state
+//! machine that reacts to completions instead of awaiting them, around the same `Http1`
+//! (`http1.rs`), which finds the requests and has `exchange.rs` answer them.
 //!
 //! A connection has one multishot receive armed for its whole life (data lands in the
 //! worker's provided buffers and is copied to the connection's input), answers every complete
@@ -16,17 +17,19 @@
 //! runs): sendfile 33.5 against 35.8 for SEND from the mapping; in other runs SPLICE took
 //! 40.9 and SEND_ZC 42.9 where epoll's sendfile took 31.0 and 35.6.
 
+use std::future::Future;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types};
-use webscope_http::request::{self, Body, Request};
+use webscope_http::request::{self, Request};
 
 use super::{user_data, Ctx, Op};
-use crate::exchange::{self, Peer};
-use crate::respond::{Reply, Scratch, Tail};
-use crate::timing::Sample;
+use crate::exchange::{Exchange, Peer};
+use crate::http1::{After, Answer, Answering, Http1, Waiting};
+use crate::respond::Tail;
 
 /// Output is written out once this much is buffered, even if more pipelined requests wait.
 const OUT_HIGH_WATER: usize = 64 * 1024;
@@ -46,25 +49,12 @@ pub(super) enum State {
     Reading,
     /// A response is being written.
     Writing,
+    /// A `/svc/` request waits for its job on the services' executor.
+    Serving,
     /// Half-closed after a last response, reading and discarding until the client closes.
     Lingering,
     /// Done: waiting for its operations to complete before the descriptor is closed.
     Closing,
-}
-
-/// What follows once the output is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum After {
-    KeepOpen,
-    Close,
-    Linger,
-}
-
-/// A request answered whose sample is recorded once its response has left.
-struct Pending {
-    sample: Sample,
-    head_start: u64,
-    logged: u64,
 }
 
 /// A large body being sent after its head.
@@ -87,19 +77,10 @@ pub(super) struct Conn {
     pub inflight: u32,
     /// Clock reading at accept (for the connection's life in the stats).
     pub accepted: u64,
-    pub served: u64,
-    peer: Peer,
-    input: Vec<u8>,
-    /// Start of unconsumed input.
-    start: usize,
-    output: Vec<u8>,
-    /// Bytes of `output` already sent.
+    pub h1: Http1,
+    /// Bytes of the output already sent.
     sent: usize,
     tail: Option<TailSend>,
-    scratch: Scratch,
-    /// Body bytes of the last request still to be read and dropped.
-    discard: u64,
-    head_start: u64,
     head_deadline: Option<Instant>,
     recv_armed: bool,
     /// Receiving was cancelled because too much input piled up during a write.
@@ -107,7 +88,10 @@ pub(super) struct Conn {
     /// The client closed its side.
     eof: bool,
     after: After,
-    pending: Option<Pending>,
+    /// The request answered last, whose sample is recorded once its response has left.
+    pending: Option<Exchange>,
+    /// The `/svc/` request being served (`State::Serving`).
+    job: Option<Waiting>,
     drained: usize,
 }
 
@@ -120,22 +104,16 @@ impl Conn {
             deadline: cx.now + cx.worker.config.header_timeout,
             inflight: 0,
             accepted: cx.worker.timing.start_connection(),
-            served: 0,
-            peer,
-            input: Vec::with_capacity(4096),
-            start: 0,
-            output: Vec::with_capacity(4096),
+            h1: Http1::new(peer, 0),
             sent: 0,
             tail: None,
-            scratch: Scratch::default(),
-            discard: 0,
-            head_start: 0,
             head_deadline: None,
             recv_armed: false,
             paused: false,
             eof: false,
             after: After::KeepOpen,
             pending: None,
+            job: None,
             drained: 0,
         }
     }
@@ -147,11 +125,6 @@ impl Conn {
     fn push(&mut self, cx: &mut Ctx, slot: usize, op: Op, entry: squeue::Entry) {
         cx.push(entry.user_data(user_data(slot, self.generation, op)));
         self.inflight += 1;
-    }
-
-    /// Idle: nothing buffered, nothing being skipped.
-    fn idle(&self) -> bool {
-        self.start == self.input.len() && self.discard == 0
     }
 
     pub(super) fn arm_recv(&mut self, cx: &mut Ctx, slot: usize) {
@@ -173,11 +146,11 @@ impl Conn {
             if result > 0 {
                 let data = cx.bufs.get(bid, result as usize);
                 match self.state {
-                    State::Reading | State::Writing => {
-                        if self.state == State::Reading && self.start == self.input.len() {
-                            self.head_start = cx.worker.timing.now();
+                    State::Reading | State::Writing | State::Serving => {
+                        if self.state == State::Reading && self.h1.start == self.h1.input.len() {
+                            self.h1.head_arrived(&cx.worker.timing);
                         }
-                        self.input.extend_from_slice(data);
+                        self.h1.input.extend_from_slice(data);
                     }
                     State::Lingering => self.drained += data.len(),
                     State::Closing => {}
@@ -202,8 +175,8 @@ impl Conn {
         }
         match self.state {
             State::Reading => self.advance(cx, slot),
-            State::Writing => {
-                if self.recv_armed && self.input.len() - self.start > PAUSE_INPUT {
+            State::Writing | State::Serving => {
+                if self.recv_armed && self.h1.input.len() - self.h1.start > PAUSE_INPUT {
                     let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::user_data(
                         user_data(slot, self.generation, Op::Recv),
                     ))
@@ -218,7 +191,7 @@ impl Conn {
         if !self.paused
             && matches!(
                 self.state,
-                State::Reading | State::Writing | State::Lingering
+                State::Reading | State::Writing | State::Serving | State::Lingering
             )
         {
             self.arm_recv(cx, slot);
@@ -230,33 +203,25 @@ impl Conn {
         if self.state != State::Reading {
             return;
         }
-        loop {
-            if self.start == self.input.len() {
-                self.input.clear();
-                self.start = 0;
-            }
-            if self.discard > 0 && self.start < self.input.len() {
-                let n = (self.input.len() - self.start).min(self.discard as usize);
-                self.start += n;
-                self.discard -= n as u64;
-                continue;
-            }
-            if self.discard > 0 || self.start == self.input.len() {
-                break;
-            }
+        while self.h1.request_waiting() {
             // The request borrows the input while it is answered: lend the buffer out.
-            let input = std::mem::take(&mut self.input);
+            let input = std::mem::take(&mut self.h1.input);
             let answered = self.step(cx, &input);
-            self.input = input;
+            self.h1.input = input;
             if !answered
+                || self.job.is_some()
                 || self.tail.is_some()
                 || self.after != After::KeepOpen
-                || self.output.len() >= OUT_HIGH_WATER
+                || self.h1.output.len() >= OUT_HIGH_WATER
             {
                 break;
             }
         }
-        if !self.output.is_empty() || self.tail.is_some() {
+        if self.job.is_some() {
+            self.state = State::Serving;
+            // Its first poll registers the waker (the job may even be done already).
+            self.on_service(cx, slot);
+        } else if !self.h1.output.is_empty() || self.tail.is_some() {
             self.state = State::Writing;
             self.deadline = cx.now + cx.worker.config.send_timeout;
             self.send_next(cx, slot);
@@ -267,7 +232,7 @@ impl Conn {
 
     /// Parses the next buffered request and answers it; false if it is not complete yet.
     fn step(&mut self, cx: &mut Ctx, input: &[u8]) -> bool {
-        let pending = &input[self.start..];
+        let pending = &input[self.h1.start..];
         match request::parse(pending, &cx.worker.config.limits) {
             Ok(Some(req)) => {
                 self.answer(cx, &req, input);
@@ -281,127 +246,85 @@ impl Conn {
         }
     }
 
+    /// Answers a request from the document root, or hands it to the services (then the
+    /// answer waits for [`Conn::on_service`]).
     fn answer(&mut self, cx: &mut Ctx, req: &Request<'_>, input: &[u8]) {
         let worker = Rc::clone(&cx.worker);
-        let timing = &worker.timing;
-        let parsed = timing.now();
-        let head_start = if self.head_start == 0 {
-            parsed
-        } else {
-            self.head_start
-        };
-        self.served += 1;
-        let terms = exchange::terms(&worker, req, self.served);
-        let out_before = self.output.len();
-        let reply = exchange::file_reply(&worker, req, terms, &mut self.output, &mut self.scratch);
-        let responded = timing.now();
-        exchange::log_request(&worker, &self.peer, req, &reply);
-        let logged = timing.now();
-        self.start += req.head_len;
-        if let (Body::Length(n), false) = (req.body, terms.too_large) {
-            self.discard = n;
+        match self.h1.answer(&worker, req, input.len()) {
+            Answering::Ready(answer) => self.answered(cx, answer, input.len()),
+            Answering::Waiting(waiting) => self.job = Some(waiting),
         }
+    }
+
+    /// The service job of this connection may have ended: if it has, its request is
+    /// answered (parsed again from the input, which kept it) and the connection goes on.
+    pub(super) fn on_service(&mut self, cx: &mut Ctx, slot: usize) {
+        let (Some(Waiting { job, .. }), Some(wakeups)) = (self.job.as_mut(), cx.wakeups.as_ref())
+        else {
+            return;
+        };
+        if self.state != State::Serving {
+            return;
+        }
+        let waker = wakeups.waker(user_data(slot, self.generation, Op::Wake));
+        let Poll::Ready(result) = std::pin::Pin::new(job).poll(&mut Context::from_waker(&waker))
+        else {
+            return;
+        };
+        let Some(waiting) = self.job.take() else {
+            return;
+        };
+        let worker = Rc::clone(&cx.worker);
+        let input = std::mem::take(&mut self.h1.input);
+        // The same bytes parsed before, so they parse again.
+        if let Ok(Some(req)) = request::parse(&input[self.h1.start..], &worker.config.limits) {
+            let answer = self
+                .h1
+                .service_answered(&worker, &req, input.len(), waiting, result);
+            self.answered(cx, answer, input.len());
+        }
+        self.h1.input = input;
+        self.state = State::Reading;
+        self.advance(cx, slot);
+    }
+
+    /// What follows an answer: its tail to send, its sample to record now or once sent.
+    fn answered(&mut self, cx: &Ctx, answer: Answer, input_len: usize) {
         self.head_deadline = None;
-        let Reply {
-            tail,
-            close,
-            status,
-            body_bytes,
-        } = reply;
-        let inline = (self.output.len() - out_before) as u64;
-        let sample = Sample {
-            status,
-            body_bytes,
-            sent_bytes: inline + tail.len(),
-            parse: timing.nanos(head_start, parsed),
-            process: timing.nanos(parsed, responded),
-            log: timing.nanos(responded, logged),
-            total: 0,
-            tls: 0,
-        };
-        if close {
-            let unread = terms.too_large
-                || self.start < input.len()
-                || self.discard > 0
-                || req.body == Body::Chunked;
-            self.after = if unread { After::Linger } else { After::Close };
-        }
-        let pending = Pending {
-            sample,
-            head_start,
-            logged,
-        };
-        let buffered = self.start < input.len() || self.discard > 0;
-        if let Some((offset, end)) = tail_range(&tail) {
+        self.after = answer.after;
+        if let Some((offset, end)) = answer.tail.range() {
             self.tail = Some(TailSend {
-                tail,
+                tail: answer.tail,
                 offset,
                 end,
                 short: false,
                 ops: 0,
             });
-            self.pending = Some(pending);
-        } else if buffered {
+            self.pending = Some(answer.exchange);
+        } else if answer.pipelined {
             // More requests are answered into the same write: this one is done now.
-            self.record(cx, pending, input.len());
+            self.h1.sent(&cx.worker.timing, answer.exchange, input_len);
         } else {
-            self.pending = Some(pending);
+            self.pending = Some(answer.exchange);
         }
     }
 
     /// Answers a request that could not be parsed (or timed out); the connection lingers.
     fn refuse(&mut self, cx: &mut Ctx, status: u16, pending: &[u8]) {
-        let worker = Rc::clone(&cx.worker);
-        let timing = &worker.timing;
-        let started = timing.now();
-        let head_start = if self.head_start == 0 {
-            started
-        } else {
-            self.head_start
-        };
-        let out_before = self.output.len();
-        let reply = exchange::refusal(&worker, status, &mut self.output);
-        let responded = timing.now();
-        exchange::log_refusal(&worker, &self.peer, pending, &reply);
-        let logged = timing.now();
-        self.pending = Some(Pending {
-            sample: Sample {
-                status,
-                body_bytes: reply.body_bytes,
-                sent_bytes: (self.output.len() - out_before) as u64,
-                parse: timing.nanos(head_start, started),
-                process: timing.nanos(started, responded),
-                log: timing.nanos(responded, logged),
-                total: 0,
-                tls: 0,
-            },
-            head_start,
-            logged,
-        });
+        self.pending = Some(self.h1.refuse(&cx.worker, status, pending));
         self.after = After::Linger;
-    }
-
-    /// Records a request's sample at the moment its response is out (or handed on).
-    fn record(&mut self, cx: &Ctx, pending: Pending, input_len: usize) {
-        let timing = &cx.worker.timing;
-        let sent = timing.now();
-        let mut sample = pending.sample;
-        sample.process += timing.nanos(pending.logged, sent);
-        sample.total = timing.nanos(pending.head_start, sent);
-        timing.record(&sample);
-        self.head_start = if self.start < input_len { sent } else { 0 };
     }
 
     /// Nothing to write: wait for the next request (or end an idle connection).
     fn wait_input(&mut self, cx: &mut Ctx, slot: usize) {
-        let idle = self.idle();
+        let idle = self.h1.idle();
         if self.eof || (idle && cx.worker.shutting_down()) {
             self.close(cx, slot);
             return;
         }
         let config = &cx.worker.config;
         self.deadline = if idle {
-            let wait = if self.served == 0 {
+            let wait = if self.h1.served == 0 {
                 config.header_timeout
             } else {
                 config.keepalive_timeout
@@ -412,18 +335,15 @@ impl Conn {
                 .head_deadline
                 .get_or_insert(cx.now + config.header_timeout)
         };
-        if self.start > 0 && self.input.capacity() - self.input.len() < 2048 {
-            self.input.drain(..self.start);
-            self.start = 0;
-        }
+        self.h1.compact();
         self.paused = false;
         self.arm_recv(cx, slot);
     }
 
     /// Submits the next write: the rest of the output, then the tail; or finishes.
     fn send_next(&mut self, cx: &mut Ctx, slot: usize) {
-        if self.sent < self.output.len() {
-            let data = &self.output[self.sent..];
+        if self.sent < self.h1.output.len() {
+            let data = &self.h1.output[self.sent..];
             // MSG_MORE only while more of the body follows: on the last piece it would hold
             // the final segment back until the kernel's cork timer fires.
             let follows = self
@@ -500,11 +420,11 @@ impl Conn {
             }
             Tail::Read(file, ..) => {
                 let chunk = (t.end - t.offset).min(READ_CHUNK as u64) as usize;
-                self.output.clear();
-                self.output.reserve(chunk);
+                self.h1.output.clear();
+                self.h1.output.reserve(chunk);
                 let read = opcode::Read::new(
                     types::Fd(file.as_raw_fd()),
-                    self.output.as_mut_ptr(),
+                    self.h1.output.as_mut_ptr(),
                     chunk as u32,
                 )
                 .offset(t.offset)
@@ -530,8 +450,8 @@ impl Conn {
         }
         self.deadline = cx.now + cx.worker.config.send_timeout;
         self.sent += result as usize;
-        if self.sent >= self.output.len() {
-            self.output.clear();
+        if self.sent >= self.h1.output.len() {
+            self.h1.output.clear();
             self.sent = 0;
         }
         self.send_next(cx, slot);
@@ -562,7 +482,7 @@ impl Conn {
             (Op::Read, _) => {
                 let asked = (t.end - t.offset).min(READ_CHUNK as u64);
                 // SAFETY: the READ wrote `n` bytes into the output's spare capacity.
-                unsafe { self.output.set_len(n as usize) };
+                unsafe { self.h1.output.set_len(n as usize) };
                 self.sent = 0;
                 t.offset += n;
                 t.short |= n < asked;
@@ -579,9 +499,9 @@ impl Conn {
 
     /// The response (and every pipelined one before it) has left.
     fn written(&mut self, cx: &mut Ctx, slot: usize) {
-        if let Some(pending) = self.pending.take() {
-            let len = self.input.len();
-            self.record(cx, pending, len);
+        if let Some(exchange) = self.pending.take() {
+            let len = self.h1.input.len();
+            self.h1.sent(&cx.worker.timing, exchange, len);
         }
         self.state = State::Reading;
         match std::mem::replace(&mut self.after, After::KeepOpen) {
@@ -596,8 +516,8 @@ impl Conn {
     fn linger(&mut self, cx: &mut Ctx, slot: usize) {
         self.state = State::Lingering;
         self.deadline = cx.now + LINGER;
-        self.input.clear();
-        self.start = 0;
+        self.h1.input.clear();
+        self.h1.start = 0;
         let shutdown = opcode::Shutdown::new(self.raw(), libc::SHUT_WR).build();
         self.push(cx, slot, Op::Shutdown, shutdown);
         if self.eof {
@@ -610,16 +530,18 @@ impl Conn {
     /// A deadline passed.
     pub(super) fn expire(&mut self, cx: &mut Ctx, slot: usize) {
         match self.state {
-            State::Reading if self.idle() => self.close(cx, slot),
+            State::Reading if self.h1.idle() => self.close(cx, slot),
             State::Reading => {
-                let input = std::mem::take(&mut self.input);
-                self.refuse(cx, 408, &input[self.start..]);
-                self.input = input;
+                let input = std::mem::take(&mut self.h1.input);
+                self.refuse(cx, 408, &input[self.h1.start..]);
+                self.h1.input = input;
                 self.state = State::Writing;
                 self.deadline = cx.now + cx.worker.config.send_timeout;
                 self.send_next(cx, slot);
             }
             State::Writing => self.abort(cx, slot),
+            // A job takes what it takes (as on epoll); the shutdown timeout still cuts it.
+            State::Serving => self.deadline = cx.now + cx.worker.config.send_timeout,
             State::Lingering => self.close(cx, slot),
             State::Closing => {
                 // Something is stuck in the kernel (a send to a peer that reads nothing): wake it.
@@ -652,19 +574,9 @@ impl Conn {
 
     /// Shutdown began: an idle connection ends now.
     pub(super) fn stop_if_idle(&mut self, cx: &mut Ctx, slot: usize) {
-        if self.state == State::Reading && self.idle() {
+        if self.state == State::Reading && self.h1.idle() {
             self.close(cx, slot);
         }
-    }
-}
-
-/// The byte range a tail still has to send (None: no tail).
-fn tail_range(tail: &Tail) -> Option<(u64, u64)> {
-    match tail {
-        Tail::None => None,
-        Tail::Sendfile(_, offset, len)
-        | Tail::Mapped(_, offset, len)
-        | Tail::Read(_, offset, len) => Some((*offset, offset + len)),
     }
 }
 

@@ -1,4 +1,5 @@
-//! `--io uring`: a worker driven by one io_uring instead of tokio and epoll.
+//! The default engine (`--io uring`): a worker driven by one io_uring instead of tokio and
+//! epoll.
 //!
 //! One thread, one ring (SINGLE_ISSUER, DEFER_TASKRUN: the kernel runs completion work when
 //! the thread waits, never by interrupting it). A multishot ACCEPT on the worker's listener
@@ -8,11 +9,15 @@
 //! next round, so a keep-alive request costs no syscall of its own. Deadlines (header,
 //! keep-alive, send, linger) are swept ten times a second, as is the shutdown signal.
 //!
-//! What it is not (yet): TLS, HTTP/2 and the `/svc/` services run on the epoll engine only;
-//! the server refuses `--io uring` with them. Registered files and SEND_ZC are not used.
+//! The `/svc/` services run here too: a job goes to the services' executor and its connection
+//! waits (`Serving`) until the executor's wake-up reaches the ring through an eventfd
+//! (`wake.rs`). What it is not (yet): TLS and HTTP/2 run on the epoll engine only; with them
+//! the server picks epoll by itself (and refuses an explicit `--io uring`). Registered files
+//! and SEND_ZC are not used.
 
 mod bufs;
 mod conn;
+mod wake;
 
 use std::io;
 use std::net::SocketAddr;
@@ -26,6 +31,7 @@ use crate::exchange::Peer;
 use crate::worker::{Backoff, Start, Worker};
 use bufs::BufRing;
 use conn::{Conn, State};
+use wake::Wakeups;
 
 /// Submission queue entries (completions: four times as many; multishot operations post
 /// many completions per submission).
@@ -50,6 +56,8 @@ pub(super) enum Op {
     Shutdown,
     Cancel,
     Close,
+    /// The READ on the eventfd through which the services' executor wakes the worker.
+    Wake,
 }
 
 impl Op {
@@ -64,6 +72,7 @@ impl Op {
             7 => Op::Shutdown,
             8 => Op::Cancel,
             9 => Op::Close,
+            10 => Op::Wake,
             _ => return None,
         })
     }
@@ -83,6 +92,8 @@ pub(super) struct Ctx {
     worker: Rc<Worker>,
     /// The clock read once per round of completions.
     now: Instant,
+    /// With services: how their executor wakes this worker.
+    wakeups: Option<Wakeups>,
 }
 
 impl Ctx {
@@ -140,15 +151,17 @@ pub fn probe() -> Result<(), String> {
 /// The worker thread's body on io_uring; falls back to the epoll worker (with one line) if
 /// the ring cannot be built here.
 pub(crate) fn run(mut start: Start) {
+    let services = start.services.is_some();
     let built = ring().and_then(|ring| {
         let bufs = BufRing::new(&ring, BUFFERS, BUFFER_SIZE)?;
-        Ok((ring, bufs))
+        let wakeups = services.then(Wakeups::new).transpose()?;
+        Ok((ring, bufs, wakeups))
     });
-    let (ring, bufs) = match built {
+    let (ring, bufs, wakeups) = match built {
         Ok(built) => built,
         Err(err) => {
             eprintln!("webscope serve: io_uring refused ({err}); this worker serves with epoll");
-            crate::worker::run(start);
+            crate::epoll::run(start);
             return;
         }
     };
@@ -159,8 +172,10 @@ pub(crate) fn run(mut start: Start) {
             bufs,
             worker,
             now: Instant::now(),
+            wakeups,
         },
         conns: Vec::new(),
+        woken: Vec::new(),
         free: Vec::new(),
         generation: 0,
         active: 0,
@@ -172,6 +187,7 @@ pub(crate) fn run(mut start: Start) {
         stopping: None,
     };
     engine.arm_accept();
+    engine.arm_wake();
     let _ = start.ready.send(Ok(()));
     engine.run(&start.shutdown);
 }
@@ -179,6 +195,8 @@ pub(crate) fn run(mut start: Start) {
 struct Engine {
     cx: Ctx,
     conns: Vec<Option<Conn>>,
+    /// Connections whose service job ended, as the wakers reported them.
+    woken: Vec<u64>,
     free: Vec<usize>,
     generation: u32,
     active: usize,
@@ -258,8 +276,10 @@ impl Engine {
             return;
         };
         if slot == NO_SLOT {
-            if op == Op::Accept {
-                self.on_accept(result, flags);
+            match op {
+                Op::Accept => self.on_accept(result, flags),
+                Op::Wake => self.on_wake(),
+                _ => {}
             }
             return;
         }
@@ -275,11 +295,43 @@ impl Engine {
             Op::Send => conn.on_send(cx, slot, result),
             Op::PollOut | Op::SendMapped | Op::Read => conn.on_tail(cx, slot, op, result),
             Op::Shutdown | Op::Cancel => conn.inflight -= 1,
-            Op::Accept | Op::Close => {}
+            Op::Accept | Op::Close | Op::Wake => {}
         }
         if conn.state == State::Closing && conn.inflight == 0 {
             self.finish(slot);
         }
+    }
+
+    /// Keeps one READ armed on the eventfd (with services only).
+    fn arm_wake(&mut self) {
+        if let Some(wakeups) = &self.cx.wakeups {
+            let read = wakeups.read().user_data(user_data(NO_SLOT, 0, Op::Wake));
+            self.cx.push(read);
+        }
+    }
+
+    /// The eventfd was written: services' jobs ended, and their connections answer.
+    fn on_wake(&mut self) {
+        self.arm_wake();
+        let mut woken = std::mem::take(&mut self.woken);
+        if let Some(wakeups) = &self.cx.wakeups {
+            wakeups.drain(&mut woken);
+        }
+        for key in woken.drain(..) {
+            let slot = (key >> 32) as usize;
+            let cx = &mut self.cx;
+            let Some(Some(conn)) = self.conns.get_mut(slot) else {
+                continue;
+            };
+            if conn.generation & 0x00ff_ffff != ((key >> 8) & 0x00ff_ffff) as u32 {
+                continue;
+            }
+            conn.on_service(cx, slot);
+            if conn.state == State::Closing && conn.inflight == 0 {
+                self.finish(slot);
+            }
+        }
+        self.woken = woken;
     }
 
     fn on_accept(&mut self, result: i32, flags: u32) {
@@ -369,7 +421,7 @@ impl Engine {
         self.cx
             .worker
             .timing
-            .end_connection(conn.accepted, conn.served);
+            .end_connection(conn.accepted, conn.h1.served);
         // The close rides on the next submission instead of costing a syscall now.
         let fd = std::mem::ManuallyDrop::new(conn.fd);
         let close = opcode::Close::new(types::Fd(fd.as_raw_fd()))

@@ -47,12 +47,13 @@ pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
-/// The engine the tests run the server on: `serve_uring.rs` includes the serve tests again,
-/// and its test binary (named after it) runs every one with `--io uring`.
+/// The engine the tests run the server on: the default (io_uring where the kernel allows it)
+/// everywhere but in `serve_epoll*.rs`, which include the serve tests again, and whose test
+/// binaries (named after them) run every one with `--io epoll`.
 pub fn io_engine() -> Option<&'static str> {
     let exe = std::env::current_exe().ok()?;
     let name = exe.file_name()?.to_str()?;
-    (name.split('-').next() == Some("serve_uring")).then_some("uring")
+    name.starts_with("serve_epoll").then_some("epoll")
 }
 
 /// A running `webscope serve`, killed on drop if not stopped.
@@ -82,7 +83,7 @@ impl Server {
         if !extra.contains(&"--workers") {
             cmd.args(["--workers", "1"]);
         }
-        if let Some(io) = io_engine() {
+        if let Some(io) = io_engine().filter(|_| !extra.contains(&"--io")) {
             cmd.args(["--io", io]);
         }
         tweak(&mut cmd);

@@ -1,6 +1,6 @@
 //! HTTP/2 over TLS (ALPN h2): the `h2` crate does the framing, HPACK and flow control; each
-//! stream is answered by the same code as an HTTP/1.1 request, from the same caches, with the
-//! same access log and timing.
+//! stream is answered by `crate::exchange`, as an HTTP/1.1 request is, from the same caches,
+//! with the same access log and timing.
 //!
 //! One method table for both protocols: a stream's pseudo-headers and fields become a
 //! [`Request`] as the HTTP/1.1 parser would have produced it, [`respond`] writes its usual
@@ -21,12 +21,10 @@ use http::{HeaderMap, Response, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
 use webscope_http::request::{Body, Method, Request, Version};
 
-use crate::access_log::{Entry, RequestLine};
-use crate::conn::service_reply;
+use super::transport::Transport;
+use crate::exchange::{self, Exchange, Peer, Terms};
 use crate::files::read_at;
-use crate::respond::{self, Reply, Scratch, Site, Tail};
-use crate::timing::Sample;
-use crate::transport::Transport;
+use crate::respond::{Reply, Scratch, Tail};
 use crate::worker::Worker;
 
 /// Streams a client may open at once (nginx's `http2_max_concurrent_streams`).
@@ -68,11 +66,7 @@ where
     let Ok(Ok(mut connection)) = start.await else {
         return 0;
     };
-    let peer_text: Rc<str> = if worker.log_enabled() {
-        peer.ip().to_string().into()
-    } else {
-        "".into()
-    };
+    let peer = Rc::new(Peer::new(peer, worker));
     let open = Rc::new(Cell::new(0usize));
     let mut handshake = handshake;
     let mut served = 0u64;
@@ -104,8 +98,7 @@ where
         open.set(open.get() + 1);
         let stream = Stream {
             worker: Rc::clone(worker),
-            peer,
-            peer_text: Rc::clone(&peer_text),
+            peer: Rc::clone(&peer),
             handshake: std::mem::take(&mut handshake),
             open: Rc::clone(&open),
         };
@@ -117,8 +110,7 @@ where
 /// One stream's request and what it needs from its connection.
 struct Stream {
     worker: Rc<Worker>,
-    peer: SocketAddr,
-    peer_text: Rc<str>,
+    peer: Rc<Peer>,
     handshake: u64,
     open: Rc<Cell<usize>>,
 }
@@ -162,62 +154,17 @@ impl Stream {
             user_agent: field(http::header::USER_AGENT),
             head_len: 0,
         };
-        let parsed = timing.now();
+        let mut exchange = Exchange::begin(timing, started, self.handshake);
         let mut out = Vec::with_capacity(512);
-        let reply = self.reply(&req, &mut out).await;
-        let responded = timing.now();
-        if worker.log_enabled() {
-            worker.log(Entry {
-                peer: self.peer.ip(),
-                peer_text: &self.peer_text,
-                host: None,
-                request: RequestLine::Parsed {
-                    method: method_name,
-                    target,
-                    version: "HTTP/2.0",
-                },
-                status: reply.status,
-                body_bytes: reply.body_bytes,
-                referer: req.referer,
-                user_agent: req.user_agent,
-            });
-        }
-        let logged = timing.now();
-        let status = reply.status;
-        let body_bytes = reply.body_bytes;
-        let sent_bytes = send(respond, out, reply).await.unwrap_or(0);
-        let sent = timing.now();
-        timing.record(&Sample {
-            status,
-            body_bytes,
-            sent_bytes,
-            parse: timing.nanos(started, parsed),
-            process: timing.nanos(parsed, responded) + timing.nanos(logged, sent),
-            log: timing.nanos(responded, logged),
-            total: timing.nanos(started, sent),
-            tls: self.handshake,
-        });
-    }
-
-    async fn reply(&self, req: &Request<'_>, out: &mut Vec<u8>) -> Reply {
-        let worker = &self.worker;
-        let strings = worker.config.techniques.string_cache;
-        if let Some(services) = worker
-            .services
-            .as_ref()
-            .filter(|_| req.target.starts_with("/svc/"))
-        {
-            return service_reply(services, req, true, out, strings).await;
-        }
-        let mut caches = worker.caches.borrow_mut();
-        let mut site = Site {
-            root: &worker.root,
-            caches: &mut caches,
-            techniques: worker.config.techniques,
-            sendfile_threshold: worker.config.sendfile_threshold,
+        let terms = Terms {
+            too_large: false,
+            keep_alive: true,
         };
         let mut scratch = Scratch::default();
-        respond::respond(&mut site, req, true, out, &mut scratch)
+        let reply = exchange::reply(&worker, &req, terms, (&mut out, &mut scratch)).await;
+        exchange.answered(&worker, &self.peer, &req, "HTTP/2.0", &reply);
+        exchange.sent_bytes = send(respond, out, reply).await.unwrap_or(0);
+        exchange.done(timing);
     }
 }
 
