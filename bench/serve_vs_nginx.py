@@ -6,7 +6,8 @@ worker, tcp_nopush, open_file_cache, buffered access log, deferred accept as web
 default; once with sendfile on and once off, the better of the two counting), pins each server to CPU 0 and wrk to CPU 1, alternates the
 servers (A B C A B C ...) and prints, per scenario, the median req/s, the server's
 CPU-microseconds per request (utime+stime from /proc/PID/stat before and after), and both
-processes' CPU utilisation. On 2 cores the load generator may saturate before the server does,
+processes' CPU utilisation, and the latency tails p99 and p99.9 (at --connections and at one
+connection). On 2 cores the load generator may saturate before the server does,
 so CPU per request is the figure that compares servers honestly.
 
 By default webscope serves on its default engine (io_uring where the kernel allows it, named
@@ -172,10 +173,27 @@ http {{
             self.proc.kill()
 
 
-def run_wrk(port, path, close, connections, duration):
-    """Runs wrk where PLACE says; returns (requests, wrk cpu seconds)."""
+# wrk's --latency stops at p99; its done() hook reads any percentile of its histogram (µs).
+TAILS_LUA = """
+done = function(summary, latency, requests)
+  io.write(string.format("webscope-tails %.0f %.0f\\n", latency:percentile(99), latency:percentile(99.9)))
+end
+"""
+
+
+def tails_script():
+    path = os.path.join(tempfile.gettempdir(), f"webscope-tails-{os.getpid()}.lua")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(TAILS_LUA)
+    return path
+
+
+def run_wrk(port, path, close, connections, duration, tails=None):
+    """Runs wrk where PLACE says; returns (requests, wrk cpu seconds); fills `tails` with
+    p99_us and p999_us when given."""
     cmd = ["taskset", "-c", PLACE["wrk"], "wrk", f"-t{PLACE['wrk_threads']}", f"-c{connections}",
-           f"-d{duration}s", "--latency"]
+           f"-d{duration}s", "--latency", "-s", tails_script()]
     if close:
         cmd += ["-H", "Connection: close"]
     cmd.append(f"http://127.0.0.1:{port}{path}")
@@ -187,6 +205,8 @@ def run_wrk(port, path, close, connections, duration):
     for line in out.splitlines():
         if "requests in" in line:
             requests = int(line.split()[0])
+        if line.startswith("webscope-tails") and tails is not None:
+            tails["p99_us"], tails["p999_us"] = (float(x) for x in line.split()[1:3])
         if "Non-2xx" in line or "Socket errors" in line:
             print(f"    wrk: {line.strip()}", file=sys.stderr)
     if requests is None:
@@ -194,7 +214,7 @@ def run_wrk(port, path, close, connections, duration):
     return requests, wrk_cpu
 
 
-def run_mix(binary, fileset, port, connections, duration, out):
+def run_mix(binary, fileset, port, connections, duration, out, tails=None):
     """webscope load with the file set's mix, one thread on PLACE's wrk CPU; (requests, cpu s)."""
     cmd = ["taskset", "-c", PLACE["wrk"], binary, "load", "--fileset", fileset, "--base",
            f"http://127.0.0.1:{port}/specweb96/", "-c", str(connections), "-t", "1", "-d", f"{duration}s",
@@ -208,17 +228,21 @@ def run_mix(binary, fileset, port, connections, duration, out):
     if errors:
         print(f"    webscope load: {errors} errors", file=sys.stderr)
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    if tails is not None:
+        tails["p99_us"], tails["p999_us"] = report["latency_us"]["p99"], report["latency_us"]["p999"]
     return report["requests"], cpu
 
 
-def measure(server, path, close, args):
+def measure(server, path, close, args, connections=None):
+    connections = connections or args.connections
     if path == MIX:
-        return measure_mix(server, args)
+        return measure_mix(server, args, connections)
     # A short warm-up so caches and the page cache are hot, then the measured run.
-    run_wrk(server.port, path, close, args.connections, 1)
+    run_wrk(server.port, path, close, connections, 1)
     t0 = cpu_ticks(server.pid)
     start = time.time()
-    requests, wrk_cpu = run_wrk(server.port, path, close, args.connections, args.duration)
+    tails = {}
+    requests, wrk_cpu = run_wrk(server.port, path, close, connections, args.duration, tails)
     elapsed = time.time() - start
     t1 = cpu_ticks(server.pid)
     server_cpu = (t1 - t0) / TICK
@@ -227,6 +251,7 @@ def measure(server, path, close, args):
         "cpu_us": server_cpu * 1e6 / max(requests, 1),
         "server_util": server_cpu / elapsed,
         "wrk_util": wrk_cpu / elapsed,
+        **tails,
     }
 
 
@@ -234,12 +259,14 @@ def measure(server, path, close, args):
 MIX = "SPECweb96"
 
 
-def measure_mix(server, args):
+def measure_mix(server, args, connections):
     out = os.path.join(args.work, "mix.json")
-    run_mix(args.binary, args.fileset, server.port, args.connections, 1, out)
+    run_mix(args.binary, args.fileset, server.port, connections, 1, out)
     t0 = cpu_ticks(server.pid)
     start = time.time()
-    requests, gen_cpu = run_mix(args.binary, args.fileset, server.port, args.connections, args.duration, out)
+    tails = {}
+    requests, gen_cpu = run_mix(args.binary, args.fileset, server.port, connections, args.duration, out,
+                                tails)
     elapsed = time.time() - start
     server_cpu = (cpu_ticks(server.pid) - t0) / TICK
     return {
@@ -247,6 +274,7 @@ def measure_mix(server, args):
         "cpu_us": server_cpu * 1e6 / max(requests, 1),
         "server_util": server_cpu / elapsed,
         "wrk_util": gen_cpu / elapsed,
+        **tails,
     }
 
 
@@ -283,8 +311,12 @@ def main():
     args.binary, args.work, args.fileset = binary, work, os.path.join(docroot, "specweb96")
     subprocess.run([binary, "fileset", "specweb96", "--out", args.fileset, "--ops", "1"], check=True,
                    stdout=subprocess.DEVNULL)
-    scenarios = [("1 KiB keep-alive", "/1k.bin", False), ("100 KiB keep-alive", "/100k.bin", False),
-                 ("1 KiB close", "/1k.bin", True), ("SPECweb96 mix keep-alive", MIX, False)]
+    # (title, path, close, connections: None for --connections); the one-connection runs show
+    # latency tails a single client sees (a 40 ms delayed-ACK stall hid behind good CPU figures).
+    scenarios = [("1 KiB keep-alive", "/1k.bin", False, None), ("100 KiB keep-alive", "/100k.bin", False, None),
+                 ("1 KiB keep-alive, 1 connection", "/1k.bin", False, 1),
+                 ("100 KiB keep-alive, 1 connection", "/100k.bin", False, 1),
+                 ("1 KiB close", "/1k.bin", True, None), ("SPECweb96 mix keep-alive", MIX, False, None)]
     engines = {"default": [None], "epoll": ["epoll"], "uring": ["uring"], "both": ["epoll", "uring"],
                "all": [None, "epoll", "uring"]}[args.io]
     makers, ours = [], []
@@ -300,30 +332,32 @@ def main():
     print(f"wrk -t1 -c{args.connections} -d{args.duration}s on CPU 1 (the mix: webscope load -t1 -c{args.connections}), "
           f"servers (one worker) on CPU 0, {args.pairs} alternations; medians")
     try:
-        for title, path, close in scenarios:
+        for title, path, close, connections in scenarios:
             if args.only and args.only not in title:
                 continue
             results = {}
             these = list(makers)
-            if responder and path == "/1k.bin" and not close:
+            if responder and path == "/1k.bin" and not close and connections is None:
                 these.append(lambda: Responder(responder))
             for rep in range(args.pairs):
                 for make in these:
                     server = make()
                     try:
-                        r = measure(server, path, close, args)
+                        r = measure(server, path, close, args, connections)
                     finally:
                         server.stop()
                     results.setdefault(server.name, []).append(r)
             print(f"\n{title}")
-            print(f"  {'server':20} {'req/s':>10} {'CPU-us/req':>11} {'server CPU':>11} {'gen CPU':>8}")
+            print(f"  {'server':20} {'req/s':>10} {'CPU-us/req':>11} {'server CPU':>11} {'gen CPU':>8} "
+                  f"{'p99 ms':>8} {'p99.9 ms':>9}")
             med = {}
             for name, runs in results.items():
                 m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
                 spread = (min(r["cpu_us"] for r in runs), max(r["cpu_us"] for r in runs))
                 med[name] = m
                 print(f"  {name:20} {m['rps']:10.0f} {m['cpu_us']:11.2f} {m['server_util']*100:10.0f}% "
-                      f"{m['wrk_util']*100:7.0f}%   (CPU-us/req {spread[0]:.2f}..{spread[1]:.2f})")
+                      f"{m['wrk_util']*100:7.0f}% {m.get('p99_us', float('nan'))/1e3:8.2f} "
+                      f"{m.get('p999_us', float('nan'))/1e3:9.2f}   (CPU-us/req {spread[0]:.2f}..{spread[1]:.2f})")
             best = min((n for n in med if n.startswith("nginx")), key=lambda n: med[n]["cpu_us"])
             for us in ours:
                 if "minimal-responder" in med:

@@ -38,6 +38,12 @@ fn bind_one(addr: SocketAddr, defer_accept: u32) -> Result<TcpListener, Error> {
     socket.set_reuse_address(true).map_err(fail)?;
     socket.set_reuse_port(true).map_err(fail)?;
     socket.set_nonblocking(true).map_err(fail)?;
+    // TCP_NODELAY, inherited by every accepted socket (Linux copies the listener's options
+    // to the child), so it costs no syscall per connection. Without it, the last partial
+    // segment of a response that spans several (a 100 KiB file: the head with MSG_MORE, then
+    // sendfile) waits under Nagle for the ACK of the one before, which a keep-alive client
+    // delays by 40 ms: p99 41 ms against nginx's 0.4 ms. nginx sets tcp_nodelay too.
+    socket.set_nodelay(true).map_err(fail)?;
     socket.bind(&addr.into()).map_err(fail)?;
     socket.listen(BACKLOG).map_err(fail)?;
     if defer_accept > 0 {

@@ -26,8 +26,8 @@ pub(crate) async fn serve(socket: Socket, peer: SocketAddr, worker: Rc<Worker>) 
         return;
     };
     // rustls writes a flight or a response's records in more than one write; Nagle would
-    // hold the last one back for the client's delayed ACK (40 ms).
-    let _ = tcp.set_nodelay(true);
+    // hold the last one back for the client's delayed ACK (40 ms): the socket has
+    // TCP_NODELAY from its listener (listener.rs), as every connection has.
     let limit = worker.config.header_timeout;
     let outcome = if tls.ktls {
         let tcp = ktls::CorkStream::new(tcp);
