@@ -91,14 +91,9 @@ impl Measured {
     /// on time. The server's CPU is not a load run's figure (None).
     pub fn of_load(report: &crate::Report, quantiles: &[f64]) -> Measured {
         let total = &report.total;
-        let failed_statuses: u64 = report
-            .status_codes
-            .iter()
-            .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))
-            .map(|(_, n)| n)
-            .sum();
+        let failed_statuses = report.failed_statuses();
         let asked = total.requests + total.errors.total;
-        let good = total.requests.saturating_sub(failed_statuses);
+        let good = report.succeeded();
         let share = |part: u64, of: u64| (of > 0).then(|| part as f64 / of as f64);
         let open = report.rate.filter(|r| *r > 0.0);
         Measured {

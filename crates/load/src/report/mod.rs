@@ -314,6 +314,21 @@ pub struct Generator {
 }
 
 impl Report {
+    /// Responses of status 400 and above (what `--threshold`'s errors and a load run's success
+    /// count as failed, as k6 does).
+    pub fn failed_statuses(&self) -> u64 {
+        self.status_codes
+            .iter()
+            .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Complete responses below status 400.
+    pub fn succeeded(&self) -> u64 {
+        self.total.requests.saturating_sub(self.failed_statuses())
+    }
+
     /// The latency at quantile `q` (0 < q ≤ 1) in microseconds, from the whole histogram; or,
     /// for a report read back from JSON, from the percentiles it carries (p50, p90, p99,
     /// p99.9, max). None when neither has it.

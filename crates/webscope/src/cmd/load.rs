@@ -441,14 +441,7 @@ fn parse_threshold(text: &str) -> Result<Slo, String> {
 /// After the report: no success at all is an error (exit 1, as the lab's), then the
 /// thresholds (exit 99 when one is crossed, 3 when one cannot be decided).
 fn judge(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
-    let failed_statuses: u64 = report
-        .status_codes
-        .iter()
-        .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))
-        .map(|(_, n)| n)
-        .sum();
-    let succeeded = report.total.requests.saturating_sub(failed_statuses);
-    if succeeded == 0 && !report.interrupted {
+    if report.succeeded() == 0 && !report.interrupted {
         anyhow::bail!(
             "no request succeeded ({} responses, all of status 400 or above; {} errors): see the summary above",
             report.total.requests,
