@@ -60,7 +60,7 @@ pub fn section(dir: &Path, baseline: &Path) -> (Section, serde_json::Value) {
         format!("Significantly worse than the baseline: {}.", worse.join(", "))
     }));
     blocks.push(Block::Table {
-        caption: "Per client count and metric (medians over repeats; rank test over repeats, else a bootstrap over intervals)".into(),
+        caption: "Per client count and metric (medians over repeats; rank test over repeats, else over intervals)".into(),
         table: table(&comparisons, &Layout::LAB_BASELINE),
     });
     // The largest common point's distributions, overlaid as the paper draws them.

@@ -7,6 +7,8 @@ use anyhow::{bail, Context};
 use webscope_lab::compare::table::{table, Layout};
 use webscope_lab::compare::{self, input, Comparison, Threshold};
 
+use super::{Exit, EXIT_UNDECIDED};
+
 const EXAMPLES: &str = "\
 EXAMPLES:
     webscope compare before/ after/                       # two lab reports, point by point
@@ -16,10 +18,14 @@ EXAMPLES:
     webscope compare before/ after/ --html diff.html      # the distributions overlaid, and their difference
 
 Metrics: goodput, rps, error_pct, p50, p90, p99, p999, cpu_us (server CPU per request).
-Significance: with 2 or more runs a side (lab --repeat), an exact rank test (Mann-Whitney,
-p < 0.05; 3 runs a side can never reach it, 4 can); with single runs, a bootstrap over the
-runs' intervals (their HdrHistogram logs), 95 % interval of the change excluding zero. A
-threshold is crossed by a significant change past it.";
+Significance: an exact rank test (Mann-Whitney, p < 0.05): over the runs with 2 or more runs a
+side (lab --repeat), else over the runs' intervals (the per-interval figures every load --json
+and lab run carries; --interval sets their length). A percentile is tested only on intervals
+with 10 or more requests beyond it (p99.9: 10 000 requests an interval). Where a test cannot
+reach p < 0.05 (fewer than 4 runs or intervals a side) or the figure has no per-interval value
+(server CPU, goodput with errors), the row says \"cannot be decided\".
+Exit codes: 0 every threshold held; 1 a significant change crossed one (or an error); 3 a
+threshold cannot be decided (never a pass).";
 
 /// Compare a baseline with a candidate: throughput, goodput, errors, latency percentiles and
 /// server CPU per request, each with its change and whether it is significant, and the latency
@@ -33,8 +39,8 @@ pub struct Args {
     /// The candidate, of the same kind.
     #[arg(value_name = "CANDIDATE")]
     candidate: PathBuf,
-    /// Limits on the change, e.g. 'p99<+5%,goodput>-3%': exit 1 when a significant change
-    /// crosses one.
+    /// Limits on the change in per cent (the % is required), e.g. 'p99<+5%,goodput>-3%': exit 1
+    /// when a significant change crosses one, 3 when one cannot be decided.
     #[arg(long, value_name = "LIST")]
     threshold: Option<String>,
     /// Write the comparison as JSON to this file.
@@ -68,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.candidate.display()
         );
     }
-    let mut crossed = Vec::new();
+    let (mut crossed, mut undecided) = (Vec::new(), Vec::new());
     for c in &comparisons {
         println!(
             "{} ({} baseline run{}, {} candidate run{})",
@@ -79,11 +85,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if c.runs.1 == 1 { "" } else { "s" }
         );
         for t in &thresholds {
-            if let Some(row) = c.rows.iter().find(|r| r.metric == t.metric) {
-                println!("  {}", t.verdict(row));
-                if t.crossed(row) {
-                    crossed.push(format!("{}: {}", c.scope, t.verdict(row)));
-                }
+            let row = c.rows.iter().find(|r| r.metric == t.metric);
+            let verdict = t.verdict(row);
+            println!("  {verdict}");
+            if row.is_some_and(|r| t.crossed(r)) {
+                crossed.push(format!("{}: {verdict}", c.scope));
+            } else if t.undecided(row) {
+                undecided.push(format!("{}: {verdict}", c.scope));
             }
         }
         print!("{}", table([c], &Layout::TERMINAL).to_text());
@@ -113,12 +121,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         std::fs::write(path, compare::html::page(&title, &with_runs))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    // A crossed threshold is a definite failure; one that cannot be decided is never a pass.
     if let Some(first) = crossed.first() {
         bail!(
             "{} threshold{} crossed: {first}",
             crossed.len(),
             if crossed.len() == 1 { "" } else { "s" }
         );
+    }
+    if let Some(first) = undecided.first() {
+        return Err(Exit {
+            code: EXIT_UNDECIDED,
+            message: format!(
+                "{} threshold{} cannot be decided (exit {EXIT_UNDECIDED}, never a pass): {first}",
+                undecided.len(),
+                if undecided.len() == 1 { "" } else { "s" }
+            ),
+        }
+        .into());
     }
     Ok(())
 }
