@@ -1,9 +1,12 @@
 //! `webscope compare`: did the candidate get slower than the baseline? Per metric (goodput,
 //! responses per second, error share, p50/p90/p99/p99.9, server CPU per request) the change
-//! and whether it is significant: an exact rank test over repeated runs, or over the
-//! intervals of single runs; or, where the data cannot support a test (too few runs or
-//! intervals, too few requests beyond a percentile, a figure measured once a run), that it
-//! cannot be decided. The latency distributions compared as wholes (Kolmogorov-Smirnov);
+//! and whether it is significant: an exact rank test over repeated runs; or, where the data
+//! cannot support a test (one run a side, too few runs, too few requests beyond a
+//! percentile), that it cannot be decided. A single run's intervals are no substitute for
+//! repeats: runs of one server differ by more than one run's intervals do (a rank test over
+//! intervals flagged 8 to 11 of 20 pairs of runs of one server, `bench/compare_aa.py`), as
+//! Kalibera and Jones found for benchmarks generally (the run, not the iteration, is what to
+//! repeat). The latency distributions compared as wholes (Kolmogorov-Smirnov);
 //! thresholds (`p99<+5%,rps>-3%`) that fail the command when a significant change crosses
 //! them, for CI, and that are never passed when their row could not be decided.
 //!
@@ -13,7 +16,6 @@
 
 pub mod html;
 pub mod input;
-pub mod intervals;
 pub mod stats;
 pub mod table;
 
@@ -141,40 +143,63 @@ impl Judged {
     }
 }
 
-/// The rank test of `b` against `a` (runs or intervals, named by `unit`), or why it cannot
-/// find a change however large: a test that can only say "no" is no test.
-fn rank_test(a: &[f64], b: &[f64], unit: &str, too_few: impl Fn() -> String) -> Judged {
-    if stats::smallest_p(a.len(), b.len()) >= ALPHA {
-        return Judged::undecided(format!(
-            "{} (a rank test needs 4 a side to reach p < {ALPHA})",
-            too_few()
-        ));
-    }
-    Judged {
-        test: format!("rank test, {} and {} {unit}", a.len(), b.len()),
-        p: stats::mann_whitney(b, a),
-        decided: true,
+/// A run counts for a percentile only with at least this many requests beyond it: with
+/// fewer, its "p99.9" is the latency of a request or two (the run's maximum, not its tail),
+/// and a test on it would test something else than its name says.
+pub const MIN_BEYOND: f64 = 10.0;
+
+/// The percentile a latency metric names, and how people write it.
+fn percentile(name: &str) -> Option<(f64, &'static str)> {
+    match name {
+        "p50" => Some((0.5, "p50")),
+        "p90" => Some((0.9, "p90")),
+        "p99" => Some((0.99, "p99")),
+        "p999" => Some((0.999, "p99.9")),
+        _ => None,
     }
 }
 
-/// Judges one metric: over repeated runs when both sides have two or more, else over the
-/// runs' intervals.
+/// Why one run a side decides nothing, in the row.
+const ONE_RUN: &str = "one run a side (runs of one server differ by more than one run's \
+                       intervals do; repeat, 4 or more runs a side)";
+
+/// Judges one metric over the runs (`a`, `b`: its value in each run that has it), or says
+/// why it cannot: a test that can only say "no" is no test.
 fn judge(name: &str, base: &[Run], cand: &[Run], a: &[f64], b: &[f64]) -> Judged {
-    if a.len() >= 2 && b.len() >= 2 {
-        return rank_test(a, b, "runs", || format!("{} and {} runs", a.len(), b.len()));
+    if base.len() < 2 || cand.len() < 2 {
+        return Judged::undecided(ONE_RUN.into());
     }
-    let side = |runs: &[Run]| -> Result<Vec<f64>, String> {
-        let mut all = Vec::new();
-        for r in runs {
-            all.extend(intervals::values(r, name)?);
+    let (a, b, why) = match percentile(name) {
+        // Only the runs that carry the percentile: enough requests beyond it.
+        Some((q, label)) => {
+            let need = (MIN_BEYOND / (1.0 - q)).ceil();
+            let carry = |runs: &[Run]| -> Vec<f64> {
+                runs.iter()
+                    .filter(|r| r.load["requests"].as_f64().unwrap_or(0.0) >= need)
+                    .filter_map(|r| metric(r, name))
+                    .collect()
+            };
+            let (x, y) = (carry(base), carry(cand));
+            let why = format!(
+                "{} and {} runs of {need}+ requests ({MIN_BEYOND} beyond {label})",
+                x.len(),
+                y.len()
+            );
+            (x, y, why)
         }
-        Ok(all)
+        None => (
+            a.to_vec(),
+            b.to_vec(),
+            format!("{} and {} runs", a.len(), b.len()),
+        ),
     };
-    match (side(base), side(cand)) {
-        (Ok(x), Ok(y)) => rank_test(&x, &y, "intervals", || {
-            intervals::too_few(name, x.len(), y.len())
-        }),
-        (Err(why), _) | (_, Err(why)) => Judged::undecided(format!("a single run, and {why}")),
+    if stats::smallest_p(a.len(), b.len()) >= ALPHA {
+        return Judged::undecided(format!("{why}, too few for p < {ALPHA}"));
+    }
+    Judged {
+        test: format!("rank test, {} and {} runs", a.len(), b.len()),
+        p: stats::mann_whitney(&b, &a),
+        decided: true,
     }
 }
 
