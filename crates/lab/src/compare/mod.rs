@@ -159,9 +159,13 @@ fn percentile(name: &str) -> Option<(f64, &'static str)> {
     }
 }
 
-/// Why one run a side decides nothing, in the row.
-const ONE_RUN: &str = "one run a side (runs of one server differ by more than one run's \
-                       intervals do; repeat, 4 or more runs a side)";
+/// Why one run a side decides nothing, in the row; [`ONE_RUN_WHY`] says it in full, once.
+pub const ONE_RUN: &str = "one run a side";
+
+/// What to do about one run a side, for the reader.
+pub const ONE_RUN_WHY: &str = "one run a side decides nothing: runs of one server differ by \
+                               more than one run's intervals do; repeat them (lab --repeat 4, \
+                               or a directory of 4 or more load --json results a side)";
 
 /// Judges one metric over the runs (`a`, `b`: its value in each run that has it), or says
 /// why it cannot: a test that can only say "no" is no test.

@@ -1,12 +1,11 @@
-//! The tests `webscope compare` uses: a rank test (Mann-Whitney U, exact for small samples),
-//! over repeated runs or over a single run's intervals, and the two-sample Kolmogorov-Smirnov
-//! statistic on whole histograms.
+//! The tests `webscope compare` uses: a rank test over repeated runs (Mann-Whitney U, exact
+//! for small samples), and the two-sample Kolmogorov-Smirnov statistic on whole histograms.
 //!
 //! Why these: repeated runs of a server are few (3-10) and not normal, so an exact rank test
 //! is the honest one, and its false-alarm rate is at most its level whatever the figures'
-//! distribution, as long as the units (runs, intervals) are exchangeable; a bootstrap over a
-//! handful of intervals is not (its interval is too narrow below ~20: three 1-s intervals
-//! gave "p99.9 +46 %, significant" on one server run twice). A percentile compared alone
+//! distribution, as long as the runs are exchangeable; a bootstrap over a single run's
+//! handful of intervals is not (three 1-s intervals gave "p99.9 +46 %, significant" on one
+//! server run twice), and no test over one run's intervals is: the runs differ by more. A percentile compared alone
 //! hides a change of shape, which the distance between the two distributions shows.
 //! `compare::tests` counts the false alarms and the detections on synthetic runs.
 

@@ -14,16 +14,17 @@ EXAMPLES:
     webscope compare before/ after/                       # two lab reports, point by point
     webscope compare before/ after/ --threshold 'p99<+5%,goodput>-3%'   # exit 1 when crossed
     webscope compare base/clients/clients-010 new/clients/clients-010 --json diff.json
-    webscope compare base.json new.json                   # webscope load --json results (+ .hlog)
+    webscope compare base/ new/                           # directories of webscope load --json results (+ .hlog)
     webscope compare before/ after/ --html diff.html      # the distributions overlaid, and their difference
 
 Metrics: goodput, rps, error_pct, p50, p90, p99, p999, cpu_us (server CPU per request).
-Significance: an exact rank test (Mann-Whitney, p < 0.05): over the runs with 2 or more runs a
-side (lab --repeat), else over the runs' intervals (the per-interval figures every load --json
-and lab run carries; --interval sets their length). A percentile is tested only on intervals
-with 10 or more requests beyond it (p99.9: 10 000 requests an interval). Where a test cannot
-reach p < 0.05 (fewer than 4 runs or intervals a side) or the figure has no per-interval value
-(server CPU, goodput with errors), the row says \"cannot be decided\".
+A side is a lab report, a lab run directory, a load --json file, or a directory of load --json
+files (the repeated runs of one configuration).
+Significance: an exact rank test over the runs (Mann-Whitney, p < 0.05), which needs 4 or more
+runs a side (lab --repeat 4, or a directory of load results). One run a side decides nothing
+(runs of one server differ by more than one run's intervals do), nor do 3 runs a side (the
+test cannot reach p < 0.05), nor a percentile on runs with fewer than 10 requests beyond it
+(p99.9: 10 000 requests a run): such rows say \"cannot be decided\".
 Exit codes: 0 every threshold held; 1 a significant change crossed one (or an error); 3 a
 threshold cannot be decided (never a pass).";
 
@@ -95,6 +96,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         print!("{}", table([c], &Layout::TERMINAL).to_text());
+        if c.runs.0 < 2 || c.runs.1 < 2 {
+            println!("  {}", compare::ONE_RUN_WHY);
+        }
         if let Some(d) = &c.distributions {
             println!(
                 "  latency distributions: Kolmogorov-Smirnov D = {:.4}, p = {:.3}",
