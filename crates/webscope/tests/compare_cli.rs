@@ -23,6 +23,22 @@ const LAB: &[&str] = &[
 /// The timed tests take turns: two labs at once would each measure the other's load.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// `webscope serve` on `set` as it is, and the naive server of Hu et al.'s baseline, its
+/// access log in `dir`; both on CPU 0.
+fn fast_and_naive(set: &Path, dir: &Path) -> (Served, Served) {
+    let log = dir.join("access.log");
+    let naive = [
+        "--baseline",
+        "--hostname-lookups",
+        "--access-log",
+        log.to_str().unwrap_or("access.log"),
+    ];
+    (
+        Served::start_with(set, &[], Some(0)),
+        Served::start_with(set, &naive, Some(0)),
+    )
+}
+
 /// One keep-alive client, four runs of 2 s taken round (a rank test over repeats, which a
 /// single run's few intervals cannot stand in for): latency is the server's time per request
 /// plus loopback.
@@ -50,17 +66,7 @@ fn a_slower_server_is_flagged_and_the_same_one_is_not() {
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("set");
     tiny_fileset(&set);
-    let fast = Served::start_with(&set, &[], Some(0));
-    let slow = Served::start_with(
-        &set,
-        &[
-            "--baseline",
-            "--hostname-lookups",
-            "--access-log",
-            tmp.path().join("access.log").to_str().unwrap(),
-        ],
-        Some(0),
-    );
+    let (fast, slow) = fast_and_naive(&set, tmp.path());
     let (a, b, c) = (
         tmp.path().join("a"),
         tmp.path().join("b"),
@@ -152,17 +158,7 @@ fn a_lab_against_its_baseline_says_what_got_worse() {
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("set");
     tiny_fileset(&set);
-    let fast = Served::start_with(&set, &[], Some(0));
-    let slow = Served::start_with(
-        &set,
-        &[
-            "--baseline",
-            "--hostname-lookups",
-            "--access-log",
-            tmp.path().join("access.log").to_str().unwrap(),
-        ],
-        Some(0),
-    );
+    let (fast, slow) = fast_and_naive(&set, tmp.path());
     let before = tmp.path().join("before");
     one_run(&fast, &set, &before);
     let after = tmp.path().join("after");
@@ -324,17 +320,7 @@ fn load_runs_of_one_server_pass_and_of_the_naive_one_fail() {
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("set");
     tiny_fileset(&set);
-    let fast = Served::start_with(&set, &[], Some(0));
-    let slow = Served::start_with(
-        &set,
-        &[
-            "--baseline",
-            "--hostname-lookups",
-            "--access-log",
-            tmp.path().join("access.log").to_str().unwrap(),
-        ],
-        Some(0),
-    );
+    let (fast, slow) = fast_and_naive(&set, tmp.path());
     let dirs = ["a", "b", "c"].map(|d| tmp.path().join(d));
     for d in &dirs {
         std::fs::create_dir(d).unwrap();

@@ -34,10 +34,19 @@ fn run(seed: u64, intervals: usize, per: usize, tail: f64) -> Run {
             histogram: h,
         });
     }
+    run_of(&all, intervals as f64, logged)
+}
+
+/// A run of `seconds` whose latencies (ns) are `all`, all of them good, with its interval log.
+fn run_of(
+    all: &Histogram<u64>,
+    seconds: f64,
+    intervals: Vec<webscope_load::LoggedInterval>,
+) -> Run {
     let us = |q: f64| all.value_at_quantile(q) as f64 / 1000.0;
     let n = all.len();
     let load = json!({
-        "duration_s": intervals as f64,
+        "duration_s": seconds,
         "requests": n,
         "status_codes": { "200": n },
         "errors": {},
@@ -48,7 +57,7 @@ fn run(seed: u64, intervals: usize, per: usize, tail: f64) -> Run {
         load,
         health,
         cpu_us_per_request: None,
-        intervals: logged,
+        intervals,
         dir: None,
     }
 }
@@ -168,22 +177,7 @@ fn server_runs(rng: &mut Rng, runs: usize, slowdown: f64, run_sd: f64) -> Vec<Ru
                 let ns = 200_000.0 * (0.5 * rng.normal()).exp() * slowdown * luck;
                 h.record((ns as u64).max(1)).unwrap();
             }
-            let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-            let load = json!({
-                "duration_s": 1.0,
-                "requests": n,
-                "status_codes": { "200": n },
-                "errors": {},
-                "latency_us": { "p50": us(0.5), "p90": us(0.9), "p99": us(0.99), "p999": us(0.999) },
-            });
-            let health = Health::of(&load, &Expect::parse("2xx").unwrap(), 1.0);
-            Run {
-                load,
-                health,
-                cpu_us_per_request: None,
-                intervals: Vec::new(),
-                dir: None,
-            }
+            run_of(&h, 1.0, Vec::new())
         })
         .collect()
 }
