@@ -23,6 +23,22 @@ const LAB: &[&str] = &[
 /// The timed tests take turns: two labs at once would each measure the other's load.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// `webscope serve` on `set` as it is, and the naive server of Hu et al.'s baseline, its
+/// access log in `dir`; both on CPU 0.
+fn fast_and_naive(set: &Path, dir: &Path) -> (Served, Served) {
+    let log = dir.join("access.log");
+    let naive = [
+        "--baseline",
+        "--hostname-lookups",
+        "--access-log",
+        log.to_str().unwrap_or("access.log"),
+    ];
+    (
+        Served::start_with(set, &[], Some(0)),
+        Served::start_with(set, &naive, Some(0)),
+    )
+}
+
 /// One keep-alive client, four runs of 2 s taken round (a rank test over repeats, which a
 /// single run's few intervals cannot stand in for): latency is the server's time per request
 /// plus loopback.
@@ -50,17 +66,7 @@ fn a_slower_server_is_flagged_and_the_same_one_is_not() {
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("set");
     tiny_fileset(&set);
-    let fast = Served::start_with(&set, &[], Some(0));
-    let slow = Served::start_with(
-        &set,
-        &[
-            "--baseline",
-            "--hostname-lookups",
-            "--access-log",
-            tmp.path().join("access.log").to_str().unwrap(),
-        ],
-        Some(0),
-    );
+    let (fast, slow) = fast_and_naive(&set, tmp.path());
     let (a, b, c) = (
         tmp.path().join("a"),
         tmp.path().join("b"),
@@ -135,8 +141,9 @@ fn bad_inputs_are_one_line() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("not a lab report, a lab run directory or a load --json file"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "not a lab report, a lab run directory, a load --json file or a directory of them"
+    ));
     let out = webscope()
         .args(["compare", "a", "b", "--threshold", "p99=5%"])
         .output()
@@ -151,17 +158,7 @@ fn a_lab_against_its_baseline_says_what_got_worse() {
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("set");
     tiny_fileset(&set);
-    let fast = Served::start_with(&set, &[], Some(0));
-    let slow = Served::start_with(
-        &set,
-        &[
-            "--baseline",
-            "--hostname-lookups",
-            "--access-log",
-            tmp.path().join("access.log").to_str().unwrap(),
-        ],
-        Some(0),
-    );
+    let (fast, slow) = fast_and_naive(&set, tmp.path());
     let before = tmp.path().join("before");
     one_run(&fast, &set, &before);
     let after = tmp.path().join("after");
@@ -211,4 +208,176 @@ fn a_lab_against_its_baseline_says_what_got_worse() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a lab report"));
     assert!(!tmp.path().join("x").exists());
+}
+
+/// A `webscope load --json` result (no `.hlog` beside it) of `intervals` one-second
+/// intervals at about `rate` responses a second, each response taking about `us`.
+fn load_json(path: &Path, intervals: usize, rate: f64, us: f64) {
+    let per: Vec<serde_json::Value> = (0..intervals)
+        .map(|i| {
+            // A spread of ±2 % between intervals, as a steady server shows.
+            let n = (rate * (1.0 + 0.01 * ((i * 7 % 5) as f64 - 2.0))).round() as u64;
+            let lat = serde_json::json!({
+                "p50": us, "p90": 2.0 * us, "p99": 4.0 * us, "p999": 8.0 * us,
+                "max": 9.0 * us, "mean": 1.2 * us, "min": 0.5 * us, "count": n,
+            });
+            serde_json::json!({
+                "start_s": i as f64, "duration_s": 1.0, "requests": n, "errors": 0,
+                "requests_per_s": n, "bytes_per_s": 1000 * n, "latency_us": lat,
+                "generator_busy": 0.5, "connections": 4,
+            })
+        })
+        .collect();
+    let n = (rate * intervals as f64).round() as u64;
+    let report = serde_json::json!({
+        "target": "http://127.0.0.1:1/", "mode": "keep-alive", "duration_s": intervals as f64,
+        "requests": n, "requests_per_s": rate, "status_codes": { "200": n }, "errors": {},
+        "latency_us": { "p50": us, "p90": 2.0 * us, "p99": 4.0 * us, "p999": 8.0 * us },
+        "intervals": per,
+    });
+    std::fs::write(path, serde_json::to_vec_pretty(&report).unwrap()).unwrap();
+}
+
+/// #27 §3: two load results, the candidate 56.7 % slower. One run a side decides nothing
+/// (runs of one server differ by more than a run's intervals do), and the threshold is not
+/// passed: it exits 3 and says why. Four runs a side (a directory of load results each) are
+/// tested, and the threshold fails; the same runs against themselves pass, judged.
+#[test]
+fn load_results_are_judged_over_repeats_and_never_passed_untested() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = |name: &str| tmp.path().join(name);
+    let compare = |a: &Path, b: &Path, threshold: &str| {
+        webscope()
+            .arg("compare")
+            .arg(a)
+            .arg(b)
+            .args(["--threshold", threshold])
+            .output()
+            .unwrap()
+    };
+    load_json(&path("fast.json"), 8, 10_000.0, 200.0);
+    load_json(&path("slow.json"), 8, 4_330.0, 460.0);
+    let out = compare(&path("fast.json"), &path("slow.json"), "rps>-10%");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("rps>-10%: -56.7 % (cannot be decided: one run a side): CANNOT BE DECIDED"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("within"), "{stdout}");
+    assert!(stdout.contains("one run a side decides nothing: runs of one server differ"));
+    assert!(
+        stderr.contains("1 threshold cannot be decided (exit 3, never a pass): run: rps>-10%"),
+        "{stderr}"
+    );
+    // Latencies with their units; the table says which rows no test could judge.
+    assert!(
+        stdout.contains("200.0 µs") && stdout.contains("1.84 ms"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("cannot be decided"), "{stdout}");
+    // A figure a load result does not carry (server CPU) is not passed either.
+    let out = compare(&path("fast.json"), &path("slow.json"), "cpu_us<+50%");
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("cpu_us<+50%: not measured on both sides: CANNOT BE DECIDED"));
+
+    for (dir, rate, us) in [("fast", 10_000.0, 200.0), ("slow", 4_330.0, 460.0)] {
+        std::fs::create_dir(path(dir)).unwrap();
+        for run in 0..4 {
+            let jitter = 1.0 + 0.01 * run as f64;
+            let file = path(dir).join(format!("{run}.json"));
+            load_json(&file, 8, rate * jitter, us / jitter);
+        }
+    }
+    let out = compare(&path("fast"), &path("slow"), "rps>-10%");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("rps>-10%: -56.7 % (rank test, 4 and 4 runs, p = 0.029): CROSSED"),
+        "{stdout}"
+    );
+    let out = compare(&path("fast"), &path("fast"), "rps>-10%,p99<+5%");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "rps>-10%: +0.0 % (rank test, 4 and 4 runs, p = 1.000): within (no significant change)"
+        ),
+        "{stdout}"
+    );
+}
+
+/// Live: four `load --json` runs of one server against four more pass a loose threshold, and
+/// four of the naive server (about twice the median latency) fail it; the runs taken in turn
+/// (fast, fast, naive, ...), so that the machine's drift falls on all three alike.
+#[test]
+fn load_runs_of_one_server_pass_and_of_the_naive_one_fail() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    tiny_fileset(&set);
+    let (fast, slow) = fast_and_naive(&set, tmp.path());
+    let dirs = ["a", "b", "c"].map(|d| tmp.path().join(d));
+    for d in &dirs {
+        std::fs::create_dir(d).unwrap();
+    }
+    for run in 0..4 {
+        for (dir, server) in dirs.iter().zip([&fast, &fast, &slow]) {
+            let out = webscope()
+                .args(["load", "-c", "2", "-t", "1", "-d", "1s", "-q", "--fileset"])
+                .arg(&set)
+                .arg("--base")
+                .arg(&server.base_url)
+                .arg("--json")
+                .arg(dir.join(format!("{run}.json")))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let compare = |x: &Path, y: &Path| {
+        webscope()
+            .arg("compare")
+            .arg(x)
+            .arg(y)
+            .args(["--threshold", "p50<+50%"])
+            .output()
+            .unwrap()
+    };
+    let same = compare(&dirs[0], &dirs[1]);
+    let stdout = String::from_utf8_lossy(&same.stdout);
+    assert_eq!(same.status.code(), Some(0), "{stdout}");
+    let slower = compare(&dirs[0], &dirs[2]);
+    let stdout = String::from_utf8_lossy(&slower.stdout);
+    assert_eq!(slower.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("(rank test, 4 and 4 runs, p = 0.029): CROSSED"),
+        "{stdout}"
+    );
+}
+
+/// `rps>10` is refused in one line, not read as +10 %.
+#[test]
+fn a_limit_without_its_per_cent_sign_is_refused() {
+    let out = webscope()
+        .args(["compare", "a.json", "b.json", "--threshold", "rps>10"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "\"10\" is not a change in per cent (write it with its %, e.g. rps>+10% or rps>-10%)"
+        ),
+        "{stderr}"
+    );
 }

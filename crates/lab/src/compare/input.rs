@@ -1,5 +1,6 @@
 //! What `webscope compare` reads: a lab run directory, a lab report (its clients sweep, point
-//! by point), or a `webscope load --json` file, each turned into groups of repeated runs.
+//! by point), a `webscope load --json` file, or a directory of them (the repeated runs of one
+//! configuration), each turned into groups of repeated runs.
 
 use std::path::Path;
 
@@ -92,30 +93,48 @@ pub fn side(path: &Path) -> anyhow::Result<Side> {
         )]);
     }
     if path.is_file() {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let load: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a webscope load --json result", path.display()))?;
-        if load.get("status_codes").is_none() {
-            bail!(
-                "{} is not a webscope load --json result (no status_codes)",
-                path.display()
-            );
+        return Ok(vec![("run".into(), vec![load_result(path)?])]);
+    }
+    if path.is_dir() {
+        // A directory of load --json results: the repeated runs of one configuration.
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        if !files.is_empty() {
+            let runs = files
+                .iter()
+                .map(|f| load_result(f))
+                .collect::<anyhow::Result<Vec<Run>>>()?;
+            return Ok(vec![("run".into(), runs)]);
         }
-        let (load, health) = judged(load, &Judge::default())?;
-        return Ok(vec![(
-            "run".into(),
-            vec![Run {
-                load,
-                health,
-                cpu_us_per_request: None,
-                intervals: intervals(&path.with_extension("hlog"))?,
-                dir: None,
-            }],
-        )]);
     }
     bail!(
-        "{}: not a lab report, a lab run directory or a load --json file (give one of those)",
+        "{}: not a lab report, a lab run directory, a load --json file or a directory of them (give one of those)",
         path.display()
     )
+}
+
+/// A `webscope load --json` file, with the `.hlog` of the same name if there is one.
+fn load_result(path: &Path) -> anyhow::Result<Run> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let load: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a webscope load --json result", path.display()))?;
+    if load.get("status_codes").is_none() {
+        bail!(
+            "{} is not a webscope load --json result (no status_codes)",
+            path.display()
+        );
+    }
+    let (load, health) = judged(load, &Judge::default())?;
+    Ok(Run {
+        load,
+        health,
+        cpu_us_per_request: None,
+        intervals: intervals(&path.with_extension("hlog"))?,
+        dir: None,
+    })
 }

@@ -1,9 +1,14 @@
 //! `webscope compare`: did the candidate get slower than the baseline? Per metric (goodput,
 //! responses per second, error share, p50/p90/p99/p99.9, server CPU per request) the change
-//! and whether it is significant: an exact rank test over repeated runs, or a bootstrap over
-//! intervals for single runs; the latency distributions compared as wholes
-//! (Kolmogorov-Smirnov); thresholds (`p99<+5%,rps>-3%`) that fail the command when a
-//! significant change crosses them, for CI.
+//! and whether it is significant: an exact rank test over repeated runs; or, where the data
+//! cannot support a test (one run a side, too few runs, too few requests beyond a
+//! percentile), that it cannot be decided. A single run's intervals are no substitute for
+//! repeats: runs of one server differ by more than one run's intervals do (a rank test over
+//! intervals flagged 8 to 11 of 20 pairs of runs of one server, `bench/compare_aa.py`), as
+//! Kalibera and Jones found for benchmarks generally (the run, not the iteration, is what to
+//! repeat). The latency distributions compared as wholes (Kolmogorov-Smirnov);
+//! thresholds (`p99<+5%,rps>-3%`) that fail the command when a significant change crosses
+//! them, for CI, and that are never passed when their row could not be decided.
 //!
 //! Inputs are what webscope writes: a lab run directory (`run.json`, `load.hlog`), a lab
 //! report (its clients sweep, point by point: the runs of a point are its repeats), or a
@@ -73,8 +78,9 @@ pub struct Row {
     pub test: String,
     /// The rank test's p-value, when it ran.
     pub p: Option<f64>,
-    /// The bootstrap's 95 % interval of the change, per cent, when it ran.
-    pub ci_pct: Option<(f64, f64)>,
+    /// Whether a test could run at all: false when the data cannot support one (then `test`
+    /// says why, and `significant` is false without meaning "no change").
+    pub decided: bool,
     /// Whether the change is beyond the noise.
     pub significant: bool,
     /// Whether the change is for the worse.
@@ -117,11 +123,89 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
-/// Bootstrap rounds for single runs: enough for the 2.5th and 97.5th percentiles of a change
-/// to settle to a tenth of a per cent on the tests' data.
-const ROUNDS: usize = 400;
 /// Below this p-value (rank test) a change is significant.
-const ALPHA: f64 = 0.05;
+pub const ALPHA: f64 = 0.05;
+
+/// How a metric's change was judged.
+struct Judged {
+    test: String,
+    p: Option<f64>,
+    decided: bool,
+}
+
+impl Judged {
+    fn undecided(why: String) -> Judged {
+        Judged {
+            test: format!("cannot be decided: {why}"),
+            p: None,
+            decided: false,
+        }
+    }
+}
+
+/// A run counts for a percentile only with at least this many requests beyond it: with
+/// fewer, its "p99.9" is the latency of a request or two (the run's maximum, not its tail),
+/// and a test on it would test something else than its name says.
+pub const MIN_BEYOND: f64 = 10.0;
+
+/// The percentile a latency metric names, and how people write it.
+fn percentile(name: &str) -> Option<(f64, &'static str)> {
+    match name {
+        "p50" => Some((0.5, "p50")),
+        "p90" => Some((0.9, "p90")),
+        "p99" => Some((0.99, "p99")),
+        "p999" => Some((0.999, "p99.9")),
+        _ => None,
+    }
+}
+
+/// Why one run a side decides nothing, in the row; [`ONE_RUN_WHY`] says it in full, once.
+pub const ONE_RUN: &str = "one run a side";
+
+/// What to do about one run a side, for the reader.
+pub const ONE_RUN_WHY: &str = "one run a side decides nothing: runs of one server differ by \
+                               more than one run's intervals do; repeat them (lab --repeat 4, \
+                               or a directory of 4 or more load --json results a side)";
+
+/// Judges one metric over the runs (`a`, `b`: its value in each run that has it), or says
+/// why it cannot: a test that can only say "no" is no test.
+fn judge(name: &str, base: &[Run], cand: &[Run], a: &[f64], b: &[f64]) -> Judged {
+    if base.len() < 2 || cand.len() < 2 {
+        return Judged::undecided(ONE_RUN.into());
+    }
+    let (a, b, why) = match percentile(name) {
+        // Only the runs that carry the percentile: enough requests beyond it.
+        Some((q, label)) => {
+            let need = (MIN_BEYOND / (1.0 - q)).ceil();
+            let carry = |runs: &[Run]| -> Vec<f64> {
+                runs.iter()
+                    .filter(|r| r.load["requests"].as_f64().unwrap_or(0.0) >= need)
+                    .filter_map(|r| metric(r, name))
+                    .collect()
+            };
+            let (x, y) = (carry(base), carry(cand));
+            let why = format!(
+                "{} and {} runs of {need}+ requests ({MIN_BEYOND} beyond {label})",
+                x.len(),
+                y.len()
+            );
+            (x, y, why)
+        }
+        None => (
+            a.to_vec(),
+            b.to_vec(),
+            format!("{} and {} runs", a.len(), b.len()),
+        ),
+    };
+    if stats::smallest_p(a.len(), b.len()) >= ALPHA {
+        return Judged::undecided(format!("{why}, too few for p < {ALPHA}"));
+    }
+    Judged {
+        test: format!("rank test, {} and {} runs", a.len(), b.len()),
+        p: stats::mann_whitney(&b, &a),
+        decided: true,
+    }
+}
 
 /// Compares `base` with `cand` (each a set of repeated runs of one configuration).
 pub fn compare(scope: &str, base: &[Run], cand: &[Run]) -> Comparison {
@@ -137,30 +221,7 @@ pub fn compare(scope: &str, base: &[Run], cand: &[Run]) -> Comparison {
         } else {
             0.0
         };
-        let (test, p, ci_pct, significant) = if a.len() >= 2 && b.len() >= 2 {
-            let p = stats::mann_whitney(&b, &a);
-            (
-                format!("rank test, {} and {} runs", a.len(), b.len()),
-                p,
-                None,
-                p.is_some_and(|p| p < ALPHA),
-            )
-        } else {
-            match interval_ci(name, base, cand) {
-                Some(ci) => (
-                    "bootstrap over intervals".to_string(),
-                    None,
-                    Some(ci),
-                    ci.0 > 0.0 || ci.1 < 0.0,
-                ),
-                None => (
-                    "none (a single run without interval log)".to_string(),
-                    None,
-                    None,
-                    false,
-                ),
-            }
-        };
+        let judged = judge(name, base, cand, &a, &b);
         let worse = if higher_is_better(name) {
             change_pct < 0.0
         } else {
@@ -171,10 +232,10 @@ pub fn compare(scope: &str, base: &[Run], cand: &[Run]) -> Comparison {
             baseline: ma,
             candidate: mb,
             change_pct,
-            test,
-            p,
-            ci_pct,
-            significant,
+            significant: judged.p.is_some_and(|p| p < ALPHA),
+            test: judged.test,
+            p: judged.p,
+            decided: judged.decided,
             worse,
         });
     }
@@ -202,50 +263,6 @@ pub fn compare(scope: &str, base: &[Run], cand: &[Run]) -> Comparison {
         rows,
         distributions,
     }
-}
-
-/// The bootstrap interval of a metric's change (per cent) from the runs' interval logs: the
-/// intervals of each side resampled, the metric read off the merged histogram (latency) or
-/// the counts over the time (throughput). None where it cannot be read from intervals.
-fn interval_ci(name: &str, base: &[Run], cand: &[Run]) -> Option<(f64, f64)> {
-    // Without errors every response is good: goodput is the responses' rate.
-    let error_free = base.iter().chain(cand).all(|r| r.health.error_share == 0.0);
-    let quantile = match name {
-        "p50" => Some(0.50),
-        "p90" => Some(0.90),
-        "p99" => Some(0.99),
-        "p999" => Some(0.999),
-        "rps" => None,
-        "goodput" if error_free => None,
-        _ => return None,
-    };
-    fn all(runs: &[Run]) -> Vec<&webscope_load::LoggedInterval> {
-        runs.iter().flat_map(|r| r.intervals.iter()).collect()
-    }
-    let (a, b) = (all(base), all(cand));
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let value = |items: &[&&webscope_load::LoggedInterval]| -> Option<f64> {
-        match quantile {
-            Some(q) => {
-                let mut h = items.first()?.histogram.clone();
-                for i in &items[1..] {
-                    let _ = h.add(&i.histogram);
-                }
-                (!h.is_empty()).then(|| h.value_at_quantile(q) as f64)
-            }
-            None => {
-                let n: u64 = items.iter().map(|i| i.histogram.len()).sum();
-                let t: f64 = items.iter().map(|i| i.length_s).sum();
-                (t > 0.0).then(|| n as f64 / t)
-            }
-        }
-    };
-    stats::bootstrap(&a, &b, ROUNDS, |x, y| {
-        let (va, vb) = (value(x)?, value(y)?);
-        (va > 0.0).then(|| 100.0 * (vb / va - 1.0))
-    })
 }
 
 /// A threshold: `p99<+5%` (the change must stay below +5 %), `rps>-3%`.
@@ -278,11 +295,16 @@ impl Threshold {
                         METRICS.join(", ")
                     ));
                 }
+                // A bare number is refused, not read as per cent: `rps>10` could as well
+                // mean 10 responses a second.
                 let limit_pct = rest
                     .trim()
-                    .trim_end_matches('%')
-                    .parse::<f64>()
-                    .map_err(|_| format!("--threshold {t:?}: {rest:?} is not a change in per cent (e.g. +5%)"))?;
+                    .strip_suffix('%')
+                    .and_then(|n| n.trim().parse::<f64>().ok())
+                    .ok_or_else(|| {
+                        let (op, n) = (if below { '<' } else { '>' }, rest.trim().trim_end_matches('%').trim_start_matches(['+', '-']));
+                        format!("--threshold {t:?}: {:?} is not a change in per cent (write it with its %, e.g. {metric}{op}+{n}% or {metric}{op}-{n}%)", rest.trim())
+                    })?;
                 Ok(Threshold {
                     metric,
                     below,
@@ -302,20 +324,42 @@ impl Threshold {
         past && row.significant
     }
 
-    /// One line: the threshold, the change, and the verdict.
-    pub fn verdict(&self, row: &Row) -> String {
-        let how = match (row.p, row.ci_pct) {
-            (Some(p), _) => format!("{}, p = {p:.3}", row.test),
-            (None, Some((lo, hi))) => format!("{}, 95 % interval {lo:+.1} .. {hi:+.1} %", row.test),
-            _ => row.test.clone(),
-        };
+    /// Whether it cannot be judged: its figure was not measured on both sides (no row), or
+    /// the data could not support a test of it. Such a threshold is never passed.
+    pub fn undecided(&self, row: Option<&Row>) -> bool {
+        row.is_none_or(|r| !r.decided)
+    }
+
+    /// The threshold as written: `p99<+5%`.
+    fn written(&self) -> String {
         format!(
-            "{}{}{:+}%: {:+.1} % ({how}): {}",
+            "{}{}{:+}%",
             self.metric,
             if self.below { "<" } else { ">" },
-            self.limit_pct,
+            self.limit_pct
+        )
+    }
+
+    /// One line: the threshold, the change, and the verdict (`row`: the metric's row, none
+    /// when the figure was not measured on both sides).
+    pub fn verdict(&self, row: Option<&Row>) -> String {
+        let Some(row) = row else {
+            return format!(
+                "{}: not measured on both sides: CANNOT BE DECIDED",
+                self.written()
+            );
+        };
+        let how = match row.p {
+            Some(p) => format!("{}, p = {p:.3}", row.test),
+            None => row.test.clone(),
+        };
+        format!(
+            "{}: {:+.1} % ({how}): {}",
+            self.written(),
             row.change_pct,
-            if self.crossed(row) {
+            if !row.decided {
+                "CANNOT BE DECIDED"
+            } else if self.crossed(row) {
                 "CROSSED"
             } else if row.significant {
                 "within"

@@ -54,8 +54,8 @@ pub fn table<'c>(comparisons: impl IntoIterator<Item = &'c Comparison>, layout: 
         for r in &c.rows {
             let cells = [
                 r.metric.clone(),
-                format!("{:.2}", r.baseline),
-                format!("{:.2}", r.candidate),
+                value(&r.metric, r.baseline),
+                value(&r.metric, r.candidate),
                 format!("{:+.1} %", r.change_pct),
                 significance(r).to_string(),
                 if layout.test_detail {
@@ -71,21 +71,33 @@ pub fn table<'c>(comparisons: impl IntoIterator<Item = &'c Comparison>, layout: 
     t
 }
 
-/// Whether the change is beyond the noise, and which way.
+/// A metric's figure with its unit: latencies and CPU per request in µs, ms or s, rates per
+/// second, the error share in per cent.
+pub fn value(metric: &str, v: f64) -> String {
+    match metric {
+        "goodput" | "rps" => format!("{v:.1}/s"),
+        "error_pct" => format!("{v:.2} %"),
+        _ if v.abs() >= 1e6 => format!("{:.2} s", v / 1e6),
+        _ if v.abs() >= 1e3 => format!("{:.2} ms", v / 1e3),
+        _ => format!("{v:.1} µs"),
+    }
+}
+
+/// Whether the change is beyond the noise, and which way; or that no test could say.
 fn significance(r: &Row) -> &'static str {
-    match (r.significant, r.worse) {
-        (true, true) => "yes, worse",
-        (true, false) => "yes, better",
+    match (r.decided, r.significant, r.worse) {
+        (false, _, _) => "cannot be decided",
+        (_, true, true) => "yes, worse",
+        (_, true, false) => "yes, better",
         _ => "no",
     }
 }
 
-/// The test's name with its p-value or its interval of the change.
+/// The test's name with its p-value.
 fn test_with_figures(r: &Row) -> String {
-    match (r.p, r.ci_pct) {
-        (Some(p), _) => format!("{} (p = {p:.3})", r.test),
-        (None, Some((lo, hi))) => format!("{} ({lo:+.1} .. {hi:+.1} %)", r.test),
-        _ => r.test.clone(),
+    match r.p {
+        Some(p) => format!("{} (p = {p:.3})", r.test),
+        None => r.test.clone(),
     }
 }
 
@@ -94,14 +106,14 @@ mod tests {
     use super::*;
 
     fn comparison(scope: &str) -> Comparison {
-        let row = |metric: &str, p, ci_pct, significant, worse| Row {
+        let row = |metric: &str, p, decided, significant, worse| Row {
             metric: metric.into(),
             baseline: 100.0,
-            candidate: 110.0,
+            candidate: 1100.0,
             change_pct: 10.0,
             test: "a test".into(),
             p,
-            ci_pct,
+            decided,
             significant,
             worse,
         };
@@ -109,9 +121,9 @@ mod tests {
             scope: scope.into(),
             runs: (2, 2),
             rows: vec![
-                row("p99", Some(0.03), None, true, true),
-                row("goodput", None, Some((2.0, 18.0)), true, false),
-                row("rps", None, None, false, false),
+                row("p99", Some(0.03), true, true, true),
+                row("goodput", Some(0.01), true, true, false),
+                row("rps", None, false, false, false),
             ],
             distributions: None,
         }
@@ -125,13 +137,15 @@ mod tests {
         assert_eq!(terminal.rows[0][4], "yes, worse");
         assert_eq!(terminal.rows[0][5], "a test (p = 0.030)");
         assert_eq!(terminal.rows[1][4], "yes, better");
-        assert_eq!(terminal.rows[1][5], "a test (+2.0 .. +18.0 %)");
-        assert_eq!(terminal.rows[2][4..], ["no", "a test"]);
+        assert_eq!(terminal.rows[1][5], "a test (p = 0.010)");
+        assert_eq!(terminal.rows[2][4..], ["cannot be decided", "a test"]);
+        assert_eq!(terminal.rows[0][1..3], ["100.0 µs", "1.10 ms"]);
+        assert_eq!(terminal.rows[1][1..3], ["100.0/s", "1100.0/s"]);
         let page = table([&one], &Layout::PAGE);
         assert_eq!(page.rows[0][5], "a test");
         let lab = table([&one, &two], &Layout::LAB_BASELINE);
         assert_eq!(lab.rows.len(), 6);
-        assert_eq!(lab.rows[3][..3], ["2 clients", "p99", "100.00"]);
+        assert_eq!(lab.rows[3][..3], ["2 clients", "p99", "100.0 µs"]);
         assert!(lab
             .to_csv()
             .starts_with("clients,metric,baseline,this lab,"));

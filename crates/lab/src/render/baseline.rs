@@ -50,7 +50,18 @@ pub fn section(dir: &Path, baseline: &Path) -> (Section, serde_json::Value) {
                 .map(move |r| format!("{} at {} ({:+.1} %)", r.metric, c.scope, r.change_pct))
         })
         .collect();
-    blocks.push(Block::Text(if worse.is_empty() {
+    let undecided = comparisons
+        .iter()
+        .flat_map(|c| &c.rows)
+        .filter(|r| !r.decided)
+        .count();
+    blocks.push(Block::Text(if worse.is_empty() && undecided > 0 {
+        // "No figure is worse" would read as a pass of what no test could judge.
+        format!(
+            "{undecided} figure{} cannot be decided (the table says why; a test needs 4 or more runs a side: lab --repeat 4), and none of the others is significantly worse than the baseline's.",
+            if undecided == 1 { "" } else { "s" }
+        )
+    } else if worse.is_empty() {
         format!(
             "No figure is significantly worse than the baseline's at the {} client count{} both swept.",
             comparisons.len(),
@@ -60,7 +71,7 @@ pub fn section(dir: &Path, baseline: &Path) -> (Section, serde_json::Value) {
         format!("Significantly worse than the baseline: {}.", worse.join(", "))
     }));
     blocks.push(Block::Table {
-        caption: "Per client count and metric (medians over repeats; rank test over repeats, else a bootstrap over intervals)".into(),
+        caption: "Per client count and metric (medians over repeats; rank test over repeats, 4 or more a side)".into(),
         table: table(&comparisons, &Layout::LAB_BASELINE),
     });
     // The largest common point's distributions, overlaid as the paper draws them.

@@ -7,19 +7,26 @@ use anyhow::{bail, Context};
 use webscope_lab::compare::table::{table, Layout};
 use webscope_lab::compare::{self, input, Comparison, Threshold};
 
+use super::{Exit, EXIT_UNDECIDED};
+
 const EXAMPLES: &str = "\
 EXAMPLES:
     webscope compare before/ after/                       # two lab reports, point by point
     webscope compare before/ after/ --threshold 'p99<+5%,goodput>-3%'   # exit 1 when crossed
     webscope compare base/clients/clients-010 new/clients/clients-010 --json diff.json
-    webscope compare base.json new.json                   # webscope load --json results (+ .hlog)
+    webscope compare base/ new/                           # directories of webscope load --json results (+ .hlog)
     webscope compare before/ after/ --html diff.html      # the distributions overlaid, and their difference
 
 Metrics: goodput, rps, error_pct, p50, p90, p99, p999, cpu_us (server CPU per request).
-Significance: with 2 or more runs a side (lab --repeat), an exact rank test (Mann-Whitney,
-p < 0.05; 3 runs a side can never reach it, 4 can); with single runs, a bootstrap over the
-runs' intervals (their HdrHistogram logs), 95 % interval of the change excluding zero. A
-threshold is crossed by a significant change past it.";
+A side is a lab report, a lab run directory, a load --json file, or a directory of load --json
+files (the repeated runs of one configuration).
+Significance: an exact rank test over the runs (Mann-Whitney, p < 0.05), which needs 4 or more
+runs a side (lab --repeat 4, or a directory of load results). One run a side decides nothing
+(runs of one server differ by more than one run's intervals do), nor do 3 runs a side (the
+test cannot reach p < 0.05), nor a percentile on runs with fewer than 10 requests beyond it
+(p99.9: 10 000 requests a run): such rows say \"cannot be decided\".
+Exit codes: 0 every threshold held; 1 a significant change crossed one (or an error); 3 a
+threshold cannot be decided (never a pass).";
 
 /// Compare a baseline with a candidate: throughput, goodput, errors, latency percentiles and
 /// server CPU per request, each with its change and whether it is significant, and the latency
@@ -33,8 +40,8 @@ pub struct Args {
     /// The candidate, of the same kind.
     #[arg(value_name = "CANDIDATE")]
     candidate: PathBuf,
-    /// Limits on the change, e.g. 'p99<+5%,goodput>-3%': exit 1 when a significant change
-    /// crosses one.
+    /// Limits on the change in per cent (the % is required), e.g. 'p99<+5%,goodput>-3%': exit 1
+    /// when a significant change crosses one, 3 when one cannot be decided.
     #[arg(long, value_name = "LIST")]
     threshold: Option<String>,
     /// Write the comparison as JSON to this file.
@@ -68,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.candidate.display()
         );
     }
-    let mut crossed = Vec::new();
+    let (mut crossed, mut undecided) = (Vec::new(), Vec::new());
     for c in &comparisons {
         println!(
             "{} ({} baseline run{}, {} candidate run{})",
@@ -79,14 +86,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if c.runs.1 == 1 { "" } else { "s" }
         );
         for t in &thresholds {
-            if let Some(row) = c.rows.iter().find(|r| r.metric == t.metric) {
-                println!("  {}", t.verdict(row));
-                if t.crossed(row) {
-                    crossed.push(format!("{}: {}", c.scope, t.verdict(row)));
-                }
+            let row = c.rows.iter().find(|r| r.metric == t.metric);
+            let verdict = t.verdict(row);
+            println!("  {verdict}");
+            if row.is_some_and(|r| t.crossed(r)) {
+                crossed.push(format!("{}: {verdict}", c.scope));
+            } else if t.undecided(row) {
+                undecided.push(format!("{}: {verdict}", c.scope));
             }
         }
         print!("{}", table([c], &Layout::TERMINAL).to_text());
+        if c.runs.0 < 2 || c.runs.1 < 2 {
+            println!("  {}", compare::ONE_RUN_WHY);
+        }
         if let Some(d) = &c.distributions {
             println!(
                 "  latency distributions: Kolmogorov-Smirnov D = {:.4}, p = {:.3}",
@@ -113,12 +125,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         std::fs::write(path, compare::html::page(&title, &with_runs))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    // A crossed threshold is a definite failure; one that cannot be decided is never a pass.
     if let Some(first) = crossed.first() {
         bail!(
             "{} threshold{} crossed: {first}",
             crossed.len(),
             if crossed.len() == 1 { "" } else { "s" }
         );
+    }
+    if let Some(first) = undecided.first() {
+        return Err(Exit {
+            code: EXIT_UNDECIDED,
+            message: format!(
+                "{} threshold{} cannot be decided (exit {EXIT_UNDECIDED}, never a pass): {first}",
+                undecided.len(),
+                if undecided.len() == 1 { "" } else { "s" }
+            ),
+        }
+        .into());
     }
     Ok(())
 }
