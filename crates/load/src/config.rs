@@ -152,6 +152,28 @@ impl Config {
         self.segment.unwrap_or((0, 1))
     }
 
+    /// This process's thread `index` as one of the whole run's threads (all segments'): this
+    /// segment's threads are every `segments`-th, from `segment` on.
+    pub fn global_thread(&self, index: usize) -> usize {
+        let (segment, segments) = self.segment_or_whole();
+        segment + index * segments
+    }
+
+    /// Thread `index`'s share of `n` (connections, say) when the whole run's threads share it
+    /// as one process with that many threads would.
+    pub fn thread_share(&self, index: usize, n: usize) -> usize {
+        let all_threads = self.threads * self.segment_or_whole().1;
+        let global = self.global_thread(index);
+        n / all_threads + usize::from(global < n % all_threads)
+    }
+
+    /// The connections this process opens (a segment's share of `connections`).
+    pub fn connections_here(&self) -> usize {
+        (0..self.threads)
+            .map(|i| self.thread_share(i, self.connections))
+            .sum()
+    }
+
     /// Checks the settings against each other; the message says which flag to change.
     pub fn check(&self) -> Result<(), Error> {
         let bad = |m: &str| Err(Error::Config(m.to_string()));

@@ -21,11 +21,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve static files over HTTP/1.1 (the server the lab measures by default).
+    /// Serve static files over HTTP/1.1, HTTPS and HTTP/2 (the server the lab measures by default).
     Serve(Box<cmd::serve::Args>),
     /// Generate a file set (SPECweb96, WebStone, heavy-tail, single) with its manifest.
     Fileset(cmd::fileset::Args),
-    /// Drive an HTTP/1.1 server with load (http or https): closed or open loop, keep-alive or close.
+    /// Drive a server with load over HTTP/1.1, HTTPS or HTTP/2: closed or open loop, keep-alive or close.
     Load(cmd::load::Args),
     /// Sample the operating system: CPU, memory, disks, network, TCP states, threads, profile.
     Monitor(cmd::monitor::Args),

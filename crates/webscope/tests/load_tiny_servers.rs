@@ -295,6 +295,7 @@ fn bad_input_is_one_line() {
             url.clone(),
         ],
         vec![url.clone(), "-d".into(), "0s".into()],
+        vec![url.clone(), "-d".into(), "-3s".into()],
     ];
     for case in cases {
         let args: Vec<&str> = case.iter().map(String::as_str).collect();
@@ -402,5 +403,31 @@ fn thresholds_pass_fail_or_cannot_be_decided_each_with_its_exit_code() {
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(named), "{bad:?}: {stderr}");
+    }
+}
+
+/// A segment's banner gives the connections this process opens, its share of the run's.
+#[test]
+fn a_segments_banner_counts_its_own_connections() {
+    let server = TestServer::start(Behavior::Ok { body: 10 });
+    let url = server.url("/");
+    for (segment, expected) in [("0/3", "with 4 connections"), ("2/3", "with 3 connections")] {
+        let out = load(
+            &[
+                &url,
+                "-c",
+                "10",
+                "-t",
+                "1",
+                "-d",
+                "200ms",
+                "--segment",
+                segment,
+            ],
+            LIMIT,
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let banner = stdout.lines().next().unwrap_or("");
+        assert!(banner.contains(expected), "{segment}: {banner}");
     }
 }

@@ -168,6 +168,8 @@ fn merge_refuses_what_is_not_one_whole_run() {
         assert_eq!(out.status.code(), Some(1));
         let err = String::from_utf8_lossy(&out.stderr).to_string();
         assert_eq!(err.lines().count(), 1, "{err}");
+        // A merge that failed leaves no folder to be taken for a result.
+        assert!(!tmp.path().join("m").exists(), "{err}");
         err
     };
     assert!(merge(&["s0.json", "s1.json"]).contains("segment 2/3 missing"));

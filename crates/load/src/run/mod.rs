@@ -179,13 +179,12 @@ fn start_workers(
     tx: Sender<Message>,
     stop: watch::Receiver<bool>,
 ) -> Result<(Vec<JoinHandle<()>>, usize), Error> {
-    let (segment, segments) = config.segment_or_whole();
-    let all_threads = config.threads * segments;
+    let all_threads = config.threads * config.segment_or_whole().1;
     let mut handles = Vec::new();
     let mut connections = 0;
     for index in 0..config.threads {
-        let global = segment + index * segments;
-        let share = |n: usize| n / all_threads + usize::from(global < n % all_threads);
+        let global = config.global_thread(index);
+        let share = |n: usize| config.thread_share(index, n);
         let open = match config.pacing {
             Pacing::Open {
                 rate,

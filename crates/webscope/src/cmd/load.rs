@@ -30,7 +30,8 @@ EXAMPLES:
 
 Ctrl-C ends the run early; what was measured is still printed and written.";
 
-/// Drive an HTTP/1.1 server with load and measure it, over plain TCP or TLS (https URLs).
+/// Drive a server with load and measure it: HTTP/1.1 over plain TCP or TLS (https URLs), or
+/// HTTP/2 (--http2 over TLS, --h2c with prior knowledge).
 ///
 /// Closed loop (default): each connection sends its next request when the last response ends,
 /// like WebStone's clients and wrk. Open loop (--rate): requests are sent on a clock whatever
@@ -119,7 +120,7 @@ struct Flags {
     #[arg(short = 'c', long, value_name = "N")]
     connections: Option<usize>,
     /// How long to run.
-    #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     duration: Duration,
     /// Worker threads, each with its own event loop [default: number of cores, at most -c].
     #[arg(short = 't', long, value_name = "N")]
@@ -380,8 +381,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "webscope load: {} for {} with {} connection{} on {} thread{}{}",
         config.target.description,
         humantime::format_duration(config.duration),
-        config.connections,
-        if config.connections == 1 { "" } else { "s" },
+        config.connections_here(),
+        if config.connections_here() == 1 {
+            ""
+        } else {
+            "s"
+        },
         config.threads,
         if config.threads == 1 { "" } else { "s" },
         if live { " (Ctrl-C stops early)" } else { "" }

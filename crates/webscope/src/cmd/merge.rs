@@ -44,10 +44,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for path in &args.results {
         parts.extend(read(path)?);
     }
+    let made = !args.out.exists();
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let report = webscope_load::merge(&parts, Some(&args.out.join("load.hlog")))?;
-    report.write_json(&args.out.join("load.json"))?;
+    let merged = webscope_load::merge(&parts, Some(&args.out.join("load.hlog")))
+        .map_err(anyhow::Error::from)
+        .and_then(|report| {
+            report.write_json(&args.out.join("load.json"))?;
+            Ok(report)
+        });
+    // A merge that failed leaves nothing behind: no empty folder to be taken for a result.
+    let report = match merged {
+        Ok(report) => report,
+        Err(e) => {
+            if made {
+                let _ = std::fs::remove_dir_all(&args.out);
+            }
+            return Err(e);
+        }
+    };
     print!("{}", report.summary());
     std::io::stdout().flush()?;
     Ok(())

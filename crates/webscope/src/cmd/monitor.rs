@@ -54,10 +54,10 @@ pub struct Args {
     #[arg(long = "port", value_name = "PORT")]
     ports: Vec<u16>,
     /// Time between samples.
-    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = super::positive_duration, allow_hyphen_values = true)]
     interval: Duration,
     /// Stop after this long [default: run until Ctrl-C].
-    #[arg(short = 'd', long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     duration: Option<Duration>,
     /// Write the CSV files and monitor.json into this directory (created if need be).
     #[arg(long, value_name = "DIR")]
