@@ -283,10 +283,33 @@ mod tests {
     use crate::services::work::Fib;
 
     fn job(service: usize, n: u32) -> (Job, oneshot::Receiver<String>) {
+        job_of(service, Box::new(Fib::new(n)))
+    }
+
+    /// Work that holds its executor thread until the test opens the gate, and says when it
+    /// has started: a job that is running for as long as the test needs, however fast the CPU.
+    struct Gate {
+        started: std::sync::mpsc::Sender<()>,
+        open: Arc<(Mutex<bool>, Condvar)>,
+    }
+
+    impl Work for Gate {
+        fn run(&mut self, _deadline: Option<Instant>) -> Option<String> {
+            let _ = self.started.send(());
+            let (lock, opened) = &*self.open;
+            let mut open = lock.lock().unwrap_or_else(|e| e.into_inner());
+            while !*open {
+                open = opened.wait(open).unwrap_or_else(|e| e.into_inner());
+            }
+            Some("gate\n".into())
+        }
+    }
+
+    fn job_of(service: usize, work: Box<dyn Work>) -> (Job, oneshot::Receiver<String>) {
         let (reply, rx) = oneshot::channel();
         let job = Job {
             service,
-            work: Box::new(Fib::new(n)),
+            work,
             enqueued: Instant::now(),
             started: None,
             running: Duration::ZERO,
@@ -309,15 +332,25 @@ mod tests {
             ..ServicesConfig::default()
         };
         let executor = Executor::start(&config, Arc::new(ServiceStats::new())).unwrap();
-        // One long job runs (the slot), one waits behind it.
-        let (running, _r1) = job(1, 34);
+        // One job holds the service's one slot until the gate opens (waited on as an event,
+        // not timed: a fast CPU finished the fib(34) this used before in under 45 ms).
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let open = Arc::new((Mutex::new(false), Condvar::new()));
+        let gate = Gate {
+            started: started_tx,
+            open: Arc::clone(&open),
+        };
+        let (running, r1) = job_of(1, Box::new(gate));
         assert!(executor.submit(running).is_ok());
-        std::thread::sleep(Duration::from_millis(5));
-        let (waiting, _r2) = job(1, 1);
+        started
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the gated job starts");
+        let (waiting, r2) = job(1, 1);
         assert!(
             executor.submit(waiting).is_ok(),
             "the queue has room and nobody is late yet"
         );
+        // Sleeping makes the waiting job at least this old; a busy machine only older.
         std::thread::sleep(Duration::from_millis(40));
         let (late, _r3) = job(1, 1);
         assert!(
@@ -328,5 +361,10 @@ mod tests {
         let (light, r4) = job(0, 10);
         assert!(executor.submit(light).is_ok());
         assert_eq!(r4.blocking_recv().unwrap(), "fib(10) = 55\n");
+        // The gate opens: the slot's job and the one behind it finish.
+        *open.0.lock().unwrap() = true;
+        open.1.notify_all();
+        assert_eq!(r1.blocking_recv().unwrap(), "gate\n");
+        assert_eq!(r2.blocking_recv().unwrap(), "fib(1) = 1\n");
     }
 }
