@@ -1,0 +1,387 @@
+//! The capacity experiment's page: the search replayed from the probes' files (its sentence,
+//! capacity and bracket), latency percentiles against offered rate with the objective's lines
+//! and the capacity marked (the "hockey stick"), achieved against offered, every probe in the
+//! order of the search with each condition's verdict and what bounds it, the server's CPU per
+//! request at capacity, and the operational-law bound 1/D_max beside the measured capacity.
+//! Not for running or judging probes (`capacity::probe`).
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use webscope_report::svg::{Axis, Series, Style, XyChart};
+use webscope_report::{Block, Table};
+
+use super::figures::num;
+use super::model::demands;
+use super::page::ExperimentPage;
+use super::point::{load_points, Point};
+use super::rendered::Rendered;
+use super::sweep::median;
+use crate::capacity::experiment::{read, replay, Recorded};
+use crate::capacity::probe::Judged;
+use crate::capacity::search::Ending;
+use crate::record::ExperimentRecord;
+
+/// The percentiles drawn, with their keys in the load report.
+const PERCENTILES: [(&str, &str); 4] = [
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p99", "p99"),
+    ("p99.9", "p999"),
+];
+
+/// Adds the capacity experiment to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let points = load_points(dir, exp, out)?;
+    let mut page = ExperimentPage::new(exp, "Capacity at a latency objective");
+    if points.is_empty() {
+        page.push(Block::Text("No probe was measured.".into()));
+        page.finish(out);
+        return Ok(());
+    }
+    let (recorded, probes) = read(dir, &exp.runs)?;
+    let ending = replay(recorded.plan(), &probes);
+    let sentence = ending.as_ref().map_or(
+        "the search was stopped before its end".into(),
+        Ending::sentence,
+    );
+    let capacity = match &ending {
+        Some(Ending::Found { capacity, .. }) => Some(*capacity),
+        _ => None,
+    };
+    page.push(Block::Text(format!("{}.", capitalise(&sentence))));
+    page.push(Block::Text(plan_sentence(&recorded)));
+    let law = Law::of(&points, &probes, capacity);
+    page.extend(law.sentences().into_iter().map(Block::Text));
+    page.push(latency_chart(&points, &recorded, capacity));
+    page.push(achieved_chart(&points, capacity));
+    page.push(Block::Text(cooldown_sentence(&probes)));
+    page.table(
+        "Every probe in the order of the search (conditions: each one's verdict; bound by: the lab's verdict on what bounds the probe)",
+        table(&points, &probes),
+    );
+    page.summary(
+        "capacity",
+        [sentence.clone()].into_iter().chain(law.sentences()),
+    );
+    page.json(json!({
+        "slo": recorded.slo,
+        "arrivals": recorded.arrivals,
+        "precision": recorded.precision,
+        "repeat": recorded.repeat,
+        "probe_s": recorded.probe_s,
+        "sentence": sentence,
+        "ending": ending.as_ref().map(ending_json),
+        "capacity_rps": capacity,
+        "server_cpu_per_request_us": law.cpu_us,
+        "operational_bound_rps": law.bound,
+        "capacity_over_bound": law.ratio(),
+        "probes": probes_json(&points, &probes),
+    }));
+    page.finish(out);
+    Ok(())
+}
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
+}
+
+fn plan_sentence(r: &Recorded) -> String {
+    format!(
+        "Objective: {}, on open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate; the search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; a boundary rate passes when {} of its {} probes pass. A probe the generator could not offer (its verdict says generator, or more than 1 % of its requests were sent late) ends the search: it says nothing of the server.",
+        r.slo, r.probe_s, r.arrivals, r.warmup_s, r.from, r.growth, 100.0 * r.precision, r.need, r.repeat
+    )
+}
+
+/// The server's CPU per request at capacity and the operational-law bound.
+struct Law {
+    capacity: Option<f64>,
+    /// Server CPU time per request at the capacity's probes, µs.
+    cpu_us: Option<f64>,
+    /// 1 / D_max: D = U / X over the probes that passed at or below capacity.
+    bound: Option<f64>,
+    /// The demand that sets the bound.
+    limit: &'static str,
+}
+
+impl Law {
+    fn of(points: &[Point], probes: &[Judged], capacity: Option<f64>) -> Law {
+        let at_or_below = |p: &&Point, j: &&Judged| {
+            j.outcome == "pass" && capacity.is_none_or(|c| p.x <= c + 0.5)
+        };
+        let lower: Vec<Point> = points
+            .iter()
+            .zip(probes)
+            .filter(|(p, j)| at_or_below(p, j))
+            .map(|(p, _)| p.clone())
+            .collect();
+        let cpus = points
+            .iter()
+            .find_map(|p| p.run.env.server_cpus)
+            .filter(|c| *c > 0.0)
+            .unwrap_or(1.0);
+        let (bound, limit) = match demands(&lower) {
+            Some(d) if d.cpu > 0.0 && d.disk * cpus > d.cpu => (Some(1.0 / d.disk), "disk"),
+            Some(d) if d.cpu > 0.0 => (Some(cpus / d.cpu), "server CPU"),
+            _ => (None, ""),
+        };
+        let cpu_us = capacity.and_then(|c| {
+            median(
+                points
+                    .iter()
+                    .filter(|p| (p.x - c).abs() < 0.5)
+                    .filter_map(Point::server_cpu_us)
+                    .collect(),
+            )
+        });
+        Law {
+            capacity,
+            cpu_us,
+            bound,
+            limit,
+        }
+    }
+
+    fn ratio(&self) -> Option<f64> {
+        Some(self.capacity? / self.bound?)
+    }
+
+    fn sentences(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(us) = self.cpu_us {
+            out.push(format!(
+                "The server's CPU per request at capacity: {us:.1} µs."
+            ));
+        }
+        match (self.bound, self.ratio()) {
+            (Some(bound), Some(ratio)) => out.push(format!(
+                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the {} over the probes that passed): the measured capacity is {:.0} % of it. {}",
+                self.limit,
+                100.0 * ratio,
+                if ratio < 1.0 {
+                    "A latency objective binds before the resource is full: waiting grows as its utilisation nears 1 (ρ/(1−ρ) service times in an M/M/1 queue), so the objective fails short of the throughput bound."
+                } else {
+                    "The capacity reaches the bound: the objective is loose enough to hold up to saturation, or the demand measured at light load is larger than at heavy load (batching, warmer caches)."
+                }
+            )),
+            (Some(bound), None) => out.push(format!(
+                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the {} over the probes that passed); no measured capacity to set it against.",
+                self.limit
+            )),
+            _ => out.push(
+                "No operational-law bound: the server's CPU was not measured (an external target without --server-pid, or no probe passed).".into(),
+            ),
+        }
+        out
+    }
+}
+
+/// Points sorted by offered rate, as (x, f).
+fn by_rate(points: &[Point], f: impl Fn(&Point) -> f64) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = points.iter().map(|p| (p.x, f(p))).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+fn vertical(name: String, x: f64, lo: f64, hi: f64) -> Series {
+    Series {
+        name,
+        points: vec![(x, lo), (x, hi)],
+        style: Style::Dashed,
+        spread: Vec::new(),
+    }
+}
+
+fn dashed(name: String, points: Vec<(f64, f64)>) -> Series {
+    Series {
+        name,
+        points,
+        style: Style::Dashed,
+        spread: Vec::new(),
+    }
+}
+
+/// Latency percentiles against offered rate, the objective's latency limits, the capacity.
+fn latency_chart(points: &[Point], r: &Recorded, capacity: Option<f64>) -> Block {
+    let mut series: Vec<Series> = PERCENTILES
+        .iter()
+        .map(|(name, key)| {
+            Series::line(
+                *name,
+                by_rate(points, |p| {
+                    (num(&p.run.load, &["latency_us", key]) / 1000.0).max(1e-3)
+                }),
+            )
+        })
+        .collect();
+    let xs: Vec<f64> = points.iter().map(|p| p.x).collect();
+    let (lo_x, hi_x) = (
+        xs.iter().copied().fold(f64::INFINITY, f64::min),
+        xs.iter().copied().fold(0.0, f64::max),
+    );
+    let slo = webscope_load::slo::Slo::parse(&r.slo).ok();
+    for c in slo.iter().flat_map(|s| &s.conditions) {
+        if let webscope_load::slo::Metric::Latency { .. } = c.metric {
+            let ms = c.limit / 1000.0;
+            series.push(dashed(format!("SLO {c}"), vec![(lo_x, ms), (hi_x, ms)]));
+        }
+    }
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    if let Some(c) = capacity {
+        let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ys.iter().copied().fold(0.0, f64::max);
+        series.push(vertical(format!("capacity {c:.0} req/s"), c, lo, hi));
+    }
+    Block::Chart {
+        svg: XyChart {
+            title: "Latency percentiles vs offered rate".into(),
+            x: Axis::linear("offered req/s"),
+            y: Axis::log("ms"),
+            series,
+        }
+        .to_svg(),
+        reading: format!(
+            "Latency from each request's intended send (open loop, corrected for coordinated omission) at each probe's offered rate; the dashed lines are the objective's limits{}.",
+            capacity.map_or(String::new(), |c| format!(" and the capacity, {c:.0} req/s"))
+        ),
+    }
+}
+
+/// Achieved (goodput) against offered, with the line where they are equal.
+fn achieved_chart(points: &[Point], capacity: Option<f64>) -> Block {
+    let hi = points.iter().map(|p| p.x.max(p.rps)).fold(0.0, f64::max);
+    let mut series = vec![
+        Series {
+            style: Style::Points,
+            ..Series::line("achieved (goodput)", by_rate(points, |p| p.rps))
+        },
+        dashed("achieved = offered".into(), vec![(0.0, 0.0), (hi, hi)]),
+    ];
+    if let Some(c) = capacity {
+        series.push(vertical(format!("capacity {c:.0} req/s"), c, 0.0, hi));
+    }
+    Block::Chart {
+        svg: XyChart {
+            title: "Achieved vs offered rate".into(),
+            x: Axis::linear("offered req/s"),
+            y: Axis::linear("goodput req/s"),
+            series,
+        }
+        .to_svg(),
+        reading: "Below capacity every offered request is answered (the points sit on the dashed line); past it the server answers fewer, or answers them with errors.".into(),
+    }
+}
+
+fn cooldown_sentence(probes: &[Judged]) -> String {
+    let waits: Vec<f64> = probes.iter().map(|j| j.cooldown.waited_s).collect();
+    let longest = waits.iter().copied().fold(0.0, f64::max);
+    let mean = waits.iter().sum::<f64>() / waits.len().max(1) as f64;
+    let unsettled = probes.iter().filter(|j| !j.cooldown.settled).count();
+    format!(
+        "Cool-down after each probe: the port's open connections (every state but LISTEN and TIME_WAIT) were waited for until back to their count before the probe (at most 5 s), TIME_WAIT only while above half the ephemeral port range (at most 30 s: it lasts a minute and holds no server work), then 0.1 s more. Mean wait {mean:.2} s, longest {longest:.2} s; {unsettled} of {} probes did not settle in time.",
+        probes.len()
+    )
+}
+
+/// Every probe in search order, with each condition's verdict.
+fn table(points: &[Point], probes: &[Judged]) -> Table {
+    let conditions: Vec<String> = probes
+        .first()
+        .map(|j| j.checks.iter().map(|c| c.condition.clone()).collect())
+        .unwrap_or_default();
+    let mut head: Vec<String> = [
+        "probe",
+        "offered/s",
+        "achieved/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "error %",
+        "late %",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    head.extend(conditions.iter().cloned());
+    head.extend(["verdict".into(), "bound by".into()]);
+    let mut t = Table::new(head);
+    for (p, j) in points.iter().zip(probes) {
+        let ms = |key: &str| format!("{:.2}", num(&p.run.load, &["latency_us", key]) / 1000.0);
+        let mut row = vec![
+            j.number.to_string(),
+            format!("{:.0}", j.rate),
+            format!("{:.0}", p.rps),
+            ms("p50"),
+            ms("p90"),
+            ms("p99"),
+            ms("p999"),
+            format!("{:.2}", 100.0 * p.health.error_share),
+            j.late_share
+                .map_or("-".into(), |l| format!("{:.2}", 100.0 * l)),
+        ];
+        row.extend(j.checks.iter().map(|c| match c.verdict.as_str() {
+            "pass" => "pass".to_string(),
+            "fail" => "FAIL".to_string(),
+            _ => "?".to_string(),
+        }));
+        row.push(match j.outcome.as_str() {
+            "fail" => "FAIL".into(),
+            other => other.into(),
+        });
+        row.push(j.bound.clone());
+        t.row(row);
+    }
+    t
+}
+
+fn ending_json(e: &Ending) -> Value {
+    match e {
+        Ending::Found {
+            capacity,
+            passes,
+            fails_at,
+            fails,
+        } => json!({
+            "kind": "found", "capacity_rps": capacity, "fails_at_rps": fails_at,
+            "passes": [passes.0, passes.1], "fails": [fails.0, fails.1],
+            "bracket_pct": e.bracket_pct(),
+        }),
+        Ending::GeneratorBound { above, at } => {
+            json!({"kind": "generator", "above_rps": above, "at_rps": at})
+        }
+        Ending::Below { rate } => json!({"kind": "below", "rate_rps": rate}),
+        Ending::Undecided { at, why } => json!({"kind": "undecided", "at_rps": at, "why": why}),
+        Ending::OutOfProbes { pass, fail } => {
+            json!({"kind": "out_of_probes", "pass_rps": pass, "fail_rps": fail})
+        }
+    }
+}
+
+fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
+    let probe = |(p, j): (&Point, &Judged)| {
+        let l = &p.run.load["latency_us"];
+        json!({
+            "probe": j.number, "run": p.name, "offered_rps": j.rate, "achieved_rps": p.rps,
+            "p50_us": l["p50"], "p90_us": l["p90"], "p99_us": l["p99"], "p999_us": l["p999"],
+            "max_us": l["max"], "error_share": p.health.error_share, "late_share": j.late_share,
+            "verdict": j.outcome, "reason": j.reason,
+            "conditions": j.checks.iter().map(|c| json!({
+                "condition": c.condition, "measured": c.measured, "verdict": c.verdict,
+            })).collect::<Vec<_>>(),
+            "bound": j.bound, "bound_reading": j.bound_reading,
+            "server_cpu_per_request_us": p.server_cpu_us(),
+            "cooldown": {
+                "waited_s": j.cooldown.waited_s, "settled": j.cooldown.settled,
+                "time_wait": j.cooldown.time_wait,
+            },
+        })
+    };
+    Value::Array(points.iter().zip(probes).map(probe).collect())
+}
