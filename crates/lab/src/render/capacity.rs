@@ -103,8 +103,6 @@ struct Law {
     cpu_us: Option<f64>,
     /// 1 / D_max: D = U / X over the probes that passed at or below capacity.
     bound: Option<f64>,
-    /// The demand that sets the bound.
-    limit: &'static str,
 }
 
 impl Law {
@@ -123,11 +121,11 @@ impl Law {
             .find_map(|p| p.run.env.server_cpus)
             .filter(|c| *c > 0.0)
             .unwrap_or(1.0);
-        let (bound, limit) = match demands(&lower) {
-            Some(d) if d.cpu > 0.0 && d.disk * cpus > d.cpu => (Some(1.0 / d.disk), "disk"),
-            Some(d) if d.cpu > 0.0 => (Some(cpus / d.cpu), "server CPU"),
-            _ => (None, ""),
-        };
+        // The server's own demand only: on loopback the disks and the generator are the
+        // machine's, shared with everything else that runs on it.
+        let bound = demands(&lower)
+            .filter(|d| d.cpu > 0.0)
+            .map(|d| cpus / d.cpu);
         let cpu_us = capacity.and_then(|c| {
             median(
                 points
@@ -141,7 +139,6 @@ impl Law {
             capacity,
             cpu_us,
             bound,
-            limit,
         }
     }
 
@@ -158,8 +155,7 @@ impl Law {
         }
         match (self.bound, self.ratio()) {
             (Some(bound), Some(ratio)) => out.push(format!(
-                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the {} over the probes that passed): the measured capacity is {:.0} % of it. {}",
-                self.limit,
+                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the server's CPU over the probes that passed, for the cores it may use): the measured capacity is {:.0} % of it. {}",
                 100.0 * ratio,
                 if ratio < 1.0 {
                     "A latency objective binds before the resource is full: waiting grows as its utilisation nears 1 (ρ/(1−ρ) service times in an M/M/1 queue), so the objective fails short of the throughput bound."
@@ -168,8 +164,7 @@ impl Law {
                 }
             )),
             (Some(bound), None) => out.push(format!(
-                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the {} over the probes that passed); no measured capacity to set it against.",
-                self.limit
+                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the server's CPU over the probes that passed); no measured capacity to set it against."
             )),
             _ => out.push(
                 "No operational-law bound: the server's CPU was not measured (an external target without --server-pid, or no probe passed).".into(),
@@ -384,4 +379,123 @@ fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
         })
     };
     Value::Array(points.iter().zip(probes).map(probe).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::probe::CheckLine;
+    use crate::health::Judge;
+    use crate::record::{write_json, RunRecord, ServerFigures};
+
+    /// A search recorded as the lab writes it: a server of 1 core at 100 µs a request that
+    /// meets p99<=5ms up to 800 req/s (probes 100, 200, 400, 800 pass; 1600, 1200, 1000, 900
+    /// fail), with the files the page reads.
+    fn recorded(dir: &Path) -> ExperimentRecord {
+        let plan = Recorded {
+            slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
+            from: 100.0,
+            growth: 2.0,
+            precision: 0.15,
+            repeat: 1,
+            need: 1,
+            max_probes: 30,
+            arrivals: "constant".into(),
+            probe_s: 1.0,
+            warmup_s: 0.2,
+        };
+        write_json(&dir.join("capacity.json"), &plan).unwrap();
+        let mut runs = Vec::new();
+        for (i, rate) in [100.0, 200.0, 400.0, 800.0, 1600.0, 1200.0, 1000.0, 900.0]
+            .into_iter()
+            .enumerate()
+        {
+            let pass = rate <= 800.0;
+            let achieved: f64 = if pass { rate } else { 850.0 };
+            let p99_us = if pass { 1_000.0 } else { 80_000.0 };
+            let name = format!("probe-{:02}-{rate:.0}rps", i + 1);
+            let run_dir = dir.join(&name);
+            std::fs::create_dir_all(&run_dir).unwrap();
+            let run = RunRecord {
+                x: rate,
+                load_description: "open loop".into(),
+                load: json!({
+                    "duration_s": 1.0, "requests": achieved as u64,
+                    "status_codes": {"200": achieved as u64},
+                    "latency_us": {"p50": 200.0, "p90": 400.0, "p99": p99_us, "p999": p99_us * 1.5, "max": p99_us * 2.0},
+                }),
+                server: Some(ServerFigures {
+                    requests: achieved,
+                    cpu_s: achieved * 100e-6,
+                    busy_cores: achieved * 100e-6,
+                    ..Default::default()
+                }),
+                os: None,
+                server_os: Vec::new(),
+                env: Default::default(),
+                syscalls: None,
+            };
+            write_json(&run_dir.join("run.json"), &run).unwrap();
+            let verdict = if pass { "pass" } else { "fail" };
+            let judged = Judged {
+                number: i + 1,
+                rate,
+                outcome: verdict.into(),
+                reason: String::new(),
+                checks: vec![CheckLine {
+                    condition: "p99<=5ms".into(),
+                    measured: Some(p99_us),
+                    verdict: verdict.into(),
+                    line: String::new(),
+                }],
+                late_share: Some(0.0),
+                bound: "server CPU".into(),
+                bound_reading: String::new(),
+                warmup_s: 0.2,
+                cooldown: Default::default(),
+            };
+            write_json(&run_dir.join("probe.json"), &judged).unwrap();
+            runs.push(name);
+        }
+        serde_json::from_value(json!({
+            "name": "capacity", "factor": "offered rate (req/s)", "runs": runs,
+            "complete": true, "failures": [],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_page_gives_the_capacity_its_bracket_every_probe_and_the_law_beside_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let exp = recorded(tmp.path());
+        let mut out = Rendered::new(Judge::default());
+        render(tmp.path(), &exp, &mut out).unwrap();
+        let c = &out.json["capacity"];
+        assert_eq!(c["capacity_rps"], 800.0, "{c:#}");
+        assert_eq!(c["ending"]["fails_at_rps"], 900.0, "{c:#}");
+        assert_eq!(
+            c["sentence"],
+            "capacity 800 req/s (passes 1/1; 900 fails 1/1; bracket ±6.2 %)"
+        );
+        // D = 100 µs on one core: the bound is 10 000 req/s, the capacity 8 % of it.
+        let bound = c["operational_bound_rps"].as_f64().unwrap();
+        assert!((bound - 10_000.0).abs() < 1.0, "{bound}");
+        assert!((c["server_cpu_per_request_us"].as_f64().unwrap() - 100.0).abs() < 1e-6);
+        assert_eq!(c["probes"].as_array().unwrap().len(), 8);
+        let (name, csv) = &out.csv[0];
+        assert_eq!(name, "capacity.csv");
+        assert_eq!(csv.lines().count(), 9, "{csv}");
+        assert!(csv.lines().next().unwrap().contains("p99<=5ms"), "{csv}");
+        assert!(
+            out.summary.contains("capacity 800 req/s"),
+            "{}",
+            out.summary
+        );
+        let blocks = &out.sections[0].blocks;
+        let charts = blocks
+            .iter()
+            .filter(|b| matches!(b, Block::Chart { .. }))
+            .count();
+        assert_eq!(charts, 2);
+    }
 }
