@@ -16,24 +16,15 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Runs a capacity search and returns its report.json entry.
 fn capacity(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
-    let run = webscope()
-        .args(["lab", "--experiment", "capacity", "--target", target])
-        .args(["--fileset"])
-        .arg(fileset)
-        .arg("--out")
-        .arg(out)
-        .args(["--duration", "1s", "--no-preflight", "--quiet"])
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
-    report["capacity"].clone()
+    let mut args = vec![
+        "--experiment",
+        "capacity",
+        "--duration",
+        "1s",
+        "--no-preflight",
+    ];
+    args.extend_from_slice(extra);
+    lab_support::lab_on(target, fileset, out, &args)["capacity"].clone()
 }
 
 #[test]

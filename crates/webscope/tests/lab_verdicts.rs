@@ -31,21 +31,7 @@ fn single_file_set(dir: &Path, size: &str) {
 
 /// Runs a one-point lab and returns each run's verdict: (bound, reading).
 fn verdicts(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> Vec<(String, String)> {
-    let run = webscope()
-        .args(["lab", "--target", target, "--fileset"])
-        .arg(fileset)
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report = lab_support::lab_on(target, fileset, out, extra);
     report["clients"]["runs"]
         .as_array()
         .unwrap()

@@ -557,3 +557,22 @@ impl Drop for Spinner {
         }
     }
 }
+
+/// Runs `webscope lab --target TARGET --fileset FILESET --out OUT EXTRA...`, asserts that it
+/// succeeded, and returns its report.json.
+pub fn lab_on(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let run = webscope()
+        .args(["lab", "--target", target, "--fileset"])
+        .arg(fileset)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+}
