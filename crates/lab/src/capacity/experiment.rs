@@ -1,7 +1,7 @@
 //! The `capacity` experiment on the runner: an adaptive sweep whose points are probes (an
 //! offered rate and the probe's number, so that repeated rates get folders of their own),
 //! chosen by [`Search`] from the outcomes of the probes so far, each run by
-//! [`probe::run`](super::probe::run). The search's plan is written once as
+//! [`probe::run`]. The search's plan is written once as
 //! `capacity.json` in the experiment's folder, so that the page replays the search from the
 //! probes' `probe.json` files alone ([`replay`]).
 //!
