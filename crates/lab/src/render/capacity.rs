@@ -51,6 +51,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     };
     page.push(Block::Text(format!("{}.", capitalise(&sentence))));
     page.push(Block::Text(plan_sentence(&recorded)));
+    page.extend(machine_warning(&probes));
     let law = Law::of(&points, &probes, capacity);
     page.extend(law.sentences().into_iter().map(Block::Text));
     page.push(latency_chart(&points, &recorded, capacity));
@@ -80,6 +81,19 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     }));
     page.finish(out);
     Ok(())
+}
+
+/// A warning when failing probes were bound by the machine's CPUs rather than the server's:
+/// other work on the machine (or loopback's kernel work) weighs on the figure.
+fn machine_warning(probes: &[Judged]) -> Option<Block> {
+    let failed: Vec<&Judged> = probes.iter().filter(|j| j.outcome == "fail").collect();
+    let machine = failed.iter().filter(|j| j.bound == "machine CPU").count();
+    (machine > 0).then(|| {
+        Block::Warning(format!(
+            "{machine} of the {} failing probes were bound by the machine's CPUs, not the server's: whatever else runs on this machine (and loopback's kernel work) weighs on the capacity found; a quieter machine, or the server on a host of its own, may carry more.",
+            failed.len()
+        ))
+    })
 }
 
 fn capitalise(text: &str) -> String {
