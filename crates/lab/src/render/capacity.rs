@@ -127,7 +127,7 @@ impl Law {
         let lower: Vec<Point> = points
             .iter()
             .zip(probes)
-            .filter(|(p, j)| at_or_below(p, j))
+            .filter(|(p, j)| at_or_below(p, j) && measurable(p))
             .map(|(p, _)| p.clone())
             .collect();
         let cpus = points
@@ -144,7 +144,7 @@ impl Law {
             median(
                 points
                     .iter()
-                    .filter(|p| (p.x - c).abs() < 0.5)
+                    .filter(|p| (p.x - c).abs() < 0.5 && measurable(p))
                     .filter_map(Point::server_cpu_us)
                     .collect(),
             )
@@ -181,12 +181,22 @@ impl Law {
                 "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the server's CPU over the probes that passed); no measured capacity to set it against."
             )),
             _ => out.push(
-                "No operational-law bound: the server's CPU was not measured (an external target without --server-pid, or no probe passed).".into(),
+                "No operational-law bound: no probe that passed measured enough of the server's CPU (an external target without --server-pid, no pass, or under 50 ms of CPU: five clock ticks).".into(),
             ),
         }
         out
     }
 }
+
+/// Whether a probe's server CPU time is long enough to divide: at least [`MIN_CPU_S`], so
+/// that the clock's 10-ms ticks do not set the demand (one tick over 3 requests reads as
+/// 3 333 µs a request).
+fn measurable(p: &Point) -> bool {
+    p.run.server.as_ref().is_some_and(|s| s.cpu_s >= MIN_CPU_S)
+}
+
+/// Server CPU time a probe needs for its demand to count: five clock ticks.
+const MIN_CPU_S: f64 = 0.05;
 
 /// Points sorted by offered rate, as (x, f).
 fn by_rate(points: &[Point], f: impl Fn(&Point) -> f64) -> Vec<(f64, f64)> {
