@@ -18,7 +18,7 @@ use super::point::{load_points, Point};
 use super::rendered::Rendered;
 use super::sweep::median;
 use crate::capacity::experiment::{read, replay, Recorded};
-use crate::capacity::probe::Judged;
+use crate::capacity::probe::{late_limit, Judged};
 use crate::capacity::search::Ending;
 use crate::record::ExperimentRecord;
 
@@ -105,8 +105,9 @@ fn capitalise(text: &str) -> String {
 
 fn plan_sentence(r: &Recorded) -> String {
     format!(
-        "Objective: {}, on open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate; the search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; a boundary rate passes when {} of its {} probes pass. A probe the generator could not offer (its verdict says generator, or more than 1 % of its requests were sent late) ends the search: it says nothing of the server.",
-        r.slo, r.probe_s, r.arrivals, r.warmup_s, r.from, r.growth, 100.0 * r.precision, r.need, r.repeat
+        "Objective: {}, on open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate; the search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; a boundary rate passes when {} of its {} probes pass. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while the rest of the objective held) ends the search: it says nothing of the server. Goodput counts good responses over the requests sent that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
+        r.slo, r.probe_s, r.arrivals, r.warmup_s, r.from, r.growth, 100.0 * r.precision, r.need, r.repeat,
+        100.0 * late_limit(std::time::Duration::from_secs_f64(r.probe_s.max(1e-3)))
     )
 }
 
