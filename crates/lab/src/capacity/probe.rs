@@ -259,30 +259,20 @@ fn figures(record: &RunRecord, run_dir: &Path, slo: &Slo) -> anyhow::Result<Meas
         report.latency_histogram = whole;
     }
     let mut figures = Measured::of_load(&report, &quantiles);
-    figures.goodput_share = goodput_of_ended(&report).or(figures.goodput_share);
+    // Goodput over the requests sent that ended (answered or failed): the load report's own
+    // share divides by the offered rate × the run, which counts the requests still in flight
+    // when the probe ended (the generator drops them) and those never sent as not answered.
+    // At 1-s probes and 10 ms latencies the first are 1 % of the offered, which a 99 % floor
+    // would take for a server failure; the second are the lateness condition's
+    // ([`late_limit`]). Over the requests that ended, good = ended × (1 − error share).
+    if figures.goodput_share.is_some() {
+        figures.goodput_share = figures.error_share.map(|e| 1.0 - e);
+    }
     figures.cpu_share = record.server.as_ref().and_then(|s| {
         let cpus = record.env.server_cpus.filter(|c| *c > 0.0)?;
         (s.cpu_s > 0.0).then(|| s.busy_cores / cpus)
     });
     Ok(figures)
-}
-
-/// Good responses over the requests sent that ended (answered or failed). The load report's
-/// own share divides by the offered rate × the run, which counts the requests still in
-/// flight when the probe ended (the generator drops them) and those never sent as not
-/// answered: at 1-s probes and 10 ms latencies the first are 1 % of the offered, which a
-/// floor of 99 % would take for a server failure. Requests never sent are the lateness
-/// condition's ([`late_limit`]), judged as the generator's.
-fn goodput_of_ended(report: &Report) -> Option<f64> {
-    let total = &report.total;
-    let failed_statuses: u64 = report
-        .status_codes
-        .iter()
-        .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))
-        .map(|(_, n)| n)
-        .sum();
-    let ended = total.requests + total.errors.total;
-    (ended > 0).then(|| total.requests.saturating_sub(failed_statuses) as f64 / ended as f64)
 }
 
 /// The objective's verdict on one probe's `figures`, with the generator's health: the
