@@ -54,8 +54,9 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     page.extend(machine_warning(&probes));
     let law = Law::of(&points, &probes, capacity);
     page.extend(law.sentences().into_iter().map(Block::Text));
-    page.push(latency_chart(&points, &recorded, capacity));
-    page.push(achieved_chart(&points, capacity));
+    let mark = marker(ending.as_ref());
+    page.push(latency_chart(&points, &recorded, mark.as_ref()));
+    page.push(achieved_chart(&points, mark.as_ref()));
     page.push(Block::Text(cooldown_sentence(&probes)));
     page.table(
         "Every probe in the order of the search (conditions: each one's verdict; bound by: the lab's verdict on what bounds the probe)",
@@ -224,8 +225,22 @@ fn dashed(name: String, points: Vec<(f64, f64)>) -> Series {
     }
 }
 
+/// Where the charts mark the search's result: the capacity, or the highest rate that passed
+/// before the generator fell behind.
+fn marker(ending: Option<&Ending>) -> Option<(f64, String)> {
+    match ending? {
+        Ending::Found { capacity, .. } => {
+            Some((*capacity, format!("capacity {capacity:.0} req/s")))
+        }
+        Ending::GeneratorBound { above: Some(r), .. } => {
+            Some((*r, format!("capacity above {r:.0} req/s (generator-bound)")))
+        }
+        _ => None,
+    }
+}
+
 /// Latency percentiles against offered rate, the objective's latency limits, the capacity.
-fn latency_chart(points: &[Point], r: &Recorded, capacity: Option<f64>) -> Block {
+fn latency_chart(points: &[Point], r: &Recorded, mark: Option<&(f64, String)>) -> Block {
     let mut series: Vec<Series> = PERCENTILES
         .iter()
         .map(|(name, key)| {
@@ -253,10 +268,10 @@ fn latency_chart(points: &[Point], r: &Recorded, capacity: Option<f64>) -> Block
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
         .collect();
-    if let Some(c) = capacity {
+    if let Some((x, name)) = mark {
         let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = ys.iter().copied().fold(0.0, f64::max);
-        series.push(vertical(format!("capacity {c:.0} req/s"), c, lo, hi));
+        series.push(vertical(name.clone(), *x, lo, hi));
     }
     Block::Chart {
         svg: XyChart {
@@ -268,13 +283,13 @@ fn latency_chart(points: &[Point], r: &Recorded, capacity: Option<f64>) -> Block
         .to_svg(),
         reading: format!(
             "Latency from each request's intended send (open loop, corrected for coordinated omission) at each probe's offered rate; the dashed lines are the objective's limits{}.",
-            capacity.map_or(String::new(), |c| format!(" and the capacity, {c:.0} req/s"))
+            mark.map_or(String::new(), |(_, name)| format!(" and the {name}"))
         ),
     }
 }
 
 /// Achieved (goodput) against offered, with the line where they are equal.
-fn achieved_chart(points: &[Point], capacity: Option<f64>) -> Block {
+fn achieved_chart(points: &[Point], mark: Option<&(f64, String)>) -> Block {
     let hi = points.iter().map(|p| p.x.max(p.rps)).fold(0.0, f64::max);
     let mut series = vec![
         Series {
@@ -283,8 +298,8 @@ fn achieved_chart(points: &[Point], capacity: Option<f64>) -> Block {
         },
         dashed("achieved = offered".into(), vec![(0.0, 0.0), (hi, hi)]),
     ];
-    if let Some(c) = capacity {
-        series.push(vertical(format!("capacity {c:.0} req/s"), c, 0.0, hi));
+    if let Some((x, name)) = mark {
+        series.push(vertical(name.clone(), *x, 0.0, hi));
     }
     Block::Chart {
         svg: XyChart {
