@@ -94,6 +94,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment::of::<clients::ClientSweep<model::Model>>(render::model::render),
     Experiment::of::<protocols::Protocols>(render::protocols::render),
     Experiment::of::<degradation::Degradation>(render::degradation::render),
+    Experiment::of::<capacity::experiment::Capacity>(render::capacity::render),
 ];
 
 /// Experiments the lab issue plans that are not built yet.
@@ -140,6 +141,8 @@ pub struct Options {
     pub profile: bool,
     /// `--repeat`: rounds taken round each experiment's whole sweep (pages show medians).
     pub repeat: usize,
+    /// The capacity experiment's objective, first rate, precision and arrivals.
+    pub capacity: capacity::Settings,
     pub command: String,
 }
 
@@ -181,6 +184,7 @@ pub fn tests_options(quick: bool) -> Options {
         http2: false,
         profile: true,
         repeat: 1,
+        capacity: capacity::Settings::default(),
         command: "webscope lab".into(),
     }
 }

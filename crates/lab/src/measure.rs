@@ -37,12 +37,7 @@ pub fn measure_with(
     profile: bool,
 ) -> anyhow::Result<Measured> {
     config.hlog = Some(run_dir.join("load.hlog"));
-    config.tls = target.tls.clone();
-    if target.http2 {
-        // HTTP/2 keeps its connections: each client is one connection with one stream.
-        config.http2 = Some(1);
-        config.mode = webscope_load::Mode::KeepAlive;
-    }
+    speak(&mut config, target);
     let env = run_env(target);
     let before = target.snapshot();
     // The lab's machine: CPU, disks, the port's TCP states, the server's processes (and the
@@ -114,6 +109,16 @@ pub fn measure_with(
         server_os,
         env,
     })
+}
+
+/// Sets `config` to speak as `target` is spoken to: its TLS settings, HTTP/2.
+pub fn speak(config: &mut Config, target: &Target) {
+    config.tls = target.tls.clone();
+    if target.http2 {
+        // HTTP/2 keeps its connections: each client is one connection with one stream.
+        config.http2 = Some(1);
+        config.mode = webscope_load::Mode::KeepAlive;
+    }
 }
 
 /// The limits a verdict compares against, as they are now.

@@ -7,7 +7,7 @@ mod lab_support;
 use std::path::Path;
 use std::sync::Mutex;
 
-use lab_support::{webscope, Served};
+use lab_support::{webscope, Served, Spinner};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -31,21 +31,7 @@ fn single_file_set(dir: &Path, size: &str) {
 
 /// Runs a one-point lab and returns each run's verdict: (bound, reading).
 fn verdicts(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> Vec<(String, String)> {
-    let run = webscope()
-        .args(["lab", "--target", target, "--fileset"])
-        .arg(fileset)
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report = lab_support::lab_on(target, fileset, out, extra);
     report["clients"]["runs"]
         .as_array()
         .unwrap()
@@ -112,45 +98,6 @@ fn nginx_on_one_core_is_server_bound_and_found_by_its_port() {
     );
     assert_eq!(v[0].0, "server-cpu", "{v:?}");
     assert!(v[0].1.contains("(2 processes: nginx;"), "{v:?}");
-}
-
-/// A thread that spins on `cpu` until dropped: a noisy neighbour for whatever else runs there.
-struct Spinner {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Spinner {
-    fn on(cpu: usize) -> Spinner {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            // SAFETY: pins the calling thread with a set of its own.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            }
-            let mut x = 0u64;
-            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                x = x.wrapping_add(std::hint::black_box(1));
-            }
-            std::hint::black_box(x);
-        });
-        Spinner {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 #[test]

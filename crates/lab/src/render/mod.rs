@@ -5,7 +5,7 @@
 //! ```text
 //! report::render(dir)                  lab.json: the set-up; then for each experiment
 //!   └─ its page file's render(...)     clients, filesize, techniques, saturation, model,
-//!        │                             protocols, degradation
+//!        │                             protocols, degradation, capacity
 //!        ├─ point: load_points, pool   its runs as Points (figures, health, verdict)
 //!        ├─ charts, sweep, cells       shared charts, fits, table cells
 //!        ├─ per_run                    a sweep's table of runs (clients; any x)
@@ -17,6 +17,7 @@
 //! Not for measuring (the experiments' run loops) nor for the HTML itself (`webscope_report`).
 
 pub mod baseline;
+pub mod capacity;
 pub mod cells;
 pub mod charts;
 pub mod clients;

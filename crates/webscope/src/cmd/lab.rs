@@ -22,6 +22,8 @@ EXAMPLES:
     webscope lab --experiment saturation --live   # watch the sweep at http://127.0.0.1:8089/
     webscope lab --tls --experiment clients --experiment filesize   # the same over HTTPS
     webscope lab --experiment protocols          # HTTP/1.1, HTTPS, HTTP/2 side by side
+    webscope lab --experiment capacity --slo 'p99<=5ms,errors<=0.1%' --duration 2s   # req/s within the objective
+    webscope lab --experiment capacity --target http://127.0.0.1:8080/ --fileset /tmp/spec --keep-alive --repeat 3
     webscope report ./webscope-report             # re-render a report from its directory";
 
 /// Run the experiments on a server and write a report: by default webscope's own server on
@@ -106,7 +108,8 @@ pub struct Args {
     /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), saturation (Chiarini's
     /// doubling, histograms, density map), model (D = U/X, MVA for 1/2/4 CPUs, USL),
     /// degradation (light/middle/heavy services under each policy), protocols (HTTP/1.1,
-    /// HTTPS and HTTP/2 side by side, keep-alive and close).
+    /// HTTPS and HTTP/2 side by side, keep-alive and close), capacity (the largest open-loop
+    /// rate that meets --slo: grow, bisect, repeat at the boundary).
     #[arg(long = "experiment", value_name = "NAME", default_value = "clients")]
     experiments: Vec<String>,
     /// Client counts of the clients sweep, e.g. 1,2,5,10,20.
@@ -129,13 +132,29 @@ pub struct Args {
     /// Runs of each point, taken round the whole sweep (not back to back): every page shows
     /// the median run of each point with the min-max spread as error bars (single runs on a
     /// small VM can move by 20 %). The saturation experiment, which stops where its rule
-    /// says, runs once.
+    /// says, runs once; the capacity search runs once and repeats its probes at the
+    /// bracket's two boundary rates N times instead (a rate passes when all N pass).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=20))]
     repeat: u16,
     /// No kernel profile in the filesize runs (by default perf records each one when it is
     /// there; its post-processing takes a core for a moment after each run).
     #[arg(long)]
     no_profile: bool,
+    /// The capacity experiment's objective: conditions on one probe, all of which must hold
+    /// (p50 .. p99.99 or max latency, errors, goodput, cpu, late); goodput>=99% is added
+    /// unless a goodput condition is given.
+    #[arg(long, value_name = "SLO", default_value = lab::capacity::DEFAULT_SLO)]
+    slo: String,
+    /// The capacity search's first offered rate, req/s [default: 100].
+    #[arg(long, value_name = "RATE")]
+    from: Option<f64>,
+    /// The capacity search stops when the bracket (fail − pass) / pass is within this share
+    /// [default: 0.05].
+    #[arg(long, value_name = "SHARE")]
+    precision: Option<f64>,
+    /// The capacity probes' arrivals: evenly spaced, or a Poisson process.
+    #[arg(long, value_name = "KIND", default_value = "constant", value_parser = ["constant", "poisson"])]
+    arrivals: String,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -146,6 +165,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     lab::health::Expect::parse(&args.expect_status).map_err(anyhow::Error::msg)?;
+    let capacity = lab::capacity::Settings::new(
+        &args.slo,
+        args.from,
+        args.precision,
+        if args.arrivals == "poisson" {
+            webscope_load::Arrivals::Poisson
+        } else {
+            webscope_load::Arrivals::Constant
+        },
+    )
+    .map_err(anyhow::Error::msg)?;
     anyhow::ensure!(
         args.max_error_pct.is_finite() && (0.0..=100.0).contains(&args.max_error_pct),
         "--max-error-pct {} is out of range: give a per cent from 0 to 100 (e.g. 1)",
@@ -199,6 +229,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         keep_alive: args.keep_alive,
         profile: !args.no_profile,
         repeat: usize::from(args.repeat),
+        capacity,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     if !options.quiet {

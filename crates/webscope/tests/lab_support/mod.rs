@@ -230,7 +230,19 @@ impl Nginx {
     }
 
     pub fn start_conf(root: &Path, dir: &Path, conf: &NginxConf) -> Option<Nginx> {
-        Nginx::start_inner(root, dir, conf, None, false)
+        Nginx::start_inner(root, dir, conf, None, false, None)
+    }
+
+    /// One worker whose requests beyond `rate` a second (with a burst of `burst`) are
+    /// answered 503 (`limit_req`): a server whose capacity is known by construction.
+    pub fn start_limited(root: &Path, dir: &Path, rate: u32, burst: u32) -> Option<Nginx> {
+        let conf = NginxConf {
+            workers: 1,
+            cpu: None,
+            access_log: false,
+            user: None,
+        };
+        Nginx::start_inner(root, dir, &conf, None, false, Some((rate, burst)))
     }
 
     /// nginx over TLS with `cert` and `key` (PEM), a shared session cache (and tickets, its
@@ -242,7 +254,7 @@ impl Nginx {
             access_log: false,
             user: None,
         };
-        Nginx::start_inner(root, dir, &conf, Some((cert, key)), false)
+        Nginx::start_inner(root, dir, &conf, Some((cert, key)), false, None)
     }
 
     /// nginx speaking HTTP/2 only: over TLS (ALPN h2) with `tls`'s certificate and key, or
@@ -254,7 +266,7 @@ impl Nginx {
             access_log: false,
             user: None,
         };
-        Nginx::start_inner(root, dir, &conf, tls, true)
+        Nginx::start_inner(root, dir, &conf, tls, true, None)
     }
 
     fn start_inner(
@@ -263,6 +275,7 @@ impl Nginx {
         conf: &NginxConf,
         tls: Option<(&Path, &Path)>,
         http2: bool,
+        limit: Option<(u32, u32)>,
     ) -> Option<Nginx> {
         let nginx = peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx-light")?;
         let port = free_port();
@@ -283,10 +296,16 @@ impl Nginx {
                 "daemon off; master_process on; worker_processes {w}; {user}\n\
                  pid {d}/nginx.pid; error_log {d}/error.log;\n\
                  events {{ worker_connections 4096; }}\n\
-                 http {{ {log} sendfile on; keepalive_requests 1000000;\n\
-                 server {{ listen 127.0.0.1:{port}{ssl}; root {root}; {certs} }} }}\n",
+                 http {{ {log} sendfile on; keepalive_requests 1000000; {zone}\n\
+                 server {{ listen 127.0.0.1:{port}{ssl}; root {root}; {certs} {limit} }} }}\n",
                 w = conf.workers,
                 d = dir.display(),
+                zone = limit.map_or(String::new(), |(rate, _)| format!(
+                    "limit_req_zone $binary_remote_addr zone=one:1m rate={rate}r/s;"
+                )),
+                limit = limit.map_or(String::new(), |(_, burst)| format!(
+                    "limit_req zone=one burst={burst} nodelay;"
+                )),
                 root = root.display(),
                 ssl = match (tls.is_some(), http2) {
                     (true, true) => " ssl http2",
@@ -498,4 +517,62 @@ pub fn chromium() -> Option<std::path::PathBuf> {
         eprintln!("note: Chromium is not installed; a browser test did not run");
     }
     found
+}
+
+/// A thread that spins on `cpu` until dropped: a noisy neighbour for whatever else runs there.
+pub struct Spinner {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spinner {
+    pub fn on(cpu: usize) -> Spinner {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            // SAFETY: pins the calling thread with a set of its own.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+            let mut x = 0u64;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
+            std::hint::black_box(x);
+        });
+        Spinner {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Runs `webscope lab --target TARGET --fileset FILESET --out OUT EXTRA...`, asserts that it
+/// succeeded, and returns its report.json.
+pub fn lab_on(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let run = webscope()
+        .args(["lab", "--target", target, "--fileset"])
+        .arg(fileset)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
 }

@@ -1,0 +1,233 @@
+//! The `capacity` experiment on the runner: an adaptive sweep whose points are probes (an
+//! offered rate and the probe's number, so that repeated rates get folders of their own),
+//! chosen by [`Search`] from the outcomes of the probes so far, each run by
+//! [`probe::run`]. The search's plan is written once as
+//! `capacity.json` in the experiment's folder, so that the page replays the search from the
+//! probes' `probe.json` files alone ([`replay`]).
+//!
+//! `--repeat` is the search's, not the runner's: it repeats the probes at the bracket's two
+//! boundary rates (a rate passes only when all its repeats did), and the search runs once.
+//! Rounds of the whole search would give N capacities with no bracket between them; repeats
+//! at the boundary measure the noise exactly where it decides the figure.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::probe::{self, Judged, Probe};
+use super::search::{Ending, Outcome, Plan, Search};
+use super::Settings;
+use crate::record::{read_json, write_json, RunRecord};
+use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
+use crate::Options;
+
+/// Most probes of one search: the bar counts them, the search stops there.
+pub const MOST_PROBES: usize = 30;
+
+/// What the page needs to replay the search: `capacity.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Recorded {
+    /// The objective, as `--slo` reads (the goodput floor added).
+    pub slo: String,
+    pub from: f64,
+    pub growth: f64,
+    pub precision: f64,
+    pub repeat: u32,
+    pub need: u32,
+    pub max_probes: usize,
+    /// `constant` or `poisson`.
+    pub arrivals: String,
+    /// Length of each probe, seconds (its warm-up not counted).
+    pub probe_s: f64,
+    pub warmup_s: f64,
+}
+
+impl Recorded {
+    /// The search's plan.
+    pub fn plan(&self) -> Plan {
+        Plan {
+            from: self.from,
+            growth: self.growth,
+            precision: self.precision,
+            repeat: self.repeat,
+            need: self.need,
+            max_probes: self.max_probes,
+            ..Plan::new(self.from)
+        }
+    }
+}
+
+/// The experiment: the search and the outcomes of the probes it has taken.
+pub struct Capacity {
+    settings: Settings,
+    search: Search,
+    /// The runs already handed to the search.
+    recorded: usize,
+    /// Each measured probe's outcome, by folder name.
+    outcomes: HashMap<String, Outcome>,
+}
+
+fn plan(options: &Options) -> Plan {
+    let repeat = options.repeat.max(1) as u32;
+    Plan {
+        precision: options.capacity.precision,
+        repeat,
+        need: repeat,
+        max_probes: MOST_PROBES,
+        ..Plan::new(options.capacity.from)
+    }
+}
+
+impl Sweep for Capacity {
+    const NAME: &'static str = "capacity";
+    const FACTOR: &'static str = "offered rate (req/s)";
+    type Point = Probe;
+
+    fn points(_: &Options) -> Points<Probe> {
+        Points::Adaptive { most: MOST_PROBES }
+    }
+
+    /// The search repeats its own boundary probes (see the module's note): one round.
+    fn rounds(_: &Options) -> usize {
+        1
+    }
+
+    fn start(ctx: &Ctx<'_>) -> anyhow::Result<Capacity> {
+        Ok(Capacity {
+            settings: ctx.options.capacity.clone(),
+            search: Search::new(plan(ctx.options)),
+            recorded: 0,
+            outcomes: HashMap::new(),
+        })
+    }
+
+    fn next(&mut self, so_far: &SoFar<'_, Probe>, _: &Ctx<'_>) -> Next<Probe> {
+        for done in &so_far.runs[self.recorded..] {
+            let outcome = self
+                .outcomes
+                .get(&done.name)
+                .cloned()
+                .unwrap_or_else(|| Outcome::Undecided("the probe was not judged".into()));
+            self.search.record(done.point.rate, outcome);
+        }
+        self.recorded = so_far.runs.len();
+        match self.search.next_rate() {
+            Some(rate) => Next::Run(Probe {
+                number: so_far.runs.len() + 1,
+                rate,
+            }),
+            None if so_far.stopped.is_some() => Next::Done,
+            None => Next::Stop(
+                self.search
+                    .ending()
+                    .map_or("the search ended".into(), Ending::sentence),
+            ),
+        }
+    }
+
+    fn name(&self, probe: &Probe) -> String {
+        probe.name()
+    }
+
+    fn label(&self, run: &Run<'_, Probe>) -> String {
+        run.point.label()
+    }
+
+    fn measure(&mut self, run: &Run<'_, Probe>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        if let Some(dir) = run.dir.parent() {
+            write_plan(dir, ctx)?;
+        }
+        let (record, judged) = probe::run(run.point, run.dir, ctx, &self.settings)?;
+        self.outcomes.insert(run.name.to_string(), judged.outcome());
+        Ok(record)
+    }
+}
+
+/// Writes `capacity.json` (the plan and the probes' length) into the experiment's folder.
+fn write_plan(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<()> {
+    let path = dir.join("capacity.json");
+    if path.exists() {
+        return Ok(());
+    }
+    let plan = plan(ctx.options);
+    let settings = &ctx.options.capacity;
+    write_json(
+        &path,
+        &Recorded {
+            slo: settings.slo.to_string(),
+            from: plan.from,
+            growth: plan.growth,
+            precision: plan.precision,
+            repeat: plan.repeat,
+            need: plan.need,
+            max_probes: plan.max_probes,
+            arrivals: match settings.arrivals {
+                webscope_load::Arrivals::Constant => "constant".into(),
+                webscope_load::Arrivals::Poisson => "poisson".into(),
+            },
+            probe_s: ctx.duration.as_secs_f64(),
+            warmup_s: probe::warmup_length(ctx.duration).as_secs_f64(),
+        },
+    )
+}
+
+/// The search replayed from the probes on disk, in their order: how it ended (None when it
+/// was cut before its end).
+pub fn replay(plan: Plan, probes: &[Judged]) -> Option<Ending> {
+    let mut search = Search::new(plan);
+    for judged in probes {
+        // The search asks before each probe; the replay asks too, so that it ends the same.
+        search.next_rate()?;
+        search.record(judged.rate, judged.outcome());
+    }
+    search.next_rate();
+    search.ending().cloned()
+}
+
+/// The experiment's plan and its probes' verdicts, from its folder (the probes in the order
+/// of `runs`).
+pub fn read(dir: &Path, runs: &[String]) -> anyhow::Result<(Recorded, Vec<Judged>)> {
+    let recorded: Recorded = read_json(&dir.join("capacity.json"))?;
+    let probes = runs
+        .iter()
+        .map(|name| read_json::<Judged>(&dir.join(name).join("probe.json")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((recorded, probes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(number: usize, rate: f64, outcome: &str) -> Judged {
+        Judged {
+            number,
+            rate,
+            outcome: outcome.into(),
+            reason: String::new(),
+            checks: Vec::new(),
+            late_share: None,
+            bound: "latency".into(),
+            bound_reading: String::new(),
+            warmup_s: 0.2,
+            cooldown: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_page_replays_the_search_to_the_same_end() {
+        // A server that holds 300 req/s, searched from 100: the probes as the lab took them.
+        let mut search = Search::new(Plan::new(100.0));
+        let mut probes = Vec::new();
+        while let Some(rate) = search.next_rate() {
+            let word = if rate <= 300.0 { "pass" } else { "fail" };
+            probes.push(judged(probes.len() + 1, rate, word));
+            search.record(rate, probes.last().map(Judged::outcome).unwrap());
+        }
+        let ending = search.ending().cloned();
+        assert_eq!(replay(Plan::new(100.0), &probes), ending);
+        // Cut before its end: no ending.
+        assert_eq!(replay(Plan::new(100.0), &probes[..2]), None);
+    }
+}

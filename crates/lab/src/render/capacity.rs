@@ -1,0 +1,541 @@
+//! The capacity experiment's page: the search replayed from the probes' files (its sentence,
+//! capacity and bracket), latency percentiles against offered rate with the objective's lines
+//! and the capacity marked (the "hockey stick"), achieved against offered, every probe in the
+//! order of the search with each condition's verdict and what bounds it, the server's CPU per
+//! request at capacity, and the operational-law bound 1/D_max beside the measured capacity.
+//! Not for running or judging probes (`capacity::probe`).
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use webscope_report::svg::{Axis, Series, Style, XyChart};
+use webscope_report::{Block, Table};
+
+use super::figures::num;
+use super::model::demands;
+use super::page::ExperimentPage;
+use super::point::{load_points, Point};
+use super::rendered::Rendered;
+use super::sweep::median;
+use crate::capacity::experiment::{read, replay, Recorded};
+use crate::capacity::probe::{late_limit, Judged};
+use crate::capacity::search::Ending;
+use crate::record::ExperimentRecord;
+
+/// The percentiles drawn, with their keys in the load report.
+const PERCENTILES: [(&str, &str); 4] = [
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p99", "p99"),
+    ("p99.9", "p999"),
+];
+
+/// Adds the capacity experiment to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let points = load_points(dir, exp, out)?;
+    let mut page = ExperimentPage::new(exp, "Capacity at a latency objective");
+    if points.is_empty() {
+        page.push(Block::Text("No probe was measured.".into()));
+        page.finish(out);
+        return Ok(());
+    }
+    let (recorded, probes) = read(dir, &exp.runs)?;
+    let ending = replay(recorded.plan(), &probes);
+    let sentence = ending.as_ref().map_or(
+        "the search was stopped before its end".into(),
+        Ending::sentence,
+    );
+    let capacity = match &ending {
+        Some(Ending::Found { capacity, .. }) => Some(*capacity),
+        _ => None,
+    };
+    page.push(Block::Text(format!("{}.", capitalise(&sentence))));
+    page.push(Block::Text(plan_sentence(&recorded)));
+    page.extend(machine_warning(&probes));
+    let law = Law::of(&points, &probes, capacity);
+    page.extend(law.sentences().into_iter().map(Block::Text));
+    let mark = marker(ending.as_ref());
+    page.push(latency_chart(&points, &recorded, mark.as_ref()));
+    page.push(achieved_chart(&points, mark.as_ref()));
+    page.push(Block::Text(cooldown_sentence(&probes)));
+    page.table(
+        "Every probe in the order of the search (conditions: each one's verdict; bound by: the lab's verdict on what bounds the probe)",
+        table(&points, &probes),
+    );
+    page.summary(
+        "capacity",
+        [sentence.clone()].into_iter().chain(law.sentences()),
+    );
+    page.json(json!({
+        "slo": recorded.slo,
+        "arrivals": recorded.arrivals,
+        "precision": recorded.precision,
+        "repeat": recorded.repeat,
+        "probe_s": recorded.probe_s,
+        "sentence": sentence,
+        "ending": ending.as_ref().map(ending_json),
+        "capacity_rps": capacity,
+        "server_cpu_per_request_us": law.cpu_us,
+        "operational_bound_rps": law.bound,
+        "capacity_over_bound": law.ratio(),
+        "probes": probes_json(&points, &probes),
+    }));
+    page.finish(out);
+    Ok(())
+}
+
+/// A warning when failing probes were bound by the machine's CPUs rather than the server's:
+/// other work on the machine (or loopback's kernel work) weighs on the figure.
+fn machine_warning(probes: &[Judged]) -> Option<Block> {
+    let failed: Vec<&Judged> = probes.iter().filter(|j| j.outcome == "fail").collect();
+    let machine = failed.iter().filter(|j| j.bound == "machine CPU").count();
+    (machine > 0).then(|| {
+        Block::Warning(format!(
+            "{machine} of the {} failing probes were bound by the machine's CPUs, not the server's: whatever else runs on this machine (and loopback's kernel work) weighs on the capacity found; a quieter machine, or the server on a host of its own, may carry more.",
+            failed.len()
+        ))
+    })
+}
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
+}
+
+fn plan_sentence(r: &Recorded) -> String {
+    format!(
+        "Objective: {}, on open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate; the search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; a boundary rate passes when {} of its {} probes pass. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while the rest of the objective held) ends the search: it says nothing of the server. Goodput counts good responses over the requests sent that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
+        r.slo, r.probe_s, r.arrivals, r.warmup_s, r.from, r.growth, 100.0 * r.precision, r.need, r.repeat,
+        100.0 * late_limit(std::time::Duration::from_secs_f64(r.probe_s.max(1e-3)))
+    )
+}
+
+/// The server's CPU per request at capacity and the operational-law bound.
+struct Law {
+    capacity: Option<f64>,
+    /// Server CPU time per request at the capacity's probes, µs.
+    cpu_us: Option<f64>,
+    /// 1 / D_max: D = U / X over the probes that passed at or below capacity.
+    bound: Option<f64>,
+}
+
+impl Law {
+    fn of(points: &[Point], probes: &[Judged], capacity: Option<f64>) -> Law {
+        let at_or_below = |p: &&Point, j: &&Judged| {
+            j.outcome == "pass" && capacity.is_none_or(|c| p.x <= c + 0.5)
+        };
+        let lower: Vec<Point> = points
+            .iter()
+            .zip(probes)
+            .filter(|(p, j)| at_or_below(p, j) && measurable(p))
+            .map(|(p, _)| p.clone())
+            .collect();
+        let cpus = points
+            .iter()
+            .find_map(|p| p.run.env.server_cpus)
+            .filter(|c| *c > 0.0)
+            .unwrap_or(1.0);
+        // The server's own demand only: on loopback the disks and the generator are the
+        // machine's, shared with everything else that runs on it.
+        let bound = demands(&lower)
+            .filter(|d| d.cpu > 0.0)
+            .map(|d| cpus / d.cpu);
+        let cpu_us = capacity.and_then(|c| {
+            median(
+                points
+                    .iter()
+                    .filter(|p| (p.x - c).abs() < 0.5 && measurable(p))
+                    .filter_map(Point::server_cpu_us)
+                    .collect(),
+            )
+        });
+        Law {
+            capacity,
+            cpu_us,
+            bound,
+        }
+    }
+
+    fn ratio(&self) -> Option<f64> {
+        Some(self.capacity? / self.bound?)
+    }
+
+    fn sentences(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(us) = self.cpu_us {
+            out.push(format!(
+                "The server's CPU per request at capacity: {us:.1} µs."
+            ));
+        }
+        match (self.bound, self.ratio()) {
+            (Some(bound), Some(ratio)) => out.push(format!(
+                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the server's CPU over the probes that passed, for the cores it may use): the measured capacity is {:.0} % of it. {}",
+                100.0 * ratio,
+                if ratio < 1.0 {
+                    "A latency objective binds before the resource is full: waiting grows as its utilisation nears 1 (ρ/(1−ρ) service times in an M/M/1 queue), so the objective fails short of the throughput bound."
+                } else {
+                    "The capacity reaches the bound: the objective is loose enough to hold up to saturation, or the demand measured at light load is larger than at heavy load (batching, warmer caches)."
+                }
+            )),
+            (Some(bound), None) => out.push(format!(
+                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the server's CPU over the probes that passed); no measured capacity to set it against."
+            )),
+            _ => out.push(
+                "No operational-law bound: no probe that passed measured enough of the server's CPU (an external target without --server-pid, no pass, or under 50 ms of CPU: five clock ticks).".into(),
+            ),
+        }
+        out
+    }
+}
+
+/// Whether a probe's server CPU time is long enough to divide: at least [`MIN_CPU_S`], so
+/// that the clock's 10-ms ticks do not set the demand (one tick over 3 requests reads as
+/// 3 333 µs a request).
+fn measurable(p: &Point) -> bool {
+    p.run.server.as_ref().is_some_and(|s| s.cpu_s >= MIN_CPU_S)
+}
+
+/// Server CPU time a probe needs for its demand to count: five clock ticks.
+const MIN_CPU_S: f64 = 0.05;
+
+/// Points sorted by offered rate, as (x, f).
+fn by_rate(points: &[Point], f: impl Fn(&Point) -> f64) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = points.iter().map(|p| (p.x, f(p))).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+fn vertical(name: String, x: f64, lo: f64, hi: f64) -> Series {
+    Series {
+        name,
+        points: vec![(x, lo), (x, hi)],
+        style: Style::Dashed,
+        spread: Vec::new(),
+    }
+}
+
+fn dashed(name: String, points: Vec<(f64, f64)>) -> Series {
+    Series {
+        name,
+        points,
+        style: Style::Dashed,
+        spread: Vec::new(),
+    }
+}
+
+/// Where the charts mark the search's result: the capacity, or the highest rate that passed
+/// before the generator fell behind.
+fn marker(ending: Option<&Ending>) -> Option<(f64, String)> {
+    match ending? {
+        Ending::Found { capacity, .. } => {
+            Some((*capacity, format!("capacity {capacity:.0} req/s")))
+        }
+        Ending::GeneratorBound { above: Some(r), .. } => {
+            Some((*r, format!("capacity above {r:.0} req/s (generator-bound)")))
+        }
+        _ => None,
+    }
+}
+
+/// Latency percentiles against offered rate, the objective's latency limits, the capacity.
+fn latency_chart(points: &[Point], r: &Recorded, mark: Option<&(f64, String)>) -> Block {
+    let mut series: Vec<Series> = PERCENTILES
+        .iter()
+        .map(|(name, key)| {
+            Series::line(
+                *name,
+                by_rate(points, |p| {
+                    (num(&p.run.load, &["latency_us", key]) / 1000.0).max(1e-3)
+                }),
+            )
+        })
+        .collect();
+    let xs: Vec<f64> = points.iter().map(|p| p.x).collect();
+    let (lo_x, hi_x) = (
+        xs.iter().copied().fold(f64::INFINITY, f64::min),
+        xs.iter().copied().fold(0.0, f64::max),
+    );
+    let slo = webscope_load::slo::Slo::parse(&r.slo).ok();
+    for c in slo.iter().flat_map(|s| &s.conditions) {
+        if let webscope_load::slo::Metric::Latency { .. } = c.metric {
+            let ms = c.limit / 1000.0;
+            series.push(dashed(format!("SLO {c}"), vec![(lo_x, ms), (hi_x, ms)]));
+        }
+    }
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    if let Some((x, name)) = mark {
+        let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ys.iter().copied().fold(0.0, f64::max);
+        series.push(vertical(name.clone(), *x, lo, hi));
+    }
+    Block::Chart {
+        svg: XyChart {
+            title: "Latency percentiles vs offered rate".into(),
+            x: Axis::linear("offered req/s"),
+            y: Axis::log("ms"),
+            series,
+        }
+        .to_svg(),
+        reading: format!(
+            "Latency from each request's intended send (open loop, corrected for coordinated omission) at each probe's offered rate; the dashed lines are the objective's limits{}.",
+            mark.map_or(String::new(), |(_, name)| format!(" and the {name}"))
+        ),
+    }
+}
+
+/// Achieved (goodput) against offered, with the line where they are equal.
+fn achieved_chart(points: &[Point], mark: Option<&(f64, String)>) -> Block {
+    let hi = points.iter().map(|p| p.x.max(p.rps)).fold(0.0, f64::max);
+    let mut series = vec![
+        Series {
+            style: Style::Points,
+            ..Series::line("achieved (goodput)", by_rate(points, |p| p.rps))
+        },
+        dashed("achieved = offered".into(), vec![(0.0, 0.0), (hi, hi)]),
+    ];
+    if let Some((x, name)) = mark {
+        series.push(vertical(name.clone(), *x, 0.0, hi));
+    }
+    Block::Chart {
+        svg: XyChart {
+            title: "Achieved vs offered rate".into(),
+            x: Axis::linear("offered req/s"),
+            y: Axis::linear("goodput req/s"),
+            series,
+        }
+        .to_svg(),
+        reading: "Below capacity every offered request is answered (the points sit on the dashed line); past it the server answers fewer, or answers them with errors.".into(),
+    }
+}
+
+fn cooldown_sentence(probes: &[Judged]) -> String {
+    let waits: Vec<f64> = probes.iter().map(|j| j.cooldown.waited_s).collect();
+    let longest = waits.iter().copied().fold(0.0, f64::max);
+    let mean = waits.iter().sum::<f64>() / waits.len().max(1) as f64;
+    let unsettled = probes.iter().filter(|j| !j.cooldown.settled).count();
+    format!(
+        "Cool-down after each probe: the port's open connections (every state but LISTEN and TIME_WAIT) were waited for until back to their count before the probe (at most 5 s), TIME_WAIT only while above half the ephemeral port range (at most 30 s: it lasts a minute and holds no server work), then 0.1 s more. Mean wait {mean:.2} s, longest {longest:.2} s; {unsettled} of {} probes did not settle in time.",
+        probes.len()
+    )
+}
+
+/// Every probe in search order, with each condition's verdict.
+fn table(points: &[Point], probes: &[Judged]) -> Table {
+    let conditions: Vec<String> = probes
+        .first()
+        .map(|j| j.checks.iter().map(|c| c.condition.clone()).collect())
+        .unwrap_or_default();
+    let mut head: Vec<String> = [
+        "probe",
+        "offered/s",
+        "achieved/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "error %",
+        "late %",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    head.extend(conditions.iter().cloned());
+    head.extend(["verdict".into(), "bound by".into()]);
+    let mut t = Table::new(head);
+    for (p, j) in points.iter().zip(probes) {
+        let ms = |key: &str| format!("{:.2}", num(&p.run.load, &["latency_us", key]) / 1000.0);
+        let mut row = vec![
+            j.number.to_string(),
+            format!("{:.0}", j.rate),
+            format!("{:.0}", p.rps),
+            ms("p50"),
+            ms("p90"),
+            ms("p99"),
+            ms("p999"),
+            format!("{:.2}", 100.0 * p.health.error_share),
+            j.late_share
+                .map_or("-".into(), |l| format!("{:.2}", 100.0 * l)),
+        ];
+        row.extend(j.checks.iter().map(|c| match c.verdict.as_str() {
+            "pass" => "pass".to_string(),
+            "fail" => "FAIL".to_string(),
+            _ => "?".to_string(),
+        }));
+        row.push(match j.outcome.as_str() {
+            "fail" => "FAIL".into(),
+            other => other.into(),
+        });
+        row.push(j.bound.clone());
+        t.row(row);
+    }
+    t
+}
+
+fn ending_json(e: &Ending) -> Value {
+    match e {
+        Ending::Found {
+            capacity,
+            passes,
+            fails_at,
+            fails,
+        } => json!({
+            "kind": "found", "capacity_rps": capacity, "fails_at_rps": fails_at,
+            "passes": [passes.0, passes.1], "fails": [fails.0, fails.1],
+            "bracket_pct": e.bracket_pct(),
+        }),
+        Ending::GeneratorBound { above, at } => {
+            json!({"kind": "generator", "above_rps": above, "at_rps": at})
+        }
+        Ending::Below { rate } => json!({"kind": "below", "rate_rps": rate}),
+        Ending::Undecided { at, why } => json!({"kind": "undecided", "at_rps": at, "why": why}),
+        Ending::OutOfProbes { pass, fail } => {
+            json!({"kind": "out_of_probes", "pass_rps": pass, "fail_rps": fail})
+        }
+    }
+}
+
+fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
+    let probe = |(p, j): (&Point, &Judged)| {
+        let l = &p.run.load["latency_us"];
+        json!({
+            "probe": j.number, "run": p.name, "offered_rps": j.rate, "achieved_rps": p.rps,
+            "p50_us": l["p50"], "p90_us": l["p90"], "p99_us": l["p99"], "p999_us": l["p999"],
+            "max_us": l["max"], "error_share": p.health.error_share, "late_share": j.late_share,
+            "verdict": j.outcome, "reason": j.reason,
+            "conditions": j.checks.iter().map(|c| json!({
+                "condition": c.condition, "measured": c.measured, "verdict": c.verdict,
+            })).collect::<Vec<_>>(),
+            "bound": j.bound, "bound_reading": j.bound_reading,
+            "server_cpu_per_request_us": p.server_cpu_us(),
+            "cooldown": {
+                "waited_s": j.cooldown.waited_s, "settled": j.cooldown.settled,
+                "time_wait": j.cooldown.time_wait,
+            },
+        })
+    };
+    Value::Array(points.iter().zip(probes).map(probe).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::probe::CheckLine;
+    use crate::health::Judge;
+    use crate::record::{write_json, RunRecord, ServerFigures};
+
+    /// A search recorded as the lab writes it: a server of 1 core at 100 µs a request that
+    /// meets p99<=5ms up to 800 req/s (probes 100, 200, 400, 800 pass; 1600, 1200, 1000, 900
+    /// fail), with the files the page reads.
+    fn recorded(dir: &Path) -> ExperimentRecord {
+        let plan = Recorded {
+            slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
+            from: 100.0,
+            growth: 2.0,
+            precision: 0.15,
+            repeat: 1,
+            need: 1,
+            max_probes: 30,
+            arrivals: "constant".into(),
+            probe_s: 1.0,
+            warmup_s: 0.2,
+        };
+        write_json(&dir.join("capacity.json"), &plan).unwrap();
+        let mut runs = Vec::new();
+        for (i, rate) in [100.0, 200.0, 400.0, 800.0, 1600.0, 1200.0, 1000.0, 900.0]
+            .into_iter()
+            .enumerate()
+        {
+            let pass = rate <= 800.0;
+            let achieved: f64 = if pass { rate } else { 850.0 };
+            let p99_us = if pass { 1_000.0 } else { 80_000.0 };
+            let name = format!("probe-{:02}-{rate:.0}rps", i + 1);
+            let run_dir = dir.join(&name);
+            std::fs::create_dir_all(&run_dir).unwrap();
+            let run = RunRecord {
+                x: rate,
+                load_description: "open loop".into(),
+                load: json!({
+                    "duration_s": 1.0, "requests": achieved as u64,
+                    "status_codes": {"200": achieved as u64},
+                    "latency_us": {"p50": 200.0, "p90": 400.0, "p99": p99_us, "p999": p99_us * 1.5, "max": p99_us * 2.0},
+                }),
+                server: Some(ServerFigures {
+                    requests: achieved,
+                    cpu_s: achieved * 100e-6,
+                    busy_cores: achieved * 100e-6,
+                    ..Default::default()
+                }),
+                os: None,
+                server_os: Vec::new(),
+                env: Default::default(),
+                syscalls: None,
+            };
+            write_json(&run_dir.join("run.json"), &run).unwrap();
+            let verdict = if pass { "pass" } else { "fail" };
+            let judged = Judged {
+                number: i + 1,
+                rate,
+                outcome: verdict.into(),
+                reason: String::new(),
+                checks: vec![CheckLine {
+                    condition: "p99<=5ms".into(),
+                    measured: Some(p99_us),
+                    verdict: verdict.into(),
+                    line: String::new(),
+                }],
+                late_share: Some(0.0),
+                bound: "server CPU".into(),
+                bound_reading: String::new(),
+                warmup_s: 0.2,
+                cooldown: Default::default(),
+            };
+            write_json(&run_dir.join("probe.json"), &judged).unwrap();
+            runs.push(name);
+        }
+        serde_json::from_value(json!({
+            "name": "capacity", "factor": "offered rate (req/s)", "runs": runs,
+            "complete": true, "failures": [],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_page_gives_the_capacity_its_bracket_every_probe_and_the_law_beside_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let exp = recorded(tmp.path());
+        let mut out = Rendered::new(Judge::default());
+        render(tmp.path(), &exp, &mut out).unwrap();
+        let c = &out.json["capacity"];
+        assert_eq!(c["capacity_rps"], 800.0, "{c:#}");
+        assert_eq!(c["ending"]["fails_at_rps"], 900.0, "{c:#}");
+        assert_eq!(
+            c["sentence"],
+            "capacity 800 req/s (passes 1/1; 900 fails 1/1; bracket ±6.2 %)"
+        );
+        // D = 100 µs on one core: the bound is 10 000 req/s, the capacity 8 % of it.
+        let bound = c["operational_bound_rps"].as_f64().unwrap();
+        assert!((bound - 10_000.0).abs() < 1.0, "{bound}");
+        assert!((c["server_cpu_per_request_us"].as_f64().unwrap() - 100.0).abs() < 1e-6);
+        assert_eq!(c["probes"].as_array().unwrap().len(), 8);
+        let (name, csv) = &out.csv[0];
+        assert_eq!(name, "capacity.csv");
+        assert_eq!(csv.lines().count(), 9, "{csv}");
+        assert!(csv.lines().next().unwrap().contains("p99<=5ms"), "{csv}");
+        assert!(
+            out.summary.contains("capacity 800 req/s"),
+            "{}",
+            out.summary
+        );
+        let blocks = &out.sections[0].blocks;
+        let charts = blocks
+            .iter()
+            .filter(|b| matches!(b, Block::Chart { .. }))
+            .count();
+        assert_eq!(charts, 2);
+    }
+}
