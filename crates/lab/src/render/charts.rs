@@ -54,17 +54,6 @@ pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
     }
     let peak = |s: &Series| s.points.iter().map(|p| p.1).fold(0.0, f64::max);
     series.retain(|s| peak(s) > 0.0);
-    // Per-port counts walk the kernel's whole socket table, so the monitor spaces them out;
-    // the host's TIME_WAIT total (sockstat) is cheap and read at every sample: drawn beside
-    // them, it shows the filling between two walks.
-    if let Some(host) = host_time_wait(&run_dir.join("monitor").join("sockets.csv")) {
-        series.push(Series {
-            name: "host time_wait".into(),
-            points: host,
-            style: Style::Dashed,
-            spread: Vec::new(),
-        });
-    }
     let reading = match series.iter().max_by(|a, b| peak(a).total_cmp(&peak(b))) {
         Some(top) => {
             let max = peak(top);
@@ -74,7 +63,7 @@ pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
                 .find(|p| p.1 >= 0.9 * max)
                 .map_or(0.0, |p| p.0);
             format!(
-                "{} dominates: {max:.0} sockets at most, 90 % of that after {at:.1} s{}.",
+                "{} dominates on the server's side of the port: {max:.0} sockets at most, 90 % of that after {at:.1} s{}.",
                 top.name,
                 if top.name == "time_wait" {
                     " — every closed connection lingers there for 60 s, so the table fills with the connection rate"
@@ -83,8 +72,25 @@ pub fn tcp_states(run_dir: &Path, what: &str) -> Block {
                 }
             )
         }
-        None => "No socket on the server's port during the run.".into(),
+        None => "No socket on the server's side of its port during the run.".into(),
     };
+    // Per-port counts walk the kernel's whole socket table, so the monitor spaces them out;
+    // the host's TIME_WAIT total (sockstat) is cheap and read at every sample: drawn beside
+    // them, it shows the filling between two walks. It counts every port and what earlier
+    // runs left, so the reading says so rather than quote it as the run's.
+    let mut reading = reading;
+    if let Some(host) = host_time_wait(&run_dir.join("monitor").join("sockets.csv")) {
+        let most = host.iter().map(|p| p.1).fold(0.0, f64::max);
+        reading.push_str(&format!(
+            " The dashed line is the host's whole TIME_WAIT table ({most:.0} at most): every port and both ends, what earlier runs left included; the table's TIME_WAIT column counts only this run's own."
+        ));
+        series.push(Series {
+            name: "host time_wait".into(),
+            points: host,
+            style: Style::Dashed,
+            spread: Vec::new(),
+        });
+    }
     Block::Chart {
         svg: XyChart {
             title: format!("TCP states of the server's port over time ({what})"),
@@ -374,11 +380,23 @@ mod tests {
              0.1,0,80,local,3,100\n0.1,0,80,remote,50,0\n0.2,0,80,local,4,1000\n",
         )
         .unwrap();
+        // The host's table holds 28 228 sockets, most of them an earlier lab's (#27).
+        std::fs::write(
+            tmp.path().join("monitor/sockets.csv"),
+            "time_s,unix_time,tcp_tw\n0.1,0,28228\n0.2,0,27000\n",
+        )
+        .unwrap();
         let Block::Chart { svg, reading } = tcp_states(tmp.path(), "a run") else {
             panic!("no chart");
         };
         assert!(
-            reading.starts_with("time_wait dominates: 1000 sockets"),
+            reading
+                .starts_with("time_wait dominates on the server's side of the port: 1000 sockets"),
+            "{reading}"
+        );
+        assert!(
+            reading.contains("host's whole TIME_WAIT table (28228 at most)")
+                && reading.contains("what earlier runs left included"),
             "{reading}"
         );
         assert!(svg.contains("established") && !svg.contains("close_wait"));
