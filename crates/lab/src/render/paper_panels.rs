@@ -10,6 +10,27 @@ fn pct(v: f64) -> String {
     format!("{:.0} %", v)
 }
 
+/// Why ours keeps what it keeps past the knee, from the largest load's verdict (the one
+/// place the page's causes come from), not from a story about loopback.
+fn past_the_knee(ours: f64, paper: f64, last: Option<&Point>) -> String {
+    let why = last.map_or(String::new(), |l| {
+        format!(
+            " At {} clients what bounds ours is {}: {}.",
+            l.x,
+            l.verdict.bound.label(),
+            l.verdict.reading
+        )
+    });
+    let how = if (ours - paper).abs() <= 0.1 {
+        "the same gentle decline."
+    } else if ours > paper {
+        "ours holds up better."
+    } else {
+        "ours declines faster."
+    };
+    format!("{how}{why}")
+}
+
 /// Yates et al., Figure 1: the clients at which throughput saturates, and how much of it is
 /// kept at twelve times that load.
 pub fn clients(points: &[Point], sat: Option<&Saturation>) -> Vec<Comparison> {
@@ -54,13 +75,7 @@ pub fn clients(points: &[Point], sat: Option<&Saturation>) -> Vec<Comparison> {
                 pct(100.0 * sixty / five),
                 pct(100.0 * o),
                 last.map_or(0.0, |l| l.x),
-                if (o - sixty / five).abs() <= 0.1 {
-                    "the same gentle decline, the cost of more connections to juggle."
-                } else if o > sixty / five {
-                    "ours holds up better: no wire to share, and an event loop instead of a process per connection."
-                } else {
-                    "ours declines faster: on loopback the clients' kernel work takes the server's CPUs."
-                }
+                past_the_knee(o, sixty / five, last.copied())
             ),
             None => "No load past the knee was measured, so the decline after saturation cannot be compared.".into(),
         };
