@@ -163,10 +163,16 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
         }
         .to_svg(),
         reading: format!(
-            "The kernel's share (system + softirq) is largest at {}: {:.0} % of all CPUs against {:.0} % in user space — serving files is mostly kernel work.",
+            "The kernel's share (system + softirq) is largest at {}: {:.0} % of all CPUs against {:.0} % in user space{}.",
             busiest.0,
             busiest.1 .1 + busiest.1 .2,
-            busiest.1 .0
+            busiest.1 .0,
+            // Said only where the figures say it.
+            if busiest.1 .1 + busiest.1 .2 > busiest.1 .0 {
+                " — serving files is mostly kernel work"
+            } else {
+                ""
+            }
         ),
     })
 }

@@ -42,10 +42,23 @@ pub fn clients(points: &[Point], sat: Option<&Saturation>) -> Vec<Comparison> {
         let why = at.map_or(String::new(), |p| {
             format!(" (what bounds ours: {})", p.verdict.bound.label())
         });
-        let reading = if sat.knee <= 2.0 * paper {
+        // "keep one server busy" only where the knee's verdict is the server.
+        let server_bound =
+            at.is_some_and(|p| p.verdict.bound == crate::bottleneck::Bound::ServerCpu);
+        // A sweep that still grows at its largest load, with nothing at its limit there, has
+        // no saturation point to set beside the paper's.
+        let unsaturated = sat.shape == super::sweep::Shape::Grows
+            && at.is_some_and(|p| p.verdict.bound == crate::bottleneck::Bound::Latency);
+        let reading = if unsaturated {
             format!(
-                "Both saturate within a handful of closed-loop clients without think time: the paper at {paper:.0}, ours at {}{why}. With no think time, a few clients keep one server busy whatever the decade; the paper's bound was a 75 MHz CPU on 10 Mbit/s Ethernet.",
+                "The paper saturates at {paper:.0} clients; ours still grows at {} clients, the largest load measured, where no resource is at its limit (its verdict: latency): more clients are needed to find our saturation point.",
                 sat.knee
+            )
+        } else if sat.knee <= 2.0 * paper {
+            format!(
+                "Both saturate within a handful of closed-loop clients without think time: the paper at {paper:.0}, ours at {}{why}. With no think time, a few clients keep {} busy whatever the decade; the paper's bound was a 75 MHz CPU on 10 Mbit/s Ethernet.",
+                sat.knee,
+                if server_bound { "one server" } else { "what bounds the run" }
             )
         } else {
             format!(
@@ -57,7 +70,7 @@ pub fn clients(points: &[Point], sat: Option<&Saturation>) -> Vec<Comparison> {
             "clients at which throughput saturates",
             &published,
             vec![("clients at saturation".into(), paper)],
-            vec![Some(sat.knee)],
+            vec![(!unsaturated).then_some(sat.knee)],
             reading,
         ));
     }
