@@ -255,13 +255,20 @@ pub fn judge(e: &Evidence) -> Verdict {
             return verdict(
                 Bound::MachineCpu,
                 format!(
-                    "the {host}{}machine's CPUs are {:.0} % busy (user {:.0}, system {:.0}, softirq {:.0}; limit {:.0} %): kernel work that neither process is charged for (loopback TCP runs in softirq) takes what the processes leave",
+                    "the {host}{}machine's CPUs are {:.0} % busy (user {:.0}, system {:.0}, softirq {:.0}; limit {:.0} %): {}",
                     if host.is_empty() { "" } else { " " },
                     c.busy,
                     c.user,
                     c.system,
                     c.softirq,
-                    100.0 * MACHINE_LIMIT
+                    100.0 * MACHINE_LIMIT,
+                    // The cause the shares show: kernel work, or user time (other processes
+                    // on a shared machine, or the two processes' own code).
+                    if c.system + c.softirq >= c.user {
+                        "kernel work that neither process is charged for (loopback TCP runs in softirq) takes what the processes leave"
+                    } else {
+                        "user time takes most of them (other processes on the machine, or the server's and the generator's own code), so the run shares its CPUs"
+                    }
                 ),
             );
         }
@@ -424,6 +431,21 @@ mod tests {
         });
         e.net_util_pct = Some(("eth0".into(), 95.0));
         assert_eq!(judge(&e).bound, Bound::Network);
+        // A machine busy in user space is not said to be busy with kernel work.
+        let mut busy = issue_run();
+        busy.server_host = Some(CpuShares {
+            busy: 98.0,
+            user: 87.0,
+            system: 9.0,
+            softirq: 2.0,
+        });
+        let v = judge(&busy);
+        assert_eq!(v.bound, Bound::MachineCpu);
+        assert!(
+            v.reading.contains("user time takes most") && !v.reading.contains("kernel work"),
+            "{}",
+            v.reading
+        );
         e.net_util_pct = Some(("eth0".into(), 40.0));
         e.disk_util_pct = Some(97.0);
         let v = judge(&e);
