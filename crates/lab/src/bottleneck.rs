@@ -509,35 +509,26 @@ mod tests {
             generator_busy: 0.6,
             ..Evidence::default()
         };
-        let v = judge(&e);
-        assert_eq!(v.bound, Bound::ServerCpu, "{}", v.reading);
-        assert!(
-            v.reading.contains("ran 88 %") && v.reading.contains("waited for a CPU 5 %"),
-            "{}",
-            v.reading
-        );
+        let expect = |e: &Evidence, bound: Bound, says: &[&str]| {
+            let v = judge(e);
+            assert_eq!(v.bound, bound, "{}", v.reading);
+            assert!(says.iter().all(|s| v.reading.contains(s)), "{}", v.reading);
+        };
+        expect(&e, Bound::ServerCpu, &["ran 88 %", "waited for a CPU 5 %"]);
         // The sum alone is judged against the one thread, not the two CPUs.
         let e = Evidence {
             server_busy_cores: Some(0.93),
             server_busiest_thread: Some(("nginx".into(), 0.85, 0.0)),
             ..e
         };
-        let v = judge(&e);
-        assert_eq!(v.bound, Bound::ServerCpu, "{}", v.reading);
-        assert!(v.reading.contains("0.93 of the 1 core"), "{}", v.reading);
+        expect(&e, Bound::ServerCpu, &["0.93 of the 1 core"]);
         // A thread that sleeps half the run is no limit.
         let idle = Evidence {
             server_busy_cores: Some(0.5),
             server_busiest_thread: Some(("nginx".into(), 0.5, 0.0)),
             ..e
         };
-        let v = judge(&idle);
-        assert_eq!(v.bound, Bound::Latency, "{}", v.reading);
-        assert!(
-            v.reading.contains("server 50 % of its 1 core"),
-            "{}",
-            v.reading
-        );
+        expect(&idle, Bound::Latency, &["server 50 % of its 1 core"]);
     }
 
     /// #27: a keep-alive run's 88 connects leave at most 88 sockets in TIME_WAIT, whatever
