@@ -119,6 +119,23 @@ fn host_time_wait(path: &Path) -> Option<Vec<(f64, f64)>> {
     (!points.is_empty()).then_some(points)
 }
 
+/// The sentence under a chart of the server's phases (parse, process, log in µs per request,
+/// in order of growing files): `claim` where the figures bear it out (processing grows from
+/// the first bar to the last, parsing and logging by less than half), else what they show.
+pub fn phases_reading(bars: &[(String, (f64, f64, f64))], claim: &str) -> String {
+    let (Some((first, a)), Some((last, b))) = (bars.first(), bars.last()) else {
+        return "No phase was measured.".into();
+    };
+    let flat = |x: f64, y: f64| y <= 1.5 * x.max(0.1);
+    if bars.len() > 1 && b.1 > a.1 && flat(a.0, b.0) && flat(a.2, b.2) {
+        return claim.into();
+    }
+    format!(
+        "The server's phases from {first} to {last}: parsing {:.1} → {:.1} µs, processing {:.1} → {:.1} µs, logging {:.1} → {:.1} µs per request.",
+        a.0, b.0, a.1, b.1, a.2, b.2
+    )
+}
+
 /// Stacked CPU breakdown (all CPUs, mean over each run), one bar per run.
 pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Block> {
     let columns = [
@@ -374,6 +391,23 @@ mod tests {
         assert!((s.iter().map(|p| p.1).sum::<f64>() - 100.0).abs() < 1e-9);
         // Bin 8 is [100 µs, 133 µs): its centre is about 0.115 ms.
         assert!((s[0].0 - 0.1155).abs() < 0.001, "{s:?}");
+    }
+
+    /// The phases' sentence is the claim only where the figures bear it out (#27).
+    #[test]
+    fn the_phases_sentence_follows_the_figures() {
+        let bars = |v: &[(f64, f64, f64)]| -> Vec<(String, (f64, f64, f64))> {
+            v.iter()
+                .enumerate()
+                .map(|(i, p)| (format!("c{i}"), *p))
+                .collect()
+        };
+        let grows = bars(&[(5.0, 28.0, 2.7), (4.8, 93.0, 2.0)]);
+        assert_eq!(phases_reading(&grows, "claim"), "claim");
+        let parse_grows = bars(&[(5.0, 28.0, 2.7), (40.0, 93.0, 2.0)]);
+        let said = phases_reading(&parse_grows, "claim");
+        assert!(said.contains("parsing 5.0 → 40.0 µs"), "{said}");
+        assert_eq!(phases_reading(&[], "claim"), "No phase was measured.");
     }
 
     #[test]

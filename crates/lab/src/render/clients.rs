@@ -269,7 +269,13 @@ fn phases_chart(points: &[Point]) -> Option<Block> {
             stacked: true,
         }
         .to_svg(),
-        reading: "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.".into(),
+        reading: super::charts::phases_reading(
+            &classes
+                .iter()
+                .map(|c| (c.class.clone(), (c.parse_us, c.process_us, c.log_us)))
+                .collect::<Vec<_>>(),
+            "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.",
+        ),
     })
 }
 
