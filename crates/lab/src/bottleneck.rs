@@ -29,6 +29,10 @@ pub const PORTS_LIMIT: f64 = 0.45;
 /// Share of `tcp_max_tw_buckets` at which the kernel is about to destroy TIME_WAIT sockets.
 pub const TW_BUCKETS_LIMIT: f64 = 0.90;
 
+/// The latency verdict's conclusion: what a run alone says. A sweep that measured more
+/// clients knows better, and leaves it out where they did not raise throughput.
+pub const MORE_CLIENTS: &str = ", so more clients would raise it";
+
 /// How long a closed connection lingers in TIME_WAIT on Linux (`TCP_TIMEWAIT_LEN`), seconds.
 pub const TIME_WAIT_S: f64 = 60.0;
 /// A server thread counts towards the server's parallelism from this share of the run spent
@@ -353,7 +357,7 @@ pub fn judge(e: &Evidence) -> Verdict {
     verdict(
         Bound::Latency,
         format!(
-            "no resource is at its limit ({server}, generator {:.0} %{machine}): the clients' round trips bound throughput{little}, so more clients would raise it",
+            "no resource is at its limit ({server}, generator {:.0} %{machine}): the clients' round trips bound throughput{little}{MORE_CLIENTS}",
             100.0 * e.generator_busy
         ),
     )

@@ -56,9 +56,13 @@ pub fn clients(points: &[Point], sat: Option<&Saturation>) -> Vec<Comparison> {
             )
         } else if sat.knee <= 2.0 * paper {
             format!(
-                "Both saturate within a handful of closed-loop clients without think time: the paper at {paper:.0}, ours at {}{why}. With no think time, a few clients keep {} busy whatever the decade; the paper's bound was a 75 MHz CPU on 10 Mbit/s Ethernet.",
+                "Both saturate within a handful of closed-loop clients without think time: the paper at {paper:.0}, ours at {}{why}. With no think time, a few clients {} whatever the decade; the paper's bound was a 75 MHz CPU on 10 Mbit/s Ethernet.",
                 sat.knee,
-                if server_bound { "one server" } else { "what bounds the run" }
+                if server_bound {
+                    "keep one server busy"
+                } else {
+                    "are enough to reach the peak"
+                }
             )
         } else {
             format!(

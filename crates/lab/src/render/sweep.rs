@@ -6,7 +6,7 @@
 //! knee).
 
 use super::point::{valid, Point};
-use crate::bottleneck::Bound;
+use crate::bottleneck::{Bound, MORE_CLIENTS};
 
 /// Least-squares line y = a + b x; None with fewer than two distinct x.
 pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
@@ -123,13 +123,16 @@ pub fn saturation(points: &[Point]) -> Option<Saturation> {
             last.rps,
             last.x,
             100.0 * (1.0 - last.rps / max_rps),
-            peak.verdict.reading,
+            // More clients lowered it: the peak run's "more clients would raise it" is moot.
+            peak.verdict.reading.replace(MORE_CLIENTS, ""),
             last.x,
-            last.verdict.reading
+            last.verdict.reading.replace(MORE_CLIENTS, "")
         ),
         Shape::Flat => format!(
             "Throughput flattens at {:.0} requests/s from {} clients on: {}.",
-            max_rps, knee, knee_point.verdict.reading
+            max_rps,
+            knee,
+            knee_point.verdict.reading.replace(MORE_CLIENTS, "")
         ),
         // Growth to the end is "no saturation" only when nothing is at its limit there.
         Shape::Grows if last.verdict.bound == Bound::Latency => format!(
@@ -205,6 +208,7 @@ mod tests {
         assert!(
             s.reading.contains("peaks at 3000")
                 && s.reading.contains("falls to 1200")
+                && !s.reading.contains("more clients would raise it")
                 && s.reading.contains("60 % lower")
                 && !s.reading.contains("slower, not just busier"),
             "{}",
