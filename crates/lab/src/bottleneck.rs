@@ -8,9 +8,11 @@
 //! machine's CPUs busy, softirq included (loopback TCP is kernel work that neither process is
 //! charged for); a network interface or disk at capacity; ephemeral ports or TIME_WAIT near
 //! their limit, counting the sockets the run's own connections left (never the host's
-//! leftover from an earlier run); the accept queue overflowing; otherwise latency, by Little's law. The first
-//! rule whose figure passes its threshold is the verdict; the thresholds are constants here,
-//! so a verdict can always be traced to the number and the limit it was compared with.
+//! leftover from an earlier run); the accept queue overflowing; otherwise latency, by
+//! Little's law. The first rule whose figure passes its threshold is the verdict; the
+//! thresholds are constants here, so a verdict can always be traced to the number and the
+//! limit it was compared with.
+//! (About 600 lines: half are the tests, one per rule, beside the thresholds they check.)
 
 use serde::{Deserialize, Serialize};
 
