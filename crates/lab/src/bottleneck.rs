@@ -219,9 +219,17 @@ fn server_cpu(e: &Evidence) -> Option<String> {
         }
     }
     let (name, run, wait) = e.server_busiest_thread.as_ref()?;
+    // Said as the sum rule says it (cores of the limit, the processes), then the thread.
+    let used = match (e.server_busy_cores, server_limit(e)) {
+        (Some(busy), Some(limit)) => format!(
+            "{busy:.2} of the {limit:.0} core{} they may use, and ",
+            plural(limit)
+        ),
+        _ => String::new(),
+    };
     (run + wait >= CPU_LIMIT && *run >= THREAD_RUN_LIMIT).then(|| {
         format!(
-            "the server's busiest thread ({name}) never sleeps: it ran {:.0} % of the run and waited for a CPU {:.0} % (limit {:.0} % together); one thread uses at most one core, so it is the server's limit ({processes})",
+            "the server's processes are CPU-bound: {used}their busiest thread ({name}) never sleeps: it ran {:.0} % of the run and waited for a CPU {:.0} %, and one thread uses at most one core ({processes}; limit {:.0} % together)",
             100.0 * run,
             100.0 * wait,
             100.0 * CPU_LIMIT
