@@ -1,13 +1,18 @@
 //! What bounds a run's throughput, named from measurements of the whole machine and quoted
 //! with the figure it rests on.
 //!
-//! The rules are tried in order of evidence: the server's processes (all of them) at their
-//! CPU limit; the generator at its CPU limit (then the run measures the generator); the
+//! The rules are tried in order of evidence: the server at its CPU limit, which is the least
+//! of its busy threads and the CPUs it may use, judged in sum and for its busiest thread (one
+//! thread never uses more than one core, so nginx with one worker on two CPUs saturates at
+//! one); the generator at its CPU limit (then the run measures the generator); the
 //! machine's CPUs busy, softirq included (loopback TCP is kernel work that neither process is
 //! charged for); a network interface or disk at capacity; ephemeral ports or TIME_WAIT near
-//! their limit; the accept queue overflowing; otherwise latency, by Little's law. The first
-//! rule whose figure passes its threshold is the verdict; the thresholds are constants here,
-//! so a verdict can always be traced to the number and the limit it was compared with.
+//! their limit, counting the sockets the run's own connections left (never the host's
+//! leftover from an earlier run); the accept queue overflowing; otherwise latency, by
+//! Little's law. The first rule whose figure passes its threshold is the verdict; the
+//! thresholds are constants here, so a verdict can always be traced to the number and the
+//! limit it was compared with.
+//! (About 600 lines: half are the tests, one per rule, beside the thresholds they check.)
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +30,22 @@ pub const DEVICE_LIMIT: f64 = 0.90;
 pub const PORTS_LIMIT: f64 = 0.45;
 /// Share of `tcp_max_tw_buckets` at which the kernel is about to destroy TIME_WAIT sockets.
 pub const TW_BUCKETS_LIMIT: f64 = 0.90;
+
+/// A server thread that never sleeps is the server's limit only when it also runs this share
+/// of the run: one that waits for a CPU much of its time is held back by what shares that CPU
+/// (the generator's or the machine's verdict says so), not by being one thread.
+pub const THREAD_RUN_LIMIT: f64 = 0.75;
+
+/// The latency verdict's conclusion: what a run alone says. A sweep that measured more
+/// clients knows better, and leaves it out where they did not raise throughput.
+pub const MORE_CLIENTS: &str = ", so more clients would raise it";
+
+/// How long a closed connection lingers in TIME_WAIT on Linux (`TCP_TIMEWAIT_LEN`), seconds.
+pub const TIME_WAIT_S: f64 = 60.0;
+/// A server thread counts towards the server's parallelism from this share of the run spent
+/// running or waiting for a CPU: below it, it is an idle helper (a master process, an admin
+/// endpoint).
+pub const ACTIVE_THREAD: f64 = 0.05;
 
 /// Accept-queue overflows per second (mean over the run) from which the queue binds: a
 /// single overflow in a run is a blip, one a second is clients waiting a SYN retransmit.
@@ -101,6 +122,12 @@ pub struct Evidence {
     /// The generator thread that slept least: running or waiting for a CPU, fraction of the
     /// run (0 where not measured).
     pub generator_busy_or_waiting: f64,
+    /// Server threads that ran or waited for a CPU at least [`ACTIVE_THREAD`] of the run:
+    /// the server cannot keep more cores busy than this.
+    pub server_threads: Option<f64>,
+    /// The server's busiest thread: its name, and the shares of the run it was running and
+    /// waiting for a CPU.
+    pub server_busiest_thread: Option<(String, f64, f64)>,
     /// The server's machine (the same as the generator's for a local target).
     pub server_host: Option<CpuShares>,
     /// Where the server's machine figures came from ("procfs", "node_exporter URL").
@@ -111,8 +138,13 @@ pub struct Evidence {
     pub disk_util_pct: Option<f64>,
     /// The busiest interface with a known speed: name and utilisation, per cent.
     pub net_util_pct: Option<(String, f64)>,
-    /// Most sockets in TIME_WAIT on the host during the run.
+    /// Sockets in TIME_WAIT that this run's own connections left (see
+    /// [`own_time_wait`]), not the host's leftover from earlier runs.
     pub time_wait: Option<f64>,
+    /// Connections the run opened.
+    pub connects: f64,
+    /// The run's length, seconds.
+    pub duration_s: f64,
     /// Size of the ephemeral port range (`net.ipv4.ip_local_port_range`).
     pub port_range: Option<f64>,
     /// `net.ipv4.tcp_max_tw_buckets`.
@@ -138,21 +170,78 @@ fn plural(n: f64) -> &'static str {
     }
 }
 
+/// The TIME_WAIT sockets a run's own connections can have left: a socket lingers
+/// [`TIME_WAIT_S`], so at most the connections of the last [`TIME_WAIT_S`] of the run, and
+/// never more than were counted (`measured`, the port's or the host's count at its most,
+/// which also holds what earlier runs left). None when nothing was counted.
+pub fn own_time_wait(measured: Option<f64>, connects: f64, duration_s: f64) -> Option<f64> {
+    let measured = measured?;
+    let lingering = if duration_s > TIME_WAIT_S {
+        connects * TIME_WAIT_S / duration_s
+    } else {
+        connects
+    };
+    Some(measured.min(lingering.max(0.0)))
+}
+
+/// The server's CPU limit: the least of its active threads and the CPUs it may use.
+fn server_limit(e: &Evidence) -> Option<f64> {
+    let cpus = e.server_cpus.filter(|c| *c > 0.0)?;
+    Some(
+        e.server_threads
+            .filter(|t| *t >= 1.0)
+            .map_or(cpus, |t| t.min(cpus)),
+    )
+}
+
+/// The server-CPU rule: in sum against [`server_limit`], then its busiest thread, which never
+/// sleeps when it is the limit.
+fn server_cpu(e: &Evidence) -> Option<String> {
+    let processes = e.server_processes.as_deref().unwrap_or("its processes");
+    if let (Some(busy), Some(cpus), Some(limit)) =
+        (e.server_busy_cores, e.server_cpus, server_limit(e))
+    {
+        if busy >= CPU_LIMIT * limit {
+            let threads = if limit < cpus {
+                format!(
+                    " (its {limit:.0} busy thread{} on {cpus:.0} CPU{})",
+                    plural(limit),
+                    plural(cpus)
+                )
+            } else {
+                String::new()
+            };
+            return Some(format!(
+                "the server's processes are CPU-bound: {busy:.2} of the {limit:.0} core{} they may use{threads} ({processes}; limit {:.0} %)",
+                plural(limit),
+                100.0 * CPU_LIMIT
+            ));
+        }
+    }
+    let (name, run, wait) = e.server_busiest_thread.as_ref()?;
+    // Said as the sum rule says it (cores of the limit, the processes), then the thread.
+    let used = match (e.server_busy_cores, server_limit(e)) {
+        (Some(busy), Some(limit)) => format!(
+            "{busy:.2} of the {limit:.0} core{} they may use, and ",
+            plural(limit)
+        ),
+        _ => String::new(),
+    };
+    (run + wait >= CPU_LIMIT && *run >= THREAD_RUN_LIMIT).then(|| {
+        format!(
+            "the server's processes are CPU-bound: {used}their busiest thread ({name}) never sleeps: it ran {:.0} % of the run and waited for a CPU {:.0} %, and one thread uses at most one core ({processes}; limit {:.0} % together)",
+            100.0 * run,
+            100.0 * wait,
+            100.0 * CPU_LIMIT
+        )
+    })
+}
+
 /// Names what bounds the run described by `e`.
 pub fn judge(e: &Evidence) -> Verdict {
     let verdict = |bound, reading: String| Verdict { bound, reading };
-    if let (Some(busy), Some(cpus)) = (e.server_busy_cores, e.server_cpus) {
-        if cpus > 0.0 && busy >= CPU_LIMIT * cpus {
-            return verdict(
-                Bound::ServerCpu,
-                format!(
-                    "the server's processes are CPU-bound: {busy:.2} of the {cpus:.0} core{} they may use ({}; limit {:.0} %)",
-                    plural(cpus),
-                    e.server_processes.as_deref().unwrap_or("its processes"),
-                    100.0 * CPU_LIMIT
-                ),
-            );
-        }
+    if let Some(reading) = server_cpu(e) {
+        return verdict(Bound::ServerCpu, reading);
     }
     if e.generator_busy >= CPU_LIMIT {
         return verdict(
@@ -185,13 +274,20 @@ pub fn judge(e: &Evidence) -> Verdict {
             return verdict(
                 Bound::MachineCpu,
                 format!(
-                    "the {host}{}machine's CPUs are {:.0} % busy (user {:.0}, system {:.0}, softirq {:.0}; limit {:.0} %): kernel work that neither process is charged for (loopback TCP runs in softirq) takes what the processes leave",
+                    "the {host}{}machine's CPUs are {:.0} % busy (user {:.0}, system {:.0}, softirq {:.0}; limit {:.0} %): {}",
                     if host.is_empty() { "" } else { " " },
                     c.busy,
                     c.user,
                     c.system,
                     c.softirq,
-                    100.0 * MACHINE_LIMIT
+                    100.0 * MACHINE_LIMIT,
+                    // The cause the shares show: kernel work, or user time (other processes
+                    // on a shared machine, or the two processes' own code).
+                    if c.system + c.softirq >= c.user {
+                        "kernel work that neither process is charged for (loopback TCP runs in softirq) takes what the processes leave"
+                    } else {
+                        "user time takes most of them (other processes on the machine, or the server's and the generator's own code), so the run shares its CPUs"
+                    }
                 ),
             );
         }
@@ -220,7 +316,9 @@ pub fn judge(e: &Evidence) -> Verdict {
             return verdict(
                 Bound::Ports,
                 format!(
-                    "{tw:.0} sockets sit in TIME_WAIT against {range:.0} ephemeral ports ({:.0} %, limit {:.0} %: connect() takes even ports first, so past half the range every connection searches for a port); keep-alive, a wider net.ipv4.ip_local_port_range or more client addresses would lift it",
+                    "this run's {:.0} connections in {:.0} s left {tw:.0} sockets in TIME_WAIT against {range:.0} ephemeral ports ({:.0} %, limit {:.0} %: connect() takes even ports first, so past half the range every connection searches for a port); keep-alive, a wider net.ipv4.ip_local_port_range or more client addresses would lift it",
+                    e.connects,
+                    e.duration_s,
                     100.0 * tw / range,
                     100.0 * PORTS_LIMIT
                 ),
@@ -233,7 +331,7 @@ pub fn judge(e: &Evidence) -> Verdict {
             return verdict(
                 Bound::Ports,
                 format!(
-                    "{tw:.0} sockets sit in TIME_WAIT against net.ipv4.tcp_max_tw_buckets = {buckets:.0} ({:.0} %): the kernel is destroying TIME_WAIT sockets early",
+                    "this run's connections left {tw:.0} sockets in TIME_WAIT against net.ipv4.tcp_max_tw_buckets = {buckets:.0} ({:.0} %): the kernel is destroying TIME_WAIT sockets early",
                     100.0 * tw / buckets
                 ),
             );
@@ -247,8 +345,8 @@ pub fn judge(e: &Evidence) -> Verdict {
             ),
         );
     }
-    let server = match (e.server_busy_cores, e.server_cpus) {
-        (Some(b), Some(c)) if c > 0.0 => format!(
+    let server = match (e.server_busy_cores, server_limit(e)) {
+        (Some(b), Some(c)) => format!(
             "server {:.0} % of its {c:.0} core{}",
             100.0 * b / c,
             plural(c)
@@ -274,7 +372,7 @@ pub fn judge(e: &Evidence) -> Verdict {
     verdict(
         Bound::Latency,
         format!(
-            "no resource is at its limit ({server}, generator {:.0} %{machine}): the clients' round trips bound throughput{little}, so more clients would raise it",
+            "no resource is at its limit ({server}, generator {:.0} %{machine}): the clients' round trips bound throughput{little}{MORE_CLIENTS}",
             100.0 * e.generator_busy
         ),
     )
@@ -302,6 +400,8 @@ mod tests {
                 softirq: 30.0,
             }),
             time_wait: Some(14_000.0),
+            connects: 50_472.0,
+            duration_s: 3.0,
             port_range: Some(28_232.0),
             tw_buckets: Some(131_072.0),
             ..Evidence::default()
@@ -350,6 +450,21 @@ mod tests {
         });
         e.net_util_pct = Some(("eth0".into(), 95.0));
         assert_eq!(judge(&e).bound, Bound::Network);
+        // A machine busy in user space is not said to be busy with kernel work.
+        let mut busy = issue_run();
+        busy.server_host = Some(CpuShares {
+            busy: 98.0,
+            user: 87.0,
+            system: 9.0,
+            softirq: 2.0,
+        });
+        let v = judge(&busy);
+        assert_eq!(v.bound, Bound::MachineCpu);
+        assert!(
+            v.reading.contains("user time takes most") && !v.reading.contains("kernel work"),
+            "{}",
+            v.reading
+        );
         e.net_util_pct = Some(("eth0".into(), 40.0));
         e.disk_util_pct = Some(97.0);
         let v = judge(&e);
@@ -394,6 +509,69 @@ mod tests {
             "{}",
             v.reading
         );
+    }
+
+    /// #27: nginx with worker_processes 1, unpinned on 2 CPUs, over TLS: the worker ran
+    /// 87.6 % and waited 5.1 %. In sum the server used 0.88 of 2 cores, but one thread is
+    /// its limit.
+    #[test]
+    fn one_busy_thread_is_the_servers_limit_whatever_the_cpus() {
+        let e = Evidence {
+            clients: 4.0,
+            goodput_rps: 9000.0,
+            mean_ms: 0.44,
+            server_busy_cores: Some(0.88),
+            server_cpus: Some(2.0),
+            server_processes: Some("2 processes: nginx".into()),
+            server_threads: Some(1.0),
+            server_busiest_thread: Some(("nginx".into(), 0.876, 0.051)),
+            generator_busy: 0.6,
+            ..Evidence::default()
+        };
+        let expect = |e: &Evidence, bound: Bound, says: &[&str]| {
+            let v = judge(e);
+            assert_eq!(v.bound, bound, "{}", v.reading);
+            assert!(says.iter().all(|s| v.reading.contains(s)), "{}", v.reading);
+        };
+        expect(&e, Bound::ServerCpu, &["ran 88 %", "waited for a CPU 5 %"]);
+        // The sum alone is judged against the one thread, not the two CPUs.
+        let e = Evidence {
+            server_busy_cores: Some(0.93),
+            server_busiest_thread: Some(("nginx".into(), 0.85, 0.0)),
+            ..e
+        };
+        expect(&e, Bound::ServerCpu, &["0.93 of the 1 core"]);
+        // A thread that sleeps half the run is no limit.
+        let idle = Evidence {
+            server_busy_cores: Some(0.5),
+            server_busiest_thread: Some(("nginx".into(), 0.5, 0.0)),
+            ..e
+        };
+        expect(&idle, Bound::Latency, &["server 50 % of its 1 core"]);
+        // A thread held back by another on its CPU (runs 45 %, waits 48 %) is not the limit.
+        let shared = Evidence {
+            server_busiest_thread: Some(("webscope-w0".into(), 0.45, 0.48)),
+            ..idle
+        };
+        expect(&shared, Bound::Latency, &["server 50 % of its 1 core"]);
+    }
+
+    /// #27: a keep-alive run's 88 connects leave at most 88 sockets in TIME_WAIT, whatever
+    /// the port held from an earlier lab.
+    #[test]
+    fn a_run_owns_no_more_time_wait_than_its_connections() {
+        assert_eq!(own_time_wait(Some(16_424.0), 88.0, 2.0), Some(88.0));
+        assert_eq!(own_time_wait(Some(9_000.0), 26_538.0, 3.0), Some(9_000.0));
+        // Past a minute only the last minute's connections still linger.
+        assert_eq!(
+            own_time_wait(Some(50_000.0), 120_000.0, 120.0),
+            Some(50_000.0)
+        );
+        assert_eq!(
+            own_time_wait(Some(80_000.0), 120_000.0, 120.0),
+            Some(60_000.0)
+        );
+        assert_eq!(own_time_wait(None, 88.0, 2.0), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::page::ExperimentPage;
 use super::per_run;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
-use super::sweep::{saturation, usl_fit, Saturation};
+use super::sweep::{not_the_server, saturation, usl_fit, Saturation, Shape};
 use crate::record::ExperimentRecord;
 
 /// Adds the clients sweep to the report.
@@ -75,7 +75,7 @@ fn charts(page: &mut ExperimentPage, dir: &Path, points: &[Point], sat: Option<&
         .to_svg(),
         "Bandwidth follows throughput: the mix's mean response size is fixed.",
     );
-    page.push(latency_chart(points));
+    page.push(latency_chart(points, sat));
     page.extend(phases_chart(points));
     let labels: Vec<String> = points.iter().map(|p| format!("{}", p.x)).collect();
     let runs: Vec<(String, String)> = points
@@ -108,13 +108,7 @@ fn goodput_chart(points: &[Point], sat: Option<&Saturation>) -> Block {
                 style: Style::Dashed,
                 spread: Vec::new(),
             });
-            reading.push_str(&format!(
-                " The Universal Scalability Law fits with R² = {:.3}{}.",
-                fit.r_squared,
-                fit.n_peak.map_or(String::new(), |n| format!(
-                    ", predicting the peak at N* = {n:.1} clients"
-                ))
-            ));
+            reading.push_str(&usl_sentence(&fit, points));
         }
         Err(why) => reading.push_str(&format!(" No USL fit: {why}.")),
     }
@@ -130,9 +124,31 @@ fn goodput_chart(points: &[Point], sat: Option<&Saturation>) -> Block {
     }
 }
 
+/// What the USL's fit says, and what it describes: the server's scalability only when every
+/// run is bound by the server or by the clients' round trips (the runs' verdicts); else it
+/// is a curve through runs something else bounds, and its peak is not the server's.
+fn usl_sentence(fit: &webscope_model::usl::Fit, points: &[Point]) -> String {
+    match not_the_server(points) {
+        None => format!(
+            " The Universal Scalability Law fits with R² = {:.3}{}.",
+            fit.r_squared,
+            fit.n_peak.map_or(String::new(), |n| format!(
+                ", predicting the peak at N* = {n:.1} clients"
+            ))
+        ),
+        Some(others) => format!(
+            " The Universal Scalability Law's curve (R² = {:.3}) runs through runs that the server does not bound ({others}): it describes those limits, not the server's scalability{}.",
+            fit.r_squared,
+            fit.n_peak.map_or(String::new(), |n| format!(
+                ", so its peak at N* = {n:.1} clients is not the server's"
+            ))
+        ),
+    }
+}
+
 /// Response time against clients, with Little's law's line for a closed loop without think
 /// time (N = X R, so R = N / X) and the server's own time when every run has it.
-fn latency_chart(points: &[Point]) -> Block {
+fn latency_chart(points: &[Point], sat: Option<&Saturation>) -> Block {
     let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
         points.iter().map(|p| (p.x, f(p))).collect()
     };
@@ -152,7 +168,8 @@ fn latency_chart(points: &[Point]) -> Block {
             spread: Vec::new(),
         },
     ];
-    if points.iter().all(|p| p.server_ms.is_some()) {
+    let server_ms = points.iter().all(|p| p.server_ms.is_some());
+    if server_ms {
         latency.push(Series::line("server", xs(&|p| p.server_ms.unwrap_or(0.0))));
     }
     let little_err = points
@@ -174,11 +191,52 @@ fn latency_chart(points: &[Point]) -> Block {
             series: latency,
         }
         .to_svg(),
-        reading: format!(
-            "Once throughput is flat, response time grows in proportion to clients, as Little's law says (measured mean within {:.0} % of N/X); the server's own time per request is the small part.",
-            100.0 * little_err
-        ),
+        reading: latency_reading(points, sat, little_err, server_ms),
     }
+}
+
+/// The response-time chart's sentence: how response time follows clients, said for what
+/// throughput did (the sweep's shape), and the server's own share only when it was measured.
+fn latency_reading(
+    points: &[Point],
+    sat: Option<&Saturation>,
+    little_err: f64,
+    server_ms: bool,
+) -> String {
+    let shape = match sat.map(|s| s.shape) {
+        Some(Shape::Flat) => {
+            "Once throughput is flat, response time grows in proportion to clients"
+        }
+        Some(Shape::Falls) => {
+            "Past the peak throughput falls, so response time grows faster than clients"
+        }
+        Some(Shape::Grows) | None => {
+            "While throughput still grows, response time grows less than clients"
+        }
+    };
+    // The server's share: its own time against the clients' mean, where both were measured.
+    let share = points
+        .iter()
+        .filter(|p| p.mean_ms > 0.0)
+        .filter_map(|p| Some(p.server_ms? / p.mean_ms))
+        .fold(0.0, f64::max);
+    let server = if !server_ms {
+        String::new()
+    } else if share < 0.5 {
+        format!(
+            "; the server's own time per request is the small part (at most {:.0} % of the mean)",
+            100.0 * share
+        )
+    } else {
+        format!(
+            "; the server's own time per request is up to {:.0} % of the mean",
+            100.0 * share
+        )
+    };
+    format!(
+        "{shape}, as Little's law says (measured mean within {:.0} % of N/X){server}.",
+        100.0 * little_err
+    )
 }
 
 /// The server's phases per size class, at the largest load that has the server's figures.
@@ -194,6 +252,10 @@ fn phases_chart(points: &[Point]) -> Option<Block> {
         .iter()
         .filter(|c| c.requests > 0.0)
         .collect();
+    // A server that does not report its phases (any --target) has none to draw.
+    if classes.is_empty() {
+        return None;
+    }
     Some(Block::Chart {
         svg: BarChart {
             title: format!("Server time per request by size class ({} clients)", run.x),
@@ -207,7 +269,13 @@ fn phases_chart(points: &[Point]) -> Option<Block> {
             stacked: true,
         }
         .to_svg(),
-        reading: "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.".into(),
+        reading: super::charts::phases_reading(
+            &classes
+                .iter()
+                .map(|c| (c.class.clone(), (c.parse_us, c.process_us, c.log_us)))
+                .collect::<Vec<_>>(),
+            "WebMonitor's phases: processing (lookup and sending) grows with file size; parsing and logging do not.",
+        ),
     })
 }
 
@@ -216,6 +284,131 @@ mod tests {
     use super::*;
 
     use super::super::point::test_sweep;
+    use crate::bottleneck::{judge, Evidence};
+
+    /// The quick lab of #27 on 2 CPUs, a connection per request: throughput peaks at 5
+    /// clients and falls 43 %; the runs at 10 and 20 clients are bound by the ports their own
+    /// connections left in TIME_WAIT.
+    fn quick_lab_that_falls() -> Vec<Point> {
+        let mut pts = test_sweep(
+            &[
+                (1.0, 6000.0),
+                (2.0, 11000.0),
+                (5.0, 17000.0),
+                (10.0, 12000.0),
+                (20.0, 9700.0),
+            ],
+            0.6,
+            Some(0.5),
+        );
+        for p in pts.iter_mut().filter(|p| p.x >= 10.0) {
+            p.verdict = judge(&Evidence {
+                clients: p.x,
+                goodput_rps: p.rps,
+                generator_busy: 0.6,
+                time_wait: Some(14_000.0),
+                connects: 3.0 * p.rps,
+                duration_s: 3.0,
+                port_range: Some(28_232.0),
+                ..Evidence::default()
+            });
+        }
+        for p in &mut pts {
+            p.mean_ms = 1000.0 * p.x / p.rps;
+        }
+        pts
+    }
+
+    /// The page's sentences about the sweep tell one story, the runs' verdicts: "falls" where
+    /// throughput falls, the fall's cause is the verdict of the runs past the peak, the USL
+    /// says it describes those limits, and the paper's panel tells no other cause (#27).
+    #[test]
+    fn every_sentence_about_the_sweep_comes_from_its_verdicts() {
+        let pts = quick_lab_that_falls();
+        let sat = saturation(&pts).unwrap();
+        assert_eq!(sat.shape, Shape::Falls);
+        let says = |text: &str| {
+            assert!(!text.contains("slower, not just busier"), "{text}");
+            assert!(!text.contains("Once throughput is flat"), "{text}");
+            assert!(
+                !text.contains("kernel work takes the server's CPUs"),
+                "{text}"
+            );
+            assert!(!text.contains("no saturation"), "{text}");
+        };
+        assert!(
+            sat.reading
+                .contains("falls to 9700 at 20 clients (43 % lower)")
+                && sat
+                    .reading
+                    .contains("at 20 clients, this run's 29100 connections"),
+            "{}",
+            sat.reading
+        );
+        says(&sat.reading);
+        let Block::Chart { reading, .. } = goodput_chart(&pts, Some(&sat)) else {
+            panic!("no goodput chart");
+        };
+        says(&reading);
+        assert!(
+            reading.contains("ports/TIME_WAIT at 10, 20")
+                && reading.contains("not the server's scalability"),
+            "{reading}"
+        );
+        let Block::Chart { reading, .. } = latency_chart(&pts, Some(&sat)) else {
+            panic!("no latency chart");
+        };
+        says(&reading);
+        assert!(reading.contains("throughput falls"), "{reading}");
+        for c in super::super::paper_panels::clients(&pts, Some(&sat)) {
+            says(&c.reading);
+            if c.reading.contains("declines") {
+                assert!(c.reading.contains("ports/TIME_WAIT"), "{}", c.reading);
+            }
+        }
+    }
+
+    /// A sweep whose largest load is bound by the generator has reached a limit: not "no
+    /// saturation" (#27).
+    #[test]
+    fn growth_to_a_busy_generator_is_not_called_unsaturated() {
+        let mut pts = test_sweep(&[(1.0, 100.0), (2.0, 160.0), (4.0, 200.0)], 0.5, Some(0.3));
+        pts[2].verdict = judge(&Evidence {
+            clients: 4.0,
+            goodput_rps: 200.0,
+            generator_busy: 0.93,
+            ..Evidence::default()
+        });
+        let sat = saturation(&pts).unwrap();
+        assert_eq!(sat.shape, Shape::Grows);
+        assert!(
+            !sat.reading.contains("no saturation") && sat.reading.contains("93 % busy"),
+            "{}",
+            sat.reading
+        );
+    }
+
+    /// A --target server reports no phases and no time of its own: no empty phases chart,
+    /// no sentence about the server's share (#27).
+    #[test]
+    fn an_external_server_gets_no_phases_chart_and_no_server_share() {
+        let mut pts = test_sweep(&[(1.0, 100.0), (2.0, 190.0)], 0.3, Some(0.5));
+        for p in &mut pts {
+            p.run.server = Some(crate::record::ServerFigures {
+                phases_us: vec![crate::record::PhaseFigures {
+                    class: "0-1KB".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+            p.mean_ms = 10.0;
+        }
+        assert!(phases_chart(&pts).is_none());
+        let Block::Chart { reading, .. } = latency_chart(&pts, saturation(&pts).as_ref()) else {
+            panic!("no latency chart");
+        };
+        assert!(!reading.contains("server's own"), "{reading}");
+    }
 
     #[test]
     fn invalid_runs_are_left_out_of_the_knee_and_the_fit() {

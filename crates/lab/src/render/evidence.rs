@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::figures::{cpu_shares, num, os_stat, server_host};
-use crate::bottleneck::Evidence;
+use crate::bottleneck::{own_time_wait, Evidence, ACTIVE_THREAD};
 use crate::health::Health;
 use crate::record::RunRecord;
 
@@ -72,20 +72,72 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
                 .reduce(f64::max)
         }),
         net_util_pct: busiest_link,
-        time_wait: port_time_wait(os).or_else(|| {
-            // No per-port count (a remote server): the hosts' totals, which also hold other
-            // ports' sockets, are an upper bound.
-            server_host_os
-                .and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max"))
-                .into_iter()
-                .chain(os.and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max")))
-                .reduce(f64::max)
+        time_wait: run_time_wait(run),
+        connects: num(l, &["connects"]),
+        duration_s: num(l, &["duration_s"]),
+        server_threads: server_threads(os).map(|t| {
+            t.iter()
+                .filter(|(_, run, wait)| run + wait >= ACTIVE_THREAD)
+                .count() as f64
+        }),
+        server_busiest_thread: server_threads(os).and_then(|t| {
+            t.into_iter()
+                .max_by(|a, b| (a.1 + a.2).total_cmp(&(b.1 + b.2)))
         }),
         port_range: run.env.port_range,
         tw_buckets: run.env.tw_buckets,
         listen_overflows_per_s: server_host_os
             .and_then(|os| os_stat(os, "tcp", "all", "listen_overflows_per_s", "mean")),
     }
+}
+
+/// The TIME_WAIT sockets this run's own connections left: what the table's TIME_WAIT column
+/// shows and the ports verdict weighs, so that both count the same thing. The port's count
+/// (or, for a remote server, the hosts' totals) also holds what earlier runs left; the run's
+/// connects bound it ([`own_time_wait`]).
+pub fn run_time_wait(run: &RunRecord) -> Option<f64> {
+    let os = run.os.as_ref();
+    let measured = port_time_wait(os).or_else(|| {
+        // No per-port count (a remote server): the hosts' totals, which also hold other
+        // ports' sockets, are an upper bound.
+        server_host(run)
+            .and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max"))
+            .into_iter()
+            .chain(os.and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max")))
+            .reduce(f64::max)
+    });
+    own_time_wait(
+        measured,
+        num(&run.load, &["connects"]),
+        num(&run.load, &["duration_s"]),
+    )
+}
+
+/// The server's threads as the monitor saw them (its `threads` group, the server's pids
+/// only): name, and the shares of the run spent running and waiting for a CPU.
+fn server_threads(os: Option<&Value>) -> Option<Vec<(String, f64, f64)>> {
+    let rows = os?
+        .get("groups")?
+        .get("threads")?
+        .get("rows")?
+        .as_object()?;
+    // The mean without the monitor's last sample: that one is the partial interval after the
+    // load stopped (70 ms of a 100-ms step, say), which pulls a saturated thread's 95 % under
+    // the limit in a 2-s run.
+    let share = |row: &Value, c: &str| -> Option<f64> {
+        let stat = row.get(c)?;
+        let (mean, n) = (stat.get("mean")?.as_f64()?, stat.get("n")?.as_f64()?);
+        let last = stat.get("last").and_then(Value::as_f64).filter(|_| n > 2.0);
+        Some(last.map_or(mean, |last| (mean * n - last) / (n - 1.0)) / 100.0)
+    };
+    let threads: Vec<(String, f64, f64)> = rows
+        .iter()
+        .filter_map(|(key, row)| {
+            let name = key.rsplit('/').next().unwrap_or(key).to_string();
+            Some((name, share(row, "run_pct")?, share(row, "wait_pct")?))
+        })
+        .collect();
+    (!threads.is_empty()).then_some(threads)
 }
 
 /// TIME_WAIT sockets of the server's port, both ends (the server's side and the clients'),

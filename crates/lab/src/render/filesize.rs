@@ -121,7 +121,10 @@ fn charts(page: &mut ExperimentPage, dir: &Path, points: &[Point]) {
                 stacked: true,
             }
             .to_svg(),
-            reading: "The server's own work per request: processing grows with the files' size; parsing and logging stay flat.".into(),
+            reading: super::charts::phases_reading(
+                &phases,
+                "The server's own work per request: processing grows with the files' size; parsing and logging stay flat.",
+            ),
         });
     }
     let labels: Vec<String> = points.iter().map(|p| workload(&p.run)).collect();

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::evidence::evidence;
+use super::evidence::{evidence, run_time_wait};
 use super::figures::{num, os_stat, server_machine};
 use super::rendered::Rendered;
 use crate::bottleneck::{self, Verdict};
@@ -35,7 +35,7 @@ pub struct Point {
     pub server_cores: Option<f64>,
     /// Machine CPU shares over the run (user, system, softirq), per cent of all CPUs.
     pub cpu_pct: Option<(f64, f64, f64)>,
-    /// Most TIME_WAIT sockets on the server's port during the run.
+    /// TIME_WAIT sockets this run's own connections left: the figure the verdict weighs.
     pub time_wait: Option<f64>,
     /// Busiest disk's mean utilisation, per cent.
     pub disk_util: Option<f64>,
@@ -106,10 +106,7 @@ impl Point {
                     os_stat(os, "cpu", "all", "softirq_pct", "mean")?,
                 ))
             }),
-            time_wait: run.os.as_ref().and_then(|os| {
-                let port = os.get("ports")?.get(0)?.as_u64()?;
-                os_stat(os, "ports", &format!("{port}/local"), "time_wait", "max")
-            }),
+            time_wait: run_time_wait(&run),
             disk_util: server_machine(&run).and_then(|os| {
                 let disks = os.get("groups")?.get("disk")?.get("rows")?.as_object()?;
                 disks
@@ -291,6 +288,22 @@ mod tests {
                 "latency",
                 "Little's law",
             ),
+            // #27: keep-alive right after a connection-per-request lab, 28 connects; the
+            // port still held 14 028 sockets of the earlier lab in TIME_WAIT.
+            (
+                "leftover-time-wait",
+                include_str!("../../tests/data/runs/leftover-time-wait.json"),
+                "latency",
+                "Little's law",
+            ),
+            // #27: nginx with worker_processes 1, unpinned on 2 CPUs: its one worker is the
+            // limit, not the two CPUs.
+            (
+                "one-worker",
+                include_str!("../../tests/data/runs/one-worker.json"),
+                "server-cpu",
+                "of the 1 core they may use (its 1 busy thread on 2 CPUs)",
+            ),
         ];
         for (name, text, bound, says) in recorded {
             let run: RunRecord = serde_json::from_str(text).unwrap();
@@ -308,6 +321,46 @@ mod tests {
                 "{name}: {}",
                 point.verdict.reading
             );
+        }
+    }
+
+    /// The table's TIME_WAIT column and the ports verdict count the same thing, the sockets
+    /// this run's own connections left: never more than it opened, whatever earlier runs
+    /// left on the port (#27).
+    #[test]
+    fn time_wait_counts_what_the_run_left_not_the_hosts_leftover() {
+        for text in [
+            include_str!("../../tests/data/runs/leftover-time-wait.json"),
+            include_str!("../../tests/data/runs/ports.json"),
+        ] {
+            let run: RunRecord = serde_json::from_str(text).unwrap();
+            let connects = num(&run.load, &["connects"]);
+            let point = Point::of(
+                "run",
+                run,
+                &Expect::parse("2xx").unwrap(),
+                &Judge::default(),
+            );
+            let evidence = evidence(&point.run, &point.health);
+            assert_eq!(point.time_wait, evidence.time_wait);
+            let tw = point.time_wait.unwrap();
+            assert!(tw <= connects, "{tw} TIME_WAIT from {connects} connects");
+            let row = super::super::per_run::table(std::slice::from_ref(&point), "clients");
+            assert!(
+                row.rows[0].contains(&format!("{tw:.0}")),
+                "{:?}",
+                row.rows[0]
+            );
+            if point.verdict.bound == bottleneck::Bound::Ports {
+                assert!(
+                    point
+                        .verdict
+                        .reading
+                        .contains(&format!("left {tw:.0} sockets")),
+                    "{}",
+                    point.verdict.reading
+                );
+            }
         }
     }
 

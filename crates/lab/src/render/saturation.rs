@@ -115,17 +115,16 @@ fn density_map(dir: &Path, point: &Point) -> Block {
     }
 }
 
-/// What is saturated at the knee, from both sides' CPU figures.
-fn bottleneck(point: Option<&Point>) -> &'static str {
+/// What bounds the knee's run: its verdict, the one place a page's causes come from (it
+/// used to re-judge the two CPUs here and could call "latency" a run bound by the machine).
+fn bottleneck(point: Option<&Point>) -> String {
     match point {
-        Some(p) if p.generator_busy > 0.9 => {
-            "the load generator's core is the busier side: this measures the generator as much as the server"
-        }
-        Some(p) if p.server_cores.is_some_and(|c| c > 0.9) => "the server's CPU is the bottleneck",
-        Some(p) if p.server_cores.is_some() => {
-            "neither side's CPU is saturated: latency, not CPU, bounds throughput"
-        }
-        _ => "the server's CPU use is unknown (no PID to watch)",
+        Some(p) => format!(
+            "what bounds it there is {}: {}",
+            p.verdict.bound.label(),
+            p.verdict.reading
+        ),
+        None => "what bounds it there was not judged".into(),
     }
 }
 
@@ -243,6 +242,32 @@ fn stopped_at(rule: &[(usize, f64, f64)], growth: &[f64]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The knee's cause is its run's verdict: a run bound by the machine's CPUs with the
+    /// server at 30 % is not "latency, not CPU" (#27).
+    #[test]
+    fn the_knees_cause_is_its_runs_verdict() {
+        let mut p = super::super::point::test_point(8.0, 3600.0, 0.5, Some(0.3));
+        p.verdict = crate::bottleneck::judge(&crate::bottleneck::Evidence {
+            clients: 8.0,
+            goodput_rps: 3600.0,
+            generator_busy: 0.5,
+            server_busy_cores: Some(0.3),
+            server_cpus: Some(1.0),
+            server_host: Some(crate::bottleneck::CpuShares {
+                busy: 100.0,
+                user: 8.0,
+                system: 89.0,
+                softirq: 3.0,
+            }),
+            ..Default::default()
+        });
+        let said = bottleneck(Some(&p));
+        assert!(
+            said.contains("machine CPU") && !said.contains("latency, not CPU"),
+            "{said}"
+        );
+    }
 
     #[test]
     fn samples_parse_and_bad_lines_are_skipped() {

@@ -1,8 +1,12 @@
 //! What a sweep says as a whole, for the pages that draw one: where throughput saturates and
-//! what bounds it there, the USL's fit, a straight line, a median. Not for one run's figures
-//! (a point's) nor for drawing (the pages, and the paper's panel that quotes the knee).
+//! what bounds it there, the USL's fit, a straight line, a median. Every sentence a page
+//! writes about the sweep's shape or its cause starts here, from the runs' verdicts, so that
+//! the headline, the knee, the fit and the paper's panel cannot disagree. Not for one run's
+//! figures (a point's) nor for drawing (the pages, and the paper's panel that quotes the
+//! knee).
 
 use super::point::{valid, Point};
+use crate::bottleneck::{Bound, MORE_CLIENTS};
 
 /// Least-squares line y = a + b x; None with fewer than two distinct x.
 pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
@@ -34,6 +38,21 @@ pub fn median(mut v: Vec<f64>) -> Option<f64> {
     }
 }
 
+/// Throughput from a sweep's peak to its largest load falls from this share of the peak
+/// down: a smaller dip is run-to-run noise on a small VM, not a fall.
+pub const FALL: f64 = 0.9;
+
+/// What throughput does towards the sweep's largest load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// The largest load has the most throughput, and no earlier run came near it.
+    Grows,
+    /// Throughput stays within [`FALL`] of its peak past the knee.
+    Flat,
+    /// The largest load has less than [`FALL`] of the peak.
+    Falls,
+}
+
 /// Where throughput stops growing, and what limits it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Saturation {
@@ -41,8 +60,37 @@ pub struct Saturation {
     pub knee: f64,
     /// The highest throughput measured.
     pub max_rps: f64,
+    /// What throughput does towards the largest load.
+    pub shape: Shape,
+    /// What bounds the largest load (its run's verdict).
+    pub last_bound: Bound,
     /// One sentence for the reader.
     pub reading: String,
+}
+
+/// Whether every valid run is bound by the server or by the clients' round trips: only then
+/// does a model of the server's scalability (the USL, MVA's demands) describe the server.
+/// Otherwise the bounds that are not the server's, with the client counts they hold at
+/// ("ports/TIME_WAIT at 10, 20").
+pub fn not_the_server(points: &[Point]) -> Option<String> {
+    let mut bounds: Vec<(Bound, Vec<String>)> = Vec::new();
+    for p in points.iter().filter(|p| p.valid()) {
+        let b = p.verdict.bound;
+        if matches!(b, Bound::ServerCpu | Bound::Latency) {
+            continue;
+        }
+        match bounds.iter_mut().find(|(o, _)| *o == b) {
+            Some((_, xs)) => xs.push(format!("{}", p.x)),
+            None => bounds.push((b, vec![format!("{}", p.x)])),
+        }
+    }
+    (!bounds.is_empty()).then(|| {
+        bounds
+            .iter()
+            .map(|(b, xs)| format!("{} at {}", b.label(), xs.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
 }
 
 /// Finds the knee of a throughput sweep (points in increasing x), over its valid runs only,
@@ -56,35 +104,51 @@ pub fn saturation(points: &[Point]) -> Option<Saturation> {
     let knee_point = points.iter().find(|p| p.rps >= 0.9 * max_rps)?;
     let last = points.last()?;
     let knee = knee_point.x;
-    let flat = knee < last.x;
-    let limit = &knee_point.verdict.reading;
     let peak = points
         .iter()
         .max_by(|a, b| a.rps.total_cmp(&b.rps))
         .map_or(knee_point, |p| p);
-    let reading = if last.rps < 0.8 * max_rps && last.x > peak.x {
-        format!(
-            "Throughput peaks at {:.0} requests/s with {} clients and falls to {:.0} at {} clients ({:.0} % lower): more load makes the system slower, not just busier; at the peak, {limit}.",
+    let shape = if last.rps < FALL * max_rps && last.x > peak.x {
+        Shape::Falls
+    } else if knee < last.x {
+        Shape::Flat
+    } else {
+        Shape::Grows
+    };
+    let reading = match shape {
+        Shape::Falls => format!(
+            "Throughput peaks at {:.0} requests/s with {} clients and falls to {:.0} at {} clients ({:.0} % lower). At the peak, {}; at {} clients, {}.",
             max_rps,
             peak.x,
             last.rps,
             last.x,
-            100.0 * (1.0 - last.rps / max_rps)
-        )
-    } else if flat {
-        format!(
-            "Throughput flattens at {:.0} requests/s from {} clients on: {limit}.",
-            max_rps, knee
-        )
-    } else {
-        format!(
+            100.0 * (1.0 - last.rps / max_rps),
+            // More clients lowered it: the peak run's "more clients would raise it" is moot.
+            peak.verdict.reading.replace(MORE_CLIENTS, ""),
+            last.x,
+            last.verdict.reading.replace(MORE_CLIENTS, "")
+        ),
+        Shape::Flat => format!(
+            "Throughput flattens at {:.0} requests/s from {} clients on: {}.",
+            max_rps,
+            knee,
+            knee_point.verdict.reading.replace(MORE_CLIENTS, "")
+        ),
+        // Growth to the end is "no saturation" only when nothing is at its limit there.
+        Shape::Grows if last.verdict.bound == Bound::Latency => format!(
             "Throughput still grows at the largest load ({} clients, {:.0} requests/s): no saturation reached; there, {}.",
             last.x, last.rps, last.verdict.reading
-        )
+        ),
+        Shape::Grows => format!(
+            "Throughput still grows at the largest load ({} clients, {:.0} requests/s), where {}.",
+            last.x, last.rps, last.verdict.reading
+        ),
     };
     Some(Saturation {
         knee,
         max_rps,
+        shape,
+        last_bound: last.verdict.bound,
         reading,
     })
 }
@@ -142,7 +206,11 @@ mod tests {
         );
         let s = saturation(&pts).unwrap();
         assert!(
-            s.reading.contains("peaks at 3000") && s.reading.contains("60 % lower"),
+            s.reading.contains("peaks at 3000")
+                && s.reading.contains("falls to 1200")
+                && !s.reading.contains("more clients would raise it")
+                && s.reading.contains("60 % lower")
+                && !s.reading.contains("slower, not just busier"),
             "{}",
             s.reading
         );
