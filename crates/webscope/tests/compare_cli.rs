@@ -381,3 +381,65 @@ fn a_limit_without_its_per_cent_sign_is_refused() {
         "{stderr}"
     );
 }
+
+/// Two capacity searches (`lab --experiment capacity`) compare by their brackets: a drop is
+/// significant only when the brackets do not overlap, `capacity>-5%` fails (1) when even the
+/// candidate's best reading is below the limit, and cannot be decided (3) when the brackets
+/// straddle it, never a pass.
+#[test]
+fn capacity_results_compare_by_their_brackets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lab = |name: &str, ending: serde_json::Value| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        let report = serde_json::json!({ "capacity": { "ending": ending } });
+        std::fs::write(dir.join("report.json"), report.to_string()).unwrap();
+        dir
+    };
+    let found =
+        |c: f64, f: f64| serde_json::json!({"kind": "found", "capacity_rps": c, "fails_at_rps": f});
+    let base = lab("base", found(41_800.0, 44_000.0));
+    let drop = lab("drop", found(37_100.0, 38_900.0));
+    let same = lab("same", found(42_000.0, 44_100.0));
+    let above = lab(
+        "above",
+        serde_json::json!({"kind": "generator", "above_rps": 40_000.0, "at_rps": 42_000.0}),
+    );
+    let compare = |cand: &std::path::Path, threshold: &str| {
+        let out = webscope()
+            .arg("compare")
+            .arg(&base)
+            .arg(cand)
+            .args(["--threshold", threshold])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, said) = compare(&drop, "capacity>-5%");
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("capacity 41800 → 37100 req/s (−11.2 %, brackets do not overlap)"),
+        "{said}"
+    );
+    let (code, said) = compare(&same, "capacity>-5%");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("brackets overlap: no significant change"),
+        "{said}"
+    );
+    let (code, said) = compare(&above, "capacity>-5%");
+    assert_eq!(code, Some(3), "{said}");
+    assert!(said.contains("above 40000"), "{said}");
+    let out = webscope()
+        .arg("compare")
+        .arg(&base)
+        .arg(&drop)
+        .args(["--threshold", "capacity<5%"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("capacity is a floor"));
+}

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use webscope_lab::capacity::compare as capacity;
 use webscope_lab::compare::table::{table, Layout};
 use webscope_lab::compare::{self, input, Comparison, Threshold};
 
@@ -16,8 +17,12 @@ EXAMPLES:
     webscope compare base/clients/clients-010 new/clients/clients-010 --json diff.json
     webscope compare base/ new/                           # directories of webscope load --json results (+ .hlog)
     webscope compare before/ after/ --html diff.html      # the distributions overlaid, and their difference
+    webscope compare before/ after/ --threshold 'capacity>-5%'   # two capacity searches, by their brackets
 
-Metrics: goodput, rps, error_pct, p50, p90, p99, p999, cpu_us (server CPU per request).
+Metrics: goodput, rps, error_pct, p50, p90, p99, p999, cpu_us (server CPU per request), and
+capacity (two labs' capacity searches: a change is significant when their brackets do not
+overlap; capacity>-5% passes when even the least favourable reading is within it, fails when
+even the most favourable is beyond it, and cannot be decided otherwise).
 A side is a lab report, a lab run directory, a load --json file, or a directory of load --json
 files (the repeated runs of one configuration).
 Significance: an exact rank test over the runs (Mann-Whitney, p < 0.05), which needs 4 or more
@@ -53,12 +58,55 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let thresholds = match &args.threshold {
-        Some(t) => Threshold::parse_list(t).map_err(anyhow::Error::msg)?,
-        None => Vec::new(),
+    // `capacity>-5%` is judged on the capacity searches' brackets; the rest on the runs.
+    let (capacity_limits, others): (Vec<&str>, Vec<&str>) = args
+        .threshold
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .partition(|t| t.starts_with("capacity"));
+    let thresholds = Threshold::parse_list(&others.join(",")).map_err(anyhow::Error::msg)?;
+    let capacity_limits = capacity_limits
+        .iter()
+        .map(|t| capacity::parse_threshold(t).map(|least| (t.to_string(), least)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("--threshold {e}"))?;
+    let (mut crossed, mut undecided) = (Vec::new(), Vec::new());
+    let capacities = (capacity_of(&args.baseline), capacity_of(&args.candidate));
+    if let (Some(base), Some(cand)) = capacities {
+        println!("{}", capacity::sentence(&base, &cand));
+        for (text, least) in &capacity_limits {
+            let decision = capacity::decide(&base, &cand, *least);
+            let said = match decision {
+                capacity::Decision::Pass => "within",
+                capacity::Decision::Fail => "CROSSED",
+                capacity::Decision::CannotDecide => {
+                    "CANNOT BE DECIDED (the brackets overlap the limit)"
+                }
+            };
+            println!("  {text}: {said}");
+            match decision {
+                capacity::Decision::Pass => {}
+                capacity::Decision::Fail => crossed.push(format!("{text}: {said}")),
+                capacity::Decision::CannotDecide => undecided.push(format!("{text}: {said}")),
+            }
+        }
+    } else if let Some(text) = capacity_limits.first().map(|(t, _)| t) {
+        undecided.push(format!(
+            "{text}: no capacity search on both sides (lab --experiment capacity)"
+        ));
+    }
+    let both_capacities = capacities.0.is_some() && capacities.1.is_some();
+    let sides =
+        input::side(&args.baseline).and_then(|base| Ok((base, input::side(&args.candidate)?)));
+    let (base, cand) = match sides {
+        Ok(sides) => sides,
+        // Two capacity searches and nothing else to set side by side: the brackets said it.
+        Err(_) if both_capacities => return verdict(&crossed, &undecided),
+        Err(e) => return Err(e),
     };
-    let base = input::side(&args.baseline)?;
-    let cand = input::side(&args.candidate)?;
     let mut comparisons = Vec::new();
     let mut pairs = Vec::new();
     for (scope, runs) in &base {
@@ -68,6 +116,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         comparisons.push(compare::compare(scope, runs, other));
         pairs.push((runs.as_slice(), other.as_slice()));
     }
+    if comparisons.is_empty() && both_capacities {
+        return verdict(&crossed, &undecided);
+    }
     if comparisons.is_empty() {
         bail!(
             "nothing to compare: {} and {} share no point (compare a lab report with a lab report, a run with a run)",
@@ -75,7 +126,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.candidate.display()
         );
     }
-    let (mut crossed, mut undecided) = (Vec::new(), Vec::new());
     for c in &comparisons {
         println!(
             "{} ({} baseline run{}, {} candidate run{})",
@@ -125,7 +175,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         std::fs::write(path, compare::html::page(&title, &with_runs))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    // A crossed threshold is a definite failure; one that cannot be decided is never a pass.
+    verdict(&crossed, &undecided)
+}
+
+/// A lab report's capacity search, read as the bracket its ending puts the capacity in.
+fn capacity_of(path: &std::path::Path) -> Option<capacity::Bracket> {
+    let text = std::fs::read_to_string(path.join("report.json")).ok()?;
+    let report: serde_json::Value = serde_json::from_str(&text).ok()?;
+    capacity::Bracket::of(report.get("capacity")?)
+}
+
+/// The exit: a crossed threshold is a definite failure (1); one that cannot be decided is
+/// never a pass (3).
+fn verdict(crossed: &[String], undecided: &[String]) -> anyhow::Result<()> {
     if let Some(first) = crossed.first() {
         bail!(
             "{} threshold{} crossed: {first}",
