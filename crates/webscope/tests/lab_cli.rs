@@ -580,10 +580,13 @@ fn the_filesize_experiment_reads_the_fixed_cost_off_the_size_line() {
     assert_eq!(csv.lines().count(), 4, "header and three workloads: {csv}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
-    assert!(
-        report["filesize"]["per_kb_ms"].as_f64().unwrap() > 0.0,
-        "bigger files take longer: {report}"
-    );
+    // The line's intercept is the fixed cost per connection, and it is what the experiment
+    // reads. Its slope (the cost per KiB) is not asserted: A/4 .. A*4 differ by tens of
+    // microseconds per request, less than a 1-s run's noise here (with the machine busy it
+    // came out negative 3 runs in 3, on a quiet one positive), so its sign is not a fact.
+    let fixed = report["filesize"]["fixed_cost_ms"].as_f64().unwrap();
+    let per_kb = report["filesize"]["per_kb_ms"].as_f64().unwrap();
+    assert!(fixed > 0.0 && per_kb.is_finite(), "{report}");
     // Mean sizes grow with the scale (WebStone A/4, A, A*4).
     let sizes: Vec<f64> = csv
         .lines()
