@@ -633,3 +633,33 @@ fn quiet_prints_only_the_reports_path() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// Lengths and experiment names are refused before anything is said or written: no "report
+/// to ..." line, no report folder.
+#[test]
+fn bad_lengths_and_names_are_refused_up_front() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    for (args, code, said) in [
+        (&["--duration", "0s"][..], 2, "0s is zero"),
+        (&["--duration", "-3s"][..], 2, "-3s is negative"),
+        (
+            &["--experiment", "nope"][..],
+            1,
+            "unknown experiment \"nope\"",
+        ),
+    ] {
+        let run = webscope()
+            .arg("lab")
+            .args(args)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert!(!stderr.contains("report to"), "{args:?}: {stderr}");
+        assert!(!out.exists(), "{args:?}: a report folder was made");
+    }
+}

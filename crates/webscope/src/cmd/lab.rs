@@ -116,7 +116,7 @@ pub struct Args {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     clients: Option<Vec<usize>>,
     /// Length of each run [default: 15s, 3s with --quick; degradation: 5s, 1s with --quick].
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     duration: Option<Duration>,
     /// Keep connections alive (default: a connection per request, as WebStone's clients).
     #[arg(long)]
@@ -232,6 +232,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         capacity,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
+    // What cannot work is refused before the first line says where the report goes.
+    lab::setup::check(&options)?;
     if !options.quiet {
         eprintln!(
             "webscope lab: report to {} once the target passes its preflight (Ctrl-C stops and keeps what was measured)",
