@@ -19,12 +19,15 @@ use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+
+use crate::slots::{Slot, Slots};
 
 /// A client connection: a plain socket until something would block, then registered with
 /// the runtime.
@@ -76,12 +79,15 @@ impl Socket {
     }
 }
 
-/// Accepts one connection from a listener, as a plain non-blocking socket.
+/// Accepts one connection from a listener, as a plain non-blocking socket, with the slot it
+/// takes of `--max-connections` (taken once a connection waits, so an idle worker holds none).
 pub(crate) async fn accept(
     listener: &AsyncFd<std::net::TcpListener>,
-) -> io::Result<(Socket, SocketAddr)> {
+    slots: &Arc<Slots>,
+) -> io::Result<(Socket, SocketAddr, Slot)> {
     loop {
         let mut guard = listener.readable().await?;
+        let slot = slots.take().await;
         let result = guard.try_io(|inner| {
             let fd = inner.get_ref().as_raw_fd();
             // SAFETY: try_init hands accept4 a zeroed sockaddr_storage and its length.
@@ -108,7 +114,7 @@ pub(crate) async fn accept(
             Ok((Socket::Plain(stream), addr))
         });
         match result {
-            Ok(accepted) => return accepted,
+            Ok(accepted) => return accepted.map(|(socket, peer)| (socket, peer, slot)),
             Err(_would_block) => continue,
         }
     }

@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::dns::{self, DnsCache};
 use crate::files::Root;
 use crate::services::Services;
+use crate::slots::Slots;
 use crate::timing::{SharedStats, Timing};
 use crate::tls::Tls;
 
@@ -123,7 +124,8 @@ pub(crate) struct Start {
     pub stats: SharedStats,
     pub services: Option<Arc<Services>>,
     pub tls: Option<Arc<Tls>>,
-    pub max_connections: usize,
+    /// `--max-connections`, shared by all workers.
+    pub slots: Arc<Slots>,
     pub shutdown: watch::Receiver<bool>,
     /// Told once the worker runs (or why it could not start).
     pub ready: std::sync::mpsc::Sender<io::Result<()>>,
