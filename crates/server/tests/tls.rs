@@ -406,3 +406,42 @@ fn a_bad_certificate_or_key_is_one_line_naming_the_file() {
         assert!(err.contains(says) && !err.contains('\n'), "{err}");
     }
 }
+
+/// #28 §2: HTTP/2 clients that send the preface and a SETTINGS ack, then nothing (no PING
+/// answer, no close), fill every slot; the keep-alive timeout and the bound after GOAWAY free
+/// them, and a new client is served. Before, they held their slots forever.
+#[test]
+fn silent_http2_clients_are_cut_and_their_slots_serve_new_clients() {
+    const SLOTS: usize = 4;
+    let fx = start(|c| {
+        c.max_connections = SLOTS;
+        c.keepalive_timeout = Duration::from_secs(1);
+    });
+    runtime().block_on(async {
+        let mut silent = Vec::new();
+        for _ in 0..SLOTS {
+            let mut tls = fx.tls(b"h2").await;
+            let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+            hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]); // SETTINGS
+            hello.extend_from_slice(&[0, 0, 0, 4, 1, 0, 0, 0, 0]); // SETTINGS ack
+            tls.write_all(&hello).await.unwrap();
+            tls.flush().await.unwrap();
+            silent.push(tls);
+        }
+        let began = Instant::now();
+        let served = tokio::time::timeout(Duration::from_secs(8), async {
+            let h2 = fx.h2().await;
+            h2_get(&h2, "GET", "/hello.txt", &[]).await.0
+        })
+        .await;
+        let took = began.elapsed();
+        assert_eq!(served, Ok(200), "no slot freed after {took:?}");
+        assert!(took < Duration::from_secs(5), "served after {took:?}");
+        for mut tls in silent {
+            let mut rest = Vec::new();
+            let read =
+                tokio::time::timeout(Duration::from_secs(1), tls.read_to_end(&mut rest)).await;
+            assert!(read.is_ok(), "a silent client is still connected");
+        }
+    });
+}

@@ -13,12 +13,15 @@
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::SendStream;
 use http::{HeaderMap, Response, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Notify;
+use tokio::time::{sleep_until, Instant};
 use webscope_http::request::{Body, Method, Request, Version};
 
 use super::transport::Transport;
@@ -33,6 +36,10 @@ const MAX_STREAMS: u32 = 128;
 const WINDOW: u32 = 1 << 20;
 /// Bytes of a large file read per DATA batch.
 const FILE_CHUNK: u64 = 64 * 1024;
+/// How long a connection told GOAWAY, with no stream open, may take to close before it is
+/// closed: a well-behaved client answers the GOAWAY's PING within a round trip (nginx
+/// closes at once); one that does not would otherwise hold its slot forever.
+const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves HTTP/2 on an established TLS transport until the client or a rule ends it.
 pub(crate) async fn serve(
@@ -67,23 +74,36 @@ where
         return 0;
     };
     let peer = Rc::new(Peer::new(peer, worker));
-    let open = Rc::new(Cell::new(0usize));
+    let open = Rc::new(Open::default());
     let mut handshake = handshake;
     let mut served = 0u64;
-    let mut closing = false;
+    // Set once GOAWAY is sent: from then on the connection ends with its last stream.
+    let mut closing: Option<Instant> = None;
     loop {
-        let idle = open.get() == 0;
+        // Idle means no stream open, whatever else the client sends (PINGs, SETTINGS,
+        // WINDOW_UPDATEs do not keep a connection alive): the keep-alive timeout runs from
+        // the end of the last stream, and after GOAWAY the grace from the later of the two.
+        let idle = open.count.get() == 0;
+        let since = open.idle_since.get();
+        let deadline = match closing {
+            None => since + config.keepalive_timeout,
+            Some(goaway) => since.max(goaway) + GOAWAY_GRACE,
+        };
         let next = tokio::select! {
             biased;
             next = connection.accept() => next,
-            () = worker.shutdown_signal(), if !closing => {
+            () = worker.shutdown_signal(), if closing.is_none() => {
                 connection.graceful_shutdown();
-                closing = true;
+                closing = Some(Instant::now());
                 continue;
             }
-            () = tokio::time::sleep(config.keepalive_timeout), if idle && !closing => {
+            () = open.went_idle.notified(), if !idle => continue,
+            () = sleep_until(deadline), if idle => {
+                if closing.is_some() {
+                    break; // dropping the connection closes it
+                }
                 connection.graceful_shutdown();
-                closing = true;
+                closing = Some(Instant::now());
                 continue;
             }
         };
@@ -91,11 +111,11 @@ where
             break;
         };
         served += 1;
-        if served >= config.keepalive_requests && !closing {
+        if served >= config.keepalive_requests && closing.is_none() {
             connection.graceful_shutdown();
-            closing = true;
+            closing = Some(Instant::now());
         }
-        open.set(open.get() + 1);
+        open.count.set(open.count.get() + 1);
         let stream = Stream {
             worker: Rc::clone(worker),
             peer: Rc::clone(&peer),
@@ -107,17 +127,39 @@ where
     served
 }
 
+/// A connection's open streams, and when the last one ended.
+struct Open {
+    count: Cell<usize>,
+    idle_since: Cell<Instant>,
+    went_idle: Notify,
+}
+
+impl Default for Open {
+    fn default() -> Open {
+        Open {
+            count: Cell::new(0),
+            idle_since: Cell::new(Instant::now()),
+            went_idle: Notify::new(),
+        }
+    }
+}
+
 /// One stream's request and what it needs from its connection.
 struct Stream {
     worker: Rc<Worker>,
     peer: Rc<Peer>,
     handshake: u64,
-    open: Rc<Cell<usize>>,
+    open: Rc<Open>,
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        self.open.set(self.open.get() - 1);
+        let left = self.open.count.get() - 1;
+        self.open.count.set(left);
+        if left == 0 {
+            self.open.idle_since.set(Instant::now());
+            self.open.went_idle.notify_waiters();
+        }
     }
 }
 
