@@ -205,48 +205,55 @@ impl Stream {
         let mut scratch = Scratch::default();
         let reply = exchange::reply(&worker, &req, terms, (&mut out, &mut scratch)).await;
         exchange.answered(&worker, &self.peer, &req, "HTTP/2.0", &reply);
-        exchange.sent_bytes = send(respond, out, reply).await.unwrap_or(0);
+        let promised = reply.body_bytes;
+        // Lowered as the body goes: a stream reset, a connection gone or the shutdown
+        // timeout leaves it at the bytes that did not go, which the log line then says.
+        exchange.unsent = promised;
+        let _ = send(respond, out, reply, &mut exchange.unsent).await;
+        exchange.sent_bytes = promised - exchange.unsent.min(promised);
         exchange.done(timing);
     }
 }
 
-/// The HTTP/2 response from the HTTP/1.1 head `respond` wrote, then the body. Returns the body
-/// bytes sent (HPACK-encoded heads and frame headers are h2's and not counted).
+/// The HTTP/2 response from the HTTP/1.1 head `respond` wrote, then the body; `left` (the
+/// body's length on entry) is lowered by the body bytes handed to h2 as they go
+/// (HPACK-encoded heads and frame headers are h2's and not counted).
 async fn send(
     mut respond: SendResponse<Bytes>,
     out: Vec<u8>,
     reply: Reply,
-) -> Result<u64, h2::Error> {
+    left: &mut u64,
+) -> Result<(), h2::Error> {
     let Some((response, head_len)) = translate(&out) else {
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
-        return Ok(0);
+        return Ok(());
     };
     let inline = out.len() - head_len;
     let has_tail = !matches!(reply.tail, Tail::None);
     let empty = inline == 0 && !has_tail;
     let mut stream = respond.send_response(response, empty)?;
     if empty {
-        return Ok(0);
+        return Ok(());
     }
-    let mut sent = 0;
     if inline > 0 {
         let mut out = out;
         let body = Bytes::from(out.split_off(head_len));
-        sent += body.len() as u64;
+        let len = body.len() as u64;
         send_data(&mut stream, body, !has_tail).await?;
+        *left -= len.min(*left);
     }
-    sent += match reply.tail {
-        Tail::None => 0,
+    match reply.tail {
+        Tail::None => {}
         Tail::Sendfile(file, offset, len) | Tail::Read(file, offset, len) => {
-            send_file(&mut stream, &file, offset, len).await?
+            send_file(&mut stream, &file, offset, len, left).await?;
         }
         Tail::Mapped(map, offset, len) => {
             let range = offset as usize..(offset + len) as usize;
             send_data(&mut stream, Bytes::copy_from_slice(&map[range]), true).await?;
-            len
+            *left -= len.min(*left);
         }
-    };
-    Ok(sent)
+    }
+    Ok(())
 }
 
 /// Reads an HTTP/1.1 response head into an HTTP/2 response; returns it and the head's length.
@@ -275,14 +282,15 @@ fn translate(out: &[u8]) -> Option<(Response<()>, usize)> {
     Some((response, len))
 }
 
-/// Sends `len` bytes of a file from `offset` in chunks; returns the bytes sent (fewer if the
-/// file shrank, in which case the stream is reset: the promised length cannot be kept).
+/// Sends `len` bytes of a file from `offset` in chunks, taking each from `left` once sent (if
+/// the file shrank, the stream is reset: the promised length cannot be kept).
 async fn send_file(
     stream: &mut SendStream<Bytes>,
     file: &std::fs::File,
     offset: u64,
     len: u64,
-) -> Result<u64, h2::Error> {
+    left: &mut u64,
+) -> Result<(), h2::Error> {
     let mut sent = 0;
     while sent < len {
         let chunk = (len - sent).min(FILE_CHUNK);
@@ -291,12 +299,13 @@ async fn send_file(
         let n = read_at(file, offset + sent, chunk, &mut buf).unwrap_or_default();
         if n < chunk {
             stream.send_reset(h2::Reason::INTERNAL_ERROR);
-            return Ok(sent + n);
+            return Ok(());
         }
         sent += n;
         send_data(stream, Bytes::from(buf), sent == len).await?;
+        *left -= n.min(*left);
     }
-    Ok(sent)
+    Ok(())
 }
 
 /// Sends `data` as the peer's flow-control window allows.

@@ -442,9 +442,11 @@ impl Engine {
 
     /// The connection in `slot` has nothing in flight: close its descriptor and free it.
     fn finish(&mut self, slot: usize) {
-        let Some(conn) = self.conns[slot].take() else {
+        let Some(mut conn) = self.conns[slot].take() else {
             return;
         };
+        // A response cut short is logged with the bytes it got.
+        conn.account_tail();
         self.cx
             .worker
             .timing
