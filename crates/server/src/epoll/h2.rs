@@ -34,8 +34,13 @@ use crate::worker::Worker;
 const MAX_STREAMS: u32 = 128;
 /// Our receive windows: requests are small, but uploads to be discarded should not stall.
 const WINDOW: u32 = 1 << 20;
-/// Bytes of a large file read per DATA batch.
+/// Bytes of a large file read per DATA batch (at most: a batch is read only once the peer's
+/// window and h2's send buffer have room for it, so nothing is read ahead).
 const FILE_CHUNK: u64 = 64 * 1024;
+/// Bytes h2 may hold unsent per stream (its default is 400 KiB): what a client that opens
+/// its windows wide and reads nothing can make a connection hold is MAX_STREAMS times this
+/// (8 MiB), not its files.
+const SEND_BUFFER: usize = 64 * 1024;
 /// How long a connection told GOAWAY, with no stream open, may take to close before it is
 /// closed: a well-behaved client answers the GOAWAY's PING within a round trip (nginx
 /// closes at once); one that does not would otherwise hold its slot forever.
@@ -68,7 +73,8 @@ where
     builder
         .max_concurrent_streams(MAX_STREAMS)
         .initial_window_size(WINDOW)
-        .initial_connection_window_size(WINDOW);
+        .initial_connection_window_size(WINDOW)
+        .max_send_buffer_size(SEND_BUFFER);
     let start = tokio::time::timeout(config.header_timeout, builder.handshake::<_, Bytes>(io));
     let Ok(Ok(mut connection)) = start.await else {
         return 0;
@@ -98,6 +104,16 @@ where
                 continue;
             }
             () = open.went_idle.notified(), if !idle => continue,
+            () = open.began_waiting.notified(), if !idle && open.waiting.get() == 0 => continue,
+            // The send timeout, as HTTP/1.1 has it: a stream waiting to send that has seen no
+            // progress (capacity granted: the client read, or opened its window) for that long
+            // ends the connection, and what h2 holds for it is freed.
+            () = sleep_until(open.progress.get() + config.send_timeout), if open.waiting.get() > 0 => {
+                if open.progress.get() + config.send_timeout <= Instant::now() {
+                    break;
+                }
+                continue;
+            }
             () = sleep_until(deadline), if idle => {
                 if closing.is_some() {
                     break; // dropping the connection closes it
@@ -127,11 +143,15 @@ where
     served
 }
 
-/// A connection's open streams, and when the last one ended.
+/// A connection's open streams, when the last one ended, and its streams waiting to send.
 struct Open {
     count: Cell<usize>,
     idle_since: Cell<Instant>,
     went_idle: Notify,
+    /// Streams waiting for capacity to send, and when one last got some.
+    waiting: Cell<usize>,
+    progress: Cell<Instant>,
+    began_waiting: Notify,
 }
 
 impl Default for Open {
@@ -140,7 +160,32 @@ impl Default for Open {
             count: Cell::new(0),
             idle_since: Cell::new(Instant::now()),
             went_idle: Notify::new(),
+            waiting: Cell::new(0),
+            progress: Cell::new(Instant::now()),
+            began_waiting: Notify::new(),
         }
+    }
+}
+
+/// A stream waiting for capacity, counted in [`Open::waiting`] until dropped.
+struct Waiting<'a>(&'a Open);
+
+impl<'a> Waiting<'a> {
+    fn new(open: &'a Open) -> Waiting<'a> {
+        let before = open.waiting.get();
+        open.waiting.set(before + 1);
+        if before == 0 {
+            // The send timeout runs from now, not from the last progress of an earlier wait.
+            open.progress.set(Instant::now());
+            open.began_waiting.notify_waiters();
+        }
+        Waiting(open)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.set(self.0.waiting.get() - 1);
     }
 }
 
@@ -209,7 +254,7 @@ impl Stream {
         // Lowered as the body goes: a stream reset, a connection gone or the shutdown
         // timeout leaves it at the bytes that did not go, which the log line then says.
         exchange.unsent = promised;
-        let _ = send(respond, out, reply, &mut exchange.unsent).await;
+        let _ = send(respond, out, reply, &mut exchange.unsent, &self.open).await;
         exchange.sent_bytes = promised - exchange.unsent.min(promised);
         exchange.done(timing);
     }
@@ -223,6 +268,7 @@ async fn send(
     out: Vec<u8>,
     reply: Reply,
     left: &mut u64,
+    open: &Open,
 ) -> Result<(), h2::Error> {
     let Some((response, head_len)) = translate(&out) else {
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
@@ -239,17 +285,17 @@ async fn send(
         let mut out = out;
         let body = Bytes::from(out.split_off(head_len));
         let len = body.len() as u64;
-        send_data(&mut stream, body, !has_tail).await?;
+        send_data(&mut stream, body, !has_tail, open).await?;
         *left -= len.min(*left);
     }
     match reply.tail {
         Tail::None => {}
         Tail::Sendfile(file, offset, len) | Tail::Read(file, offset, len) => {
-            send_file(&mut stream, &file, offset, len, left).await?;
+            send_file(&mut stream, &file, (offset, len), left, open).await?;
         }
         Tail::Mapped(map, offset, len) => {
             let range = offset as usize..(offset + len) as usize;
-            send_data(&mut stream, Bytes::copy_from_slice(&map[range]), true).await?;
+            send_data(&mut stream, Bytes::copy_from_slice(&map[range]), true, open).await?;
             *left -= len.min(*left);
         }
     }
@@ -282,18 +328,20 @@ fn translate(out: &[u8]) -> Option<(Response<()>, usize)> {
     Some((response, len))
 }
 
-/// Sends `len` bytes of a file from `offset` in chunks, taking each from `left` once sent (if
-/// the file shrank, the stream is reset: the promised length cannot be kept).
+/// Sends `len` bytes of a file from `offset`, each chunk read only once h2 has room for it,
+/// taking each from `left` once sent (if the file shrank, the stream is reset: the promised
+/// length cannot be kept).
 async fn send_file(
     stream: &mut SendStream<Bytes>,
     file: &std::fs::File,
-    offset: u64,
-    len: u64,
+    (offset, len): (u64, u64),
     left: &mut u64,
+    open: &Open,
 ) -> Result<(), h2::Error> {
     let mut sent = 0;
     while sent < len {
-        let chunk = (len - sent).min(FILE_CHUNK);
+        let want = (len - sent).min(FILE_CHUNK);
+        let chunk = capacity(stream, want as usize, open).await? as u64;
         let mut buf = Vec::with_capacity(chunk as usize);
         // A read error is a file cut short: the stream is reset below.
         let n = read_at(file, offset + sent, chunk, &mut buf).unwrap_or_default();
@@ -302,7 +350,7 @@ async fn send_file(
             return Ok(());
         }
         sent += n;
-        send_data(stream, Bytes::from(buf), sent == len).await?;
+        stream.send_data(Bytes::from(buf), sent == len)?;
         *left -= n.min(*left);
     }
     Ok(())
@@ -313,21 +361,36 @@ async fn send_data(
     stream: &mut SendStream<Bytes>,
     mut data: Bytes,
     end: bool,
+    open: &Open,
 ) -> Result<(), h2::Error> {
     while !data.is_empty() {
-        stream.reserve_capacity(data.len());
-        let granted = std::future::poll_fn(|cx| stream.poll_capacity(cx)).await;
-        let granted = match granted {
-            Some(Ok(n)) => n,
-            Some(Err(err)) => return Err(err),
-            // The stream was closed by the peer.
-            None => return Err(h2::Error::from(h2::Reason::CANCEL)),
-        };
-        if granted == 0 {
-            continue;
-        }
-        let part = data.split_to(granted.min(data.len()));
+        let granted = capacity(stream, data.len(), open).await?;
+        let part = data.split_to(granted);
         stream.send_data(part, end && data.is_empty())?;
     }
     Ok(())
+}
+
+/// Waits until h2 grants the stream capacity to send (up to `want` bytes; at least one):
+/// the peer's windows and h2's send buffer have room. The wait counts in [`Open::waiting`],
+/// and a grant is the progress the send timeout looks for.
+async fn capacity(
+    stream: &mut SendStream<Bytes>,
+    want: usize,
+    open: &Open,
+) -> Result<usize, h2::Error> {
+    stream.reserve_capacity(want);
+    let _waiting = Waiting::new(open);
+    loop {
+        match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
+            Some(Ok(0)) => continue,
+            Some(Ok(n)) => {
+                open.progress.set(Instant::now());
+                return Ok(n.min(want));
+            }
+            Some(Err(err)) => return Err(err),
+            // The stream was closed by the peer.
+            None => return Err(h2::Error::from(h2::Reason::CANCEL)),
+        }
+    }
 }
