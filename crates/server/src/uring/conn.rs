@@ -498,9 +498,8 @@ impl Conn {
         }
     }
 
-    /// Tells the pending exchange how much of its tail was not written (the access log's
-    /// bytes), when the tail ends or the connection is cut. A READ's chunk counts as written
-    /// once its SEND completed.
+    /// Tells the pending exchange how much of its tail was not written (the log's bytes), when
+    /// the tail ends or the connection is cut; a READ's chunk counts once its SEND completed.
     pub(super) fn account_tail(&mut self) {
         let (Some(t), Some(exchange)) = (&self.tail, &mut self.pending) else {
             return;
