@@ -380,6 +380,11 @@ async fn capacity(
     open: &Open,
 ) -> Result<usize, h2::Error> {
     stream.reserve_capacity(want);
+    // poll_capacity reports increases only: capacity granted before and not used is here.
+    let granted = stream.capacity();
+    if granted > 0 {
+        return Ok(granted.min(want));
+    }
     let _waiting = Waiting::new(open);
     loop {
         match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
