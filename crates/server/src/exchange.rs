@@ -14,8 +14,8 @@ use std::net::SocketAddr;
 use tokio::sync::oneshot;
 use webscope_http::request::{Body, Method, Request};
 
-use crate::access_log::{Entry, RequestLine};
-use crate::respond::{self, ConnHeader, Reply, Scratch, Site};
+use crate::access_log::{Deferred, Entry, RequestLine};
+use crate::respond::{self, ConnHeader, Reply, Scratch, Site, Tail};
 use crate::services::{Refusal, Services};
 use crate::timing::{Sample, Timing};
 use crate::worker::Worker;
@@ -77,6 +77,21 @@ pub(crate) struct Exchange {
     pub sent_bytes: u64,
     /// The TLS handshake's nanoseconds, with a connection's first request only (else 0).
     tls: u64,
+    /// Body bytes not (yet) written. The engine keeps it current while the body goes, so
+    /// that an exchange dropped with its connection (a client gone, the shutdown timeout)
+    /// still logs the bytes that went.
+    pub unsent: u64,
+    /// The log line of a response with a large body, written with the bytes actually sent
+    /// when the exchange ends (done, or dropped with its connection).
+    deferred: Option<Deferred>,
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        if let Some(deferred) = &mut self.deferred {
+            deferred.unsent = self.unsent;
+        }
+    }
 }
 
 impl Exchange {
@@ -92,6 +107,8 @@ impl Exchange {
             body_bytes: 0,
             sent_bytes: 0,
             tls,
+            unsent: 0,
+            deferred: None,
         }
     }
 
@@ -104,9 +121,19 @@ impl Exchange {
         version: &str,
         reply: &Reply,
     ) {
+        // A body in the output buffer leaves with the head; a large one (the tail) is sent
+        // after, and may be cut: its line waits for the count.
+        let defer = !matches!(reply.tail, Tail::None) && worker.log_enabled();
+        let mut deferred = None;
         self.log(worker, reply, || {
-            log_request(worker, peer, req, version, reply)
+            let entry = request_entry(peer, req, version, reply);
+            if defer {
+                deferred = Some(worker.log_deferred(entry));
+            } else if worker.log_enabled() {
+                worker.log(entry);
+            }
         });
+        self.deferred = deferred;
     }
 
     /// The refusal of a request that could not be parsed (or timed out) is written: logs it
@@ -187,12 +214,14 @@ pub(crate) fn refusal(worker: &Worker, status: u16, out: &mut Vec<u8>) -> Reply 
     respond::error(out, status, ConnHeader::Close, false, &[], strings)
 }
 
-/// Logs an answered request.
-fn log_request(worker: &Worker, peer: &Peer, req: &Request<'_>, version: &str, reply: &Reply) {
-    if !worker.log_enabled() {
-        return;
-    }
-    worker.log(Entry {
+/// The log entry of an answered request.
+fn request_entry<'a>(
+    peer: &'a Peer,
+    req: &'a Request<'_>,
+    version: &'a str,
+    reply: &Reply,
+) -> Entry<'a> {
+    Entry {
         peer: peer.addr.ip(),
         peer_text: &peer.text,
         host: None,
@@ -205,7 +234,7 @@ fn log_request(worker: &Worker, peer: &Peer, req: &Request<'_>, version: &str, r
         body_bytes: reply.body_bytes,
         referer: req.referer,
         user_agent: req.user_agent,
-    });
+    }
 }
 
 /// Logs a refused request; its first line (at most 1 KiB of `pending`) is the request field.

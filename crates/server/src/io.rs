@@ -19,12 +19,15 @@ use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+
+use crate::slots::{Slot, Slots};
 
 /// A client connection: a plain socket until something would block, then registered with
 /// the runtime.
@@ -76,12 +79,15 @@ impl Socket {
     }
 }
 
-/// Accepts one connection from a listener, as a plain non-blocking socket.
+/// Accepts one connection from a listener, as a plain non-blocking socket, with the slot it
+/// takes of `--max-connections` (taken once a connection waits, so an idle worker holds none).
 pub(crate) async fn accept(
     listener: &AsyncFd<std::net::TcpListener>,
-) -> io::Result<(Socket, SocketAddr)> {
+    slots: &Arc<Slots>,
+) -> io::Result<(Socket, SocketAddr, Slot)> {
     loop {
         let mut guard = listener.readable().await?;
+        let slot = slots.take().await;
         let result = guard.try_io(|inner| {
             let fd = inner.get_ref().as_raw_fd();
             // SAFETY: try_init hands accept4 a zeroed sockaddr_storage and its length.
@@ -108,7 +114,7 @@ pub(crate) async fn accept(
             Ok((Socket::Plain(stream), addr))
         });
         match result {
-            Ok(accepted) => return accepted,
+            Ok(accepted) => return accepted.map(|(socket, peer)| (socket, peer, slot)),
             Err(_would_block) => continue,
         }
     }
@@ -244,50 +250,50 @@ pub(crate) fn sendfile(out: RawFd, file: &File, offset: u64, len: u64) -> io::Re
 
 /// Sends `len` bytes of `file` from `offset`. Returns the bytes sent, fewer than `len` only if
 /// the file shrank meanwhile.
+/// Sends the last `*left` bytes of `file` before `end`, lowering `*left` as they go, so that
+/// the caller knows how far it got however it ends (the access log's bytes: the future may be
+/// dropped at the shutdown timeout). It stops with bytes left only if the file shrank.
 pub(crate) async fn sendfile_all(
     socket: &mut Socket,
     file: &File,
-    mut offset: u64,
-    len: u64,
+    end: u64,
+    left: &mut u64,
     timeout: Duration,
-) -> io::Result<u64> {
-    let end = offset + len;
+) -> io::Result<()> {
     if let Socket::Plain(plain) = socket {
-        while offset < end {
-            match sendfile(plain.as_raw_fd(), file, offset, end - offset) {
-                Ok(0) => return Ok(len - (end - offset)),
-                Ok(n) => offset += n,
+        while *left > 0 {
+            match sendfile(plain.as_raw_fd(), file, end - *left, *left) {
+                Ok(0) => return Ok(()),
+                Ok(n) => *left -= n,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
                 Err(err) => return Err(err),
             }
         }
-        if offset == end {
-            return Ok(len);
+        if *left == 0 {
+            return Ok(());
         }
     }
     let stream = socket.registered()?;
-    let sent = sendfile_stream(stream, file, offset, end - offset, timeout).await?;
-    Ok(len - (end - offset) + sent)
+    sendfile_stream(stream, file, end, left, timeout).await
 }
 
-/// Sends `len` bytes of `file` from `offset` on a registered stream (plain TCP, or a kTLS
-/// socket, where the kernel encrypts what sendfile hands it). Returns the bytes sent.
+/// Sends the last `*left` bytes of `file` before `end` on a registered stream (plain TCP, or a
+/// kTLS socket, where the kernel encrypts what sendfile hands it), lowering `*left` as they go.
 pub(crate) async fn sendfile_stream(
     stream: &TcpStream,
     file: &File,
-    mut offset: u64,
-    len: u64,
+    end: u64,
+    left: &mut u64,
     timeout: Duration,
-) -> io::Result<u64> {
-    let end = offset + len;
-    while offset < end {
+) -> io::Result<()> {
+    while *left > 0 {
         let result = stream.try_io(Interest::WRITABLE, || {
-            sendfile(stream.as_raw_fd(), file, offset, end - offset)
+            sendfile(stream.as_raw_fd(), file, end - *left, *left)
         });
         match result {
             Ok(0) => break, // the file is shorter than it was when the head was sent
-            Ok(n) => offset += n,
+            Ok(n) => *left -= n,
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
                 wait_writable(stream, timeout).await?;
             }
@@ -295,7 +301,7 @@ pub(crate) async fn sendfile_stream(
             Err(err) => return Err(err),
         }
     }
-    Ok(len - (end - offset))
+    Ok(())
 }
 
 async fn wait_writable(stream: &TcpStream, timeout: Duration) -> io::Result<()> {

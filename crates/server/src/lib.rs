@@ -58,6 +58,7 @@ mod range;
 mod respond;
 mod server;
 pub mod services;
+mod slots;
 mod techniques;
 mod timing;
 mod tls;

@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::files::Root;
 use crate::metrics::Info;
 use crate::services::{ServiceFigures, Services};
+use crate::slots::Slots;
 use crate::timing::{self, SharedStats, Stats};
 use crate::tls::{KtlsState, Tls};
 use crate::{epoll, listener, worker};
@@ -170,7 +171,7 @@ impl Server {
             None
         };
         let (ready_tx, ready_rx) = mpsc::channel();
-        let per_worker = self.config.max_connections / self.config.workers;
+        let slots = Arc::new(Slots::new(self.config.max_connections));
         let mut workers = Vec::new();
         let stats: Vec<SharedStats> = (0..self.listeners.len())
             .map(|_| SharedStats::default())
@@ -189,7 +190,7 @@ impl Server {
                 stats: Arc::clone(&stats[id]),
                 services: services.clone(),
                 tls: self.tls.as_ref().map(|(tls, _)| Arc::clone(tls)),
-                max_connections: per_worker,
+                slots: Arc::clone(&slots),
                 shutdown: stop_rx.clone(),
                 ready: ready_tx.clone(),
             };

@@ -9,17 +9,19 @@
 
 use std::cell::{Cell, RefCell};
 use std::io;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 
-use crate::access_log::{Entry, LogBuffer, Mode};
+use crate::access_log::{Deferred, Entry, LogBuffer, Mode};
 use crate::cache::Caches;
 use crate::config::Config;
 use crate::dns::{self, DnsCache};
 use crate::files::Root;
 use crate::services::Services;
+use crate::slots::Slots;
 use crate::timing::{SharedStats, Timing};
 use crate::tls::Tls;
 
@@ -28,7 +30,7 @@ pub(crate) struct Worker {
     pub config: Arc<Config>,
     pub root: Arc<Root>,
     pub caches: RefCell<Caches>,
-    log: RefCell<LogBuffer>,
+    log: Rc<RefCell<LogBuffer>>,
     dns: Option<Arc<DnsCache>>,
     pub timing: Timing,
     pub services: Option<Arc<Services>>,
@@ -51,7 +53,10 @@ impl Worker {
                 config.file_cache_entries,
                 config.sendfile_threshold,
             )),
-            log: RefCell::new(LogBuffer::new(log, config.techniques.string_cache)),
+            log: Rc::new(RefCell::new(LogBuffer::new(
+                log,
+                config.techniques.string_cache,
+            ))),
             dns: start.dns.clone(),
             timing: Timing::new(config.timing, stats),
             services: start.services.clone(),
@@ -97,19 +102,27 @@ impl Worker {
     /// Logs one request; with host-name logging, looks the client's name up first (from the
     /// dns-cache, or blocking on the resolver without it).
     pub(crate) fn log(&self, entry: Entry<'_>) {
+        self.with_host(entry, |entry| self.log.borrow_mut().log(entry));
+    }
+
+    /// As [`Worker::log`], but the line waits for its bytes field until the returned
+    /// [`Deferred`] drops (a large body: its bytes are known once it is sent or cut).
+    pub(crate) fn log_deferred(&self, entry: Entry<'_>) -> Deferred {
+        self.with_host(entry, |entry| LogBuffer::defer(&self.log, entry))
+    }
+
+    fn with_host<R>(&self, entry: Entry<'_>, then: impl FnOnce(&Entry<'_>) -> R) -> R {
         if !self.config.hostname_lookups {
-            self.log.borrow_mut().log(&entry);
-            return;
+            return then(&entry);
         }
         let name: Option<Arc<str>> = match &self.dns {
             Some(cache) => cache.get(entry.peer),
             None => Some(dns::lookup(entry.peer).into()),
         };
-        let entry = Entry {
+        then(&Entry {
             host: name.as_deref(),
             ..entry
-        };
-        self.log.borrow_mut().log(&entry);
+        })
     }
 }
 
@@ -123,7 +136,8 @@ pub(crate) struct Start {
     pub stats: SharedStats,
     pub services: Option<Arc<Services>>,
     pub tls: Option<Arc<Tls>>,
-    pub max_connections: usize,
+    /// `--max-connections`, shared by all workers.
+    pub slots: Arc<Slots>,
     pub shutdown: watch::Receiver<bool>,
     /// Told once the worker runs (or why it could not start).
     pub ready: std::sync::mpsc::Sender<io::Result<()>>,

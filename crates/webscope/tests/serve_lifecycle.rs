@@ -224,3 +224,56 @@ fn the_access_log_goes_to_stdout_with_dash() {
     );
     assert!(stdout[2].contains("\"BAD\" 400 "), "{}", stdout[2]);
 }
+
+/// #28 §4: the log's bytes field is the body bytes written, not the file's length: a client
+/// that reads 1 MB of a 10 MiB file and closes, and one that stops reading and is cut by the
+/// shutdown timeout, by sendfile and by the buffered way (`--disable sendfile,mmap`). Before,
+/// both were logged 10485760.
+#[test]
+fn the_access_log_counts_the_body_bytes_written_not_promised() {
+    const BIG: u64 = 10 << 20;
+    for disable in [&[][..], &["--disable", "sendfile,mmap"][..]] {
+        let site = Site::new();
+        std::fs::File::create(site.root().join("big.bin"))
+            .unwrap()
+            .set_len(BIG)
+            .unwrap();
+        let logdir = tempfile::tempdir().unwrap();
+        let log = logdir.path().join("access.log");
+        let log_arg = log.to_str().unwrap().to_string();
+        let mut args = vec!["--access-log", &log_arg, "--shutdown-timeout", "1s"];
+        args.extend_from_slice(disable);
+        let server = Server::start(site.root(), &args);
+        let read_1mb = || {
+            let mut stream = server.connect();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            stream
+                .write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+            let mut got = vec![0u8; 1_000_000];
+            stream.read_exact(&mut got).unwrap();
+            stream
+        };
+        drop(read_1mb());
+        let stalled = read_1mb();
+        std::thread::sleep(Duration::from_millis(300));
+        let (status, _, _) = server.stop(Duration::from_secs(10));
+        assert!(status.success());
+        drop(stalled);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let bytes: Vec<u64> = text
+            .lines()
+            .filter_map(|line| line.split("/big.bin HTTP/1.1\" 200 ").nth(1))
+            .filter_map(|rest| rest.split(' ').next()?.parse().ok())
+            .collect();
+        assert_eq!(bytes.len(), 2, "{disable:?}: {text}");
+        for b in bytes {
+            assert!(
+                (900_000..BIG).contains(&b),
+                "{disable:?}: logged {b} for a client that read 1 MB: {text}"
+            );
+        }
+    }
+}

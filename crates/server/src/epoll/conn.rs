@@ -180,12 +180,15 @@ impl Conn {
                     .service_answered(&worker, req, input.len(), waiting, result)
             }
         };
-        let complete = self.send_tail(answer.tail).await?;
+        let mut exchange = answer.exchange;
+        // Kept current as the tail goes: the exchange logs it however it ends.
+        exchange.unsent = answer.tail.len();
+        let complete = self.send_tail(answer.tail, &mut exchange.unsent).await?;
         if !answer.pipelined {
             // Nothing pipelined behind it: send now, so the process phase includes sending.
             self.flush(false).await?;
         }
-        self.h1.sent(&worker.timing, answer.exchange, input.len());
+        self.h1.sent(&worker.timing, exchange, input.len());
         if !complete {
             return Ok(Some(End::Close));
         }
@@ -200,24 +203,25 @@ impl Conn {
         Ok(end)
     }
 
-    /// Sends a large body after its head. Returns false if the file turned out shorter than
-    /// promised (the connection must then close).
-    async fn send_tail(&mut self, tail: Tail) -> io::Result<bool> {
+    /// Sends a large body after its head; `unsent` (the tail's length on entry) is left at
+    /// the bytes not written, to the byte by sendfile, to the chunk by the other ways. Returns
+    /// false if the file turned out shorter than promised (the connection must then close).
+    async fn send_tail(&mut self, tail: Tail, unsent: &mut u64) -> io::Result<bool> {
         let timeout = self.worker.config.send_timeout;
         match tail {
             Tail::None => Ok(true),
             Tail::Sendfile(file, offset, len) => {
                 self.flush(true).await?;
-                let sent = self
-                    .socket
-                    .send_file(&file, offset, len, timeout, &mut self.file_chunk)
+                self.socket
+                    .send_file(&file, offset + len, unsent, timeout, &mut self.file_chunk)
                     .await?;
-                Ok(sent == len)
+                Ok(*unsent == 0)
             }
             Tail::Mapped(map, offset, len) => {
                 self.flush(true).await?;
                 let range = offset as usize..(offset + len) as usize;
                 self.socket.write_all(&map[range], false, timeout).await?;
+                *unsent = 0;
                 Ok(true)
             }
             Tail::Read(file, mut offset, len) => {
@@ -227,10 +231,11 @@ impl Conn {
                     let chunk = (end - offset).min(READ_CHUNK);
                     let n = read_at(&file, offset, chunk, &mut self.h1.output)?;
                     self.flush(false).await?;
+                    offset += n;
+                    *unsent = end - offset;
                     if n < chunk {
                         return Ok(false);
                     }
-                    offset += n;
                 }
                 Ok(true)
             }

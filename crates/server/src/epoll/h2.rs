@@ -13,12 +13,15 @@
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::SendStream;
 use http::{HeaderMap, Response, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Notify;
+use tokio::time::{sleep_until, Instant};
 use webscope_http::request::{Body, Method, Request, Version};
 
 use super::transport::Transport;
@@ -31,8 +34,17 @@ use crate::worker::Worker;
 const MAX_STREAMS: u32 = 128;
 /// Our receive windows: requests are small, but uploads to be discarded should not stall.
 const WINDOW: u32 = 1 << 20;
-/// Bytes of a large file read per DATA batch.
+/// Bytes of a large file read per DATA batch (at most: a batch is read only once the peer's
+/// window and h2's send buffer have room for it, so nothing is read ahead).
 const FILE_CHUNK: u64 = 64 * 1024;
+/// Bytes h2 may hold unsent per stream (its default is 400 KiB): what a client that opens
+/// its windows wide and reads nothing can make a connection hold is MAX_STREAMS times this
+/// (8 MiB), not its files.
+const SEND_BUFFER: usize = 64 * 1024;
+/// How long a connection told GOAWAY, with no stream open, may take to close before it is
+/// closed: a well-behaved client answers the GOAWAY's PING within a round trip (nginx
+/// closes at once); one that does not would otherwise hold its slot forever.
+const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves HTTP/2 on an established TLS transport until the client or a rule ends it.
 pub(crate) async fn serve(
@@ -61,29 +73,53 @@ where
     builder
         .max_concurrent_streams(MAX_STREAMS)
         .initial_window_size(WINDOW)
-        .initial_connection_window_size(WINDOW);
+        .initial_connection_window_size(WINDOW)
+        .max_send_buffer_size(SEND_BUFFER);
     let start = tokio::time::timeout(config.header_timeout, builder.handshake::<_, Bytes>(io));
     let Ok(Ok(mut connection)) = start.await else {
         return 0;
     };
     let peer = Rc::new(Peer::new(peer, worker));
-    let open = Rc::new(Cell::new(0usize));
+    let open = Rc::new(Open::default());
     let mut handshake = handshake;
     let mut served = 0u64;
-    let mut closing = false;
+    // Set once GOAWAY is sent: from then on the connection ends with its last stream.
+    let mut closing: Option<Instant> = None;
     loop {
-        let idle = open.get() == 0;
+        // Idle means no stream open, whatever else the client sends (PINGs, SETTINGS,
+        // WINDOW_UPDATEs do not keep a connection alive): the keep-alive timeout runs from
+        // the end of the last stream, and after GOAWAY the grace from the later of the two.
+        let idle = open.count.get() == 0;
+        let since = open.idle_since.get();
+        let deadline = match closing {
+            None => since + config.keepalive_timeout,
+            Some(goaway) => since.max(goaway) + GOAWAY_GRACE,
+        };
         let next = tokio::select! {
             biased;
             next = connection.accept() => next,
-            () = worker.shutdown_signal(), if !closing => {
+            () = worker.shutdown_signal(), if closing.is_none() => {
                 connection.graceful_shutdown();
-                closing = true;
+                closing = Some(Instant::now());
                 continue;
             }
-            () = tokio::time::sleep(config.keepalive_timeout), if idle && !closing => {
+            () = open.went_idle.notified(), if !idle => continue,
+            () = open.began_waiting.notified(), if !idle && open.waiting.get() == 0 => continue,
+            // The send timeout, as HTTP/1.1 has it: a stream waiting to send that has seen no
+            // progress (capacity granted: the client read, or opened its window) for that long
+            // ends the connection, and what h2 holds for it is freed.
+            () = sleep_until(open.progress.get() + config.send_timeout), if open.waiting.get() > 0 => {
+                if open.progress.get() + config.send_timeout <= Instant::now() {
+                    break;
+                }
+                continue;
+            }
+            () = sleep_until(deadline), if idle => {
+                if closing.is_some() {
+                    break; // dropping the connection closes it
+                }
                 connection.graceful_shutdown();
-                closing = true;
+                closing = Some(Instant::now());
                 continue;
             }
         };
@@ -91,11 +127,11 @@ where
             break;
         };
         served += 1;
-        if served >= config.keepalive_requests && !closing {
+        if served >= config.keepalive_requests && closing.is_none() {
             connection.graceful_shutdown();
-            closing = true;
+            closing = Some(Instant::now());
         }
-        open.set(open.get() + 1);
+        open.count.set(open.count.get() + 1);
         let stream = Stream {
             worker: Rc::clone(worker),
             peer: Rc::clone(&peer),
@@ -107,17 +143,68 @@ where
     served
 }
 
+/// A connection's open streams, when the last one ended, and its streams waiting to send.
+struct Open {
+    count: Cell<usize>,
+    idle_since: Cell<Instant>,
+    went_idle: Notify,
+    /// Streams waiting for capacity to send, and when one last got some.
+    waiting: Cell<usize>,
+    progress: Cell<Instant>,
+    began_waiting: Notify,
+}
+
+impl Default for Open {
+    fn default() -> Open {
+        Open {
+            count: Cell::new(0),
+            idle_since: Cell::new(Instant::now()),
+            went_idle: Notify::new(),
+            waiting: Cell::new(0),
+            progress: Cell::new(Instant::now()),
+            began_waiting: Notify::new(),
+        }
+    }
+}
+
+/// A stream waiting for capacity, counted in [`Open::waiting`] until dropped.
+struct Waiting<'a>(&'a Open);
+
+impl<'a> Waiting<'a> {
+    fn new(open: &'a Open) -> Waiting<'a> {
+        let before = open.waiting.get();
+        open.waiting.set(before + 1);
+        if before == 0 {
+            // The send timeout runs from now, not from the last progress of an earlier wait.
+            open.progress.set(Instant::now());
+            open.began_waiting.notify_waiters();
+        }
+        Waiting(open)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.set(self.0.waiting.get() - 1);
+    }
+}
+
 /// One stream's request and what it needs from its connection.
 struct Stream {
     worker: Rc<Worker>,
     peer: Rc<Peer>,
     handshake: u64,
-    open: Rc<Cell<usize>>,
+    open: Rc<Open>,
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        self.open.set(self.open.get() - 1);
+        let left = self.open.count.get() - 1;
+        self.open.count.set(left);
+        if left == 0 {
+            self.open.idle_since.set(Instant::now());
+            self.open.went_idle.notify_waiters();
+        }
     }
 }
 
@@ -163,48 +250,56 @@ impl Stream {
         let mut scratch = Scratch::default();
         let reply = exchange::reply(&worker, &req, terms, (&mut out, &mut scratch)).await;
         exchange.answered(&worker, &self.peer, &req, "HTTP/2.0", &reply);
-        exchange.sent_bytes = send(respond, out, reply).await.unwrap_or(0);
+        let promised = reply.body_bytes;
+        // Lowered as the body goes: a stream reset, a connection gone or the shutdown
+        // timeout leaves it at the bytes that did not go, which the log line then says.
+        exchange.unsent = promised;
+        let _ = send(respond, out, reply, &mut exchange.unsent, &self.open).await;
+        exchange.sent_bytes = promised - exchange.unsent.min(promised);
         exchange.done(timing);
     }
 }
 
-/// The HTTP/2 response from the HTTP/1.1 head `respond` wrote, then the body. Returns the body
-/// bytes sent (HPACK-encoded heads and frame headers are h2's and not counted).
+/// The HTTP/2 response from the HTTP/1.1 head `respond` wrote, then the body; `left` (the
+/// body's length on entry) is lowered by the body bytes handed to h2 as they go
+/// (HPACK-encoded heads and frame headers are h2's and not counted).
 async fn send(
     mut respond: SendResponse<Bytes>,
     out: Vec<u8>,
     reply: Reply,
-) -> Result<u64, h2::Error> {
+    left: &mut u64,
+    open: &Open,
+) -> Result<(), h2::Error> {
     let Some((response, head_len)) = translate(&out) else {
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
-        return Ok(0);
+        return Ok(());
     };
     let inline = out.len() - head_len;
     let has_tail = !matches!(reply.tail, Tail::None);
     let empty = inline == 0 && !has_tail;
     let mut stream = respond.send_response(response, empty)?;
     if empty {
-        return Ok(0);
+        return Ok(());
     }
-    let mut sent = 0;
     if inline > 0 {
         let mut out = out;
         let body = Bytes::from(out.split_off(head_len));
-        sent += body.len() as u64;
-        send_data(&mut stream, body, !has_tail).await?;
+        let len = body.len() as u64;
+        send_data(&mut stream, body, !has_tail, open).await?;
+        *left -= len.min(*left);
     }
-    sent += match reply.tail {
-        Tail::None => 0,
+    match reply.tail {
+        Tail::None => {}
         Tail::Sendfile(file, offset, len) | Tail::Read(file, offset, len) => {
-            send_file(&mut stream, &file, offset, len).await?
+            send_file(&mut stream, &file, (offset, len), left, open).await?;
         }
         Tail::Mapped(map, offset, len) => {
             let range = offset as usize..(offset + len) as usize;
-            send_data(&mut stream, Bytes::copy_from_slice(&map[range]), true).await?;
-            len
+            send_data(&mut stream, Bytes::copy_from_slice(&map[range]), true, open).await?;
+            *left -= len.min(*left);
         }
-    };
-    Ok(sent)
+    }
+    Ok(())
 }
 
 /// Reads an HTTP/1.1 response head into an HTTP/2 response; returns it and the head's length.
@@ -233,28 +328,32 @@ fn translate(out: &[u8]) -> Option<(Response<()>, usize)> {
     Some((response, len))
 }
 
-/// Sends `len` bytes of a file from `offset` in chunks; returns the bytes sent (fewer if the
-/// file shrank, in which case the stream is reset: the promised length cannot be kept).
+/// Sends `len` bytes of a file from `offset`, each chunk read only once h2 has room for it,
+/// taking each from `left` once sent (if the file shrank, the stream is reset: the promised
+/// length cannot be kept).
 async fn send_file(
     stream: &mut SendStream<Bytes>,
     file: &std::fs::File,
-    offset: u64,
-    len: u64,
-) -> Result<u64, h2::Error> {
+    (offset, len): (u64, u64),
+    left: &mut u64,
+    open: &Open,
+) -> Result<(), h2::Error> {
     let mut sent = 0;
     while sent < len {
-        let chunk = (len - sent).min(FILE_CHUNK);
+        let want = (len - sent).min(FILE_CHUNK);
+        let chunk = capacity(stream, want as usize, open).await? as u64;
         let mut buf = Vec::with_capacity(chunk as usize);
         // A read error is a file cut short: the stream is reset below.
         let n = read_at(file, offset + sent, chunk, &mut buf).unwrap_or_default();
         if n < chunk {
             stream.send_reset(h2::Reason::INTERNAL_ERROR);
-            return Ok(sent + n);
+            return Ok(());
         }
         sent += n;
-        send_data(stream, Bytes::from(buf), sent == len).await?;
+        stream.send_data(Bytes::from(buf), sent == len)?;
+        *left -= n.min(*left);
     }
-    Ok(sent)
+    Ok(())
 }
 
 /// Sends `data` as the peer's flow-control window allows.
@@ -262,21 +361,41 @@ async fn send_data(
     stream: &mut SendStream<Bytes>,
     mut data: Bytes,
     end: bool,
+    open: &Open,
 ) -> Result<(), h2::Error> {
     while !data.is_empty() {
-        stream.reserve_capacity(data.len());
-        let granted = std::future::poll_fn(|cx| stream.poll_capacity(cx)).await;
-        let granted = match granted {
-            Some(Ok(n)) => n,
-            Some(Err(err)) => return Err(err),
-            // The stream was closed by the peer.
-            None => return Err(h2::Error::from(h2::Reason::CANCEL)),
-        };
-        if granted == 0 {
-            continue;
-        }
-        let part = data.split_to(granted.min(data.len()));
+        let granted = capacity(stream, data.len(), open).await?;
+        let part = data.split_to(granted);
         stream.send_data(part, end && data.is_empty())?;
     }
     Ok(())
+}
+
+/// Waits until h2 grants the stream capacity to send (up to `want` bytes; at least one):
+/// the peer's windows and h2's send buffer have room. The wait counts in [`Open::waiting`],
+/// and a grant is the progress the send timeout looks for.
+async fn capacity(
+    stream: &mut SendStream<Bytes>,
+    want: usize,
+    open: &Open,
+) -> Result<usize, h2::Error> {
+    stream.reserve_capacity(want);
+    // poll_capacity reports increases only: capacity granted before and not used is here.
+    let granted = stream.capacity();
+    if granted > 0 {
+        return Ok(granted.min(want));
+    }
+    let _waiting = Waiting::new(open);
+    loop {
+        match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
+            Some(Ok(0)) => continue,
+            Some(Ok(n)) => {
+                open.progress.set(Instant::now());
+                return Ok(n.min(want));
+            }
+            Some(Err(err)) => return Err(err),
+            // The stream was closed by the peer.
+            None => return Err(h2::Error::from(h2::Reason::CANCEL)),
+        }
+    }
 }

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio::task::LocalSet;
 
+use crate::slots::Slots;
 use crate::worker::{Backoff, Start, Worker};
 
 /// The worker thread's body: runs until shutdown, then drains.
@@ -70,7 +71,7 @@ async fn serve(mut start: Start) {
     let Start {
         listener,
         config,
-        max_connections,
+        slots,
         mut shutdown,
         ready,
         ..
@@ -88,12 +89,11 @@ async fn serve(mut start: Start) {
     };
     let _ = ready.send(Ok(()));
     let flusher = tokio::task::spawn_local(flush_log_every_second(Rc::clone(&worker)));
-    let permits = Arc::new(Semaphore::new(max_connections.max(1)));
     let open = Rc::new(Open::default());
     tokio::select! {
         biased;
         _ = shutdown.wait_for(|&stop| stop) => {}
-        () = accept_loop(&listener, &worker, &permits, &open) => {}
+        () = accept_loop(&listener, &worker, &slots, &open) => {}
     }
     drop(listener);
     worker.begin_shutdown();
@@ -108,16 +108,13 @@ async fn serve(mut start: Start) {
 async fn accept_loop(
     listener: &AsyncFd<std::net::TcpListener>,
     worker: &Rc<Worker>,
-    permits: &Arc<Semaphore>,
+    slots: &Arc<Slots>,
     open: &Rc<Open>,
 ) {
     let mut backoff = Backoff::default();
     loop {
-        let Ok(permit) = Arc::clone(permits).acquire_owned().await else {
-            return;
-        };
-        match crate::io::accept(listener).await {
-            Ok((socket, peer)) => {
+        match crate::io::accept(listener, slots).await {
+            Ok((socket, peer, slot)) => {
                 backoff.reset();
                 let active = Active::new(open);
                 let worker = Rc::clone(worker);
@@ -127,7 +124,7 @@ async fn accept_loop(
                     } else {
                         conn::serve(socket, peer, worker).await;
                     }
-                    drop(permit);
+                    drop(slot);
                     drop(active);
                 });
             }

@@ -60,34 +60,34 @@ impl Transport {
         }
     }
 
-    /// Sends `len` bytes of `file` from `offset`; `scratch` is the buffer user-space TLS reads
-    /// the file into. Returns the bytes sent, fewer only if the file shrank.
+    /// Sends the last `*left` bytes of `file` before `end`, lowering `*left` as they go
+    /// (however it ends: the access log's bytes); `scratch` is the buffer user-space TLS reads
+    /// the file into. It stops with bytes left only if the file shrank.
     pub(crate) async fn send_file(
         &mut self,
         file: &File,
-        offset: u64,
-        len: u64,
+        end: u64,
+        left: &mut u64,
         timeout: Duration,
         scratch: &mut Vec<u8>,
-    ) -> io::Result<u64> {
+    ) -> io::Result<()> {
         match self {
-            Transport::Tcp(socket) => rawio::sendfile_all(socket, file, offset, len, timeout).await,
+            Transport::Tcp(socket) => rawio::sendfile_all(socket, file, end, left, timeout).await,
             Transport::Ktls(stream) => {
-                rawio::sendfile_stream(stream.get_ref(), file, offset, len, timeout).await
+                rawio::sendfile_stream(stream.get_ref(), file, end, left, timeout).await
             }
             Transport::Tls(stream) => {
-                let mut sent = 0;
-                while sent < len {
-                    let chunk = (len - sent).min(TLS_CHUNK);
+                while *left > 0 {
+                    let chunk = (*left).min(TLS_CHUNK);
                     scratch.clear();
-                    let n = read_at(file, offset + sent, chunk, scratch)?;
+                    let n = read_at(file, end - *left, chunk, scratch)?;
                     write_stream(&mut **stream, scratch, timeout).await?;
-                    sent += n;
+                    *left -= n;
                     if n < chunk {
                         break;
                     }
                 }
-                Ok(sent)
+                Ok(())
             }
         }
     }

@@ -361,6 +361,7 @@ impl Conn {
             if self.submit_tail(cx, slot) {
                 return;
             }
+            self.account_tail();
             if let Some(done) = self.tail.take() {
                 if done.short {
                     self.after = After::Close;
@@ -495,6 +496,19 @@ impl Conn {
         if t.ops == 0 {
             self.send_next(cx, slot);
         }
+    }
+
+    /// Tells the pending exchange how much of its tail was not written (the log's bytes), when
+    /// the tail ends or the connection is cut; a READ's chunk counts once its SEND completed.
+    pub(super) fn account_tail(&mut self) {
+        let (Some(t), Some(exchange)) = (&self.tail, &mut self.pending) else {
+            return;
+        };
+        let mut unsent = t.end - t.offset;
+        if matches!(t.tail, Tail::Read(..)) {
+            unsent += (self.h1.output.len() - self.sent.min(self.h1.output.len())) as u64;
+        }
+        exchange.unsent = unsent;
     }
 
     /// The response (and every pipelined one before it) has left.

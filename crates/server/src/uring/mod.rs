@@ -23,11 +23,13 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::exchange::Peer;
+use crate::slots::Slots;
 use crate::worker::{Backoff, Start, Worker};
 use bufs::BufRing;
 use conn::{Conn, State};
@@ -179,7 +181,8 @@ pub(crate) fn run(mut start: Start) {
         free: Vec::new(),
         generation: 0,
         active: 0,
-        limit: start.max_connections.max(1),
+        slots: Arc::clone(&start.slots),
+        parked: Vec::new(),
         listener: Some(start.listener),
         accept_armed: false,
         backoff: Backoff::default(),
@@ -200,7 +203,11 @@ struct Engine {
     free: Vec<usize>,
     generation: u32,
     active: usize,
-    limit: usize,
+    /// `--max-connections`, shared by all workers.
+    slots: Arc<Slots>,
+    /// Connections accepted past the limit (the multishot accept's cancel lags): they wait
+    /// unserved, as in the backlog, until a slot frees.
+    parked: Vec<OwnedFd>,
     listener: Option<std::net::TcpListener>,
     accept_armed: bool,
     /// accept() failing for want of descriptors or memory is waited out as on epoll.
@@ -231,6 +238,7 @@ impl Engine {
                 self.complete(data, result, flags);
             }
             completions.clear();
+            self.admit_parked();
             self.arm_accept();
             let now = self.cx.now;
             if now >= next_tick {
@@ -352,6 +360,27 @@ impl Engine {
         if self.stopping.is_some() {
             return; // dropped: closed
         }
+        if !self.slots.try_take() {
+            self.parked.push(fd);
+            self.cancel_accept();
+            return;
+        }
+        self.serve(fd);
+        if !self.slots.has_room() {
+            self.cancel_accept();
+        }
+    }
+
+    /// Serves the connections accepted past the limit as slots free (oldest first).
+    fn admit_parked(&mut self) {
+        while !self.parked.is_empty() && self.stopping.is_none() && self.slots.try_take() {
+            let fd = self.parked.remove(0);
+            self.serve(fd);
+        }
+    }
+
+    /// Starts serving an accepted connection that holds a slot.
+    fn serve(&mut self, fd: OwnedFd) {
         let peer = if self.cx.worker.log_enabled() {
             peer_addr(fd.as_raw_fd())
         } else {
@@ -374,15 +403,13 @@ impl Engine {
         conn.arm_recv(&mut self.cx, slot);
         self.conns[slot] = Some(conn);
         self.active += 1;
-        if self.active >= self.limit {
-            self.cancel_accept();
-        }
     }
 
     fn arm_accept(&mut self) {
         if self.accept_armed
             || self.stopping.is_some()
-            || self.active >= self.limit
+            || !self.parked.is_empty()
+            || !self.slots.has_room()
             || self.cx.now < self.resume_accept
         {
             return;
@@ -415,9 +442,11 @@ impl Engine {
 
     /// The connection in `slot` has nothing in flight: close its descriptor and free it.
     fn finish(&mut self, slot: usize) {
-        let Some(conn) = self.conns[slot].take() else {
+        let Some(mut conn) = self.conns[slot].take() else {
             return;
         };
+        // A response cut short is logged with the bytes it got.
+        conn.account_tail();
         self.cx
             .worker
             .timing
@@ -430,6 +459,7 @@ impl Engine {
         self.cx.push(close);
         self.free.push(slot);
         self.active -= 1;
+        self.slots.release();
     }
 
     fn sweep(&mut self) {
@@ -453,6 +483,7 @@ impl Engine {
         worker.begin_shutdown();
         self.stopping = Some(self.cx.now + worker.config.shutdown_timeout);
         self.cancel_accept();
+        self.parked.clear();
         // The accept holds its own reference to the socket until it is cancelled.
         self.listener = None;
         for slot in 0..self.conns.len() {
