@@ -457,7 +457,11 @@ fn ctrl_c_mid_experiment_leaves_a_valid_partial_report() {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
-    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "interrupted, as shells expect: {status:?}"
+    );
     let lab: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("lab.json")).unwrap()).unwrap();
     assert_eq!(lab["interrupted"], true);

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use webscope_lab::{self as lab, Options};
 
+use super::{Exit, EXIT_INTERRUPTED};
+
 const EXAMPLES: &str = "\
 EXAMPLES:
     webscope lab --quick                          # about a minute: the README's first command
@@ -24,7 +26,12 @@ EXAMPLES:
     webscope lab --experiment protocols          # HTTP/1.1, HTTPS, HTTP/2 side by side
     webscope lab --experiment capacity --slo 'p99<=5ms,errors<=0.1%' --duration 2s   # req/s within the objective
     webscope lab --experiment capacity --target http://127.0.0.1:8080/ --fileset /tmp/spec --keep-alive --repeat 3
-    webscope report ./webscope-report             # re-render a report from its directory";
+    webscope report ./webscope-report             # re-render a report from its directory
+
+Ctrl-C stops the run under way; the report of what was measured is written, marked
+interrupted, and the lab exits 130 (as shells expect of SIGINT).
+Exit codes: 0 a report with valid runs; 1 an error, a failed run or no valid run (the report
+is written when there is one); 2 a command line that does not parse; 130 interrupted.";
 
 /// Run the experiments on a server and write a report: by default webscope's own server on
 /// loopback, a cached SPECweb96 file set, the clients sweep, server and load generator pinned
@@ -265,7 +272,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             lab_cpu_s
         );
     }
-    if let Some(failed) = outcome.failures.first().filter(|_| !outcome.interrupted) {
+    if outcome.interrupted {
+        // As shells expect of a command stopped by SIGINT (128 + 2); what was measured is kept.
+        return Err(Exit {
+            code: EXIT_INTERRUPTED,
+            message: format!(
+                "interrupted: the report of what was measured is at {}",
+                outcome.index.display()
+            ),
+        }
+        .into());
+    }
+    if let Some(failed) = outcome.failures.first() {
         anyhow::bail!(
             "a run failed ({failed}); the report of what was measured before it is at {}",
             outcome.index.display()
