@@ -411,24 +411,21 @@ fn load_options_that_load_would_refuse_are_refused_before_writing() {
 /// written (an image may carry them).
 #[test]
 fn local_paths_in_the_load_options_are_warned_about() {
-    let out = webscope()
-        .args(["distribute", "--kubernetes", "2", "--"])
-        .args(["--fileset", "/srv/spec", "--base", "http://web/"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let warnings = |load: &[&str]| {
+        let out = webscope()
+            .args(["distribute", "--kubernetes", "2", "--"])
+            .args(load)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{load:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = warnings(&["--fileset", "/srv/spec", "--base", "http://web/"]);
     assert!(
         err.contains("warning: --fileset /srv/spec is a path on this machine"),
         "{err}"
     );
-    let out = webscope()
-        .args(["distribute", "--kubernetes", "2", "--"])
-        .args(["http://web/", "--method", "POST", "--body", "@post.json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = warnings(&["http://web/", "--method", "POST", "--body", "@post.json"]);
     assert!(
         err.contains("warning: --body @post.json is a path"),
         "{err}"
