@@ -204,7 +204,10 @@ fn open_loop_keeps_the_rate() {
         (report.total.requests as f64 - 1000.0).abs() <= 20.0,
         "{report:#?}"
     );
-    assert_eq!(report.total.run.not_sent, 0);
+    // A slot falls due every millisecond; on a busy machine the generator may be
+    // descheduled across the run's last one, which is then honestly counted as not sent.
+    // More than 1 % missed would be the generator failing to keep the rate.
+    assert!(report.total.run.not_sent <= 10, "{:?}", report.total.run);
     assert!(report.total.uncorrected_latency_us.is_some());
 }
 
