@@ -69,8 +69,13 @@ pub enum Bound {
     Ports,
     /// Connections are dropped from a full accept queue.
     AcceptQueue,
-    /// No resource is at its limit: the clients' round trips bound throughput.
+    /// No resource is at its limit: the clients' round trips bound throughput (closed loop),
+    /// or the server answered less than an open loop offered while waiting on something the
+    /// lab does not measure.
     Latency,
+    /// Open loop: no resource is at its limit and the server answered what was offered; the
+    /// offered rate is all that bounds the run.
+    Offered,
 }
 
 impl Bound {
@@ -85,6 +90,7 @@ impl Bound {
             Bound::Ports => "ports/TIME_WAIT",
             Bound::AcceptQueue => "accept queue",
             Bound::Latency => "latency",
+            Bound::Offered => "offered rate",
         }
     }
 }
@@ -107,6 +113,9 @@ pub struct CpuShares {
 pub struct Evidence {
     /// Closed-loop clients (connections) of the run.
     pub clients: f64,
+    /// Open loop: the rate offered, requests per second (None for a closed loop, where the
+    /// clients' round trips pace the requests).
+    pub offered_rps: Option<f64>,
     /// Goodput, requests per second.
     pub goodput_rps: f64,
     /// Mean response time, milliseconds.
@@ -356,6 +365,9 @@ pub fn judge(e: &Evidence) -> Verdict {
     let machine = e
         .server_host
         .map_or(String::new(), |c| format!(", CPUs {:.0} % busy", c.busy));
+    if let Some(offered) = e.offered_rps {
+        return open_loop(e, offered, &server, &machine);
+    }
     // Little's law for a closed loop without think time: X = N / R.
     let little = if e.mean_ms > 0.0 {
         format!(
@@ -376,6 +388,36 @@ pub fn judge(e: &Evidence) -> Verdict {
             100.0 * e.generator_busy
         ),
     )
+}
+
+/// Share of the offered rate answered from which an open-loop run kept up with it.
+pub const KEPT_UP: f64 = 0.97;
+
+/// No resource at its limit in an open loop: the offered rate bounds the run when the server
+/// answered it; otherwise the server waits on something the lab does not measure (the
+/// clients cannot be, as they do not wait for answers before sending).
+fn open_loop(e: &Evidence, offered: f64, server: &str, machine: &str) -> Verdict {
+    let resources = format!(
+        "{server}, generator {:.0} %{machine}",
+        100.0 * e.generator_busy
+    );
+    if e.goodput_rps >= KEPT_UP * offered {
+        return Verdict {
+            bound: Bound::Offered,
+            reading:
+            format!(
+                "no resource is at its limit ({resources}): the offered rate bounds throughput (the server answered {:.0} of the {offered:.0} req/s asked, at a mean of {:.2} ms)",
+                e.goodput_rps, e.mean_ms
+            ),
+        };
+    }
+    Verdict {
+        bound: Bound::Latency,
+        reading: format!(
+            "no resource the lab measures is at its limit ({resources}), yet the server answered {:.0} of the {offered:.0} req/s offered, at a mean of {:.1} ms: it waits on something the lab does not measure (too few threads or connections, a lock, a backend, a rate limit)",
+            e.goodput_rps, e.mean_ms
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -607,5 +649,43 @@ mod tests {
             "{}",
             v.reading
         );
+    }
+
+    #[test]
+    fn an_open_loop_with_nothing_at_its_limit_is_bound_by_its_rate_or_by_what_it_waits_on() {
+        let quiet = |goodput_rps: f64| Evidence {
+            clients: 3.0,
+            offered_rps: Some(100.0),
+            goodput_rps,
+            mean_ms: 40.0,
+            server_busy_cores: Some(0.03),
+            server_cpus: Some(1.0),
+            generator_busy: 0.03,
+            ..Evidence::default()
+        };
+        // It answered what was offered: the rate is the bound, and no clients are spoken of.
+        let v = judge(&quiet(99.0));
+        assert_eq!(v.bound, Bound::Offered, "{}", v.reading);
+        assert!(
+            v.reading.contains("99 of the 100 req/s asked"),
+            "{}",
+            v.reading
+        );
+        assert!(!v.reading.contains("client"), "{}", v.reading);
+        // It answered less, with every measured resource idle: something unmeasured.
+        let v = judge(&quiet(80.0));
+        assert_eq!(v.bound, Bound::Latency, "{}", v.reading);
+        assert!(
+            v.reading.contains("80 of the 100 req/s offered"),
+            "{}",
+            v.reading
+        );
+        assert!(!v.reading.contains("Little"), "{}", v.reading);
+        // The same run in a closed loop keeps Little's law.
+        let closed = Evidence {
+            offered_rps: None,
+            ..quiet(80.0)
+        };
+        assert!(judge(&closed).reading.contains("Little's law"));
     }
 }

@@ -57,7 +57,7 @@ pub fn check(options: &Options) -> anyhow::Result<(Vec<&'static Experiment>, Exp
 }
 
 /// Experiments that run over TLS and HTTP/2 when asked (protocols runs all protocols itself).
-const SECURE_EXPERIMENTS: [&str; 4] = ["clients", "filesize", "model", "protocols"];
+const SECURE_EXPERIMENTS: [&str; 5] = ["clients", "filesize", "model", "protocols", "capacity"];
 
 /// `--tls` and `--http2` apply to some experiments only, and `--tls` to the embedded server
 /// only: anything else is refused before any work, in one line.
@@ -67,6 +67,11 @@ fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<(
     }
     if !(options.embedded_tls || options.http2) {
         return Ok(());
+    }
+    if options.http2 && chosen.iter().any(|e| e.name == "capacity") {
+        // The generator's open loop speaks HTTP/1.1 only; an HTTP/2 probe would need its
+        // streams paced on the schedule.
+        bail!("--http2 and the capacity experiment: the load generator's open loop (--rate) speaks HTTP/1.1 only for now; run capacity with --tls (HTTPS/1.1) or without either");
     }
     if let Some(other) = chosen
         .iter()

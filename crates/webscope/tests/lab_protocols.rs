@@ -161,6 +161,10 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
             &["--tls", "--target", "https://127.0.0.1:1/"][..],
             "--tls is for the embedded server",
         ),
+        (
+            &["--http2", "--experiment", "capacity"][..],
+            "open loop (--rate) speaks HTTP/1.1 only",
+        ),
     ] {
         let run = lab(tmp.path(), args);
         assert_eq!(run.status.code(), Some(1), "{args:?}");
@@ -170,5 +174,36 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
             !tmp.path().join("report").exists(),
             "{args:?}: nothing written"
         );
+    }
+}
+
+/// The capacity search over HTTPS: every probe an open loop of TLS connections, one
+/// handshake each (a connection per request), judged as over plain HTTP.
+#[test]
+fn the_capacity_search_runs_over_https() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = lab(
+        tmp.path(),
+        &[
+            "--tls",
+            "--experiment",
+            "capacity",
+            "--duration",
+            "700ms",
+            "--from",
+            "100",
+            "--precision",
+            "0.5",
+            "--slo",
+            "p99<=500ms",
+        ],
+    );
+    let report = report(tmp.path(), &run);
+    let probes = report["capacity"]["probes"].as_array().unwrap();
+    assert!(!probes.is_empty(), "{report}");
+    for load in loads(tmp.path(), "capacity") {
+        assert_eq!(load["pacing"], "open", "{load}");
+        assert!(load["target"].as_str().unwrap().starts_with("https://"));
+        assert!(load["tls"]["full"].as_u64().unwrap() > 0, "{load}");
     }
 }

@@ -46,6 +46,9 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
     });
     Evidence {
         clients: num(l, &["connections"]),
+        offered_rps: (l["pacing"] == "open")
+            .then(|| num(l, &["rate"]))
+            .filter(|r| *r > 0.0),
         goodput_rps: health.goodput_rps,
         mean_ms: num(l, &["latency_us", "mean"]) / 1000.0,
         server_busy_cores: run

@@ -12,15 +12,16 @@ use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
 use super::figures::num;
-use super::model::demands;
 use super::page::ExperimentPage;
 use super::point::{load_points, Point};
 use super::rendered::Rendered;
-use super::sweep::median;
 use crate::capacity::experiment::{read, replay, Recorded};
 use crate::capacity::probe::{late_limit, Judged};
 use crate::capacity::search::Ending;
 use crate::record::ExperimentRecord;
+use law::Law;
+
+mod law;
 
 /// The percentiles drawn, with their keys in the load report.
 const PERCENTILES: [(&str, &str); 4] = [
@@ -78,6 +79,10 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         "server_cpu_per_request_us": law.cpu_us,
         "operational_bound_rps": law.bound,
         "capacity_over_bound": law.ratio(),
+        "beyond_the_cpu": law.not_cpu.as_ref().map(|n| json!({
+            "rate_rps": n.rate, "utilisation": n.utilisation, "demand_us": n.demand_us,
+            "predicted_mean_ms": n.predicted_ms, "measured_mean_ms": n.measured_ms,
+        })),
         "probes": probes_json(&points, &probes),
     }));
     page.finish(out);
@@ -111,94 +116,6 @@ fn plan_sentence(r: &Recorded) -> String {
         100.0 * late_limit(std::time::Duration::from_secs_f64(r.probe_s.max(1e-3)))
     )
 }
-
-/// The server's CPU per request at capacity and the operational-law bound.
-struct Law {
-    capacity: Option<f64>,
-    /// Server CPU time per request at the capacity's probes, µs.
-    cpu_us: Option<f64>,
-    /// 1 / D_max: D = U / X over the probes that passed at or below capacity.
-    bound: Option<f64>,
-}
-
-impl Law {
-    fn of(points: &[Point], probes: &[Judged], capacity: Option<f64>) -> Law {
-        let at_or_below = |p: &&Point, j: &&Judged| {
-            j.outcome == "pass" && capacity.is_none_or(|c| p.x <= c + 0.5)
-        };
-        let lower: Vec<Point> = points
-            .iter()
-            .zip(probes)
-            .filter(|(p, j)| at_or_below(p, j) && measurable(p))
-            .map(|(p, _)| p.clone())
-            .collect();
-        let cpus = points
-            .iter()
-            .find_map(|p| p.run.env.server_cpus)
-            .filter(|c| *c > 0.0)
-            .unwrap_or(1.0);
-        // The server's own demand only: on loopback the disks and the generator are the
-        // machine's, shared with everything else that runs on it.
-        let bound = demands(&lower)
-            .filter(|d| d.cpu > 0.0)
-            .map(|d| cpus / d.cpu);
-        let cpu_us = capacity.and_then(|c| {
-            median(
-                points
-                    .iter()
-                    .filter(|p| (p.x - c).abs() < 0.5 && measurable(p))
-                    .filter_map(Point::server_cpu_us)
-                    .collect(),
-            )
-        });
-        Law {
-            capacity,
-            cpu_us,
-            bound,
-        }
-    }
-
-    fn ratio(&self) -> Option<f64> {
-        Some(self.capacity? / self.bound?)
-    }
-
-    fn sentences(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(us) = self.cpu_us {
-            out.push(format!(
-                "The server's CPU per request at capacity: {us:.1} µs."
-            ));
-        }
-        match (self.bound, self.ratio()) {
-            (Some(bound), Some(ratio)) => out.push(format!(
-                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the server's CPU over the probes that passed, for the cores it may use): the measured capacity is {:.0} % of it. {}",
-                100.0 * ratio,
-                if ratio < 1.0 {
-                    "A latency objective binds before the resource is full: waiting grows as its utilisation nears 1 (ρ/(1−ρ) service times in an M/M/1 queue), so the objective fails short of the throughput bound."
-                } else {
-                    "The capacity reaches the bound: the objective is loose enough to hold up to saturation, or the demand measured at light load is larger than at heavy load (batching, warmer caches)."
-                }
-            )),
-            (Some(bound), None) => out.push(format!(
-                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the server's CPU over the probes that passed); no measured capacity to set it against."
-            )),
-            _ => out.push(
-                "No operational-law bound: no probe that passed measured enough of the server's CPU (an external target without --server-pid, no pass, or under 50 ms of CPU: five clock ticks).".into(),
-            ),
-        }
-        out
-    }
-}
-
-/// Whether a probe's server CPU time is long enough to divide: at least [`MIN_CPU_S`], so
-/// that the clock's 10-ms ticks do not set the demand (one tick over 3 requests reads as
-/// 3 333 µs a request).
-fn measurable(p: &Point) -> bool {
-    p.run.server.as_ref().is_some_and(|s| s.cpu_s >= MIN_CPU_S)
-}
-
-/// Server CPU time a probe needs for its demand to count: five clock ticks.
-const MIN_CPU_S: f64 = 0.05;
 
 /// Points sorted by offered rate, as (x, f).
 fn by_rate(points: &[Point], f: impl Fn(&Point) -> f64) -> Vec<(f64, f64)> {
