@@ -173,6 +173,20 @@ fn a_generator_that_cannot_offer_the_rate_ends_the_search_without_a_server_capac
     );
     assert_eq!(c["ending"]["kind"], "generator", "{c:#}");
     assert!(c["capacity_rps"].is_null(), "{c:#}");
+    // How many generators the next step needs, from the last probe that passed.
+    let passed = c["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["verdict"] == "pass");
+    if passed {
+        let needed = &c["generators_needed"];
+        assert!(needed["generators"].as_u64().unwrap() >= 2, "{needed:#}");
+        assert!(
+            needed["per_generator_rps"].as_f64().unwrap() > 0.0,
+            "{needed:#}"
+        );
+    }
 }
 
 /// `lab_support/fixed_cost.py` on CPU 0, killed on drop: one request at a time, each costing
@@ -253,6 +267,37 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
             "0.1",
         ],
     );
+    // The same search again, against the first as --baseline: the two capacities side by
+    // side by their brackets, whatever the machine made of each.
+    let again = tmp.path().join("again");
+    let first = tmp.path().join("r");
+    let b = capacity(
+        &server.base_url,
+        &set,
+        &again,
+        &[
+            "--slo",
+            "p99<=40ms,errors<=0.1%",
+            "--from",
+            "25",
+            "--precision",
+            "0.1",
+            "--baseline",
+            first.to_str().unwrap(),
+        ],
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(again.join("report.json")).unwrap()).unwrap();
+    let side = &report["baseline"]["capacity"];
+    if let (Some(was), Some(now)) = (c["capacity_rps"].as_f64(), b["capacity_rps"].as_f64()) {
+        let said = side["sentence"].as_str().unwrap();
+        assert!(
+            said.starts_with(&format!("capacity {was:.0} → {now:.0} req/s")),
+            "{said}"
+        );
+        assert_eq!(side["baseline"]["capacity_rps"], was);
+        assert!(side["overlap"].is_boolean());
+    }
     let by_construction = 1000.0 / COST_MS;
     let busy = failed_below(&c, 0.7 * by_construction);
     assert!(

@@ -1,17 +1,83 @@
 //! `lab --baseline DIR`: the report's comparison with a stored run, point by point of the
 //! clients sweep, with `webscope compare`'s tests, and the latency histograms of the largest
-//! common point overlaid.
+//! common point overlaid; and the two capacity searches side by side by their brackets, as
+//! `webscope compare` sets them.
 
 use std::path::Path;
 
 use webscope_report::{Block, Section};
 
+use crate::capacity::compare::{sentence, Bracket};
 use crate::compare::table::{table, Layout};
 use crate::compare::{compare, input, Comparison};
 
-/// The section comparing `dir` (this lab) with `baseline`, and its report.json entry.
-pub fn section(dir: &Path, baseline: &Path) -> (Section, serde_json::Value) {
+/// The section comparing `dir` (this lab, whose capacity entry is `capacity` when it ran the
+/// search) with `baseline`, and its report.json entry.
+pub fn section(
+    dir: &Path,
+    baseline: &Path,
+    capacity: Option<&serde_json::Value>,
+) -> (Section, serde_json::Value) {
     let heading = format!("Against the baseline ({})", baseline.display());
+    let (capacity_blocks, capacity_json) = capacities(baseline, capacity);
+    let (mut section, mut json) = sweep(dir, baseline, heading);
+    if !capacity_blocks.is_empty() {
+        if json.is_null() {
+            // No clients sweep on both sides (a lab of the capacity search alone): its
+            // "nothing to compare" would only hide the comparison there is.
+            section.blocks.clear();
+            json = serde_json::json!({"baseline": baseline.display().to_string()});
+        }
+        section.blocks.splice(0..0, capacity_blocks);
+        json["capacity"] = capacity_json;
+    }
+    (section, json)
+}
+
+/// The capacity searches side by side, when both labs ran one.
+fn capacities(
+    baseline: &Path,
+    ours: Option<&serde_json::Value>,
+) -> (Vec<Block>, serde_json::Value) {
+    let Some(ours) = ours else {
+        return (Vec::new(), serde_json::Value::Null);
+    };
+    let theirs = std::fs::read(baseline.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .map(|r| r["capacity"].clone())
+        .filter(|c| !c.is_null());
+    let Some(theirs) = theirs else {
+        let why = "The baseline ran no capacity search: this lab's capacity has nothing to be compared with.";
+        return (vec![Block::Warning(why.into())], serde_json::Value::Null);
+    };
+    match (Bracket::of(&theirs), Bracket::of(ours)) {
+        (Some(base), Some(cand)) => {
+            let said = sentence(&base, &cand);
+            let json = serde_json::json!({
+                "sentence": said,
+                "baseline": {"low_rps": base.low, "high_rps": finite(base.high), "capacity_rps": base.capacity},
+                "this_lab": {"low_rps": cand.low, "high_rps": finite(cand.high), "capacity_rps": cand.capacity},
+                "overlap": base.low.max(cand.low) < base.high.min(cand.high),
+            });
+            (vec![Block::Text(format!("Capacity: {said}."))], json)
+        }
+        _ => (
+            vec![Block::Warning(
+                "Capacity: one of the two searches ended without a bracket (a probe that could not be judged, or a search cut short): nothing to compare.".into(),
+            )],
+            serde_json::Value::Null,
+        ),
+    }
+}
+
+/// JSON has no infinity: an open top is null.
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+/// The clients sweep's comparison.
+fn sweep(dir: &Path, baseline: &Path, heading: String) -> (Section, serde_json::Value) {
     let sides = input::side(baseline).and_then(|b| Ok((b, input::side(dir)?)));
     let (base, ours) = match sides {
         Ok(s) => s,

@@ -80,7 +80,7 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
             .with_context(|| format!("cannot write {}", dir.join(name).display()))?;
     }
     if let Some(baseline) = &lab.baseline {
-        let (section, json) = baseline::section(dir, Path::new(baseline));
+        let (section, json) = baseline::section(dir, Path::new(baseline), out.json.get("capacity"));
         out.sections.push(section);
         out.json.insert("baseline".into(), json);
     }

@@ -19,8 +19,10 @@ use crate::capacity::experiment::{read, replay, Recorded};
 use crate::capacity::probe::{late_limit, Judged};
 use crate::capacity::search::Ending;
 use crate::record::ExperimentRecord;
+use generators::Needed;
 use law::Law;
 
+mod generators;
 mod law;
 
 /// The percentiles drawn, with their keys in the load report.
@@ -53,6 +55,10 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     page.push(Block::Text(format!("{}.", capitalise(&sentence))));
     page.push(Block::Text(plan_sentence(&recorded)));
     page.extend(machine_warning(&probes));
+    let needed = ending
+        .as_ref()
+        .and_then(|e| Needed::of(&points, &probes, e, recorded.growth));
+    page.extend(needed.iter().map(|n| Block::Text(n.sentence())));
     let law = Law::of(&points, &probes, capacity);
     page.extend(law.sentences().into_iter().map(Block::Text));
     let mark = marker(ending.as_ref());
@@ -79,6 +85,11 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         "server_cpu_per_request_us": law.cpu_us,
         "operational_bound_rps": law.bound,
         "capacity_over_bound": law.ratio(),
+        "generators_needed": needed.as_ref().map(|n| json!({
+            "last_pass_rps": n.rate, "generator_busy": n.busy,
+            "generator_us_per_request": n.us_per_request, "per_generator_rps": n.per_generator,
+            "next_rate_rps": n.next_rate, "generators": n.generators,
+        })),
         "beyond_the_cpu": law.not_cpu.as_ref().map(|n| json!({
             "rate_rps": n.rate, "utilisation": n.utilisation, "demand_us": n.demand_us,
             "predicted_mean_ms": n.predicted_ms, "measured_mean_ms": n.measured_ms,

@@ -1,0 +1,110 @@
+//! How many generators a search that ran out of generator would need (issue #25 §3): from
+//! the generator's CPU per request at the last probe that passed, the rate one generator
+//! thread can offer, and the generators needed for the search's next step beyond the rate
+//! it fell behind at.
+//!
+//! Not for: running several generators (that is `webscope load --segment` and `merge`).
+
+use crate::bottleneck::CPU_LIMIT;
+use crate::capacity::probe::Judged;
+use crate::capacity::search::Ending;
+use crate::render::point::Point;
+
+/// The estimate, with what it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Needed {
+    /// The last probe that passed: its rate and its generator thread's busy share.
+    pub rate: f64,
+    pub busy: f64,
+    /// Generator CPU per request there, µs.
+    pub us_per_request: f64,
+    /// What one generator thread offers at [`CPU_LIMIT`] of its core.
+    pub per_generator: f64,
+    /// The rate the search would have probed next, and generators for it.
+    pub next_rate: f64,
+    pub generators: u32,
+}
+
+impl Needed {
+    /// For a search that ended generator-bound; None otherwise, or without a passing probe
+    /// whose generator CPU was measured.
+    pub fn of(points: &[Point], probes: &[Judged], ending: &Ending, growth: f64) -> Option<Needed> {
+        let Ending::GeneratorBound { at, .. } = ending else {
+            return None;
+        };
+        let (point, _) = points
+            .iter()
+            .zip(probes)
+            .filter(|(p, j)| j.outcome == "pass" && p.generator_busy > 0.0 && p.rps > 0.0)
+            .max_by(|a, b| a.0.x.total_cmp(&b.0.x))?;
+        let seconds_per_request = point.generator_busy / point.rps;
+        let per_generator = CPU_LIMIT / seconds_per_request;
+        let next_rate = at * growth.max(1.0);
+        Some(Needed {
+            rate: point.x,
+            busy: point.generator_busy,
+            us_per_request: seconds_per_request * 1e6,
+            per_generator,
+            next_rate,
+            generators: (next_rate / per_generator).ceil().max(2.0) as u32,
+        })
+    }
+
+    pub fn sentence(&self) -> String {
+        format!(
+            "At {:.0} req/s, the last rate that passed, the generator's thread was {:.0} % busy ({:.1} µs a request): one generator offers about {:.0} req/s of this workload at {:.0} % of its core. Taking the search on to {:.0} req/s needs {} generators, each on a core (or host) of its own: `webscope load --rate R/{n} --segment I/{n}` started together with `--start-at` and added with `webscope merge`, or `webscope distribute --kubernetes {n}`.",
+            self.rate,
+            100.0 * self.busy,
+            self.us_per_request,
+            self.per_generator,
+            100.0 * CPU_LIMIT,
+            self.next_rate,
+            self.generators,
+            n = self.generators,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::point::test_point;
+
+    fn judged(rate: f64, outcome: &str) -> Judged {
+        serde_json::from_value(serde_json::json!({
+            "number": 1, "rate": rate, "outcome": outcome, "reason": "", "checks": [],
+            "late_share": 0.0, "bound": "offered rate", "bound_reading": "", "warmup_s": 0.2,
+            "cooldown": {"waited_s": 0.0, "open_before": 0, "open_after": 0, "time_wait": 0, "settled": true}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_generators_needed_come_from_the_last_good_probe() {
+        // 20 000 req/s passed with the generator 60 % busy: 30 µs a request, 30 000 req/s a
+        // generator at 90 %; it fell behind at 40 000, the next step is 80 000: 3 generators.
+        let points = vec![
+            test_point(10_000.0, 10_000.0, 0.3, Some(0.2)),
+            test_point(20_000.0, 20_000.0, 0.6, Some(0.4)),
+            test_point(40_000.0, 31_000.0, 0.95, Some(0.6)),
+        ];
+        let probes = vec![
+            judged(10_000.0, "pass"),
+            judged(20_000.0, "pass"),
+            judged(40_000.0, "generator"),
+        ];
+        let ending = Ending::GeneratorBound {
+            above: Some(20_000.0),
+            at: 40_000.0,
+        };
+        let n = Needed::of(&points, &probes, &ending, 2.0).expect("an estimate");
+        assert_eq!(n.rate, 20_000.0);
+        assert!((n.us_per_request - 30.0).abs() < 1e-9, "{n:?}");
+        assert!((n.per_generator - 30_000.0).abs() < 1e-6, "{n:?}");
+        assert_eq!((n.next_rate, n.generators), (80_000.0, 3));
+        assert!(n.sentence().contains("--segment I/3"), "{}", n.sentence());
+        // A search that found its capacity needs no estimate.
+        let found = Ending::Below { rate: 100.0 };
+        assert_eq!(Needed::of(&points, &probes, &found, 2.0), None);
+    }
+}
