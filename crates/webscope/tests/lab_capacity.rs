@@ -267,8 +267,9 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
             "0.1",
         ],
     );
-    // The same search again, against the first as --baseline: the two capacities side by
-    // side by their brackets, whatever the machine made of each.
+    // The same search again with each probe split over two generator processes, against
+    // the first as --baseline: the two capacities side by side by their brackets, whatever
+    // the machine made of each.
     let again = tmp.path().join("again");
     let first = tmp.path().join("r");
     let b = capacity(
@@ -282,10 +283,26 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
             "25",
             "--precision",
             "0.1",
+            "--segments",
+            "2",
             "--baseline",
             first.to_str().unwrap(),
         ],
     );
+    // Every probe ran as two segments, and its report is their exact sum.
+    for probe in b["probes"].as_array().unwrap() {
+        let dir = again.join("capacity").join(probe["run"].as_str().unwrap());
+        let read = |name: &str| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap()
+        };
+        let parts = [read("segment-0.json"), read("segment-1.json")];
+        let whole = read("run.json")["load"].clone();
+        let sum: u64 = parts.iter().map(|p| p["requests"].as_u64().unwrap()).sum();
+        assert_eq!(whole["requests"].as_u64(), Some(sum), "{}", dir.display());
+        for (i, part) in parts.iter().enumerate() {
+            assert_eq!(part["segment"], format!("{i}/2"), "{part:#}");
+        }
+    }
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(again.join("report.json")).unwrap()).unwrap();
     let side = &report["baseline"]["capacity"];

@@ -165,6 +165,14 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
             &["--http2", "--experiment", "capacity"][..],
             "open loop (--rate) speaks HTTP/1.1 only",
         ),
+        (
+            &["--tls", "--experiment", "capacity", "--segments", "2"][..],
+            "--segments runs plain HTTP/1.1 probes",
+        ),
+        (
+            &["--experiment", "clients", "--segments", "2"][..],
+            "clients runs one generator",
+        ),
     ] {
         let run = lab(tmp.path(), args);
         assert_eq!(run.status.code(), Some(1), "{args:?}");

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod experiment;
 pub mod probe;
 pub mod search;
+pub mod segments;
 
 use webscope_load::slo::Slo;
 use webscope_load::Arrivals;
@@ -35,6 +36,9 @@ pub struct Settings {
     /// The bracket closes when (fail − pass) / pass is at most this.
     pub precision: f64,
     pub arrivals: Arrivals,
+    /// `--segments`: generators (load processes) each probe is split across; 1 runs the
+    /// probe in the lab's own generator.
+    pub segments: usize,
 }
 
 impl Settings {
@@ -63,6 +67,7 @@ impl Settings {
             from,
             precision,
             arrivals,
+            segments: 1,
         })
     }
 }
@@ -77,6 +82,7 @@ impl Default for Settings {
             from: DEFAULT_FROM,
             precision: DEFAULT_PRECISION,
             arrivals: Arrivals::Constant,
+            segments: 1,
         }
     }
 }

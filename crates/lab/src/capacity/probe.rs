@@ -22,10 +22,11 @@ use webscope_load::{Config, Mode, Pacing, Report, Target as LoadTarget};
 use webscope_monitor::tcp::{SockDiag, TcpState};
 
 use super::search::Outcome;
+use super::segments;
 use super::Settings;
 use crate::bottleneck::{self, Bound};
 use crate::health::{Expect, Health};
-use crate::measure::{measure, speak};
+use crate::measure::{measure, measure_by, speak};
 use crate::record::{write_json, RunRecord};
 use crate::render::evidence::evidence;
 use crate::runner::Ctx;
@@ -150,7 +151,30 @@ pub fn run(
     webscope_load::run(&warm, ctx.interrupt, &mut |_| {})
         .with_context(|| format!("the warm-up of {}", probe.label()))?;
     let label = probe.label();
-    let measured = measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?;
+    let measured = if settings.segments > 1 {
+        let plan = segments::Plan {
+            segments: settings.segments,
+            exe: ctx.exe,
+            fileset: ctx.fileset,
+            base_url: &ctx.target.base_url,
+            server_cpu: ctx.server_cpu,
+        };
+        let generate = |config: &Config, _: &mut dyn FnMut(&webscope_load::IntervalReport)| {
+            segments::run(config, &plan, ctx.interrupt)
+        };
+        measure_by(
+            run_dir,
+            config,
+            ctx.target,
+            ctx.interrupt,
+            ctx.bar,
+            &label,
+            false,
+            generate,
+        )?
+    } else {
+        measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?
+    };
     let record = RunRecord::new(
         probe.rate,
         format!(

@@ -162,6 +162,11 @@ pub struct Args {
     /// The capacity probes' arrivals: evenly spaced, or a Poisson process.
     #[arg(long, value_name = "KIND", default_value = "constant", value_parser = ["constant", "poisson"])]
     arrivals: String,
+    /// Run each capacity probe as N `webscope load --segment I/N` processes started together
+    /// and merged exactly (as N generators on N hosts would be), on every CPU but the
+    /// embedded server's: for servers one generator thread cannot saturate. Plain HTTP only
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    segments: u16,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -183,6 +188,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
     )
     .map_err(anyhow::Error::msg)?;
+    let capacity = lab::capacity::Settings {
+        segments: usize::from(args.segments),
+        ..capacity
+    };
     anyhow::ensure!(
         args.max_error_pct.is_finite() && (0.0..=100.0).contains(&args.max_error_pct),
         "--max-error-pct {} is out of range: give a per cent from 0 to 100 (e.g. 1)",

@@ -52,7 +52,7 @@ impl Needed {
 
     pub fn sentence(&self) -> String {
         format!(
-            "At {:.0} req/s, the last rate that passed, the generator's thread was {:.0} % busy ({:.1} µs a request): one generator offers about {:.0} req/s of this workload at {:.0} % of its core. Taking the search on to {:.0} req/s needs {} generators, each on a core (or host) of its own: `webscope load --rate R/{n} --segment I/{n}` started together with `--start-at` and added with `webscope merge`, or `webscope distribute --kubernetes {n}`.",
+            "At {:.0} req/s, the last rate that passed, the generator's thread was {:.0} % busy ({:.1} µs a request): one generator offers about {:.0} req/s of this workload at {:.0} % of its core. Taking the search on to {:.0} req/s needs {} generators, each on a core (or host) of its own: `webscope lab --segments {n}` where the machine has {n} cores beside the server's, or `webscope load --segment I/{n}` on {n} hosts started together with `--start-at` and added with `webscope merge` (`webscope distribute --kubernetes {n}` writes it as a Job).",
             self.rate,
             100.0 * self.busy,
             self.us_per_request,
