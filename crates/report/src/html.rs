@@ -288,6 +288,9 @@ mod tests {
             "no links out but the SVG namespace"
         );
         assert!(!html.contains("<script"));
+        // A table scrolls sideways in its own box rather than widen the page.
+        assert!(html.contains("<div class=\"wide\"><table>") && html.contains("</table></div>"));
+        assert!(html.contains(".wide{overflow-x:auto"));
         // The body (after the doctype) parses as XML: every tag is closed.
         let body = html
             .trim_start_matches("<!DOCTYPE html>\n")

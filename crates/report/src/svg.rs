@@ -194,9 +194,15 @@ fn axes(out: &mut String, xs: Option<&Scale>, ys: &Scale, x_label: &str, y_label
     let (x0, x1, y0, y1) = (ML, W - MR, H - MB, MT);
     for t in ys.ticks() {
         let y = ys.px(t);
+        // Zero inside the plot (negative values below it) is drawn as dark as the axes.
+        let grid = if t == 0.0 && ys.lo < 0.0 {
+            "#333"
+        } else {
+            "#e5e5e5"
+        };
         let _ = write!(
             out,
-            "<line x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"#e5e5e5\"/>\
+            "<line x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"{grid}\"/>\
              <text x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"end\">{}</text>",
             fmt_num(t),
             tx = x0 - 6.0,

@@ -63,6 +63,10 @@
         box = { x: cx, y: cy, width: 0, height: 0 };
       } else {
         box = mark.getBBox();
+        if (mark.tagName === 'path') {
+          // An error bar: its x is the point's, its caps may cross the edge like a marker.
+          box = { x: box.x + box.width / 2, y: box.y, width: 0, height: box.height };
+        }
       }
       if (box.x < L - eps || box.x + box.width > R + eps ||
           box.y < T - eps || box.y + box.height > B + eps) {
