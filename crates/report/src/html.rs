@@ -73,8 +73,10 @@ impl Table {
         out
     }
 
+    /// The table in a box that scrolls sideways when the table is wider than the page, so
+    /// that the page itself never is (its last columns would be off-screen).
     fn to_html(&self, out: &mut String) {
-        out.push_str("<table><thead><tr>");
+        out.push_str("<div class=\"wide\"><table><thead><tr>");
         for h in &self.header {
             let _ = write!(out, "<th>{}</th>", esc(h));
         }
@@ -86,7 +88,7 @@ impl Table {
             }
             out.push_str("</tr>");
         }
-        out.push_str("</tbody></table>");
+        out.push_str("</tbody></table></div>");
     }
 }
 
@@ -145,11 +147,11 @@ pub struct Page {
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
-.sub{color:#666}figure{margin:1.2em 0}figcaption{font-style:italic;color:#444;margin-top:.3em}\
-table{border-collapse:collapse;margin:.6em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
+.sub{color:#666}p{overflow-wrap:anywhere}figure{margin:1.2em 0}figcaption{font-style:italic;color:#444;margin-top:.3em}\
+.wide{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}.warn{background:#fff4e5;border-left:4px solid #e69f00;padding:.5em 1em}\
 .banner{background:#fde8e8;border:2px solid #c0392b;color:#7b1d14;font-weight:bold;padding:.7em 1em}\
-svg{max-width:100%;height:auto}@media print{h2{page-break-before:auto}figure,table{page-break-inside:avoid}}";
+svg{max-width:100%;height:auto}@media print{h2{page-break-before:auto}figure,table{page-break-inside:avoid}.wide{overflow:visible}}";
 
 impl Page {
     /// The page as one self-contained HTML document.
@@ -286,6 +288,9 @@ mod tests {
             "no links out but the SVG namespace"
         );
         assert!(!html.contains("<script"));
+        // A table scrolls sideways in its own box rather than widen the page.
+        assert!(html.contains("<div class=\"wide\"><table>") && html.contains("</table></div>"));
+        assert!(html.contains(".wide{overflow-x:auto"));
         // The body (after the doctype) parses as XML: every tag is closed.
         let body = html
             .trim_start_matches("<!DOCTYPE html>\n")

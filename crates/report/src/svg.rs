@@ -10,8 +10,10 @@
 use std::fmt::Write;
 
 mod heatmap;
+mod scale;
 
 pub use heatmap::HeatMap;
+use scale::Scale;
 
 /// Width and height of every chart, in SVG user units.
 const W: f64 = 640.0;
@@ -125,111 +127,6 @@ pub struct BarChart {
     pub stacked: bool,
 }
 
-/// A scale from data to pixels.
-#[derive(Debug, Clone, Copy)]
-struct Scale {
-    lo: f64,
-    hi: f64,
-    log: bool,
-    px_lo: f64,
-    px_hi: f64,
-}
-
-impl Scale {
-    fn new(values: impl Iterator<Item = f64>, axis: &Axis, px_lo: f64, px_hi: f64) -> Scale {
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        for v in values.filter(|v| v.is_finite() && (!axis.log || *v > 0.0)) {
-            lo = lo.min(v);
-            hi = hi.max(v);
-        }
-        if !lo.is_finite() {
-            (lo, hi) = if axis.log { (1.0, 10.0) } else { (0.0, 1.0) };
-        }
-        if axis.log {
-            lo = 10f64.powf(lo.log10().floor());
-            hi = 10f64.powf(hi.log10().ceil());
-            if hi <= lo {
-                hi = lo * 10.0;
-            }
-        } else {
-            if axis.zero {
-                lo = lo.min(0.0);
-                hi = hi.max(0.0);
-            }
-            if hi - lo < 1e-12 {
-                hi = lo + 1.0;
-            }
-            let step = nice_step((hi - lo) / 5.0);
-            lo = (lo / step).floor() * step;
-            hi = (hi / step).ceil() * step;
-        }
-        Scale {
-            lo,
-            hi,
-            log: axis.log,
-            px_lo,
-            px_hi,
-        }
-    }
-
-    fn px(&self, v: f64) -> f64 {
-        let t = if self.log {
-            (v.max(f64::MIN_POSITIVE).log10() - self.lo.log10())
-                / (self.hi.log10() - self.lo.log10())
-        } else {
-            (v - self.lo) / (self.hi - self.lo)
-        };
-        self.px_lo + t * (self.px_hi - self.px_lo)
-    }
-
-    fn ticks(&self) -> Vec<f64> {
-        if self.log {
-            let mut out = Vec::new();
-            let mut v = self.lo;
-            while v <= self.hi * 1.0001 {
-                out.push(v);
-                v *= 10.0;
-            }
-            return out;
-        }
-        let step = nice_step((self.hi - self.lo) / 5.0);
-        let mut out = Vec::new();
-        let mut i = (self.lo / step).round() as i64;
-        loop {
-            let v = i as f64 * step;
-            if v > self.hi + step * 1e-6 {
-                break;
-            }
-            out.push(v);
-            i += 1;
-        }
-        out
-    }
-
-    fn contains(&self, v: f64) -> bool {
-        v.is_finite() && (!self.log || v > 0.0)
-    }
-}
-
-/// 1, 2 or 5 times a power of ten, at least `raw`.
-fn nice_step(raw: f64) -> f64 {
-    if raw <= 0.0 || !raw.is_finite() {
-        return 1.0;
-    }
-    let power = 10f64.powf(raw.log10().floor());
-    let f = raw / power;
-    let nice = if f <= 1.0 {
-        1.0
-    } else if f <= 2.0 {
-        2.0
-    } else if f <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * power
-}
-
 /// A number as a tick label: short, and the same on every machine.
 pub fn fmt_num(v: f64) -> String {
     let a = v.abs();
@@ -264,12 +161,29 @@ pub fn esc(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn open(out: &mut String, title: &str) {
+/// Opens the `<svg>` element. Its `data-plot-*` attributes give the plot area and its
+/// `data-x-step`/`data-y-step` the distance between two ticks of a linear axis (user units),
+/// so that a check in a browser can tell whether the marks (in `<g class="marks">`) fit
+/// their axes; the page does not use them.
+fn open(out: &mut String, title: &str, xs: Option<&Scale>, ys: &Scale) {
     let _ = write!(
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" \
-         role=\"img\" aria-label=\"{t}\" font-family=\"sans-serif\" font-size=\"11\">\
-         <rect width=\"{W}\" height=\"{H}\" fill=\"#fff\"/>\
+         role=\"img\" aria-label=\"{t}\" font-family=\"sans-serif\" font-size=\"11\" \
+         data-plot-left=\"{ML}\" data-plot-top=\"{MT}\" data-plot-right=\"{r}\" data-plot-bottom=\"{b}\"",
+        t = esc(title),
+        r = W - MR,
+        b = H - MB,
+    );
+    if let Some(step) = xs.and_then(Scale::step_px) {
+        let _ = write!(out, " data-x-step=\"{step:.1}\"");
+    }
+    if let Some(step) = ys.step_px() {
+        let _ = write!(out, " data-y-step=\"{step:.1}\"");
+    }
+    let _ = write!(
+        out,
+        "><rect width=\"{W}\" height=\"{H}\" fill=\"#fff\"/>\
          <text x=\"{cx:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{t}</text>",
         t = esc(title),
         cx = W / 2.0,
@@ -280,9 +194,15 @@ fn axes(out: &mut String, xs: Option<&Scale>, ys: &Scale, x_label: &str, y_label
     let (x0, x1, y0, y1) = (ML, W - MR, H - MB, MT);
     for t in ys.ticks() {
         let y = ys.px(t);
+        // Zero inside the plot (negative values below it) is drawn as dark as the axes.
+        let grid = if t == 0.0 && ys.lo < 0.0 {
+            "#333"
+        } else {
+            "#e5e5e5"
+        };
         let _ = write!(
             out,
-            "<line x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"#e5e5e5\"/>\
+            "<line x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"{grid}\"/>\
              <text x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"end\">{}</text>",
             fmt_num(t),
             tx = x0 - 6.0,
@@ -337,10 +257,14 @@ impl XyChart {
     /// Renders the chart as one `<svg>` element.
     pub fn to_svg(&self) -> String {
         let mut out = String::with_capacity(8192);
-        open(&mut out, &self.title);
         let points = || self.series.iter().flat_map(|s| s.points.iter());
         let spreads = || self.series.iter().flat_map(|s| s.spread.iter());
-        let xs = Scale::new(points().map(|p| p.0), &self.x, ML, W - MR);
+        let xs = Scale::new(
+            points().map(|p| p.0).chain(spreads().map(|s| s.0)),
+            &self.x,
+            ML,
+            W - MR,
+        );
         let ys = Scale::new(
             points()
                 .map(|p| p.1)
@@ -349,7 +273,9 @@ impl XyChart {
             H - MB,
             MT,
         );
+        open(&mut out, &self.title, Some(&xs), &ys);
         axes(&mut out, Some(&xs), &ys, &self.x.label, &self.y.label);
+        out.push_str("<g class=\"marks\">");
         for (i, s) in self.series.iter().enumerate() {
             let colour = PALETTE[i % PALETTE.len()];
             let pts: Vec<(f64, f64)> = s
@@ -401,6 +327,7 @@ impl XyChart {
                 }
             }
         }
+        out.push_str("</g>");
         let names: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
         legend(&mut out, &names);
         out.push_str("</svg>");
@@ -412,25 +339,24 @@ impl BarChart {
     /// Renders the chart as one `<svg>` element.
     pub fn to_svg(&self) -> String {
         let mut out = String::with_capacity(8192);
-        open(&mut out, &self.title);
         let n = self.categories.len().max(1);
-        let totals: Vec<f64> = (0..n)
-            .map(|c| {
-                if self.stacked {
-                    self.series
-                        .iter()
-                        .map(|(_, v)| v.get(c).copied().unwrap_or(0.0))
-                        .sum()
-                } else {
-                    self.series
-                        .iter()
-                        .map(|(_, v)| v.get(c).copied().unwrap_or(0.0))
-                        .fold(0.0, f64::max)
-                }
-            })
-            .collect();
-        let ys = Scale::new(totals.iter().copied(), &self.y, H - MB, MT);
+        // Where every bar ends: the running sums of a stack (its top is the stack's total),
+        // or each value, below zero too (a negative bar hangs from zero).
+        let mut ends: Vec<f64> = Vec::new();
+        for c in 0..n {
+            let mut base = 0.0;
+            for (_, values) in &self.series {
+                let v = values.get(c).copied().unwrap_or(0.0);
+                base = if self.stacked { base + v } else { v };
+                ends.push(base);
+            }
+        }
+        let ys = Scale::new(ends.iter().copied(), &self.y, H - MB, MT);
+        open(&mut out, &self.title, None, &ys);
         axes(&mut out, None, &ys, "", &self.y.label);
+        out.push_str("<g class=\"marks\">");
+        // The category names go after the bars, outside the marks.
+        let mut labels = String::new();
         let band = (W - MR - ML) / n as f64;
         let groups = if self.stacked {
             1
@@ -453,7 +379,8 @@ impl BarChart {
                 } else {
                     left + bar * i as f64
                 };
-                let (top, bottom) = (ys.px(hi), ys.px(lo.max(ys.lo)));
+                // A log axis has no zero: its bars start at its lowest value.
+                let (top, bottom) = (ys.px(hi.max(lo)), ys.px(lo.min(hi).max(ys.lo)));
                 let _ = write!(
                     out,
                     "<rect x=\"{x:.1}\" y=\"{top:.1}\" width=\"{bar:.1}\" height=\"{h:.1}\" fill=\"{c}\"><title>{t}: {v}</title></rect>",
@@ -469,18 +396,20 @@ impl BarChart {
             let (x, y) = (left + band * 0.4, H - MB + 16.0);
             if name.chars().count() as f64 * 6.0 > band {
                 let _ = write!(
-                    out,
+                    labels,
                     "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"end\" transform=\"rotate(-30 {x:.1} {y:.1})\">{t}</text>",
                     t = esc(name)
                 );
             } else {
                 let _ = write!(
-                    out,
+                    labels,
                     "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\">{t}</text>",
                     t = esc(name)
                 );
             }
         }
+        out.push_str("</g>");
+        out.push_str(&labels);
         let names: Vec<&str> = self.series.iter().map(|(n, _)| n.as_str()).collect();
         legend(&mut out, &names);
         out.push_str("</svg>");

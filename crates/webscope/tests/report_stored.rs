@@ -13,12 +13,19 @@
 //! target: no requests, time or phases of the server's own; its CPU, found by its pid,
 //! stays), render every experiment's page with no chart without data and no sentence about
 //! a figure that was not measured (#27).
+//!
+//! And the re-rendered page, laid out by headless Chromium in a 1 300-px window, is no wider
+//! than the window (a wide table scrolls in its own box) and every chart's marks lie inside
+//! its plot area, with no axis running a whole tick step beyond its data (#27 §5).
 
 mod lab_support;
 
-use lab_support::webscope;
+use lab_support::{chromium, webscope};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// What `webscope report` writes (everything else in the directory is the runs' data).
 fn rendered_files(dir: &Path) -> Vec<String> {
@@ -198,4 +205,138 @@ fn an_external_targets_pages_have_no_empty_chart_and_no_sentence_on_a_missing_fi
     for run in report["clients"]["runs"].as_array().unwrap() {
         assert!(run["server_ms"].is_null(), "{run}");
     }
+}
+
+/// Loads `page` in headless Chromium in a 1 300 × 900 px window and returns the DOM as the
+/// page's scripts left it. Chromium runs in a process group of its own, ended when its DOM
+/// is read or after 120 s (a hung browser fails the test instead of holding it).
+fn dump_dom(browser: &Path, profile: &Path, page: &Path) -> String {
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1300,900",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("Chromium starts");
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut dom = String::new();
+        let _ = stdout.read_to_string(&mut dom);
+        dom
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let exited = loop {
+        // Exited, but not reaped (WNOWAIT): its pid, and so its group's, is still ours to kill.
+        // SAFETY: a zeroed siginfo_t is valid for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOWAIT | libc::WNOHANG;
+        // SAFETY: waits on our own child with a valid siginfo_t.
+        let done = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) } == 0
+            && unsafe { info.si_pid() } == pid;
+        if done || Instant::now() > deadline {
+            break done;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Chromium and whatever helpers it left: the whole group it leads.
+    // SAFETY: signals the process group of a child we started, not yet reaped.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let status = child.wait().unwrap();
+    assert!(exited, "Chromium did not finish within 120 s");
+    assert!(status.success(), "Chromium failed: {status}");
+    reader.join().unwrap()
+}
+
+/// The JSON the probe wrote into the page (`data/page_probe.js`).
+fn probe_result(dom: &str) -> serde_json::Value {
+    let start = dom
+        .rfind("<pre id=\"probe\">")
+        .expect("the probe ran and wrote its result");
+    let text = &dom[start + "<pre id=\"probe\">".len()..];
+    let text = &text[..text.find("</pre>").unwrap()];
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn the_page_fits_a_1300_px_window_and_every_chart_fits_its_data() {
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let lab = unpack(tmp.path());
+    // The page as this build renders it, not as it was stored.
+    std::fs::remove_file(lab.join("index.html")).unwrap();
+    let out = webscope().arg("report").arg(&lab).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(lab.join("index.html")).unwrap();
+    let probe = include_str!("data/page_probe.js");
+    let page = lab.join("probe.html");
+    std::fs::write(
+        &page,
+        html.replace("</body>", &format!("<script>{probe}</script></body>")),
+    )
+    .unwrap();
+    let found = probe_result(&dump_dom(&browser, &tmp.path().join("profile"), &page));
+    let (inner, scroll) = (
+        found["inner"].as_f64().unwrap(),
+        found["scroll"].as_f64().unwrap(),
+    );
+    assert_eq!(inner, 1300.0, "the window is 1300 px wide");
+    assert!(
+        scroll <= inner,
+        "the page is {scroll} px wide in a {inner}-px window; beyond it: {}",
+        found["wide"]
+    );
+    assert_eq!(
+        found["wide"].as_array().unwrap().len(),
+        0,
+        "elements beyond the window's right edge: {}",
+        found["wide"]
+    );
+    assert_eq!(
+        found["unwrapped"], 0,
+        "tables not in a box that scrolls sideways"
+    );
+    let charts = found["charts"].as_array().unwrap();
+    assert_eq!(
+        charts.len(),
+        html.matches("<svg").count(),
+        "every chart was measured"
+    );
+    assert!(charts.len() > 20, "every experiment's charts are there");
+    let bad: Vec<String> = charts
+        .iter()
+        .filter(|c| c["marks"] == 0 || !c["problems"].as_array().unwrap().is_empty())
+        .map(|c| format!("{}: {} marks, {}", c["title"], c["marks"], c["problems"]))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "charts that do not fit their data:\n{}",
+        bad.join("\n")
+    );
 }

@@ -17,9 +17,33 @@ pub fn format_us(us: f64) -> String {
     }
 }
 
-fn latency_row(label: &str, l: &Latency) -> String {
+/// The label column's width: the longest label (a class's name), at least 14 characters as
+/// wrk's own rows need and at most [`LABEL_CAP`], so that every row's figures start at the
+/// same column however long a class's name is.
+fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> usize {
+    labels
+        .map(|l| l.chars().count())
+        .fold(14, usize::max)
+        .min(LABEL_CAP)
+}
+
+/// The widest the label column gets: a longer class name is cut short with an ellipsis (the
+/// summary says so; the JSON keeps it whole) rather than push the figures off a terminal.
+const LABEL_CAP: usize = 40;
+
+/// `label` in at most `width` characters: cut short with an ellipsis when longer.
+fn fit(label: &str, width: usize) -> String {
+    if label.chars().count() <= width {
+        label.to_string()
+    } else {
+        label.chars().take(width - 1).chain(['…']).collect()
+    }
+}
+
+fn latency_row(label: &str, w: usize, l: &Latency) -> String {
     format!(
-        "  {label:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        fit(label, w),
         format_us(l.p50),
         format_us(l.p90),
         format_us(l.p99),
@@ -61,29 +85,30 @@ impl Report {
             },
             pacing
         );
+        let w = label_width(self.classes.iter().map(|c| c.name.as_str()));
         let _ = writeln!(
             out,
-            "  {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "Latency", "p50", "p90", "p99", "p99.9", "max", "mean"
         );
-        out.push_str(&latency_row("total", &self.total.latency_us));
+        out.push_str(&latency_row("total", w, &self.total.latency_us));
         if let Some(uncorrected) = &self.total.uncorrected_latency_us {
-            out.push_str(&latency_row("uncorrected", uncorrected));
+            out.push_str(&latency_row("uncorrected", w, uncorrected));
         }
-        out.push_str(&latency_row("first byte", &self.total.ttfb_us));
+        out.push_str(&latency_row("first byte", w, &self.total.ttfb_us));
         if let Some(connect) = &self.total.connect_us {
-            out.push_str(&latency_row("connect", connect));
+            out.push_str(&latency_row("connect", w, connect));
         }
         if let Some(tls) = &self.tls {
-            out.push_str(&latency_row("TLS handshake", &tls.handshake_us));
+            out.push_str(&latency_row("TLS handshake", w, &tls.handshake_us));
         }
         if self.classes.len() > 1 {
             for class in &self.classes {
-                out.push_str(&latency_row(&class.name, &class.figures.latency_us));
+                out.push_str(&latency_row(&class.name, w, &class.figures.latency_us));
             }
             let _ = writeln!(
                 out,
-                "  {:<14} {:>9} {:>11} {:>11} {:>9}",
+                "  {:<w$} {:>9} {:>11} {:>11} {:>9}",
                 "Class", "share", "requests", "req/s", "errors"
             );
             for class in &self.classes {
@@ -94,12 +119,18 @@ impl Report {
                 };
                 let _ = writeln!(
                     out,
-                    "  {:<14} {:>8.2}% {:>11} {:>11.1} {:>9}",
-                    class.name,
+                    "  {:<w$} {:>8.2}% {:>11} {:>11.1} {:>9}",
+                    fit(&class.name, w),
                     share,
                     class.figures.requests,
                     class.figures.requests_per_s,
                     class.figures.errors.total
+                );
+            }
+            if self.classes.iter().any(|c| c.name.chars().count() > w) {
+                let _ = writeln!(
+                    out,
+                    "  (class names longer than {w} characters are cut short with …; the JSON has them whole)"
                 );
             }
         }
@@ -202,4 +233,75 @@ fn generators_table(generators: &[Generator]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The end column of each of a row's last `n` fields (figures hold no spaces).
+    fn field_ends(row: &str, n: usize) -> Vec<usize> {
+        let chars: Vec<char> = row.chars().collect();
+        let mut ends: Vec<usize> = (1..=chars.len())
+            .filter(|&i| chars[i - 1] != ' ' && (i == chars.len() || chars[i] == ' '))
+            .collect();
+        ends.split_off(ends.len().saturating_sub(n))
+    }
+
+    /// The summary of a two-class run whose classes have these names.
+    fn summary_with(names: [&str; 2]) -> String {
+        let mut report: Report =
+            serde_json::from_str(include_str!("../../testdata/report-segment.json")).unwrap();
+        for (class, name) in report.classes.iter_mut().zip(names) {
+            class.name = name.to_string();
+        }
+        report.summary()
+    }
+
+    /// The lines from the one starting with `first` while they are indented (the table).
+    fn block<'a>(text: &'a str, first: &str, rows: usize) -> Vec<&'a str> {
+        let start = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(first))
+            .unwrap();
+        text.lines().skip(start).take(rows).collect()
+    }
+
+    #[test]
+    fn long_class_names_do_not_shift_the_columns() {
+        let long = "GET /api/v1/catalogue/items?category=books&sort=price-desc-x";
+        assert_eq!(long.chars().count(), 60);
+        let medium = "static-assets-under-30-chars";
+        for names in [[medium, "large"], [long, "small"]] {
+            let text = summary_with(names);
+            // Latency: header, total, uncorrected, first byte, connect, TLS, two classes.
+            let latency = block(&text, "Latency", 8);
+            let classes = block(&text, "Class", 3);
+            for (rows, fields) in [(&latency, 6), (&classes, 4)] {
+                let header = field_ends(rows[0], fields);
+                for row in rows.iter() {
+                    assert_eq!(field_ends(row, fields), header, "\n{}", rows.join("\n"));
+                }
+            }
+            // Both tables' figures start after the same label column.
+            assert_eq!(
+                field_ends(latency[0], 6)[0] - 9,
+                field_ends(classes[0], 4)[0] - 9,
+                "\n{text}"
+            );
+        }
+        // The medium name fits whole; the long one is cut at 40 characters and the summary
+        // says so.
+        let text = summary_with([medium, "large"]);
+        assert!(text.contains(&format!("  {medium} ")), "{text}");
+        assert!(!text.contains("cut short"), "{text}");
+        let text = summary_with([long, "small"]);
+        let cut: String = long.chars().take(39).chain(['…']).collect();
+        assert!(text.contains(&format!("  {cut} ")), "{text}");
+        assert!(!text.contains(long), "{text}");
+        assert!(
+            text.contains("class names longer than 40 characters are cut short"),
+            "{text}"
+        );
+    }
 }

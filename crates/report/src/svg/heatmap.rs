@@ -53,9 +53,10 @@ impl HeatMap {
     /// Renders the map as one `<svg>` element.
     pub fn to_svg(&self) -> String {
         let mut out = String::with_capacity(32 * 1024);
-        open(&mut out, &self.title);
         let xs = Scale::new(self.x_edges.iter().copied(), &self.x, ML, W - MR);
         let ys = Scale::new(self.y_edges.iter().copied(), &self.y, H - MB, MT);
+        open(&mut out, &self.title, Some(&xs), &ys);
+        out.push_str("<g class=\"marks\">");
         let extreme = self.extreme().max(1e-12);
         for (column, xw) in self.values.iter().zip(self.x_edges.windows(2)) {
             for (v, yw) in column.iter().zip(self.y_edges.windows(2)) {
@@ -73,6 +74,7 @@ impl HeatMap {
                 );
             }
         }
+        out.push_str("</g>");
         axes(&mut out, Some(&xs), &ys, &self.x.label, &self.y.label);
         self.colour_scale(&mut out, extreme);
         out.push_str("</svg>");

@@ -1,3 +1,4 @@
+use super::scale::{linear_bounds, nice_step};
 use super::*;
 
 fn parses(svg: &str) -> roxmltree::Document<'_> {
@@ -111,4 +112,135 @@ fn numbers_are_short() {
     assert_eq!(fmt_num(0.25), "0.25");
     assert_eq!(nice_step(3.0), 5.0);
     assert_eq!(nice_step(0.13), 0.2);
+}
+
+/// The y axis's largest tick label and the plot's top and bottom (user units).
+fn y_axis(svg: &str) -> (f64, f64, f64) {
+    let doc = roxmltree::Document::parse(svg).expect("well-formed SVG");
+    let root = doc.root_element();
+    let attr = |name: &str| -> f64 { root.attribute(name).unwrap().parse().unwrap() };
+    let top_label = doc
+        .descendants()
+        .filter(|n| n.attribute("text-anchor") == Some("end") && n.attribute("transform").is_none())
+        .filter_map(|n| n.text()?.parse::<f64>().ok())
+        .fold(f64::NEG_INFINITY, f64::max);
+    (top_label, attr("data-plot-top"), attr("data-plot-bottom"))
+}
+
+#[test]
+fn an_axis_ends_within_one_tick_step_of_its_data() {
+    // Zero-based data (bars, counts, shares) of every magnitude, and ranges away from zero.
+    let mut cases: Vec<(f64, f64)> = Vec::new();
+    for exp in -3..=6 {
+        for mantissa in [
+            1.0, 1.01, 1.2, 1.5, 2.0, 2.01, 2.5, 3.3, 4.99, 5.0, 5.01, 6.0, 7.7, 9.99,
+        ] {
+            let hi = mantissa * 10f64.powi(exp);
+            cases.push((0.0, hi));
+            cases.push((hi * 0.3, hi));
+            cases.push((-hi, hi * 0.5));
+        }
+    }
+    cases.push((0.0, 100.000_000_000_000_01));
+    for (lo, hi) in cases {
+        let (a, b, step) = linear_bounds(lo, hi);
+        let intervals = ((b - a) / step).round();
+        assert!(
+            (3.0..=10.0).contains(&intervals),
+            "{lo}..{hi}: {a}..{b} by {step}"
+        );
+        // The data fits, and neither end runs a whole step beyond it.
+        assert!(
+            a <= lo + step * 1e-9 && b >= hi - step * 1e-9,
+            "{lo}..{hi}: {a}..{b}"
+        );
+        assert!(
+            b - hi < step && lo - a < step,
+            "{lo}..{hi}: {a}..{b} by {step}"
+        );
+        if lo == 0.0 {
+            // Nor a quarter of the plot empty above the largest value.
+            assert!((b - hi) / (b - a) < 0.25, "{lo}..{hi}: {a}..{b} by {step}");
+        }
+    }
+    // CPU shares summing to 100 % give or take a rounding error end at 100, not 150.
+    assert_eq!(linear_bounds(0.0, 100.000_000_000_000_01).1, 100.0);
+    assert_eq!(linear_bounds(0.0, 100.3).1, 120.0);
+    assert_eq!(linear_bounds(0.0, 87.0).1, 90.0);
+}
+
+#[test]
+fn a_stacked_charts_axis_ends_just_above_its_largest_stack() {
+    // The means of one run's CPU columns, as a monitor gave them: they sum to
+    // 100.00000000000001 in floating point.
+    let shares = [
+        36.29505842741137,
+        34.815440264356674,
+        7.843997248022016,
+        0.0,
+        0.8552631578947368,
+        20.190240902315207,
+    ];
+    let chart = |scale: f64| BarChart {
+        title: "Where the CPUs' time went".into(),
+        categories: vec!["1".into(), "2".into()],
+        y: Axis::linear("% of all CPUs"),
+        series: shares
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("c{i}"), vec![s * scale * 0.5, s * scale]))
+            .collect(),
+        stacked: true,
+    };
+    let (top_tick, plot_top, _) = y_axis(&chart(1.0).to_svg());
+    assert_eq!(top_tick, 100.0, "a stack of 100 % ends at 100 %");
+    // The largest stack reaches the top of the plot; no bar leaves it.
+    let svg = chart(1.0).to_svg();
+    let doc = parses(&svg);
+    let tops: Vec<f64> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("g"))
+        .flat_map(|g| g.children().filter(|n| n.has_tag_name("rect")))
+        .map(|r| r.attribute("y").unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(tops.len(), 12);
+    let highest = tops.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!((highest - plot_top).abs() < 0.05, "{highest} vs {plot_top}");
+    // Stacks of 60 % end at 60 %; the axis follows the sum, not the largest part.
+    let (top_tick, _, _) = y_axis(&chart(0.6).to_svg());
+    assert_eq!(top_tick, 60.0);
+}
+
+#[test]
+fn a_negative_bar_hangs_from_zero_inside_the_plot() {
+    // A technique that cost throughput has a negative share of the gain.
+    let chart = BarChart {
+        title: "share of the gain".into(),
+        categories: vec!["epoll".into(), "sendfile".into()],
+        y: Axis::linear("%"),
+        series: vec![("share".into(), vec![-20.0, 120.0])],
+        stacked: false,
+    };
+    let svg = chart.to_svg();
+    let doc = parses(&svg);
+    let root = doc.root_element();
+    let attr = |name: &str| -> f64 { root.attribute(name).unwrap().parse().unwrap() };
+    let (top, bottom) = (attr("data-plot-top"), attr("data-plot-bottom"));
+    let bars: Vec<(f64, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("g"))
+        .flat_map(|g| g.children().filter(|n| n.has_tag_name("rect")))
+        .map(|r| {
+            let y: f64 = r.attribute("y").unwrap().parse().unwrap();
+            let h: f64 = r.attribute("height").unwrap().parse().unwrap();
+            (y, y + h)
+        })
+        .collect();
+    assert_eq!(bars.len(), 2);
+    for (y0, y1) in &bars {
+        assert!(*y0 >= top - 0.05 && *y1 <= bottom + 0.05, "{bars:?}");
+        assert!(y1 - y0 > 10.0, "each bar is drawn: {bars:?}");
+    }
+    // The negative bar starts where the positive one does (at zero) and goes down.
+    assert!((bars[0].0 - bars[1].1).abs() < 0.05, "{bars:?}");
 }
