@@ -62,10 +62,13 @@ const SECURE_EXPERIMENTS: [&str; 5] = ["clients", "filesize", "model", "protocol
 /// `--tls` and `--http2` apply to some experiments only, and `--tls` to the embedded server
 /// only: anything else is refused before any work, in one line.
 fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<()> {
-    if options.capacity.segments > 1 {
+    if options.capacity.kubernetes.is_some() && options.target.is_none() {
+        bail!("--kubernetes runs the probes from pods, which cannot reach the embedded server on this machine's loopback: give the --target they reach (and a --fileset the image carries)");
+    }
+    if options.capacity.segments > 1 || options.capacity.kubernetes.is_some() {
         if let Some(other) = chosen.iter().find(|e| e.name != "capacity") {
             bail!(
-                "--segments splits the capacity experiment's probes; {} runs one generator: run it in a lab without --segments",
+                "--segments and --kubernetes split the capacity experiment's probes; {} runs one generator: run it in a lab without them",
                 other.name
             );
         }
@@ -74,7 +77,7 @@ fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<(
             .as_deref()
             .is_some_and(|t| t.starts_with("https://"));
         if options.embedded_tls || options.http2 || https {
-            bail!("--segments runs plain HTTP/1.1 probes for now (the segments' processes are given flags, and the lab's TLS trust is in memory): drop --tls, --http2 or the https:// target");
+            bail!("--segments and --kubernetes run plain HTTP/1.1 probes for now (the segments' processes are given flags, and the lab's TLS trust is in memory): drop --tls, --http2 or the https:// target");
         }
     }
     if options.embedded_tls && options.target.is_some() {

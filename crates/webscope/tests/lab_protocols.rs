@@ -167,11 +167,15 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
         ),
         (
             &["--tls", "--experiment", "capacity", "--segments", "2"][..],
-            "--segments runs plain HTTP/1.1 probes",
+            "--segments and --kubernetes run plain HTTP/1.1 probes",
         ),
         (
             &["--experiment", "clients", "--segments", "2"][..],
             "clients runs one generator",
+        ),
+        (
+            &["--experiment", "capacity", "--kubernetes", "webscope:1"][..],
+            "pods, which cannot reach the embedded server",
         ),
     ] {
         let run = lab(tmp.path(), args);

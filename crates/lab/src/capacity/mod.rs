@@ -9,6 +9,7 @@
 
 pub mod compare;
 pub mod experiment;
+pub mod kubernetes;
 pub mod probe;
 pub mod search;
 pub mod segments;
@@ -39,6 +40,8 @@ pub struct Settings {
     /// `--segments`: generators (load processes) each probe is split across; 1 runs the
     /// probe in the lab's own generator.
     pub segments: usize,
+    /// `--kubernetes IMAGE`: the segments are a Kubernetes Job's pods.
+    pub kubernetes: Option<kubernetes::Pods>,
 }
 
 impl Settings {
@@ -68,6 +71,7 @@ impl Settings {
             precision,
             arrivals,
             segments: 1,
+            kubernetes: None,
         })
     }
 }
@@ -83,6 +87,7 @@ impl Default for Settings {
             precision: DEFAULT_PRECISION,
             arrivals: Arrivals::Constant,
             segments: 1,
+            kubernetes: None,
         }
     }
 }

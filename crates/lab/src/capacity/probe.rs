@@ -22,8 +22,8 @@ use webscope_load::{Config, Mode, Pacing, Report, Target as LoadTarget};
 use webscope_monitor::tcp::{SockDiag, TcpState};
 
 use super::search::Outcome;
-use super::segments;
 use super::Settings;
+use super::{kubernetes, segments};
 use crate::bottleneck::{self, Bound};
 use crate::health::{Expect, Health};
 use crate::measure::{measure, measure_by, speak};
@@ -146,12 +146,16 @@ pub fn run(
     let warmup = warmup_length(ctx.duration);
     let mut warm = config.clone();
     warm.duration = warmup;
-    ctx.bar
-        .set_message(format!("{}: warming up", probe.label()));
-    webscope_load::run(&warm, ctx.interrupt, &mut |_| {})
-        .with_context(|| format!("the warm-up of {}", probe.label()))?;
+    // Pods start from a cluster the lab's machine may not even reach the target from: their
+    // Job is the probe, without a warm-up of its own.
+    if settings.kubernetes.is_none() {
+        ctx.bar
+            .set_message(format!("{}: warming up", probe.label()));
+        webscope_load::run(&warm, ctx.interrupt, &mut |_| {})
+            .with_context(|| format!("the warm-up of {}", probe.label()))?;
+    }
     let label = probe.label();
-    let measured = if settings.segments > 1 {
+    let measured = if settings.segments > 1 || settings.kubernetes.is_some() {
         let plan = segments::Plan {
             segments: settings.segments,
             exe: ctx.exe,
@@ -159,9 +163,13 @@ pub fn run(
             base_url: &ctx.target.base_url,
             server_cpu: ctx.server_cpu,
         };
-        let generate = |config: &Config, _: &mut dyn FnMut(&webscope_load::IntervalReport)| {
-            segments::run(config, &plan, ctx.interrupt)
-        };
+        let generate =
+            |config: &Config, _: &mut dyn FnMut(&webscope_load::IntervalReport)| match &settings
+                .kubernetes
+            {
+                Some(pods) => kubernetes::run(config, &plan, pods, ctx.interrupt),
+                None => segments::run(config, &plan, ctx.interrupt),
+            };
         measure_by(
             run_dir,
             config,

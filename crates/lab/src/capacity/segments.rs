@@ -5,6 +5,9 @@
 //! `webscope distribute --kubernetes N` writes into a Job. Locally the processes run on every
 //! CPU but the embedded server's.
 //!
+//! The same segments as the pods of an Indexed Job are the `kubernetes` module's, on this
+//! module's [`Plan`] and [`load_args`].
+//!
 //! Not for: choosing the probes (the search) nor judging them (`probe`); TLS, whose settings
 //! the lab holds in memory rather than as flags a process could be given.
 
@@ -87,6 +90,25 @@ fn args(
     i: usize,
     start_at: SystemTime,
 ) -> anyhow::Result<Vec<String>> {
+    let start = start_at
+        .duration_since(UNIX_EPOCH)
+        .context("the clock is before 1970")?
+        .as_secs_f64();
+    let mut args = vec!["load".to_string()];
+    args.extend(load_args(config, plan)?);
+    args.extend([
+        "--segment".into(),
+        format!("{i}/{}", plan.segments),
+        "--start-at".into(),
+        format!("{start:.3}"),
+        "-q".into(),
+    ]);
+    Ok(args)
+}
+
+/// The probe's load as `webscope load` flags, the same for every segment (the whole run's
+/// rate and connections: each segment takes its share).
+pub(super) fn load_args(config: &Config, plan: &Plan<'_>) -> anyhow::Result<Vec<String>> {
     let Pacing::Open {
         rate,
         arrivals,
@@ -96,12 +118,7 @@ fn args(
         bail!("segments are for open-loop probes");
     };
     let ms = |d: Duration| format!("{}ms", d.as_millis().max(1));
-    let start = start_at
-        .duration_since(UNIX_EPOCH)
-        .context("the clock is before 1970")?
-        .as_secs_f64();
     let mut args: Vec<String> = vec![
-        "load".into(),
         "--fileset".into(),
         plan.fileset.display().to_string(),
         "--base".into(),
@@ -128,11 +145,6 @@ fn args(
         ms(config.interval),
         "--seed".into(),
         config.seed.to_string(),
-        "--segment".into(),
-        format!("{i}/{}", plan.segments),
-        "--start-at".into(),
-        format!("{start:.3}"),
-        "-q".into(),
     ];
     if config.mode == Mode::Close {
         args.push("--close".into());

@@ -167,6 +167,16 @@ pub struct Args {
     /// embedded server's: for servers one generator thread cannot saturate. Plain HTTP only
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     segments: u16,
+    /// Run each capacity probe's segments (--segments, default 1) as the pods of a Kubernetes
+    /// Job with this image, as `webscope distribute --kubernetes N --apply` writes it: the lab
+    /// applies it, waits for it, merges the pods' logs and deletes it (kubectl on PATH, its
+    /// current context). Needs a --target the pods reach and a --fileset the image carries
+    #[arg(long, value_name = "IMAGE")]
+    kubernetes: Option<String>,
+    /// With --kubernetes: time from writing each probe's Job to its pods' common start
+    /// (scheduling and the image's pull)
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = crate::cmd::positive_duration)]
+    start_margin: std::time::Duration,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -190,6 +200,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)?;
     let capacity = lab::capacity::Settings {
         segments: usize::from(args.segments),
+        kubernetes: args
+            .kubernetes
+            .clone()
+            .map(|image| lab::capacity::kubernetes::Pods {
+                image,
+                start_margin: args.start_margin,
+            }),
         ..capacity
     };
     anyhow::ensure!(
