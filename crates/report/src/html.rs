@@ -23,9 +23,19 @@ impl Table {
         }
     }
 
-    /// Adds a row.
+    /// Adds a row. A row of another width than the header is a bug of the caller (a CSV
+    /// whose cells slide under the wrong headings): debug builds, and so the tests, stop on it.
     pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
-        self.rows.push(cells.into_iter().map(Into::into).collect());
+        let row: Vec<String> = cells.into_iter().map(Into::into).collect();
+        debug_assert_eq!(
+            row.len(),
+            self.header.len(),
+            "a row of {} cells under {} headings ({:?})",
+            row.len(),
+            self.header.len(),
+            self.header
+        );
+        self.rows.push(row);
     }
 
     /// RFC 4180 CSV.

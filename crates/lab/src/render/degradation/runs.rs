@@ -180,6 +180,7 @@ pub fn runs_csv(runs: &[Run]) -> String {
         "p99_ms",
         "wait_ms",
         "running_ms",
+        "slices",
         "cpu_s",
         "runqueue_wait_pct",
     ]);

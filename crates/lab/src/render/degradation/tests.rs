@@ -126,3 +126,14 @@ fn targets_are_judged_from_the_figures() {
     // 980 / 1000 = 0.98: met.
     assert!(verdict("no contention: light alone does 980"));
 }
+
+#[test]
+fn the_runs_csv_has_a_heading_for_every_cell() {
+    let csv = super::runs::runs_csv(&runs());
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert!(header.contains(&"slices"), "{header:?}");
+    for line in lines {
+        assert_eq!(line.split(',').count(), header.len(), "{line}");
+    }
+}
