@@ -58,6 +58,10 @@ pub struct ExperimentRecord {
     pub complete: bool,
     /// What went wrong, if something did.
     pub failures: Vec<String>,
+    /// What the experiment does not do in this set-up, said rather than failed (e.g. a run
+    /// that needs the embedded server, against `--target`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
     /// Why each round's search stopped, for an experiment that chooses its points as it goes
     /// (absent for the others, and in records written before it existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -73,6 +77,7 @@ impl ExperimentRecord {
             runs: Vec::new(),
             complete: false,
             failures: Vec::new(),
+            skipped: Vec::new(),
             stopped: Vec::new(),
         }
     }

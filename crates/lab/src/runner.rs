@@ -171,8 +171,8 @@ pub trait Sweep: Sized {
         OnFailure::Stop
     }
 
-    /// After the last run: what it could not do, as failure lines (e.g. a run that needs the
-    /// embedded server, against `--target`).
+    /// After the last run: what it does not do in this set-up (e.g. a run that needs the
+    /// embedded server, against `--target`), said on its page; not a failure.
     fn finish(&mut self, ctx: &Ctx<'_>) -> Vec<String> {
         let _ = ctx;
         Vec::new()
@@ -208,9 +208,9 @@ pub fn run<S: Sweep>(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<ExperimentReco
             break;
         }
     }
-    let notes = taking.sweep.finish(ctx);
+    let skipped = taking.sweep.finish(ctx);
     let mut record = taking.record;
-    record.failures.extend(notes);
+    record.skipped.extend(skipped);
     // Complete: every point it meant to run was run, and none failed.
     record.complete = !taking.cut && record.failures.is_empty();
     if !S::RECORD_STOP {

@@ -145,13 +145,19 @@ impl ExperimentPage {
     }
 }
 
-/// Warnings every experiment section starts with: failed runs, an early stop.
+/// Warnings every experiment section starts with: failed runs, what was not run and why, an
+/// early stop.
 fn failure_blocks(exp: &ExperimentRecord) -> Vec<Block> {
     let mut blocks: Vec<Block> = exp
         .failures
         .iter()
         .map(|f| Block::Warning(format!("A run failed: {f}")))
         .collect();
+    blocks.extend(
+        exp.skipped
+            .iter()
+            .map(|s| Block::Text(format!("Not run: {s}."))),
+    );
     if !exp.complete && exp.failures.is_empty() {
         blocks.push(Block::Warning(
             "The experiment was stopped before its last run: what is shown is what was measured."

@@ -55,6 +55,43 @@ impl<const CONTINUE: bool> Sweep for Listed<CONTINUE> {
     }
 }
 
+/// One point, and a part it does not do in this set-up.
+struct Partial;
+
+impl Sweep for Partial {
+    const NAME: &'static str = "partial";
+    const FACTOR: &'static str = "n";
+    type Point = usize;
+    fn points(_: &Options) -> Points<usize> {
+        Points::Fixed(vec![1])
+    }
+    fn start(_: &Ctx<'_>) -> anyhow::Result<Self> {
+        Ok(Partial)
+    }
+    fn name(&self, n: &usize) -> String {
+        format!("n-{n}")
+    }
+    fn label(&self, run: &Run<'_, usize>) -> String {
+        run.name.to_string()
+    }
+    fn measure(&mut self, run: &Run<'_, usize>, _: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        Ok(measured(*run.point))
+    }
+    fn finish(&mut self, _: &Ctx<'_>) -> Vec<String> {
+        vec!["the other part needs the embedded server".into()]
+    }
+}
+
+#[test]
+fn what_an_experiment_does_not_do_here_is_said_and_not_a_failure() {
+    let (record, written, _, dir) = take::<Partial>(1, false);
+    assert!(record.failures.is_empty(), "{:?}", record.failures);
+    assert!(record.complete);
+    assert_eq!(record.skipped, ["the other part needs the embedded server"]);
+    assert_eq!(written.skipped, record.skipped);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// Doubles from 1 until a run reaches 8 (at most 6 runs a round), then one run after the stop;
 /// in the second round point 2 fails, and the doubling goes on past it.
 struct Doubling {
