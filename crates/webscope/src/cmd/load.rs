@@ -125,7 +125,10 @@ struct Flags {
     /// Worker threads, each with its own event loop [default: number of cores, at most -c].
     #[arg(short = 't', long, value_name = "N")]
     threads: Option<usize>,
-    /// Open loop: send this many requests per second whatever the responses do.
+    /// Open loop: send this many requests per second whatever the responses do. A run that
+    /// could not (over 1 % of the requests due never sent: every connection busy up to
+    /// --max-connections, or the generator too slow) says so in a warning with the rate it
+    /// sent, and the lab names the generator as the run's bound.
     #[arg(long, value_name = "R")]
     rate: Option<f64>,
     /// Open loop: evenly spaced sends, or a Poisson process.
