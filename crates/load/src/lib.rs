@@ -44,6 +44,7 @@
 //! thread, whatever the number of requests.
 #![deny(missing_docs)]
 
+mod anchor;
 mod busy_poll;
 mod config;
 mod cpu;

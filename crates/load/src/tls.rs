@@ -11,7 +11,6 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::server::ParsedCertificate;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use crate::Error;
@@ -49,7 +48,10 @@ pub(crate) fn client(
             .map_err(|e| Error::Config(format!("--cacert {}: {e}", path.display())))?;
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnchorOrChain { anchors, chain }))
+            .with_custom_certificate_verifier(Arc::new(crate::anchor::AnchorOrChain {
+                anchors,
+                chain,
+            }))
             .with_no_client_auth()
     } else {
         let roots = RootCertStore {
@@ -88,62 +90,6 @@ fn anchors_from(path: &Path) -> Result<(Vec<CertificateDer<'static>>, RootCertSt
         return Err(bad("no certificate in it".into()));
     }
     Ok((anchors, roots))
-}
-
-/// `--cacert`: a server certificate that is itself one of the given anchors (byte for byte)
-/// is trusted as given, as curl and OpenSSL do: the usual `openssl req -x509` certificate is
-/// self-signed with CA:TRUE, and webpki alone refuses a CA as a server's certificate even when
-/// it is the very anchor. Its host name is still checked; its dates are not, as webpki never
-/// checks an anchor's. Every other certificate goes through webpki's chain verification.
-#[derive(Debug)]
-struct AnchorOrChain {
-    anchors: Vec<CertificateDer<'static>>,
-    chain: Arc<WebPkiServerVerifier>,
-}
-
-impl ServerCertVerifier for AnchorOrChain {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        if self
-            .anchors
-            .iter()
-            .any(|a| a.as_ref() == end_entity.as_ref())
-        {
-            let parsed = ParsedCertificate::try_from(end_entity)?;
-            rustls::client::verify_server_name(&parsed, server_name)?;
-            return Ok(ServerCertVerified::assertion());
-        }
-        self.chain
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.chain.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.chain.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.chain.supported_verify_schemes()
-    }
 }
 
 /// `--insecure`: any certificate is accepted, signatures are still checked to be well formed

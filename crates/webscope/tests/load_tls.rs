@@ -315,4 +315,39 @@ fn a_self_signed_ca_certificate_is_trusted_as_its_own_cacert() {
     let (_, summary) = load_exiting(&[&url, "-c", "1"], &json, 1);
     assert!(summary.contains("is a CA certificate"), "{summary}");
     served.stop();
+
+    // The certificate exactly as `openssl req -x509 -newkey ... -nodes -subj /CN=127.0.0.1`
+    // makes it: CA:TRUE and no subjectAltName, its CN the name (curl's rule).
+    let (cert, key) = (
+        tmp.path().join("openssl.pem"),
+        tmp.path().join("openssl.key"),
+    );
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipping the openssl certificate: no openssl command");
+        return;
+    }
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let served = Served::start_with(&root, &["--tls-cert", c, "--tls-key", k], None);
+    let url = format!("{}1k.bin", served.base_url);
+    let (r, summary) = load(&[&url, "--cacert", c, "-c", "2"], &json);
+    assert!(r["requests"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(r["errors"]["total"], 0, "{summary}");
+    // Its CN names 127.0.0.1, not localhost.
+    let other = url.replace("127.0.0.1", "localhost");
+    let (_, summary) = load_exiting(&[&other, "--cacert", c, "-c", "1"], &json, 1);
+    assert!(
+        summary.contains("not valid for the URL's host name"),
+        "{summary}"
+    );
+    served.stop();
 }

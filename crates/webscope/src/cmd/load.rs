@@ -200,7 +200,8 @@ struct Flags {
     /// https: trust only the CA certificates in this PEM file (a private CA), instead of the
     /// bundled Mozilla roots. A server certificate that is itself in the file is trusted as
     /// given, as curl does: a self-signed `openssl req -x509` one (CA:TRUE) works as its own
-    /// --cacert; its host name is still checked.
+    /// --cacert; its host name is still checked (its subjectAltName, or without one its CN,
+    /// as curl does).
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
     cacert: Option<PathBuf>,
     /// https: no session resumption, so that every new connection (--close) makes a full
