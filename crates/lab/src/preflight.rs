@@ -243,7 +243,7 @@ impl std::error::Error for Handshake {}
 fn unanswered(err: anyhow::Error, base_url: &str, addr: std::net::SocketAddr) -> anyhow::Error {
     use std::io::ErrorKind as K;
     if let Some(why) = err.downcast_ref::<Handshake>() {
-        return anyhow!("the target {base_url} refused the TLS handshake: {why}");
+        return anyhow!("the TLS handshake with the target {base_url} failed: {why}");
     }
     let silent = err.downcast_ref::<std::io::Error>().is_some_and(|e| {
         matches!(
@@ -313,7 +313,7 @@ mod tests {
         assert!(!line.contains("running"), "{line}");
         assert!(
             line.contains(
-                "refused the TLS handshake: the server's certificate is signed by an unknown CA"
+                "the TLS handshake with the target https://127.0.0.1:9/ failed: the server's certificate is signed by an unknown CA"
             ) && line.contains("--cacert FILE")
                 && line.contains("--insecure"),
             "{line}"
