@@ -4,7 +4,8 @@
 //! The rules are tried in order of evidence: the server at its CPU limit, which is the least
 //! of its busy threads and the CPUs it may use, judged in sum and for its busiest thread (one
 //! thread never uses more than one core, so nginx with one worker on two CPUs saturates at
-//! one); the generator at its CPU limit (then the run measures the generator); the
+//! one); the generator at its CPU limit, or short of its open-loop rate by more than
+//! [`webscope_load::NOT_SENT_LIMIT`] (then the run measures the generator); the
 //! machine's CPUs busy, softirq included (loopback TCP is kernel work that neither process is
 //! charged for); a network interface or disk at capacity; ephemeral ports or TIME_WAIT near
 //! their limit, counting the sockets the run's own connections left (never the host's
@@ -160,6 +161,8 @@ pub struct Evidence {
     pub tw_buckets: Option<f64>,
     /// ListenOverflows per second (mean over the run).
     pub listen_overflows_per_s: Option<f64>,
+    /// Open loop: how the run fell short of its rate, when it did (load's own rule).
+    pub missed_rate: Option<webscope_load::MissedRate>,
 }
 
 /// A verdict: what bounds the run and the sentence that says so, with its figure.
@@ -270,6 +273,18 @@ pub fn judge(e: &Evidence) -> Verdict {
                 100.0 * e.generator_busy,
                 100.0 * (e.generator_busy_or_waiting - e.generator_busy).max(0.0),
                 100.0 * CPU_LIMIT
+            ),
+        );
+    }
+    if let Some(m) = &e.missed_rate {
+        return verdict(
+            Bound::Generator,
+            format!(
+                "the load generator did not keep its open-loop rate: {:.0} req/s asked, {:.0} sent; {:.1} % of the requests due were never sent, no connection being free in time (limit {:.0} %): this run measures the generator's connections, not the server at the rate asked",
+                m.asked,
+                m.sent,
+                100.0 * m.not_sent_share,
+                100.0 * webscope_load::NOT_SENT_LIMIT
             ),
         );
     }

@@ -85,7 +85,7 @@ pub fn measure_by(
         .enumerate()
         .map(|(i, url)| {
             webscope_monitor::spawn(webscope_monitor::Config {
-                interval: std::time::Duration::from_secs(1),
+                interval: webscope_monitor::NODE_EXPORTER_INTERVAL,
                 node_exporter: Some(url.clone()),
                 out: Some(run_dir.join(format!("server-monitor-{}", i + 1))),
                 ..webscope_monitor::Config::default()

@@ -23,6 +23,8 @@ const PER_CLASS: usize = 2;
 /// Bodies compared byte for byte up to this size; larger ones by size only.
 const COMPARE_LIMIT: u64 = 4 << 20;
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection that closed before a single byte came back.
+const NO_RESPONSE: &str = "the connection closed without a response";
 
 /// What the preflight found, for the report's set-up paragraph.
 pub struct Checked {
@@ -56,9 +58,8 @@ pub fn check(
     let mut compared = 0;
     for file in &sample {
         let path = format!("{prefix}{}", file.path);
-        let (status, body) = get(addr, &host, port, &path, tls.as_ref()).map_err(|err| {
-            anyhow!("the target {base_url} does not answer: {err} (is the server running and listening on {addr}?)")
-        })?;
+        let (status, body) = get(addr, &host, port, &path, tls.as_ref())
+            .map_err(|err| unanswered(err, base_url, addr))?;
         if !expect.accepts(status) {
             unexpected.push((status, file));
             continue;
@@ -181,7 +182,9 @@ fn get(
         None => {
             let mut stream = tcp;
             stream.write_all(request.as_bytes())?;
-            stream.take(limit).read_to_end(&mut data)?;
+            if let Err(e) = stream.take(limit).read_to_end(&mut data) {
+                return Err(broke_off(e.into(), &data));
+            }
         }
         Some((config, name)) => {
             let conn = rustls::ClientConnection::new(std::sync::Arc::clone(config), name.clone())?;
@@ -191,12 +194,12 @@ fn get(
                 Ok(_) => {}
                 // A server that closes without close_notify: the body is framed anyway.
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !data.is_empty() => {}
-                Err(e) => return Err(tls_error(e)),
+                Err(e) => return Err(broke_off(tls_error(e), &data)),
             }
         }
     }
     if data.is_empty() {
-        bail!("the connection closed without a response");
+        bail!(NO_RESPONSE);
     }
     let (head, body) = webscope_http::response::whole(&data).map_err(|err| {
         anyhow!("the answer is not a complete HTTP/1.x response ({err}): is the port speaking TLS or another protocol?")
@@ -207,8 +210,56 @@ fn get(
 /// An https exchange's error, with a failed handshake's cause in words.
 fn tls_error(e: std::io::Error) -> anyhow::Error {
     match webscope_load::tls_io_cause(&e) {
-        Some(why) => anyhow!("{why}"),
+        Some(why) => anyhow!(Handshake(why)),
         None => e.into(),
+    }
+}
+
+/// `err` as it is before the first byte of the response; after it, said as a response that
+/// broke off (the server did answer, so whether it runs is not the question).
+fn broke_off(err: anyhow::Error, data: &[u8]) -> anyhow::Error {
+    if data.is_empty() {
+        err
+    } else {
+        anyhow!("the response broke off after {} bytes: {err}", data.len())
+    }
+}
+
+/// A failed TLS handshake's cause, in words that say what to do.
+#[derive(Debug)]
+struct Handshake(String);
+
+impl std::fmt::Display for Handshake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Handshake {}
+
+/// A failed fetch in one line. "Is the server running and listening?" is asked only where it
+/// is the question: the connection was refused, timed out, or reset or closed before a single
+/// byte; a handshake says what TLS said (and how to fix it), anything else is said as it is.
+fn unanswered(err: anyhow::Error, base_url: &str, addr: std::net::SocketAddr) -> anyhow::Error {
+    use std::io::ErrorKind as K;
+    if let Some(why) = err.downcast_ref::<Handshake>() {
+        return anyhow!("the TLS handshake with the target {base_url} failed: {why}");
+    }
+    let silent = err.downcast_ref::<std::io::Error>().is_some_and(|e| {
+        matches!(
+            e.kind(),
+            K::ConnectionRefused
+                | K::ConnectionReset
+                | K::ConnectionAborted
+                | K::TimedOut
+                | K::WouldBlock
+                | K::UnexpectedEof
+        )
+    }) || err.to_string() == NO_RESPONSE;
+    if silent {
+        anyhow!("the target {base_url} does not answer: {err} (is the server running and listening on {addr}?)")
+    } else {
+        anyhow!("the target {base_url} does not answer as expected: {err}")
     }
 }
 
@@ -238,6 +289,52 @@ mod tests {
             .to_string()
             .contains("http:// or https://"));
         assert!(split_url("http://x:port/").is_err());
+    }
+
+    #[test]
+    fn the_server_is_asked_about_only_when_nothing_came_back() {
+        let addr: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let say = |err: anyhow::Error| unanswered(err, "https://127.0.0.1:9/", addr).to_string();
+        let asks = "is the server running and listening on 127.0.0.1:9?";
+        let io = |kind| anyhow::Error::from(std::io::Error::from(kind));
+        for kind in [
+            std::io::ErrorKind::ConnectionRefused,
+            std::io::ErrorKind::ConnectionReset,
+            std::io::ErrorKind::TimedOut,
+        ] {
+            assert!(say(io(kind)).contains(asks), "{}", say(io(kind)));
+        }
+        assert!(say(anyhow!(NO_RESPONSE)).contains(asks));
+        // A handshake the server answered: what TLS said, and how to fix it.
+        let unknown = webscope_load::tls_cause(&rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ));
+        let line = say(anyhow!(Handshake(unknown)));
+        assert!(!line.contains("running"), "{line}");
+        assert!(
+            line.contains(
+                "the TLS handshake with the target https://127.0.0.1:9/ failed: the server's certificate is signed by an unknown CA"
+            ) && line.contains("--cacert FILE")
+                && line.contains("--insecure"),
+            "{line}"
+        );
+        // A reset after the response began: the server runs.
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        let line = say(broke_off(reset.into(), b"HTTP/1.1 200"));
+        assert!(
+            !line.contains("running") && line.contains("broke off after 12 bytes"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_refused_connection_is_said_with_the_question() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let err = get(addr, "127.0.0.1", addr.port(), "/", None).unwrap_err();
+        let line = unanswered(err, "http://x/", addr).to_string();
+        assert!(line.contains("is the server running"), "{line}");
     }
 
     #[test]

@@ -44,6 +44,7 @@
 //! thread, whatever the number of requests.
 #![deny(missing_docs)]
 
+mod anchor;
 mod busy_poll;
 mod config;
 mod cpu;
@@ -51,6 +52,7 @@ mod engine;
 mod error;
 mod hlog;
 mod merge;
+mod pace;
 mod recorder;
 mod report;
 mod requests;
@@ -69,6 +71,7 @@ pub use cpu::{process_time, thread_time};
 pub use error::Error;
 pub use hlog::{parse_intervals, read_bins, read_intervals, tag_of, LoggedInterval};
 pub use merge::{merge, Part};
+pub use pace::{missed_rate, MissedRate, NOT_SENT_LIMIT};
 pub use recorder::{Failure, FAILURES};
 pub use report::histograms::ClassHistograms;
 pub use report::text::format_us;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -40,12 +41,21 @@ pub(crate) fn client(
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
             .with_no_client_auth()
+    } else if let Some(path) = &settings.cacert {
+        let (anchors, roots) = anchors_from(path)?;
+        let chain = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .map_err(|e| Error::Config(format!("--cacert {}: {e}", path.display())))?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(crate::anchor::AnchorOrChain {
+                anchors,
+                chain,
+            }))
+            .with_no_client_auth()
     } else {
-        let roots = match &settings.cacert {
-            Some(path) => roots_from(path)?,
-            None => RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-            },
+        let roots = RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
         builder.with_root_certificates(roots).with_no_client_auth()
     };
@@ -61,23 +71,25 @@ pub(crate) fn client(
     Ok((Arc::new(config), name))
 }
 
-fn roots_from(path: &Path) -> Result<RootCertStore, Error> {
+/// The certificates of a `--cacert` PEM file, as given and as trust anchors.
+fn anchors_from(path: &Path) -> Result<(Vec<CertificateDer<'static>>, RootCertStore), Error> {
     let bad = |why: String| {
         Error::Config(format!(
             "--cacert {}: {why} (give a PEM file of CA certificates)",
             path.display()
         ))
     };
-    let mut roots = RootCertStore::empty();
+    let (mut anchors, mut roots) = (Vec::new(), RootCertStore::empty());
     let certs = CertificateDer::pem_file_iter(path).map_err(|e| bad(e.to_string()))?;
     for cert in certs {
         let cert = cert.map_err(|e| bad(e.to_string()))?;
-        roots.add(cert).map_err(|e| bad(e.to_string()))?;
+        roots.add(cert.clone()).map_err(|e| bad(e.to_string()))?;
+        anchors.push(cert);
     }
-    if roots.is_empty() {
+    if anchors.is_empty() {
         return Err(bad("no certificate in it".into()));
     }
-    Ok(roots)
+    Ok((anchors, roots))
 }
 
 /// `--insecure`: any certificate is accepted, signatures are still checked to be well formed
@@ -156,7 +168,7 @@ pub fn cause(error: &rustls::Error) -> String {
         }
         E::InvalidCertificate(CertificateError::NotValidForName)
         | E::InvalidCertificate(CertificateError::NotValidForNameContext { .. }) => {
-            "the server's certificate is not valid for the URL's host name (use the name it was issued for)".into()
+            "the server's certificate is not valid for the URL's host name (use a name it was issued for: its subjectAltName, as browsers check, not its CN; openssl req -x509 ... -addext subjectAltName=IP:127.0.0.1,DNS:localhost makes one)".into()
         }
         E::InvalidCertificate(CertificateError::Expired)
         | E::InvalidCertificate(CertificateError::ExpiredContext { .. }) => {
@@ -166,7 +178,7 @@ pub fn cause(error: &rustls::Error) -> String {
         E::InvalidCertificate(CertificateError::Other(other))
             if format!("{other:?}").contains("CaUsedAsEndEntity") =>
         {
-            "the server's certificate is a CA certificate (basicConstraints CA:TRUE) presented as the server's own: re-issue it as a leaf (CA:FALSE) signed by that CA, or give --insecure for a test server".into()
+            "the server's certificate is a CA certificate (basicConstraints CA:TRUE) presented as the server's own: give that very certificate with --cacert (it is then trusted as given), re-issue it as a leaf (CA:FALSE) signed by a CA you give, or give --insecure for a test server".into()
         }
         E::InvalidCertificate(other) => format!("the server's certificate was refused: {other:?}"),
         E::InvalidMessage(_) | E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {

@@ -5,6 +5,20 @@ use std::time::Duration;
 
 use crate::Error;
 
+/// The interval between samples of this machine's `/proc`, unless told otherwise: reading it
+/// costs microseconds, and 100 ms resolves a short run's phases.
+pub const INTERVAL: Duration = Duration::from_millis(100);
+
+/// The interval between scrapes of a node_exporter, unless told otherwise. A scrape costs the
+/// exporter tens of milliseconds of CPU (its collectors read `/proc` and `/sys` and format
+/// thousands of series) and the wire a few hundred KiB, so Prometheus users scrape every 15 s
+/// and 1 s at the finest; 1 s is the finest that stays cheap, and what a short run needs.
+pub const NODE_EXPORTER_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The shortest interval a node_exporter is scraped at (an explicit `--interval` below it is
+/// refused): scrapes closer together would load the host being measured.
+pub const NODE_EXPORTER_MIN_INTERVAL: Duration = Duration::from_millis(500);
+
 /// A monitor run's settings. [`Config::default`] samples the whole machine every 100 ms.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -40,7 +54,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Config {
         Config {
-            interval: Duration::from_millis(100),
+            interval: INTERVAL,
             duration: None,
             pids: Vec::new(),
             ports: Vec::new(),
@@ -86,9 +100,9 @@ impl Config {
                     "--node-exporter {url} samples another host: --pid, --port and --profile watch this one; run a second monitor for them"
                 )));
             }
-            if self.interval < Duration::from_millis(500) {
+            if self.interval < NODE_EXPORTER_MIN_INTERVAL {
                 return Err(Error::Config(format!(
-                    "interval {:?} is too short for node_exporter: a scrape costs it tens of milliseconds of CPU; give 500ms or more (e.g. --interval 1s)",
+                    "interval {:?} is too short for node_exporter: a scrape costs it tens of milliseconds of CPU; give 500ms or more, or leave --interval out (1s)",
                     self.interval
                 )));
             }

@@ -86,7 +86,7 @@ mod table;
 pub mod tcp;
 mod text;
 
-pub use config::Config;
+pub use config::{Config, INTERVAL, NODE_EXPORTER_INTERVAL, NODE_EXPORTER_MIN_INTERVAL};
 pub use cost::{Cost, SourceCost};
 pub use error::Error;
 pub use monitor::{drive, run, spawn, Monitor, Results, Running, GROUPS};

@@ -8,6 +8,16 @@ use crate::profile::Category;
 use crate::tcp::TcpState;
 use crate::Summary;
 
+/// `v` with `decimals` decimals, or "-" when there is no figure (never "NaN"), as
+/// [`short`] says it.
+fn fixed(v: f64, decimals: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.decimals$}")
+    } else {
+        "-".into()
+    }
+}
+
 impl Summary {
     fn mean(&self, group: &str, row: &str, column: &str) -> f64 {
         self.stat(group, row, column).map_or(f64::NAN, |s| s.mean)
@@ -15,6 +25,18 @@ impl Summary {
 
     fn max(&self, group: &str, row: &str, column: &str) -> f64 {
         self.stat(group, row, column).map_or(f64::NAN, |s| s.max)
+    }
+
+    /// A disk's time per I/O: "no I/O" when it did none over the run (there is nothing to
+    /// divide), "-" when the source has no figure.
+    fn per_io(&self, disk: &str) -> String {
+        let ios = self.mean("disk", disk, "reads_per_s") + self.mean("disk", disk, "writes_per_s");
+        let wait = self.mean("disk", disk, "await_ms");
+        if ios == 0.0 {
+            "no I/O".into()
+        } else {
+            format!("{} ms per I/O", fixed(wait, 2))
+        }
     }
 
     fn rows_of(&self, group: &str) -> Vec<&String> {
@@ -41,27 +63,27 @@ impl Summary {
         let m = |g: &str, r: &str, c: &str| self.mean(g, r, c);
         let _ = writeln!(
             out,
-            "  cpu      busy {:.1}% mean, {:.1}% max (user {:.1}, system {:.1}, softirq {:.1}, iowait {:.1}, steal {:.1})",
-            m("cpu", "all", "busy_pct"),
-            self.max("cpu", "all", "busy_pct"),
-            m("cpu", "all", "user_pct") + m("cpu", "all", "nice_pct"),
-            m("cpu", "all", "system_pct"),
-            m("cpu", "all", "softirq_pct") + m("cpu", "all", "irq_pct"),
-            m("cpu", "all", "iowait_pct"),
-            m("cpu", "all", "steal_pct"),
+            "  cpu      busy {}% mean, {}% max (user {}, system {}, softirq {}, iowait {}, steal {})",
+            fixed(m("cpu", "all", "busy_pct"), 1),
+            fixed(self.max("cpu", "all", "busy_pct"), 1),
+            fixed(m("cpu", "all", "user_pct") + m("cpu", "all", "nice_pct"), 1),
+            fixed(m("cpu", "all", "system_pct"), 1),
+            fixed(m("cpu", "all", "softirq_pct") + m("cpu", "all", "irq_pct"), 1),
+            fixed(m("cpu", "all", "iowait_pct"), 1),
+            fixed(m("cpu", "all", "steal_pct"), 1),
         );
         let _ = writeln!(
             out,
-            "  system   {} context switches/s, {} interrupts/s, {} softirqs/s, run queue {:.1} mean",
+            "  system   {} context switches/s, {} interrupts/s, {} softirqs/s, run queue {} mean",
             short(m("system", "all", "ctxt_per_s")),
             short(m("system", "all", "intr_per_s")),
             short(m("system", "all", "softirq_per_s")),
-            m("system", "all", "procs_running"),
+            fixed(m("system", "all", "procs_running"), 1),
         );
         let _ = writeln!(
             out,
-            "  memory   {:.1} GiB available, {} page faults/s ({} major), swap in/out {}/{} pages/s",
-            m("memory", "all", "available_mib") / 1024.0,
+            "  memory   {} GiB available, {} page faults/s ({} major), swap in/out {}/{} pages/s",
+            fixed(m("memory", "all", "available_mib") / 1024.0, 1),
             short(m("memory", "all", "pgfault_per_s")),
             short(m("memory", "all", "pgmajfault_per_s")),
             short(m("memory", "all", "pswpin_per_s")),
@@ -70,13 +92,13 @@ impl Summary {
         for disk in self.rows_of("disk") {
             let _ = writeln!(
                 out,
-                "  disk     {disk}: {:.1}% busy ({:.0}% max), {} reads/s, {} writes/s, {}B/s written, {:.2} ms per I/O",
-                m("disk", disk, "util_pct"),
-                self.max("disk", disk, "util_pct"),
+                "  disk     {disk}: {}% busy ({}% max), {} reads/s, {} writes/s, {}B/s written, {}",
+                fixed(m("disk", disk, "util_pct"), 1),
+                fixed(self.max("disk", disk, "util_pct"), 0),
                 short(m("disk", disk, "reads_per_s")),
                 short(m("disk", disk, "writes_per_s")),
                 short(m("disk", disk, "write_kib_per_s") * 1024.0),
-                m("disk", disk, "await_ms"),
+                self.per_io(disk),
             );
         }
         for iface in self.rows_of("net") {
@@ -115,11 +137,11 @@ impl Summary {
             let pid = row.split('/').next().unwrap_or(row);
             let _ = writeln!(
                 out,
-                "  pid {row}: cpu {:.1}% of a core (run {:.1}%, waiting for a CPU {:.1}%), RSS {:.0} MiB, {} fds, {} threads, {} involuntary switches/s",
-                m("process", row, "cpu_pct"),
-                m("process", row, "run_pct"),
-                m("process", row, "wait_pct"),
-                m("process", row, "rss_mib"),
+                "  pid {row}: cpu {}% of a core (run {}%, waiting for a CPU {}%), RSS {} MiB, {} fds, {} threads, {} involuntary switches/s",
+                fixed(m("process", row, "cpu_pct"), 1),
+                fixed(m("process", row, "run_pct"), 1),
+                fixed(m("process", row, "wait_pct"), 1),
+                fixed(m("process", row, "rss_mib"), 0),
                 short(self.stat("process", row, "fds").map_or(f64::NAN, |s| s.last)),
                 short(self.stat("process", row, "threads").map_or(f64::NAN, |s| s.last)),
                 short(m("process", row, "invol_cs_per_s")),
@@ -136,9 +158,9 @@ impl Summary {
                     .map(|t| {
                         let name = t.splitn(3, '/').nth(2).unwrap_or(t);
                         format!(
-                            "{name} run {:.0}/wait {:.0}",
-                            m("threads", t, "run_pct"),
-                            m("threads", t, "wait_pct")
+                            "{name} run {}/wait {}",
+                            fixed(m("threads", t, "run_pct"), 0),
+                            fixed(m("threads", t, "wait_pct"), 0)
                         )
                     })
                     .collect();
@@ -260,5 +282,61 @@ impl Summary {
         if let Some(why) = &self.profile_error {
             let _ = writeln!(out, "  profile  none: {why}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node_exporter run's summary in which disk `sr0` did no I/O (its time per I/O is
+    /// never a figure: nothing to divide) and the CPU's steal and the run queue are absent.
+    fn summary() -> Summary {
+        serde_json::from_value(serde_json::json!({
+            "version": 1, "started_unix": 0.0, "duration_s": 3.0, "interval_s": 1.0,
+            "samples": 3, "interrupted": false, "pids": [], "ports": [],
+            "source": "node_exporter http://127.0.0.1:9100/metrics",
+            "host": {"cpus": 2, "kernel": "", "hostname": ""},
+            "groups": {
+                "cpu": {"about": "", "keys": [], "columns": [], "rows": {"all": {
+                    "busy_pct": {"mean": 12.5, "min": 10.0, "max": 15.0, "last": 12.5, "n": 3}
+                }}},
+                "disk": {"about": "", "keys": [], "columns": [], "rows": {
+                    "sr0": {
+                        "reads_per_s": {"mean": 0.0, "min": 0.0, "max": 0.0, "last": 0.0, "n": 3},
+                        "writes_per_s": {"mean": 0.0, "min": 0.0, "max": 0.0, "last": 0.0, "n": 3}
+                    },
+                    "vda": {
+                        "reads_per_s": {"mean": 4.0, "min": 0.0, "max": 12.0, "last": 0.0, "n": 3},
+                        "writes_per_s": {"mean": 0.0, "min": 0.0, "max": 0.0, "last": 0.0, "n": 3},
+                        "await_ms": {"mean": 0.25, "min": 0.25, "max": 0.25, "last": 0.25, "n": 1}
+                    }
+                }}
+            },
+            "tcp_walks": null, "profile": null, "profile_error": null, "notes": [],
+            "cost": {"sampler_cpu_s": 0.0, "wall_s": 3.0, "pct_of_one_core": 0.1,
+                     "mean_sample_us": 100.0, "by_source": {}, "perf_record_cpu_s": null}
+        }))
+        .expect("a summary")
+    }
+
+    #[test]
+    fn a_figure_with_no_data_is_never_nan() {
+        let text = summary().text();
+        assert!(!text.contains("NaN"), "{text}");
+        assert!(
+            text.contains("sr0: -% busy (-% max), 0 reads/s, 0 writes/s"),
+            "{text}"
+        );
+        assert!(text.contains("B/s written, no I/O\n"), "{text}");
+        assert!(
+            text.contains("vda:") && text.contains("0.25 ms per I/O"),
+            "{text}"
+        );
+        assert!(
+            text.contains("busy 12.5% mean, 15.0% max (user -, system -,"),
+            "{text}"
+        );
+        assert!(text.contains("run queue - mean"), "{text}");
     }
 }

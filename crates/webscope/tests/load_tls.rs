@@ -218,6 +218,13 @@ fn the_lab_measures_nginx_behind_https() {
         err.contains("unknown CA") && err.lines().count() == 1,
         "{err}"
     );
+    // What TLS said and how to fix it; the server answered, so whether it runs is not asked.
+    assert!(
+        err.contains("the TLS handshake with the target")
+            && err.contains("--cacert")
+            && !err.contains("is the server running"),
+        "{err}"
+    );
     assert!(
         !out.exists(),
         "nothing is written before the preflight passes"
@@ -278,5 +285,73 @@ fn https_and_http2_against_webscope_serve() {
             }
         }
     }
+    served.stop();
+}
+
+/// The usual `openssl req -x509` certificate: self-signed with basicConstraints CA:TRUE.
+/// Given as its own --cacert it is the trust anchor, and curl accepts it: so does load.
+#[test]
+fn a_self_signed_ca_certificate_is_trusted_as_its_own_cacert() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("1k.bin"), vec![b'x'; 1024]).unwrap();
+    let key_pair = rcgen::KeyPair::generate().unwrap();
+    let mut params =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let made = params.self_signed(&key_pair).unwrap();
+    let (cert, key) = (tmp.path().join("cert.pem"), tmp.path().join("key.pem"));
+    std::fs::write(&cert, made.pem()).unwrap();
+    std::fs::write(&key, key_pair.serialize_pem()).unwrap();
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let served = Served::start_with(&root, &["--tls-cert", c, "--tls-key", k], None);
+    let url = format!("{}1k.bin", served.base_url);
+    let json = tmp.path().join("r.json");
+    let (r, summary) = load(&[&url, "--cacert", c, "-c", "2"], &json);
+    assert!(r["requests"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(r["errors"]["total"], 0, "{summary}");
+    // Without it, the refusal says how to trust it.
+    let (_, summary) = load_exiting(&[&url, "-c", "1"], &json, 1);
+    assert!(summary.contains("is a CA certificate"), "{summary}");
+    served.stop();
+
+    // The certificate exactly as `openssl req -x509 -newkey ... -nodes -subj /CN=127.0.0.1`
+    // makes it: CA:TRUE and no subjectAltName, its CN the name (curl's rule).
+    let (cert, key) = (
+        tmp.path().join("openssl.pem"),
+        tmp.path().join("openssl.key"),
+    );
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var_os("WEBSCOPE_REQUIRE_PEERS").is_none(),
+            "WEBSCOPE_REQUIRE_PEERS is set but openssl is missing: apt-get install openssl"
+        );
+        eprintln!("skipping the openssl certificate: no openssl command");
+        return;
+    }
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let served = Served::start_with(&root, &["--tls-cert", c, "--tls-key", k], None);
+    let url = format!("{}1k.bin", served.base_url);
+    let (r, summary) = load(&[&url, "--cacert", c, "-c", "2"], &json);
+    assert!(r["requests"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(r["errors"]["total"], 0, "{summary}");
+    // Its CN names 127.0.0.1, not localhost.
+    let other = url.replace("127.0.0.1", "localhost");
+    let (_, summary) = load_exiting(&[&other, "--cacert", c, "-c", "1"], &json, 1);
+    assert!(
+        summary.contains("not valid for the URL's host name"),
+        "{summary}"
+    );
     served.stop();
 }

@@ -1,7 +1,10 @@
 //! `webscope monitor` from the command line: the files it writes, bad input (one line,
 //! exit 1, nothing written), Ctrl-C keeping what was sampled, and `--profile` with perf
-//! missing (one line, the rest runs) or present (a breakdown that adds up). Sockets stay on
+//! missing (one line, the rest runs) or present (a breakdown that adds up), and a node_exporter
+//! at the default interval. Sockets stay on
 //! 127.0.0.1; every process started here is stopped.
+
+mod lab_support;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -281,4 +284,54 @@ fn help_has_examples() {
         text.contains("EXAMPLES:") && text.contains("webscope monitor --port 8080"),
         "{text}"
     );
+}
+
+/// `--node-exporter` without `--interval` scrapes every second, which node_exporter keeps up
+/// with, and says so; no figure it lacks is printed as NaN.
+#[test]
+fn node_exporter_works_at_the_default_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exporter) = lab_support::NodeExporter::start(dir.path()) else {
+        return;
+    };
+    let out_dir = dir.path().join("out");
+    let out = webscope(&[
+        "monitor",
+        "--node-exporter",
+        &exporter.url,
+        "-d",
+        "3s",
+        "-q",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("every 1s, for 3s"), "{stdout}");
+    assert!(stdout.contains("(every 1000 ms)"), "{stdout}");
+    assert!(!stdout.contains("NaN"), "{stdout}");
+    let s = summary(&out_dir);
+    assert_eq!(s["interval_s"], 1.0);
+    assert!(s["samples"].as_u64().unwrap() >= 2, "{}", s["samples"]);
+    assert!(
+        s["groups"]["cpu"]["rows"]["all"]["busy_pct"]["n"]
+            .as_u64()
+            .unwrap()
+            >= 2
+    );
+    // An interval asked for that a scrape cannot keep is refused in one line, naming the way out.
+    let refused = webscope(&[
+        "monitor",
+        "--node-exporter",
+        &exporter.url,
+        "--interval",
+        "100ms",
+        "-d",
+        "1s",
+    ]);
+    assert_one_line_error(&refused, "leave --interval out (1s)");
 }

@@ -91,6 +91,11 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
         tw_buckets: run.env.tw_buckets,
         listen_overflows_per_s: server_host_os
             .and_then(|os| os_stat(os, "tcp", "all", "listen_overflows_per_s", "mean")),
+        missed_rate: l["rate"].as_f64().and_then(|rate| {
+            let done = num(l, &["requests"]) + num(l, &["errors", "total"]);
+            let not_sent = num(l, &["not_sent"]);
+            webscope_load::missed_rate(rate, num(l, &["duration_s"]), done as u64, not_sent as u64)
+        }),
     }
 }
 
@@ -152,5 +157,52 @@ fn port_time_wait(os: Option<&Value>) -> Option<f64> {
     match (side("local"), side("remote")) {
         (None, None) => None,
         (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bottleneck::{judge, Bound};
+    use crate::health::Expect;
+
+    /// An open-loop run's record: `rate` asked for 2 s, 160 answered, `not_sent` never sent,
+    /// on a server and a generator far from their CPU limits.
+    fn open_run(rate: f64, not_sent: u64) -> (RunRecord, Health) {
+        let load = serde_json::json!({
+            "pacing": "open", "rate": rate, "duration_s": 2.0, "connections": 4,
+            "requests": 160, "errors": {"total": 0}, "not_sent": not_sent,
+            "latency_us": {"mean": 50_000.0}, "status_codes": {"200": 160},
+            "generator_busy": 0.05, "generator_busy_or_waiting": 0.1,
+        });
+        let health = Health::of(&load, &Expect::parse("2xx").expect("a valid list"), 2.0);
+        let run = RunRecord {
+            x: 4.0,
+            load_description: String::new(),
+            load,
+            server: None,
+            os: None,
+            server_os: Vec::new(),
+            env: Default::default(),
+            syscalls: None,
+        };
+        (run, health)
+    }
+
+    #[test]
+    fn an_open_loop_run_short_of_its_rate_is_the_generators() {
+        // 4 connections to a 50-ms server carry 80 req/s of the 400 asked.
+        let (run, health) = open_run(400.0, 640);
+        let v = judge(&evidence(&run, &health));
+        assert_eq!(v.bound, Bound::Generator, "{}", v.reading);
+        assert!(
+            v.reading.contains("400 req/s asked, 80 sent"),
+            "{}",
+            v.reading
+        );
+        assert!(v.reading.contains("80.0 %"), "{}", v.reading);
+        // The same run with its rate kept (1 slot in 161 missed, under 1 %) is not.
+        let (run, health) = open_run(80.0, 1);
+        assert_ne!(judge(&evidence(&run, &health)).bound, Bound::Generator);
     }
 }

@@ -186,6 +186,13 @@ pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
     if let Some(warning) = self_check(run.busiest, &busy) {
         report.warnings.push(warning);
     }
+    let done = report.total.requests + report.total.errors.total;
+    let missed = report.rate.and_then(|rate| {
+        crate::missed_rate(rate, report.duration_s, done, report.total.run.not_sent)
+    });
+    if let Some(missed) = missed {
+        report.warnings.push(missed.sentence());
+    }
     if report.total.requests == 0 && report.total.errors.total > 0 {
         report
             .warnings

@@ -209,6 +209,70 @@ fn open_loop_keeps_the_rate() {
     // More than 1 % missed would be the generator failing to keep the rate.
     assert!(report.total.run.not_sent <= 10, "{:?}", report.total.run);
     assert!(report.total.uncorrected_latency_us.is_some());
+    assert!(
+        !report
+            .warnings
+            .iter()
+            .any(|w| w.contains("missed its rate")),
+        "{:?}",
+        report.warnings
+    );
+}
+
+#[test]
+fn an_open_loop_rate_the_connections_cannot_carry_is_a_warning() {
+    // A server that takes 50 ms per response, and at most 4 connections: 80 req/s at most,
+    // however fast the machine, against the 400 asked.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut slow = Slow(stream);
+                answer(&mut slow, None, 10)
+            });
+        }
+    });
+    let mut config = config(addr);
+    config.connections = 2;
+    config.duration = Duration::from_secs(1);
+    config.pacing = Pacing::Open {
+        rate: 400.0,
+        arrivals: Arrivals::Constant,
+        max_connections: 4,
+    };
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(report.total.requests <= 84, "{:?}", report.total);
+    assert!(report.total.run.not_sent >= 300, "{:?}", report.total.run);
+    let warning = report
+        .warnings
+        .iter()
+        .find(|w| w.contains("missed its rate"))
+        .unwrap_or_else(|| panic!("{:?}", report.warnings));
+    assert!(warning.contains("400 req/s asked"), "{warning}");
+    assert!(report.summary().contains(warning.as_str()));
+    let json = serde_json::to_value(&report).unwrap();
+    assert!(json["warnings"].to_string().contains("missed its rate"));
+}
+
+/// A stream whose writes each wait 50 ms first: a server that takes that long to answer.
+struct Slow(std::net::TcpStream);
+
+impl Read for Slow {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for Slow {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::thread::sleep(Duration::from_millis(50));
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 #[test]

@@ -61,6 +61,16 @@ fn serve_tls_with(
     (addr, pem)
 }
 
+/// A self-signed certificate with basicConstraints CA:TRUE for `name`, as `openssl req -x509`
+/// makes by default.
+fn self_signed_ca(name: &str) -> rcgen::CertifiedKey {
+    let key_pair = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key_pair).unwrap();
+    rcgen::CertifiedKey { cert, key_pair }
+}
+
 fn https(addr: std::net::SocketAddr) -> Config {
     super::tests::short(&format!("https://{addr}/x"))
 }
@@ -147,22 +157,44 @@ fn failed_handshakes_are_counted_and_say_why() {
         "{:?}",
         report.warnings
     );
-    // A CA certificate presented as the server's (openssl req -x509 without
-    // basicConstraints CA:FALSE makes one), trusted as the CA it is.
+    // A CA certificate presented as the server's (openssl req -x509 makes one, CA:TRUE),
+    // trusted by another --cacert: refused, and told how to trust it.
     let ca_dir = tempfile::tempdir().unwrap();
-    let key_pair = rcgen::KeyPair::generate().unwrap();
-    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let cert = params.self_signed(&key_pair).unwrap();
-    let (addr, ca_cert) = serve_tls_with(rcgen::CertifiedKey { cert, key_pair }, 10, ca_dir.path());
+    let (addr, ca_cert) = serve_tls_with(self_signed_ca("127.0.0.1"), 10, ca_dir.path());
     let mut config = https(addr);
-    config.tls.cacert = Some(ca_cert);
+    config.tls.cacert = Some(ca.clone());
     let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(report.total.errors.tls > 0, "{:?}", report.total.errors);
     assert!(
         report
             .warnings
             .iter()
-            .any(|w| w.contains("is a CA certificate") && w.contains("re-issue it as a leaf")),
+            .any(|w| w.contains("is a CA certificate") && w.contains("--cacert")),
+        "{:?}",
+        report.warnings
+    );
+    // Given itself as --cacert, it is the trust anchor: accepted, as curl does.
+    config.tls.cacert = Some(ca_cert);
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(
+        report.total.requests > 0 && report.total.errors.total == 0,
+        "{:?} {:?}",
+        report.total.errors,
+        report.warnings
+    );
+    // The same, issued for another name: an anchor is trusted for its own names only.
+    let other_ca = tempfile::tempdir().unwrap();
+    let (addr, other_ca_cert) =
+        serve_tls_with(self_signed_ca("other.example"), 10, other_ca.path());
+    let mut config = https(addr);
+    config.tls.cacert = Some(other_ca_cert);
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(report.total.errors.tls > 0, "{:?}", report.total.errors);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("not valid for the URL's host name")),
         "{:?}",
         report.warnings
     );

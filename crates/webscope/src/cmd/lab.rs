@@ -91,7 +91,8 @@ pub struct Args {
     /// No progress bar and no summary table: only the report's path (and errors).
     #[arg(short = 'q', long)]
     quiet: bool,
-    /// An https --target: trust only the CA certificates in this PEM file.
+    /// An https --target: trust only the CA certificates in this PEM file (a server
+    /// certificate that is itself in it is trusted as given, as curl does).
     #[arg(
         long,
         value_name = "FILE",

@@ -125,7 +125,10 @@ struct Flags {
     /// Worker threads, each with its own event loop [default: number of cores, at most -c].
     #[arg(short = 't', long, value_name = "N")]
     threads: Option<usize>,
-    /// Open loop: send this many requests per second whatever the responses do.
+    /// Open loop: send this many requests per second whatever the responses do. A run that
+    /// could not (over 1 % of the requests due never sent: every connection busy up to
+    /// --max-connections, or the generator too slow) says so in a warning with the rate it
+    /// sent, and the lab names the generator as the run's bound.
     #[arg(long, value_name = "R")]
     rate: Option<f64>,
     /// Open loop: evenly spaced sends, or a Poisson process.
@@ -195,7 +198,10 @@ struct Flags {
     #[arg(short = 'k', long)]
     insecure: bool,
     /// https: trust only the CA certificates in this PEM file (a private CA), instead of the
-    /// bundled Mozilla roots.
+    /// bundled Mozilla roots. A server certificate that is itself in the file is trusted as
+    /// given, as curl does: a self-signed `openssl req -x509` one (CA:TRUE) works as its own
+    /// --cacert; its host name is still checked (its subjectAltName, or without one its CN,
+    /// as curl does).
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
     cacert: Option<PathBuf>,
     /// https: no session resumption, so that every new connection (--close) makes a full

@@ -16,7 +16,7 @@ EXAMPLES:
     webscope monitor --port 8080 --interval 1s -d 60s --profile --out run/monitor
     webscope monitor --port 80 --tcp-budget 100 -d 5s        # count TCP states at every sample
     webscope monitor --port 80 --pid $(cat /run/nginx.pid) --children   # nginx's master and workers
-    webscope monitor --node-exporter http://10.0.0.5:9100/metrics --interval 1s --out run/server
+    webscope monitor --node-exporter http://10.0.0.5:9100/metrics --out run/server   # every 1s
 
 Files in --out: one CSV per group (cpu, system, memory, disk, net, tcp, sockets, ports,
 listen, process, threads; a header row, then time_s and unix_time, the key columns and the
@@ -42,7 +42,8 @@ pub struct Args {
     pids: Vec<u32>,
     /// Sample another host through its Prometheus node_exporter (e.g.
     /// http://10.0.0.5:9100/metrics) instead of this machine: the same groups and columns, a
-    /// scrape per interval (500ms at least), empty cells where the exporter has no figure.
+    /// scrape per interval (every 1s unless --interval says otherwise, 500ms at least), empty
+    /// cells where the exporter has no figure.
     #[arg(long, value_name = "URL", conflicts_with_all = ["pids", "ports", "profile"])]
     node_exporter: Option<String>,
     /// Watch each --pid's descendants too, as they come and go (nginx's workers, Apache's
@@ -53,9 +54,10 @@ pub struct Args {
     /// (repeatable).
     #[arg(long = "port", value_name = "PORT")]
     ports: Vec<u16>,
-    /// Time between samples.
-    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = super::positive_duration, allow_hyphen_values = true)]
-    interval: Duration,
+    /// Time between samples [default: 100ms; 1s with --node-exporter, where a scrape costs
+    /// the exporter tens of milliseconds of CPU].
+    #[arg(long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
+    interval: Option<Duration>,
     /// Stop after this long [default: run until Ctrl-C].
     #[arg(short = 'd', long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     duration: Option<Duration>,
@@ -88,7 +90,10 @@ pub struct Args {
 impl Args {
     fn config(self) -> (Config, bool) {
         let config = Config {
-            interval: self.interval,
+            interval: self.interval.unwrap_or(match self.node_exporter {
+                Some(_) => webscope_monitor::NODE_EXPORTER_INTERVAL,
+                None => webscope_monitor::INTERVAL,
+            }),
             duration: self.duration,
             pids: self.pids,
             ports: self.ports,
