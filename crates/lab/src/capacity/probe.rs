@@ -200,7 +200,13 @@ pub fn run(
     let figures = figures(&record, run_dir, &settings.slo)?;
     let expect = Expect::parse(&ctx.options.judge.expect_status).map_err(anyhow::Error::msg)?;
     let health = Health::of(&record.load, &expect, ctx.options.judge.max_error_pct);
-    let verdict = bottleneck::judge(&evidence(&record, &health));
+    // Requests never sent are judged by the probe's own lateness rule below, with the
+    // objective: when the server's latency fails too, its slowness is what held every
+    // connection busy, and the probe is a server's fail, not the generator's (which the
+    // verdict's missed-rate rule, blind to the objective, would make it).
+    let mut seen = evidence(&record, &health);
+    seen.missed_rate = None;
+    let verdict = bottleneck::judge(&seen);
     let late = late_limit(ctx.duration);
     let (outcome, reason, checks) = judge(
         &settings.slo,
