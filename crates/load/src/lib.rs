@@ -52,6 +52,7 @@ mod error;
 mod hlog;
 mod merge;
 mod recorder;
+pub mod replay;
 mod report;
 mod requests;
 mod run;
