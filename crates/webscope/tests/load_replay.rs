@@ -311,3 +311,41 @@ fn a_bad_log_or_no_server_is_one_line_and_exit_1() {
         );
     }
 }
+
+#[test]
+fn a_looped_log_repeats_until_the_duration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = server(tmp.path(), &[]);
+    let log = tmp.path().join("access.log");
+    let text: String = (0..100)
+        .map(|i| line(i / 100, "GET /a.html", 200, 5))
+        .collect();
+    std::fs::write(&log, text).unwrap();
+    let json = tmp.path().join("r.json");
+    // A one-second log at 2x is half a second; looped for 1.5 s, three passes.
+    let (r, stdout) = replay(
+        &log,
+        &served.base_url,
+        &["--speed", "2", "--loop", "-d", "1500ms"],
+        &json,
+    );
+    assert!(stdout.contains("at 2x, looped"), "{stdout}");
+    let sent = r["requests"].as_u64().unwrap() + r["not_sent"].as_u64().unwrap();
+    assert_eq!(sent, 300);
+    let offered: u64 = r["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["offered"].as_u64().unwrap())
+        .sum();
+    assert_eq!(offered, 300);
+    // --loop needs the duration that bounds it.
+    let out = webscope()
+        .args(["load", "--replay"])
+        .arg(&log)
+        .args(["--base", &served.base_url, "--loop"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    served.stop();
+}
