@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod distribute;
 pub mod fileset;
+pub mod fileset_like;
 pub mod lab;
 pub mod load;
 pub mod merge;
