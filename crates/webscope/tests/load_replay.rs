@@ -78,11 +78,12 @@ fn a_constant_rate_log_replays_at_its_rate_and_at_four_times_it() {
     assert!(r["not_sent"].as_u64().unwrap() <= 6, "{}", r["not_sent"]);
     let rate = f(&r["requests_per_s"]);
     assert!((rate - 200.0).abs() <= 2.0, "speed 1: {rate} req/s");
-    // Offered against achieved, per second: the log's 200, and as many answered.
+    // Offered against achieved, per second: the log's 200, and as many answered (a response
+    // may end just past a boundary on a busy machine: 3 % for one second).
     for interval in r["intervals"].as_array().unwrap() {
         assert_eq!(interval["offered"], 200, "{interval}");
         let answered = interval["requests"].as_u64().unwrap() as f64;
-        assert!((answered - 200.0).abs() <= 2.0, "{interval}");
+        assert!((answered - 200.0).abs() <= 6.0, "{interval}");
     }
     assert_eq!(r["arrivals"], "replay");
     assert!(r["replay"]["status_mismatches"]
@@ -142,11 +143,21 @@ fn a_log_written_by_webscope_serve_during_a_rate_run_replays_second_by_second() 
     for (interval, (_, count)) in intervals.iter().zip(&per_second) {
         assert_eq!(interval["offered"], *count);
     }
-    // Whole seconds of the logged run: replayed at its rate within 1 %.
-    for interval in &intervals[1..intervals.len() - 1] {
+    // Whole seconds of the logged run: replayed at its rate, within 1 % over them (3 % for
+    // one second: a response may end just past a boundary on a busy machine).
+    let middle = &intervals[1..intervals.len() - 1];
+    assert!(!middle.is_empty());
+    let mut answered_all = 0.0;
+    for interval in middle {
         let answered = interval["requests"].as_u64().unwrap() as f64;
-        assert!((answered - 200.0).abs() <= 2.0, "{interval}");
+        assert!((answered - 200.0).abs() <= 6.0, "{interval}");
+        answered_all += answered;
     }
+    let rate = answered_all / middle.len() as f64;
+    assert!(
+        (rate - 200.0).abs() <= 2.0,
+        "{rate} req/s in the whole seconds"
+    );
     served.stop();
 }
 
