@@ -39,7 +39,9 @@ Ctrl-C ends the run early; what was measured is still printed and written.";
 /// like WebStone's clients and wrk. Open loop (--rate): requests are sent on a clock whatever
 /// the server does, and a request that had to wait for a free connection has its latency
 /// counted from its intended send time (coordinated omission, as wrk2); both corrected and
-/// uncorrected latencies are reported. Latencies are HdrHistograms per class and per interval.
+/// uncorrected latencies are reported. Replay (--replay LOG): open loop on an access log's
+/// own timing, each logged request at its logged instant. Latencies are HdrHistograms per
+/// class and per interval.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
