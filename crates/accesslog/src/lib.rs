@@ -29,6 +29,7 @@
 //! them sorted.
 #![deny(missing_docs)]
 
+pub mod characterize;
 mod clf_time;
 mod error;
 mod format;
