@@ -229,3 +229,35 @@ fn kept_paths_synthetic_sets_and_bad_logs() {
     );
     assert!(!tmp.path().join("none").exists());
 }
+
+#[test]
+fn a_synthetic_set_is_drawn_from_the_logs_fits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("access.log");
+    // 100 documents, rank r asked for 1000/r times (Zipf 1), sizes spread over 1-100 KB.
+    let mut text = String::new();
+    for r in 1..=100u64 {
+        let size = 1000 + (r * 7919) % 99_000;
+        for i in 0..(1000 / r) {
+            text += &format!(
+                "{} - - [25/Nov/2026:10:00:{:02} +0000] \"GET /doc{r}.html HTTP/1.1\" 200 {size} \"-\" \"agent\"\n",
+                CLIENTS[(i % 2) as usize],
+                i % 60
+            );
+        }
+    }
+    std::fs::write(&log, text).unwrap();
+    let set = tmp.path().join("synthetic");
+    like(&log, &set, &["--synthetic", "300", "--dry-run"]);
+    assert!(!set.exists(), "--dry-run wrote the set");
+    like(&log, &set, &["--synthetic", "300"]);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(set.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["files"].as_array().unwrap().len(), 300);
+    let zipf = manifest["parameters"]["model"]["zipf"].as_f64().unwrap();
+    assert!((zipf - 1.0).abs() < 0.15, "fitted Zipf {zipf}");
+    assert!(manifest["description"]
+        .as_str()
+        .unwrap()
+        .contains("drawn from the fits"));
+}

@@ -94,8 +94,9 @@ enum Set {
         /// The access logs.
         #[arg(value_name = "LOG", required = true)]
         logs: Vec<PathBuf>,
-        /// Make N files resampled from the log's files (size and popularity drawn together:
-        /// the log's empirical distributions) instead of one per path.
+        /// Make N files drawn from the log's fitted model (Zipf popularity, lognormal body and
+        /// Pareto tail of sizes, as `webscope characterize` fits them) instead of one per path;
+        /// a log too small for the fits is resampled instead (its files' sizes and counts).
         #[arg(long, value_name = "N")]
         synthetic: Option<u64>,
         /// Keep the logged paths (those that are plain file names; others get rank names).
@@ -165,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             format,
             common,
         } => {
-            let counted = super::fileset_like::count(&logs, format)?;
+            let counted = super::fileset_like::count(&logs, format, synthetic.is_some())?;
             println!(
                 "webscope fileset like: {} requests, {} paths answered 200{}{}",
                 counted.requests,
@@ -192,6 +193,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
+                model: counted.model,
             };
             let manifest = webscope_workload::like::plan(&counted.observed, &options, common.seed)?;
             return write_set(manifest, common);

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use webscope_accesslog::{Entry, Format};
-use webscope_workload::like::Observed;
+use webscope_workload::like::{Model, Observed};
 
 /// Statuses that count as a request for the file: a whole response, a part of it, or the
 /// client's copy confirmed.
@@ -24,11 +24,16 @@ pub struct Counted {
     pub requests: u64,
     pub bad_lines: u64,
     pub unsized_paths: u64,
+    /// The characterization's fits (Zipf popularity, lognormal body and Pareto tail of the
+    /// documents' sizes), when asked for and the log has enough for them.
+    pub model: Option<Model>,
 }
 
-/// Reads `logs` and counts each path's successful requests and largest 200 response.
-pub fn count(logs: &[PathBuf], format: Option<Format>) -> anyhow::Result<Counted> {
+/// Reads `logs` and counts each path's successful requests and largest 200 response; with
+/// `fit`, takes the characterization's fits too.
+pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Result<Counted> {
     let parsed = webscope_accesslog::read_logs(logs, format).context("fileset like")?;
+    let model = if fit { fitted(&parsed) } else { None };
     // path -> (largest 200 body, successful requests)
     let mut paths: HashMap<&str, (Option<u64>, u64)> = HashMap::new();
     let mut requests = 0;
@@ -54,6 +59,29 @@ pub fn count(logs: &[PathBuf], format: Option<Format>) -> anyhow::Result<Counted
         requests,
         bad_lines: parsed.bad_lines,
         unsized_paths,
+        model,
+    })
+}
+
+/// Fewest documents a fit is drawn from: below, a Zipf exponent and a lognormal are a few
+/// points' guess, and resampling the files themselves is more faithful.
+const MIN_DOCUMENTS: usize = 30;
+
+/// The model a synthetic set is drawn from: None when the log is too small for a Zipf or a
+/// size fit (then the set resamples the log's files, and says so).
+fn fitted(parsed: &webscope_accesslog::Parsed) -> Option<Model> {
+    let c = webscope_accesslog::characterize::characterize(parsed);
+    let zipf = c.popularity.zipf.filter(|z| z.documents >= MIN_DOCUMENTS)?;
+    let body = c.sizes.files.body?;
+    Some(Model {
+        zipf: zipf.s,
+        mu: body.mu,
+        sigma: body.sigma,
+        tail: c
+            .sizes
+            .files
+            .tail
+            .map(|t| (t.alpha, t.x_min, t.tail as f64 / t.n as f64)),
     })
 }
 
