@@ -100,6 +100,10 @@ pub struct Config {
     pub busy_poll: Option<u32>,
     /// The HTTP/1.1 engine's kernel interface.
     pub io: Io,
+    /// Replay an access log (`--replay`): open-loop slots at the log's instants, each with
+    /// its own request, instead of a rate and a mix. The pacing must be open loop; its rate
+    /// is the replay's mean (reported, not used for timing).
+    pub replay: Option<std::sync::Arc<crate::replay::Replay>>,
 }
 
 /// How the HTTP/1.1 engine talks to the kernel.
@@ -144,6 +148,7 @@ impl Config {
             http2: None,
             busy_poll: None,
             io: Io::Epoll,
+            replay: None,
         }
     }
 
@@ -236,6 +241,14 @@ impl Config {
             }
             if max_connections < self.connections {
                 return bad("--max-connections must be at least -c/--connections");
+            }
+        }
+        if self.replay.is_some() {
+            if !matches!(self.pacing, Pacing::Open { .. }) {
+                return bad("--replay is open loop: its pacing must be open (internal)");
+            }
+            if self.http2.is_some() {
+                return bad("--replay speaks HTTP/1.1 only so far: leave --http2 out");
             }
         }
         if !self.target.groups.is_empty() {

@@ -11,8 +11,9 @@
 //! table (one URL, or a file set's manifest with its access probabilities), reads the
 //! responses' framing (Content-Length or chunked) and counts their bytes, over plain TCP or
 //! TLS (rustls, for https URLs: handshakes timed apart, full and resumed counted), in
-//! HTTP/1.1 or HTTP/2 (the `h2` crate, `-M` streams per connection). Methods, bodies and
-//! request lists, but no redirects, no cookies.
+//! HTTP/1.1 or HTTP/2 (the `h2` crate, `-M` streams per connection). Methods, bodies,
+//! request lists and access-log replays ([`replay`]: each logged request at its logged
+//! time), but no redirects, no cookies.
 //!
 //! The main types: [`Config`] says what to run ([`Target`] what to request, [`Pacing`]
 //! closed or open loop, [`Mode`] keep-alive or close); [`run()`] runs it and returns a
@@ -54,6 +55,7 @@ mod hlog;
 mod merge;
 mod pace;
 mod recorder;
+pub mod replay;
 mod report;
 mod requests;
 mod run;

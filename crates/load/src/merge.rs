@@ -15,6 +15,7 @@ use hdrhistogram::Histogram;
 
 use crate::hlog::{tag_of, Hlog};
 use crate::recorder::{histogram, ClassStats, Recorder, FAILURES, STATUSES};
+use crate::replay::ReplayReport;
 use crate::report::build::fill;
 use crate::report::histograms::decode;
 use crate::report::{Generator, IntervalReport, Latency, Report};
@@ -212,10 +213,28 @@ pub fn merge(parts: &[Part], hlog: Option<&Path>) -> Result<Report, Error> {
         .iter()
         .map(|p| p.report.start_late_s)
         .fold(0.0, f64::max);
+    report.replay = replay(parts);
     report.generators = generators(parts);
     report.warnings = warnings(parts, &report.generators);
     report.intervals = intervals(parts, &names, began, hlog, &report.target)?;
     Ok(report)
+}
+
+/// A replay's figures of the whole run: the segments' status pairs and late sends added
+/// (the log's own counts are each segment's alike).
+fn replay(parts: &[Part]) -> Option<ReplayReport> {
+    let mut merged = parts.first()?.report.replay.clone()?;
+    let mut pairs = BTreeMap::new();
+    merged.late_sends = 0;
+    for r in parts.iter().filter_map(|p| p.report.replay.as_ref()) {
+        for pair in &r.status_mismatches {
+            *pairs.entry((pair.logged, pair.got)).or_insert(0) += pair.count;
+        }
+        merged.late_sends += r.late_sends;
+        merged.max_send_delay_us = merged.max_send_delay_us.max(r.max_send_delay_us);
+    }
+    merged.status_mismatches = crate::replay::pairs(&pairs);
+    Some(merged)
 }
 
 fn generators(parts: &[Part]) -> Vec<Generator> {
@@ -325,6 +344,7 @@ fn intervals(
                     .map(|r| r.generator_busy)
                     .fold(0.0, f64::max),
                 connections: reported.iter().map(|r| r.connections).sum(),
+                offered: reported.iter().map(|r| r.offered).sum(),
             }
         })
         .collect();

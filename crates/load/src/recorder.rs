@@ -5,6 +5,8 @@
 //! interval: recording is a histogram increment and two additions, with no lock and no
 //! allocation, and memory is a few histograms per class whatever the number of requests.
 
+use std::collections::BTreeMap;
+
 use hdrhistogram::Histogram;
 
 /// The kinds of failure counted, in report order; `Failure as usize` indexes them.
@@ -138,7 +140,16 @@ pub(crate) struct Recorder {
     /// With `Config::samples`: completed requests as (end since start ns, latency ns, class).
     /// Not merged: the coordinator writes them out as they come.
     pub samples: Vec<(u64, u64, u16)>,
+    /// A replay: responses whose status differs from the logged one, by (logged, got).
+    pub mismatches: BTreeMap<(u16, u16), u64>,
+    /// Open loop: sends later than [`LATE_SEND`] after their slot, and the largest delay (ns).
+    pub late_sends: u64,
+    pub max_send_delay: u64,
 }
+
+/// An open-loop send this long after its slot's time is late: the generator did not keep
+/// the schedule (its 1 ms timer sends within half a millisecond of it when it can).
+pub(crate) const LATE_SEND: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Recorder {
     pub(crate) fn new(classes: usize) -> Recorder {
@@ -150,7 +161,20 @@ impl Recorder {
             tls_resumed: 0,
             tls_error: None,
             samples: Vec::new(),
+            mismatches: BTreeMap::new(),
+            late_sends: 0,
+            max_send_delay: 0,
         }
+    }
+
+    /// Counts an open-loop send made at `now` for the slot of `intended`.
+    #[inline]
+    pub(crate) fn sent_after(&mut self, now: std::time::Instant, intended: std::time::Instant) {
+        let delay = now.saturating_duration_since(intended);
+        if delay > LATE_SEND {
+            self.late_sends += 1;
+        }
+        self.max_send_delay = self.max_send_delay.max(delay.as_nanos() as u64);
     }
 
     pub(crate) fn merge(&mut self, other: &Recorder) {
@@ -166,6 +190,11 @@ impl Recorder {
         if self.tls_error.is_none() {
             self.tls_error.clone_from(&other.tls_error);
         }
+        for (pair, n) in &other.mismatches {
+            *self.mismatches.entry(*pair).or_insert(0) += n;
+        }
+        self.late_sends += other.late_sends;
+        self.max_send_delay = self.max_send_delay.max(other.max_send_delay);
     }
 
     /// All classes merged into one.

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use webscope_workload::Rng;
 
 use crate::config::Arrivals;
+use crate::replay::{ReplaySchedule, Slot};
 
 /// One thread's share of the open-loop schedule.
 pub(crate) struct Schedule {
@@ -25,6 +26,9 @@ pub(crate) struct Schedule {
     claimed: Cell<u64>,
     /// Offset of the next slot from `origin`, in nanoseconds.
     next: Cell<f64>,
+    /// A replay: the slots are the log's, each with its own request (`gap` and `arrivals`
+    /// unused).
+    replay: Option<RefCell<ReplaySchedule>>,
 }
 
 impl Schedule {
@@ -50,23 +54,40 @@ impl Schedule {
             rng: RefCell::new(rng),
             claimed: Cell::new(0),
             next: Cell::new(first),
+            replay: None,
         }
+    }
+
+    /// The slots of a replay, this thread's share, from `origin`.
+    pub(crate) fn replay(origin: Instant, replay: ReplaySchedule) -> Schedule {
+        let mut schedule = Schedule::new(origin, 1.0, 0.0, Arrivals::Constant, 0);
+        schedule.replay = Some(RefCell::new(replay));
+        schedule
     }
 
     /// The intended time of the next unclaimed slot.
     pub(crate) fn peek(&self) -> Instant {
-        self.origin + Duration::from_nanos(self.next.get() as u64)
+        let ns = match &self.replay {
+            Some(replay) => replay.borrow().peek().0,
+            None => self.next.get() as u64,
+        };
+        self.origin + Duration::from_nanos(ns)
     }
 
-    /// Takes the next slot and returns its intended time.
-    pub(crate) fn claim(&self) -> Instant {
+    /// Takes the next slot and returns its intended time (and, in a replay, its request).
+    pub(crate) fn claim(&self) -> (Instant, Option<Slot>) {
         let at = self.peek();
+        let slot = self.replay.as_ref().and_then(|r| r.borrow().peek().1);
         self.advance();
         self.claimed.set(self.claimed.get() + 1);
-        at
+        (at, slot)
     }
 
     fn advance(&self) {
+        if let Some(replay) = &self.replay {
+            replay.borrow_mut().advance();
+            return;
+        }
         let step = match self.arrivals {
             Arrivals::Constant => self.gap,
             Arrivals::Poisson => self.gap * self.rng.borrow_mut().exponential(),
@@ -93,7 +114,7 @@ mod tests {
     fn constant_slots_are_evenly_spaced_from_the_phase() {
         let origin = Instant::now();
         let s = Schedule::new(origin, 1000.0, 250_000.0, Arrivals::Constant, 1);
-        let times: Vec<Duration> = (0..4).map(|_| s.claim() - origin).collect();
+        let times: Vec<Duration> = (0..4).map(|_| s.claim().0 - origin).collect();
         assert_eq!(times[0], Duration::from_micros(250));
         assert_eq!(times[3], Duration::from_micros(3250));
         // Slots before 10 ms not yet claimed: 4.25 .. 9.25 ms, six of them.

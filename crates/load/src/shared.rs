@@ -25,7 +25,7 @@ use crate::schedule::Schedule;
 /// What a worker sends the coordinator.
 pub(crate) enum Message {
     /// The figures of one interval.
-    Interval(Snapshot),
+    Interval(Box<Snapshot>),
     /// The worker could not start.
     Failed(std::io::Error),
 }
@@ -162,6 +162,6 @@ impl Intervals {
         self.cpu_before = cpu_now;
         self.wait_before = wait_now;
         self.index += 1;
-        self.tx.send(Message::Interval(snapshot)).is_ok() && !last
+        self.tx.send(Message::Interval(Box::new(snapshot))).is_ok() && !last
     }
 }

@@ -160,6 +160,23 @@ fn parse_url(url: &str) -> Result<Url, Error> {
     })
 }
 
+/// A logged target as a request line may carry it: spaces and control characters (a log
+/// may hold them unescaped) percent-encoded, a target not starting with `/` given one.
+fn escape_target(target: &str) -> String {
+    let mut out = String::with_capacity(target.len() + 1);
+    if !target.starts_with('/') {
+        out.push('/');
+    }
+    for c in target.chars() {
+        if c <= ' ' || c == '\u{7f}' {
+            out.push_str(&format!("%{:02X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn parse_port(text: &str) -> Option<u16> {
     text.parse().ok().filter(|p| *p != 0)
 }
@@ -299,6 +316,49 @@ impl Target {
 
             tls_name: parsed.tls.then(|| parsed.host.clone()),
             specs: Vec::new(),
+        })
+    }
+
+    /// A replay's distinct requests on the server of `base` (its path, if any, prefixed to
+    /// the logged ones): one class, `replay`; each slot names its request, so the weights
+    /// are never drawn from.
+    pub fn replay(base: &str, replay: &crate::replay::Replay) -> Result<Target, Error> {
+        let parsed = parse_url(base)?;
+        if parsed.path.contains('?') {
+            return Err(Error::Url {
+                url: base.to_string(),
+                reason: "a base URL cannot have a query".into(),
+            });
+        }
+        let prefix = parsed.path.trim_end_matches('/');
+        let paths = replay
+            .requests
+            .iter()
+            .map(|r| (format!("{prefix}{}", escape_target(&r.target)), 0))
+            .collect();
+        let specs = replay
+            .requests
+            .iter()
+            .map(|r| RequestSpec {
+                method: r.method.clone(),
+                headers: r
+                    .range
+                    .map(|n| format!("Range: bytes=0-{}", n - 1))
+                    .into_iter()
+                    .collect(),
+                body: Vec::new(),
+            })
+            .collect();
+        Ok(Target {
+            addr: resolve(&parsed)?,
+            host: host_field(&parsed),
+            description: format!("{base} replaying a log"),
+            classes: vec!["replay".to_string()],
+            paths,
+            weights: vec![1.0; replay.requests.len()],
+            groups: Vec::new(),
+            tls_name: parsed.tls.then(|| parsed.host.clone()),
+            specs,
         })
     }
 

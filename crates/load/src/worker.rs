@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use crate::config::{Arrivals, Io, Mode};
 use crate::engine::Engine;
 use crate::recorder::Recorder;
+use crate::replay::ReplaySchedule;
 use crate::requests::Requests;
 use crate::schedule::Schedule;
 use crate::shared::{Intervals, Message, Shared, TlsClient};
@@ -56,6 +57,8 @@ pub(crate) struct Setup {
     pub busy_poll: Option<u32>,
     /// How the HTTP/1.1 engine waits for its sockets.
     pub io: Io,
+    /// A replay: its slots replace the open-loop clock's.
+    pub replay: Option<Arc<crate::replay::Replay>>,
 }
 
 /// The body of a worker thread.
@@ -109,15 +112,21 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
 
 /// The state the thread's engine and interval clock share, from the worker's setup.
 fn shared(setup: &Setup) -> Shared {
-    let schedule = setup.open.map(|(rate, arrivals, phase, _)| {
-        Schedule::new(
-            setup.start,
-            rate,
-            phase,
-            arrivals,
-            setup.seed ^ (setup.global as u64 + 1) << 32,
-        )
-    });
+    let schedule = setup
+        .open
+        .map(|(rate, arrivals, phase, _)| match &setup.replay {
+            Some(replay) => Schedule::replay(
+                setup.start,
+                ReplaySchedule::new(Arc::clone(replay), setup.global, setup.threads),
+            ),
+            None => Schedule::new(
+                setup.start,
+                rate,
+                phase,
+                arrivals,
+                setup.seed ^ (setup.global as u64 + 1) << 32,
+            ),
+        });
     Shared {
         requests: Arc::clone(&setup.requests),
         tls: setup.tls.clone(),

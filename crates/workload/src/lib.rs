@@ -10,6 +10,7 @@
 //!   images, sound, video) and its size-scaled variants A/4 .. A*4 (Table 2).
 //! - [`Spec::HeavyTail`]: SURGE-like lognormal body and Pareto tail with Zipf popularity.
 //! - [`Spec::Single`]: one file, for ab-style tests.
+//! - [`like::plan`]: a set like a site's, from the paths, sizes and counts of its access log.
 //!
 //! [`Spec::plan`] gives a [`Manifest`] (every file's path, size, class and access
 //! probability) without touching the disk; [`Manifest::replicate`] makes K copies for cache
@@ -37,6 +38,7 @@
 
 mod error;
 pub mod heavy_tail;
+pub mod like;
 mod manifest;
 mod mix;
 mod rng;

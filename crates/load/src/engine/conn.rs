@@ -62,6 +62,10 @@ pub(super) struct Conn {
     pub(super) fixed: Option<usize>,
     /// The request in flight is a HEAD (its response has no body).
     pub(super) head_request: bool,
+    /// A replay: the slot handed to the connection for its next request, and the status the
+    /// log gave the request in flight.
+    pub(super) slot: Option<crate::replay::Slot>,
+    pub(super) logged: Option<u16>,
     /// https: the session, for the connection's life.
     pub(super) tls: Option<Box<rustls::ClientConnection>>,
     /// https: when the handshake began (the first flight went out), and what it took.
@@ -101,6 +105,8 @@ impl Conn {
             rng,
             fixed,
             head_request: false,
+            slot: None,
+            logged: None,
             tls: None,
             handshake_began: None,
             handshake: None,

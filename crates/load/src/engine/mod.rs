@@ -241,11 +241,13 @@ impl Engine {
                 }
                 None => return,
             };
-            let intended = schedule.claim();
+            let (intended, slot) = schedule.claim();
             // A connection idle at the slot's time sends on time (latency from the send); one
             // that only became free after it kept the request waiting: latency counts from
             // the intended time (the coordinated-omission correction).
             let from = (self.conns[i].idle_since > intended).then_some(intended);
+            shared.recorder.borrow_mut().sent_after(now, intended);
+            self.conns[i].slot = slot;
             self.start(i, now, from);
         }
     }
@@ -255,9 +257,13 @@ impl Engine {
         let shared = Rc::clone(&self.shared);
         let entry_index = {
             let conn = &mut self.conns[i];
-            match conn.fixed {
-                Some(index) => index,
-                None => shared.requests.pick_index(&mut conn.rng),
+            // A replay's slot brings its own request and the status the log gave it.
+            let slot = conn.slot.take();
+            conn.logged = slot.map(|s| s.status);
+            match (slot, conn.fixed) {
+                (Some(slot), _) => slot.request as usize,
+                (None, Some(index)) => index,
+                (None, None) => shared.requests.pick_index(&mut conn.rng),
             }
         };
         let entry = shared.requests.entry(entry_index);
@@ -426,11 +432,15 @@ impl Engine {
             _ => now,
         };
         let latency = nanos(end, conn.from);
+        let status = conn.head.map_or(0, |h| h.status);
+        if let Some(logged) = conn.logged.filter(|logged| *logged != status) {
+            *recorder.mismatches.entry((logged, status)).or_insert(0) += 1;
+        }
         count_response(
             &mut recorder,
             conn::Response {
                 class,
-                status: conn.head.map_or(0, |h| h.status),
+                status,
                 bytes: conn.bytes,
                 latency,
                 ttfb: nanos(conn.first_byte.unwrap_or(end), conn.sent),

@@ -11,6 +11,7 @@ use super::histograms;
 use super::{ClassReport, Errors, Figures, IntervalReport, Latency, Report, RunCounts, TlsReport};
 use crate::config::{Arrivals, Config, Mode, Pacing};
 use crate::recorder::{ClassStats, Recorder};
+use crate::replay::{pairs, ReplayReport, NOTE};
 
 /// A thread busier than this (fraction of wall time) is saturated: the run measures it.
 const BUSY: f64 = 0.9;
@@ -110,6 +111,7 @@ pub(crate) fn interval(
         latency_us: Latency::of(&total.latency),
         generator_busy: busiest,
         connections,
+        offered: None,
     }
 }
 
@@ -154,6 +156,7 @@ pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
         report.segment = Some(format!("{segment}/{segments}"));
         report.histograms = Some(histograms::encode(run.totals));
     }
+    replay_figures(config, &mut report, run.totals);
     report.start_late_s = run.late.as_secs_f64();
     if let Some(why) = run.busy_poll_refused {
         report
@@ -254,9 +257,45 @@ fn described(
         host: hostname(),
         start_late_s: 0.0,
         histograms: None,
+        replay: None,
         generators: Vec::new(),
         latency_histogram: None,
     }
+}
+
+/// A replay's figures: the log's, the status pairs, the late sends; and each interval's
+/// offered requests (this process's threads' slots).
+fn replay_figures(config: &Config, report: &mut Report, totals: &Recorder) {
+    let Some(replay) = &config.replay else {
+        return;
+    };
+    let (_, segments) = config.segment_or_whole();
+    let here: Vec<usize> = (0..config.threads)
+        .map(|i| config.global_thread(i))
+        .collect();
+    let interval = config.interval.as_nanos() as u64;
+    let offered = replay.offered(
+        &here,
+        config.threads * segments,
+        interval,
+        config.duration.as_nanos() as u64,
+    );
+    for (i, report) in report.intervals.iter_mut().enumerate() {
+        report.offered = Some(offered.get(i).copied().unwrap_or(0));
+    }
+    report.arrivals = Some("replay".to_string());
+    report.replay = Some(ReplayReport {
+        log_requests: replay.slots.len() as u64,
+        speed: replay.speed,
+        span_s: replay.span().as_secs_f64(),
+        looped: replay.looped,
+        skipped_no_body: replay.skipped_no_body,
+        ranges: replay.ranges,
+        status_mismatches: pairs(&totals.mismatches),
+        late_sends: totals.late_sends,
+        max_send_delay_us: totals.max_send_delay as f64 / 1000.0,
+        note: NOTE.to_string(),
+    });
 }
 
 /// The generator's self-check: a warning when its busiest thread was saturated over the run,

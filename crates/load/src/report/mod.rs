@@ -208,6 +208,10 @@ pub struct IntervalReport {
     pub generator_busy: f64,
     /// Connections open at the interval's end.
     pub connections: usize,
+    /// A replay: the requests the log offered in this interval (slots whose time fell in
+    /// it), to set against `requests`, those answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<u64>,
 }
 
 /// The TLS handshakes of an https run.
@@ -283,6 +287,10 @@ pub struct Report {
     /// A segment's whole histograms per class, so that `webscope merge` adds them exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<Vec<ClassHistograms>>,
+    /// A replay (`--replay`): the log's figures, the status pairs that differ from the log,
+    /// and whether the schedule was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplayReport>,
     /// A merged run: the generators that made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generators: Vec<Generator>,

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{Generator, IntervalReport, Latency, Report};
+use crate::replay::ReplayReport;
 
 /// Formats microseconds for people: `85us`, `1.25ms`, `2.00s`.
 pub fn format_us(us: f64) -> String {
@@ -172,6 +173,9 @@ impl Report {
                 self.total.run.not_sent
             );
         }
+        if let Some(replay) = &self.replay {
+            out.push_str(&replay_lines(replay, &self.intervals));
+        }
         let _ = writeln!(out, "Requests/sec: {:>12.2}", self.total.requests_per_s);
         let _ = writeln!(
             out,
@@ -232,6 +236,57 @@ fn generators_table(generators: &[Generator]) -> String {
             if g.saturated { "  saturated" } else { "" }
         );
     }
+    out
+}
+
+/// How many intervals' offered and answered counts the summary shows (the JSON has all).
+const SHOWN_INTERVALS: usize = 12;
+
+/// A replay's lines: the log, the late sends, the status pairs, offered against answered.
+fn replay_lines(replay: &ReplayReport, intervals: &[IntervalReport]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  Replay: {} logged requests over {:.2}s at {}x{}; {} POST/PUT/PATCH skipped (the log has no body); {} logged 206 replayed as ranges",
+        replay.log_requests,
+        replay.span_s,
+        replay.speed,
+        if replay.looped { ", looped" } else { "" },
+        replay.skipped_no_body,
+        replay.ranges
+    );
+    let _ = writeln!(
+        out,
+        "  Late sends (over 1 ms after their logged time): {} (largest {})",
+        replay.late_sends,
+        format_us(replay.max_send_delay_us)
+    );
+    if replay.status_mismatches.is_empty() {
+        let _ = writeln!(out, "  Status: every response as logged");
+    } else {
+        let pairs: Vec<String> = replay
+            .status_mismatches
+            .iter()
+            .map(|p| format!("logged {}, got {}: {}", p.logged, p.got, p.count))
+            .collect();
+        let _ = writeln!(out, "  Status differs from the log: {}", pairs.join("; "));
+    }
+    let shown: Vec<String> = intervals
+        .iter()
+        .take(SHOWN_INTERVALS)
+        .map(|i| format!("{}/{}", i.offered.unwrap_or(0), i.requests))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  Offered/answered per interval: {}{}",
+        shown.join(" "),
+        if intervals.len() > SHOWN_INTERVALS {
+            " ..."
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(out, "  Timing: {}", replay.note);
     out
 }
 

@@ -26,6 +26,8 @@ use crate::worker::{self, Setup};
 use crate::Error;
 
 #[cfg(test)]
+mod replay_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tls_tests;
@@ -207,6 +209,7 @@ fn start_workers(
             http2: config.http2,
             busy_poll: common.busy_poll,
             io: config.io,
+            replay: config.replay.clone(),
             classes: config.target.classes.len(),
             addr: config.target.addr,
             mode: config.mode,
@@ -303,7 +306,7 @@ impl Gather<'_> {
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(Message::Interval(snapshot)) => {
-                    self.take(snapshot, outputs, on_interval)?;
+                    self.take(*snapshot, outputs, on_interval)?;
                     if self.finished.iter().all(|f| *f) {
                         return Ok(());
                     }

@@ -296,7 +296,11 @@ fn an_interrupt_ends_the_run_early_with_its_figures() {
 
 /// Runs the `segments` segments of `config` at once, each on its own thread, as separate
 /// generators would; returns their parts (reports and interval logs).
-fn segments(config: &Config, segments: usize, dir: &std::path::Path) -> Vec<crate::Part> {
+pub(super) fn segments(
+    config: &Config,
+    segments: usize,
+    dir: &std::path::Path,
+) -> Vec<crate::Part> {
     let start = SystemTime::now() + Duration::from_millis(200);
     let handles: Vec<_> = (0..segments)
         .map(|i| {
@@ -466,11 +470,11 @@ fn segments_are_checked() {
 }
 
 /// Requests a test server was sent: each one's head and body.
-type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+pub(super) type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
 
 /// A server that keeps what it was sent (each request's head and body) and answers 200
 /// with a 5-byte body, or, to a HEAD, the same head with no body.
-fn capture() -> (std::net::SocketAddr, Seen) {
+pub(super) fn capture() -> (std::net::SocketAddr, Seen) {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();

@@ -15,6 +15,8 @@ EXAMPLES:
     webscope fileset single --out /tmp/one --size 1k               # one 1 KiB file
     webscope fileset specweb96 --out /tmp/big --ops 100 --copies 8 # 8 copies: beat the page cache
     webscope fileset webstone-a --out /tmp/wsA --dry-run           # print the plan, write nothing
+    webscope fileset like access.log access.log.1.gz --out /tmp/site  # the site's paths, sizes, mix
+    webscope fileset like access.log --out /tmp/site10k --synthetic 10000
 
 Then: webscope serve --root DIR, and webscope load --fileset DIR --base http://127.0.0.1:8080/";
 
@@ -83,6 +85,30 @@ enum Set {
         #[command(flatten)]
         common: Common,
     },
+    /// A set like a site's, from its access logs (Common or Combined, plain or gzip): each
+    /// distinct URL path answered 200 becomes a file of its largest 200 response, requested
+    /// with the log's probability (its 200, 206 and 304 responses over all of them). Files
+    /// are named by popularity rank (extension kept) unless --keep-paths; no client address,
+    /// query string, referer or user agent is written anywhere.
+    Like {
+        /// The access logs.
+        #[arg(value_name = "LOG", required = true)]
+        logs: Vec<PathBuf>,
+        /// Make N files drawn from the log's fitted model (Zipf popularity, lognormal body and
+        /// Pareto tail of sizes, as `webscope characterize` fits them) instead of one per path;
+        /// a log too small for the fits is resampled instead (its files' sizes and counts).
+        #[arg(long, value_name = "N")]
+        synthetic: Option<u64>,
+        /// Keep the logged paths (those that are plain file names; others get rank names).
+        #[arg(long, conflicts_with = "synthetic")]
+        keep_paths: bool,
+        /// The logs' format (common, combined, nginx-timed, apache-timed) [default: common
+        /// or combined, auto-detected].
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<webscope_accesslog::Format>,
+        #[command(flatten)]
+        common: Common,
+    },
     /// One file of a given size (ab-style tests).
     Single {
         /// Its size (e.g. 1k, 100k, 1m; k = 1024).
@@ -133,8 +159,51 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let size = size_flag("--size", &size)?;
             (Spec::Single { size }, common)
         }
+        Set::Like {
+            logs,
+            synthetic,
+            keep_paths,
+            format,
+            common,
+        } => {
+            let counted = super::fileset_like::count(&logs, format, synthetic.is_some())?;
+            println!(
+                "webscope fileset like: {} requests, {} paths answered 200{}{}",
+                counted.requests,
+                counted.observed.len(),
+                if counted.unsized_paths > 0 {
+                    format!(
+                        "; {} paths never answered 200 left out",
+                        counted.unsized_paths
+                    )
+                } else {
+                    String::new()
+                },
+                if counted.bad_lines > 0 {
+                    format!("; {} lines unreadable", counted.bad_lines)
+                } else {
+                    String::new()
+                }
+            );
+            let options = webscope_workload::like::LikeOptions {
+                keep_paths,
+                synthetic,
+                source: logs
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                model: counted.model,
+            };
+            let manifest = webscope_workload::like::plan(&counted.observed, &options, common.seed)?;
+            return write_set(manifest, common);
+        }
     };
-    let mut manifest = spec.plan(common.seed)?;
+    write_set(spec.plan(common.seed)?, common)
+}
+
+/// Replicates, writes (or, dry, only describes) a planned set.
+fn write_set(mut manifest: Manifest, common: Common) -> anyhow::Result<()> {
     manifest.replicate(common.copies)?;
     if common.dry_run {
         print_summary(&manifest, &common.out, "would write");

@@ -25,6 +25,8 @@ EXAMPLES:
     webscope load https://127.0.0.1:8443/ --cacert ca.pem -c 50 --close     # handshakes: full and resumed
     webscope load http://127.0.0.1:8080/api -m POST --body @order.json -H 'Content-Type: application/json'
     webscope load --requests targets.txt -c 20                              # vegeta's format, a class each
+    webscope load --replay access.log --base http://127.0.0.1:8080/ --speed 4  # the log's own timing, 4x
+    webscope load --replay access.log.gz http://127.0.0.1:8080/ --loop -d 10m  # repeated for 10 minutes
     webscope load http://10.0.0.5/ -c 300 --segment 1/3 --start-at 2026-11-24T20:00:00Z --json s1.json --hlog s1.hlog
     webscope merge merged/ s0.json s1.json s2.json                          # three hosts' segments, added exactly
 
@@ -37,7 +39,9 @@ Ctrl-C ends the run early; what was measured is still printed and written.";
 /// like WebStone's clients and wrk. Open loop (--rate): requests are sent on a clock whatever
 /// the server does, and a request that had to wait for a free connection has its latency
 /// counted from its intended send time (coordinated omission, as wrk2); both corrected and
-/// uncorrected latencies are reported. Latencies are HdrHistograms per class and per interval.
+/// uncorrected latencies are reported. Replay (--replay LOG): open loop on an access log's
+/// own timing, each logged request at its logged instant. Latencies are HdrHistograms per
+/// class and per interval.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -70,6 +74,9 @@ pub fn check_for_pods(load: &[String]) -> Result<Vec<String>, String> {
     if let Some(file) = &flags.requests {
         local.push(format!("--requests {}", file.display()));
     }
+    for log in &flags.replay {
+        local.push(format!("--replay {}", log.display()));
+    }
     if let Some(file) = flags.body.as_deref().and_then(|b| b.strip_prefix('@')) {
         local.push(format!("--body @{file}"));
     }
@@ -82,15 +89,32 @@ struct Flags {
     /// server's URL that the groups' paths are on.
     #[arg(
         value_name = "URL",
-        required_unless_present_any = ["fileset", "groups", "requests"],
+        required_unless_present_any = ["fileset", "groups", "requests", "replay"],
         conflicts_with_all = ["fileset", "requests"]
     )]
     url: Option<String>,
     /// A request list in vegeta's target format: per request `METHOD URL`, header lines,
     /// an optional `@file` body, then a blank line (`# weight N` before one draws it N times as
     /// often). Each request is a class of the report. All on one server.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["fileset", "groups"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["fileset", "groups", "replay"])]
     requests: Option<PathBuf>,
+    /// Replay an access log (Common or Combined, plain or gzip; repeat for more files): each
+    /// logged request is sent at its logged time relative to the first, divided by --speed,
+    /// open loop (latency from the intended send, as --rate); a logged second's requests are
+    /// spread evenly within it. To the server of the URL (or --base). POST/PUT/PATCH are
+    /// skipped (the log has no body); a logged 206 asks a Range of its logged length.
+    #[arg(long, value_name = "LOG", conflicts_with_all = ["fileset", "groups", "rate", "think_time", "backoff_503", "body", "method", "http2"])]
+    replay: Vec<PathBuf>,
+    /// Replay: the speed-up (4: the log's hour in 15 minutes).
+    #[arg(long, value_name = "K", default_value_t = 1.0, requires = "replay")]
+    speed: f64,
+    /// Replay: repeat the log until -d/--duration ends.
+    #[arg(long = "loop", requires_all = ["replay", "duration"])]
+    looped: bool,
+    /// Replay: the log's format (common, combined, nginx-timed, apache-timed) [default:
+    /// common or combined, auto-detected].
+    #[arg(long, value_name = "FORMAT", requires = "replay")]
+    log_format: Option<webscope_accesslog::Format>,
     /// The requests' method (a request list gives its own).
     #[arg(
         short = 'm',
@@ -113,15 +137,16 @@ struct Flags {
     /// are reported per class.
     #[arg(long, value_name = "DIR", requires = "base")]
     fileset: Option<PathBuf>,
-    /// The URL under which the file set is served (the server's root, usually).
-    #[arg(long, value_name = "URL", requires = "fileset")]
+    /// The URL under which the file set is served (the server's root, usually), or the
+    /// server a --replay goes to.
+    #[arg(long, value_name = "URL")]
     base: Option<String>,
     /// Connections at the start (spread over the threads) [default: 10].
     #[arg(short = 'c', long, value_name = "N")]
     connections: Option<usize>,
-    /// How long to run.
-    #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s", value_parser = super::positive_duration, allow_hyphen_values = true)]
-    duration: Duration,
+    /// How long to run [default: 10s; a replay: the log's span divided by --speed].
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
+    duration: Option<Duration>,
     /// Worker threads, each with its own event loop [default: number of cores, at most -c].
     #[arg(short = 't', long, value_name = "N")]
     threads: Option<usize>,
@@ -256,6 +281,8 @@ struct Output {
     linger: Duration,
     /// `--emit` without `--hlog`: the log written for it, removed after.
     temporary_hlog: Option<PathBuf>,
+    /// A replay: what is replayed, said before the run.
+    replay: Option<String>,
 }
 
 /// `I/N` with 0 <= I < N.
@@ -285,7 +312,26 @@ fn parse_start_at(text: &str) -> Result<std::time::SystemTime, String> {
 
 impl Flags {
     fn config(self) -> anyhow::Result<(Config, Output)> {
+        if self.base.is_some() && self.fileset.is_none() && self.replay.is_empty() {
+            anyhow::bail!("--base goes with --fileset or --replay: give the URL alone otherwise");
+        }
+        let plan = match self.replay.is_empty() {
+            true => None,
+            false => Some(super::replay::plan(
+                &self.replay,
+                self.log_format,
+                self.speed,
+                self.looped,
+            )?),
+        };
         let target = match (&self.url, &self.fileset, &self.base) {
+            (url, _, base) if plan.is_some() => {
+                let server = base.as_deref().or(url.as_deref()).context(
+                    "--replay needs the server to send to: give its URL, e.g. --base http://127.0.0.1:8080/",
+                )?;
+                let replay = &plan.as_ref().expect("checked").replay;
+                Target::replay(server, replay)?
+            }
             _ if self.requests.is_some() => {
                 Target::request_list(self.requests.as_deref().unwrap_or(std::path::Path::new("")))?
             }
@@ -306,13 +352,20 @@ impl Flags {
                 .map_or(1, |n| n.get())
                 .min(connections.max(1))
         });
-        config.duration = self.duration;
+        config.duration = self.duration.unwrap_or(match &plan {
+            Some(plan) => plan.replay.span(),
+            None => Duration::from_secs(10),
+        });
         config.mode = if self.close {
             Mode::Close
         } else {
             Mode::KeepAlive
         };
-        config.pacing = match self.rate {
+        let rate = match &plan {
+            Some(plan) => Some(plan.replay.mean_rate()),
+            None => self.rate,
+        };
+        config.pacing = match rate {
             Some(rate) => Pacing::Open {
                 rate,
                 arrivals: if self.arrivals == "poisson" {
@@ -354,6 +407,8 @@ impl Flags {
             no_resume: self.no_tls_resume,
         };
         config.start_at = self.start_at;
+        let replay_line = plan.as_ref().map(super::replay::Plan::describe);
+        config.replay = plan.map(|plan| std::sync::Arc::new(plan.replay));
         let mut temporary_hlog = None;
         if self.emit && config.hlog.is_none() {
             let path =
@@ -370,6 +425,7 @@ impl Flags {
             live_line: !self.quiet,
             live_page: self.live,
             linger: self.live_linger,
+            replay: replay_line,
         };
         Ok((config, output))
     }
@@ -397,6 +453,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if config.threads == 1 { "" } else { "s" },
         if live { " (Ctrl-C stops early)" } else { "" }
     );
+    if let Some(line) = &output.replay {
+        println!("  {line}");
+    }
     let began = Instant::now();
     let mut on_interval = |interval: &webscope_load::IntervalReport| {
         if live {

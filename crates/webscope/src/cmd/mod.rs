@@ -4,11 +4,13 @@
 pub mod compare;
 pub mod distribute;
 pub mod fileset;
+pub mod fileset_like;
 pub mod lab;
 pub mod load;
 pub mod merge;
 pub mod model;
 pub mod monitor;
+pub mod replay;
 pub mod report;
 pub mod serve;
 

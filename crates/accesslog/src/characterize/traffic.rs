@@ -1,0 +1,171 @@
+//! Counts over time and by kind: the request rate per minute and per hour, methods, statuses
+//! and document types.
+
+use std::collections::BTreeMap;
+
+use crate::line::Entry;
+
+/// Counts in fixed clock bins.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Series {
+    /// Bin length, seconds.
+    pub bin_s: u64,
+    /// Start of the first bin (Unix seconds, a whole bin of the clock: the first and last bins
+    /// may be partly outside the log).
+    pub start_unix: i64,
+    /// Requests in each bin.
+    pub counts: Vec<u64>,
+    /// Mean requests per bin.
+    pub mean: f64,
+    /// Most requests in a bin.
+    pub peak: u64,
+    /// peak / mean: how much capacity above the average the busiest bin needed.
+    pub peak_to_mean: f64,
+}
+
+impl Series {
+    /// Counts `times` (Unix seconds, sorted) into bins of `bin_s` seconds.
+    pub fn new(times: &[i64], bin_s: u64) -> Series {
+        let bin = bin_s as i64;
+        let (Some(&first), Some(&last)) = (times.first(), times.last()) else {
+            return Series {
+                bin_s,
+                start_unix: 0,
+                counts: Vec::new(),
+                mean: 0.0,
+                peak: 0,
+                peak_to_mean: 0.0,
+            };
+        };
+        let start = first.div_euclid(bin) * bin;
+        let bins = ((last - start) / bin + 1) as usize;
+        let mut counts = vec![0u64; bins];
+        for &t in times {
+            counts[((t - start) / bin) as usize] += 1;
+        }
+        let mean = times.len() as f64 / bins as f64;
+        let peak = counts.iter().copied().max().unwrap_or(0);
+        Series {
+            bin_s,
+            start_unix: start,
+            counts,
+            mean,
+            peak,
+            peak_to_mean: if mean > 0.0 { peak as f64 / mean } else { 0.0 },
+        }
+    }
+}
+
+/// What kind of document a path names, by its extension, as Arlitt & Williamson classed them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DocType {
+    /// `.html`, `.htm`, `.shtml`, `.php`-less directory paths ending in `/`.
+    Html,
+    /// `.gif`, `.jpg`, `.png`, `.webp`, `.svg`, `.ico` ...
+    Image,
+    /// Style sheets and scripts.
+    Code,
+    /// Sound and video.
+    Media,
+    /// Any other extension.
+    Other,
+    /// No extension: the type cannot be told from the path.
+    Unknown,
+}
+
+impl DocType {
+    /// The type of a path (without query).
+    pub fn of(path: &str) -> DocType {
+        if path.ends_with('/') {
+            return DocType::Html;
+        }
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let Some((_, ext)) = name.rsplit_once('.') else {
+            return DocType::Unknown;
+        };
+        match ext.to_ascii_lowercase().as_str() {
+            "html" | "htm" | "shtml" | "xhtml" => DocType::Html,
+            "gif" | "jpg" | "jpeg" | "png" | "webp" | "svg" | "ico" | "bmp" | "avif" | "xbm"
+            | "tif" | "tiff" => DocType::Image,
+            "css" | "js" | "mjs" | "json" | "map" | "wasm" => DocType::Code,
+            "mp3" | "mp4" | "wav" | "au" | "ogg" | "webm" | "mov" | "mpg" | "mpeg" | "avi" => {
+                DocType::Media
+            }
+            _ => DocType::Other,
+        }
+    }
+}
+
+/// Requests by method, status and document type.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Mix {
+    /// Requests by method (`-` for requests the server could not read).
+    pub methods: BTreeMap<String, u64>,
+    /// Requests by status code.
+    pub statuses: BTreeMap<u16, u64>,
+    /// Share of responses with status 200.
+    pub ok_share: f64,
+    /// Share of 2xx responses.
+    pub success_share: f64,
+    /// Share of 304 Not Modified responses.
+    pub not_modified_share: f64,
+    /// Successful requests by document type (from the path's extension).
+    pub types: BTreeMap<DocType, u64>,
+}
+
+/// Counts the mix; `successful` says which entries count as references to a document.
+pub fn mix(entries: &[Entry], successful: impl Fn(&Entry) -> bool) -> Mix {
+    let mut methods = BTreeMap::new();
+    let mut statuses = BTreeMap::new();
+    let mut types = BTreeMap::new();
+    for e in entries {
+        *methods.entry(e.method.clone()).or_insert(0) += 1;
+        *statuses.entry(e.status).or_insert(0) += 1;
+        if successful(e) {
+            *types.entry(DocType::of(&e.path)).or_insert(0) += 1;
+        }
+    }
+    let n = entries.len().max(1) as f64;
+    let share = |f: &dyn Fn(u16) -> bool| {
+        statuses
+            .iter()
+            .filter(|(s, _)| f(**s))
+            .map(|(_, c)| *c)
+            .sum::<u64>() as f64
+            / n
+    };
+    Mix {
+        ok_share: share(&|s| s == 200),
+        success_share: share(&|s| (200..300).contains(&s)),
+        not_modified_share: share(&|s| s == 304),
+        methods,
+        statuses,
+        types,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_and_peak_to_mean() {
+        // 60..179: two minutes; three requests in the first, one in the second.
+        let s = Series::new(&[61, 62, 119, 170], 60);
+        assert_eq!((s.start_unix, s.counts.clone()), (60, vec![3, 1]));
+        assert_eq!((s.mean, s.peak, s.peak_to_mean), (2.0, 3, 1.5));
+        assert!(Series::new(&[], 60).counts.is_empty());
+    }
+
+    #[test]
+    fn doc_types_by_extension() {
+        assert_eq!(DocType::of("/"), DocType::Html);
+        assert_eq!(DocType::of("/a/index.HTML"), DocType::Html);
+        assert_eq!(DocType::of("/logo.png"), DocType::Image);
+        assert_eq!(DocType::of("/app.js"), DocType::Code);
+        assert_eq!(DocType::of("/a.tar.gz"), DocType::Other);
+        assert_eq!(DocType::of("/dir00001/class2_3"), DocType::Unknown);
+        assert_eq!(DocType::of("/v1.2/file"), DocType::Unknown);
+    }
+}

@@ -1,0 +1,42 @@
+//! Apache and nginx access logs: a tolerant parser, and the workload characterization of a
+//! log (the figures of Arlitt & Williamson's "search for invariants").
+//!
+//! What it is for: reading the logs a real site's server wrote — Common and Combined Log
+//! Format, optionally with nginx's `$request_time` or Apache's `%D` appended, plain or gzip,
+//! many files given in any order — into [`Entry`] values sorted by time, so that webscope can
+//! describe the site's traffic (`webscope characterize`), build a file set like it
+//! (`webscope fileset like`) and replay it (`webscope load --replay`).
+//!
+//! What it is not for: a log analyser of the GoAccess kind (no sessions, no geography, no
+//! bots), a general log-format language (only the formats [`Format`] names), or a live tail
+//! of a log being written. It never writes a log: `webscope serve` does that itself.
+//!
+//! ```
+//! use webscope_accesslog::parse_line;
+//! let e = parse_line(
+//!     r#"::1 - - [10/Oct/2000:13:55:36 -0700] "GET /a.gif?x=1 HTTP/1.0" 200 2326 "-" "curl/8""#,
+//!     None,
+//! )
+//! .unwrap();
+//! assert_eq!((e.path.as_str(), e.query.as_deref(), e.bytes), ("/a.gif", Some("x=1"), 2326));
+//! ```
+//!
+//! Why this design: a log is evidence about a site, so a line that does not parse is counted
+//! and shown ([`Parsed::bad_lines`], [`Parsed::bad_examples`]), never fatal, and never
+//! silently dropped; only a log of which no line parses is an error, because then the format
+//! is wrong. The lines are read into memory and sorted once: real logs are not in time order
+//! within a second (each worker writes its own buffer), and every figure downstream wants
+//! them sorted.
+#![deny(missing_docs)]
+
+pub mod characterize;
+mod clf_time;
+mod error;
+mod format;
+mod line;
+mod read;
+
+pub use error::Error;
+pub use format::{Format, TimeUnit};
+pub use line::{parse_line, Entry};
+pub use read::{read_logs, read_logs_with_progress, BadLine, Parsed};

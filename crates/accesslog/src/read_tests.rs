@@ -1,0 +1,114 @@
+use std::io::Write;
+
+use super::*;
+
+fn line(second: u32, path: &str) -> String {
+    format!("10.0.0.1 - - [01/Jan/2024:00:00:{second:02} +0000] \"GET {path} HTTP/1.1\" 200 10 \"-\" \"t\"\n")
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn gzip(text: &str) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes()).unwrap();
+    enc.finish().unwrap()
+}
+
+#[test]
+fn unsorted_lines_across_two_files_come_out_sorted_and_stable() {
+    let dir = tempfile::tempdir().unwrap();
+    // Given newest file first; lines out of order within each file.
+    let a = write(
+        dir.path(),
+        "access.log",
+        format!("{}{}{}", line(5, "/a5"), line(3, "/a3"), line(5, "/a5b")).as_bytes(),
+    );
+    let b = write(
+        dir.path(),
+        "access.log.1",
+        format!("{}{}", line(5, "/b5"), line(1, "/b1")).as_bytes(),
+    );
+    let parsed = read_logs(&[a, b], None).unwrap();
+    let order: Vec<_> = parsed.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(order, ["/b1", "/a3", "/a5", "/a5b", "/b5"]);
+    let a5b = &parsed.entries[3];
+    assert_eq!((a5b.file, a5b.line), (0, 3));
+    assert_eq!((parsed.lines, parsed.bad_lines), (5, 0));
+}
+
+#[test]
+fn gzip_is_read_by_its_magic_not_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{}{}", line(1, "/x"), line(2, "/y"));
+    // A concatenation of two gzip members, as `cat a.gz b.gz` makes: both are read.
+    let mut both = gzip(&text);
+    both.extend(gzip(&line(3, "/z")));
+    let gz = write(dir.path(), "log-without-suffix", &both);
+    let plain = write(dir.path(), "plain.gz", text.as_bytes());
+    let parsed = read_logs(&[gz, plain], None).unwrap();
+    let order: Vec<_> = parsed.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(order, ["/x", "/x", "/y", "/y", "/z"]);
+}
+
+#[test]
+fn junk_lines_are_counted_and_the_first_five_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = line(1, "/ok");
+    for i in 0..7 {
+        text.push_str(&format!("junk {i}\n"));
+    }
+    text.push_str("\n\r\n");
+    text.push_str(&line(2, "/ok2"));
+    let p = write(dir.path(), "mixed.log", text.as_bytes());
+    let parsed = read_logs(&[p], None).unwrap();
+    assert_eq!(parsed.entries.len(), 2);
+    assert_eq!(parsed.bad_lines, 7);
+    assert_eq!(parsed.bad_examples.len(), 5);
+    assert_eq!(parsed.bad_examples[0].line, 2);
+    assert_eq!(parsed.bad_examples[0].text, "junk 0");
+    assert_eq!(parsed.lines, 11);
+}
+
+#[test]
+fn nothing_parseable_is_one_line_naming_files_and_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.log", b"{\"json\": 1}\n");
+    let b = write(dir.path(), "b.log", b"");
+    let err = read_logs(&[a, b], Some(Format::Combined))
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains('\n'), "{err}");
+    assert!(err.contains("a.log") && err.contains("b.log"), "{err}");
+    assert!(err.contains("--format combined"), "{err}");
+    assert!(err.contains("line 1 of"), "{err}");
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = write(dir.path(), "ok.log", line(1, "/").as_bytes());
+    let missing = dir.path().join("nope.log");
+    let err = read_logs(&[ok, missing], None).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cannot open access log") && err.contains("nope.log"),
+        "{err}"
+    );
+    assert!(read_logs(&[], None).is_err());
+}
+
+#[test]
+fn a_truncated_gzip_is_a_read_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..2000).map(|i| line(i % 60, &format!("/f{i}"))).collect();
+    let gz = gzip(&text);
+    let p = write(dir.path(), "cut.gz", &gz[..gz.len() / 2]);
+    let err = read_logs(&[p], None).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cannot read access log") && err.contains("cut.gz"),
+        "{err}"
+    );
+}

@@ -1,0 +1,131 @@
+//! Replays end to end against the tiny capturing server: each slot's own request, the
+//! skipped body-carrying requests, ranges, status pairs, offered counts, segments merged.
+
+use super::tests::{capture, segments};
+use super::*;
+use crate::config::{Arrivals, Mode};
+use crate::replay::{LoggedRequest, Replay, StatusPair};
+use crate::Target;
+
+fn logged(ms: u64, method: &str, target: &str, status: u16, bytes: u64) -> LoggedRequest {
+    LoggedRequest {
+        time: SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms),
+        method: method.into(),
+        target: target.into(),
+        status,
+        bytes,
+    }
+}
+
+/// A two-second log: 40 GETs of /a (200), 10 of /b logged 404 (the capturing server answers
+/// 200), a POST and a PUT (no body in the log), two 206 of /big of 1000 bytes.
+fn log() -> Vec<LoggedRequest> {
+    let mut log = Vec::new();
+    for i in 0..40 {
+        log.push(logged(i * 50, "GET", "/a", 200, 5));
+    }
+    for i in 0..10 {
+        log.push(logged(i * 200 + 10, "GET", "/b?q=1", 404, 0));
+    }
+    log.push(logged(300, "POST", "/form", 200, 5));
+    log.push(logged(1300, "PUT", "/x", 201, 0));
+    log.push(logged(500, "GET", "/big", 206, 1000));
+    log.push(logged(1500, "GET", "/big", 206, 1000));
+    log
+}
+
+/// A replay of `log()` at `speed` on `addr`, in 100 ms intervals.
+fn config(addr: std::net::SocketAddr, speed: f64) -> Config {
+    let replay = Replay::new(&log(), speed, false).unwrap();
+    let mut config = Config::new(Target::replay(&format!("http://{addr}/"), &replay).unwrap());
+    config.connections = 2;
+    config.threads = 1;
+    config.mode = Mode::KeepAlive;
+    config.duration = replay.span();
+    config.interval = Duration::from_millis(100);
+    config.pacing = Pacing::Open {
+        rate: replay.mean_rate(),
+        arrivals: Arrivals::Constant,
+        max_connections: 20,
+    };
+    config.replay = Some(Arc::new(replay));
+    config
+}
+
+#[test]
+fn a_replay_sends_each_logged_request_and_counts_what_differs() {
+    let (addr, seen) = capture();
+    let config = config(addr, 4.0);
+    assert_eq!(config.duration, Duration::from_millis(500));
+    let report = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(
+        report.total.requests + report.total.run.not_sent,
+        52,
+        "{report:#?}"
+    );
+    assert!(report.total.run.not_sent <= 1, "{:?}", report.total.run);
+    let replay = report.replay.as_ref().unwrap();
+    assert_eq!((replay.skipped_no_body, replay.ranges), (2, 2));
+    // The capturing server answers 200 to all: /b was logged 404, /big 206.
+    let heads: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(h, _)| h.clone())
+        .collect();
+    assert!(heads.iter().all(|h| h.starts_with("GET ")), "{heads:?}");
+    let b = heads
+        .iter()
+        .filter(|h| h.starts_with("GET /b?q=1 "))
+        .count() as u64;
+    let ranged: Vec<&String> = heads.iter().filter(|h| h.contains("Range:")).collect();
+    assert!(ranged
+        .iter()
+        .all(|h| h.starts_with("GET /big ") && h.contains("Range: bytes=0-999")));
+    assert!(b >= 9 && !ranged.is_empty(), "{heads:?}");
+    let pair = |logged, count| StatusPair {
+        logged,
+        got: 200,
+        count,
+    };
+    assert_eq!(
+        replay.status_mismatches,
+        [pair(404, b), pair(206, ranged.len() as u64)]
+    );
+    // Offered per 100 ms: the log's seconds at 4x are 250 ms each, 26 requests in each.
+    let offered: Vec<u64> = report
+        .intervals
+        .iter()
+        .map(|i| i.offered.unwrap())
+        .collect();
+    assert_eq!(offered.iter().sum::<u64>(), 52);
+    assert_eq!(report.arrivals.as_deref(), Some("replay"));
+    assert!(report.summary().contains("logged 404, got 200: "));
+}
+
+#[test]
+fn replay_segments_merge_to_the_whole_log() {
+    let (addr, _) = capture();
+    let mut config = config(addr, 4.0);
+    config.connections = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let parts = segments(&config, 2, dir.path());
+    let alone: Vec<u64> = parts.iter().map(|p| p.report.total.requests).collect();
+    assert!(alone.iter().all(|n| (24..=28).contains(n)), "{alone:?}");
+    let merged = crate::merge(&parts, None).unwrap();
+    assert_eq!(merged.total.requests + merged.total.run.not_sent, 52);
+    // The merged pairs are the segments' added.
+    let mut pairs = std::collections::BTreeMap::new();
+    for p in &parts {
+        for pair in &p.report.replay.as_ref().unwrap().status_mismatches {
+            *pairs.entry((pair.logged, pair.got)).or_insert(0) += pair.count;
+        }
+    }
+    assert_eq!(
+        merged.replay.unwrap().status_mismatches,
+        crate::replay::pairs(&pairs)
+    );
+    assert!(pairs[&(404, 200)] >= 9, "{pairs:?}");
+    let offered: u64 = merged.intervals.iter().filter_map(|i| i.offered).sum();
+    assert_eq!(offered, 52);
+}

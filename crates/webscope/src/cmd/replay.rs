@@ -1,0 +1,102 @@
+//! `webscope load --replay LOG`: the access logs read (webscope-accesslog) and turned into a
+//! replay plan (webscope-load's `replay`). Not for the timing or the sending (the load
+//! crate's open loop) nor for parsing lines (the accesslog crate).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use webscope_accesslog::{Entry, Format};
+use webscope_load::replay::{LoggedRequest, Replay};
+
+/// What the reading found, for the run's first line.
+pub struct Plan {
+    pub replay: Replay,
+    /// Lines that did not parse, and the first of them (`FILE line N: why`).
+    pub bad_lines: u64,
+    pub first_bad: Option<String>,
+    /// Parsed lines without a request (`"-"`: a connection closed before it sent one).
+    pub no_request: u64,
+}
+
+/// A log entry as the replay takes it: its time, method, target with query, status, bytes.
+/// None for an entry without a request.
+fn logged(entry: &Entry) -> Option<LoggedRequest> {
+    entry.has_request().then(|| LoggedRequest {
+        time: entry.time,
+        method: entry.method.clone(),
+        target: match &entry.query {
+            Some(query) => format!("{}?{query}", entry.path),
+            None => entry.path.clone(),
+        },
+        status: entry.status,
+        bytes: entry.bytes,
+    })
+}
+
+/// Reads `logs` and makes the plan at `speed`, looping or not.
+pub fn plan(
+    logs: &[PathBuf],
+    format: Option<Format>,
+    speed: f64,
+    looped: bool,
+) -> anyhow::Result<Plan> {
+    if !(speed.is_finite() && speed > 0.0) {
+        anyhow::bail!("--speed {speed}: give a positive speed-up, e.g. 1 (as logged) or 4");
+    }
+    let parsed = webscope_accesslog::read_logs(logs, format).context("--replay")?;
+    let logged: Vec<LoggedRequest> = parsed.entries.iter().filter_map(logged).collect();
+    let no_request = (parsed.entries.len() - logged.len()) as u64;
+    let replay = Replay::new(&logged, speed, looped).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--replay: no request of the log can be replayed ({} of a body-carrying method, {no_request} without a request): replay a log with GET or HEAD requests",
+            logged.len()
+        )
+    })?;
+    let first_bad = parsed.bad_examples.first().map(|bad| {
+        format!(
+            "{} line {}: {}",
+            logs.get(bad.file)
+                .map_or(String::new(), |p| p.display().to_string()),
+            bad.line,
+            bad.why
+        )
+    });
+    Ok(Plan {
+        replay,
+        bad_lines: parsed.bad_lines,
+        first_bad,
+        no_request,
+    })
+}
+
+impl Plan {
+    /// The line printed before the run: what is replayed, at what pace, what was left out.
+    pub fn describe(&self) -> String {
+        let r = &self.replay;
+        let mut line = format!(
+            "replaying {} logged requests ({:.1} req/s on average) over {:.2}s at {}x{}",
+            r.slots.len(),
+            r.mean_rate(),
+            r.span().as_secs_f64(),
+            r.speed,
+            if r.looped { ", looped" } else { "" }
+        );
+        if r.skipped_no_body > 0 {
+            line += &format!(
+                "; {} POST/PUT/PATCH skipped (the log has no body)",
+                r.skipped_no_body
+            );
+        }
+        if self.no_request > 0 {
+            line += &format!("; {} lines without a request skipped", self.no_request);
+        }
+        if self.bad_lines > 0 {
+            line += &format!(
+                "; {} lines unreadable (first: {})",
+                self.bad_lines,
+                self.first_bad.as_deref().unwrap_or("?")
+            );
+        }
+        line
+    }
+}
