@@ -38,6 +38,7 @@ pub mod progress;
 pub mod protocols;
 pub mod record;
 pub mod render;
+pub mod replay;
 pub mod runner;
 pub mod saturation;
 pub mod session;
@@ -95,6 +96,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment::of::<protocols::Protocols>(render::protocols::render),
     Experiment::of::<degradation::Degradation>(render::degradation::render),
     Experiment::of::<capacity::experiment::Capacity>(render::capacity::render),
+    Experiment::of::<replay::ReplaySweep>(render::replay::render),
 ];
 
 /// Experiments the lab issue plans that are not built yet.
@@ -143,6 +145,8 @@ pub struct Options {
     pub repeat: usize,
     /// The capacity experiment's objective, first rate, precision and arrivals.
     pub capacity: capacity::Settings,
+    /// `--workload`: access logs the replay experiment replays.
+    pub workload: Vec<PathBuf>,
     pub command: String,
 }
 
@@ -185,6 +189,7 @@ pub fn tests_options(quick: bool) -> Options {
         profile: true,
         repeat: 1,
         capacity: capacity::Settings::default(),
+        workload: Vec::new(),
         command: "webscope lab".into(),
     }
 }

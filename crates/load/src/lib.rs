@@ -56,6 +56,7 @@ mod merge;
 mod pace;
 mod recorder;
 pub mod replay;
+pub mod replay_log;
 mod report;
 mod requests;
 mod run;

@@ -136,6 +136,67 @@ impl Replay {
         })
     }
 
+    /// The part of the replay that a run of `length` sends from its start: the slots before
+    /// it, over a period of at most `length` (all of it when the log is shorter). The first
+    /// slot is at 0, so a window is never empty.
+    pub fn window(&self, length: Duration) -> Replay {
+        let end = u64::try_from(length.as_nanos()).unwrap_or(u64::MAX).max(1);
+        if end >= self.period_ns {
+            return self.clone();
+        }
+        Replay {
+            slots: self.slots.iter().filter(|s| s.at_ns < end).copied().collect(),
+            period_ns: end,
+            ..self.clone()
+        }
+    }
+
+    /// The same replay `k` times faster (a speed-up of `speed × k`).
+    pub fn sped_up(&self, k: f64) -> Replay {
+        let k = if k.is_finite() && k > 0.0 { k } else { 1.0 };
+        Replay {
+            slots: self
+                .slots
+                .iter()
+                .map(|s| Slot {
+                    at_ns: (s.at_ns as f64 / k) as u64,
+                    ..*s
+                })
+                .collect(),
+            period_ns: ((self.period_ns as f64 / k) as u64).max(1),
+            speed: self.speed * k,
+            ..self.clone()
+        }
+    }
+
+    /// The same requests in the same order over the same span, sent as a Poisson process at
+    /// the log's mean rate instead of at the logged instants: the log's mix and rate without
+    /// its burstiness, to set beside the replay (the lab's replay experiment). Gaps are drawn
+    /// with `seed`; a slot that would fall past the span wraps into it, so that every
+    /// request is sent once per pass.
+    pub fn with_poisson_times(&self, seed: u64) -> Replay {
+        let mut rng = webscope_workload::Rng::new(seed);
+        let period = self.period_ns.max(1);
+        let gap_ns = period as f64 / self.slots.len().max(1) as f64;
+        let mut at = 0.0;
+        let mut slots: Vec<Slot> = self
+            .slots
+            .iter()
+            .map(|s| {
+                at += gap_ns * rng.exponential();
+                Slot {
+                    at_ns: (at as u64) % period,
+                    ..*s
+                }
+            })
+            .collect();
+        slots.sort_by_key(|s| s.at_ns);
+        Replay {
+            slots,
+            ..self.clone()
+        }
+    }
+
     /// The log's span divided by the speed-up: how long a replay without `--duration` runs.
     pub fn span(&self) -> Duration {
         Duration::from_nanos(self.period_ns)
@@ -372,5 +433,39 @@ mod tests {
             [5, 5, 5, 5]
         );
         assert_eq!(looped.offered(&[1], 2, 500_000_000, 1_000_000_000), [2, 3]);
+    }
+
+    #[test]
+    fn poisson_times_keep_the_requests_the_count_and_the_span() {
+        // A burst: 100 requests logged in one second, then 9 quiet seconds.
+        let t0 = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let logged: Vec<LoggedRequest> = (0..100)
+            .map(|i| LoggedRequest {
+                time: t0 + Duration::from_secs(if i < 99 { 0 } else { 9 }),
+                method: "GET".into(),
+                target: format!("/f{}", i % 7),
+                status: 200,
+                bytes: 10,
+            })
+            .collect();
+        let replay = Replay::new(&logged, 1.0, false).unwrap();
+        let poisson = replay.with_poisson_times(7);
+        assert_eq!(poisson.slots.len(), replay.slots.len());
+        assert_eq!(poisson.requests, replay.requests);
+        assert_eq!(poisson.period_ns, replay.period_ns);
+        assert!(poisson.slots.windows(2).all(|w| w[0].at_ns <= w[1].at_ns));
+        assert!(poisson.slots.iter().all(|s| s.at_ns < poisson.period_ns));
+        // The burst is spread: far fewer than 99 of the requests in the first second.
+        let first_second = poisson.slots.iter().filter(|s| s.at_ns < 1_000_000_000).count();
+        assert!(first_second < 40, "{first_second}");
+        // Four times faster: a quarter of the span, four times the rate, the same slots.
+        let fast = replay.sped_up(4.0);
+        assert_eq!(fast.period_ns, replay.period_ns / 4);
+        assert!((fast.mean_rate() - 4.0 * replay.mean_rate()).abs() < 1e-6);
+        assert_eq!(fast.speed, 4.0);
+        // The first second of it: the burst's 99 requests, over one second.
+        let first = replay.window(Duration::from_secs(1));
+        assert_eq!((first.slots.len(), first.period_ns), (99, 1_000_000_000));
+        assert_eq!(replay.window(Duration::from_secs(60)), replay);
     }
 }

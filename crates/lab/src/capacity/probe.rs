@@ -278,7 +278,7 @@ fn arrivals_word(settings: &Settings) -> &'static str {
 
 /// The probe's figures for the objective: the load's own (latency quantiles from the run's
 /// histogram log when the report's percentiles lack one), and the server's CPU share.
-fn figures(record: &RunRecord, run_dir: &Path, slo: &Slo) -> anyhow::Result<Measured> {
+pub fn figures(record: &RunRecord, run_dir: &Path, slo: &Slo) -> anyhow::Result<Measured> {
     let mut report: Report =
         serde_json::from_value(record.load.clone()).context("the probe's load report")?;
     let quantiles = slo.quantiles();
@@ -366,7 +366,7 @@ pub fn judge(
     }
 }
 
-fn outcome_word(outcome: &Outcome) -> &'static str {
+pub fn outcome_word(outcome: &Outcome) -> &'static str {
     match outcome {
         Outcome::Pass => "pass",
         Outcome::Fail => "fail",

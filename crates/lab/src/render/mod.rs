@@ -32,6 +32,7 @@ pub mod per_run;
 pub mod point;
 pub mod protocols;
 pub mod rendered;
+pub mod replay;
 pub mod report;
 pub mod saturation;
 pub mod sweep;

@@ -117,7 +117,9 @@ pub struct Args {
     /// doubling, histograms, density map), model (D = U/X, MVA for 1/2/4 CPUs, USL),
     /// degradation (light/middle/heavy services under each policy), protocols (HTTP/1.1,
     /// HTTPS and HTTP/2 side by side, keep-alive and close), capacity (the largest open-loop
-    /// rate that meets --slo: grow, bisect, repeat at the boundary).
+    /// rate that meets --slo: grow, bisect, repeat at the boundary), replay (the --workload
+    /// log on its own timing at 1×, 2×, 4× ... until it fails --slo, each beside Poisson
+    /// arrivals at the same rate).
     #[arg(long = "experiment", value_name = "NAME", default_value = "clients")]
     experiments: Vec<String>,
     /// Client counts of the clients sweep, e.g. 1,2,5,10,20.
@@ -174,6 +176,12 @@ pub struct Args {
     /// current context). Needs a --target the pods reach and a --fileset the image carries
     #[arg(long, value_name = "IMAGE")]
     kubernetes: Option<String>,
+    /// The site's access log (Common or Combined, plain or gzip; repeatable) that the replay
+    /// experiment replays. The server must serve its paths: with the embedded server, give
+    /// --fileset of `webscope fileset like LOG --keep-paths` (which is also how every other
+    /// experiment runs the site's mix)
+    #[arg(long, value_name = "LOG")]
+    workload: Vec<std::path::PathBuf>,
     /// With --kubernetes: time from writing each probe's Job to its pods' common start
     /// (scheduling and the image's pull)
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = crate::cmd::positive_duration)]
@@ -264,6 +272,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         profile: !args.no_profile,
         repeat: usize::from(args.repeat),
         capacity,
+        workload: args.workload,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     // What cannot work is refused before the first line says where the report goes.

@@ -317,7 +317,7 @@ impl Flags {
         }
         let plan = match self.replay.is_empty() {
             true => None,
-            false => Some(super::replay::plan(
+            false => Some(webscope_load::replay_log::plan(
                 &self.replay,
                 self.log_format,
                 self.speed,
@@ -407,7 +407,7 @@ impl Flags {
             no_resume: self.no_tls_resume,
         };
         config.start_at = self.start_at;
-        let replay_line = plan.as_ref().map(super::replay::Plan::describe);
+        let replay_line = plan.as_ref().map(webscope_load::replay_log::Plan::describe);
         config.replay = plan.map(|plan| std::sync::Arc::new(plan.replay));
         let mut temporary_hlog = None;
         if self.emit && config.hlog.is_none() {

@@ -10,7 +10,6 @@ pub mod load;
 pub mod merge;
 pub mod model;
 pub mod monitor;
-pub mod replay;
 pub mod report;
 pub mod serve;
 

@@ -1,18 +1,21 @@
-//! `webscope load --replay LOG`: the access logs read (webscope-accesslog) and turned into a
-//! replay plan (webscope-load's `replay`). Not for the timing or the sending (the load
-//! crate's open loop) nor for parsing lines (the accesslog crate).
+//! Access logs read (webscope-accesslog) and turned into a replay plan ([`crate::replay`]):
+//! what `webscope load --replay LOG` and the lab's replay experiment send. Not for the
+//! timing or the sending (the open loop) nor for parsing lines (the accesslog crate).
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use webscope_accesslog::{Entry, Format};
-use webscope_load::replay::{LoggedRequest, Replay};
+
+use crate::replay::{LoggedRequest, Replay};
+use crate::Error;
 
 /// What the reading found, for the run's first line.
 pub struct Plan {
+    /// The log's requests as slots.
     pub replay: Replay,
-    /// Lines that did not parse, and the first of them (`FILE line N: why`).
+    /// Lines that did not parse.
     pub bad_lines: u64,
+    /// The first of them (`FILE line N: why`).
     pub first_bad: Option<String>,
     /// Parsed lines without a request (`"-"`: a connection closed before it sent one).
     pub no_request: u64,
@@ -39,18 +42,21 @@ pub fn plan(
     format: Option<Format>,
     speed: f64,
     looped: bool,
-) -> anyhow::Result<Plan> {
+) -> Result<Plan, Error> {
     if !(speed.is_finite() && speed > 0.0) {
-        anyhow::bail!("--speed {speed}: give a positive speed-up, e.g. 1 (as logged) or 4");
+        return Err(Error::Config(format!(
+            "--speed {speed}: give a positive speed-up, e.g. 1 (as logged) or 4"
+        )));
     }
-    let parsed = webscope_accesslog::read_logs(logs, format).context("--replay")?;
+    let parsed = webscope_accesslog::read_logs(logs, format)
+        .map_err(|e| Error::Config(format!("--replay: {e}")))?;
     let logged: Vec<LoggedRequest> = parsed.entries.iter().filter_map(logged).collect();
     let no_request = (parsed.entries.len() - logged.len()) as u64;
     let replay = Replay::new(&logged, speed, looped).ok_or_else(|| {
-        anyhow::anyhow!(
+        Error::Config(format!(
             "--replay: no request of the log can be replayed ({} of a body-carrying method, {no_request} without a request): replay a log with GET or HEAD requests",
             logged.len()
-        )
+        ))
     })?;
     let first_bad = parsed.bad_examples.first().map(|bad| {
         format!(

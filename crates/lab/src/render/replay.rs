@@ -1,0 +1,185 @@
+//! The replay experiment's page: per speed-up of the log, its own arrivals beside Poisson
+//! arrivals at the same mean rate — offered and achieved rates, latency percentiles, the
+//! objective's verdict and what bounds the run — with p99 against offered rate for both, and
+//! the sentence the user came for: how far the site's traffic, burstiness included, can be
+//! sped up within the objective, and what the burstiness costs. Not for running (`replay`).
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use webscope_report::svg::{Axis, Series, XyChart};
+use webscope_report::{Block, Table};
+
+use super::figures::num;
+use super::page::ExperimentPage;
+use super::rendered::Rendered;
+use crate::record::{read_json, ExperimentRecord, RunRecord};
+use crate::replay::Judged;
+
+/// One run as the page reads it.
+struct Step {
+    name: String,
+    judged: Judged,
+    achieved_rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    p999_ms: f64,
+}
+
+/// Adds the replay experiment to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let mut page = ExperimentPage::new(exp, "The site's log replayed, sped up");
+    let steps = exp
+        .runs
+        .iter()
+        .map(|name| read_step(&dir.join(name), name))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if steps.is_empty() {
+        page.push(Block::Text("No run was measured.".into()));
+        page.finish(out);
+        return Ok(());
+    }
+    let sentence = sentence(&steps, exp.stopped.first().map(String::as_str));
+    page.push(Block::Text(sentence.clone()));
+    page.push(Block::Text(
+        "Each speed-up replays the log from its start on its own timing (the requests logged in one second spread evenly within it) for the run's length, looped when the log is shorter; beside it, the same requests in the same order at the same mean rate as a Poisson process. Both are judged on the objective (--slo) as a capacity probe is, latency counted from each request's intended send.".into(),
+    ));
+    let chart = XyChart {
+        title: "p99 against offered rate: the log's arrivals and Poisson's".into(),
+        x: Axis::log("offered rate (req/s)"),
+        y: Axis::log("p99 latency (ms)"),
+        series: ["logged", "poisson"]
+            .into_iter()
+            .map(|arrivals| {
+                Series::line(
+                    if arrivals == "logged" {
+                        "the log's own arrivals"
+                    } else {
+                        "Poisson arrivals, same rate"
+                    },
+                    steps
+                        .iter()
+                        .filter(|s| s.judged.arrivals == arrivals && s.p99_ms > 0.0)
+                        .map(|s| (s.judged.offered_rps, s.p99_ms))
+                        .collect(),
+                )
+            })
+            .collect(),
+    };
+    page.chart(
+        chart.to_svg(),
+        "Where the log's line runs above Poisson's, its bursts make requests wait that evenly spread arrivals would not.",
+    );
+    page.table(
+        "Every run: speed-up, arrivals, rates, latency, the objective's verdict and the bound",
+        table(&steps),
+    );
+    page.summary("replay", [sentence.clone()]);
+    page.json(json!({
+        "sentence": sentence,
+        "stopped": exp.stopped.first(),
+        "kept_up_to_speed": kept_up_to(&steps),
+        "steps": steps.iter().map(step_json).collect::<Vec<Value>>(),
+    }));
+    page.finish(out);
+    Ok(())
+}
+
+fn read_step(run_dir: &Path, name: &str) -> anyhow::Result<Step> {
+    let judged: Judged = read_json(&run_dir.join("step.json"))?;
+    let run: RunRecord = read_json(&run_dir.join("run.json"))?;
+    let l = &run.load;
+    let ms = |key: &str| num(l, &["latency_us", key]) / 1000.0;
+    Ok(Step {
+        name: name.into(),
+        achieved_rps: num(l, &["requests_per_s"]),
+        p50_ms: ms("p50"),
+        p99_ms: ms("p99"),
+        p999_ms: ms("p999"),
+        judged,
+    })
+}
+
+/// The largest speed-up at which the log's own arrivals met the objective.
+fn kept_up_to(steps: &[Step]) -> Option<f64> {
+    steps
+        .iter()
+        .filter(|s| s.judged.arrivals == "logged" && s.judged.outcome == "pass")
+        .map(|s| s.judged.speed)
+        .max_by(f64::total_cmp)
+}
+
+/// What the experiment found, in one sentence: how far the log could be sped up, and the
+/// burstiness's cost at the largest speed-up both arrival processes ran.
+fn sentence(steps: &[Step], stopped: Option<&str>) -> String {
+    let kept = match kept_up_to(steps) {
+        Some(k) => {
+            let rate = steps
+                .iter()
+                .find(|s| s.judged.arrivals == "logged" && s.judged.speed == k)
+                .map_or(0.0, |s| s.judged.offered_rps);
+            format!("The server met the objective with the site's own traffic up to {k}× the logged pace ({rate:.0} req/s)")
+        }
+        None => "The server did not meet the objective with the site's own traffic even at the logged pace".into(),
+    };
+    let why = stopped.map_or(String::new(), |s| format!("; {s}"));
+    let cost = steps
+        .iter()
+        .filter(|s| s.judged.arrivals == "logged" && s.p99_ms > 0.0)
+        .filter_map(|l| {
+            let p = steps.iter().find(|p| {
+                p.judged.arrivals == "poisson" && p.judged.speed == l.judged.speed && p.p99_ms > 0.0
+            })?;
+            Some((l, p))
+        })
+        .last()
+        .map_or(String::new(), |(l, p)| {
+            format!(
+                ". At {}× the log's arrivals gave a p99 of {:.2} ms against {:.2} ms for Poisson arrivals at the same rate ({:.1}×)",
+                l.judged.speed,
+                l.p99_ms,
+                p.p99_ms,
+                l.p99_ms / p.p99_ms
+            )
+        });
+    format!("{kept}{why}{cost}.")
+}
+
+fn table(steps: &[Step]) -> Table {
+    let mut t = Table::new([
+        "run",
+        "speed-up",
+        "arrivals",
+        "offered req/s",
+        "achieved req/s",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "verdict",
+        "bound by",
+    ]);
+    for s in steps {
+        t.row([
+            s.name.clone(),
+            format!("{}×", s.judged.speed),
+            s.judged.arrivals.clone(),
+            format!("{:.0}", s.judged.offered_rps),
+            format!("{:.0}", s.achieved_rps),
+            format!("{:.2}", s.p50_ms),
+            format!("{:.2}", s.p99_ms),
+            format!("{:.2}", s.p999_ms),
+            s.judged.outcome.clone(),
+            s.judged.bound.clone(),
+        ]);
+    }
+    t
+}
+
+fn step_json(s: &Step) -> Value {
+    json!({
+        "run": s.name, "speed": s.judged.speed, "arrivals": s.judged.arrivals,
+        "offered_rps": s.judged.offered_rps, "achieved_rps": s.achieved_rps,
+        "p50_ms": s.p50_ms, "p99_ms": s.p99_ms, "p999_ms": s.p999_ms,
+        "verdict": s.judged.outcome, "reason": s.judged.reason, "bound": s.judged.bound,
+    })
+}

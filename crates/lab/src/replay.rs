@@ -1,0 +1,260 @@
+//! The replay experiment (issue #26 §4): the site's access log (`--workload LOG`) replayed on
+//! its own arrival process at growing speed-ups (1×, 2×, 4× ...), each followed by the same
+//! requests at the same mean rate as a Poisson process, until the log's own arrivals fail the
+//! objective (`--slo`, as the capacity search judges a probe). It asks the capacity question on
+//! the real arrival process, burstiness included; the Poisson runs beside it show what the
+//! burstiness costs.
+//!
+//! Not for: reading logs (`webscope_load::replay_log`) nor the page (`render::replay`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use webscope_load::replay::Replay;
+use webscope_load::{Arrivals, Config, Mode, Pacing, Target as LoadTarget};
+
+use crate::bottleneck;
+use crate::capacity::probe::{figures, judge, late_limit, outcome_word};
+use crate::health::{Expect, Health};
+use crate::measure::measure;
+use crate::record::{write_json, RunRecord};
+use crate::render::evidence::evidence;
+use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
+use crate::Options;
+
+/// The largest speed-up tried: 2^10.
+pub const MOST_SPEED: f64 = 1024.0;
+/// Most runs: a logged and a Poisson run at each speed-up from 1 to [`MOST_SPEED`].
+const MOST_RUNS: usize = 22;
+/// Connections a replay may hold at once.
+const MAX_CONNECTIONS: usize = 1000;
+/// The seed of the Poisson runs' gaps.
+const SEED: u64 = 26;
+
+/// One run: a speed-up, with the log's own arrivals or Poisson ones at the same mean rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub speed: f64,
+    pub poisson: bool,
+}
+
+impl Step {
+    fn arrivals(&self) -> &'static str {
+        if self.poisson {
+            "poisson"
+        } else {
+            "logged"
+        }
+    }
+}
+
+/// What a run said, as `step.json` keeps it beside its `run.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Judged {
+    pub speed: f64,
+    /// `logged` or `poisson`.
+    pub arrivals: String,
+    /// The replay's mean rate at this speed-up, requests per second.
+    pub offered_rps: f64,
+    /// `pass`, `fail`, `generator` or `undecided`, on the objective.
+    pub outcome: String,
+    pub reason: String,
+    /// The lab's verdict on what bounds the run.
+    pub bound: String,
+}
+
+/// The experiment: the log at speed 1, and the outcomes so far by run folder.
+pub struct ReplaySweep {
+    replay: Arc<Replay>,
+    judged: HashMap<String, Judged>,
+}
+
+impl Sweep for ReplaySweep {
+    const NAME: &'static str = "replay";
+    const FACTOR: &'static str = "speed-up of the log (×)";
+    type Point = Step;
+
+    fn points(_: &Options) -> Points<Step> {
+        Points::Adaptive { most: MOST_RUNS }
+    }
+
+    /// One pass: the speed-ups are the sweep; `--repeat` is not taken round it.
+    fn rounds(_: &Options) -> usize {
+        1
+    }
+
+    fn start(ctx: &Ctx<'_>) -> anyhow::Result<ReplaySweep> {
+        let logs = &ctx.options.workload;
+        anyhow::ensure!(
+            !logs.is_empty(),
+            "the replay experiment replays an access log: give it with --workload LOG"
+        );
+        let plan = webscope_load::replay_log::plan(logs, None, 1.0, true)?;
+        Ok(ReplaySweep {
+            replay: Arc::new(plan.replay),
+            judged: HashMap::new(),
+        })
+    }
+
+    fn next(&mut self, so_far: &SoFar<'_, Step>, _: &Ctx<'_>) -> Next<Step> {
+        if so_far.stopped.is_some() || !so_far.failed.is_empty() {
+            return Next::Done;
+        }
+        let Some(last) = so_far.runs.last() else {
+            return Next::Run(Step {
+                speed: 1.0,
+                poisson: false,
+            });
+        };
+        let speed = last.point.speed;
+        if !last.point.poisson {
+            return Next::Run(Step {
+                speed,
+                poisson: true,
+            });
+        }
+        let logged = so_far
+            .runs
+            .iter()
+            .rev()
+            .find(|d| !d.point.poisson && d.point.speed == speed)
+            .and_then(|d| self.judged.get(&d.name));
+        match logged {
+            Some(j) if j.outcome == "generator" => Next::Stop(format!(
+                "at {speed}× ({:.0} req/s) the generator could not offer the log: {}",
+                j.offered_rps, j.reason
+            )),
+            Some(j) if j.outcome != "pass" => Next::Stop(format!(
+                "the log's own arrivals at {speed}× ({:.0} req/s) did not meet the objective: {}",
+                j.offered_rps, j.reason
+            )),
+            _ if speed >= MOST_SPEED => Next::Stop(format!(
+                "the log was still met at {speed}×, the largest speed-up tried"
+            )),
+            _ => Next::Run(Step {
+                speed: speed * 2.0,
+                poisson: false,
+            }),
+        }
+    }
+
+    fn name(&self, step: &Step) -> String {
+        format!("{}-{:04}x", step.arrivals(), step.speed)
+    }
+
+    fn label(&self, run: &Run<'_, Step>) -> String {
+        format!(
+            "the log at {}× ({} arrivals)",
+            run.point.speed,
+            run.point.arrivals()
+        )
+    }
+
+    fn measure(&mut self, run: &Run<'_, Step>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        let step = run.point;
+        // What a run of this length sends of the log from its start, so that the Poisson
+        // run beside it offers the same requests at the same rate.
+        let mut replay = self.replay.sped_up(step.speed).window(ctx.duration);
+        if step.poisson {
+            replay = replay.with_poisson_times(SEED);
+        }
+        let rate = replay.mean_rate();
+        let mut config = Config::new(LoadTarget::replay(&ctx.target.base_url, &replay)?);
+        config.threads = 1;
+        config.connections = 4;
+        config.duration = ctx.duration;
+        config.mode = if ctx.options.keep_alive {
+            Mode::KeepAlive
+        } else {
+            Mode::Close
+        };
+        config.pacing = Pacing::Open {
+            rate,
+            arrivals: Arrivals::Constant,
+            max_connections: MAX_CONNECTIONS,
+        };
+        config.replay = Some(Arc::new(replay));
+        let label = self.label(run);
+        let measured = measure(run.dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?;
+        let record = RunRecord::new(
+            step.speed,
+            format!(
+                "the log at {}× ({rate:.0} req/s on average over the log), {} arrivals, from its start for the run's length (looped if shorter)",
+                step.speed,
+                step.arrivals()
+            ),
+            measured,
+        );
+        // What this run offered: a run shorter than the log replays its beginning, whose
+        // rate is not the log's mean.
+        let offered = offered_rps(&record.load).unwrap_or(rate);
+        let judged = self.judge(step, offered, &record, run, ctx)?;
+        write_json(&run.dir.join("step.json"), &judged)?;
+        self.judged.insert(run.name.to_string(), judged);
+        Ok(record)
+    }
+}
+
+impl ReplaySweep {
+    /// The objective's verdict on one run, with the generator's health, as a capacity probe's.
+    fn judge(
+        &self,
+        step: &Step,
+        rate: f64,
+        record: &RunRecord,
+        run: &Run<'_, Step>,
+        ctx: &Ctx<'_>,
+    ) -> anyhow::Result<Judged> {
+        let slo = &ctx.options.capacity.slo;
+        let figures = figures(record, run.dir, slo).context("the run's figures")?;
+        let expect = Expect::parse(&ctx.options.judge.expect_status).map_err(anyhow::Error::msg)?;
+        let health = Health::of(&record.load, &expect, ctx.options.judge.max_error_pct);
+        let mut seen = evidence(record, &health);
+        // Slots not sent are judged with the objective below, as in a capacity probe.
+        seen.missed_rate = None;
+        let verdict = bottleneck::judge(&seen);
+        let (outcome, reason, _) = judge(
+            slo,
+            &figures,
+            late_limit(ctx.duration),
+            verdict.bound,
+            &verdict.reading,
+        );
+        Ok(Judged {
+            speed: step.speed,
+            arrivals: step.arrivals().into(),
+            offered_rps: rate,
+            outcome: outcome_word(&outcome).into(),
+            reason,
+            bound: verdict.bound.label().into(),
+        })
+    }
+}
+
+/// Requests the run's schedule offered per second (its intervals' `offered` over its length).
+fn offered_rps(load: &serde_json::Value) -> Option<f64> {
+    let duration = load["duration_s"].as_f64().filter(|d| *d > 0.0)?;
+    let offered: u64 = load["intervals"]
+        .as_array()?
+        .iter()
+        .map(|i| i["offered"].as_u64())
+        .sum::<Option<u64>>()?;
+    Some(offered as f64 / duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_offers_what_its_intervals_scheduled() {
+        let load = serde_json::json!({
+            "duration_s": 2.0,
+            "intervals": [{"offered": 18, "requests": 18}, {"offered": 60, "requests": 59}],
+        });
+        assert_eq!(offered_rps(&load), Some(39.0));
+        assert_eq!(offered_rps(&serde_json::json!({"duration_s": 2.0, "intervals": [{}]})), None);
+    }
+}
