@@ -24,8 +24,9 @@ use crate::schedule::Schedule;
 
 /// What a worker sends the coordinator.
 pub(crate) enum Message {
-    /// The figures of one interval.
-    Interval(Snapshot),
+    /// The figures of one interval (boxed: a snapshot is large and a failure small; one
+    /// allocation per interval costs nothing).
+    Interval(Box<Snapshot>),
     /// The worker could not start.
     Failed(std::io::Error),
 }
@@ -162,6 +163,6 @@ impl Intervals {
         self.cpu_before = cpu_now;
         self.wait_before = wait_now;
         self.index += 1;
-        self.tx.send(Message::Interval(snapshot)).is_ok() && !last
+        self.tx.send(Message::Interval(Box::new(snapshot))).is_ok() && !last
     }
 }

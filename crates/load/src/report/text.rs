@@ -66,11 +66,16 @@ impl Report {
             "  {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "Latency", "p50", "p90", "p99", "p99.9", "max", "mean"
         );
-        out.push_str(&latency_row("total", &self.total.latency_us));
-        if let Some(uncorrected) = &self.total.uncorrected_latency_us {
-            out.push_str(&latency_row("uncorrected", uncorrected));
+        if self.total.latency_us.count == 0 {
+            // Rows of zeros would read as instant answers.
+            out.push_str("  total          none: no response came\n");
+        } else {
+            out.push_str(&latency_row("total", &self.total.latency_us));
+            if let Some(uncorrected) = &self.total.uncorrected_latency_us {
+                out.push_str(&latency_row("uncorrected", uncorrected));
+            }
+            out.push_str(&latency_row("first byte", &self.total.ttfb_us));
         }
-        out.push_str(&latency_row("first byte", &self.total.ttfb_us));
         if let Some(connect) = &self.total.connect_us {
             out.push_str(&latency_row("connect", connect));
         }
@@ -117,6 +122,9 @@ impl Report {
             }
         );
         let _ = writeln!(out, "  Errors: {}", self.total.errors.describe());
+        if let Some(line) = self.unfinished_line() {
+            out.push_str(&line);
+        }
         if let Some(tls) = &self.tls {
             let _ = writeln!(
                 out,
@@ -162,6 +170,28 @@ impl Report {
             let _ = writeln!(out, "warning: {warning}");
         }
         out
+    }
+
+    /// The requests unanswered at the end, their ages, and per class when there are classes.
+    fn unfinished_line(&self) -> Option<String> {
+        let ages = self.total.unfinished_age_us?;
+        let classes: Vec<String> = self
+            .classes
+            .iter()
+            .filter(|c| self.classes.len() > 1 && c.figures.unfinished > 0)
+            .map(|c| format!("{} {}", c.name, c.figures.unfinished))
+            .collect();
+        Some(format!(
+            "  Unfinished at the end: {} (age: oldest {}, median {}){}\n",
+            self.total.unfinished,
+            format_us(ages.max),
+            format_us(ages.p50),
+            if classes.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", classes.join(", "))
+            }
+        ))
     }
 
     /// The one-line progress display for an interval.

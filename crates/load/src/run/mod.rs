@@ -303,7 +303,7 @@ impl Gather<'_> {
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(Message::Interval(snapshot)) => {
-                    self.take(snapshot, outputs, on_interval)?;
+                    self.take(*snapshot, outputs, on_interval)?;
                     if self.finished.iter().all(|f| *f) {
                         return Ok(());
                     }
