@@ -14,7 +14,7 @@ after a `malloc_trim(0)` called into the server from outside: what glibc's alloc
 that it could give back.
 
 Usage: bench/h2_large_files.py throughput|memory [--binary PATH] [--runs 3] [--requests 200]
-       [--connections 4] [--hold 6]
+       [--connections 4] [--hold 6] [--send-timeout 3s]
 Needs: h2load (nghttp2-client), openssl, the Python `h2` package (pip install h2); gdb for the
 trim. Traffic stays on 127.0.0.1.
 """
@@ -118,7 +118,8 @@ def trim(pid):
 
 
 def memory(binary, docroot, cert, key, args):
-    proc, port = start_server(binary, docroot, cert, key)
+    extra = ["--send-timeout", args.send_timeout] if args.send_timeout else []
+    proc, port = start_server(binary, docroot, cert, key, extra)
     pid = proc.pid
     try:
         h2load(port, False, 4, 1)
@@ -154,7 +155,10 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--connections", type=int, default=4)
-    parser.add_argument("--hold", type=float, default=6.0)
+    parser.add_argument("--hold", type=float, default=6.0,
+                        help="seconds the hostile clients stay (memory)")
+    parser.add_argument("--send-timeout",
+                        help="the server's --send-timeout (memory; e.g. 3s: the clients are cut)")
     args = parser.parse_args()
     binary = webscope_binary(args.binary)
     with tempfile.TemporaryDirectory() as work:
