@@ -148,7 +148,7 @@ const FAILURES: [(&str, &str, &str); 9] = [
     ),
     (
         "parse_error",
-        "responses that are not HTTP/1.x",
+        "responses that are not HTTP/1.x (or HTTP/2 frames that break the protocol)",
         "is the port speaking TLS or another protocol?",
     ),
     (

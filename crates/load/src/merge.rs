@@ -55,16 +55,21 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
     {
         let figures = &class.figures;
         let e = &figures.errors;
+        // A segment written before a histogram was kept has none: empty, as it was.
+        let optional = |text: &str| {
+            if text.is_empty() {
+                Ok(histogram())
+            } else {
+                decode(text)
+            }
+        };
         *stats = ClassStats {
             latency: decode(&h.latency)?,
             uncorrected: decode(&h.uncorrected)?,
             ttfb: decode(&h.ttfb)?,
             connect: decode(&h.connect)?,
-            handshake: if h.handshake.is_empty() {
-                histogram()
-            } else {
-                decode(&h.handshake)?
-            },
+            handshake: optional(&h.handshake)?,
+            unfinished: optional(&h.unfinished)?,
             requests: figures.requests,
             bytes: figures.bytes,
             failures: [
@@ -81,6 +86,14 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
             ],
         };
         debug_assert_eq!(stats.failures.len(), FAILURES.len());
+        if stats.unfinished.len() != figures.unfinished {
+            return Err(format!(
+                "class {}: {} unfinished requests but {} ages of them",
+                class.name,
+                figures.unfinished,
+                stats.unfinished.len()
+            ));
+        }
     }
     for (code, n) in &report.status_codes {
         let code: usize = code.parse().map_err(|_| format!("status {code:?}"))?;

@@ -24,11 +24,13 @@ pub enum Failure {
     BadStatus,
     /// The connection closed before the body announced by Content-Length (or chunking) ended.
     ShortBody,
-    /// The response was not HTTP/1.x (or its head was too large to buffer).
+    /// The response was not HTTP/1.x (or its head was too large to buffer); HTTP/2: the
+    /// server's frames broke the protocol (no valid SETTINGS first, a frame that does not
+    /// parse), which the client answers with a GOAWAY of its own.
     Parse,
     /// The TLS handshake failed, or a TLS record was bad.
     Tls,
-    /// HTTP/2: the server sent GOAWAY before answering the stream.
+    /// HTTP/2: the server sent GOAWAY (with an error code) before answering the stream.
     GoAway,
     /// HTTP/2: the server reset the stream (RST_STREAM).
     StreamReset,
@@ -77,6 +79,10 @@ pub(crate) struct ClassStats {
     pub connect: Histogram<u64>,
     /// https: time of the TLS handshake, for requests that made one.
     pub handshake: Histogram<u64>,
+    /// Requests still unanswered when the run ended (or was stopped): their ages then, from
+    /// the time their latency would have counted from. Neither a response nor a failure: the
+    /// run ended before either came.
+    pub unfinished: Histogram<u64>,
     /// Complete responses (any status).
     pub requests: u64,
     /// Bytes received (heads and bodies).
@@ -93,6 +99,7 @@ impl ClassStats {
             ttfb: histogram(),
             connect: histogram(),
             handshake: histogram(),
+            unfinished: histogram(),
             requests: 0,
             bytes: 0,
             failures: [0; FAILURES.len()],
@@ -107,6 +114,7 @@ impl ClassStats {
         let _ = self.ttfb.add(&other.ttfb);
         let _ = self.connect.add(&other.connect);
         let _ = self.handshake.add(&other.handshake);
+        let _ = self.unfinished.add(&other.unfinished);
         self.requests += other.requests;
         self.bytes += other.bytes;
         for (mine, theirs) in self.failures.iter_mut().zip(other.failures) {
@@ -137,6 +145,9 @@ pub(crate) struct Recorder {
     pub tls_resumed: u64,
     /// https: why the first failed handshake failed, in words a user can act on.
     pub tls_error: Option<String>,
+    /// HTTP/2: why the first connection that failed for a protocol reason failed (a GOAWAY
+    /// the server sent, with its code; frames that broke the protocol).
+    pub h2_error: Option<String>,
     /// With `Config::samples`: completed requests as (end since start ns, latency ns, class).
     /// Not merged: the coordinator writes them out as they come.
     pub samples: Vec<(u64, u64, u16)>,
@@ -160,6 +171,7 @@ impl Recorder {
             tls_full: 0,
             tls_resumed: 0,
             tls_error: None,
+            h2_error: None,
             samples: Vec::new(),
             mismatches: BTreeMap::new(),
             late_sends: 0,
@@ -195,6 +207,9 @@ impl Recorder {
         }
         self.late_sends += other.late_sends;
         self.max_send_delay = self.max_send_delay.max(other.max_send_delay);
+        if self.h2_error.is_none() {
+            self.h2_error.clone_from(&other.h2_error);
+        }
     }
 
     /// All classes merged into one.

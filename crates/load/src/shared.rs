@@ -24,7 +24,8 @@ use crate::schedule::Schedule;
 
 /// What a worker sends the coordinator.
 pub(crate) enum Message {
-    /// The figures of one interval.
+    /// The figures of one interval (boxed: a snapshot is large and a failure small; one
+    /// allocation per interval costs nothing).
     Interval(Box<Snapshot>),
     /// The worker could not start.
     Failed(std::io::Error),

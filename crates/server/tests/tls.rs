@@ -497,6 +497,50 @@ fn an_http2_client_that_reads_nothing_is_cut_at_the_send_timeout() {
     });
 }
 
+/// #28 §1: what the server held for HTTP/2 clients that read nothing is given back when they
+/// leave (before the send timeout): glibc keeps memory freed into the worker's arena unless it
+/// is trimmed. RSS of this process, which runs the server, from /proc.
+#[test]
+fn memory_held_for_http2_clients_that_read_nothing_is_returned_when_they_leave() {
+    let fx = start(|_| {});
+    let huge = fx._dir.path().join("www/huge.bin");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(10 << 20)
+        .unwrap();
+    runtime().block_on(async {
+        let before = rss_kib();
+        let mut clients = Vec::new();
+        for _ in 0..10 {
+            clients.push(stalled_h2_client(&fx, (1u32 << 31) - 1).await);
+        }
+        let held = settle(|| rss_kib().saturating_sub(before) > 32 << 10).await;
+        let held = held.saturating_sub(before);
+        assert!(
+            held > 32 << 10,
+            "10 clients made the server hold only {held} KiB"
+        );
+        drop(clients);
+        let left = settle(|| rss_kib().saturating_sub(before) < 12 << 10).await;
+        let left = left.saturating_sub(before);
+        assert!(
+            left < 12 << 10,
+            "{left} KiB still held 5 s after the clients left (they made it hold {held} KiB)"
+        );
+        let h2 = fx.h2().await;
+        assert_eq!(h2_get(&h2, "GET", "/hello.txt", &[]).await.0, 200);
+    });
+}
+
+/// Waits up to 5 s for `done`, looking every 100 ms; then the RSS in KiB.
+async fn settle(done: impl Fn() -> bool) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    rss_kib()
+}
+
 /// An HTTP/2 client with stream windows of `window` (and, with a wide one, a connection
 /// window as wide) that asks for /huge.bin on 100 streams, raw frames over TLS.
 async fn stalled_h2_client(

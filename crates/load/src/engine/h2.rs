@@ -10,6 +10,7 @@
 //! bodies are not throttled by the client, and each DATA frame's capacity is released as soon
 //! as it is counted.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,13 @@ const BACKOFF: Duration = Duration::from_millis(10);
 /// How often the interval task looks at the stop flag.
 const STOP_POLL: Duration = Duration::from_millis(5);
 
+/// The thread's requests in flight, so that those still unanswered when the run ends are
+/// counted with their ages: a slot per stream loop (connection `c`'s stream `s` is slot
+/// `c × streams + s`) holding when its request began and its class. A connection still
+/// opening (connect, TLS, the HTTP/2 preface) holds its first stream's slot under the first
+/// class, where its handshake is counted: its first request is waiting on it.
+type InFlight = Rc<RefCell<Vec<Option<(Instant, usize)>>>>;
+
 /// Runs `connections` HTTP/2 connections of `streams` streams each until the run ends or is
 /// stopped, handing the figures over at each interval boundary.
 pub(crate) async fn run(
@@ -46,19 +54,25 @@ pub(crate) async fn run(
     local
         .run_until(async move {
             intervals.begin();
+            let in_flight: InFlight = Rc::new(RefCell::new(vec![None; connections * streams]));
             for c in 0..connections {
                 let rng = Rng::new(seed ^ (c as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                tokio::task::spawn_local(connection(Rc::clone(&shared), streams, rng));
+                let slots = (Rc::clone(&in_flight), c * streams);
+                tokio::task::spawn_local(connection(Rc::clone(&shared), streams, rng, slots));
             }
             loop {
                 let now = Instant::now();
                 if intervals.stop_requested() {
+                    count_unfinished(&shared, &in_flight, now);
                     intervals.snapshot(&shared, now, true);
                     return;
                 }
                 let boundary = intervals.boundary();
                 if now >= boundary {
                     let last = boundary >= shared.end;
+                    if last {
+                        count_unfinished(&shared, &in_flight, boundary);
+                    }
                     if !intervals.snapshot(&shared, boundary, last) {
                         return;
                     }
@@ -68,15 +82,35 @@ pub(crate) async fn run(
             }
         })
         .await;
-    // The LocalSet is dropped here: streams still in flight are cancelled, not counted.
+    // The LocalSet is dropped here: streams still in flight are cancelled, counted above as
+    // unfinished.
+}
+
+/// Counts the requests in flight at `at`, the run's end, with their ages.
+fn count_unfinished(shared: &Shared, in_flight: &InFlight, at: Instant) {
+    let mut recorder = shared.recorder.borrow_mut();
+    for &(began, class) in in_flight.borrow().iter().flatten() {
+        record(
+            &mut recorder.classes[class].unfinished,
+            conn::nanos(at, began),
+        );
+    }
 }
 
 /// One connection: connect (and TLS), the HTTP/2 handshake, `streams` request loops; again
 /// after a failure, until the run's end.
-async fn connection(shared: Rc<Shared>, streams: usize, mut rng: Rng) {
+async fn connection(
+    shared: Rc<Shared>,
+    streams: usize,
+    mut rng: Rng,
+    (in_flight, base): (InFlight, usize),
+) {
     while Instant::now() < shared.end {
         shared.recorder.borrow_mut().connections += 1;
-        let (sender, connect) = match open(&shared).await {
+        in_flight.borrow_mut()[base] = Some((Instant::now(), 0));
+        let opened = open(&shared).await;
+        in_flight.borrow_mut()[base] = None;
+        let (sender, connect) = match opened {
             Ok(opened) => opened,
             Err(failure) => {
                 count_failure(&mut shared.recorder.borrow_mut(), 0, failure);
@@ -93,6 +127,7 @@ async fn connection(shared: Rc<Shared>, streams: usize, mut rng: Rng) {
                 sender.clone(),
                 stream_rng,
                 first,
+                (Rc::clone(&in_flight), base + s),
             )));
         }
         let mut graceful = true;
@@ -158,17 +193,24 @@ async fn open(shared: &Shared) -> Result<(SendRequest<Bytes>, Duration), Failure
                 note(shared, "the server did not agree to HTTP/2 in the TLS handshake (ALPN): it speaks HTTP/1.1 only; leave --http2 out");
                 return Err(Failure::Tls);
             }
-            Ok((handshake(builder, tls).await?, connect))
+            Ok((handshake(shared, builder, tls).await?, connect))
         }
-        None => Ok((handshake(builder, tcp).await?, connect)),
+        None => Ok((handshake(shared, builder, tcp).await?, connect)),
     }
 }
 
-async fn handshake<T>(builder: h2::client::Builder, io: T) -> Result<SendRequest<Bytes>, Failure>
+async fn handshake<T>(
+    shared: &Shared,
+    builder: h2::client::Builder,
+    io: T,
+) -> Result<SendRequest<Bytes>, Failure>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
 {
-    let (sender, driver) = builder.handshake(io).await.map_err(|e| failure(&e))?;
+    let (sender, driver) = builder
+        .handshake(io)
+        .await
+        .map_err(|e| failure(shared, &e))?;
     tokio::task::spawn_local(async move {
         let _ = driver.await;
     });
@@ -182,6 +224,7 @@ async fn stream_loop(
     sender: SendRequest<Bytes>,
     mut rng: Rng,
     mut connect: Option<Duration>,
+    (in_flight, slot): (InFlight, usize),
 ) -> bool {
     let scheme = if shared.tls.is_some() {
         "https"
@@ -193,12 +236,14 @@ async fn stream_loop(
         let entry = shared.requests.entry(index);
         let class = entry.class as usize;
         let sent = Instant::now();
+        in_flight.borrow_mut()[slot] = Some((sent, class));
         let result = tokio::time::timeout(
             shared.timeout,
             exchange(&shared, sender.clone(), scheme, index),
         )
         .await
         .unwrap_or(Err(Some(Failure::Timeout)));
+        in_flight.borrow_mut()[slot] = None;
         let now = Instant::now();
         let mut recorder = shared.recorder.borrow_mut();
         if let Some(connect) = connect.take() {
@@ -251,22 +296,22 @@ async fn exchange(
         request = request.header(name.as_str(), value.as_str());
     }
     let request = request.body(()).map_err(|_| Some(Failure::Parse))?;
-    let mut sender = sender.ready().await.map_err(|e| unprocessed(&e))?;
+    let mut sender = sender.ready().await.map_err(|e| unprocessed(shared, &e))?;
     let (response, mut body_out) = sender
         .send_request(request, entry.body.is_empty())
-        .map_err(|e| unprocessed(&e))?;
+        .map_err(|e| unprocessed(shared, &e))?;
     if !entry.body.is_empty() {
         body_out
             .send_data(entry.body.clone(), true)
-            .map_err(|e| unprocessed(&e))?;
+            .map_err(|e| unprocessed(shared, &e))?;
     }
-    let response = response.await.map_err(|e| unprocessed(&e))?;
+    let response = response.await.map_err(|e| unprocessed(shared, &e))?;
     let first = Instant::now();
     let status = response.status().as_u16();
     let mut body = response.into_body();
     let mut bytes = 0u64;
     while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(|e| Some(failure(&e)))?;
+        let chunk = chunk.map_err(|e| Some(failure(shared, &e)))?;
         bytes += chunk.len() as u64;
         let _ = body.flow_control().release_capacity(chunk.len());
     }
@@ -274,26 +319,48 @@ async fn exchange(
 }
 
 /// None when the server gracefully refused a stream it did not process, else the failure.
-fn unprocessed(e: &h2::Error) -> Option<Failure> {
+fn unprocessed(shared: &Shared, e: &h2::Error) -> Option<Failure> {
     let graceful = match e.reason() {
         Some(h2::Reason::NO_ERROR) => e.is_go_away() && e.is_remote(),
         Some(h2::Reason::REFUSED_STREAM) => e.is_remote(),
         _ => false,
     };
-    (!graceful).then(|| failure(e))
+    (!graceful).then(|| failure(shared, e))
 }
 
-/// The failure kind of an h2 error.
-fn failure(e: &h2::Error) -> Failure {
-    if e.is_go_away() {
+/// The failure kind of an h2 error, named by its cause: a GOAWAY or RST_STREAM only when the
+/// server sent one; one the client's library sent because the server's frames broke the
+/// protocol (no SETTINGS first, a frame that does not parse) is a protocol (parse) error. The
+/// first GOAWAY's code or protocol error is kept for the report's warnings.
+fn failure(shared: &Shared, e: &h2::Error) -> Failure {
+    let failure = if e.is_remote() && e.is_go_away() {
         Failure::GoAway
-    } else if e.is_reset() {
+    } else if e.is_remote() && e.is_reset() {
         Failure::StreamReset
     } else if e.is_io() {
         Failure::Reset
     } else {
         Failure::Parse
+    };
+    let reason = e.reason().unwrap_or(h2::Reason::NO_ERROR);
+    let why = match failure {
+        Failure::GoAway => format!("the server sent GOAWAY {reason:?} ({e})"),
+        Failure::Parse => format!(
+            "the server's bytes broke the protocol, so the client ended the {} with {reason:?} ({e}): {}",
+            if e.is_reset() { "stream" } else { "connection" },
+            if shared.tls.is_some() {
+                "is it an HTTP/2 server?"
+            } else {
+                "does it speak HTTP/2 in cleartext (prior knowledge, h2c)? If not, leave --http2 out"
+            }
+        ),
+        _ => return failure,
+    };
+    let mut recorder = shared.recorder.borrow_mut();
+    if recorder.h2_error.is_none() {
+        recorder.h2_error = Some(why);
     }
+    failure
 }
 
 fn note(shared: &Shared, why: &str) {

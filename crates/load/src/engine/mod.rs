@@ -147,6 +147,7 @@ impl Engine {
         loop {
             let now = Instant::now();
             if intervals.stop_requested() {
+                self.count_unfinished(now);
                 intervals.snapshot(&self.shared, now, true);
                 return;
             }
@@ -162,6 +163,9 @@ impl Engine {
             let boundary = intervals.boundary();
             if now >= boundary {
                 let last = boundary >= self.shared.end;
+                if last {
+                    self.count_unfinished(boundary);
+                }
                 if !intervals.snapshot(&self.shared, boundary, last) {
                     return;
                 }
@@ -252,9 +256,15 @@ impl Engine {
         }
     }
 
-    /// Starts a request on connection `i` (opening it if needed).
+    /// Starts a request on connection `i` (opening it if needed). In closed loop none once
+    /// the run has ended (a response that came after the end, before the last snapshot,
+    /// starts nothing: what is sent belongs to the run); in open loop a slot of the run is
+    /// sent even if late (`dispatch` takes none after the end).
     fn start(&mut self, i: usize, now: Instant, from: Option<Instant>) {
         let shared = Rc::clone(&self.shared);
+        if now >= shared.end && shared.schedule.is_none() {
+            return;
+        }
         let entry_index = {
             let conn = &mut self.conns[i];
             // A replay's slot brings its own request and the status the log gave it.
@@ -457,6 +467,20 @@ impl Engine {
             shared.samples_left.set(left - 1);
             let sample = (nanos(end, shared.start), latency, conn.class);
             recorder.samples.push(sample);
+        }
+    }
+
+    /// Counts the requests still in flight when the run ends at `at` (sent, or connecting,
+    /// and unanswered) with their ages, so that a server that accepts and never answers shows
+    /// as such instead of as a run of no requests and no errors.
+    fn count_unfinished(&mut self, at: Instant) {
+        let mut recorder = self.shared.recorder.borrow_mut();
+        for conn in self.conns.iter().filter(|c| c.phase != Phase::Idle) {
+            let class = conn.class as usize;
+            record(
+                &mut recorder.classes[class].unfinished,
+                nanos(at, conn.from),
+            );
         }
     }
 

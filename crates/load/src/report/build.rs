@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::histograms;
+use super::text::format_us;
 use super::{ClassReport, Errors, Figures, IntervalReport, Latency, Report, RunCounts, TlsReport};
 use crate::config::{Arrivals, Config, Mode, Pacing};
 use crate::recorder::{ClassStats, Recorder};
@@ -32,6 +33,9 @@ impl<Run> Figures<Run> {
         Figures {
             requests: stats.requests,
             errors: Errors::of(&stats.failures),
+            unfinished: stats.unfinished.len(),
+            unfinished_age_us: (!stats.unfinished.is_empty())
+                .then(|| Latency::of(&stats.unfinished)),
             run,
             requests_per_s: per_s(stats.requests),
             bytes: stats.bytes,
@@ -166,6 +170,9 @@ pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
     if let Some(cause) = &run.totals.tls_error {
         report.warnings.push(format!("TLS: {cause}"));
     }
+    if let Some(cause) = &run.totals.h2_error {
+        report.warnings.push(format!("HTTP/2: {cause}"));
+    }
     if run.late > LATE {
         report.warnings.push(format!(
             "started {:.3} s after --start-at: its intervals are aligned to that instant, but its first one is short",
@@ -196,12 +203,32 @@ pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
     if let Some(missed) = missed {
         report.warnings.push(missed.sentence());
     }
-    if report.total.requests == 0 && report.total.errors.total > 0 {
-        report
-            .warnings
-            .push("no request succeeded: see the errors above".to_string());
+    if let Some(warning) = nothing_finished(&report.total) {
+        report.warnings.push(warning);
     }
     report
+}
+
+/// The warning of a run in which no response came: what became of its requests (failed, or
+/// still unanswered at the end and how old).
+fn nothing_finished<Run>(total: &Figures<Run>) -> Option<String> {
+    if total.requests > 0 || total.errors.total + total.unfinished == 0 {
+        return None;
+    }
+    let Some(ages) = total.unfinished_age_us.filter(|_| total.unfinished > 0) else {
+        return Some("no request succeeded: see the errors above".to_string());
+    };
+    Some(format!(
+        "no request succeeded: no response came at all; {} request{} still unanswered at the end (the oldest sent {} before it, the median {}){}: a server that accepts and never answers (or --timeout longer than the run)",
+        total.unfinished,
+        if total.unfinished == 1 { " was" } else { "s were" },
+        format_us(ages.max),
+        format_us(ages.p50),
+        match total.errors.total {
+            0 => String::new(),
+            n => format!(", {n} failed"),
+        }
+    ))
 }
 
 /// A report of what `config` asked for, its figures still to be filled.
@@ -364,6 +391,9 @@ mod tests {
                 s.bytes += 1234 * (c as u64 + 1);
             }
             s.failures[Failure::Timeout as usize] = 3 + c as u64;
+            for k in 0..=c as u64 {
+                record(&mut s.unfinished, 400_000_000 + k * base);
+            }
             s.failures[Failure::BadStatus as usize] = 2;
         }
         totals.statuses[200] = 396;
@@ -419,7 +449,8 @@ mod tests {
 
     /// The JSON of a report, of a merge and their summaries are byte for byte what they were
     /// before the run's figures and each class's were made one type (`Figures`, flattened):
-    /// the files were written by the code before that change.
+    /// the files were written by the code before that change (and since given the requests
+    /// unfinished at the end, #28 §5, the only change in them).
     #[test]
     fn reports_keep_their_bytes() {
         let segment = a_segment();
@@ -438,6 +469,18 @@ mod tests {
             .collect();
         let merged = crate::merge(&parts, None).unwrap();
         let merged_json = serde_json::to_string_pretty(&merged).unwrap();
+        // The unfinished add up exactly, per class, their ages' histograms too.
+        assert_eq!(merged.total.unfinished, 3 * segment.total.unfinished);
+        for (m, s) in merged.classes.iter().zip(&segment.classes) {
+            assert_eq!(m.figures.unfinished, 3 * s.figures.unfinished);
+            assert_eq!(
+                m.figures.unfinished_age_us,
+                s.figures.unfinished_age_us.map(|a| Latency {
+                    count: 3 * a.count,
+                    ..a
+                })
+            );
+        }
         assert_eq!(
             merged_json,
             include_str!("../../testdata/report-merged.json")

@@ -1,6 +1,6 @@
 //! A segment's whole histograms in its report (`--segment I/N`), so that `webscope merge` adds
 //! them exactly instead of averaging percentiles: per class, latency, uncorrected latency, time
-//! to first byte, connect and handshake time, V2-compressed and base64-encoded.
+//! to first byte, connect and handshake time, ages of the unfinished, V2-compressed and base64-encoded.
 //!
 //! Here, below the report, because both the report (which carries them) and the merge (which
 //! reads them back) need the type; not for the interval log's histograms (`hlog`).
@@ -26,6 +26,9 @@ pub struct ClassHistograms {
     /// https: TLS handshake time, ns.
     #[serde(default)]
     pub handshake: String,
+    /// Ages of the requests unanswered at the run's end, ns.
+    #[serde(default)]
+    pub unfinished: String,
 }
 
 fn encode_one(serializer: &mut V2DeflateSerializer, h: &Histogram<u64>) -> String {
@@ -59,6 +62,7 @@ pub(crate) fn encode(totals: &Recorder) -> Vec<ClassHistograms> {
             ttfb: encode_one(&mut serializer, &c.ttfb),
             connect: encode_one(&mut serializer, &c.connect),
             handshake: encode_one(&mut serializer, &c.handshake),
+            unfinished: encode_one(&mut serializer, &c.unfinished),
         })
         .collect()
 }

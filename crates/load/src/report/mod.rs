@@ -74,12 +74,12 @@ pub struct Errors {
     pub bad_status: u64,
     /// Bodies cut short.
     pub short_body: u64,
-    /// Responses that were not HTTP/1.x.
+    /// Responses that were not HTTP/1.x; HTTP/2 frames that broke the protocol.
     pub parse_error: u64,
     /// TLS handshakes or records that failed.
     #[serde(default)]
     pub tls: u64,
-    /// HTTP/2: streams cut by the server's GOAWAY.
+    /// HTTP/2: streams cut by a GOAWAY the server sent.
     #[serde(default)]
     pub goaway: u64,
     /// HTTP/2: streams the server reset (RST_STREAM).
@@ -144,6 +144,14 @@ pub struct Figures<Run = ()> {
     pub requests: u64,
     /// Failures by kind.
     pub errors: Errors,
+    /// Requests sent and still unanswered when the run ended: neither responses nor errors
+    /// (the run ended before either came), but not to be lost either (a server that accepts
+    /// and never answers makes nothing else).
+    #[serde(default)]
+    pub unfinished: u64,
+    /// Their ages at the run's end (from when their latency would have counted), when any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished_age_us: Option<Latency>,
     /// A run's own counts.
     #[serde(flatten)]
     pub run: Run,

@@ -45,6 +45,16 @@ const SEND_BUFFER: usize = 64 * 1024;
 /// closed: a well-behaved client answers the GOAWAY's PING within a round trip (nginx
 /// closes at once); one that does not would otherwise hold its slot forever.
 const GOAWAY_GRACE: Duration = Duration::from_secs(1);
+/// A connection whose open streams could make h2 hold this much (streams × SEND_BUFFER) has
+/// the allocator give memory back to the kernel once it ends ([`trim_soon`]).
+const TRIM_ABOVE: usize = 1 << 20;
+/// Connections that end within this much of each other share one trim.
+const TRIM_DELAY: Duration = Duration::from_millis(200);
+
+thread_local! {
+    /// Whether this worker thread has a trim coming.
+    static TRIM_SCHEDULED: Cell<bool> = const { Cell::new(false) };
+}
 
 /// Serves HTTP/2 on an established TLS transport until the client or a rule ends it.
 pub(crate) async fn serve(
@@ -132,6 +142,7 @@ where
             closing = Some(Instant::now());
         }
         open.count.set(open.count.get() + 1);
+        open.peak.set(open.peak.get().max(open.count.get()));
         let stream = Stream {
             worker: Rc::clone(worker),
             peer: Rc::clone(&peer),
@@ -140,12 +151,39 @@ where
         };
         tokio::task::spawn_local(stream.answer(request, respond));
     }
+    if open.peak.get() * SEND_BUFFER >= TRIM_ABOVE {
+        trim_soon();
+    }
     served
 }
 
-/// A connection's open streams, when the last one ended, and its streams waiting to send.
+/// Has glibc's allocator give the worker's free memory back to the kernel, `TRIM_DELAY` from
+/// now. What a connection held for unsent bodies (up to MAX_STREAMS × SEND_BUFFER, with TLS's
+/// buffers) is freed into the worker thread's arena when it ends, and glibc returns by itself
+/// only a free block at the top of a heap: the rest, interleaved with live allocations, stays
+/// in RSS (10 clients that opened huge windows and read nothing left 120 MiB of a 10 MiB
+/// server after they had gone; `malloc_trim(0)` brought it back to 10 MiB,
+/// bench/h2_large_files.py memory). The trim walks every arena and gives back their free
+/// pages; connections ending within TRIM_DELAY share one, so a worker trims at most 5 times a
+/// second, and only after connections with many streams.
+fn trim_soon() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if !TRIM_SCHEDULED.with(|s| s.replace(true)) {
+        tokio::task::spawn_local(async {
+            tokio::time::sleep(TRIM_DELAY).await;
+            TRIM_SCHEDULED.with(|s| s.set(false));
+            // SAFETY: malloc_trim only gives free memory back to the kernel; any thread may
+            // call it at any time.
+            unsafe { libc::malloc_trim(0) };
+        });
+    }
+}
+
+/// A connection's open streams (now, and at most at once), when the last one ended, and its
+/// streams waiting to send.
 struct Open {
     count: Cell<usize>,
+    peak: Cell<usize>,
     idle_since: Cell<Instant>,
     went_idle: Notify,
     /// Streams waiting for capacity to send, and when one last got some.
@@ -158,6 +196,7 @@ impl Default for Open {
     fn default() -> Open {
         Open {
             count: Cell::new(0),
+            peak: Cell::new(0),
             idle_since: Cell::new(Instant::now()),
             went_idle: Notify::new(),
             waiting: Cell::new(0),

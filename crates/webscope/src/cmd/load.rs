@@ -512,10 +512,14 @@ fn parse_threshold(text: &str) -> Result<Slo, String> {
 /// thresholds (exit 99 when one is crossed, 3 when one cannot be decided).
 fn judge(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
     if report.succeeded() == 0 && !report.interrupted {
+        let responses = match report.total.requests {
+            0 => "no response".to_string(),
+            n => format!("{n} responses, all of status 400 or above"),
+        };
         anyhow::bail!(
-            "no request succeeded ({} responses, all of status 400 or above; {} errors): see the summary above",
-            report.total.requests,
-            report.total.errors.total
+            "no request succeeded ({responses}; {} errors; {} unfinished at the end): see the summary above",
+            report.total.errors.total,
+            report.total.unfinished
         );
     }
     let Some(slo) = threshold else {

@@ -27,6 +27,11 @@ pub enum Behavior {
     },
     /// Reads requests and never answers.
     Stall,
+    /// Answers each connection's first request (200, this many bytes), never the next.
+    AnswerFirst { body: usize },
+    /// HTTP/2 (h2c): after the client's preface, a SETTINGS frame and a GOAWAY with this
+    /// error code; then reads until the client closes.
+    GoAway(u32),
     /// Reads a request and resets the connection (RST, SO_LINGER 0).
     Reset,
     /// Announces 1000 bytes, sends 10, closes.
@@ -110,6 +115,7 @@ fn serve(
     let _ = stream.set_nodelay(true);
     let mut pending = Vec::new();
     let mut buf = [0u8; 8192];
+    let mut answered = 0;
     while !stop.load(Ordering::Relaxed) {
         match stream.read(&mut buf) {
             Ok(0) => return,
@@ -147,9 +153,23 @@ fn serve(
                     }
                     ok(body, close)
                 }
-                Behavior::Stall => {
+                Behavior::Stall => return hold(stop),
+                Behavior::AnswerFirst { .. } if answered > 0 => return hold(stop),
+                Behavior::AnswerFirst { body } => ok(body, close),
+                Behavior::GoAway(code) => {
+                    // SETTINGS (empty), then GOAWAY: last stream 0, the code, no debug data.
+                    let mut frames = vec![0, 0, 0, 4, 0, 0, 0, 0, 0];
+                    frames.extend_from_slice(&[0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+                    frames.extend_from_slice(&code.to_be_bytes());
+                    let _ = stream.write_all(&frames);
                     while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(Duration::from_millis(10));
+                        match stream.read(&mut buf) {
+                            Ok(0) => return,
+                            Ok(_) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                            Err(_) => return,
+                        }
                     }
                     return;
                 }
@@ -171,10 +191,18 @@ fn serve(
                 return;
             }
             responses.fetch_add(1, Ordering::Relaxed);
+            answered += 1;
             if close || matches!(behavior, Behavior::Garbage) {
                 return;
             }
         }
+    }
+}
+
+/// Holds a connection open, unanswered, until the server stops.
+fn hold(stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
