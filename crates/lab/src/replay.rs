@@ -255,6 +255,9 @@ mod tests {
             "intervals": [{"offered": 18, "requests": 18}, {"offered": 60, "requests": 59}],
         });
         assert_eq!(offered_rps(&load), Some(39.0));
-        assert_eq!(offered_rps(&serde_json::json!({"duration_s": 2.0, "intervals": [{}]})), None);
+        assert_eq!(
+            offered_rps(&serde_json::json!({"duration_s": 2.0, "intervals": [{}]})),
+            None
+        );
     }
 }

@@ -145,7 +145,12 @@ impl Replay {
             return self.clone();
         }
         Replay {
-            slots: self.slots.iter().filter(|s| s.at_ns < end).copied().collect(),
+            slots: self
+                .slots
+                .iter()
+                .filter(|s| s.at_ns < end)
+                .copied()
+                .collect(),
             period_ns: end,
             ..self.clone()
         }
@@ -456,7 +461,11 @@ mod tests {
         assert!(poisson.slots.windows(2).all(|w| w[0].at_ns <= w[1].at_ns));
         assert!(poisson.slots.iter().all(|s| s.at_ns < poisson.period_ns));
         // The burst is spread: far fewer than 99 of the requests in the first second.
-        let first_second = poisson.slots.iter().filter(|s| s.at_ns < 1_000_000_000).count();
+        let first_second = poisson
+            .slots
+            .iter()
+            .filter(|s| s.at_ns < 1_000_000_000)
+            .count();
         assert!(first_second < 40, "{first_second}");
         // Four times faster: a quarter of the span, four times the rate, the same slots.
         let fast = replay.sped_up(4.0);

@@ -125,14 +125,14 @@ fn sentence(steps: &[Step], stopped: Option<&str>) -> String {
     let why = stopped.map_or(String::new(), |s| format!("; {s}"));
     let cost = steps
         .iter()
+        .rev()
         .filter(|s| s.judged.arrivals == "logged" && s.p99_ms > 0.0)
-        .filter_map(|l| {
+        .find_map(|l| {
             let p = steps.iter().find(|p| {
                 p.judged.arrivals == "poisson" && p.judged.speed == l.judged.speed && p.p99_ms > 0.0
             })?;
             Some((l, p))
         })
-        .last()
         .map_or(String::new(), |(l, p)| {
             format!(
                 ". At {}× the log's arrivals gave a p99 of {:.2} ms against {:.2} ms for Poisson arrivals at the same rate ({:.1}×)",
