@@ -32,7 +32,7 @@ pub use clients::Clients;
 pub use hill::{HillPoint, TailFit};
 pub use invariants::{Invariant, Verdict};
 pub use lognormal::Lognormal;
-pub use popularity::{InterReference, Popularity};
+pub use popularity::{Document, InterReference, Popularity, MAX_DOCUMENTS};
 pub use sizes::SizeFigures;
 pub use traffic::{DocType, Mix, Series};
 pub use zipf::ZipfFit;
@@ -103,6 +103,19 @@ fn unix(e: &Entry) -> i64 {
     }
 }
 
+/// A bad line with its first field (the client, where the line has one) replaced, so that
+/// no client address leaves webscope in a report.
+fn redacted(bad: &BadLine) -> BadLine {
+    let text = match bad.text.split_once(' ') {
+        Some((_, rest)) => format!("<client> {rest}"),
+        None => bad.text.clone(),
+    };
+    BadLine {
+        text,
+        ..bad.clone()
+    }
+}
+
 /// Characterizes parsed logs (entries sorted by time, as [`crate::read_logs`] gives them).
 pub fn characterize(parsed: &Parsed) -> Characterization {
     let entries = &parsed.entries;
@@ -142,7 +155,7 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
     let mut c = Characterization {
         requests: entries.len() as u64,
         bad_lines: parsed.bad_lines,
-        bad_examples: parsed.bad_examples.clone(),
+        bad_examples: parsed.bad_examples.iter().map(redacted).collect(),
         first_unix: first,
         last_unix: last,
         span_s,
@@ -150,7 +163,7 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
         per_minute: Series::new(&times, 60),
         per_hour: Series::new(&times, 3600),
         mix: traffic::mix(entries, is_reference),
-        popularity: popularity::popularity(&refs),
+        popularity: popularity::popularity(&refs, &file_sizes),
         sizes,
         arrivals: burst::burstiness(&per_bin),
         arrivals_bin_s: bin,
