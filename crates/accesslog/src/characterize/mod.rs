@@ -20,6 +20,7 @@ pub mod invariants;
 mod lognormal;
 mod points;
 mod popularity;
+mod service;
 mod sizes;
 mod traffic;
 mod zipf;
@@ -33,6 +34,7 @@ pub use hill::{HillPoint, TailFit};
 pub use invariants::{Invariant, Verdict};
 pub use lognormal::Lognormal;
 pub use popularity::{Document, InterReference, Popularity, MAX_DOCUMENTS};
+pub use service::RequestTimes;
 pub use sizes::SizeFigures;
 pub use traffic::{DocType, Mix, Series};
 pub use zipf::ZipfFit;
@@ -76,6 +78,8 @@ pub struct Characterization {
     pub arrivals_bin_s: u64,
     /// Requests per client.
     pub clients: Clients,
+    /// The logged request times, with a timed format.
+    pub request_times: Option<RequestTimes>,
     /// Arlitt & Williamson's invariants beside this log's figures.
     pub invariants: Vec<Invariant>,
 }
@@ -168,6 +172,7 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
         arrivals: burst::burstiness(&per_bin),
         arrivals_bin_s: bin,
         clients: clients::clients(entries),
+        request_times: service::request_times(entries),
         invariants: Vec::new(),
     };
     c.invariants = invariants::compare(&c);

@@ -107,6 +107,14 @@ fn summary(c: &Characterization) -> Section {
     for (k, v) in rows {
         t.row([k.to_string(), v]);
     }
+    if let Some(rt) = c.request_times {
+        for (k, v) in [
+            ("logged request time p50", rt.p50_ms),
+            ("logged request time p99", rt.p99_ms),
+        ] {
+            t.row([k.to_string(), format!("{v:.1} ms")]);
+        }
+    }
     let mut blocks = vec![Block::Table {
         caption: "The log in figures".into(),
         table: t,

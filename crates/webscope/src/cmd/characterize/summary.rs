@@ -131,6 +131,13 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         c.clients.median_requests,
         pct(c.clients.top10_share)
     );
+    if let Some(t) = c.request_times {
+        let _ = writeln!(
+            s,
+            "Logged request times: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} requests)",
+            t.p50_ms, t.p90_ms, t.p99_ms, t.max_ms, t.count
+        );
+    }
     let _ = writeln!(s, "Invariants (Arlitt & Williamson, SIGMETRICS 1996):");
     for i in &c.invariants {
         let _ = writeln!(
