@@ -68,11 +68,15 @@ fn summary(c: &Characterization) -> Section {
         ("mean rate", format!("{:.2} req/s", c.mean_rate)),
         (
             "peak/mean, per minute",
-            format!("{:.2}", c.per_minute.peak_to_mean),
+            c.per_minute
+                .peak_to_mean
+                .map_or("-".into(), |r| format!("{r:.2}")),
         ),
         (
             "peak/mean, per hour",
-            format!("{:.2}", c.per_hour.peak_to_mean),
+            c.per_hour
+                .peak_to_mean
+                .map_or("-".into(), |r| format!("{r:.2}")),
         ),
         ("distinct URLs", p.distinct_urls.to_string()),
         ("requested once", pct(p.one_time_share)),
@@ -154,10 +158,12 @@ fn rate(c: &Characterization) -> Section {
         .enumerate()
         .map(|(i, &n)| ((i as u64 * s.bin_s) as f64 / 60.0, n as f64))
         .collect();
-    let reading = format!(
-        "Requests per {unit}: the busiest {unit} had {} requests, {:.1} times the mean of {:.1}. A load test at the mean rate never sees that peak.",
-        s.peak, s.peak_to_mean, s.mean
-    );
+    let reading = match (s.peak, s.peak_to_mean, s.mean) {
+        (Some(p), Some(r), Some(m)) => format!(
+            "Requests per {unit}: the busiest whole {unit} had {p} requests, {r:.1} times the mean of {m:.1}. A load test at the mean rate never sees that peak."
+        ),
+        _ => format!("Requests per {unit}. The log holds fewer than two whole {unit}s, so no peak is compared with the mean."),
+    };
     Section {
         heading: "Rate over time".into(),
         blocks: vec![chart(

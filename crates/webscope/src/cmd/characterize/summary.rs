@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
-use webscope_accesslog::characterize::{Characterization, Verdict};
+use webscope_accesslog::characterize::{Characterization, Series, Verdict};
 use webscope_workload::format_size;
 
 /// A share as a percentage.
@@ -36,6 +36,14 @@ pub fn verdict(v: Verdict) -> &'static str {
     }
 }
 
+/// The busiest whole bin against the mean, or why there is none.
+pub fn peak(s: &Series, unit: &str) -> String {
+    match (s.peak, s.peak_to_mean) {
+        (Some(p), Some(r)) => format!("peak {unit} {p} requests (peak/mean {r:.2})"),
+        _ => format!("fewer than two whole {unit}s: no peak/mean"),
+    }
+}
+
 /// The summary printed on the terminal.
 pub fn text(c: &Characterization, logs: &[String]) -> String {
     let mut s = String::new();
@@ -51,8 +59,9 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     );
     let _ = writeln!(
         s,
-        "Rate:      peak minute {} requests (peak/mean {:.1}), peak hour {} (peak/mean {:.1})",
-        c.per_minute.peak, c.per_minute.peak_to_mean, c.per_hour.peak, c.per_hour.peak_to_mean
+        "Rate:      {}; {}",
+        peak(&c.per_minute, "minute"),
+        peak(&c.per_hour, "hour")
     );
     let top = |m: Vec<(String, u64)>| {
         m.iter()
