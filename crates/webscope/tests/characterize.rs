@@ -300,6 +300,27 @@ fn a_log_nothing_parses_in_or_a_missing_one_is_one_line_and_exit_1() {
         err.contains("no line of") && err.contains("--format"),
         "{err}"
     );
+    // An --out that cannot be made is said before the logs are read: nothing else printed.
+    let good = tmp.path().join("good.log");
+    std::fs::write(
+        &good,
+        "::1 - - [01/Jan/2024:00:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"t\"\n",
+    )
+    .unwrap();
+    let run = webscope()
+        .arg("characterize")
+        .arg(&good)
+        .arg("--out")
+        .arg(good.join("sub"))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(
+        run.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    assert!(String::from_utf8_lossy(&run.stderr).contains("choose a writable --out"));
     // A format that does not exist is a usage error (2), naming the ones that do.
     let run = webscope()
         .args(["characterize", "--format", "w3c"])

@@ -69,6 +69,13 @@ struct ReportFile<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // Before the logs are read, which may take minutes: an --out that cannot be written is
+    // said at once.
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!("cannot create {} (choose a writable --out)", dir.display())
+        })?;
+    }
     let progress = progress_bar(args.quiet);
     let parsed = read_logs_with_progress(&args.logs, args.format.0, &mut |lines| {
         progress.set_message(format!("{lines} lines read"));
@@ -80,9 +87,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(summary::text(&figures, &names).as_bytes())?;
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| {
-            format!("cannot create {} (choose a writable --out)", dir.display())
-        })?;
         let report = ReportFile {
             logs: names.clone(),
             format: webscope_accesslog::Format::describe(args.format.0),
