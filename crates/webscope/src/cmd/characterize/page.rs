@@ -382,9 +382,14 @@ fn invariants_section(c: &Characterization) -> Section {
         "how judged",
     ]);
     for i in &c.invariants {
+        let source = if i.source == invariants::ARLITT_1998 {
+            "[2]"
+        } else {
+            "[1]"
+        };
         t.row([
             i.name.to_string(),
-            i.published.to_string(),
+            format!("{} {source}", i.published),
             i.this_log.clone(),
             verdict(i.verdict).to_string(),
             i.how.clone(),
@@ -395,7 +400,7 @@ fn invariants_section(c: &Characterization) -> Section {
         blocks: vec![
             Block::Text("Arlitt and Williamson characterized six Web servers' logs (three academic, two scientific, one commercial) and named the properties common to all of them: M. F. Arlitt and C. L. Williamson, \"Web Server Workload Characterization: The Search for Invariants\", Proc. ACM SIGMETRICS 1996. \"Cannot tell\" means this log lacks what the comparison needs.".into()),
             Block::Table { caption: "Published invariants beside this log".into(), table: t },
-            Block::Text(format!("Numbers and words read from: {}; and {}.", invariants::SUMMARY, invariants::ARLITT_1998)),
+            Block::Text(format!("Numbers and words read from [1] {}; [2] {}.", invariants::SUMMARY, invariants::ARLITT_1998)),
         ],
     }
 }
