@@ -169,7 +169,7 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
         mix: traffic::mix(entries, is_reference),
         popularity: popularity::popularity(&refs, &file_sizes),
         sizes,
-        arrivals: burst::burstiness(&per_bin),
+        arrivals: burst::burstiness(&per_bin, bin),
         arrivals_bin_s: bin,
         clients: clients::clients(entries),
         request_times: service::request_times(entries),

@@ -331,12 +331,7 @@ fn sizes(c: &Characterization) -> Section {
 
 fn arrivals(c: &Characterization) -> Section {
     let a = &c.arrivals;
-    let bin = c.arrivals_bin_s as f64;
-    let idc: Vec<(f64, f64)> = a
-        .idc
-        .iter()
-        .map(|w| (w.window_s as f64 * bin, w.value))
-        .collect();
+    let idc: Vec<(f64, f64)> = a.idc.iter().map(|w| (w.window_s as f64, w.value)).collect();
     let poisson: Vec<(f64, f64)> = idc.iter().map(|&(x, _)| (x, 1.0)).collect();
     let var: Vec<(f64, f64)> = a
         .aggregated_variance
@@ -364,10 +359,10 @@ fn arrivals(c: &Characterization) -> Section {
             ),
             chart(
                 "Aggregated variance",
-                Axis::log(format!("aggregation level m (× {} s)", c.arrivals_bin_s)),
+                Axis::log("window (s)"),
                 Axis::log("variance of the mean rate"),
                 vec![series("this log", var, Style::Points), series("slope -1 (Poisson, H = 0.5)", slope_one, Style::Dashed)],
-                format!("The variance of the rate averaged over m seconds, log-log; its slope β gives the Hurst parameter H = 1 + β/2: {hurst}. Self-similar traffic (H near 1) flattens the slope."),
+                format!("The variance of the rate averaged over windows of growing length (counted in {}-second bins), log-log; its slope β gives the Hurst parameter H = 1 + β/2: {hurst}. Self-similar traffic (H near 1) flattens the slope.", c.arrivals_bin_s),
             ),
         ],
     }

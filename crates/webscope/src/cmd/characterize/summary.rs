@@ -120,9 +120,9 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         (Some(f), Some(l)) => format!(
             "IDC {:.2} at {} .. {:.2} at {}",
             f.value,
-            span(f.window_s * c.arrivals_bin_s),
+            span(f.window_s),
             l.value,
-            span(l.window_s * c.arrivals_bin_s)
+            span(l.window_s)
         ),
         _ => "IDC: too short a log".into(),
     };
