@@ -88,7 +88,18 @@ fn characterize(logs: &[PathBuf], out: &Path, extra: &[&str]) -> (Value, String)
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    assert!(out.join("index.html").is_file());
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    for chart in [
+        "Requests per",
+        "Rank-frequency",
+        "Lorenz curve",
+        "Size CCDF",
+        "Hill plot",
+    ] {
+        assert!(html.contains(chart), "the page lacks {chart}");
+    }
+    assert!(html.matches("<svg").count() >= 7);
+    assert!(!html.contains("127.0.0.1"), "a client address on the page");
     (
         json(&out.join("report.json")),
         String::from_utf8_lossy(&run.stdout).into_owned(),

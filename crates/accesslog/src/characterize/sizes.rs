@@ -5,6 +5,11 @@
 //! the body, not a truncated-lognormal MLE, so σ is somewhat under-estimated when much mass
 //! lies near the cut; the CCDF chart shows how close it comes). Together they are the SURGE
 //! model of Barford & Crovella (1998), which `webscope fileset --heavy-tail` generates.
+//!
+//! Known limit: the KS rule tends to place the cut somewhat above a mixture's true junction,
+//! and the body's lognormal cannot follow the tail's first values left under it, so the
+//! model's CCDF can stray by several points just below the cut (a unit test bounds it at 8);
+//! a truncated-lognormal fit of the body would do better.
 
 use super::hill::{self, HillPoint, TailFit};
 use super::lognormal::Lognormal;
@@ -89,6 +94,49 @@ impl SizeFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use webscope_workload::Rng;
+
+    #[test]
+    fn the_model_ccdf_is_continuous_at_the_cut_and_falls() {
+        // A lognormal body under a Pareto tail: the model at the cut is the tail's share from
+        // both sides, and falls from 1 to 0.
+        let mut rng = Rng::new(8);
+        let s = SizeFigures::new((0..20_000).map(|_| {
+            if rng.next_f64() < 0.8 {
+                loop {
+                    let x = (7.0 + rng.normal()).exp();
+                    if x < 10_000.0 {
+                        break x as u64 + 1;
+                    }
+                }
+            } else {
+                (10_000.0 * rng.next_open_f64().powf(-1.0 / 1.3)) as u64
+            }
+        }));
+        let tail = s.tail.unwrap();
+        let share = tail.tail as f64 / tail.n as f64;
+        let below = s.model_ccdf(tail.x_min * 0.999_999).unwrap();
+        let at = s.model_ccdf(tail.x_min).unwrap();
+        assert!(
+            (below - share).abs() < 1e-3 && (at - share).abs() < 1e-9,
+            "{below} {at} {share}"
+        );
+        assert!((s.model_ccdf(1.0).unwrap() - 1.0).abs() < 1e-3);
+        let xs = [10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
+        let ps: Vec<f64> = xs.iter().map(|&x| s.model_ccdf(x).unwrap()).collect();
+        assert!(ps.windows(2).all(|w| w[0] >= w[1]), "{ps:?}");
+        // And it follows the sample: within 0.01 of the empirical CCDF above the cut, within
+        // 0.08 below it (the worst just below the cut, where the body's plain lognormal cannot
+        // follow the first values of the tail that the KS rule left under the cut).
+        let mut worst = 0.0f64;
+        for &(x, p) in &s.ccdf {
+            let m = s.model_ccdf(x).unwrap();
+            worst = worst.max((m - p).abs());
+            let bound = if x >= tail.x_min { 0.01 } else { 0.08 };
+            assert!((m - p).abs() < bound, "at {x}: model {m}, sample {p}");
+        }
+        assert!(worst > 0.0);
+    }
 
     #[test]
     fn mean_median_ccdf() {
@@ -99,6 +147,7 @@ mod tests {
         assert!(s.tail.is_none(), "four values have no tail fit");
         assert!(s.body.is_some());
         let empty = SizeFigures::new(std::iter::empty());
+        assert_eq!(empty.model_ccdf(10.0), None);
         assert_eq!((empty.count, empty.median), (0, 0.0));
     }
 }
