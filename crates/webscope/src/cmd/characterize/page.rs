@@ -361,7 +361,7 @@ fn arrivals(c: &Characterization) -> Section {
                 "Aggregated variance",
                 Axis::log("window (s)"),
                 Axis::log("variance of the mean rate"),
-                vec![series("this log", var, Style::Points), series("slope -1 (Poisson, H = 0.5)", slope_one, Style::Dashed)],
+                vec![series("this log", var, Style::Points), series("Poisson: slope -1", slope_one, Style::Dashed)],
                 format!("The variance of the rate averaged over windows of growing length (counted in {}-second bins), log-log; its slope β gives the Hurst parameter H = 1 + β/2: {hurst}. Self-similar traffic (H near 1) flattens the slope.", c.arrivals_bin_s),
             ),
         ],
