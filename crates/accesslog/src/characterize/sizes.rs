@@ -1,15 +1,13 @@
 //! A size distribution: mean and median, the CCDF, a lognormal body and a Pareto tail.
 //!
 //! The tail is fitted first ([`super::hill`]: Hill estimator, cut by the KS rule); the body
-//! is the lognormal fitted by maximum likelihood to the values below the cut (a plain fit of
-//! the body, not a truncated-lognormal MLE, so σ is somewhat under-estimated when much mass
-//! lies near the cut; the CCDF chart shows how close it comes). Together they are the SURGE
-//! model of Barford & Crovella (1998), which `webscope fileset --heavy-tail` generates.
+//! is the lognormal fitted by maximum likelihood to the values below the cut, as a lognormal
+//! truncated there ([`Lognormal::fit_below`]). Together they are the SURGE model of Barford &
+//! Crovella (1998), which `webscope fileset --heavy-tail` generates.
 //!
 //! Known limit: the KS rule tends to place the cut somewhat above a mixture's true junction,
 //! and the body's lognormal cannot follow the tail's first values left under it, so the
-//! model's CCDF can stray by several points just below the cut (a unit test bounds it at 8);
-//! a truncated-lognormal fit of the body would do better.
+//! model's CCDF can stray by several points just below the cut (a unit test bounds it at 8).
 
 use super::hill::{self, HillPoint, TailFit};
 use super::lognormal::Lognormal;
@@ -30,7 +28,8 @@ pub struct SizeFigures {
     pub ccdf: Vec<(f64, f64)>,
     /// The Pareto tail (Hill estimator at the chosen cut), when there are enough values.
     pub tail: Option<TailFit>,
-    /// The lognormal fitted below the cut (to all values when there is no tail fit).
+    /// The lognormal fitted below the cut, truncated there (to all values when there is no
+    /// tail fit).
     pub body: Option<Lognormal>,
     /// The Hill plot: α̂ against the number of order statistics k.
     pub hill: Vec<HillPoint>,
@@ -54,7 +53,7 @@ impl SizeFigures {
         };
         let tail = hill::fit_tail(&desc);
         let body = match tail {
-            Some(t) => Lognormal::fit(desc[t.tail..].iter().copied().filter(|&x| x < t.x_min)),
+            Some(t) => Lognormal::fit_below(&desc[t.tail..], t.x_min),
             None => Lognormal::fit(desc.iter().copied()),
         };
         SizeFigures {
@@ -126,7 +125,7 @@ mod tests {
         let ps: Vec<f64> = xs.iter().map(|&x| s.model_ccdf(x).unwrap()).collect();
         assert!(ps.windows(2).all(|w| w[0] >= w[1]), "{ps:?}");
         // And it follows the sample: within 0.01 of the empirical CCDF above the cut, within
-        // 0.08 below it (the worst just below the cut, where the body's plain lognormal cannot
+        // 0.08 below it (the worst just below the cut, where the body's lognormal cannot
         // follow the first values of the tail that the KS rule left under the cut).
         let mut worst = 0.0f64;
         for &(x, p) in &s.ccdf {
