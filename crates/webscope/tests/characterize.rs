@@ -66,9 +66,11 @@ fn load(set: &Path, base: &str, dir: &Path) -> Sent {
         String::from_utf8_lossy(&run.stderr)
     );
     let report = json(&out);
-    assert_eq!(report["errors"].as_u64().unwrap_or(0), 0, "{report}");
+    let requests = report["requests"].as_u64().unwrap();
+    assert_eq!(report["errors"]["total"], 0, "{}", report["errors"]);
+    assert_eq!(report["status_codes"]["200"].as_u64(), Some(requests));
     Sent {
-        requests: report["requests"].as_u64().unwrap(),
+        requests,
         connects: report["connects"].as_u64().unwrap(),
     }
 }
