@@ -127,14 +127,11 @@ mod tests {
         // And it follows the sample: within 0.01 of the empirical CCDF above the cut, within
         // 0.08 below it (the worst just below the cut, where the body's lognormal cannot
         // follow the first values of the tail that the KS rule left under the cut).
-        let mut worst = 0.0f64;
         for &(x, p) in &s.ccdf {
             let m = s.model_ccdf(x).unwrap();
-            worst = worst.max((m - p).abs());
             let bound = if x >= tail.x_min { 0.01 } else { 0.08 };
             assert!((m - p).abs() < bound, "at {x}: model {m}, sample {p}");
         }
-        assert!(worst > 0.0);
     }
 
     #[test]
