@@ -41,6 +41,8 @@ enum Command {
     Merge(cmd::merge::Args),
     /// Compare a baseline with a candidate: the change of each figure and its significance.
     Compare(cmd::compare::Args),
+    /// Characterize access logs: rate, mix, popularity (Zipf), sizes (Pareto tail), burstiness, invariants.
+    Characterize(cmd::characterize::Args),
 }
 
 fn main() {
@@ -56,6 +58,7 @@ fn main() {
         Command::Compare(args) => cmd::compare::run(args),
         Command::Merge(args) => cmd::merge::run(args),
         Command::Distribute(args) => cmd::distribute::run(args),
+        Command::Characterize(args) => cmd::characterize::run(args),
     };
     if let Err(err) = result {
         if let Some(exit) = err.downcast_ref::<cmd::Exit>() {

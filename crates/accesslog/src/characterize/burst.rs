@@ -21,8 +21,8 @@ pub struct Burstiness {
     /// Index of dispersion of counts, Var/mean of the count in windows of growing length
     /// (1 at every length for Poisson; growing with the length for self-similar traffic).
     pub idc: Vec<WindowFigure>,
-    /// Variance of the per-second rate averaged over m seconds, for the aggregated-variance
-    /// plot (slope -1 for Poisson, 2H - 2 in general).
+    /// Variance of the rate (requests per bin) averaged over windows of growing length, for
+    /// the aggregated-variance plot (slope -1 for Poisson, 2H - 2 in general).
     pub aggregated_variance: Vec<WindowFigure>,
     /// Hurst parameter from the slope of that plot (0.5 Poisson, → 1 strongly self-similar);
     /// `None` when the log spans too few seconds.
@@ -45,9 +45,10 @@ const MIN_SECONDS_FOR_HURST: usize = 240;
 /// Seed of the within-second draws.
 const SEED: u64 = 0x5eed_1e55;
 
-/// The figures of a per-second count series.
-pub fn burstiness(per_second: &[u64]) -> Burstiness {
+/// The figures of a series of counts per `bin_s` seconds (1 but for logs of many weeks).
+pub fn burstiness(per_second: &[u64], bin_s: u64) -> Burstiness {
     let (cv, mean) = interarrival(per_second);
+    let mean = mean.map(|m| m * bin_s as f64);
     let levels = log_spaced(1, per_second.len() / MIN_WINDOWS, 24);
     let mut idc = Vec::new();
     let mut aggregated_variance = Vec::new();
@@ -59,13 +60,13 @@ pub fn burstiness(per_second: &[u64]) -> Burstiness {
         let (mean, var) = mean_var(&sums);
         if mean > 0.0 {
             idc.push(WindowFigure {
-                window_s: m as u64,
+                window_s: (m as u64) * bin_s,
                 value: var / mean,
             });
         }
         let m_f = m as f64;
         aggregated_variance.push(WindowFigure {
-            window_s: m as u64,
+            window_s: (m as u64) * bin_s,
             value: var / (m_f * m_f),
         });
     }
@@ -161,7 +162,7 @@ mod tests {
 
     #[test]
     fn poisson_arrivals_give_h_half_idc_one_cv_one() {
-        let b = burstiness(&poisson(20.0, 4000, 3));
+        let b = burstiness(&poisson(20.0, 4000, 3), 1);
         let h = b.hurst.unwrap();
         assert!((h - 0.5).abs() < 0.1, "H = {h}");
         // Windows with at least 100 of them: the variance is known to ±~15 %.
@@ -187,16 +188,20 @@ mod tests {
             counts.extend(seg);
             high = !high;
         }
-        let b = burstiness(&counts);
+        let b = burstiness(&counts, 1);
         assert!(b.hurst.unwrap() > 0.7, "H = {:?}", b.hurst);
         assert!(b.idc.last().unwrap().value > 10.0, "{:?}", b.idc.last());
     }
 
     #[test]
     fn a_short_log_has_no_hurst() {
-        let b = burstiness(&[3, 1, 2]);
+        let b = burstiness(&[3, 1, 2], 1);
         assert_eq!(b.hurst, None);
         assert!(b.interarrival_cv.is_some());
-        assert_eq!(burstiness(&[1]).interarrival_cv, None);
+        assert_eq!(burstiness(&[1], 1).interarrival_cv, None);
+        // Ten-second bins: windows and times in seconds.
+        let b = burstiness(&[20; 300], 10);
+        assert_eq!(b.idc[0].window_s, 10);
+        assert!((b.mean_interarrival_s.unwrap() - 0.5).abs() < 0.01);
     }
 }

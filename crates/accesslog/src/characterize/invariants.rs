@@ -82,8 +82,8 @@ pub fn compare(c: &Characterization) -> Vec<Invariant> {
 fn success(c: &Characterization) -> Invariant {
     Invariant {
         name: "Success rate",
-        published: "successful responses approximately 88 % of all responses (Not Modified about 8 %); restated in 1998 as \"approximately 80-90% of the requests ... result in the successful return of an object\"",
-        source: SUMMARY,
+        published: "\"Approximately 80-90% of the requests to a Web server result in the successful return of an object\" (the 1996 paper: about 88 %, Not Modified about 8 %, per its summary)",
+        source: ARLITT_1998,
         this_log: format!("{} status 200 ({} Not Modified)", pct(c.mix.ok_share), pct(c.mix.not_modified_share)),
         verdict: within(c.mix.ok_share, 0.80, 0.90),
         how: "status-200 share within 80-90 % (the 1998 range)".into(),

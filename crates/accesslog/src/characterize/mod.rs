@@ -20,6 +20,7 @@ pub mod invariants;
 mod lognormal;
 mod points;
 mod popularity;
+mod service;
 mod sizes;
 mod traffic;
 mod zipf;
@@ -32,7 +33,8 @@ pub use clients::Clients;
 pub use hill::{HillPoint, TailFit};
 pub use invariants::{Invariant, Verdict};
 pub use lognormal::Lognormal;
-pub use popularity::{InterReference, Popularity};
+pub use popularity::{Document, InterReference, Popularity, MAX_DOCUMENTS};
+pub use service::RequestTimes;
 pub use sizes::SizeFigures;
 pub use traffic::{DocType, Mix, Series};
 pub use zipf::ZipfFit;
@@ -76,6 +78,8 @@ pub struct Characterization {
     pub arrivals_bin_s: u64,
     /// Requests per client.
     pub clients: Clients,
+    /// The logged request times, with a timed format.
+    pub request_times: Option<RequestTimes>,
     /// Arlitt & Williamson's invariants beside this log's figures.
     pub invariants: Vec<Invariant>,
 }
@@ -100,6 +104,19 @@ fn unix(e: &Entry) -> i64 {
     match e.time.duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_secs() as i64,
         Err(before) => -(before.duration().as_secs() as i64),
+    }
+}
+
+/// A bad line with its first field (the client, where the line has one) replaced, so that
+/// no client address leaves webscope in a report.
+fn redacted(bad: &BadLine) -> BadLine {
+    let text = match bad.text.split_once(' ') {
+        Some((_, rest)) => format!("<client> {rest}"),
+        None => bad.text.clone(),
+    };
+    BadLine {
+        text,
+        ..bad.clone()
     }
 }
 
@@ -142,7 +159,7 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
     let mut c = Characterization {
         requests: entries.len() as u64,
         bad_lines: parsed.bad_lines,
-        bad_examples: parsed.bad_examples.clone(),
+        bad_examples: parsed.bad_examples.iter().map(redacted).collect(),
         first_unix: first,
         last_unix: last,
         span_s,
@@ -150,11 +167,12 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
         per_minute: Series::new(&times, 60),
         per_hour: Series::new(&times, 3600),
         mix: traffic::mix(entries, is_reference),
-        popularity: popularity::popularity(&refs),
+        popularity: popularity::popularity(&refs, &file_sizes),
         sizes,
-        arrivals: burst::burstiness(&per_bin),
+        arrivals: burst::burstiness(&per_bin, bin),
         arrivals_bin_s: bin,
         clients: clients::clients(entries),
+        request_times: service::request_times(entries),
         invariants: Vec::new(),
     };
     c.invariants = invariants::compare(&c);

@@ -32,11 +32,26 @@ pub struct Popularity {
     pub rank_frequency: Vec<(usize, u64)>,
     /// The Zipf exponent by maximum likelihood.
     pub zipf: Option<ZipfFit>,
-    /// The ten most requested URLs and their counts.
-    pub top_urls: Vec<(String, u64)>,
+    /// The most requested URLs (at most [`MAX_DOCUMENTS`]), most requested first: path,
+    /// references and size.
+    pub documents: Vec<Document>,
     /// Inter-reference times of the popular URLs.
     pub inter_reference: InterReference,
 }
+
+/// One URL's popularity and size.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Document {
+    /// The path, without query.
+    pub path: String,
+    /// Successful references to it.
+    pub references: u64,
+    /// Its size: the largest body of a 200 response to it (0 if it had none, e.g. only 304s).
+    pub bytes: u64,
+}
+
+/// Most documents listed in a report (the rest are counted in the figures but not named).
+pub const MAX_DOCUMENTS: usize = 10_000;
 
 /// Whether each document's inter-reference times look exponential and independent.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -52,8 +67,9 @@ pub struct InterReference {
 /// Fewest references a URL needs for its inter-reference times to be judged.
 pub const MIN_REFERENCES: u64 = 30;
 
-/// Computes the figures of `refs` (path and Unix second of each reference, sorted by time).
-pub fn popularity(refs: &[(&str, i64)]) -> Popularity {
+/// Computes the figures of `refs` (path and Unix second of each reference, sorted by time);
+/// `sizes` gives each path's size.
+pub fn popularity(refs: &[(&str, i64)], sizes: &HashMap<&str, u64>) -> Popularity {
     let mut counts: HashMap<&str, u64> = HashMap::new();
     for (path, _) in refs {
         *counts.entry(path).or_insert(0) += 1;
@@ -81,10 +97,14 @@ pub fn popularity(refs: &[(&str, i64)]) -> Popularity {
             .map(|r| (r, counts_desc[r - 1]))
             .collect(),
         zipf: zipf::fit(&counts_desc),
-        top_urls: ranked
+        documents: ranked
             .iter()
-            .take(10)
-            .map(|(p, c)| (p.to_string(), *c))
+            .take(MAX_DOCUMENTS)
+            .map(|(p, c)| Document {
+                path: p.to_string(),
+                references: *c,
+                bytes: sizes.get(p).copied().unwrap_or(0),
+            })
             .collect(),
         inter_reference: inter_reference(refs, &ranked),
     }
@@ -175,13 +195,16 @@ mod tests {
         // /a ×7, /b ×2, /c ×1: ten references, three URLs, one requested once.
         let mut refs = vec![("/a", 0i64); 7];
         refs.extend([("/b", 1), ("/b", 2), ("/c", 3)]);
-        let p = popularity(&refs);
+        let sizes = HashMap::from([("/a", 5u64)]);
+        let p = popularity(&refs, &sizes);
         assert_eq!((p.references, p.distinct_urls, p.one_time_urls), (10, 3, 1));
         assert!((p.one_time_share - 1.0 / 3.0).abs() < 1e-12);
         // The top 10 % of three URLs is one URL: /a, 70 %.
         assert!((p.top10_share - 0.7).abs() < 1e-12);
         assert_eq!(p.rank_frequency, vec![(1, 7), (2, 2), (3, 1)]);
-        assert_eq!(p.top_urls[0], ("/a".to_string(), 7));
+        let a = &p.documents[0];
+        assert_eq!((a.path.as_str(), a.references, a.bytes), ("/a", 7, 5));
+        assert_eq!(p.documents[2].bytes, 0);
         assert_eq!(
             (p.lorenz[0], *p.lorenz.last().unwrap()),
             ((0.0, 0.0), (1.0, 1.0))
@@ -201,7 +224,7 @@ mod tests {
             let path = if rng.next_f64() < 0.5 { "/x" } else { "/y" };
             refs.push((path, t as i64));
         }
-        let p = popularity(&refs);
+        let p = popularity(&refs, &HashMap::new());
         let ir = p.inter_reference;
         assert_eq!(ir.urls, 2);
         assert!((ir.median_cv.unwrap() - 1.0).abs() < 0.1, "{ir:?}");

@@ -1,10 +1,13 @@
 //! A size distribution: mean and median, the CCDF, a lognormal body and a Pareto tail.
 //!
 //! The tail is fitted first ([`super::hill`]: Hill estimator, cut by the KS rule); the body
-//! is the lognormal fitted by maximum likelihood to the values below the cut (a plain fit of
-//! the body, not a truncated-lognormal MLE, so σ is somewhat under-estimated when much mass
-//! lies near the cut; the CCDF chart shows how close it comes). Together they are the SURGE
-//! model of Barford & Crovella (1998), which `webscope fileset --heavy-tail` generates.
+//! is the lognormal fitted by maximum likelihood to the values below the cut, as a lognormal
+//! truncated there ([`Lognormal::fit_below`]). Together they are the SURGE model of Barford &
+//! Crovella (1998), which `webscope fileset --heavy-tail` generates.
+//!
+//! Known limit: the KS rule tends to place the cut somewhat above a mixture's true junction,
+//! and the body's lognormal cannot follow the tail's first values left under it, so the
+//! model's CCDF can stray by several points just below the cut (a unit test bounds it at 8).
 
 use super::hill::{self, HillPoint, TailFit};
 use super::lognormal::Lognormal;
@@ -25,7 +28,8 @@ pub struct SizeFigures {
     pub ccdf: Vec<(f64, f64)>,
     /// The Pareto tail (Hill estimator at the chosen cut), when there are enough values.
     pub tail: Option<TailFit>,
-    /// The lognormal fitted below the cut (to all values when there is no tail fit).
+    /// The lognormal fitted below the cut, truncated there (to all values when there is no
+    /// tail fit).
     pub body: Option<Lognormal>,
     /// The Hill plot: α̂ against the number of order statistics k.
     pub hill: Vec<HillPoint>,
@@ -49,7 +53,7 @@ impl SizeFigures {
         };
         let tail = hill::fit_tail(&desc);
         let body = match tail {
-            Some(t) => Lognormal::fit(desc[t.tail..].iter().copied().filter(|&x| x < t.x_min)),
+            Some(t) => Lognormal::fit_below(&desc[t.tail..], t.x_min),
             None => Lognormal::fit(desc.iter().copied()),
         };
         SizeFigures {
@@ -89,6 +93,46 @@ impl SizeFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use webscope_workload::Rng;
+
+    #[test]
+    fn the_model_ccdf_is_continuous_at_the_cut_and_falls() {
+        // A lognormal body under a Pareto tail: the model at the cut is the tail's share from
+        // both sides, and falls from 1 to 0.
+        let mut rng = Rng::new(8);
+        let s = SizeFigures::new((0..20_000).map(|_| {
+            if rng.next_f64() < 0.8 {
+                loop {
+                    let x = (7.0 + rng.normal()).exp();
+                    if x < 10_000.0 {
+                        break x as u64 + 1;
+                    }
+                }
+            } else {
+                (10_000.0 * rng.next_open_f64().powf(-1.0 / 1.3)) as u64
+            }
+        }));
+        let tail = s.tail.unwrap();
+        let share = tail.tail as f64 / tail.n as f64;
+        let below = s.model_ccdf(tail.x_min * 0.999_999).unwrap();
+        let at = s.model_ccdf(tail.x_min).unwrap();
+        assert!(
+            (below - share).abs() < 1e-3 && (at - share).abs() < 1e-9,
+            "{below} {at} {share}"
+        );
+        assert!((s.model_ccdf(1.0).unwrap() - 1.0).abs() < 1e-3);
+        let xs = [10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
+        let ps: Vec<f64> = xs.iter().map(|&x| s.model_ccdf(x).unwrap()).collect();
+        assert!(ps.windows(2).all(|w| w[0] >= w[1]), "{ps:?}");
+        // And it follows the sample: within 0.01 of the empirical CCDF above the cut, within
+        // 0.08 below it (the worst just below the cut, where the body's lognormal cannot
+        // follow the first values of the tail that the KS rule left under the cut).
+        for &(x, p) in &s.ccdf {
+            let m = s.model_ccdf(x).unwrap();
+            let bound = if x >= tail.x_min { 0.01 } else { 0.08 };
+            assert!((m - p).abs() < bound, "at {x}: model {m}, sample {p}");
+        }
+    }
 
     #[test]
     fn mean_median_ccdf() {
@@ -99,6 +143,7 @@ mod tests {
         assert!(s.tail.is_none(), "four values have no tail fit");
         assert!(s.body.is_some());
         let empty = SizeFigures::new(std::iter::empty());
+        assert_eq!(empty.model_ccdf(10.0), None);
         assert_eq!((empty.count, empty.median), (0, 0.0));
     }
 }

@@ -25,10 +25,16 @@ fn a_small_log_characterized() {
         )
         .unwrap(),
     );
+    let bad = BadLine {
+        file: 0,
+        line: 3,
+        text: "192.0.2.7 - - [garbage".to_string(),
+        why: "bad [time] field",
+    };
     let parsed = Parsed {
         entries,
         bad_lines: 2,
-        bad_examples: Vec::new(),
+        bad_examples: vec![bad],
         lines: 8,
     };
     let c = characterize(&parsed);
@@ -55,5 +61,11 @@ fn a_small_log_characterized() {
     assert_eq!(remote.verdict, Verdict::CannotTell);
     let success = &c.invariants[0];
     assert_eq!(success.verdict, Verdict::Differs, "{success:?}");
-    serde_json::to_string(&c).unwrap();
+    // No client address is written out, not even in the bad lines shown.
+    let json = serde_json::to_string(&c).unwrap();
+    assert!(
+        !json.contains("10.0.0.") && !json.contains("192.0.2.7"),
+        "{json}"
+    );
+    assert_eq!(c.bad_examples[0].text, "<client> - - [garbage");
 }

@@ -15,12 +15,16 @@ pub struct Series {
     pub start_unix: i64,
     /// Requests in each bin.
     pub counts: Vec<u64>,
-    /// Mean requests per bin.
-    pub mean: f64,
-    /// Most requests in a bin.
-    pub peak: u64,
-    /// peak / mean: how much capacity above the average the busiest bin needed.
-    pub peak_to_mean: f64,
+    /// Bins wholly inside the log (from its first second to its last): only they are compared,
+    /// since a bin the log covers in part would read as a lull.
+    pub whole_bins: usize,
+    /// Mean requests per whole bin.
+    pub mean: Option<f64>,
+    /// Most requests in a whole bin.
+    pub peak: Option<u64>,
+    /// peak / mean over the whole bins: how much capacity above the average the busiest bin
+    /// needed. `None` with fewer than two whole bins.
+    pub peak_to_mean: Option<f64>,
 }
 
 impl Series {
@@ -32,9 +36,10 @@ impl Series {
                 bin_s,
                 start_unix: 0,
                 counts: Vec::new(),
-                mean: 0.0,
-                peak: 0,
-                peak_to_mean: 0.0,
+                whole_bins: 0,
+                mean: None,
+                peak: None,
+                peak_to_mean: None,
             };
         };
         let start = first.div_euclid(bin) * bin;
@@ -43,15 +48,30 @@ impl Series {
         for &t in times {
             counts[((t - start) / bin) as usize] += 1;
         }
-        let mean = times.len() as f64 / bins as f64;
-        let peak = counts.iter().copied().max().unwrap_or(0);
+        let whole: Vec<u64> = counts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                let lo = start + *i as i64 * bin;
+                lo >= first && lo + bin - 1 <= last
+            })
+            .map(|(_, &c)| c)
+            .collect();
+        let mean =
+            (!whole.is_empty()).then(|| whole.iter().sum::<u64>() as f64 / whole.len() as f64);
+        let peak = whole.iter().copied().max();
+        let peak_to_mean = match (mean, peak) {
+            (Some(m), Some(p)) if whole.len() >= 2 && m > 0.0 => Some(p as f64 / m),
+            _ => None,
+        };
         Series {
             bin_s,
             start_unix: start,
             counts,
+            whole_bins: whole.len(),
             mean,
             peak,
-            peak_to_mean: if mean > 0.0 { peak as f64 / mean } else { 0.0 },
+            peak_to_mean,
         }
     }
 }
@@ -151,10 +171,16 @@ mod tests {
 
     #[test]
     fn bins_and_peak_to_mean() {
-        // 60..179: two minutes; three requests in the first, one in the second.
-        let s = Series::new(&[61, 62, 119, 170], 60);
-        assert_eq!((s.start_unix, s.counts.clone()), (60, vec![3, 1]));
-        assert_eq!((s.mean, s.peak, s.peak_to_mean), (2.0, 3, 1.5));
+        // From 0:00 to 3:59: four whole minutes of 3, 1, 0 and 4 requests.
+        let s = Series::new(&[0, 30, 59, 61, 180, 190, 200, 239], 60);
+        assert_eq!((s.start_unix, s.counts.clone()), (0, vec![3, 1, 0, 4]));
+        assert_eq!((s.whole_bins, s.mean, s.peak), (4, Some(2.0), Some(4)));
+        assert_eq!(s.peak_to_mean, Some(2.0));
+        // From 0:59 to 2:10: only 1:00-1:59 is wholly inside; the partial minutes, though
+        // charted, are not compared.
+        let s = Series::new(&[59, 60, 61, 62, 130], 60);
+        assert_eq!((s.counts.clone(), s.whole_bins), (vec![1, 3, 1], 1));
+        assert_eq!((s.peak, s.peak_to_mean), (Some(3), None));
         assert!(Series::new(&[], 60).counts.is_empty());
     }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand: its flags (`Args`) and the `run` function that turns them into
 //! a library call.
 
+pub mod characterize;
 pub mod compare;
 pub mod distribute;
 pub mod fileset;

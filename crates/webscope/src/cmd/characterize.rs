@@ -1,0 +1,119 @@
+//! `webscope characterize`: read access logs and describe the traffic in them — rate,
+//! mix, popularity, sizes, burstiness, clients — with the fits a workload is built from and
+//! the published invariants of Web-server workloads beside them. A page, a JSON file and a
+//! short summary on the terminal.
+
+mod page;
+mod summary;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use webscope_accesslog::characterize::{characterize, Characterization};
+use webscope_accesslog::{read_logs_with_progress, Format};
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    webscope characterize /var/log/nginx/access.log                 # the summary on the terminal
+    webscope characterize access.log access.log.1 access.log.*.gz --out site/   # + site/index.html, site/report.json
+    webscope characterize --format nginx-timed access.log           # combined + $request_time
+    webscope characterize --format apache-timed access_log          # combined + %D (microseconds)
+
+Lines that do not parse are counted and the first few shown; the files may be given in any
+order (the entries are sorted by time). Client addresses are used only for counting and are
+written nowhere.";
+
+/// Characterize access logs (Common or Combined Log Format, plain or gzip): requests, rate
+/// over time, methods and statuses, popularity with a Zipf exponent fitted by maximum
+/// likelihood, transfer sizes with a lognormal body and a Pareto tail (Hill estimator), the
+/// burstiness of arrivals (index of dispersion, Hurst parameter), clients, and Arlitt &
+/// Williamson's invariants of Web-server workloads beside this log's figures.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// Access logs, plain or gzip (told by content), in any order.
+    #[arg(value_name = "LOG", required = true)]
+    logs: Vec<PathBuf>,
+    /// Write index.html (charts) and report.json here.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// The log format: auto (common or combined, per line), common, combined, nginx-timed
+    /// (combined + $request_time in seconds), apache-timed (combined + %D in microseconds).
+    #[arg(long, value_name = "F", default_value = "auto", value_parser = parse_format)]
+    format: FormatArg,
+    /// No progress line while reading (there is none either when stderr is not a terminal).
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+/// `--format`: `None` auto-detects.
+#[derive(Debug, Clone, Copy)]
+struct FormatArg(Option<Format>);
+
+fn parse_format(text: &str) -> Result<FormatArg, String> {
+    if text.eq_ignore_ascii_case("auto") {
+        return Ok(FormatArg(None));
+    }
+    text.parse().map(|f| FormatArg(Some(f)))
+}
+
+/// What report.json holds: the logs read and how, then the figures.
+#[derive(serde::Serialize)]
+struct ReportFile<'a> {
+    logs: Vec<String>,
+    format: String,
+    #[serde(flatten)]
+    figures: &'a Characterization,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    // Before the logs are read, which may take minutes: an --out that cannot be written is
+    // said at once.
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!("cannot create {} (choose a writable --out)", dir.display())
+        })?;
+    }
+    let progress = progress_bar(args.quiet);
+    let parsed = read_logs_with_progress(&args.logs, args.format.0, &mut |lines| {
+        progress.set_message(format!("{lines} lines read"));
+    });
+    progress.finish_and_clear();
+    let parsed = parsed?;
+    let figures = characterize(&parsed);
+    let names: Vec<String> = args.logs.iter().map(|p| p.display().to_string()).collect();
+    let mut out = std::io::stdout().lock();
+    out.write_all(summary::text(&figures, &names).as_bytes())?;
+    if let Some(dir) = &args.out {
+        let report = ReportFile {
+            logs: names.clone(),
+            format: webscope_accesslog::Format::describe(args.format.0),
+            figures: &figures,
+        };
+        let json = dir.join("report.json");
+        std::fs::write(&json, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("cannot write {}", json.display()))?;
+        let html = dir.join("index.html");
+        std::fs::write(&html, page::page(&figures, &names).to_html())
+            .with_context(|| format!("cannot write {}", html.display()))?;
+        writeln!(out, "Wrote {} and {}", html.display(), json.display())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// A spinner with the lines read, on a terminal only.
+fn progress_bar(quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} reading logs: {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
