@@ -6,7 +6,7 @@
 //! CPU but the embedded server's.
 //!
 //! The same segments as the pods of an Indexed Job are the `kubernetes` module's, on this
-//! module's [`Plan`] and [`load_args`].
+//! module's [`Plan`] and its load flags (`load_args`).
 //!
 //! Not for: choosing the probes (the search) nor judging them (`probe`); TLS, whose settings
 //! the lab holds in memory rather than as flags a process could be given.
