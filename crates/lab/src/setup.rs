@@ -86,11 +86,6 @@ fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<(
     if !(options.embedded_tls || options.http2) {
         return Ok(());
     }
-    if options.http2 && chosen.iter().any(|e| e.name == "capacity") {
-        // The generator's open loop speaks HTTP/1.1 only; an HTTP/2 probe would need its
-        // streams paced on the schedule.
-        bail!("--http2 and the capacity experiment: the load generator's open loop (--rate) speaks HTTP/1.1 only for now; run capacity with --tls (HTTPS/1.1) or without either");
-    }
     if let Some(other) = chosen
         .iter()
         .find(|e| !SECURE_EXPERIMENTS.contains(&e.name))

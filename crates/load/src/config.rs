@@ -276,9 +276,6 @@ impl Config {
             if self.mode == Mode::Close {
                 return bad("--close with HTTP/2: a connection per request would be HTTP/1.0's pattern; leave --close out");
             }
-            if matches!(self.pacing, Pacing::Open { .. }) {
-                return bad("--rate with HTTP/2 is not supported yet: run HTTP/2 closed loop (-c connections x -m streams)");
-            }
             if !self.target.groups.is_empty() {
                 return bad("--group with HTTP/2 is not supported yet");
             }

@@ -162,10 +162,6 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
             "--tls is for the embedded server",
         ),
         (
-            &["--http2", "--experiment", "capacity"][..],
-            "open loop (--rate) speaks HTTP/1.1 only",
-        ),
-        (
             &["--tls", "--experiment", "capacity", "--segments", "2"][..],
             "--segments and --kubernetes run plain HTTP/1.1 probes",
         ),
@@ -189,15 +185,22 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
     }
 }
 
-/// The capacity search over HTTPS: every probe an open loop of TLS connections, one
-/// handshake each (a connection per request), judged as over plain HTTP.
+/// The capacity search over HTTPS and over HTTP/2: every probe an open loop of TLS
+/// connections (one handshake each, a connection per request) or of HTTP/2 streams, judged
+/// as over plain HTTP.
 #[test]
-fn the_capacity_search_runs_over_https() {
+fn the_capacity_search_runs_over_https_and_http2() {
+    for flag in ["--tls", "--http2"] {
+        capacity_over(flag);
+    }
+}
+
+fn capacity_over(flag: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let run = lab(
         tmp.path(),
         &[
-            "--tls",
+            flag,
             "--experiment",
             "capacity",
             "--duration",
@@ -214,8 +217,10 @@ fn the_capacity_search_runs_over_https() {
     let probes = report["capacity"]["probes"].as_array().unwrap();
     assert!(!probes.is_empty(), "{report}");
     for load in loads(tmp.path(), "capacity") {
-        assert_eq!(load["pacing"], "open", "{load}");
+        assert_eq!(load["pacing"], "open", "{flag}: {load}");
         assert!(load["target"].as_str().unwrap().starts_with("https://"));
-        assert!(load["tls"]["full"].as_u64().unwrap() > 0, "{load}");
+        assert!(load["tls"]["full"].as_u64().unwrap() > 0, "{flag}: {load}");
+        let h2 = load["protocol"].as_str().unwrap().starts_with("HTTP/2");
+        assert_eq!(h2, flag == "--http2", "{flag}: {load}");
     }
 }

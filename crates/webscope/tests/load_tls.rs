@@ -170,6 +170,24 @@ fn http2_against_nginx_over_tls_and_with_prior_knowledge() {
     let (r, summary) = load(&[&url, "--h2c", "-M", "4", "-c", "2"], &json);
     assert!(r["requests"].as_u64().unwrap() > 100, "{summary}");
     assert_eq!(r["errors"]["total"], 0, "{summary}");
+    // Open loop over HTTP/2: the streams take the schedule's slots, the rate is kept, and the
+    // latency is counted from each slot's time beside the uncorrected one.
+    let (r, summary) = load(
+        &[&url, "--h2c", "-M", "8", "-c", "1", "--rate", "400"],
+        &json,
+    );
+    assert_eq!(r["pacing"], "open", "{summary}");
+    let done = r["requests"].as_u64().unwrap() + r["not_sent"].as_u64().unwrap();
+    assert!(
+        (392..=408).contains(&done),
+        "{done} slots in 1 s at 400/s: {summary}"
+    );
+    assert!(r["not_sent"].as_u64().unwrap() <= 4, "{summary}");
+    assert!(
+        r["uncorrected_latency_us"]["count"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    assert_eq!(r["errors"]["total"], 0, "{summary}");
     // HTTP/2 refuses what it cannot do, in one line.
     let out = webscope()
         .args(["load", &url, "--h2c", "--close", "-d", "1s"])

@@ -260,8 +260,18 @@ fn open_loop(rate: f64, ctx: &Ctx<'_>, settings: &Settings) -> anyhow::Result<Co
         max_connections: MAX_CONNECTIONS,
     };
     speak(&mut config, ctx.target);
+    if ctx.target.http2 {
+        // HTTP/2's concurrency is its streams: a few connections of many streams, as a
+        // browser holds them, stand where HTTP/1.1 opens up to MAX_CONNECTIONS.
+        config.connections = H2_CONNECTIONS;
+        config.http2 = Some(H2_STREAMS);
+    }
     Ok(config)
 }
+
+/// An HTTP/2 probe's connections and streams on each (the concurrency its open loop may use).
+const H2_CONNECTIONS: usize = 4;
+const H2_STREAMS: usize = 100;
 
 /// A fifth of the probe, from 0.2 s to 2 s: long enough to open connections and warm the
 /// server's caches, short enough not to double the search's time.

@@ -1,5 +1,11 @@
 //! The HTTP/2 engine (`--http2`, `--h2c`): the `h2` crate's client on the worker thread's
-//! runtime, `-m` streams per connection in closed loop, as h2load runs them.
+//! runtime, `-m` streams per connection in closed loop, as h2load runs them. In open loop
+//! (`--rate`) the same `-c × -m` streams take the schedule's slots as they fall due: a free
+//! stream claims the next slot and sends it at its time; a slot that falls due while every
+//! stream is busy waits for one, its latency counted from its due time (the
+//! coordinated-omission correction, as the HTTP/1.1 engine counts it), and slots no stream
+//! claimed before the run's end are counted as not sent. Streams are HTTP/2's connections:
+//! `-M` is the limit an open loop grows to, where HTTP/1.1 opens more connections.
 //!
 //! Why the h2 crate and not hand-written framing: HTTP/2's framing, HPACK and flow control are
 //! a protocol's worth of state, and the crate is the one hyper uses; a stream is a task on the
@@ -232,11 +238,30 @@ async fn stream_loop(
         "http"
     };
     while Instant::now() < shared.end {
+        // Open loop: the next slot, sent at its time. A stream that was still busy when its
+        // slot fell due kept the request waiting: its latency counts from the due time.
+        let waited = match &shared.schedule {
+            Some(schedule) => {
+                if schedule.peek() >= shared.end {
+                    break;
+                }
+                let free_at = Instant::now();
+                let (intended, _) = schedule.claim();
+                if intended > free_at {
+                    tokio::time::sleep_until(intended.into()).await;
+                }
+                let mut recorder = shared.recorder.borrow_mut();
+                recorder.sent_after(Instant::now(), intended);
+                (free_at > intended).then_some(intended)
+            }
+            None => None,
+        };
         let index = shared.requests.pick_index(&mut rng);
         let entry = shared.requests.entry(index);
         let class = entry.class as usize;
         let sent = Instant::now();
-        in_flight.borrow_mut()[slot] = Some((sent, class));
+        let from = waited.unwrap_or(sent);
+        in_flight.borrow_mut()[slot] = Some((from, class));
         let result = tokio::time::timeout(
             shared.timeout,
             exchange(&shared, sender.clone(), scheme, index),
@@ -253,16 +278,24 @@ async fn stream_loop(
             );
         }
         match result {
-            Ok((status, bytes, first)) => count_response(
-                &mut recorder,
-                Response {
-                    class,
-                    status,
-                    bytes,
-                    latency: (now - sent).as_nanos() as u64,
-                    ttfb: (first - sent).as_nanos() as u64,
-                },
-            ),
+            Ok((status, bytes, first)) => {
+                count_response(
+                    &mut recorder,
+                    Response {
+                        class,
+                        status,
+                        bytes,
+                        latency: (now - from).as_nanos() as u64,
+                        ttfb: (first - sent).as_nanos() as u64,
+                    },
+                );
+                if shared.schedule.is_some() {
+                    record(
+                        &mut recorder.classes[class].uncorrected,
+                        (now - sent).as_nanos() as u64,
+                    );
+                }
+            }
             // The server closed the connection before taking this request: not a failure
             // of the request (it was never processed), the end of the connection.
             Err(None) => return true,
