@@ -159,7 +159,7 @@ struct Flags {
     /// Open loop: evenly spaced sends, or a Poisson process.
     #[arg(long, value_name = "KIND", default_value = "constant", value_parser = ["constant", "poisson"], requires = "rate")]
     arrivals: String,
-    /// Open loop: connections may grow to this many when all are busy [default: max(1000, -c)].
+    /// Open loop: connections may grow to this many when all are busy (HTTP/2: the -c × -M streams are the limit) [default: max(1000, -c)].
     #[arg(long, value_name = "N", requires = "rate")]
     max_connections: Option<usize>,
     /// A new TCP connection per request (Connection: close), as WebStone's HTTP/1.0 clients.
