@@ -38,6 +38,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
     )?;
     // Before anything is written: a dead or misconfigured target is one line and exit 1.
     let preflight = setup::preflight(options, &target, &fileset, &expect)?;
+    let preflight = format!("{preflight} {}", setup::warm_page_cache(&target, &fileset));
     setup::prepare_out(&options.out)?;
     let (server_cpu, load_cpu) = (placement.server_cpu, placement.load_cpu);
     let mut lab = setup::lab_record(
