@@ -123,13 +123,17 @@ fn sentence(steps: &[Step], stopped: Option<&str>) -> String {
         None => "The server did not meet the objective with the site's own traffic even at the logged pace".into(),
     };
     let why = stopped.map_or(String::new(), |s| format!("; {s}"));
+    // A run the generator could not offer measured the generator: the cost is read at the
+    // last speed-up where both runs were judged on the server.
+    let judged = |s: &&Step| s.p99_ms > 0.0 && matches!(s.judged.outcome.as_str(), "pass" | "fail");
     let cost = steps
         .iter()
         .rev()
-        .filter(|s| s.judged.arrivals == "logged" && s.p99_ms > 0.0)
+        .filter(|s| s.judged.arrivals == "logged")
+        .filter(judged)
         .find_map(|l| {
-            let p = steps.iter().find(|p| {
-                p.judged.arrivals == "poisson" && p.judged.speed == l.judged.speed && p.p99_ms > 0.0
+            let p = steps.iter().filter(judged).find(|p| {
+                p.judged.arrivals == "poisson" && p.judged.speed == l.judged.speed
             })?;
             Some((l, p))
         })
@@ -182,4 +186,49 @@ fn step_json(s: &Step) -> Value {
         "p50_ms": s.p50_ms, "p99_ms": s.p99_ms, "p999_ms": s.p999_ms,
         "verdict": s.judged.outcome, "reason": s.judged.reason, "bound": s.judged.bound,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(speed: f64, arrivals: &str, p99_ms: f64, outcome: &str) -> Step {
+        Step {
+            name: format!("{arrivals}-{speed}"),
+            judged: Judged {
+                speed,
+                arrivals: arrivals.into(),
+                offered_rps: 100.0 * speed,
+                outcome: outcome.into(),
+                reason: String::new(),
+                bound: String::new(),
+            },
+            achieved_rps: 100.0 * speed,
+            p50_ms: 1.0,
+            p99_ms,
+            p999_ms: p99_ms,
+        }
+    }
+
+    #[test]
+    fn the_burstiness_cost_is_read_where_both_runs_measured_the_server() {
+        let steps = [
+            step(1.0, "logged", 2.0, "pass"),
+            step(1.0, "poisson", 1.0, "pass"),
+            step(2.0, "logged", 6.0, "pass"),
+            step(2.0, "poisson", 2.0, "pass"),
+            step(4.0, "logged", 300.0, "generator"),
+            step(4.0, "poisson", 500.0, "generator"),
+        ];
+        let said = sentence(&steps, Some("at 4× the generator could not offer the log"));
+        assert!(
+            said.contains("up to 2× the logged pace (200 req/s)"),
+            "{said}"
+        );
+        assert!(
+            said.contains("At 2× the log's arrivals gave a p99 of 6.00 ms against 2.00 ms"),
+            "{said}"
+        );
+        assert_eq!(kept_up_to(&steps), Some(2.0));
+    }
 }
