@@ -15,12 +15,9 @@ use serde::{Deserialize, Serialize};
 use webscope_load::replay::Replay;
 use webscope_load::{Arrivals, Config, Mode, Pacing, Target as LoadTarget};
 
-use crate::bottleneck;
-use crate::capacity::probe::{figures, judge, late_limit, outcome_word};
-use crate::health::{Expect, Health};
+use crate::capacity::probe::{judge_run, outcome_word};
 use crate::measure::measure;
 use crate::record::{write_json, RunRecord};
-use crate::render::evidence::evidence;
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
 
@@ -207,28 +204,15 @@ impl ReplaySweep {
         run: &Run<'_, Step>,
         ctx: &Ctx<'_>,
     ) -> anyhow::Result<Judged> {
-        let slo = &ctx.options.capacity.slo;
-        let figures = figures(record, run.dir, slo).context("the run's figures")?;
-        let expect = Expect::parse(&ctx.options.judge.expect_status).map_err(anyhow::Error::msg)?;
-        let health = Health::of(&record.load, &expect, ctx.options.judge.max_error_pct);
-        let mut seen = evidence(record, &health);
-        // Slots not sent are judged with the objective below, as in a capacity probe.
-        seen.missed_rate = None;
-        let verdict = bottleneck::judge(&seen);
-        let (outcome, reason, _) = judge(
-            slo,
-            &figures,
-            late_limit(ctx.duration),
-            verdict.bound,
-            &verdict.reading,
-        );
+        let on = judge_run(record, run.dir, ctx, &ctx.options.capacity.slo)
+            .context("the run's verdict")?;
         Ok(Judged {
             speed: step.speed,
             arrivals: step.arrivals().into(),
             offered_rps: rate,
-            outcome: outcome_word(&outcome).into(),
-            reason,
-            bound: verdict.bound.label().into(),
+            outcome: outcome_word(&on.outcome).into(),
+            reason: on.reason,
+            bound: on.verdict.bound.label().into(),
         })
     }
 }

@@ -77,7 +77,7 @@ pub use merge::{merge, Part};
 pub use pace::{missed_rate, MissedRate, NOT_SENT_LIMIT};
 pub use recorder::{Failure, FAILURES};
 pub use report::histograms::ClassHistograms;
-pub use report::text::format_us;
+pub use report::text::{format_us, thousands};
 pub use report::{
     ClassReport, Errors, Figures, Generator, IntervalReport, Latency, Report, RunCounts, TlsReport,
 };

@@ -5,6 +5,8 @@
 //! Not for judging the server: a run that missed its rate measured the server at the rate the
 //! generator managed, and says so; how fast the server answered is the latency's business.
 
+use crate::report::text::thousands;
+
 /// An open-loop run missed its rate when more than this share of its schedule's slots was
 /// never sent (the same figure as `--threshold late<=…`). The open-loop test of a kept rate
 /// allows 1 % as well: a busy machine may deschedule the generator across the run's last
@@ -46,27 +48,14 @@ impl MissedRate {
     pub fn sentence(&self) -> String {
         format!(
             "open loop missed its rate: {} req/s asked, {} sent ({:.1} %); {} requests ({:.1} % of those due; limit {:.0} %) were never sent, no connection being free in time (all --max-connections busy, or the generator too slow): the figures describe the generator's pace, not the server at the rate asked",
-            group(self.asked),
-            group(self.sent),
+            thousands(self.asked),
+            thousands(self.sent),
             100.0 * self.sent / self.asked,
             self.not_sent,
             100.0 * self.not_sent_share,
             100.0 * NOT_SENT_LIMIT
         )
     }
-}
-
-/// `46486.3` as `46 486`: rates people compare at a glance.
-fn group(v: f64) -> String {
-    let digits = format!("{:.0}", v.max(0.0));
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

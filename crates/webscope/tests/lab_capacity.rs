@@ -197,6 +197,15 @@ struct FixedCost {
 }
 
 impl FixedCost {
+    /// A temporary folder with a file set in it, and the server serving it.
+    fn with_set(mode: &str, cost_ms: f64) -> (tempfile::TempDir, std::path::PathBuf, FixedCost) {
+        let tmp = tempfile::tempdir().unwrap();
+        let set = tmp.path().join("set");
+        lab_support::tiny_fileset(&set);
+        let server = FixedCost::start(mode, cost_ms, &set, tmp.path());
+        (tmp, set, server)
+    }
+
     fn start(mode: &str, cost_ms: f64, root: &Path, dir: &Path) -> FixedCost {
         use std::io::BufRead;
         let script = dir.join("fixed_cost.py");
@@ -245,15 +254,12 @@ fn failed_below(c: &serde_json::Value, rate: f64) -> Vec<String> {
 fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_what_its_cpu_could()
 {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let tmp = tempfile::tempdir().unwrap();
-    let set = tmp.path().join("set");
-    lab_support::tiny_fileset(&set);
     // Capacity by construction: one request at a time, 10 ms each, is 100 req/s. Above it
     // the queue grows by the excess every second, and the latency with it (constant
     // arrivals: 3 % over for 1.2 s is 4 requests waiting, 40 ms more); below it each request
     // waits only for itself.
     const COST_MS: f64 = 10.0;
-    let server = FixedCost::start("sleep", COST_MS, &set, tmp.path());
+    let (tmp, set, server) = FixedCost::with_set("sleep", COST_MS);
     let c = capacity(
         &server.base_url,
         &set,
@@ -348,14 +354,11 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
 #[test]
 fn a_server_that_spends_4ms_of_cpu_a_request_has_the_operational_law_bound_of_250_per_second() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let tmp = tempfile::tempdir().unwrap();
-    let set = tmp.path().join("set");
-    lab_support::tiny_fileset(&set);
     // D = 4 ms of CPU a request on one CPU (the server is pinned to CPU 0): 1/D = 250 req/s,
     // whatever else runs on that CPU, because D = U/X counts the server's own CPU time.
     // Python's own work per request (accept, read, the file, send) adds a little to it.
     const COST_MS: f64 = 4.0;
-    let server = FixedCost::start("spin", COST_MS, &set, tmp.path());
+    let (tmp, set, server) = FixedCost::with_set("spin", COST_MS);
     let c = capacity(
         &server.base_url,
         &set,
@@ -402,10 +405,7 @@ fn a_server_that_spends_4ms_of_cpu_a_request_has_the_operational_law_bound_of_25
 fn each_probe_can_run_as_a_kubernetes_job_whose_pods_results_are_merged() {
     use std::os::unix::fs::PermissionsExt;
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let tmp = tempfile::tempdir().unwrap();
-    let set = tmp.path().join("set");
-    lab_support::tiny_fileset(&set);
-    let server = FixedCost::start("sleep", 10.0, &set, tmp.path());
+    let (tmp, set, server) = FixedCost::with_set("sleep", 10.0);
     // The cluster: a kubectl of the test's on PATH that runs each pod's command here.
     let bin = tmp.path().join("bin");
     let cluster = tmp.path().join("cluster");

@@ -197,24 +197,13 @@ pub fn run(
         ),
         measured,
     );
-    let figures = figures(&record, run_dir, &settings.slo)?;
-    let expect = Expect::parse(&ctx.options.judge.expect_status).map_err(anyhow::Error::msg)?;
-    let health = Health::of(&record.load, &expect, ctx.options.judge.max_error_pct);
-    // Requests never sent are judged by the probe's own lateness rule below, with the
-    // objective: when the server's latency fails too, its slowness is what held every
-    // connection busy, and the probe is a server's fail, not the generator's (which the
-    // verdict's missed-rate rule, blind to the objective, would make it).
-    let mut seen = evidence(&record, &health);
-    seen.missed_rate = None;
-    let verdict = bottleneck::judge(&seen);
-    let late = late_limit(ctx.duration);
-    let (outcome, reason, checks) = judge(
-        &settings.slo,
-        &figures,
-        late,
-        verdict.bound,
-        &verdict.reading,
-    );
+    let OnObjective {
+        outcome,
+        reason,
+        checks,
+        late_share,
+        verdict,
+    } = judge_run(&record, run_dir, ctx, &settings.slo)?;
     ctx.bar.set_message(format!("{label}: cooling down"));
     let cooldown = port.map_or_else(Cooldown::default, |p| cool_down(p, open_before));
     let judged = Judged {
@@ -231,7 +220,7 @@ pub fn run(
                 line: c.line(),
             })
             .collect(),
-        late_share: figures.late_share,
+        late_share,
         bound: verdict.bound.label().into(),
         bound_reading: verdict.reading,
         warmup_s: warmup.as_secs_f64(),
@@ -239,6 +228,52 @@ pub fn run(
     };
     write_json(&run_dir.join("probe.json"), &judged)?;
     Ok((record, judged))
+}
+
+/// An open-loop run judged on an objective, with the generator's health as a condition.
+pub struct OnObjective {
+    pub outcome: Outcome,
+    /// Why, in one sentence.
+    pub reason: String,
+    pub checks: Vec<Check>,
+    /// Requests not sent on time over requests due.
+    pub late_share: Option<f64>,
+    /// The lab's verdict on what bounds the run.
+    pub verdict: bottleneck::Verdict,
+}
+
+/// Judges the measured open-loop run `record` (its files in `run_dir`) on `slo`: a capacity
+/// probe, and a replay run of the replay experiment, alike.
+pub fn judge_run(
+    record: &RunRecord,
+    run_dir: &Path,
+    ctx: &Ctx<'_>,
+    slo: &Slo,
+) -> anyhow::Result<OnObjective> {
+    let figures = figures(record, run_dir, slo)?;
+    let expect = Expect::parse(&ctx.options.judge.expect_status).map_err(anyhow::Error::msg)?;
+    let health = Health::of(&record.load, &expect, ctx.options.judge.max_error_pct);
+    // Requests never sent are judged by [`judge`]'s lateness rule, with the objective: when
+    // the server's latency fails too, its slowness is what held every connection busy, and
+    // the run is the server's fail, not the generator's (which the verdict's missed-rate
+    // rule, blind to the objective, would make it).
+    let mut seen = evidence(record, &health);
+    seen.missed_rate = None;
+    let verdict = bottleneck::judge(&seen);
+    let (outcome, reason, checks) = judge(
+        slo,
+        &figures,
+        late_limit(ctx.duration),
+        verdict.bound,
+        &verdict.reading,
+    );
+    Ok(OnObjective {
+        outcome,
+        reason,
+        checks,
+        late_share: figures.late_share,
+        verdict,
+    })
 }
 
 /// The probe's load: open loop at `rate` on the file set, one generator thread as every lab
@@ -288,7 +323,7 @@ fn arrivals_word(settings: &Settings) -> &'static str {
 
 /// The probe's figures for the objective: the load's own (latency quantiles from the run's
 /// histogram log when the report's percentiles lack one), and the server's CPU share.
-pub fn figures(record: &RunRecord, run_dir: &Path, slo: &Slo) -> anyhow::Result<Measured> {
+fn figures(record: &RunRecord, run_dir: &Path, slo: &Slo) -> anyhow::Result<Measured> {
     let mut report: Report =
         serde_json::from_value(record.load.clone()).context("the probe's load report")?;
     let quantiles = slo.quantiles();

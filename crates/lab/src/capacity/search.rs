@@ -11,6 +11,8 @@
 
 use std::collections::BTreeMap;
 
+use webscope_load::thousands;
+
 /// How a search is run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -281,19 +283,6 @@ impl Ending {
             ),
         }
     }
-}
-
-/// 41800 → "41 800" (a thin space would not survive every terminal; a space does).
-fn thousands(x: f64) -> String {
-    let digits = format!("{:.0}", x.max(0.0));
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

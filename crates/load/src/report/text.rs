@@ -7,6 +7,20 @@ use std::fmt::Write as _;
 use super::{Generator, IntervalReport, Latency, Report};
 use crate::replay::ReplayReport;
 
+/// `41800.3` as `41 800`: rates people compare at a glance (a space rather than a thin
+/// space, which not every terminal shows).
+pub fn thousands(v: f64) -> String {
+    let digits = format!("{:.0}", v.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Formats microseconds for people: `85us`, `1.25ms`, `2.00s`.
 pub fn format_us(us: f64) -> String {
     if us < 1000.0 {

@@ -324,20 +324,21 @@ impl Flags {
                 self.looped,
             )?),
         };
-        let target = match (&self.url, &self.fileset, &self.base) {
-            (url, _, base) if plan.is_some() => {
+        let target = match (&self.url, &self.fileset, &self.base, &plan) {
+            (url, _, base, Some(plan)) => {
                 let server = base.as_deref().or(url.as_deref()).context(
                     "--replay needs the server to send to: give its URL, e.g. --base http://127.0.0.1:8080/",
                 )?;
-                let replay = &plan.as_ref().expect("checked").replay;
-                Target::replay(server, replay)?
+                Target::replay(server, &plan.replay)?
             }
             _ if self.requests.is_some() => {
                 Target::request_list(self.requests.as_deref().unwrap_or(std::path::Path::new("")))?
             }
-            (url, _, _) if !self.groups.is_empty() => Target::groups(url.as_deref(), &self.groups)?,
-            (Some(url), _, _) => Target::url(url)?,
-            (None, Some(dir), Some(base)) => Target::fileset(dir, base)?,
+            (url, _, _, _) if !self.groups.is_empty() => {
+                Target::groups(url.as_deref(), &self.groups)?
+            }
+            (Some(url), _, _, _) => Target::url(url)?,
+            (None, Some(dir), Some(base), _) => Target::fileset(dir, base)?,
             _ => anyhow::bail!("give a URL, or --fileset DIR with --base URL"),
         };
         let connections = if target.groups.is_empty() {
