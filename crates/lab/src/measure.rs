@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use webscope_load::{Config, Report};
+use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target as LoadTarget};
 
 use super::progress::Progress;
 use super::record::{Measured, RunEnv};
+use super::runner::Ctx;
 use super::target::Target;
 
 /// Runs one load `config` against `target` with the monitor beside it. `label` goes on the
@@ -145,14 +146,53 @@ pub fn speak(config: &mut Config, target: &Target) {
     }
 }
 
+/// Requests an open-loop run may have in flight at once (the load command's default):
+/// beyond it, requests are counted as sent late.
+pub const MAX_CONNECTIONS: usize = 1000;
+
+/// An open-loop run of the lab's length on `load_target` at `rate`: one generator thread as
+/// every lab run, `connections` to start with (the loop opens more when all are busy, up to
+/// [`MAX_CONNECTIONS`]), keep-alive only with `--keep-alive`, spoken as the target is.
+pub fn open_loop(
+    load_target: LoadTarget,
+    connections: usize,
+    rate: f64,
+    arrivals: Arrivals,
+    ctx: &Ctx<'_>,
+) -> Config {
+    let mut config = Config::new(load_target);
+    config.threads = 1;
+    config.connections = connections;
+    config.duration = ctx.duration;
+    config.mode = if ctx.options.keep_alive {
+        Mode::KeepAlive
+    } else {
+        Mode::Close
+    };
+    config.pacing = Pacing::Open {
+        rate,
+        arrivals,
+        max_connections: MAX_CONNECTIONS,
+    };
+    speak(&mut config, ctx.target);
+    config
+}
+
+/// The size of the ephemeral port range (`net.ipv4.ip_local_port_range`).
+pub fn ephemeral_ports() -> Option<f64> {
+    let text = sysctl("ip_local_port_range")?;
+    let mut it = text.split_whitespace().map(|v| v.parse::<f64>().ok());
+    let (low, high) = (it.next()??, it.next()??);
+    Some(high - low + 1.0)
+}
+
+fn sysctl(name: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}")).ok()
+}
+
 /// The limits a verdict compares against, as they are now.
 pub fn run_env(target: &Target) -> RunEnv {
-    let sysctl = |name: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}")).ok();
-    let port_range = sysctl("ip_local_port_range").and_then(|text| {
-        let mut it = text.split_whitespace().map(|v| v.parse::<f64>().ok());
-        let (low, high) = (it.next()??, it.next()??);
-        Some(high - low + 1.0)
-    });
+    let port_range = ephemeral_ports();
     let tw_buckets = sysctl("tcp_max_tw_buckets").and_then(|t| t.trim().parse().ok());
     let mut link_mbit = BTreeMap::new();
     if let Ok(dir) = std::fs::read_dir("/sys/class/net") {

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use webscope_load::replay::Replay;
-use webscope_load::{Arrivals, Config, Mode, Pacing, Target as LoadTarget};
+use webscope_load::{Arrivals, Target as LoadTarget};
 
 use crate::capacity::probe::{judge_run, outcome_word};
-use crate::measure::measure;
+use crate::measure::{self, measure};
 use crate::record::{write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
@@ -25,8 +25,6 @@ use crate::Options;
 pub const MOST_SPEED: f64 = 1024.0;
 /// Most runs: a logged and a Poisson run at each speed-up from 1 to [`MOST_SPEED`].
 const MOST_RUNS: usize = 22;
-/// Connections a replay may hold at once.
-const MAX_CONNECTIONS: usize = 1000;
 /// The seed of the Poisson runs' gaps.
 const SEED: u64 = 26;
 
@@ -87,6 +85,10 @@ impl Sweep for ReplaySweep {
         anyhow::ensure!(
             !logs.is_empty(),
             "the replay experiment replays an access log: give it with --workload LOG"
+        );
+        anyhow::ensure!(
+            !ctx.target.http2,
+            "the replay experiment speaks HTTP/1.1 only so far (over TLS with --tls): leave --http2 out"
         );
         let plan = webscope_load::replay_log::plan(logs, None, 1.0, true)?;
         Ok(ReplaySweep {
@@ -158,20 +160,8 @@ impl Sweep for ReplaySweep {
             replay = replay.with_poisson_times(SEED);
         }
         let rate = replay.mean_rate();
-        let mut config = Config::new(LoadTarget::replay(&ctx.target.base_url, &replay)?);
-        config.threads = 1;
-        config.connections = 4;
-        config.duration = ctx.duration;
-        config.mode = if ctx.options.keep_alive {
-            Mode::KeepAlive
-        } else {
-            Mode::Close
-        };
-        config.pacing = Pacing::Open {
-            rate,
-            arrivals: Arrivals::Constant,
-            max_connections: MAX_CONNECTIONS,
-        };
+        let target = LoadTarget::replay(&ctx.target.base_url, &replay)?;
+        let mut config = measure::open_loop(target, 4, rate, Arrivals::Constant, ctx);
         config.replay = Some(Arc::new(replay));
         let label = self.label(run);
         let measured = measure(run.dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?;

@@ -206,21 +206,44 @@ fn host_field(url: &Url) -> String {
     }
 }
 
+/// A base URL and the path prefix it puts before the set's or the log's paths.
+fn parse_base(base: &str) -> Result<(Url, String), Error> {
+    let parsed = parse_url(base)?;
+    if parsed.path.contains('?') {
+        return Err(Error::Url {
+            url: base.to_string(),
+            reason: "a base URL cannot have a query".into(),
+        });
+    }
+    let prefix = parsed.path.trim_end_matches('/').to_string();
+    Ok((parsed, prefix))
+}
+
 impl Target {
+    /// The server of `url`, described as `description`, with nothing to request yet: each
+    /// constructor adds its classes, paths and weights.
+    fn on(url: &Url, description: String) -> Result<Target, Error> {
+        Ok(Target {
+            addr: resolve(url)?,
+            host: host_field(url),
+            description,
+            classes: Vec::new(),
+            paths: Vec::new(),
+            weights: Vec::new(),
+            groups: Vec::new(),
+            tls_name: url.tls.then(|| url.host.clone()),
+            specs: Vec::new(),
+        })
+    }
+
     /// One URL, requested every time.
     pub fn url(url: &str) -> Result<Target, Error> {
         let parsed = parse_url(url)?;
         Ok(Target {
-            addr: resolve(&parsed)?,
-            host: host_field(&parsed),
-            description: url.to_string(),
             classes: vec!["all".to_string()],
-            paths: vec![(parsed.path, 0)],
+            paths: vec![(parsed.path.clone(), 0)],
             weights: vec![1.0],
-            groups: Vec::new(),
-
-            tls_name: parsed.tls.then(|| parsed.host.clone()),
-            specs: Vec::new(),
+            ..Target::on(&parsed, url.to_string())?
         })
     }
 
@@ -270,16 +293,14 @@ impl Target {
             .collect::<Vec<_>>()
             .join(" ");
         Ok(Target {
-            addr: resolve(&server)?,
-            host: host_field(&server),
-            description: format!("{} groups {description}", host_field(&server)),
             classes: groups.iter().map(|g| g.name.clone()).collect(),
             paths,
             weights: groups.iter().map(|g| g.connections as f64).collect(),
             groups: groups.iter().map(|g| g.connections).collect(),
-
-            tls_name: server.tls.then(|| server.host.clone()),
-            specs: Vec::new(),
+            ..Target::on(
+                &server,
+                format!("{} groups {description}", host_field(&server)),
+            )?
         })
     }
 
@@ -288,14 +309,7 @@ impl Target {
     /// access probabilities.
     pub fn fileset(dir: &Path, base: &str) -> Result<Target, Error> {
         let manifest = Manifest::load(dir)?;
-        let parsed = parse_url(base)?;
-        if parsed.path.contains('?') {
-            return Err(Error::Url {
-                url: base.to_string(),
-                reason: "a base URL cannot have a query".into(),
-            });
-        }
-        let prefix = parsed.path.trim_end_matches('/');
+        let (parsed, prefix) = parse_base(base)?;
         let classes: Vec<String> = manifest.classes.iter().map(|c| c.name.clone()).collect();
         let paths = manifest
             .files
@@ -305,17 +319,12 @@ impl Target {
                 (format!("{prefix}/{}", f.path), class)
             })
             .collect();
+        let description = format!("{base} with {} ({})", dir.display(), manifest.description);
         Ok(Target {
-            addr: resolve(&parsed)?,
-            host: host_field(&parsed),
-            description: format!("{base} with {} ({})", dir.display(), manifest.description),
             classes,
             paths,
             weights: manifest.files.iter().map(|f| f.probability).collect(),
-            groups: Vec::new(),
-
-            tls_name: parsed.tls.then(|| parsed.host.clone()),
-            specs: Vec::new(),
+            ..Target::on(&parsed, description)?
         })
     }
 
@@ -323,14 +332,7 @@ impl Target {
     /// the logged ones): one class, `replay`; each slot names its request, so the weights
     /// are never drawn from.
     pub fn replay(base: &str, replay: &crate::replay::Replay) -> Result<Target, Error> {
-        let parsed = parse_url(base)?;
-        if parsed.path.contains('?') {
-            return Err(Error::Url {
-                url: base.to_string(),
-                reason: "a base URL cannot have a query".into(),
-            });
-        }
-        let prefix = parsed.path.trim_end_matches('/');
+        let (parsed, prefix) = parse_base(base)?;
         let paths = replay
             .requests
             .iter()
@@ -350,15 +352,11 @@ impl Target {
             })
             .collect();
         Ok(Target {
-            addr: resolve(&parsed)?,
-            host: host_field(&parsed),
-            description: format!("{base} replaying a log"),
             classes: vec!["replay".to_string()],
             paths,
             weights: vec![1.0; replay.requests.len()],
-            groups: Vec::new(),
-            tls_name: parsed.tls.then(|| parsed.host.clone()),
             specs,
+            ..Target::on(&parsed, format!("{base} replaying a log"))?
         })
     }
 
@@ -461,16 +459,13 @@ impl Target {
         let server = server.ok_or_else(|| {
             Error::Config(format!("--requests {}: no request in it", path.display()))
         })?;
+        let description = format!("{} requests of {}", classes.len(), path.display());
         Ok(Target {
-            addr: resolve(&server)?,
-            host: host_field(&server),
-            description: format!("{} requests of {}", classes.len(), path.display()),
             classes,
             paths,
             weights,
-            groups: Vec::new(),
-            tls_name: server.tls.then(|| server.host.clone()),
             specs,
+            ..Target::on(&server, description)?
         })
     }
 

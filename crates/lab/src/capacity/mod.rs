@@ -1,13 +1,14 @@
 //! The capacity experiment: how much traffic a server carries within a latency objective
 //! (issue #25). [`search`] chooses the offered rates (grow, then bisect, with repeats at the
-//! boundary); [`probe`] runs one rate (warm-up, the open-loop run, cool-down) and judges it
-//! with the objective and the generator's health; [`experiment`] is the runner's adaptive
+//! boundary); [`probe`] runs one rate (warm-up, the open-loop run, [`cooldown`]) and judges
+//! it with the objective and the generator's health; [`experiment`] is the runner's adaptive
 //! sweep that joins the two; [`compare`] sets two results side by side. The objective's
 //! grammar and verdicts are `webscope_load::slo`'s; the page is `render::capacity`.
 //!
 //! Not for: closed-loop sweeps (clients, saturation) nor drawing anything.
 
 pub mod compare;
+pub mod cooldown;
 pub mod experiment;
 pub mod kubernetes;
 pub mod probe;

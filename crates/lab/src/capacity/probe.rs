@@ -13,20 +13,20 @@
 //! Not for: choosing rates (`search`) nor the runner's bookkeeping (`experiment`).
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use webscope_load::slo::{Check, Measured, Metric, Slo, Verdict};
-use webscope_load::{Config, Mode, Pacing, Report, Target as LoadTarget};
-use webscope_monitor::tcp::{SockDiag, TcpState};
+use webscope_load::{Config, Report, Target as LoadTarget};
 
+use super::cooldown::{cool_down, port_counts, Cooldown};
 use super::search::Outcome;
 use super::Settings;
 use super::{kubernetes, segments};
 use crate::bottleneck::{self, Bound};
 use crate::health::{Expect, Health};
-use crate::measure::{measure, measure_by, speak};
+use crate::measure::{self, measure, measure_by};
 use crate::record::{write_json, RunRecord};
 use crate::render::evidence::evidence;
 use crate::runner::Ctx;
@@ -42,16 +42,6 @@ const LATE_ALLOWANCE_S: f64 = 0.1;
 pub fn late_limit(probe: Duration) -> f64 {
     LATE_LIMIT.max(LATE_ALLOWANCE_S / probe.as_secs_f64().max(1e-3))
 }
-/// Connections a probe may hold at once (the load command's default): beyond it requests
-/// are counted as sent late.
-const MAX_CONNECTIONS: usize = 1000;
-/// The cool-down's longest wait for the port's open connections to close.
-const SETTLE_MOST: Duration = Duration::from_secs(5);
-/// The cool-down's longest wait for TIME_WAIT to drop below half the ephemeral ports.
-const TIME_WAIT_MOST: Duration = Duration::from_secs(30);
-/// A quiet moment after the port settled, so that the next warm-up finds the server idle.
-const SETTLE_PAUSE: Duration = Duration::from_millis(100);
-
 /// One point of the search: its place in the search (from 1) and its offered rate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
@@ -103,21 +93,6 @@ pub struct CheckLine {
     pub verdict: String,
     /// For people: `p99<=5ms: 4.90ms, passed`.
     pub line: String,
-}
-
-/// The cool-down after a probe.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Cooldown {
-    /// Seconds waited in all.
-    pub waited_s: f64,
-    /// Open connections on the port (every state but LISTEN and TIME_WAIT) before the
-    /// warm-up, and when the wait ended.
-    pub open_before: u32,
-    pub open_after: u32,
-    /// TIME_WAIT sockets on the port when the wait ended.
-    pub time_wait: u32,
-    /// Whether the port got back to its count before the probe within the wait.
-    pub settled: bool,
 }
 
 impl Judged {
@@ -276,25 +251,13 @@ pub fn judge_run(
     })
 }
 
-/// The probe's load: open loop at `rate` on the file set, one generator thread as every lab
-/// run, keep-alive only with `--keep-alive`.
+/// The probe's load: open loop at `rate` on the file set, as [`measure::open_loop`] runs it;
+/// over HTTP/2, a few connections of many streams.
 fn open_loop(rate: f64, ctx: &Ctx<'_>, settings: &Settings) -> anyhow::Result<Config> {
-    let mut config = Config::new(LoadTarget::fileset(ctx.fileset, &ctx.target.base_url)?);
-    config.threads = 1;
+    let target = LoadTarget::fileset(ctx.fileset, &ctx.target.base_url)?;
     // A few to start with; the open loop opens more when all are busy.
-    config.connections = ((rate / 1000.0).ceil() as usize).clamp(1, 64);
-    config.duration = ctx.duration;
-    config.mode = if ctx.options.keep_alive {
-        Mode::KeepAlive
-    } else {
-        Mode::Close
-    };
-    config.pacing = Pacing::Open {
-        rate,
-        arrivals: settings.arrivals,
-        max_connections: MAX_CONNECTIONS,
-    };
-    speak(&mut config, ctx.target);
+    let connections = ((rate / 1000.0).ceil() as usize).clamp(1, 64);
+    let mut config = measure::open_loop(target, connections, rate, settings.arrivals, ctx);
     if ctx.target.http2 {
         // HTTP/2's concurrency is its streams: a few connections of many streams, as a
         // browser holds them, stand where HTTP/1.1 opens up to MAX_CONNECTIONS.
@@ -426,72 +389,6 @@ fn verdict_word(verdict: Verdict) -> &'static str {
         Verdict::Fail => "fail",
         Verdict::Undecided => "undecided",
     }
-}
-
-/// Waits until the port's open connections are back to `open_before` (at most
-/// [`SETTLE_MOST`]) and its TIME_WAIT sockets below half the ephemeral port range (at most
-/// [`TIME_WAIT_MOST`]: TIME_WAIT lasts a minute and holds no server work, so it is waited for
-/// only when the next probe could run out of ports), then pauses [`SETTLE_PAUSE`].
-fn cool_down(port: u16, open_before: u32) -> Cooldown {
-    let start = Instant::now();
-    let ports = ephemeral_ports();
-    let mut last = (open_before, 0);
-    let mut settled = false;
-    while let Ok(counts) = port_counts(port) {
-        last = counts;
-        let open_done = counts.0 <= open_before;
-        let tw_done = f64::from(counts.1) < ports / 2.0;
-        let waited = start.elapsed();
-        if open_done && tw_done {
-            settled = true;
-            break;
-        }
-        if (waited >= SETTLE_MOST && tw_done) || waited >= TIME_WAIT_MOST {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(SETTLE_PAUSE);
-    Cooldown {
-        waited_s: start.elapsed().as_secs_f64(),
-        open_before,
-        open_after: last.0,
-        time_wait: last.1,
-        settled,
-    }
-}
-
-/// The port's open connections (both sides on this host, every state but LISTEN and
-/// TIME_WAIT) and its TIME_WAIT sockets.
-fn port_counts(port: u16) -> std::io::Result<(u32, u32)> {
-    let mut diag = SockDiag::open()?;
-    diag.probe()?;
-    let (counts, _) = diag.port_states(&[port])?;
-    let mut open = 0;
-    let mut time_wait = 0;
-    for c in counts.iter().filter(|c| c.port == port) {
-        for side in [c.local, c.remote] {
-            let listen = side.get(TcpState::Listen);
-            let tw = side.get(TcpState::TimeWait);
-            open += side.total() - listen - tw;
-            time_wait += tw;
-        }
-    }
-    Ok((open, time_wait))
-}
-
-/// The ephemeral port range's size (28 232 by Linux's default).
-fn ephemeral_ports() -> f64 {
-    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|text| {
-            let v: Vec<f64> = text
-                .split_whitespace()
-                .filter_map(|v| v.parse().ok())
-                .collect();
-            (v.len() == 2).then(|| v[1] - v[0] + 1.0)
-        })
-        .unwrap_or(28_232.0)
 }
 
 #[cfg(test)]

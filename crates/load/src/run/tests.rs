@@ -1,5 +1,6 @@
 //! The load generator end to end: runs against tiny servers (plain, TLS, stalled, capturing
-//! what they were sent), segments and their merge, request lists.
+//! what they were sent), segments and their merge, request lists. (About 600 lines: each
+//! test is short and stands alone; the TLS ones are in `tls_tests.rs`.)
 
 use super::*;
 use crate::config::{Arrivals, Mode};

@@ -38,6 +38,23 @@ pub(crate) struct Job {
     pub reply: oneshot::Sender<String>,
 }
 
+impl Job {
+    /// A job for `service` enqueued now, and the receiver its reply comes to.
+    pub(crate) fn new(service: usize, work: Box<dyn Work>) -> (Job, oneshot::Receiver<String>) {
+        let (reply, rx) = oneshot::channel();
+        let job = Job {
+            service,
+            work,
+            enqueued: Instant::now(),
+            started: None,
+            running: Duration::ZERO,
+            slices: 0,
+            reply,
+        };
+        (job, rx)
+    }
+}
+
 /// The queues and the state the policy decides with.
 struct State {
     /// One queue per service (fair, priority) or all in queue 0 (threads, admission).
@@ -283,7 +300,7 @@ mod tests {
     use crate::services::work::Fib;
 
     fn job(service: usize, n: u32) -> (Job, oneshot::Receiver<String>) {
-        job_of(service, Box::new(Fib::new(n)))
+        Job::new(service, Box::new(Fib::new(n)))
     }
 
     /// Work that holds its executor thread until the test opens the gate, and says when it
@@ -303,20 +320,6 @@ mod tests {
             }
             Some("gate\n".into())
         }
-    }
-
-    fn job_of(service: usize, work: Box<dyn Work>) -> (Job, oneshot::Receiver<String>) {
-        let (reply, rx) = oneshot::channel();
-        let job = Job {
-            service,
-            work,
-            enqueued: Instant::now(),
-            started: None,
-            running: Duration::ZERO,
-            slices: 0,
-            reply,
-        };
-        (job, rx)
     }
 
     #[test]
@@ -340,7 +343,7 @@ mod tests {
             started: started_tx,
             open: Arc::clone(&open),
         };
-        let (running, r1) = job_of(1, Box::new(gate));
+        let (running, r1) = Job::new(1, Box::new(gate));
         assert!(executor.submit(running).is_ok());
         started
             .recv_timeout(Duration::from_secs(10))

@@ -19,7 +19,7 @@ mod work;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -148,16 +148,8 @@ impl Services {
     /// Starts the work a `/svc/...` target asks for; the receiver gets the response body.
     pub(crate) fn submit(&self, target: &str) -> Result<oneshot::Receiver<String>, Refusal> {
         let (service, work) = self.route(target)?;
-        let (reply, result) = oneshot::channel();
-        let queued = self.executor.submit(Job {
-            service,
-            work,
-            enqueued: Instant::now(),
-            started: None,
-            running: Duration::ZERO,
-            slices: 0,
-            reply,
-        });
+        let (job, result) = Job::new(service, work);
+        let queued = self.executor.submit(job);
         if queued.is_err() {
             self.stats.refused(service);
             return Err(Refusal::Unavailable);

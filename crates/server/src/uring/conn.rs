@@ -16,6 +16,9 @@
 //! into the socket buffer. Measured per 100 KiB response (one worker, CPU-µs, alternated
 //! runs): sendfile 33.5 against 35.8 for SEND from the mapping; in other runs SPLICE took
 //! 40.9 and SEND_ZC 42.9 where epoll's sendfile took 31.0 and 35.6.
+//!
+//! (About 600 lines, kept in one file: the states and the completions that move between them
+//! read together; split, one transition would send the reader across files.)
 
 use std::future::Future;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

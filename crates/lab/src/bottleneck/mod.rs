@@ -1,0 +1,214 @@
+//! What bounds a run's throughput, named from measurements of the whole machine and quoted
+//! with the figure it rests on.
+//!
+//! The rules are tried in order of evidence: the server at its CPU limit, which is the least
+//! of its busy threads and the CPUs it may use, judged in sum and for its busiest thread (one
+//! thread never uses more than one core, so nginx with one worker on two CPUs saturates at
+//! one); the generator at its CPU limit, or short of its open-loop rate by more than
+//! [`webscope_load::NOT_SENT_LIMIT`] (then the run measures the generator); the
+//! machine's CPUs busy, softirq included (loopback TCP is kernel work that neither process is
+//! charged for); a network interface or disk at capacity; ephemeral ports or TIME_WAIT near
+//! their limit, counting the sockets the run's own connections left (never the host's
+//! leftover from an earlier run); the accept queue overflowing; otherwise latency, by
+//! Little's law. The first rule whose figure passes its threshold is the verdict; the
+//! thresholds are constants here, so a verdict can always be traced to the number and the
+//! limit it was compared with.
+//! The rules are in `rules.rs`, one function each; the tests, one or more per rule, in
+//! `tests.rs`.
+
+use serde::{Deserialize, Serialize};
+
+/// A CPU is "at its limit" from this share of its capacity (sampling and the last partial
+/// interval keep a saturated CPU a little under 100 %).
+pub const CPU_LIMIT: f64 = 0.90;
+/// The machine's CPUs are "all busy" from this share: below the per-process limit, because
+/// an idle instant on any CPU is counted and softirq work moves between CPUs.
+pub const MACHINE_LIMIT: f64 = 0.85;
+/// A disk or network interface is at capacity from this utilisation.
+pub const DEVICE_LIMIT: f64 = 0.90;
+/// TIME_WAIT is near the port limit from this share of the ephemeral range: Linux's
+/// connect() takes even ports first (since 4.6), so half the range is where every new
+/// connection starts searching for a port and reusing TIME_WAIT slots.
+pub const PORTS_LIMIT: f64 = 0.45;
+/// Share of `tcp_max_tw_buckets` at which the kernel is about to destroy TIME_WAIT sockets.
+pub const TW_BUCKETS_LIMIT: f64 = 0.90;
+
+/// A server thread that never sleeps is the server's limit only when it also runs this share
+/// of the run: one that waits for a CPU much of its time is held back by what shares that CPU
+/// (the generator's or the machine's verdict says so), not by being one thread.
+pub const THREAD_RUN_LIMIT: f64 = 0.75;
+
+/// The latency verdict's conclusion: what a run alone says. A sweep that measured more
+/// clients knows better, and leaves it out where they did not raise throughput.
+pub const MORE_CLIENTS: &str = ", so more clients would raise it";
+
+/// How long a closed connection lingers in TIME_WAIT on Linux (`TCP_TIMEWAIT_LEN`), seconds.
+pub const TIME_WAIT_S: f64 = 60.0;
+/// A server thread counts towards the server's parallelism from this share of the run spent
+/// running or waiting for a CPU: below it, it is an idle helper (a master process, an admin
+/// endpoint).
+pub const ACTIVE_THREAD: f64 = 0.05;
+
+/// Share of the offered rate answered from which an open-loop run kept up with it.
+pub const KEPT_UP: f64 = 0.97;
+
+/// Accept-queue overflows per second (mean over the run) from which the queue binds: a
+/// single overflow in a run is a blip, one a second is clients waiting a SYN retransmit.
+pub const OVERFLOWS_LIMIT: f64 = 1.0;
+
+/// What bounds a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bound {
+    /// The server's processes use all the CPU they may.
+    ServerCpu,
+    /// The load generator's busiest thread uses all of its CPU.
+    Generator,
+    /// The machine's CPUs are busy, kernel work (softirq) included.
+    MachineCpu,
+    /// A network interface is at its line rate.
+    Network,
+    /// A disk is busy all the time.
+    Disk,
+    /// Ephemeral ports or TIME_WAIT slots are nearly used up.
+    Ports,
+    /// Connections are dropped from a full accept queue.
+    AcceptQueue,
+    /// No resource is at its limit: the clients' round trips bound throughput (closed loop),
+    /// or the server answered less than an open loop offered while waiting on something the
+    /// lab does not measure.
+    Latency,
+    /// Open loop: no resource is at its limit and the server answered what was offered; the
+    /// offered rate is all that bounds the run.
+    Offered,
+}
+
+impl Bound {
+    /// A short name for table cells.
+    pub fn label(self) -> &'static str {
+        match self {
+            Bound::ServerCpu => "server CPU",
+            Bound::Generator => "generator",
+            Bound::MachineCpu => "machine CPU",
+            Bound::Network => "network",
+            Bound::Disk => "disk",
+            Bound::Ports => "ports/TIME_WAIT",
+            Bound::AcceptQueue => "accept queue",
+            Bound::Latency => "latency",
+            Bound::Offered => "offered rate",
+        }
+    }
+}
+
+/// CPU shares of a machine over a run, per cent of all its CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuShares {
+    /// 100 − idle − iowait.
+    pub busy: f64,
+    /// User time.
+    pub user: f64,
+    /// System time.
+    pub system: f64,
+    /// Softirq time (network receive and transmit processing, mostly).
+    pub softirq: f64,
+}
+
+/// The measurements a verdict is drawn from; `None` where the lab could not measure.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    /// Closed-loop clients (connections) of the run.
+    pub clients: f64,
+    /// Open loop: the rate offered, requests per second (None for a closed loop, where the
+    /// clients' round trips pace the requests).
+    pub offered_rps: Option<f64>,
+    /// Goodput, requests per second.
+    pub goodput_rps: f64,
+    /// Mean response time, milliseconds.
+    pub mean_ms: f64,
+    /// Cores the server's processes kept busy (CPU seconds / run seconds), all of them.
+    pub server_busy_cores: Option<f64>,
+    /// Cores the server's processes may run on (their affinity, or the machine).
+    pub server_cpus: Option<f64>,
+    /// How many processes the server figures cover, and how they were found.
+    pub server_processes: Option<String>,
+    /// The generator's busiest thread, fraction of one core.
+    pub generator_busy: f64,
+    /// The generator thread that slept least: running or waiting for a CPU, fraction of the
+    /// run (0 where not measured).
+    pub generator_busy_or_waiting: f64,
+    /// Server threads that ran or waited for a CPU at least [`ACTIVE_THREAD`] of the run:
+    /// the server cannot keep more cores busy than this.
+    pub server_threads: Option<f64>,
+    /// The server's busiest thread: its name, and the shares of the run it was running and
+    /// waiting for a CPU.
+    pub server_busiest_thread: Option<(String, f64, f64)>,
+    /// The server's machine (the same as the generator's for a local target).
+    pub server_host: Option<CpuShares>,
+    /// Where the server's machine figures came from ("procfs", "node_exporter URL").
+    pub server_host_source: Option<String>,
+    /// The generator's machine when it is another one (a remote target).
+    pub generator_host: Option<CpuShares>,
+    /// The busiest disk's utilisation, per cent.
+    pub disk_util_pct: Option<f64>,
+    /// The busiest interface with a known speed: name and utilisation, per cent.
+    pub net_util_pct: Option<(String, f64)>,
+    /// Sockets in TIME_WAIT that this run's own connections left (see
+    /// [`own_time_wait`]), not the host's leftover from earlier runs.
+    pub time_wait: Option<f64>,
+    /// Connections the run opened.
+    pub connects: f64,
+    /// The run's length, seconds.
+    pub duration_s: f64,
+    /// Size of the ephemeral port range (`net.ipv4.ip_local_port_range`).
+    pub port_range: Option<f64>,
+    /// `net.ipv4.tcp_max_tw_buckets`.
+    pub tw_buckets: Option<f64>,
+    /// ListenOverflows per second (mean over the run).
+    pub listen_overflows_per_s: Option<f64>,
+    /// Open loop: how the run fell short of its rate, when it did (load's own rule).
+    pub missed_rate: Option<webscope_load::MissedRate>,
+}
+
+/// A verdict: what bounds the run and the sentence that says so, with its figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The rule that fired.
+    pub bound: Bound,
+    /// One sentence quoting the figure and the limit it was compared with.
+    pub reading: String,
+}
+
+/// The TIME_WAIT sockets a run's own connections can have left: a socket lingers
+/// [`TIME_WAIT_S`], so at most the connections of the last [`TIME_WAIT_S`] of the run, and
+/// never more than were counted (`measured`, the port's or the host's count at its most,
+/// which also holds what earlier runs left). None when nothing was counted.
+pub fn own_time_wait(measured: Option<f64>, connects: f64, duration_s: f64) -> Option<f64> {
+    let measured = measured?;
+    let lingering = if duration_s > TIME_WAIT_S {
+        connects * TIME_WAIT_S / duration_s
+    } else {
+        connects
+    };
+    Some(measured.min(lingering.max(0.0)))
+}
+
+/// Names what bounds the run described by `e`: the first rule, in order of evidence, whose
+/// figure passes its limit; when none does, latency or (open loop) the offered rate.
+pub fn judge(e: &Evidence) -> Verdict {
+    const RULES: [fn(&Evidence) -> Option<Verdict>; 6] = [
+        rules::server_cpu,
+        rules::generator,
+        rules::machine_cpu,
+        rules::devices,
+        rules::ports,
+        rules::accept_queue,
+    ];
+    RULES
+        .iter()
+        .find_map(|rule| rule(e))
+        .unwrap_or_else(|| rules::unbound(e))
+}
+
+mod rules;
+#[cfg(test)]
+mod tests;

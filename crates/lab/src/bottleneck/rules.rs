@@ -1,0 +1,269 @@
+//! The rules [`super::judge`] tries, one function each: a rule returns its verdict when its
+//! figure passes its limit, and None when it does not (or was not measured). The last,
+//! [`unbound`], is what is said when no rule fired.
+
+use super::{
+    Bound, Evidence, Verdict, CPU_LIMIT, DEVICE_LIMIT, KEPT_UP, MACHINE_LIMIT, MORE_CLIENTS,
+    OVERFLOWS_LIMIT, PORTS_LIMIT, THREAD_RUN_LIMIT, TW_BUCKETS_LIMIT,
+};
+
+fn verdict(bound: Bound, reading: String) -> Option<Verdict> {
+    Some(Verdict { bound, reading })
+}
+
+fn plural(n: f64) -> &'static str {
+    if (n - 1.0).abs() < 1e-9 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The server's CPU limit: the least of its active threads and the CPUs it may use.
+fn server_limit(e: &Evidence) -> Option<f64> {
+    let cpus = e.server_cpus.filter(|c| *c > 0.0)?;
+    Some(
+        e.server_threads
+            .filter(|t| *t >= 1.0)
+            .map_or(cpus, |t| t.min(cpus)),
+    )
+}
+
+/// The server's processes in sum against [`server_limit`], then their busiest thread, which
+/// never sleeps when it is the limit.
+pub(super) fn server_cpu(e: &Evidence) -> Option<Verdict> {
+    let processes = e.server_processes.as_deref().unwrap_or("its processes");
+    if let (Some(busy), Some(cpus), Some(limit)) =
+        (e.server_busy_cores, e.server_cpus, server_limit(e))
+    {
+        if busy >= CPU_LIMIT * limit {
+            let threads = if limit < cpus {
+                format!(
+                    " (its {limit:.0} busy thread{} on {cpus:.0} CPU{})",
+                    plural(limit),
+                    plural(cpus)
+                )
+            } else {
+                String::new()
+            };
+            return verdict(Bound::ServerCpu, format!(
+                "the server's processes are CPU-bound: {busy:.2} of the {limit:.0} core{} they may use{threads} ({processes}; limit {:.0} %)",
+                plural(limit),
+                100.0 * CPU_LIMIT
+            ));
+        }
+    }
+    let (name, run, wait) = e.server_busiest_thread.as_ref()?;
+    // Said as the sum rule says it (cores of the limit, the processes), then the thread.
+    let used = match (e.server_busy_cores, server_limit(e)) {
+        (Some(busy), Some(limit)) => format!(
+            "{busy:.2} of the {limit:.0} core{} they may use, and ",
+            plural(limit)
+        ),
+        _ => String::new(),
+    };
+    if run + wait < CPU_LIMIT || *run < THREAD_RUN_LIMIT {
+        return None;
+    }
+    verdict(Bound::ServerCpu, format!(
+        "the server's processes are CPU-bound: {used}their busiest thread ({name}) never sleeps: it ran {:.0} % of the run and waited for a CPU {:.0} %, and one thread uses at most one core ({processes}; limit {:.0} % together)",
+        100.0 * run,
+        100.0 * wait,
+        100.0 * CPU_LIMIT
+    ))
+}
+
+/// The generator's busiest thread at its CPU limit, or kept from it by another process, or
+/// short of its open-loop rate: then the run measures the generator.
+pub(super) fn generator(e: &Evidence) -> Option<Verdict> {
+    if e.generator_busy >= CPU_LIMIT {
+        return verdict(
+            Bound::Generator,
+            format!(
+                "the load generator's busiest thread is {:.0} % busy (limit {:.0} %): this run measures the generator, not the server",
+                100.0 * e.generator_busy,
+                100.0 * CPU_LIMIT
+            ),
+        );
+    }
+    if e.generator_busy_or_waiting >= CPU_LIMIT {
+        return verdict(
+            Bound::Generator,
+            format!(
+                "the load generator's thread never waited for the server: it ran {:.0} % of the run and waited for a CPU {:.0} % (limit {:.0} % together); another process takes part of its CPU, so this run measures the generator, not the server",
+                100.0 * e.generator_busy,
+                100.0 * (e.generator_busy_or_waiting - e.generator_busy).max(0.0),
+                100.0 * CPU_LIMIT
+            ),
+        );
+    }
+    let m = e.missed_rate.as_ref()?;
+    verdict(
+        Bound::Generator,
+        format!(
+            "the load generator did not keep its open-loop rate: {:.0} req/s asked, {:.0} sent; {:.1} % of the requests due were never sent, no connection being free in time (limit {:.0} %): this run measures the generator's connections, not the server at the rate asked",
+            m.asked,
+            m.sent,
+            100.0 * m.not_sent_share,
+            100.0 * webscope_load::NOT_SENT_LIMIT
+        ),
+    )
+}
+
+/// The server's machine, then the generator's when it is another one, busy past
+/// [`MACHINE_LIMIT`], with the cause their CPU shares show.
+pub(super) fn machine_cpu(e: &Evidence) -> Option<Verdict> {
+    for (host, shares) in [
+        ("server's", e.server_host),
+        ("generator's", e.generator_host),
+    ] {
+        let Some(c) = shares else { continue };
+        if c.busy >= 100.0 * MACHINE_LIMIT {
+            let host = if e.generator_host.is_none() { "" } else { host };
+            return verdict(
+                Bound::MachineCpu,
+                format!(
+                    "the {host}{}machine's CPUs are {:.0} % busy (user {:.0}, system {:.0}, softirq {:.0}; limit {:.0} %): {}",
+                    if host.is_empty() { "" } else { " " },
+                    c.busy,
+                    c.user,
+                    c.system,
+                    c.softirq,
+                    100.0 * MACHINE_LIMIT,
+                    // The cause the shares show: kernel work, or user time (other processes
+                    // on a shared machine, or the two processes' own code).
+                    if c.system + c.softirq >= c.user {
+                        "kernel work that neither process is charged for (loopback TCP runs in softirq) takes what the processes leave"
+                    } else {
+                        "user time takes most of them (other processes on the machine, or the server's and the generator's own code), so the run shares its CPUs"
+                    }
+                ),
+            );
+        }
+    }
+    None
+}
+
+/// A network interface at its line rate, then a disk busy all the time.
+pub(super) fn devices(e: &Evidence) -> Option<Verdict> {
+    if let Some((name, util)) = &e.net_util_pct {
+        if *util >= 100.0 * DEVICE_LIMIT {
+            return verdict(
+                Bound::Network,
+                format!(
+                    "interface {name} runs at {util:.0} % of its line rate (limit {:.0} %)",
+                    100.0 * DEVICE_LIMIT
+                ),
+            );
+        }
+    }
+    let util = e.disk_util_pct.filter(|u| *u >= 100.0 * DEVICE_LIMIT)?;
+    verdict(
+        Bound::Disk,
+        format!("the busiest disk is {util:.0} % utilised (limit {:.0} %): the file set does not fit in the page cache, or the access log waits", 100.0 * DEVICE_LIMIT),
+    )
+}
+
+/// The run's own TIME_WAIT sockets against the ephemeral port range, then against
+/// `tcp_max_tw_buckets`.
+pub(super) fn ports(e: &Evidence) -> Option<Verdict> {
+    let tw = e.time_wait?;
+    if let Some(range) = e.port_range.filter(|r| *r > 0.0 && tw >= PORTS_LIMIT * r) {
+        return verdict(
+            Bound::Ports,
+            format!(
+                "this run's {:.0} connections in {:.0} s left {tw:.0} sockets in TIME_WAIT against {range:.0} ephemeral ports ({:.0} %, limit {:.0} %: connect() takes even ports first, so past half the range every connection searches for a port); keep-alive, a wider net.ipv4.ip_local_port_range or more client addresses would lift it",
+                e.connects,
+                e.duration_s,
+                100.0 * tw / range,
+                100.0 * PORTS_LIMIT
+            ),
+        );
+    }
+    let buckets = e
+        .tw_buckets
+        .filter(|b| *b > 0.0 && tw >= TW_BUCKETS_LIMIT * b)?;
+    verdict(
+        Bound::Ports,
+        format!(
+            "this run's connections left {tw:.0} sockets in TIME_WAIT against net.ipv4.tcp_max_tw_buckets = {buckets:.0} ({:.0} %): the kernel is destroying TIME_WAIT sockets early",
+            100.0 * tw / buckets
+        ),
+    )
+}
+
+/// The accept queue overflowing at least [`OVERFLOWS_LIMIT`] times a second.
+pub(super) fn accept_queue(e: &Evidence) -> Option<Verdict> {
+    let overflows = e.listen_overflows_per_s.filter(|o| *o >= OVERFLOWS_LIMIT)?;
+    verdict(
+        Bound::AcceptQueue,
+        format!(
+            "the accept queue overflowed {overflows:.0} times a second (ListenOverflows): the server accepts too slowly, or its backlog is too small"
+        ),
+    )
+}
+
+/// No resource at its limit: the clients' round trips bound a closed loop (Little's law says
+/// by how much); an open loop is read by [`open_loop`].
+pub(super) fn unbound(e: &Evidence) -> Verdict {
+    let server = match (e.server_busy_cores, server_limit(e)) {
+        (Some(b), Some(c)) => format!(
+            "server {:.0} % of its {c:.0} core{}",
+            100.0 * b / c,
+            plural(c)
+        ),
+        _ => "server CPU not measured".into(),
+    };
+    let machine = e
+        .server_host
+        .map_or(String::new(), |c| format!(", CPUs {:.0} % busy", c.busy));
+    if let Some(offered) = e.offered_rps {
+        return open_loop(e, offered, &server, &machine);
+    }
+    // Little's law for a closed loop without think time: X = N / R.
+    let little = if e.mean_ms > 0.0 {
+        format!(
+            "; Little's law: {:.0} client{} / {:.2} ms = {:.0} requests/s (measured {:.0})",
+            e.clients,
+            plural(e.clients),
+            e.mean_ms,
+            1000.0 * e.clients / e.mean_ms,
+            e.goodput_rps
+        )
+    } else {
+        String::new()
+    };
+    Verdict {
+        bound: Bound::Latency,
+        reading: format!(
+            "no resource is at its limit ({server}, generator {:.0} %{machine}): the clients' round trips bound throughput{little}{MORE_CLIENTS}",
+            100.0 * e.generator_busy
+        ),
+    }
+}
+
+/// No resource at its limit in an open loop: the offered rate bounds the run when the server
+/// answered it; otherwise the server waits on something the lab does not measure (the
+/// clients cannot be, as they do not wait for answers before sending).
+fn open_loop(e: &Evidence, offered: f64, server: &str, machine: &str) -> Verdict {
+    let resources = format!(
+        "{server}, generator {:.0} %{machine}",
+        100.0 * e.generator_busy
+    );
+    if e.goodput_rps >= KEPT_UP * offered {
+        return Verdict {
+            bound: Bound::Offered,
+            reading: format!(
+                "no resource is at its limit ({resources}): the offered rate bounds throughput (the server answered {:.0} of the {offered:.0} req/s asked, at a mean of {:.2} ms)",
+                e.goodput_rps, e.mean_ms
+            ),
+        };
+    }
+    Verdict {
+        bound: Bound::Latency,
+        reading: format!(
+            "no resource the lab measures is at its limit ({resources}), yet the server answered {:.0} of the {offered:.0} req/s offered, at a mean of {:.1} ms: it waits on something the lab does not measure (too few threads or connections, a lock, a backend, a rate limit)",
+            e.goodput_rps, e.mean_ms
+        ),
+    }
+}
