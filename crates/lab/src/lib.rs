@@ -85,7 +85,8 @@ impl Experiment {
     }
 }
 
-/// The experiments `--experiment` may name, in the order they run. Adding one: its file (a
+/// The experiments `--experiment` may name (they run in the order it names them). Adding one:
+/// its file (a
 /// [`Sweep`]), its page, and a line here.
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment::of::<clients::ClientSweep<clients::Clients>>(render::clients::render),

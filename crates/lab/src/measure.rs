@@ -140,8 +140,9 @@ pub fn measure_by(
 pub fn speak(config: &mut Config, target: &Target) {
     config.tls = target.tls.clone();
     if target.http2 {
-        // HTTP/2 keeps its connections: each client is one connection with one stream.
-        config.http2 = Some(1);
+        // HTTP/2 keeps its connections: each client is one connection with one stream,
+        // unless the run chose its streams (a capacity probe's open loop).
+        config.http2 = Some(config.http2.unwrap_or(1));
         config.mode = webscope_load::Mode::KeepAlive;
     }
 }
@@ -174,6 +175,7 @@ pub fn open_loop(
         arrivals,
         max_connections: MAX_CONNECTIONS,
     };
+    // Spoken now as well as in `measure`: a probe's warm-up runs this config by itself.
     speak(&mut config, ctx.target);
     config
 }

@@ -1,5 +1,5 @@
-//! webscope's HTTP/1.1 load generator: closed and open loop, keep-alive and close, with
-//! HdrHistograms per class and per interval.
+//! webscope's HTTP/1.1 and HTTP/2 load generator: closed and open loop, keep-alive and
+//! close, with HdrHistograms per class and per interval.
 //!
 //! What it is for: driving a web server the way the papers' tools did (WebStone's closed-loop
 //! clients, SPECweb96's mix of file classes, ab's fixed URL), and the way wrk2 taught us to
@@ -7,13 +7,13 @@
 //! cannot hide behind the load generator's politeness), as cheaply per request as possible so
 //! that the figures measure the server, not the generator.
 //!
-//! What it is not: a browser or a general HTTP client. It sends GET requests from a fixed
-//! table (one URL, or a file set's manifest with its access probabilities), reads the
-//! responses' framing (Content-Length or chunked) and counts their bytes, over plain TCP or
-//! TLS (rustls, for https URLs: handshakes timed apart, full and resumed counted), in
-//! HTTP/1.1 or HTTP/2 (the `h2` crate, `-M` streams per connection). Methods, bodies,
-//! request lists and access-log replays ([`replay`]: each logged request at its logged
-//! time), but no redirects, no cookies.
+//! What it is not: a browser or a general HTTP client. It sends requests from a fixed table
+//! (one URL, a file set's manifest with its access probabilities, a request list with methods
+//! and bodies, or an access log's replay, [`replay`]: each logged request at its logged
+//! time), reads the responses' framing (Content-Length or chunked) and counts their bytes,
+//! over plain TCP or TLS (rustls, for https URLs: handshakes timed apart, full and resumed
+//! counted), in HTTP/1.1 or HTTP/2 (the `h2` crate, `-M` streams per connection); no
+//! redirects, no cookies.
 //!
 //! The main types: [`Config`] says what to run ([`Target`] what to request, [`Pacing`]
 //! closed or open loop, [`Mode`] keep-alive or close); [`run()`] runs it and returns a

@@ -132,11 +132,12 @@ pub struct Args {
     #[arg(long)]
     keep_alive: bool,
     /// Serve the embedded server over HTTPS (its own self-signed certificate, trusted by the
-    /// runs): the clients, filesize and model experiments then measure TLS.
+    /// runs): the clients, filesize, model, capacity and replay experiments then measure TLS.
     #[arg(long)]
     tls: bool,
     /// Speak HTTP/2 (over TLS to the embedded server, which --http2 then serves HTTPS): each
-    /// client is one connection with one stream, kept alive.
+    /// client is one connection with one stream, kept alive; a capacity probe opens 4
+    /// connections of 100 streams.
     #[arg(long)]
     http2: bool,
     /// Runs of each point, taken round the whole sweep (not back to back): every page shows
