@@ -577,8 +577,15 @@ impl Conn {
         self.state = State::Closing;
         self.deadline = cx.now + LINGER;
         if self.inflight > 0 {
-            let cancel =
-                opcode::AsyncCancel2::new(types::CancelBuilder::fd(self.raw()).all()).build();
+            // Usually the multishot receive is all that is in flight: found by its user_data,
+            // one hash lookup. Cancelling by descriptor walks every armed request of the
+            // ring, which cost 2 % of the server's CPU with a connection per request.
+            let which = if self.inflight == 1 && self.recv_armed {
+                types::CancelBuilder::user_data(user_data(slot, self.generation, Op::Recv))
+            } else {
+                types::CancelBuilder::fd(self.raw()).all()
+            };
+            let cancel = opcode::AsyncCancel2::new(which).build();
             self.push(cx, slot, Op::Cancel, cancel);
         }
     }
