@@ -110,8 +110,9 @@ pub struct Config {
     /// not on loopback.
     pub busy_poll: Option<u32>,
     /// The I/O engine; None (the default): io_uring where it can serve, else epoll. Measured
-    /// cheaper per request than epoll in every case tried (docs/architecture.md). Asked-for
-    /// `Io::Uring` falls back to epoll (said once) where the kernel refuses.
+    /// cheaper per request than epoll with keep-alive, about even with a connection per request
+    /// (docs/architecture.md). Asked-for `Io::Uring` falls back to epoll (said once) where the
+    /// kernel refuses.
     pub io: Option<Io>,
 }
 
