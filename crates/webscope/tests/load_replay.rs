@@ -277,8 +277,15 @@ fn replay_segments_merge_to_the_whole_log() {
         merged["requests"].as_u64().unwrap(),
         parts.iter().sum::<u64>()
     );
-    let sent = merged["requests"].as_u64().unwrap() + merged["not_sent"].as_u64().unwrap();
-    assert_eq!(sent, 300);
+    // Every request of the log is accounted for: answered, failed, still in flight when a
+    // segment ended (a busy machine can leave one), or never sent.
+    let count = |key: &str| merged[key].as_u64().unwrap();
+    let accounted = count("requests")
+        + merged["errors"]["total"].as_u64().unwrap()
+        + count("unfinished")
+        + count("not_sent");
+    assert_eq!(accounted, 300, "{merged}");
+    assert!(count("unfinished") + count("not_sent") <= 2, "{merged}");
     let offered: u64 = merged["intervals"]
         .as_array()
         .unwrap()

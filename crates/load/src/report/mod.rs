@@ -331,8 +331,17 @@ pub struct Generator {
 
 impl Report {
     /// Responses of status 400 and above (what `--threshold`'s errors and a load run's success
-    /// count as failed, as k6 does).
+    /// count as failed, as k6 does). In a replay, only those the log did not have: a logged
+    /// 404 answered 404 is the site's traffic as it was, not a failure of the server.
     pub fn failed_statuses(&self) -> u64 {
+        if let Some(replay) = &self.replay {
+            return replay
+                .status_mismatches
+                .iter()
+                .filter(|pair| pair.got >= 400)
+                .map(|pair| pair.count)
+                .sum();
+        }
         self.status_codes
             .iter()
             .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))

@@ -101,6 +101,19 @@ fn a_replay_sends_each_logged_request_and_counts_what_differs() {
     assert_eq!(offered.iter().sum::<u64>(), 52);
     assert_eq!(report.arrivals.as_deref(), Some("replay"));
     assert!(report.summary().contains("logged 404, got 200: "));
+    // 200 where the log had 404 is no failure; nor is 404 where it had 404, but 404 where
+    // it had 200 is.
+    assert_eq!(report.failed_statuses(), 0);
+    let mut as_logged = report.clone();
+    let replay = as_logged.replay.as_mut().unwrap();
+    replay.status_mismatches = vec![StatusPair {
+        logged: 200,
+        got: 404,
+        count: 3,
+    }];
+    as_logged.status_codes = [("200".to_string(), 37), ("404".to_string(), 13)].into();
+    assert_eq!(as_logged.failed_statuses(), 3);
+    assert_eq!(as_logged.succeeded(), as_logged.total.requests - 3);
 }
 
 #[test]
