@@ -33,7 +33,7 @@ pub struct Cooldown {
 /// [`SETTLE_MOST`]) and its TIME_WAIT sockets below half the ephemeral port range (at most
 /// [`TIME_WAIT_MOST`]: TIME_WAIT lasts a minute and holds no server work, so it is waited for
 /// only when the next probe could run out of ports), then pauses [`SETTLE_PAUSE`].
-pub fn cool_down(port: u16, open_before: u32) -> Cooldown {
+pub(super) fn cool_down(port: u16, open_before: u32) -> Cooldown {
     let start = Instant::now();
     let ports = ephemeral_ports();
     let mut last = (open_before, 0);
@@ -64,7 +64,7 @@ pub fn cool_down(port: u16, open_before: u32) -> Cooldown {
 
 /// The port's open connections (both sides on this host, every state but LISTEN and
 /// TIME_WAIT) and its TIME_WAIT sockets.
-pub fn port_counts(port: u16) -> std::io::Result<(u32, u32)> {
+pub(super) fn port_counts(port: u16) -> std::io::Result<(u32, u32)> {
     let mut diag = SockDiag::open()?;
     diag.probe()?;
     let (counts, _) = diag.port_states(&[port])?;
