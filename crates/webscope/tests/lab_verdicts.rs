@@ -45,6 +45,25 @@ fn verdicts(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> Vec<(St
         .collect()
 }
 
+/// [`verdicts`], run again once (in a fresh report folder) when the first run's verdict is not
+/// `bound`: on this 2-core VM the server's share of its core sits a few points above the 90 %
+/// limit, and a neighbour's moment can take it under (then the lab says, honestly,
+/// "machine-cpu" or "latency"). A verdict rule that never finds `bound` still fails.
+fn verdicts_twice(
+    bound: &str,
+    target: &str,
+    fileset: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> Vec<(String, String)> {
+    let first = verdicts(target, fileset, &out.join("first"), extra);
+    if first.first().is_some_and(|(b, _)| b == bound) {
+        return first;
+    }
+    eprintln!("first run said {first:?}; running again");
+    verdicts(target, fileset, &out.join("second"), extra)
+}
+
 #[test]
 fn copying_every_byte_twice_makes_the_server_the_bottleneck() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -57,7 +76,8 @@ fn copying_every_byte_twice_makes_the_server_the_bottleneck() {
     // Without sendfile and mmap the server reads each 1 MiB into a buffer and writes it out:
     // two copies per response against the generator's one.
     let server = Served::start_with(&set, &["--disable", "sendfile,mmap"], Some(0));
-    let v = verdicts(
+    let v = verdicts_twice(
+        "server-cpu",
         &server.base_url,
         &set,
         &tmp.path().join("r"),
@@ -90,7 +110,8 @@ fn nginx_on_one_core_is_server_bound_and_found_by_its_port() {
         return;
     };
     // No --server-pid: the master and its worker are found by the listening socket.
-    let v = verdicts(
+    let v = verdicts_twice(
+        "server-cpu",
         &nginx.base_url,
         &set,
         &tmp.path().join("r"),
