@@ -116,24 +116,46 @@ struct Slot {
     second: i64,
     http: Vec<u8>,
     clf: Vec<u8>,
+    /// The thread's event loop sets the second each turn ([`set_now`]): the dates read no
+    /// clock of their own.
+    driven: bool,
+}
+
+impl Slot {
+    fn set(&mut self, now: i64) {
+        if self.second != now {
+            self.second = now;
+            self.http.clear();
+            write_http_date(&mut self.http, now);
+            self.clf.clear();
+            write_clf_date(&mut self.clf, now);
+        }
+    }
 }
 
 thread_local! {
     static SLOT: RefCell<Slot> = const {
-        RefCell::new(Slot { second: i64::MIN, http: Vec::new(), clf: Vec::new() })
+        RefCell::new(Slot { second: i64::MIN, http: Vec::new(), clf: Vec::new(), driven: false })
     };
 }
 
-fn with_slot<R>(f: impl FnOnce(&Slot) -> R) -> R {
-    let now = unix_now();
+/// Sets this thread's current second, for an event loop that reads the clock once a turn
+/// rather than once a date, as nginx's `ngx_time_update` does: the cached dates on this
+/// thread then stand for the turn's second. Two clock reads per request (the Date header and
+/// the log line) cost about 1 % of the io_uring engine's CPU at 1 KiB keep-alive.
+pub fn set_now(now: i64) {
     SLOT.with(|slot| {
         let mut slot = slot.borrow_mut();
-        if slot.second != now {
-            slot.second = now;
-            slot.http.clear();
-            write_http_date(&mut slot.http, now);
-            slot.clf.clear();
-            write_clf_date(&mut slot.clf, now);
+        slot.driven = true;
+        slot.set(now);
+    });
+}
+
+fn with_slot<R>(f: impl FnOnce(&Slot) -> R) -> R {
+    SLOT.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if !slot.driven {
+            slot.set(unix_now());
         }
         f(&slot)
     })
@@ -212,5 +234,20 @@ mod tests {
         write_cached_http_date(&mut out);
         let parsed = parse_http_date(std::str::from_utf8(&out).unwrap()).unwrap();
         assert!((parsed - unix_now()).abs() <= 1);
+    }
+
+    #[test]
+    fn a_driven_thread_dates_by_the_second_its_loop_set() {
+        std::thread::spawn(|| {
+            set_now(784_111_777);
+            let mut out = Vec::new();
+            write_cached_http_date(&mut out);
+            assert_eq!(out, b"Sun, 06 Nov 1994 08:49:37 GMT");
+            out.clear();
+            write_cached_clf_date(&mut out);
+            assert_eq!(out, b"06/Nov/1994:08:49:37 +0000");
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -18,7 +18,9 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use quanta::{Clock, Instant};
 
 use webscope_http::path;
 
@@ -80,6 +82,9 @@ pub(crate) struct Caches {
     uri_key: Vec<u8>,
     path_key: Vec<u8>,
     rel: Vec<u8>,
+    /// The TSC clock: a request's freshness check reads it, and on this VM the vDSO's
+    /// clock_gettime cost about 1 % of the server's CPU at 1 KiB keep-alive.
+    clock: Clock,
 }
 
 impl Caches {
@@ -99,6 +104,7 @@ impl Caches {
             memory_threshold,
             uri_key: Vec::new(),
             path_key: Vec::new(),
+            clock: Clock::new(),
             rel: Vec::new(),
         }
     }
@@ -115,7 +121,7 @@ impl Caches {
         target: &str,
         scratch: &mut Vec<u8>,
     ) -> Resolved {
-        let now = Instant::now();
+        let now = self.clock.now();
         let Ok(target_path) = path::target_path(target) else {
             return Resolved::BadTarget;
         };

@@ -228,6 +228,7 @@ impl Engine {
             // ETIME (the tick) and EINTR are ordinary ends of a wait.
             let _ = self.cx.ring.submitter().submit_with_args(1, &args);
             self.cx.now = Instant::now();
+            webscope_http::date::set_now(webscope_http::date::unix_now());
             completions.extend(
                 self.cx
                     .ring
