@@ -142,7 +142,8 @@ thread_local! {
 /// Sets this thread's current second, for an event loop that reads the clock once a turn
 /// rather than once a date, as nginx's `ngx_time_update` does: the cached dates on this
 /// thread then stand for the turn's second. Two clock reads per request (the Date header and
-/// the log line) cost about 1 % of the io_uring engine's CPU at 1 KiB keep-alive.
+/// the log line), with the stat-cache's, were 1.07 % of CPU 0's samples on the io_uring engine
+/// at 1 KiB keep-alive (perf record, wrk -c50); with this, below 0.3 %.
 pub fn set_now(now: i64) {
     SLOT.with(|slot| {
         let mut slot = slot.borrow_mut();
