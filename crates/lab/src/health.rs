@@ -1,6 +1,8 @@
 //! Whether a run measured what it claims: goodput (responses with the status the user
 //! expects), errors by kind and status beside it, and a run marked invalid when its error
-//! share passes the threshold, with the first cause named in words a user can act on.
+//! share passes the threshold, with the first cause named in words a user can act on. The
+//! figures are the load report's one account ([`webscope_load::Outcomes`]): this module adds
+//! the lab's threshold and its words, no definition of its own.
 //!
 //! A lab that draws 403s as throughput is worse than no lab: everything the report fits,
 //! charts or concludes starts from [`Health::goodput_rps`], and invalid runs are left out.
@@ -8,64 +10,12 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use webscope_load::{Failure, Report};
 
-/// The statuses that count as success: ranges of codes, from `2xx,3xx`, `200`, `200-299`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expect {
-    ranges: Vec<(u16, u16)>,
-    text: String,
-}
-
-/// The lab's default: any 2xx or 3xx.
-pub const DEFAULT_EXPECT: &str = "2xx,3xx";
+pub use webscope_load::{Expect, DEFAULT_EXPECT};
 
 /// The lab's default error threshold: 1 % of requests.
 pub const DEFAULT_MAX_ERROR_PCT: f64 = 1.0;
-
-impl Expect {
-    /// Parses a comma-separated list of codes (`200`), classes (`2xx`) and ranges (`200-204`).
-    pub fn parse(text: &str) -> Result<Expect, String> {
-        let mut ranges = Vec::new();
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let code = |s: &str| -> Option<u16> {
-                s.parse::<u16>().ok().filter(|c| (100..=599).contains(c))
-            };
-            let range = if let Some(class) = part.strip_suffix("xx").or(part.strip_suffix("XX")) {
-                class
-                    .parse::<u16>()
-                    .ok()
-                    .filter(|c| (1..=5).contains(c))
-                    .map(|c| (c * 100, c * 100 + 99))
-            } else if let Some((a, b)) = part.split_once('-') {
-                code(a.trim()).zip(code(b.trim())).filter(|(a, b)| a <= b)
-            } else {
-                code(part).map(|c| (c, c))
-            };
-            ranges.push(range.ok_or_else(|| {
-                format!("--expect-status: {part:?} is not a status, class or range (e.g. 2xx,3xx or 200 or 200-204)")
-            })?);
-        }
-        if ranges.is_empty() {
-            return Err("--expect-status needs at least one status (e.g. 2xx,3xx)".into());
-        }
-        Ok(Expect {
-            ranges,
-            text: text.trim().to_string(),
-        })
-    }
-
-    /// Whether `status` is a success.
-    pub fn accepts(&self, status: u16) -> bool {
-        self.ranges.iter().any(|&(a, b)| (a..=b).contains(&status))
-    }
-}
-
-impl std::fmt::Display for Expect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
 
 /// How runs are judged: the statuses expected and the error share that makes a run invalid.
 /// Kept in `lab.json` so that a re-rendered report judges the same way.
@@ -85,6 +35,18 @@ fn default_expect() -> String {
 
 fn default_max_error_pct() -> f64 {
     DEFAULT_MAX_ERROR_PCT
+}
+
+impl Judge {
+    /// The statuses expected, parsed.
+    pub fn expect(&self) -> anyhow::Result<Expect> {
+        Expect::parse(&self.expect_status).map_err(anyhow::Error::msg)
+    }
+
+    /// The health of the run whose report is `load`, judged this way.
+    pub fn health(&self, load: &Report) -> anyhow::Result<Health> {
+        Ok(Health::of(load, &self.expect()?, self.max_error_pct))
+    }
 }
 
 impl Default for Judge {
@@ -107,8 +69,8 @@ pub struct Health {
     pub attempts: u64,
     /// Responses with an unexpected status, by status, most frequent first.
     pub unexpected: Vec<(u16, u64)>,
-    /// Failures that got no response, by kind (`reset`, `timeout` ...), most frequent first.
-    pub failures: Vec<(&'static str, u64)>,
+    /// Failures that got no response, by kind, most frequent first.
+    pub failures: Vec<(Failure, u64)>,
     /// Goodput: expected responses per second.
     pub goodput_rps: f64,
     /// All complete responses per second (what goodput is not).
@@ -119,109 +81,27 @@ pub struct Health {
     pub invalid: Option<String>,
 }
 
-/// The load report's failure kinds that carry no response, with what they mean.
-const FAILURES: [(&str, &str, &str); 9] = [
-    (
-        "connect_refused",
-        "connections refused",
-        "the server is down or not listening on that port",
-    ),
-    (
-        "connect",
-        "connections failed",
-        "the address is unreachable, or the machine ran out of ephemeral ports",
-    ),
-    (
-        "reset",
-        "connections reset or closed before a response",
-        "the server closes connections (a connection limit, a crash, or TLS on a plain-HTTP port?)",
-    ),
-    (
-        "timeout",
-        "requests timed out",
-        "the server stalls or is overloaded past the request timeout",
-    ),
-    (
-        "short_body",
-        "bodies cut short",
-        "the server or a proxy closes connections mid-response",
-    ),
-    (
-        "parse_error",
-        "responses that are not HTTP/1.x (or HTTP/2 frames that break the protocol)",
-        "is the port speaking TLS or another protocol?",
-    ),
-    (
-        "tls",
-        "TLS handshakes that failed",
-        "an unknown CA (--cacert), a certificate for another name, or plain HTTP on an https port",
-    ),
-    (
-        "goaway",
-        "HTTP/2 streams cut by the server's GOAWAY",
-        "the server closes HTTP/2 connections (a request limit per connection, or a restart)",
-    ),
-    (
-        "rst_stream",
-        "HTTP/2 streams the server reset",
-        "the server refuses streams (more concurrent streams than it allows?)",
-    ),
-];
-
 impl Health {
-    /// Judges the load report `load` (the JSON of `webscope_load::Report`).
-    pub fn of(load: &Value, expect: &Expect, max_error_pct: f64) -> Health {
-        let count = |v: &Value| v.as_u64().unwrap_or(0);
-        let seconds = load["duration_s"].as_f64().unwrap_or(0.0);
-        let per_s = |n: u64| {
-            if seconds > 0.0 {
-                n as f64 / seconds
-            } else {
-                0.0
-            }
-        };
-        let mut good = 0;
-        let mut responses = 0;
-        let mut unexpected = Vec::new();
-        if let Some(codes) = load["status_codes"].as_object() {
-            for (code, n) in codes {
-                let n = count(n);
-                responses += n;
-                match code.parse::<u16>() {
-                    Ok(status) if expect.accepts(status) => good += n,
-                    Ok(status) => unexpected.push((status, n)),
-                    Err(_) => unexpected.push((0, n)),
-                }
-            }
-        }
-        unexpected.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut failures: Vec<(&'static str, u64)> = FAILURES
-            .iter()
-            .map(|(key, _, _)| (*key, count(&load["errors"][*key])))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        failures.sort_by_key(|f| std::cmp::Reverse(f.1));
-        let attempts = responses + failures.iter().map(|f| f.1).sum::<u64>();
-        let error_share = if attempts > 0 {
-            (attempts - good) as f64 / attempts as f64
-        } else {
-            0.0
-        };
+    /// Judges the load report `load` on one account of its outcomes ([`Outcomes`]).
+    pub fn of(load: &Report, expect: &Expect, max_error_pct: f64) -> Health {
+        let outcomes = load.outcomes();
+        let good = outcomes.good(expect);
+        let attempts = outcomes.ended();
         let mut health = Health {
-            responses,
+            responses: outcomes.responses(),
             good,
             attempts,
-            unexpected,
-            failures,
-            goodput_rps: per_s(good),
-            responses_rps: per_s(responses),
-            error_share,
+            unexpected: outcomes.unexpected(expect),
+            failures: outcomes.failures.clone(),
+            goodput_rps: outcomes.goodput_rps(expect),
+            responses_rps: per_second(outcomes.responses(), load.duration_s),
+            error_share: outcomes.error_share(expect).unwrap_or(0.0),
             invalid: None,
         };
         if attempts == 0 {
             health.invalid =
                 Some("no request completed or failed: the run measured nothing".into());
-        } else if 100.0 * error_share > max_error_pct {
+        } else if 100.0 * health.error_share > max_error_pct {
             health.invalid = Some(health.cause());
         }
         health
@@ -256,7 +136,11 @@ impl Health {
             .iter()
             .map(|(code, n)| format!("{code}×{n}"))
             .collect();
-        parts.extend(self.failures.iter().map(|(kind, n)| format!("{kind}×{n}")));
+        parts.extend(
+            self.failures
+                .iter()
+                .map(|(kind, n)| format!("{}×{n}", kind.key())),
+        );
         if parts.is_empty() {
             "-".into()
         } else {
@@ -269,18 +153,26 @@ impl Health {
         self.unexpected
             .iter()
             .map(|(c, n)| (c.to_string(), *n))
-            .chain(self.failures.iter().map(|(k, n)| (k.to_string(), *n)))
+            .chain(self.failures.iter().map(|(k, n)| (k.key().to_string(), *n)))
             .collect()
     }
 }
 
-fn failure_cause((kind, _): (&str, u64), share: f64) -> String {
-    let (_, what, why) = FAILURES
-        .iter()
-        .find(|(key, _, _)| *key == kind)
-        .copied()
-        .unwrap_or((kind, kind, "see the run's errors"));
-    format!("{what} on {} of requests: {why}", pct(share))
+fn failure_cause((kind, _): (Failure, u64), share: f64) -> String {
+    format!(
+        "{} on {} of requests: {}",
+        kind.what(),
+        pct(share),
+        kind.why()
+    )
+}
+
+fn per_second(n: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        n as f64 / seconds
+    } else {
+        0.0
+    }
 }
 
 fn pct(share: f64) -> String {
@@ -332,21 +224,13 @@ pub fn status_advice(code: u16) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    fn load(codes: Value, errors: Value) -> Value {
-        json!({ "duration_s": 2.0, "status_codes": codes, "errors": errors })
-    }
-
-    #[test]
-    fn statuses_parse_as_codes_classes_and_ranges() {
-        let e = Expect::parse("2xx, 304,400-404").unwrap();
-        assert!(e.accepts(200) && e.accepts(299) && e.accepts(304) && e.accepts(403));
-        assert!(!e.accepts(301) && !e.accepts(405) && !e.accepts(500));
-        for bad in ["", "2xy", "6xx", "99", "404-400", "abc"] {
-            let err = Expect::parse(bad).unwrap_err();
-            assert!(err.contains("--expect-status"), "{bad}: {err}");
-        }
+    fn load(codes: Value, errors: Value) -> Report {
+        serde_json::from_value(
+            json!({ "duration_s": 2.0, "status_codes": codes, "errors": errors }),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod health;
 pub mod live;
 pub mod measure;
 pub mod model;
+pub mod objective;
 pub mod papers;
 pub mod preflight;
 pub mod progress;

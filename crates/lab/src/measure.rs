@@ -115,8 +115,7 @@ pub fn measure_by(
     let os = summary(monitor);
     let server_os = remote.into_iter().filter_map(summary).collect();
     let server = after.since(&before, report.duration_s);
-    let load = serde_json::to_value(&report)?;
-    bar.run_done(label, &load);
+    bar.run_done(label, &report);
     if report.total.requests == 0 && interrupt.load(std::sync::atomic::Ordering::Relaxed) {
         anyhow::bail!("stopped by Ctrl-C before any response");
     }
@@ -124,11 +123,11 @@ pub fn measure_by(
         anyhow::bail!(
             "no response at all from {} ({} errors): is the server up?",
             target.base_url,
-            report.total.errors.total
+            report.total.errors.no_response()
         );
     }
     Ok(Measured {
-        load,
+        load: report,
         server,
         os,
         server_os,

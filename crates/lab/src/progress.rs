@@ -4,7 +4,6 @@
 use std::ops::Deref;
 
 use indicatif::ProgressBar;
-use serde_json::Value;
 
 use super::health::{Expect, Health, Judge};
 use crate::live::{Gauges, Live, Point, RunDone, Step};
@@ -77,8 +76,8 @@ impl<'a> Progress<'a> {
         self.live.map(|_| Gauges::new(roots.to_vec()))
     }
 
-    /// The run `label` is over; `load` is its report's JSON.
-    pub fn run_done(&self, label: &str, load: &Value) {
+    /// The run `label` is over; `load` is its report.
+    pub fn run_done(&self, label: &str, load: &webscope_load::Report) {
         let Some(live) = self.live else {
             return;
         };
@@ -87,7 +86,7 @@ impl<'a> Progress<'a> {
             experiment: self.bar.prefix(),
             run: label.to_string(),
             goodput_per_s: health.goodput_rps,
-            p99_us: load["latency_us"]["p99"].as_f64().unwrap_or(f64::NAN),
+            p99_us: load.total.latency_us.p99,
             errors: health.attempts - health.good,
             invalid: health.invalid,
         };

@@ -90,8 +90,9 @@ pub struct RunRecord {
     pub x: f64,
     /// How the load was applied (e.g. "closed loop, close, 10 clients").
     pub load_description: String,
-    /// `webscope load`'s report, whole.
-    pub load: serde_json::Value,
+    /// `webscope load`'s report, whole: a typed view, every field defaulted when missing, so
+    /// that a run stored by an earlier version reads as it was written.
+    pub load: webscope_load::Report,
     /// Server-side figures over the run (deltas from the admin endpoint), if available.
     pub server: Option<ServerFigures>,
     /// OS figures over the run, if sampled: the lab's own machine (procfs).
@@ -144,8 +145,8 @@ pub struct RunEnv {
 
 /// What one measured run produced, before it is written as a [`RunRecord`].
 pub struct Measured {
-    /// The load report, as JSON.
-    pub load: serde_json::Value,
+    /// The load report.
+    pub load: webscope_load::Report,
     /// The server's own figures (admin endpoint, process CPU).
     pub server: Option<ServerFigures>,
     /// The local monitor's summary.
@@ -159,16 +160,47 @@ pub struct Measured {
 impl RunRecord {
     /// The record of a measured run at factor value `x`.
     pub fn new(x: f64, load_description: String, m: Measured) -> RunRecord {
+        let mut load = m.load;
+        // What is rendered from a run must be what a re-render reads back from its run.json,
+        // which carries no histogram.
+        load.latency_histogram = None;
         RunRecord {
             x,
             load_description,
-            load: m.load,
+            load,
             server: m.server,
             os: m.os,
             server_os: m.server_os,
             env: m.env,
             syscalls: None,
         }
+    }
+}
+
+/// A load report from test JSON: every field the JSON lacks at its default.
+#[cfg(test)]
+pub fn load_json(value: serde_json::Value) -> webscope_load::Report {
+    serde_json::from_value(value).expect("a load report")
+}
+
+impl RunRecord {
+    /// The requests the server answered in the run: its own count where it gives one (the
+    /// embedded server's admin endpoint), else the complete responses the generator got (nginx,
+    /// Apache, any target).
+    pub fn server_requests(&self) -> f64 {
+        match &self.server {
+            Some(s) if s.requests > 0.0 => s.requests,
+            _ => self.load.outcomes().responses() as f64,
+        }
+    }
+
+    /// The server's CPU microseconds per request it answered ([`RunRecord::server_requests`]);
+    /// None when its CPU was not measured or it answered nothing. The one definition the lab's
+    /// pages, the capacity law and `compare` read.
+    pub fn server_cpu_us_per_request(&self) -> Option<f64> {
+        let server = self.server.as_ref().filter(|s| s.cpu_s > 0.0)?;
+        let requests = self.server_requests();
+        (requests > 0.0).then(|| server.cpu_s * 1e6 / requests)
     }
 }
 

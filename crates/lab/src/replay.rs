@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use webscope_load::replay::Replay;
 use webscope_load::{Arrivals, Target as LoadTarget};
 
-use crate::capacity::probe::{judge_run, outcome_word};
 use crate::measure::{self, measure};
+use crate::objective::{judge_run, Outcome};
 use crate::record::{write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
@@ -36,12 +36,31 @@ pub struct Step {
 }
 
 impl Step {
-    fn arrivals(&self) -> &'static str {
+    fn arrivals(&self) -> ReplayArrivals {
         if self.poisson {
-            "poisson"
+            ReplayArrivals::Poisson
         } else {
-            "logged"
+            ReplayArrivals::Logged
         }
+    }
+}
+
+/// The arrivals of a replay run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplayArrivals {
+    /// The log's own.
+    Logged,
+    /// Poisson at the same mean rate.
+    Poisson,
+}
+
+impl std::fmt::Display for ReplayArrivals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReplayArrivals::Logged => "logged",
+            ReplayArrivals::Poisson => "poisson",
+        })
     }
 }
 
@@ -49,12 +68,11 @@ impl Step {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Judged {
     pub speed: f64,
-    /// `logged` or `poisson`.
-    pub arrivals: String,
+    pub arrivals: ReplayArrivals,
     /// The replay's mean rate at this speed-up, requests per second.
     pub offered_rps: f64,
-    /// `pass`, `fail`, `generator` or `undecided`, on the objective.
-    pub outcome: String,
+    /// On the objective.
+    pub outcome: Outcome,
     pub reason: String,
     /// The lab's verdict on what bounds the run.
     pub bound: String,
@@ -121,11 +139,11 @@ impl Sweep for ReplaySweep {
             .find(|d| !d.point.poisson && d.point.speed == speed)
             .and_then(|d| self.judged.get(&d.name));
         match logged {
-            Some(j) if j.outcome == "generator" => Next::Stop(format!(
+            Some(j) if j.outcome == Outcome::Generator => Next::Stop(format!(
                 "at {speed}× ({:.0} req/s) the generator could not offer the log: {}",
                 j.offered_rps, j.reason
             )),
-            Some(j) if j.outcome != "pass" => Next::Stop(format!(
+            Some(j) if j.outcome != Outcome::Pass => Next::Stop(format!(
                 "the log's own arrivals at {speed}× ({:.0} req/s) did not meet the objective: {}",
                 j.offered_rps, j.reason
             )),
@@ -198,9 +216,9 @@ impl ReplaySweep {
             .context("the run's verdict")?;
         Ok(Judged {
             speed: step.speed,
-            arrivals: step.arrivals().into(),
+            arrivals: step.arrivals(),
             offered_rps: rate,
-            outcome: outcome_word(&on.outcome).into(),
+            outcome: on.outcome,
             reason: on.reason,
             bound: on.verdict.bound.label().into(),
         })
@@ -208,12 +226,12 @@ impl ReplaySweep {
 }
 
 /// Requests the run's schedule offered per second (its intervals' `offered` over its length).
-fn offered_rps(load: &serde_json::Value) -> Option<f64> {
-    let duration = load["duration_s"].as_f64().filter(|d| *d > 0.0)?;
-    let offered: u64 = load["intervals"]
-        .as_array()?
+fn offered_rps(load: &webscope_load::Report) -> Option<f64> {
+    let duration = Some(load.duration_s).filter(|d| *d > 0.0)?;
+    let offered: u64 = load
+        .intervals
         .iter()
-        .map(|i| i["offered"].as_u64())
+        .map(|i| i.offered)
         .sum::<Option<u64>>()?;
     Some(offered as f64 / duration)
 }
@@ -224,13 +242,16 @@ mod tests {
 
     #[test]
     fn a_run_offers_what_its_intervals_scheduled() {
+        let report = |load| serde_json::from_value(load).unwrap();
         let load = serde_json::json!({
             "duration_s": 2.0,
             "intervals": [{"offered": 18, "requests": 18}, {"offered": 60, "requests": 59}],
         });
-        assert_eq!(offered_rps(&load), Some(39.0));
+        assert_eq!(offered_rps(&report(load)), Some(39.0));
         assert_eq!(
-            offered_rps(&serde_json::json!({"duration_s": 2.0, "intervals": [{}]})),
+            offered_rps(&report(
+                serde_json::json!({"duration_s": 2.0, "intervals": [{}]})
+            )),
             None
         );
     }

@@ -138,14 +138,16 @@ impl Sweep for Saturation {
             self.two_class = true;
             return Next::Run(Step::TwoClass);
         }
+        // The lab checked --expect-status when it started.
+        let expect = ctx.options.judge.expect().unwrap_or_default();
         let steps: Vec<(usize, f64, f64)> = so_far
             .runs
             .iter()
             .filter_map(|done| match done.point {
                 Step::Clients(clients) => Some((
                     clients,
-                    done.run.load["latency_us"]["mean"].as_f64().unwrap_or(0.0),
-                    done.run.load["errors"]["total"].as_f64().unwrap_or(0.0),
+                    done.run.load.total.latency_us.mean,
+                    done.run.load.outcomes().errors(&expect) as f64,
                 )),
                 Step::TwoClass => None,
             })

@@ -72,18 +72,8 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
             unfinished: optional(&h.unfinished)?,
             requests: figures.requests,
             bytes: figures.bytes,
-            failures: [
-                e.connect_refused,
-                e.connect,
-                e.reset,
-                e.timeout,
-                e.bad_status,
-                e.short_body,
-                e.parse_error,
-                e.tls,
-                e.goaway,
-                e.rst_stream,
-            ],
+            bad_status: e.bad_status,
+            failures: e.as_array(),
         };
         debug_assert_eq!(stats.failures.len(), FAILURES.len());
         if stats.unfinished.len() != figures.unfinished {

@@ -9,8 +9,11 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
-/// The kinds of failure counted, in report order; `Failure as usize` indexes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The kinds of failure counted, in report order; `Failure as usize` indexes them. A failure
+/// is an exchange that got no response: a complete response, whatever its status, is a
+/// response (counted by status), and whether its status is an error is the judge's
+/// expectation's business ([`crate::outcome`]), not the recorder's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Failure {
     /// The server refused the connection (nothing listens).
     ConnectRefused = 0,
@@ -20,8 +23,6 @@ pub enum Failure {
     Reset,
     /// No complete response within the timeout.
     Timeout,
-    /// A complete response with a status of 400 or more.
-    BadStatus,
     /// The connection closed before the body announced by Content-Length (or chunking) ended.
     ShortBody,
     /// The response was not HTTP/1.x (or its head was too large to buffer); HTTP/2: the
@@ -37,12 +38,11 @@ pub enum Failure {
 }
 
 /// Names of the failure kinds, as they appear in reports and JSON.
-pub const FAILURES: [&str; 10] = [
+pub const FAILURES: [&str; 9] = [
     "connect_refused",
     "connect",
     "reset",
     "timeout",
-    "bad_status",
     "short_body",
     "parse_error",
     "tls",
@@ -87,7 +87,10 @@ pub(crate) struct ClassStats {
     pub requests: u64,
     /// Bytes received (heads and bodies).
     pub bytes: u64,
-    /// Failures by kind.
+    /// Of `requests`, those with a status of 400 or more: classes keep no statuses of their
+    /// own, and a service's refusals (503) are read per class.
+    pub bad_status: u64,
+    /// Exchanges that got no response, by kind.
     pub failures: [u64; FAILURES.len()],
 }
 
@@ -102,6 +105,7 @@ impl ClassStats {
             unfinished: histogram(),
             requests: 0,
             bytes: 0,
+            bad_status: 0,
             failures: [0; FAILURES.len()],
         }
     }
@@ -117,12 +121,13 @@ impl ClassStats {
         let _ = self.unfinished.add(&other.unfinished);
         self.requests += other.requests;
         self.bytes += other.bytes;
+        self.bad_status += other.bad_status;
         for (mine, theirs) in self.failures.iter_mut().zip(other.failures) {
             *mine += theirs;
         }
     }
 
-    /// Failures of all kinds.
+    /// Exchanges that got no response, of every kind.
     pub(crate) fn failed(&self) -> u64 {
         self.failures.iter().sum()
     }
@@ -160,7 +165,7 @@ pub(crate) struct Recorder {
 
 /// An open-loop send this long after its slot's time is late: the generator did not keep
 /// the schedule (its 1 ms timer sends within half a millisecond of it when it can).
-pub(crate) const LATE_SEND: std::time::Duration = std::time::Duration::from_millis(1);
+pub const LATE_SEND: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Recorder {
     pub(crate) fn new(classes: usize) -> Recorder {

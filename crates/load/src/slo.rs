@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use crate::outcome::Expect;
+
 /// A list of conditions, all of which must hold.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slo {
@@ -36,14 +38,18 @@ pub enum Metric {
         /// 0.99 for p99; 1.0 for max.
         quantile: f64,
     },
-    /// Failed requests (errors and unexpected statuses) over requests: a ceiling.
+    /// Errors (failures and unexpected statuses) over requests that ended: a ceiling
+    /// ([`Outcomes::error_share`](crate::Outcomes::error_share)).
     Errors,
-    /// Good responses per second over the offered rate: a floor.
+    /// Expected responses over requests that ended: a floor ([`Outcomes::goodput_share`](crate::Outcomes::goodput_share)).
     Goodput,
     /// The server's CPU use over the CPUs it may use: a ceiling.
     Cpu,
-    /// Requests the generator sent late over those it sent: a ceiling (a late generator
-    /// measures itself, not the server).
+    /// Open loop: requests never sent (no connection free in time) over requests due: a
+    /// ceiling ([`Outcomes::not_sent_share`](crate::Outcomes::not_sent_share)).
+    NotSent,
+    /// Open loop: requests sent more than 1 ms after their slot over requests sent: a ceiling
+    /// (a late generator measures itself, not the server; [`Outcomes::late_share`](crate::Outcomes::late_share)).
     Late,
 }
 
@@ -52,13 +58,15 @@ pub enum Metric {
 pub struct Measured {
     /// Latency in microseconds at the quantiles [`Slo::quantiles`] asked for: (q, µs).
     pub latency_us: Vec<(f64, f64)>,
-    /// Failed requests over requests.
+    /// [`Outcomes::error_share`](crate::Outcomes::error_share).
     pub error_share: Option<f64>,
-    /// Good responses per second over the offered rate.
+    /// [`Outcomes::goodput_share`](crate::Outcomes::goodput_share).
     pub goodput_share: Option<f64>,
     /// The server's CPU use over the CPUs it may use.
     pub cpu_share: Option<f64>,
-    /// Requests sent late over requests sent.
+    /// [`Outcomes::not_sent_share`](crate::Outcomes::not_sent_share).
+    pub not_sent_share: Option<f64>,
+    /// [`Outcomes::late_share`](crate::Outcomes::late_share).
     pub late_share: Option<f64>,
 }
 
@@ -73,8 +81,9 @@ pub struct Check {
     pub verdict: Verdict,
 }
 
-/// Whether a condition (or a run) met its objective.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether a condition (or a run) met its objective; on disk `pass`, `fail`, `undecided`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Measured, and within the limit.
     Pass,
@@ -85,28 +94,21 @@ pub enum Verdict {
 }
 
 impl Measured {
-    /// The figures a load run measured itself, for the latency `quantiles` asked: failures
-    /// (transport errors and responses of 400 and above) over requests, and in open loop
-    /// good responses per second over the offered rate and the share of requests never sent
-    /// on time. The server's CPU is not a load run's figure (None).
-    pub fn of_load(report: &crate::Report, quantiles: &[f64]) -> Measured {
-        let total = &report.total;
-        let failed_statuses = report.failed_statuses();
-        let asked = total.requests + total.errors.total;
-        let good = report.succeeded();
-        let share = |part: u64, of: u64| (of > 0).then(|| part as f64 / of as f64);
-        let open = report.rate.filter(|r| *r > 0.0);
+    /// The figures a load run measured itself, for the latency `quantiles` asked, its outcomes
+    /// judged on `expect` (one account: [`Outcomes`]). The server's CPU is not a load run's
+    /// figure (None).
+    pub fn of_load(report: &crate::Report, quantiles: &[f64], expect: &Expect) -> Measured {
+        let outcomes = report.outcomes();
         Measured {
             latency_us: quantiles
                 .iter()
                 .filter_map(|&q| Some((q, report.latency_at(q)?)))
                 .collect(),
-            error_share: share(failed_statuses + total.errors.total, asked),
-            goodput_share: open
-                .filter(|_| report.duration_s > 0.0)
-                .map(|rate| good as f64 / report.duration_s / rate),
+            error_share: outcomes.error_share(expect),
+            goodput_share: outcomes.goodput_share(expect),
             cpu_share: None,
-            late_share: open.and_then(|_| share(total.run.not_sent, asked + total.run.not_sent)),
+            not_sent_share: outcomes.not_sent_share(),
+            late_share: outcomes.late_share(),
         }
     }
 }
@@ -245,6 +247,7 @@ impl Condition {
             Metric::Errors => figures.error_share,
             Metric::Goodput => figures.goodput_share,
             Metric::Cpu => figures.cpu_share,
+            Metric::NotSent => figures.not_sent_share,
             Metric::Late => figures.late_share,
         };
         let verdict = match measured {
@@ -309,13 +312,15 @@ impl Metric {
             "goodput" => return Ok(Metric::Goodput),
             "cpu" => return Ok(Metric::Cpu),
             "late" => return Ok(Metric::Late),
+            "not_sent" => return Ok(Metric::NotSent),
             "max" => return Ok(Metric::Latency { quantile: 1.0 }),
             // The load report's own names for 99.9 and 99.99.
             "p999" => return Ok(Metric::Latency { quantile: 0.999 }),
             "p9999" => return Ok(Metric::Latency { quantile: 0.9999 }),
             _ => {}
         }
-        let known = "known: p50 .. p99.99 (any percentile), max, errors, goodput, cpu, late";
+        let known =
+            "known: p50 .. p99.99 (any percentile), max, errors, goodput, cpu, not_sent, late";
         let Some(digits) = name.strip_prefix('p') else {
             return Err(format!("unknown metric {name:?} ({known})"));
         };
@@ -387,6 +392,7 @@ impl fmt::Display for Metric {
             Metric::Errors => f.write_str("errors"),
             Metric::Goodput => f.write_str("goodput"),
             Metric::Cpu => f.write_str("cpu"),
+            Metric::NotSent => f.write_str("not_sent"),
             Metric::Late => f.write_str("late"),
         }
     }
@@ -448,6 +454,7 @@ mod tests {
             ("goodput>=99%", Metric::Goodput, false, 0.99),
             ("cpu<80%", Metric::Cpu, true, 0.8),
             ("late<=1%", Metric::Late, false, 0.01),
+            ("not_sent<=1%", Metric::NotSent, false, 0.01),
         ];
         for (text, metric, strict, limit) in cases {
             let c = one(text);

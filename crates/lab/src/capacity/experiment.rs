@@ -200,14 +200,16 @@ pub fn read(dir: &Path, runs: &[String]) -> anyhow::Result<(Recorded, Vec<Judged
 mod tests {
     use super::*;
 
-    fn judged(number: usize, rate: f64, outcome: &str) -> Judged {
+    use crate::objective::Outcome;
+
+    fn judged(number: usize, rate: f64, outcome: Outcome) -> Judged {
         Judged {
             number,
             rate,
-            outcome: outcome.into(),
+            outcome,
             reason: String::new(),
             checks: Vec::new(),
-            late_share: None,
+            not_sent_share: None,
             bound: "latency".into(),
             bound_reading: String::new(),
             warmup_s: 0.2,
@@ -221,8 +223,12 @@ mod tests {
         let mut search = Search::new(Plan::new(100.0));
         let mut probes = Vec::new();
         while let Some(rate) = search.next_rate() {
-            let word = if rate <= 300.0 { "pass" } else { "fail" };
-            probes.push(judged(probes.len() + 1, rate, word));
+            let outcome = if rate <= 300.0 {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            };
+            probes.push(judged(probes.len() + 1, rate, outcome));
             search.record(rate, probes.last().map(Judged::outcome).unwrap());
         }
         let ending = search.ending().cloned();

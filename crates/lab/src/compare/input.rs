@@ -5,15 +5,15 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use serde_json::Value;
+use webscope_load::Report;
 
-use crate::health::{Expect, Health, Judge};
+use crate::health::{Health, Judge};
 use crate::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
 
 /// One run: its load report, judged, its server CPU per request and its interval log.
 pub struct Run {
-    /// The load report (JSON).
-    pub load: Value,
+    /// The load report.
+    pub load: Report,
     /// Goodput and errors, judged as the lab that made it judged (or by default).
     pub health: Health,
     /// Server CPU microseconds per request, when the server's CPU was measured.
@@ -28,9 +28,8 @@ pub struct Run {
 /// run or load result; one per client count for a lab report).
 pub type Side = Vec<(String, Vec<Run>)>;
 
-fn judged(load: Value, judge: &Judge) -> anyhow::Result<(Value, Health)> {
-    let expect = Expect::parse(&judge.expect_status).map_err(anyhow::Error::msg)?;
-    let health = Health::of(&load, &expect, judge.max_error_pct);
+fn judged(load: Report, judge: &Judge) -> anyhow::Result<(Report, Health)> {
+    let health = judge.health(&load)?;
     Ok((load, health))
 }
 
@@ -44,12 +43,8 @@ fn intervals(hlog: &Path) -> anyhow::Result<Vec<webscope_load::LoggedInterval>> 
 
 fn lab_run(dir: &Path, judge: &Judge) -> anyhow::Result<Run> {
     let record: RunRecord = read_json(&dir.join("run.json"))?;
+    let cpu_us_per_request = record.server_cpu_us_per_request();
     let (load, health) = judged(record.load, judge)?;
-    let requests = load["requests"].as_f64().unwrap_or(0.0);
-    let cpu_us_per_request = record
-        .server
-        .filter(|s| s.cpu_s > 0.0 && requests > 0.0)
-        .map(|s| s.cpu_s * 1e6 / requests);
     Ok(Run {
         load,
         health,
@@ -121,14 +116,14 @@ pub fn side(path: &Path) -> anyhow::Result<Side> {
 fn load_result(path: &Path) -> anyhow::Result<Run> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let load: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a webscope load --json result", path.display()))?;
-    if load.get("status_codes").is_none() {
-        bail!(
-            "{} is not a webscope load --json result (no status_codes)",
-            path.display()
-        );
+    let not_load = || format!("{} is not a webscope load --json result", path.display());
+    let value: serde_json::Value = serde_json::from_str(&text).with_context(not_load)?;
+    // Every field of a report has a default: a JSON without the one field every load report
+    // has is some other file.
+    if value.get("status_codes").is_none() {
+        bail!("{} (no status_codes)", not_load());
     }
+    let load: Report = serde_json::from_value(value).with_context(not_load)?;
     let (load, health) = judged(load, &Judge::default())?;
     Ok(Run {
         load,

@@ -37,22 +37,16 @@ pub const METRICS: [&str; 8] = [
 
 /// One metric of one run.
 pub fn metric(run: &Run, name: &str) -> Option<f64> {
-    let l = &run.load;
-    let num = |path: &[&str]| {
-        let mut v = l;
-        for k in path {
-            v = &v[*k];
-        }
-        v.as_f64()
-    };
+    let l = &run.load.total.latency_us;
+    let at = Some;
     match name {
         "goodput" => Some(run.health.goodput_rps),
         "rps" => Some(run.health.responses_rps),
         "error_pct" => Some(100.0 * run.health.error_share),
-        "p50" => num(&["latency_us", "p50"]),
-        "p90" => num(&["latency_us", "p90"]),
-        "p99" => num(&["latency_us", "p99"]),
-        "p999" => num(&["latency_us", "p999"]),
+        "p50" => at(l.p50),
+        "p90" => at(l.p90),
+        "p99" => at(l.p99),
+        "p999" => at(l.p999),
         "cpu_us" => run.cpu_us_per_request,
         _ => None,
     }
@@ -179,7 +173,7 @@ fn judge(name: &str, base: &[Run], cand: &[Run], a: &[f64], b: &[f64]) -> Judged
             let need = (MIN_BEYOND / (1.0 - q)).ceil();
             let carry = |runs: &[Run]| -> Vec<f64> {
                 runs.iter()
-                    .filter(|r| r.load["requests"].as_f64().unwrap_or(0.0) >= need)
+                    .filter(|r| r.load.total.requests as f64 >= need)
                     .filter_map(|r| metric(r, name))
                     .collect()
             };

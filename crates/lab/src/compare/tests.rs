@@ -52,6 +52,7 @@ fn run_of(
         "errors": {},
         "latency_us": { "p50": us(0.5), "p90": us(0.9), "p99": us(0.99), "p999": us(0.999) },
     });
+    let load: webscope_load::Report = serde_json::from_value(load).unwrap();
     let health = Health::of(&load, &Expect::parse("2xx").unwrap(), 1.0);
     Run {
         load,
@@ -287,7 +288,7 @@ fn what_the_data_cannot_support_is_undecided_not_passed() {
     let small = |rng: &mut Rng| {
         let mut runs = server_runs(rng, 5, 1.0, 0.03);
         for r in &mut runs {
-            r.load["requests"] = json!(2000);
+            r.load.total.requests = 2000;
         }
         runs
     };

@@ -144,7 +144,8 @@ impl Final {
         Final {
             requests: report.total.requests,
             requests_per_s: report.total.requests_per_s,
-            errors: report.total.errors.total,
+            // As each interval's line counts them: the default expectation's errors.
+            errors: report.outcomes().errors(&webscope_load::Expect::default()),
             p50_us: report.total.latency_us.p50,
             p90_us: report.total.latency_us.p90,
             p99_us: report.total.latency_us.p99,

@@ -418,7 +418,9 @@ mod tests {
             Some(0.97),
         );
         // A run of 403s: fast responses that are no throughput at all.
-        let forbidden = serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 90000}});
+        let forbidden = crate::record::load_json(
+            serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 90000}}),
+        );
         let expect = crate::health::Expect::parse("2xx").unwrap();
         pts[3].health = crate::health::Health::of(&forbidden, &expect, 1.0);
         pts[3].rps = pts[3].health.goodput_rps;

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::figures::{cpu_shares, num, os_stat, server_host};
+use super::figures::{cpu_shares, os_stat, server_host};
 use crate::bottleneck::{own_time_wait, Evidence, ACTIVE_THREAD};
 use crate::health::Health;
 use crate::record::RunRecord;
@@ -45,12 +45,12 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
             .max_by(|a, b| a.1.total_cmp(&b.1))
     });
     Evidence {
-        clients: num(l, &["connections"]),
-        offered_rps: (l["pacing"] == "open")
-            .then(|| num(l, &["rate"]))
+        clients: l.connections as f64,
+        offered_rps: (l.pacing == "open")
+            .then(|| l.rate.unwrap_or(0.0))
             .filter(|r| *r > 0.0),
         goodput_rps: health.goodput_rps,
-        mean_ms: num(l, &["latency_us", "mean"]) / 1000.0,
+        mean_ms: l.total.latency_us.mean / 1000.0,
         server_busy_cores: run
             .server
             .as_ref()
@@ -61,8 +61,8 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
             .map(|s| s.busy_cores),
         server_cpus: run.env.server_cpus,
         server_processes,
-        generator_busy: num(l, &["generator_busy"]),
-        generator_busy_or_waiting: num(l, &["generator_busy_or_waiting"]),
+        generator_busy: l.generator_busy,
+        generator_busy_or_waiting: l.generator_busy_or_waiting,
         server_host: server_host_os.and_then(cpu_shares),
         server_host_source: server_host_os
             .and_then(|o| o.get("source")?.as_str().map(String::from)),
@@ -76,8 +76,8 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
         }),
         net_util_pct: busiest_link,
         time_wait: run_time_wait(run),
-        connects: num(l, &["connects"]),
-        duration_s: num(l, &["duration_s"]),
+        connects: l.total.run.connects as f64,
+        duration_s: l.duration_s,
         server_threads: server_threads(os).map(|t| {
             t.iter()
                 .filter(|(_, run, wait)| run + wait >= ACTIVE_THREAD)
@@ -91,10 +91,9 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
         tw_buckets: run.env.tw_buckets,
         listen_overflows_per_s: server_host_os
             .and_then(|os| os_stat(os, "tcp", "all", "listen_overflows_per_s", "mean")),
-        missed_rate: l["rate"].as_f64().and_then(|rate| {
-            let done = num(l, &["requests"]) + num(l, &["errors", "total"]);
-            let not_sent = num(l, &["not_sent"]);
-            webscope_load::missed_rate(rate, num(l, &["duration_s"]), done as u64, not_sent as u64)
+        missed_rate: l.rate.and_then(|rate| {
+            let done = l.outcomes().ended();
+            webscope_load::missed_rate(rate, l.duration_s, done, l.total.run.not_sent)
         }),
     }
 }
@@ -116,8 +115,8 @@ pub fn run_time_wait(run: &RunRecord) -> Option<f64> {
     });
     own_time_wait(
         measured,
-        num(&run.load, &["connects"]),
-        num(&run.load, &["duration_s"]),
+        run.load.total.run.connects as f64,
+        run.load.duration_s,
     )
 }
 
@@ -175,6 +174,7 @@ mod tests {
             "latency_us": {"mean": 50_000.0}, "status_codes": {"200": 160},
             "generator_busy": 0.05, "generator_busy_or_waiting": 0.1,
         });
+        let load: webscope_load::Report = serde_json::from_value(load).unwrap();
         let health = Health::of(&load, &Expect::parse("2xx").expect("a valid list"), 2.0);
         let run = RunRecord {
             x: 4.0,

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::evidence::{evidence, run_time_wait};
-use super::figures::{num, os_stat, server_machine};
+use super::figures::{os_stat, server_machine};
 use super::rendered::Rendered;
 use crate::bottleneck::{self, Verdict};
 use crate::health::{Expect, Health, Judge};
@@ -49,11 +49,7 @@ pub struct Point {
 impl Point {
     /// Server CPU time per request, microseconds (None without the server's figures).
     pub fn server_cpu_us(&self) -> Option<f64> {
-        self.run
-            .server
-            .as_ref()
-            .filter(|s| s.requests > 0.0 && s.cpu_s > 0.0)
-            .map(|s| s.cpu_s * 1e6 / s.requests)
+        self.run.server_cpu_us_per_request()
     }
 
     /// The run's label: its load's description up to the first colon (a protocol, a step).
@@ -75,6 +71,7 @@ impl Point {
         let l = &run.load;
         let health = Health::of(l, expect, judge.max_error_pct);
         let verdict = bottleneck::judge(&evidence(&run, &health));
+        let errors = (health.attempts - health.good) as f64;
         Point {
             name: name.to_string(),
             repeats: 1,
@@ -83,13 +80,13 @@ impl Point {
             rps: health.goodput_rps,
             health,
             verdict,
-            mbit_s: num(l, &["bytes_per_s"]) * 8.0 / 1e6,
-            p50_ms: num(l, &["latency_us", "p50"]) / 1000.0,
-            p90_ms: num(l, &["latency_us", "p90"]) / 1000.0,
-            p99_ms: num(l, &["latency_us", "p99"]) / 1000.0,
-            mean_ms: num(l, &["latency_us", "mean"]) / 1000.0,
-            errors: num(l, &["errors", "total"]),
-            generator_busy: num(l, &["generator_busy"]),
+            mbit_s: l.total.bytes_per_s * 8.0 / 1e6,
+            p50_ms: l.total.latency_us.p50 / 1000.0,
+            p90_ms: l.total.latency_us.p90 / 1000.0,
+            p99_ms: l.total.latency_us.p99 / 1000.0,
+            mean_ms: l.total.latency_us.mean / 1000.0,
+            errors,
+            generator_busy: l.generator_busy,
             // Only webscope serve's admin endpoint says how long it took; other servers'
             // figures are their CPU time alone.
             server_ms: run
@@ -205,7 +202,9 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
         x,
         rps,
         health: Health::of(
-            &serde_json::json!({"duration_s": 1.0, "status_codes": {"200": rps as u64}}),
+            &crate::record::load_json(
+                serde_json::json!({"duration_s": 1.0, "status_codes": {"200": rps as u64}}),
+            ),
             &Expect::parse("2xx").expect("a valid list"),
             1.0,
         ),
@@ -231,7 +230,7 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
         run: RunRecord {
             x,
             load_description: String::new(),
-            load: serde_json::Value::Null,
+            load: webscope_load::Report::default(),
             server: None,
             os: None,
             server_os: Vec::new(),
@@ -334,7 +333,7 @@ mod tests {
             include_str!("../../tests/data/runs/ports.json"),
         ] {
             let run: RunRecord = serde_json::from_str(text).unwrap();
-            let connects = num(&run.load, &["connects"]);
+            let connects = run.load.total.run.connects as f64;
             let point = Point::of(
                 "run",
                 run,
@@ -377,7 +376,9 @@ mod tests {
         .map(|(x, r)| test_point(x, r, 0.3, Some(0.5)))
         .collect();
         // An invalid repeat is left out of the median and the spread.
-        let forbidden = serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 5000}});
+        let forbidden = crate::record::load_json(
+            serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 5000}}),
+        );
         points[4].health = Health::of(&forbidden, &Expect::parse("2xx").unwrap(), 1.0);
         points[4].rps = 0.0;
         let pooled = pool(points);

@@ -36,15 +36,10 @@ impl Row {
     fn of(point: &Point) -> Row {
         let load = &point.run.load;
         let cpu_us = point.server_cpu_us();
-        let tls = load.get("tls").filter(|t| !t.is_null());
-        let handshakes = tls.map(|t| {
-            (
-                t["full"].as_u64().unwrap_or(0),
-                t["resumed"].as_u64().unwrap_or(0),
-            )
-        });
-        let handshake_us = tls.and_then(|t| t["handshake_us"]["mean"].as_f64());
-        let requests = load["requests"].as_f64().unwrap_or(0.0);
+        let tls = load.tls.as_ref();
+        let handshakes = tls.map(|t| (t.full, t.resumed));
+        let handshake_us = tls.map(|t| t.handshake_us.mean);
+        let requests = load.total.requests as f64;
         let handshake_pct = match (handshakes, handshake_us) {
             (Some((full, resumed)), Some(mean)) if requests > 0.0 => {
                 let shaking = (full + resumed) as f64 * mean;

@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 use webscope_report::svg::{Axis, Series, XyChart};
 use webscope_report::{Block, Table};
 
-use super::figures::num;
 use super::page::ExperimentPage;
 use super::rendered::Rendered;
+use crate::objective::Outcome;
 use crate::record::{read_json, ExperimentRecord, RunRecord};
-use crate::replay::Judged;
+use crate::replay::{Judged, ReplayArrivals};
 
 /// One run as the page reads it.
 struct Step {
@@ -48,11 +48,11 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         title: "p99 against offered rate: the log's arrivals and Poisson's".into(),
         x: Axis::log("offered rate (req/s)"),
         y: Axis::log("p99 latency (ms)"),
-        series: ["logged", "poisson"]
+        series: [ReplayArrivals::Logged, ReplayArrivals::Poisson]
             .into_iter()
             .map(|arrivals| {
                 Series::line(
-                    if arrivals == "logged" {
+                    if arrivals == ReplayArrivals::Logged {
                         "the log's own arrivals"
                     } else {
                         "Poisson arrivals, same rate"
@@ -88,14 +88,13 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
 fn read_step(run_dir: &Path, name: &str) -> anyhow::Result<Step> {
     let judged: Judged = read_json(&run_dir.join("step.json"))?;
     let run: RunRecord = read_json(&run_dir.join("run.json"))?;
-    let l = &run.load;
-    let ms = |key: &str| num(l, &["latency_us", key]) / 1000.0;
+    let l = &run.load.total;
     Ok(Step {
         name: name.into(),
-        achieved_rps: num(l, &["requests_per_s"]),
-        p50_ms: ms("p50"),
-        p99_ms: ms("p99"),
-        p999_ms: ms("p999"),
+        achieved_rps: l.requests_per_s,
+        p50_ms: l.latency_us.p50 / 1000.0,
+        p99_ms: l.latency_us.p99 / 1000.0,
+        p999_ms: l.latency_us.p999 / 1000.0,
         judged,
     })
 }
@@ -104,7 +103,9 @@ fn read_step(run_dir: &Path, name: &str) -> anyhow::Result<Step> {
 fn kept_up_to(steps: &[Step]) -> Option<f64> {
     steps
         .iter()
-        .filter(|s| s.judged.arrivals == "logged" && s.judged.outcome == "pass")
+        .filter(|s| {
+            s.judged.arrivals == ReplayArrivals::Logged && s.judged.outcome == Outcome::Pass
+        })
         .map(|s| s.judged.speed)
         .max_by(f64::total_cmp)
 }
@@ -116,7 +117,7 @@ fn sentence(steps: &[Step], stopped: Option<&str>) -> String {
         Some(k) => {
             let rate = steps
                 .iter()
-                .find(|s| s.judged.arrivals == "logged" && s.judged.speed == k)
+                .find(|s| s.judged.arrivals == ReplayArrivals::Logged && s.judged.speed == k)
                 .map_or(0.0, |s| s.judged.offered_rps);
             format!("The server met the objective with the site's own traffic up to {k}× the logged pace ({rate:.0} req/s)")
         }
@@ -125,15 +126,16 @@ fn sentence(steps: &[Step], stopped: Option<&str>) -> String {
     let why = stopped.map_or(String::new(), |s| format!("; {s}"));
     // A run the generator could not offer measured the generator: the cost is read at the
     // last speed-up where both runs were judged on the server.
-    let judged = |s: &&Step| s.p99_ms > 0.0 && matches!(s.judged.outcome.as_str(), "pass" | "fail");
+    let judged =
+        |s: &&Step| s.p99_ms > 0.0 && matches!(s.judged.outcome, Outcome::Pass | Outcome::Fail);
     let cost = steps
         .iter()
         .rev()
-        .filter(|s| s.judged.arrivals == "logged")
+        .filter(|s| s.judged.arrivals == ReplayArrivals::Logged)
         .filter(judged)
         .find_map(|l| {
             let p = steps.iter().filter(judged).find(|p| {
-                p.judged.arrivals == "poisson" && p.judged.speed == l.judged.speed
+                p.judged.arrivals == ReplayArrivals::Poisson && p.judged.speed == l.judged.speed
             })?;
             Some((l, p))
         })
@@ -166,13 +168,13 @@ fn table(steps: &[Step]) -> Table {
         t.row([
             s.name.clone(),
             format!("{}×", s.judged.speed),
-            s.judged.arrivals.clone(),
+            s.judged.arrivals.to_string(),
             format!("{:.0}", s.judged.offered_rps),
             format!("{:.0}", s.achieved_rps),
             format!("{:.2}", s.p50_ms),
             format!("{:.2}", s.p99_ms),
             format!("{:.2}", s.p999_ms),
-            s.judged.outcome.clone(),
+            s.judged.outcome.cell().to_string(),
             s.judged.bound.clone(),
         ]);
     }
@@ -191,15 +193,17 @@ fn step_json(s: &Step) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Outcome::{Generator, Pass};
+    use ReplayArrivals::{Logged, Poisson};
 
-    fn step(speed: f64, arrivals: &str, p99_ms: f64, outcome: &str) -> Step {
+    fn step(speed: f64, arrivals: ReplayArrivals, p99_ms: f64, outcome: Outcome) -> Step {
         Step {
             name: format!("{arrivals}-{speed}"),
             judged: Judged {
                 speed,
-                arrivals: arrivals.into(),
+                arrivals,
                 offered_rps: 100.0 * speed,
-                outcome: outcome.into(),
+                outcome,
                 reason: String::new(),
                 bound: String::new(),
             },
@@ -213,12 +217,12 @@ mod tests {
     #[test]
     fn the_burstiness_cost_is_read_where_both_runs_measured_the_server() {
         let steps = [
-            step(1.0, "logged", 2.0, "pass"),
-            step(1.0, "poisson", 1.0, "pass"),
-            step(2.0, "logged", 6.0, "pass"),
-            step(2.0, "poisson", 2.0, "pass"),
-            step(4.0, "logged", 300.0, "generator"),
-            step(4.0, "poisson", 500.0, "generator"),
+            step(1.0, Logged, 2.0, Pass),
+            step(1.0, Poisson, 1.0, Pass),
+            step(2.0, Logged, 6.0, Pass),
+            step(2.0, Poisson, 2.0, Pass),
+            step(4.0, Logged, 300.0, Generator),
+            step(4.0, Poisson, 500.0, Generator),
         ];
         let said = sentence(&steps, Some("at 4× the generator could not offer the log"));
         assert!(

@@ -58,14 +58,13 @@ fn density_map(dir: &Path, point: &Point) -> Block {
         Err(e) => return Block::Warning(format!("No samples for the density map: {e}")),
     };
     let samples = read_samples(&text);
-    let classes: Vec<String> = point.run.load["classes"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|c| c["name"].as_str().unwrap_or("?").to_string())
-                .collect()
-        })
-        .unwrap_or_default();
+    let classes: Vec<String> = point
+        .run
+        .load
+        .classes
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
     let mut series = Vec::new();
     let mut medians = Vec::new();
     for (i, name) in classes.iter().enumerate() {

@@ -14,7 +14,7 @@ use crate::target::Find;
 
 fn measured(x: usize) -> RunRecord {
     let m = Measured {
-        load: serde_json::json!({ "requests": x }),
+        load: serde_json::from_value(serde_json::json!({ "requests": x })).unwrap(),
         server: None,
         os: None,
         server_os: Vec::new(),

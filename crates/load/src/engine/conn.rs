@@ -295,7 +295,7 @@ pub(super) struct Response {
 }
 
 /// Counts a complete response: its class's requests, bytes, latency and time to first byte,
-/// a status of 400 or more as a failure too, and the status.
+/// and the status (a status of 400 or more also in its class's `bad_status`).
 #[inline]
 pub(super) fn count_response(recorder: &mut Recorder, response: Response) {
     let stats = &mut recorder.classes[response.class];
@@ -304,7 +304,7 @@ pub(super) fn count_response(recorder: &mut Recorder, response: Response) {
     record(&mut stats.latency, response.latency);
     record(&mut stats.ttfb, response.ttfb);
     if response.status >= 400 {
-        stats.failures[Failure::BadStatus as usize] += 1;
+        stats.bad_status += 1;
     }
     recorder.statuses[(response.status as usize).min(STATUSES - 1)] += 1;
 }

@@ -103,7 +103,8 @@ fn a_replay_sends_each_logged_request_and_counts_what_differs() {
     assert!(report.summary().contains("logged 404, got 200: "));
     // 200 where the log had 404 is no failure; nor is 404 where it had 404, but 404 where
     // it had 200 is.
-    assert_eq!(report.failed_statuses(), 0);
+    let expect = crate::Expect::default();
+    assert_eq!(report.outcomes().errors(&expect), 0);
     let mut as_logged = report.clone();
     let replay = as_logged.replay.as_mut().unwrap();
     replay.status_mismatches = vec![StatusPair {
@@ -112,8 +113,9 @@ fn a_replay_sends_each_logged_request_and_counts_what_differs() {
         count: 3,
     }];
     as_logged.status_codes = [("200".to_string(), 37), ("404".to_string(), 13)].into();
-    assert_eq!(as_logged.failed_statuses(), 3);
-    assert_eq!(as_logged.succeeded(), as_logged.total.requests - 3);
+    let outcomes = as_logged.outcomes();
+    assert_eq!(outcomes.errors(&expect), 3);
+    assert_eq!(outcomes.good(&expect), 50 - 3);
 }
 
 #[test]

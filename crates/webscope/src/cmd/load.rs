@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use webscope_load::slo::{Measured, Slo, Verdict};
-use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
+use webscope_load::{Arrivals, Config, Expect, Mode, Pacing, Report, Target};
 
 use super::{Exit, EXIT_THRESHOLD_CROSSED, EXIT_UNDECIDED};
 
@@ -179,9 +179,12 @@ struct Flags {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
     interval: Duration,
     /// Judge the run against limits, as k6 does: e.g. 'p99<10ms,errors<1%' (any percentile
-    /// p50..p99.99 and max from the whole histogram; errors: failures and statuses of 400 and
-    /// above over requests; in open loop goodput>=SHARE of the rate and late<=SHARE not sent
-    /// on time). A crossed threshold exits 99, one whose figure was not measured exits 3.
+    /// p50..p99.99 and max from the whole histogram; errors: failures without a response and
+    /// statuses of 400 and above, over the requests that ended (in a replay, a status the log
+    /// had is no error); goodput>=SHARE: the other responses over them; in open loop,
+    /// not_sent<=SHARE of the requests due never sent, and late<=SHARE of those sent more
+    /// than 1 ms after their time). A crossed threshold exits 99, one whose figure was not
+    /// measured exits 3.
     #[arg(long, value_name = "LIST", value_parser = parse_threshold)]
     threshold: Option<Slo>,
     /// Write the report as JSON to this file.
@@ -510,23 +513,26 @@ fn parse_threshold(text: &str) -> Result<Slo, String> {
 }
 
 /// After the report: no success at all is an error (exit 1, as the lab's), then the
-/// thresholds (exit 99 when one is crossed, 3 when one cannot be decided).
+/// thresholds (exit 99 when one is crossed, 3 when one cannot be decided). A status of 400
+/// and above is an error (the default expectation), one the log had in a replay is not.
 fn judge(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
-    if report.succeeded() == 0 && !report.interrupted {
-        let responses = match report.total.requests {
+    let expect = Expect::default();
+    let outcomes = report.outcomes();
+    if outcomes.good(&expect) == 0 && !report.interrupted {
+        let responses = match outcomes.responses() {
             0 => "no response".to_string(),
-            n => format!("{n} responses, all of status 400 or above"),
+            n => format!("{n} responses, none of them expected ({expect})"),
         };
         anyhow::bail!(
-            "no request succeeded ({responses}; {} errors; {} unfinished at the end): see the summary above",
-            report.total.errors.total,
-            report.total.unfinished
+            "no request succeeded ({responses}; {} failed without a response; {} unfinished at the end): see the summary above",
+            outcomes.no_response(),
+            outcomes.unfinished
         );
     }
     let Some(slo) = threshold else {
         return Ok(());
     };
-    let checks = slo.judge(&Measured::of_load(report, &slo.quantiles()));
+    let checks = slo.judge(&Measured::of_load(report, &slo.quantiles(), &expect));
     println!("Thresholds:");
     for check in &checks {
         println!("  {}", check.line());

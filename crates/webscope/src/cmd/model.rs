@@ -224,9 +224,7 @@ fn run_figures(dir: &Path) -> anyhow::Result<(f64, f64, f64, Option<f64>)> {
         })
         .map(|lab| lab.judge)
         .unwrap_or_default();
-    let expect =
-        webscope_lab::health::Expect::parse(&judge.expect_status).map_err(anyhow::Error::msg)?;
-    let health = webscope_lab::health::Health::of(load, &expect, judge.max_error_pct);
+    let health = judge.health(load)?;
     if let Some(why) = &health.invalid {
         anyhow::bail!(
             "--run {}: the run is invalid ({why}); the laws would describe its errors, not the server",
@@ -239,8 +237,11 @@ fn run_figures(dir: &Path) -> anyhow::Result<(f64, f64, f64, Option<f64>)> {
         "--run {}: the run completed no request, so there is nothing to apply the laws to",
         dir.display()
     );
-    let clients = load["connections"].as_f64().unwrap_or(record.x);
-    let response = load["latency_us"]["mean"].as_f64().unwrap_or(0.0) / 1e6;
+    let clients = match load.connections {
+        0 => record.x,
+        n => n as f64,
+    };
+    let response = load.total.latency_us.mean / 1e6;
     Ok((
         throughput,
         clients,

@@ -8,6 +8,7 @@
 use crate::bottleneck::CPU_LIMIT;
 use crate::capacity::probe::Judged;
 use crate::capacity::search::Ending;
+use crate::objective::Outcome;
 use crate::render::point::Point;
 
 /// The estimate, with what it rests on.
@@ -35,7 +36,7 @@ impl Needed {
         let (point, _) = points
             .iter()
             .zip(probes)
-            .filter(|(p, j)| j.outcome == "pass" && p.generator_busy > 0.0 && p.rps > 0.0)
+            .filter(|(p, j)| j.outcome == Outcome::Pass && p.generator_busy > 0.0 && p.rps > 0.0)
             .max_by(|a, b| a.0.x.total_cmp(&b.0.x))?;
         let seconds_per_request = point.generator_busy / point.rps;
         let per_generator = CPU_LIMIT / seconds_per_request;
@@ -71,9 +72,10 @@ mod tests {
     use crate::render::point::test_point;
 
     fn judged(rate: f64, outcome: &str) -> Judged {
+        // As probe.json says it, outcome and all.
         serde_json::from_value(serde_json::json!({
             "number": 1, "rate": rate, "outcome": outcome, "reason": "", "checks": [],
-            "late_share": 0.0, "bound": "offered rate", "bound_reading": "", "warmup_s": 0.2,
+            "not_sent_share": 0.0, "bound": "offered rate", "bound_reading": "", "warmup_s": 0.2,
             "cooldown": {"waited_s": 0.0, "open_before": 0, "open_after": 0, "time_wait": 0, "settled": true}
         }))
         .unwrap()

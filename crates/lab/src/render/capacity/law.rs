@@ -8,7 +8,7 @@
 //! Not for: drawing (the page's charts are `super`'s) nor judging probes.
 
 use crate::capacity::probe::Judged;
-use crate::render::figures::num;
+use crate::objective::Outcome;
 use crate::render::model::demands;
 use crate::render::point::Point;
 use crate::render::sweep::median;
@@ -48,7 +48,7 @@ pub struct Law {
 impl Law {
     pub fn of(points: &[Point], probes: &[Judged], capacity: Option<f64>) -> Law {
         let at_or_below = |p: &&Point, j: &&Judged| {
-            j.outcome == "pass" && capacity.is_none_or(|c| p.x <= c + 0.5)
+            j.outcome == Outcome::Pass && capacity.is_none_or(|c| p.x <= c + 0.5)
         };
         let lower: Vec<Point> = points
             .iter()
@@ -155,17 +155,11 @@ fn not_the_cpu(points: &[Point], probes: &[Judged], cpus: f64) -> Option<NotTheC
     let (point, _) = points
         .iter()
         .zip(probes)
-        .filter(|(p, j)| j.outcome == "fail" && p.run.server.is_some())
+        .filter(|(p, j)| j.outcome == Outcome::Fail && p.run.server.is_some())
         .min_by(|a, b| a.0.x.total_cmp(&b.0.x))?;
     let server = point.run.server.as_ref()?;
-    let duration = num(&point.run.load, &["duration_s"]);
-    // The server's own count where it gives one (the embedded server), else the answers
-    // the generator got.
-    let requests = if server.requests > 0.0 {
-        server.requests
-    } else {
-        point.rps * duration
-    };
+    let duration = point.run.load.duration_s;
+    let requests = point.run.server_requests();
     if duration <= 0.0 || requests <= 0.0 {
         return None;
     }
@@ -199,7 +193,7 @@ mod tests {
     fn failed(rate: f64, busy: f64, demand_us: f64, mean_ms: f64) -> (Point, Judged) {
         let mut p = test_point(rate, rate, 0.1, Some(busy));
         p.mean_ms = mean_ms;
-        p.run.load = serde_json::json!({"duration_s": 2.0});
+        p.run.load = crate::record::load_json(serde_json::json!({"duration_s": 2.0}));
         // A 2-s probe, so that even 3 % of a core is enough CPU time to divide.
         let cpu_s = 2.0 * busy;
         p.run.server = Some(ServerFigures {
@@ -254,7 +248,7 @@ mod tests {
                 ..Default::default()
             });
             let (_, mut j) = failed(rate, cores, us, 1.0);
-            j.outcome = "pass".into();
+            j.outcome = Outcome::Pass;
             (p, j)
         };
         let (a, ja) = probe(1_000.0, 57.0);

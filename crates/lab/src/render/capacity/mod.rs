@@ -11,26 +11,28 @@ use serde_json::{json, Value};
 use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
-use super::figures::num;
 use super::page::ExperimentPage;
 use super::point::{load_points, Point};
 use super::rendered::Rendered;
 use crate::capacity::experiment::{read, replay, Recorded};
-use crate::capacity::probe::{late_limit, Judged};
+use crate::capacity::probe::Judged;
 use crate::capacity::search::Ending;
+use crate::objective::Outcome;
 use crate::record::ExperimentRecord;
 use generators::Needed;
 use law::Law;
+use webscope_load::slo::Verdict;
 
 mod generators;
 mod law;
 
 /// The percentiles drawn, with their keys in the load report.
-const PERCENTILES: [(&str, &str); 4] = [
-    ("p50", "p50"),
-    ("p90", "p90"),
-    ("p99", "p99"),
-    ("p99.9", "p999"),
+type Pick = fn(&webscope_load::Latency) -> f64;
+const PERCENTILES: [(&str, Pick); 4] = [
+    ("p50", |l| l.p50),
+    ("p90", |l| l.p90),
+    ("p99", |l| l.p99),
+    ("p99.9", |l| l.p999),
 ];
 
 /// Adds the capacity experiment to the report.
@@ -103,7 +105,10 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
 /// A warning when failing probes were bound by the machine's CPUs rather than the server's:
 /// other work on the machine (or loopback's kernel work) weighs on the figure.
 fn machine_warning(probes: &[Judged]) -> Option<Block> {
-    let failed: Vec<&Judged> = probes.iter().filter(|j| j.outcome == "fail").collect();
+    let failed: Vec<&Judged> = probes
+        .iter()
+        .filter(|j| j.outcome == Outcome::Fail)
+        .collect();
     let machine = failed.iter().filter(|j| j.bound == "machine CPU").count();
     (machine > 0).then(|| {
         Block::Warning(format!(
@@ -124,7 +129,7 @@ fn plan_sentence(r: &Recorded) -> String {
     format!(
         "Objective: {}, on open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate; the search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; a boundary rate passes when {} of its {} probes pass. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while the rest of the objective held) ends the search: it says nothing of the server. Goodput counts good responses over the requests sent that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
         r.slo, r.probe_s, r.arrivals, r.warmup_s, r.from, r.growth, 100.0 * r.precision, r.need, r.repeat,
-        100.0 * late_limit(std::time::Duration::from_secs_f64(r.probe_s.max(1e-3)))
+        100.0 * webscope_load::not_sent_limit(r.probe_s)
     )
 }
 
@@ -171,11 +176,11 @@ fn marker(ending: Option<&Ending>) -> Option<(f64, String)> {
 fn latency_chart(points: &[Point], r: &Recorded, mark: Option<&(f64, String)>) -> Block {
     let mut series: Vec<Series> = PERCENTILES
         .iter()
-        .map(|(name, key)| {
+        .map(|(name, pick)| {
             Series::line(
                 *name,
                 by_rate(points, |p| {
-                    (num(&p.run.load, &["latency_us", key]) / 1000.0).max(1e-3)
+                    (pick(&p.run.load.total.latency_us) / 1000.0).max(1e-3)
                 }),
             )
         })
@@ -267,7 +272,7 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
         "p99 ms",
         "p99.9 ms",
         "error %",
-        "late %",
+        "not sent %",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -276,28 +281,26 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
     head.extend(["verdict".into(), "bound by".into()]);
     let mut t = Table::new(head);
     for (p, j) in points.iter().zip(probes) {
-        let ms = |key: &str| format!("{:.2}", num(&p.run.load, &["latency_us", key]) / 1000.0);
+        let l = &p.run.load.total.latency_us;
+        let ms = |us: f64| format!("{:.2}", us / 1000.0);
         let mut row = vec![
             j.number.to_string(),
             format!("{:.0}", j.rate),
             format!("{:.0}", p.rps),
-            ms("p50"),
-            ms("p90"),
-            ms("p99"),
-            ms("p999"),
+            ms(l.p50),
+            ms(l.p90),
+            ms(l.p99),
+            ms(l.p999),
             format!("{:.2}", 100.0 * p.health.error_share),
-            j.late_share
+            j.not_sent_share
                 .map_or("-".into(), |l| format!("{:.2}", 100.0 * l)),
         ];
-        row.extend(j.checks.iter().map(|c| match c.verdict.as_str() {
-            "pass" => "pass".to_string(),
-            "fail" => "FAIL".to_string(),
-            _ => "?".to_string(),
+        row.extend(j.checks.iter().map(|c| match c.verdict {
+            Verdict::Pass => "pass".to_string(),
+            Verdict::Fail => "FAIL".to_string(),
+            Verdict::Undecided => "?".to_string(),
         }));
-        row.push(match j.outcome.as_str() {
-            "fail" => "FAIL".into(),
-            other => other.into(),
-        });
+        row.push(j.outcome.cell().into());
         row.push(j.bound.clone());
         t.row(row);
     }
@@ -329,11 +332,11 @@ fn ending_json(e: &Ending) -> Value {
 
 fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
     let probe = |(p, j): (&Point, &Judged)| {
-        let l = &p.run.load["latency_us"];
+        let l = &p.run.load.total.latency_us;
         json!({
             "probe": j.number, "run": p.name, "offered_rps": j.rate, "achieved_rps": p.rps,
-            "p50_us": l["p50"], "p90_us": l["p90"], "p99_us": l["p99"], "p999_us": l["p999"],
-            "max_us": l["max"], "error_share": p.health.error_share, "late_share": j.late_share,
+            "p50_us": l.p50, "p90_us": l.p90, "p99_us": l.p99, "p999_us": l.p999,
+            "max_us": l.max, "error_share": p.health.error_share, "not_sent_share": j.not_sent_share,
             "verdict": j.outcome, "reason": j.reason,
             "conditions": j.checks.iter().map(|c| json!({
                 "condition": c.condition, "measured": c.measured, "verdict": c.verdict,
@@ -352,8 +355,8 @@ fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::probe::CheckLine;
     use crate::health::Judge;
+    use crate::objective::CheckLine;
     use crate::record::{write_json, RunRecord, ServerFigures};
 
     /// A search recorded as the lab writes it: a server of 1 core at 100 µs a request that
@@ -387,11 +390,11 @@ mod tests {
             let run = RunRecord {
                 x: rate,
                 load_description: "open loop".into(),
-                load: json!({
+                load: crate::record::load_json(json!({
                     "duration_s": 1.0, "requests": achieved as u64,
                     "status_codes": {"200": achieved as u64},
                     "latency_us": {"p50": 200.0, "p90": 400.0, "p99": p99_us, "p999": p99_us * 1.5, "max": p99_us * 2.0},
-                }),
+                })),
                 server: Some(ServerFigures {
                     requests: achieved,
                     cpu_s: achieved * 100e-6,
@@ -404,19 +407,23 @@ mod tests {
                 syscalls: None,
             };
             write_json(&run_dir.join("run.json"), &run).unwrap();
-            let verdict = if pass { "pass" } else { "fail" };
+            let (outcome, verdict) = if pass {
+                (Outcome::Pass, Verdict::Pass)
+            } else {
+                (Outcome::Fail, Verdict::Fail)
+            };
             let judged = Judged {
                 number: i + 1,
                 rate,
-                outcome: verdict.into(),
+                outcome,
                 reason: String::new(),
                 checks: vec![CheckLine {
                     condition: "p99<=5ms".into(),
                     measured: Some(p99_us),
-                    verdict: verdict.into(),
+                    verdict,
                     line: String::new(),
                 }],
-                late_share: Some(0.0),
+                not_sent_share: Some(0.0),
                 bound: "server CPU".into(),
                 bound_reading: String::new(),
                 warmup_s: 0.2,

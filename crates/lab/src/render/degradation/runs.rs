@@ -9,7 +9,6 @@ use webscope_report::Table;
 use crate::degradation::parse_run_name;
 use crate::record::{read_json, ExperimentRecord, RunRecord};
 use crate::render::cells::cell;
-use crate::render::figures::num;
 use crate::render::sweep::median;
 
 /// One service in one run.
@@ -47,20 +46,23 @@ impl Run {
     /// a name that is not a degradation run's.
     fn of(name: &str, record: &RunRecord) -> Option<Run> {
         let (set, policy, heavy) = parse_run_name(name)?;
-        let duration = num(&record.load, &["duration_s"]).max(1e-9);
+        let duration = record.load.duration_s.max(1e-9);
         let server = record.server.as_ref();
-        let services = record.load["classes"]
-            .as_array()?
+        let services = record
+            .load
+            .classes
             .iter()
             .map(|class| {
-                let name = class["name"].as_str().unwrap_or("").to_string();
-                let requests = num(class, &["requests"]);
-                let refused = num(class, &["errors", "bad_status"]);
+                let name = class.name.clone();
+                let requests = class.figures.requests as f64;
+                // A service's refusals are its responses of 400 and above (503 from a
+                // policy): a class keeps no statuses of its own.
+                let refused = class.figures.errors.bad_status as f64;
                 let measured = server.and_then(|s| s.services.iter().find(|f| f.service == name));
                 Service {
                     ok_per_s: (requests - refused).max(0.0) / duration,
                     refused_per_s: refused / duration,
-                    p99_ms: num(class, &["latency_us", "p99"]) / 1000.0,
+                    p99_ms: class.figures.latency_us.p99 / 1000.0,
                     cpu_s: measured.map(|m| m.cpu_s),
                     wait_ms: measured.map(|m| m.wait_ms),
                     running_ms: measured.map(|m| m.running_ms),

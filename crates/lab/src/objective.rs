@@ -1,0 +1,312 @@
+//! The objective's judge: whether an open-loop run met the objective (`--slo`), with the
+//! generator's health as a condition. One judge for every experiment that asks "does the
+//! server meet the objective at this load": the capacity search's probes, the replay
+//! experiment's runs, and the users experiment to come, as siblings that read this module and
+//! not each other.
+//!
+//! The figures are the load report's one account of its outcomes
+//! ([`webscope_load::Outcomes`], judged on the lab's `--expect-status`); the limit on
+//! requests never sent is the load crate's one rule ([`webscope_load::not_sent_limit`]).
+//! A run is [`Outcome::Generator`] — a verdict on the generator, never a server fail — when
+//! the lab's bottleneck verdict says the generator bound the run (its CPU busy, or waiting for
+//! its CPU), or when more requests than that limit were never sent while every condition of
+//! the objective held (the server met it on those it got; a server that fell behind fills the
+//! run's connections, and its latency, counted from each request's intended send, fails
+//! first).
+//!
+//! Not for: choosing the loads (the search, the replay's speed-ups) nor running them.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use webscope_load::slo::{Check, Measured, Slo, Verdict};
+
+use crate::bottleneck::{self, Bound};
+use crate::record::RunRecord;
+use crate::render::evidence::evidence;
+use crate::runner::Ctx;
+
+/// What the objective said of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Every condition of the objective held.
+    Pass,
+    /// A condition failed (the server, or the machine, did not keep up).
+    Fail,
+    /// The generator could not offer the load: a verdict on the generator, not the server.
+    Generator,
+    /// A figure the objective needs was not measured: no verdict.
+    Undecided,
+}
+
+impl Outcome {
+    /// How a table cell says it.
+    pub fn cell(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "FAIL",
+            Outcome::Generator => "generator",
+            Outcome::Undecided => "undecided",
+        }
+    }
+}
+
+/// One condition judged on one run, as `probe.json` and `step.json` keep it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckLine {
+    /// As the objective writes it: `p99<=5ms`.
+    pub condition: String,
+    /// In the condition's unit (µs, or a fraction).
+    pub measured: Option<f64>,
+    pub verdict: Verdict,
+    /// For people: `p99<=5ms: 4.90ms, passed`.
+    pub line: String,
+}
+
+impl CheckLine {
+    fn of(check: &Check) -> CheckLine {
+        CheckLine {
+            condition: check.condition.to_string(),
+            measured: check.measured,
+            verdict: check.verdict,
+            line: check.line(),
+        }
+    }
+}
+
+/// An open-loop run judged on an objective, with the generator's health as a condition.
+pub struct OnObjective {
+    pub outcome: Outcome,
+    /// Why, in one sentence.
+    pub reason: String,
+    pub checks: Vec<CheckLine>,
+    /// Requests never sent over requests due ([`webscope_load::Outcomes::not_sent_share`]).
+    pub not_sent_share: Option<f64>,
+    /// The lab's verdict on what bounds the run.
+    pub verdict: bottleneck::Verdict,
+}
+
+/// Judges the measured open-loop run `record` (its files in `run_dir`) on `slo`.
+pub fn judge_run(
+    record: &RunRecord,
+    run_dir: &Path,
+    ctx: &Ctx<'_>,
+    slo: &Slo,
+) -> anyhow::Result<OnObjective> {
+    let lab = &ctx.options.judge;
+    let figures = figures(record, run_dir, slo, &lab.expect()?)?;
+    let health = lab.health(&record.load)?;
+    // Requests never sent are judged by [`judge`]'s rule, with the objective: when the
+    // server's latency fails too, its slowness is what held every connection busy, and the
+    // run is the server's fail, not the generator's (which the verdict's missed-rate rule,
+    // blind to the objective, would make it).
+    let mut seen = evidence(record, &health);
+    seen.missed_rate = None;
+    let verdict = bottleneck::judge(&seen);
+    let limit = webscope_load::not_sent_limit(record.load.duration_s);
+    let (outcome, reason, checks) = judge(slo, &figures, limit, verdict.bound, &verdict.reading);
+    Ok(OnObjective {
+        outcome,
+        reason,
+        checks: checks.iter().map(CheckLine::of).collect(),
+        not_sent_share: figures.not_sent_share,
+        verdict,
+    })
+}
+
+/// The run's figures for the objective: the load's own (latency quantiles from the run's
+/// histogram log when the report's percentiles lack one), and the server's CPU share.
+fn figures(
+    record: &RunRecord,
+    run_dir: &Path,
+    slo: &Slo,
+    expect: &webscope_load::Expect,
+) -> anyhow::Result<Measured> {
+    let mut report = record.load.clone();
+    let quantiles = slo.quantiles();
+    if quantiles.iter().any(|&q| report.latency_at(q).is_none()) {
+        // A report read back carries p50, p90, p99, p99.9 and max; the log has them all.
+        let mut whole = None::<hdrhistogram::Histogram<u64>>;
+        let log = run_dir.join("load.hlog");
+        let intervals = webscope_load::read_intervals(&log, None)
+            .with_context(|| format!("the run's interval log {}", log.display()))?;
+        for interval in intervals {
+            match whole.as_mut() {
+                // Both auto-resize: adding cannot fail.
+                Some(h) => {
+                    let _ = h.add(&interval.histogram);
+                }
+                None => whole = Some(interval.histogram),
+            }
+        }
+        report.latency_histogram = whole;
+    }
+    let mut figures = Measured::of_load(&report, &quantiles, expect);
+    figures.cpu_share = record.server.as_ref().and_then(|s| {
+        let cpus = record.env.server_cpus.filter(|c| *c > 0.0)?;
+        (s.cpu_s > 0.0).then(|| s.busy_cores / cpus)
+    });
+    Ok(figures)
+}
+
+/// The objective's verdict on one run's `figures`, with the generator's health: the outcome,
+/// why, and each condition. `not_sent_limit`: the share of requests never sent beyond which
+/// the generator, not the server, set the pace.
+pub fn judge(
+    slo: &Slo,
+    figures: &Measured,
+    not_sent_limit: f64,
+    bound: Bound,
+    reading: &str,
+) -> (Outcome, String, Vec<Check>) {
+    let checks = slo.judge(figures);
+    let lines = |verdict: Verdict| {
+        checks
+            .iter()
+            .filter(|c| c.verdict == verdict)
+            .map(Check::line)
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if bound == Bound::Generator {
+        return (
+            Outcome::Generator,
+            format!("the generator bound the run: {reading}"),
+            checks,
+        );
+    }
+    let verdict = Slo::verdict(&checks);
+    let not_sent = figures.not_sent_share.unwrap_or(0.0);
+    if not_sent > not_sent_limit && verdict != Verdict::Fail {
+        return (
+            Outcome::Generator,
+            format!(
+                "{:.1} % of the requests were never sent (the generator behind its schedule, above the {:.1} % allowed) while the server met the objective on those it got",
+                100.0 * not_sent,
+                100.0 * not_sent_limit
+            ),
+            checks,
+        );
+    }
+    match verdict {
+        Verdict::Pass => (Outcome::Pass, "every condition held".into(), checks),
+        Verdict::Fail => (Outcome::Fail, lines(Verdict::Fail), checks),
+        Verdict::Undecided => (Outcome::Undecided, lines(Verdict::Undecided), checks),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slo() -> Slo {
+        Slo::parse("p99<=5ms,errors<=0.1%")
+            .unwrap()
+            .with_goodput_floor(0.99)
+    }
+
+    fn figures(p99_us: f64, errors: f64, not_sent: f64) -> Measured {
+        Measured {
+            latency_us: vec![(0.99, p99_us)],
+            error_share: Some(errors),
+            goodput_share: Some(1.0 - errors),
+            cpu_share: None,
+            not_sent_share: Some(not_sent),
+            late_share: None,
+        }
+    }
+
+    const LIMIT: f64 = 0.01;
+
+    #[test]
+    fn a_run_passes_fails_or_blames_the_generator() {
+        let (o, _, checks) = judge(
+            &slo(),
+            &figures(4_000.0, 0.0, 0.0),
+            LIMIT,
+            Bound::Latency,
+            "",
+        );
+        assert_eq!(o, Outcome::Pass);
+        assert_eq!(checks.len(), 3);
+        let (o, why, _) = judge(
+            &slo(),
+            &figures(9_000.0, 0.0, 0.0),
+            LIMIT,
+            Bound::ServerCpu,
+            "",
+        );
+        assert_eq!(o, Outcome::Fail);
+        assert!(why.starts_with("p99<=5ms"), "{why}");
+        // The generator's verdict wins over any condition: the run measured the generator.
+        let (o, why, _) = judge(
+            &slo(),
+            &figures(9_000.0, 0.0, 0.0),
+            LIMIT,
+            Bound::Generator,
+            "busy 99 %",
+        );
+        assert_eq!(o, Outcome::Generator);
+        assert!(why.contains("busy 99 %"), "{why}");
+        // Requests never sent while the server met the objective are the generator's; with
+        // latency failing too, the server's.
+        let (o, why, _) = judge(
+            &slo(),
+            &figures(4_000.0, 0.0, 0.1),
+            LIMIT,
+            Bound::Latency,
+            "",
+        );
+        assert_eq!(o, Outcome::Generator);
+        assert!(
+            why.contains("10.0 % of the requests were never sent"),
+            "{why}"
+        );
+        let (o, _, _) = judge(
+            &slo(),
+            &figures(40_000.0, 0.0, 0.1),
+            LIMIT,
+            Bound::Latency,
+            "",
+        );
+        assert_eq!(o, Outcome::Fail);
+        // Within the limit, requests never sent change nothing.
+        let (o, _, _) = judge(
+            &slo(),
+            &figures(4_000.0, 0.0, 0.009),
+            LIMIT,
+            Bound::Latency,
+            "",
+        );
+        assert_eq!(o, Outcome::Pass);
+        // A figure not measured is no pass.
+        let mut none = figures(4_000.0, 0.0, 0.0);
+        none.error_share = None;
+        let (o, why, _) = judge(&slo(), &none, LIMIT, Bound::Latency, "");
+        assert_eq!(o, Outcome::Undecided);
+        assert!(why.contains("errors"), "{why}");
+    }
+
+    #[test]
+    fn outcomes_and_verdicts_keep_their_words_on_disk() {
+        // probe.json and step.json written before the types were enums read back the same.
+        for (word, outcome) in [
+            ("pass", Outcome::Pass),
+            ("fail", Outcome::Fail),
+            ("generator", Outcome::Generator),
+            ("undecided", Outcome::Undecided),
+        ] {
+            let json = format!("\"{word}\"");
+            assert_eq!(serde_json::from_str::<Outcome>(&json).unwrap(), outcome);
+            assert_eq!(serde_json::to_string(&outcome).unwrap(), json);
+        }
+        let line: CheckLine = serde_json::from_str(
+            r#"{"condition": "p99<=5ms", "measured": 4900.0, "verdict": "fail", "line": "x"}"#,
+        )
+        .unwrap();
+        assert_eq!(line.verdict, Verdict::Fail);
+        assert!(serde_json::from_str::<Outcome>("\"passed\"").is_err());
+    }
+}
