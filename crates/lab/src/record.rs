@@ -261,7 +261,8 @@ pub struct PhaseFigures {
 /// Writes `value` as pretty JSON to `path`.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value)?;
-    std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+    webscope_sys::write_file(path, (text + "\n").as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Reads JSON from `path`.

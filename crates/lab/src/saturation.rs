@@ -207,7 +207,7 @@ fn density_run(run_dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
         if std::fs::metadata(&path).map(|m| m.len() as usize).ok() != Some(size) {
             std::fs::create_dir_all(&root)
                 .with_context(|| format!("cannot create {}", root.display()))?;
-            std::fs::write(&path, vec![b'x'; size])
+            webscope_sys::write_file(&path, &vec![b'x'; size])
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
     }

@@ -54,9 +54,9 @@ impl Secure {
         let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
             .context("cannot make the lab's TLS certificate")?;
         let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-        std::fs::write(&cert, made.cert.pem())
+        webscope_sys::write_file(&cert, made.cert.pem().as_bytes())
             .with_context(|| format!("cannot write {}", cert.display()))?;
-        std::fs::write(&key, made.key_pair.serialize_pem())
+        webscope_sys::write_file(&key, made.key_pair.serialize_pem().as_bytes())
             .with_context(|| format!("cannot write {}", key.display()))?;
         Ok(Secure { cert, key, http2 })
     }

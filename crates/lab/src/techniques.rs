@@ -260,7 +260,8 @@ fn tempfile_path() -> std::io::Result<std::path::PathBuf> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     ));
-    std::fs::write(&path, b"")?;
+    // A name planted there (a symlink) is replaced, so strace writes a file of ours.
+    webscope_sys::create_file(&path)?;
     Ok(path)
 }
 

@@ -30,7 +30,7 @@ impl Hlog {
             path: path.to_path_buf(),
             source,
         };
-        let file = File::create(path).map_err(fail)?;
+        let file = webscope_sys::create_file(path).map_err(fail)?;
         let mut log = Hlog {
             path: path.to_path_buf(),
             file: BufWriter::new(file),

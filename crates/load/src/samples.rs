@@ -17,7 +17,7 @@ pub(crate) struct Samples {
 impl Samples {
     /// Creates the file and writes its header line.
     pub(crate) fn create(path: &Path) -> Result<Samples, Error> {
-        let file = File::create(path).map_err(|e| Error::Output {
+        let file = webscope_sys::create_file(path).map_err(|e| Error::Output {
             path: path.to_path_buf(),
             source: e,
         })?;

@@ -60,7 +60,8 @@ impl CsvFiles {
         let name = g.group.name;
         if !self.files.contains_key(name) {
             let path = self.dir.join(format!("{name}.csv"));
-            let file = File::create(&path).map_err(|source| Error::Out { path, source })?;
+            let file =
+                webscope_sys::create_file(&path).map_err(|source| Error::Out { path, source })?;
             let mut file = BufWriter::new(file);
             let mut header = vec!["time_s", "unix_time"];
             header.extend(g.group.keys);

@@ -340,7 +340,8 @@ impl Monitor {
             }
             if let Some(profile) = &summary.profile {
                 let path = dir.join("profile.csv");
-                std::fs::write(&path, profile_csv(profile)).map_err(out_error(&path))?;
+                webscope_sys::write_file(&path, profile_csv(profile).as_bytes())
+                    .map_err(out_error(&path))?;
                 files.push(path);
                 files.push(dir.join("perf.data"));
             }
@@ -356,9 +357,7 @@ impl Monitor {
 fn write_atomically(path: &Path, summary: &Summary) -> Result<(), Error> {
     let text = serde_json::to_string_pretty(summary)
         .map_err(|e| out_error(path)(std::io::Error::other(e)))?;
-    let temporary = path.with_extension("json.partial");
-    std::fs::write(&temporary, text + "\n").map_err(out_error(&temporary))?;
-    std::fs::rename(&temporary, path).map_err(out_error(path))
+    webscope_sys::write_file(path, (text + "\n").as_bytes()).map_err(out_error(path))
 }
 
 fn profile_csv(profile: &Profile) -> String {

@@ -8,7 +8,10 @@
 //! - the calling thread's wait in the run queue, from `/proc/thread-self/schedstat`
 //!   ([`thread_wait`]);
 //! - int socket options ([`setsockopt_int`]) and busy polling on a socket
-//!   ([`set_busy_poll`]).
+//!   ([`set_busy_poll`]);
+//! - writing a file into a directory others may write too ([`write_file`], [`create_file`]):
+//!   a new file beside the target renamed over it, so that a symlink planted at the name is
+//!   replaced, never followed. Every file webscope writes goes through one of the two.
 //!
 //! What it is not for: hot-path I/O. The server's and the generator's own syscall paths
 //! (accept, recv, send, sendfile, epoll, io_uring) stay in their crates, because they are
@@ -17,7 +20,9 @@
 #![deny(missing_docs)]
 
 mod clock;
+mod replace;
 mod sockopt;
 
 pub use clock::{process_time, thread_time, thread_wait};
+pub use replace::{create_file, write_file};
 pub use sockopt::{set_busy_poll, setsockopt_int};

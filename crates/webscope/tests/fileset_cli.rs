@@ -170,7 +170,13 @@ fn copies_multiply_the_files_and_split_the_probability() {
     assert!((sum - 1.0).abs() < 1e-9);
     assert_eq!(
         entries(&out),
-        ["copy01", "copy02", "copy03", "manifest.json"]
+        [
+            ".webscope-fileset",
+            "copy01",
+            "copy02",
+            "copy03",
+            "manifest.json"
+        ]
     );
     // Copies are distinct files (different inodes), so the page cache holds each separately.
     let bytes = contents(&out);
@@ -250,7 +256,10 @@ fn unwritable_or_occupied_destinations_are_refused() {
     assert!(fileset(&set, &["single", "--size", "2", "--force"])
         .status
         .success());
-    assert_eq!(entries(&set), ["file-2.bin", "manifest.json"]);
+    assert_eq!(
+        entries(&set),
+        [".webscope-fileset", "file-2.bin", "manifest.json"]
+    );
 }
 
 #[test]

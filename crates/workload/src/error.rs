@@ -13,9 +13,15 @@ pub enum Error {
     /// The output directory exists and holds something.
     #[error("{} exists and is not empty (choose a new directory, or pass --force to replace a file set written by webscope)", .0.display())]
     OutExists(PathBuf),
-    /// `--force` was given but the directory is not a file set, so it is left alone.
-    #[error("{} is not a webscope file set (no manifest.json), so --force will not delete it: choose a new directory", .0.display())]
-    NotAFileSet(PathBuf),
+    /// `--force` was given but the directory is not a file set webscope wrote, so it is left
+    /// alone.
+    #[error("{} is not a file set webscope wrote ({reason}), so --force will not delete it: choose another --out, or remove it yourself", .path.display())]
+    NotAFileSet {
+        /// The directory left alone.
+        path: PathBuf,
+        /// What shows it is not webscope's.
+        reason: String,
+    },
     /// The file system has too little free space.
     #[error("not enough space under {}: the set needs {needed}, the file system has {available} free (choose a smaller set or another --out)", .path.display())]
     NoSpace {

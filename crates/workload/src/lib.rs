@@ -41,6 +41,7 @@ pub mod heavy_tail;
 pub mod like;
 mod manifest;
 mod mix;
+mod owned;
 mod rng;
 mod size;
 mod spec;
@@ -49,7 +50,7 @@ pub mod webstone;
 mod write;
 
 pub use error::Error;
-pub use manifest::{Class, File, Manifest, FORMAT, MANIFEST, MAX_FILES};
+pub use manifest::{Class, File, Manifest, FORMAT, MANIFEST, MARKER, MAX_FILES};
 pub use mix::Mix;
 pub use rng::Rng;
 pub use size::{format_size, parse_size};

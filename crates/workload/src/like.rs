@@ -13,12 +13,15 @@
 //! says nothing about its path: a hash of a guessable path could be reversed by hashing
 //! guesses, and a keyed hash with a thrown-away key would make the names change on every
 //! run. The extension is kept (a server types its response by it) when it is short and plain.
-//! `keep_paths` keeps the logged paths that are safe file names.
+//! `keep_paths` keeps the logged paths that are safe file names; the others get rank names
+//! and are counted by reason ([`Renamed`]): one path no file system can hold (a part over
+//! 255 bytes) or one named like the set's own `manifest.json` costs one rank name, never the
+//! run nor the set's manifest.
 
 use std::collections::HashSet;
 
 use crate::heavy_tail::{size_class, CLASSES};
-use crate::manifest::{File, Manifest, MAX_FILES};
+use crate::manifest::{File, Manifest, MANIFEST, MARKER, MAX_FILES};
 use crate::{Error, Rng};
 
 /// One distinct successful URL path of a log.
@@ -70,10 +73,46 @@ struct Picked {
 /// Files a directory holds before the next one begins (rank names).
 const PER_DIR: usize = 1000;
 
+/// The longest part of a kept path: NAME_MAX of Linux's file systems.
+pub const MAX_NAME: usize = 255;
+
+/// The longest kept path, in bytes: half of PATH_MAX (4096), so that the set's files can be
+/// opened under any `--out` of up to 2 KiB (and its `copyNN/` and hidden partial names).
+pub const MAX_PATH: usize = 2048;
+
+/// A planned set, and how many logged paths `keep_paths` could not keep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// The set.
+    pub manifest: Manifest,
+    /// Paths given rank names although `keep_paths` asked to keep them (all zero without it).
+    pub renamed: Renamed,
+}
+
+/// Logged paths given rank names although `keep_paths` asked to keep them, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Renamed {
+    /// Not plain file names (a character other than letters, digits and `-_./`, an empty,
+    /// `.` or `..` part, a rank directory's name), or a file where another kept path needs a
+    /// directory.
+    pub not_plain: u64,
+    /// A part longer than [`MAX_NAME`] or a path longer than [`MAX_PATH`]: no file can have it.
+    pub too_long: u64,
+    /// Named like a file the set writes itself at its root ([`MANIFEST`], [`MARKER`]), or
+    /// under one of those names as if it were a directory.
+    pub reserved: u64,
+}
+
+impl Renamed {
+    /// All the paths renamed.
+    pub fn total(&self) -> u64 {
+        self.not_plain + self.too_long + self.reserved
+    }
+}
+
 /// Plans the set of `observed` (any order). Paths renamed although `keep_paths` asked to keep
-/// them (not safe file names, or a file where another path needs a directory) are counted in
-/// the manifest's parameters (`renamed`).
-pub fn plan(observed: &[Observed], options: &LikeOptions, seed: u64) -> Result<Manifest, Error> {
+/// them are counted by reason, in [`Planned::renamed`] and the manifest's parameters.
+pub fn plan(observed: &[Observed], options: &LikeOptions, seed: u64) -> Result<Planned, Error> {
     let total: u64 = observed.iter().map(|o| o.requests).sum();
     if total == 0 {
         return Err(Error::Invalid(
@@ -97,10 +136,10 @@ pub fn plan(observed: &[Observed], options: &LikeOptions, seed: u64) -> Result<M
     // Most requested first (then by path, so the order is the same every time).
     let mut ranked: Vec<&Picked> = picked.iter().collect();
     ranked.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.path.cmp(&b.path)));
-    let keep: HashSet<&str> = if options.keep_paths && options.synthetic.is_none() {
+    let (keep, renamed) = if options.keep_paths && options.synthetic.is_none() {
         keepable(&ranked)
     } else {
-        HashSet::new()
+        (HashSet::new(), Renamed::default())
     };
     let files: Vec<File> = ranked
         .iter()
@@ -116,11 +155,6 @@ pub fn plan(observed: &[Observed], options: &LikeOptions, seed: u64) -> Result<M
             probability: o.weight / weights,
         })
         .collect();
-    let renamed = if options.keep_paths {
-        files.len() - keep.len()
-    } else {
-        0
-    };
     let description = match (options.synthetic, options.model) {
         (Some(n), Some(m)) => format!(
             "{n} files drawn from the fits of {} (Zipf {:.2}, lognormal body mu {:.2} sigma {:.2}{})",
@@ -152,16 +186,12 @@ pub fn plan(observed: &[Observed], options: &LikeOptions, seed: u64) -> Result<M
             "tail": m.tail.map(|(alpha, x_min, share)| serde_json::json!({"alpha": alpha, "x_min": x_min, "share": share})),
         })),
         "keep_paths": options.keep_paths,
-        "renamed": renamed,
+        "renamed": renamed.total(),
+        "renamed_too_long": renamed.too_long,
+        "renamed_reserved": renamed.reserved,
     });
-    Ok(Manifest::assemble(
-        "like",
-        description,
-        seed,
-        parameters,
-        &CLASSES,
-        files,
-    ))
+    let manifest = Manifest::assemble("like", description, seed, parameters, &CLASSES, files);
+    Ok(Planned { manifest, renamed })
 }
 
 /// `n` files drawn uniformly with replacement from the log's files, each keeping its size and
@@ -241,36 +271,53 @@ fn rank_name(rank: usize, path: &str) -> String {
     format!("d{:04}/{:07}{extension}", rank / PER_DIR, rank + 1)
 }
 
-/// The paths that can be kept as they are: safe file names (letters, digits, `-_.`), not the
-/// directory of another kept path, and not under a rank directory's name.
-fn keepable<'a>(ranked: &[&'a Picked]) -> HashSet<&'a str> {
-    let safe = |p: &str| {
-        let p = p.trim_start_matches('/');
-        !p.is_empty()
-            && !p.ends_with('/')
-            && p.split('/')
-                .all(|part| !part.is_empty() && part != "." && part != "..")
-            && p.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
-            && !(p.len() > 5 && p.starts_with('d') && p[1..5].bytes().all(|b| b.is_ascii_digit()))
-    };
-    let candidates: Vec<&str> = ranked
-        .iter()
-        .map(|o| o.path.as_str())
-        .filter(|p| safe(p))
-        .collect();
+/// The paths that can be kept as they are, and why the others cannot: see [`Renamed`].
+fn keepable<'a>(ranked: &[&'a Picked]) -> (HashSet<&'a str>, Renamed) {
+    let mut renamed = Renamed::default();
+    // (as logged, as a file name)
+    let mut candidates: Vec<(&str, &str)> = Vec::new();
+    let mut seen = HashSet::new();
+    for picked in ranked {
+        let p = picked.path.trim_start_matches('/');
+        // `/a` and `a` would be one file: the more requested keeps the name.
+        if !plain(p) || !seen.insert(p) {
+            renamed.not_plain += 1;
+        } else if p.len() > MAX_PATH || p.split('/').any(|part| part.len() > MAX_NAME) {
+            renamed.too_long += 1;
+        } else if p
+            .split('/')
+            .next()
+            .is_some_and(|first| first == MANIFEST || first == MARKER)
+        {
+            renamed.reserved += 1;
+        } else {
+            candidates.push((&picked.path, p));
+        }
+    }
     // Every directory a kept path needs; a path that is one of them cannot be a file.
     let dirs: HashSet<&str> = candidates
         .iter()
-        .flat_map(|p| {
-            let p = p.trim_start_matches('/');
-            p.match_indices('/').map(move |(i, _)| &p[..i])
-        })
+        .flat_map(|(_, p)| p.match_indices('/').map(move |(i, _)| &p[..i]))
         .collect();
-    candidates
+    let kept: HashSet<&str> = candidates
         .into_iter()
-        .filter(|p| !dirs.contains(p.trim_start_matches('/')))
-        .collect()
+        .filter(|(_, p)| !dirs.contains(p))
+        .map(|(logged, _)| logged)
+        .collect();
+    renamed.not_plain += (ranked.len() - kept.len()) as u64 - renamed.total();
+    (kept, renamed)
+}
+
+/// A safe relative file name (letters, digits, `-_./`; no empty, `.` or `..` part), not
+/// under a rank directory's name.
+fn plain(p: &str) -> bool {
+    !p.is_empty()
+        && !p.ends_with('/')
+        && p.split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+        && !(p.len() > 5 && p.starts_with('d') && p[1..5].bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -297,7 +344,7 @@ mod tests {
 
     #[test]
     fn one_file_per_path_with_the_logs_probability_named_by_rank() {
-        let m = plan(&log(), &LikeOptions::default(), 1).unwrap();
+        let m = plan(&log(), &LikeOptions::default(), 1).unwrap().manifest;
         assert!(m.check().is_ok());
         let got: Vec<(&str, u64, f64)> = m
             .files
@@ -332,7 +379,8 @@ mod tests {
             keep_paths: true,
             ..LikeOptions::default()
         };
-        let m = plan(&log(), &options, 1).unwrap();
+        let planned = plan(&log(), &options, 1).unwrap();
+        let m = planned.manifest;
         let paths: Vec<&str> = m.files.iter().map(|f| f.path.as_str()).collect();
         // "/" has no name, "a b.pdf" is not a safe name, "/docs" is the directory of a kept
         // file: those three get rank names.
@@ -347,7 +395,72 @@ mod tests {
             ]
         );
         assert_eq!(m.parameters["renamed"], 3);
+        assert_eq!(
+            planned.renamed,
+            Renamed {
+                not_plain: 3,
+                too_long: 0,
+                reserved: 0
+            }
+        );
         assert!(m.check().is_ok());
+    }
+
+    #[test]
+    fn paths_no_file_can_have_or_the_sets_own_names_get_rank_names() {
+        let options = LikeOptions {
+            keep_paths: true,
+            ..LikeOptions::default()
+        };
+        let long_part = format!("/{}.html", "a".repeat(300));
+        let long_path = format!("/{}/x.html", vec!["b".repeat(200); 11].join("/"));
+        let observed = [
+            seen(&long_part, 10, 9),
+            seen(&long_path, 10, 8),
+            seen("/manifest.json", 1234, 7),
+            seen("/.webscope-fileset", 10, 6),
+            seen("/manifest.json/inner.html", 10, 5),
+            seen("/docs/manifest.json", 10, 4),
+            seen("/ok.html", 10, 3),
+            seen("ok.html", 10, 2),
+        ];
+        let planned = plan(&observed, &options, 1).unwrap();
+        let paths: Vec<&str> = planned
+            .manifest
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "d0000/0000001.html",
+                "d0000/0000002.html",
+                "d0000/0000003.json",
+                "d0000/0000004",
+                "d0000/0000005.html",
+                // Only the set's root is its own: a manifest.json deeper is the site's.
+                "docs/manifest.json",
+                "ok.html",
+                "d0000/0000008.html",
+            ]
+        );
+        assert_eq!(
+            planned.renamed,
+            Renamed {
+                not_plain: 1,
+                too_long: 2,
+                reserved: 3
+            }
+        );
+        assert_eq!(planned.manifest.parameters["renamed"], 6);
+        assert!(planned.manifest.check().is_ok());
+        // The manifest's own entry is not listed, and the 1 234 bytes are a rank name's.
+        assert!(planned
+            .manifest
+            .files
+            .iter()
+            .any(|f| f.size == 1234 && f.path == "d0000/0000003.json"));
     }
 
     #[test]
@@ -356,10 +469,10 @@ mod tests {
             synthetic: Some(2000),
             ..LikeOptions::default()
         };
-        let a = plan(&log(), &options, 7).unwrap();
+        let a = plan(&log(), &options, 7).unwrap().manifest;
         assert_eq!(a.files.len(), 2000);
         assert!(a.check().is_ok());
-        assert_eq!(a, plan(&log(), &options, 7).unwrap());
+        assert_eq!(a, plan(&log(), &options, 7).unwrap().manifest);
         // Each logged file is drawn about 400 times; the share of requests to files of
         // "/"'s size is its share of the log weighted by the draws.
         let sizes: HashSet<u64> = a.files.iter().map(|f| f.size).collect();
@@ -402,7 +515,7 @@ mod model_tests {
             size: 1,
             requests: 1,
         }];
-        let m = plan(&observed, &options, 5).unwrap();
+        let m = plan(&observed, &options, 5).unwrap().manifest;
         assert!(m.check().is_ok());
         assert_eq!(m.files.len(), 20_000);
         // Zipf(1) over the ranks: rank 1 twice rank 2, ten times rank 10.

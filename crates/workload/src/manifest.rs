@@ -13,6 +13,10 @@ use crate::Error;
 /// The manifest's file name at the root of a set.
 pub const MANIFEST: &str = "manifest.json";
 
+/// The marker `write` puts at the root of every set beside the manifest: what tells
+/// `--force` that webscope wrote the directory (a `manifest.json` alone may be a web app's).
+pub const MARKER: &str = ".webscope-fileset";
+
 /// The format tag written in every manifest; a different tag is refused on load.
 pub const FORMAT: &str = "webscope-fileset/1";
 

@@ -4,15 +4,19 @@
 //! place only when every file and then the manifest are written; any error or an
 //! interruption removes the partial directory. A directory holding a `manifest.json` is
 //! therefore always a whole set. Free space is checked before the first byte is written.
+//!
+//! Beside the manifest goes the marker [`MARKER`]: `--force` replaces only a directory that
+//! carries it and holds nothing else webscope did not write (see `owned`).
 
 use std::ffi::CString;
 use std::fs;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::manifest::{Manifest, MANIFEST};
+use crate::manifest::{Manifest, MANIFEST, MARKER};
 use crate::rng::Rng;
 use crate::size::format_size;
 use crate::Error;
@@ -34,7 +38,7 @@ pub fn write(
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(), Error> {
-    check_destination(out, options.force)?;
+    let replacing = check_destination(out, options.force)?;
     let name = out
         .file_name()
         .ok_or_else(|| Error::Invalid(format!("--out {} has no directory name", out.display())))?;
@@ -67,7 +71,14 @@ pub fn write(
             }
         }
         let mut rng = Rng::for_stream(manifest.seed, &file.path);
-        let mut handle = fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+        // The partial directory is new and this process's own: O_EXCL (a name that exists,
+        // a symlink included, is refused) is all the care a file in it needs.
+        let mut handle = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
         let mut left = file.size;
         while left > 0 {
             if cancel.load(Ordering::Relaxed) {
@@ -85,12 +96,19 @@ pub fn write(
     }
     let text = serde_json::to_vec_pretty(manifest)
         .map_err(|e| Error::Invalid(format!("cannot encode the manifest: {e}")))?;
+    let marker_path = partial.join(MARKER);
+    let marker = format!(
+        "This directory is a file set written by webscope {}: `webscope fileset --force` may replace it whole.\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    webscope_sys::write_file(&marker_path, marker.as_bytes())
+        .map_err(|e| Error::io(&marker_path, e))?;
     let manifest_path = partial.join(MANIFEST);
-    fs::write(&manifest_path, text).map_err(|e| Error::io(&manifest_path, e))?;
+    webscope_sys::write_file(&manifest_path, &text).map_err(|e| Error::io(&manifest_path, e))?;
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Interrupted);
     }
-    put_in_place(&partial, out, &parent, name, pid)?;
+    put_in_place(&partial, out, replacing, &parent, name, pid)?;
     guard.0 = None;
     Ok(())
 }
@@ -104,6 +122,18 @@ pub fn content(seed: u64, path: &str, size: u64) -> Vec<u8> {
     for chunk in bytes.chunks_mut(64 << 10) {
         fill(&mut rng, chunk);
     }
+    bytes
+}
+
+/// How much of a file `head` gives: what `owned` reads of each file of an unmarked set.
+pub(crate) const HEAD: u64 = 4096;
+
+/// The first [`HEAD`] bytes (or fewer, for a smaller file) that `write` puts in the file at
+/// `path` of a set made from `seed`.
+pub(crate) fn head(seed: u64, path: &str, size: u64) -> Vec<u8> {
+    let mut bytes = vec![0u8; size.min(HEAD) as usize];
+    // One chunk of `write`'s 64 KiB ones begins the file; `fill` of its start is its start.
+    fill(&mut Rng::for_stream(seed, path), &mut bytes);
     bytes
 }
 
@@ -123,10 +153,11 @@ fn fill(rng: &mut Rng, buf: &mut [u8]) {
     }
 }
 
-/// Refuses a destination that holds anything but (with --force) an earlier file set.
-fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
+/// Refuses a destination that holds anything but (with --force) a file set webscope wrote;
+/// true when there is such a set to replace.
+fn check_destination(out: &Path, force: bool) -> Result<bool, Error> {
     match fs::symlink_metadata(out) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(source) => Err(Error::Unwritable {
             path: out.to_path_buf(),
             source,
@@ -138,13 +169,11 @@ fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
                 .next()
                 .is_none();
             if empty {
-                Ok(())
+                Ok(false)
             } else if !force {
                 Err(Error::OutExists(out.to_path_buf()))
-            } else if out.join(MANIFEST).is_file() {
-                Ok(())
             } else {
-                Err(Error::NotAFileSet(out.to_path_buf()))
+                crate::owned::check(out).map(|()| true)
             }
         }
     }
@@ -179,16 +208,17 @@ fn check_space(dir: &Path, manifest: &Manifest) -> Result<(), Error> {
     Ok(())
 }
 
-/// Renames the finished set to `out`, replacing an earlier set or an empty directory.
+/// Renames the finished set to `out`, replacing an earlier set (`replacing`) or an empty
+/// directory.
 fn put_in_place(
     partial: &Path,
     out: &Path,
+    replacing: bool,
     parent: &Path,
     name: &std::ffi::OsStr,
     pid: u32,
 ) -> Result<(), Error> {
     let old = parent.join(format!(".{}.old-{pid}", name.to_string_lossy()));
-    let replacing = out.join(MANIFEST).is_file();
     if replacing {
         fs::rename(out, &old).map_err(|e| Error::io(out, e))?;
     }
@@ -301,7 +331,7 @@ mod tests {
         let force = WriteOptions { force: true };
         assert!(matches!(
             write(&m, &out, &force, &no_cancel(), &mut |_, _| {}),
-            Err(Error::NotAFileSet(_))
+            Err(Error::NotAFileSet { .. })
         ));
         assert_eq!(fs::read(out.join("precious.txt")).unwrap(), b"keep me");
 

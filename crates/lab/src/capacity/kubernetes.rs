@@ -108,7 +108,7 @@ fn collect(
         "kubectl logs",
     )?;
     let pods_log = dir.join("pods.log");
-    std::fs::write(&pods_log, &logs.stdout)
+    webscope_sys::write_file(&pods_log, &logs.stdout)
         .with_context(|| format!("cannot write {}", pods_log.display()))?;
     let merged = dir.join("merged");
     // A pod that exited 1 (no request of its segment succeeded) has still emitted its
@@ -129,8 +129,9 @@ fn collect(
     )
     .with_context(|| format!("{}", json.display()))?;
     if let Some(hlog) = &config.hlog {
-        std::fs::copy(merged.join("load.hlog"), hlog)
-            .with_context(|| format!("cannot write {}", hlog.display()))?;
+        let copied = std::fs::read(merged.join("load.hlog"))
+            .and_then(|bytes| webscope_sys::write_file(hlog, &bytes));
+        copied.with_context(|| format!("cannot write {}", hlog.display()))?;
     }
     Ok(report)
 }

@@ -76,7 +76,7 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
         (experiment.render)(&exp_dir, &exp, &mut out)?;
     }
     for (name, content) in &out.csv {
-        std::fs::write(dir.join(name), content)
+        webscope_sys::write_file(&dir.join(name), content.as_bytes())
             .with_context(|| format!("cannot write {}", dir.join(name).display()))?;
     }
     if let Some(baseline) = &lab.baseline {
@@ -104,10 +104,12 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
         sections: out.sections,
     };
     let index = dir.join("index.html");
-    std::fs::write(&index, page.to_html())
+    webscope_sys::write_file(&index, page.to_html().as_bytes())
         .with_context(|| format!("cannot write {}", index.display()))?;
     let text = serde_json::to_string_pretty(&Value::Object(out.json))? + "\n";
-    std::fs::write(dir.join("report.json"), text)?;
+    let json = dir.join("report.json");
+    webscope_sys::write_file(&json, text.as_bytes())
+        .with_context(|| format!("cannot write {}", json.display()))?;
     Ok(Outcome {
         index,
         summary: out.summary,

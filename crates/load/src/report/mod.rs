@@ -409,23 +409,15 @@ impl Report {
     }
 
     /// Writes the report as JSON to `path`, through a hidden file renamed into place so
-    /// that a reader never sees half a report.
+    /// that a reader never sees half a report (and a symlink at `path` is replaced, not
+    /// followed).
     pub fn write_json(&self, path: &std::path::Path) -> Result<(), crate::Error> {
         let fail = |source| crate::Error::Json {
             path: path.to_path_buf(),
             source,
         };
         let text = serde_json::to_vec_pretty(self).map_err(|e| fail(std::io::Error::other(e)))?;
-        let name = path
-            .file_name()
-            .ok_or_else(|| fail(std::io::Error::other("not a file name")))?;
-        let partial = path.with_file_name(format!(".{}.partial", name.to_string_lossy()));
-        let written = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&partial);
-            return Err(fail(e));
-        }
-        Ok(())
+        webscope_sys::write_file(path, &text).map_err(fail)
     }
 }
 

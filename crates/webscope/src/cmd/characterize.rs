@@ -93,10 +93,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             figures: &figures,
         };
         let json = dir.join("report.json");
-        std::fs::write(&json, serde_json::to_vec_pretty(&report)?)
+        webscope_sys::write_file(&json, &serde_json::to_vec_pretty(&report)?)
             .with_context(|| format!("cannot write {}", json.display()))?;
         let html = dir.join("index.html");
-        std::fs::write(&html, page::page(&figures, &names).to_html())
+        webscope_sys::write_file(&html, page::page(&figures, &names).to_html().as_bytes())
             .with_context(|| format!("cannot write {}", html.display()))?;
         writeln!(out, "Wrote {} and {}", html.display(), json.display())?;
     }

@@ -158,7 +158,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&comparisons)? + "\n";
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        webscope_sys::write_file(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.html {
         let with_runs: Vec<(Comparison, &[input::Run], &[input::Run])> = comparisons
@@ -172,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.candidate.display(),
             args.baseline.display()
         );
-        std::fs::write(path, compare::html::page(&title, &with_runs))
+        webscope_sys::write_file(path, compare::html::page(&title, &with_runs).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     verdict(&crossed, &undecided)

@@ -195,8 +195,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .join(", "),
                 model: counted.model,
             };
-            let manifest = webscope_workload::like::plan(&counted.observed, &options, common.seed)?;
-            return write_set(manifest, common);
+            let planned = webscope_workload::like::plan(&counted.observed, &options, common.seed)?;
+            if keep_paths {
+                print_renamed(&planned);
+            }
+            return write_set(planned.manifest, common);
         }
     };
     write_set(spec.plan(common.seed)?, common)
@@ -231,6 +234,34 @@ fn write_set(mut manifest: Manifest, common: Common) -> anyhow::Result<()> {
     result?;
     print_summary(&manifest, &common.out, "wrote");
     Ok(())
+}
+
+/// Says how many logged paths --keep-paths could not keep, and why.
+fn print_renamed(planned: &webscope_workload::like::Planned) {
+    let r = planned.renamed;
+    let kept = planned.manifest.files.len() as u64 - r.total();
+    let mut why = Vec::new();
+    for (count, reason) in [
+        (r.not_plain, "not plain file names"),
+        (r.too_long, "too long for a file name"),
+        (
+            r.reserved,
+            "named like the set's own manifest.json or .webscope-fileset",
+        ),
+    ] {
+        if count > 0 {
+            why.push(format!("{count} {reason}"));
+        }
+    }
+    if why.is_empty() {
+        println!("  --keep-paths: all {kept} paths kept");
+    } else {
+        println!(
+            "  --keep-paths: {kept} paths kept, {} given rank names ({})",
+            r.total(),
+            why.join(", ")
+        );
+    }
 }
 
 /// Sizes are parsed here rather than by clap so that a bad one is reported in one line.

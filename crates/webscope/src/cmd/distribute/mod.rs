@@ -115,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     match &args.out {
-        Some(path) => std::fs::write(path, &text)
+        Some(path) => webscope_sys::write_file(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?,
         None => std::io::stdout().write_all(text.as_bytes())?,
     }
