@@ -12,6 +12,7 @@ use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
 use super::{Exit, EXIT_THRESHOLD_CROSSED, EXIT_UNDECIDED};
 
 mod whole;
+pub use whole::check_for_pods;
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -58,50 +59,6 @@ pub struct Args {
 struct Cli {
     #[command(flatten)]
     args: Args,
-}
-
-/// The load options a Job's pods are given, as `webscope distribute` writes them.
-pub struct ForPods {
-    /// The options to write into the Job: as given, but a `--config FILE` replaced by the
-    /// file's JSON (a pod has no copy of the file).
-    pub load: Vec<String>,
-    /// The local files they name (a pod has them only if its image carries them).
-    pub local: Vec<String>,
-}
-
-/// What `webscope distribute` checks of the load options it writes into a Job before writing
-/// it: that they parse as `webscope load`'s own (else clap's one-line reason) and a config
-/// they name reads as one.
-pub fn check_for_pods(load: &[String]) -> Result<ForPods, String> {
-    let argv = std::iter::once("load".to_string()).chain(load.iter().cloned());
-    let cli = <Cli as clap::Parser>::try_parse_from(argv).map_err(|e| {
-        let text = e.to_string();
-        let first = text.lines().next().unwrap_or("").trim();
-        first.strip_prefix("error: ").unwrap_or(first).to_string()
-    })?;
-    let flags = cli.args.flags;
-    let mut local = Vec::new();
-    if let Some(dir) = &flags.fileset {
-        local.push(format!("--fileset {}", dir.display()));
-    }
-    if let Some(file) = &flags.requests {
-        local.push(format!("--requests {}", file.display()));
-    }
-    for log in &flags.replay {
-        local.push(format!("--replay {}", log.display()));
-    }
-    if let Some(file) = flags.body.as_deref().and_then(|b| b.strip_prefix('@')) {
-        local.push(format!("--body @{file}"));
-    }
-    let mut load = load.to_vec();
-    if let Some(source) = &flags.config {
-        let (config, json) = whole::for_pods(source).map_err(|e| format!("{e:#}"))?;
-        if let Some(cacert) = &config.tls.cacert {
-            local.push(format!("the config's cacert {}", cacert.display()));
-        }
-        load = whole::replace_source(&load, &json);
-    }
-    Ok(ForPods { load, local })
 }
 
 #[derive(clap::Args, Debug)]

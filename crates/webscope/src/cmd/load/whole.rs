@@ -1,6 +1,7 @@
 //! `webscope load --config`: a whole `webscope_load::Config` as the lab's segments and
 //! `webscope distribute`'s pods are given it, instead of the flags that shape a load. Only the
-//! process's own flags go on top of it (the `Own` of the parent module).
+//! process's own flags go on top of it (the `Own` of the parent module). Also what
+//! `webscope distribute` makes of load options, which may name such a config.
 
 use std::path::Path;
 
@@ -57,9 +58,53 @@ pub(super) fn read(source: &str) -> anyhow::Result<Config> {
     Ok(config)
 }
 
+/// The load options a Job's pods are given, as `webscope distribute` writes them.
+pub struct ForPods {
+    /// The options to write into the Job: as given, but a `--config FILE` replaced by the
+    /// file's JSON (a pod has no copy of the file).
+    pub load: Vec<String>,
+    /// The local files they name (a pod has them only if its image carries them).
+    pub local: Vec<String>,
+}
+
+/// What `webscope distribute` checks of the load options it writes into a Job before writing
+/// it: that they parse as `webscope load`'s own (else clap's one-line reason) and a config
+/// they name reads as one.
+pub fn check_for_pods(load: &[String]) -> Result<ForPods, String> {
+    let argv = std::iter::once("load".to_string()).chain(load.iter().cloned());
+    let cli = <super::Cli as clap::Parser>::try_parse_from(argv).map_err(|e| {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or("").trim();
+        first.strip_prefix("error: ").unwrap_or(first).to_string()
+    })?;
+    let flags = cli.args.flags;
+    let mut local = Vec::new();
+    if let Some(dir) = &flags.fileset {
+        local.push(format!("--fileset {}", dir.display()));
+    }
+    if let Some(file) = &flags.requests {
+        local.push(format!("--requests {}", file.display()));
+    }
+    for log in &flags.replay {
+        local.push(format!("--replay {}", log.display()));
+    }
+    if let Some(file) = flags.body.as_deref().and_then(|b| b.strip_prefix('@')) {
+        local.push(format!("--body @{file}"));
+    }
+    let mut load = load.to_vec();
+    if let Some(source) = &flags.config {
+        let (config, json) = for_pods(source).map_err(|e| format!("{e:#}"))?;
+        if let Some(cacert) = &config.tls.cacert {
+            local.push(format!("the config's cacert {}", cacert.display()));
+        }
+        load = replace_source(&load, &json);
+    }
+    Ok(ForPods { load, local })
+}
+
 /// The config of `--config SOURCE` for a Job's pods, checked here but not resolved (a
 /// cluster's names may mean nothing on this machine), and its JSON to give them.
-pub(super) fn for_pods(source: &str) -> anyhow::Result<(Config, String)> {
+fn for_pods(source: &str) -> anyhow::Result<(Config, String)> {
     let (text, what) = text_of(source)?;
     let config = Config::from_json(&text)
         .map_err(|why| anyhow::anyhow!("{what} is not a webscope load config: {why}"))?;
@@ -71,7 +116,7 @@ pub(super) fn for_pods(source: &str) -> anyhow::Result<(Config, String)> {
 /// `load` with its `--config SOURCE` (or `--config=SOURCE`) given `json` instead, as a
 /// container's argument: `$` written `$$`, since Kubernetes expands `$(NAME)` in a container's
 /// arguments (and reads `$$` as `$`), and the JSON (a header, a path) may hold one.
-pub(super) fn replace_source(load: &[String], json: &str) -> Vec<String> {
+fn replace_source(load: &[String], json: &str) -> Vec<String> {
     let json = json.replace('$', "$$");
     let mut out = Vec::with_capacity(load.len());
     let mut args = load.iter();

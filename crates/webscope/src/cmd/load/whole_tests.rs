@@ -213,7 +213,7 @@ fn a_config_for_pods_keeps_its_dollars_from_kubernetes() {
         "--threshold".into(),
         "p99<1s".into(),
     ];
-    let pods = super::super::check_for_pods(&load).unwrap();
+    let pods = super::check_for_pods(&load).unwrap();
     assert_eq!(pods.load[0], "-q");
     assert_eq!(pods.load[1], "--config");
     assert_eq!(&pods.load[3..], ["--threshold", "p99<1s"]);
