@@ -63,7 +63,7 @@ const SECURE_EXPERIMENTS: [&str; 5] = ["clients", "filesize", "model", "protocol
 /// only: anything else is refused before any work, in one line.
 fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<()> {
     if options.capacity.kubernetes.is_some() && options.target.is_none() {
-        bail!("--kubernetes runs the probes from pods, which cannot reach the embedded server on this machine's loopback: give the --target they reach (and a --fileset the image carries)");
+        bail!("--kubernetes runs the probes from pods, which cannot reach the embedded server on this machine's loopback: give the --target they reach");
     }
     if options.capacity.segments > 1 || options.capacity.kubernetes.is_some() {
         if let Some(other) = chosen.iter().find(|e| e.name != "capacity") {
@@ -71,13 +71,6 @@ fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<(
                 "--segments and --kubernetes split the capacity experiment's probes; {} runs one generator: run it in a lab without them",
                 other.name
             );
-        }
-        let https = options
-            .target
-            .as_deref()
-            .is_some_and(|t| t.starts_with("https://"));
-        if options.embedded_tls || options.http2 || https {
-            bail!("--segments and --kubernetes run plain HTTP/1.1 probes for now (the segments' processes are given flags, and the lab's TLS trust is in memory): drop --tls, --http2 or the https:// target");
         }
     }
     if options.embedded_tls && options.target.is_some() {

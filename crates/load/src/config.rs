@@ -1,14 +1,21 @@
 //! What a run does: the target, how many connections and threads, for how long, how requests
 //! are paced (closed or open loop) and whether connections are kept alive.
+//!
+//! A `Config` is serialisable (serde, JSON with [`Config::to_json`] and [`Config::from_json`]):
+//! the lab's segments and `webscope distribute`'s pods are given the config itself
+//! (`webscope load --config`), so every field reaches them without a flag of its own.
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use crate::target::Target;
 use crate::Error;
 
 /// Whether a connection carries many requests or one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// HTTP/1.1 persistent connections, reused until the server closes them.
     KeepAlive,
@@ -18,7 +25,8 @@ pub enum Mode {
 }
 
 /// How request send times are chosen in open loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     /// Evenly spaced sends.
     Constant,
@@ -27,7 +35,8 @@ pub enum Arrivals {
 }
 
 /// How requests are paced.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Pacing {
     /// Each connection sends its next request when the last response ends (after an
     /// optional think time), like WebStone's clients and wrk.
@@ -48,7 +57,13 @@ pub enum Pacing {
 }
 
 /// Everything a run needs.
-#[derive(Debug, Clone)]
+///
+/// Serialised whole but for what belongs to one process, which each is given on its own
+/// (`webscope load`'s flags on top of `--config`): its output files (`hlog`, `samples`: every
+/// segment writes its own), its `segment` and `start_at`. Unknown and missing fields are
+/// errors when read back, so that a reader older or newer than the writer cannot drop one.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Config {
     /// What to request, from where.
     pub target: Target,
@@ -67,6 +82,7 @@ pub struct Config {
     /// Length of the reporting intervals (live line, interval log, per-interval figures).
     pub interval: Duration,
     /// Where to write the HdrHistogram interval log, if anywhere.
+    #[serde(skip)]
     pub hlog: Option<PathBuf>,
     /// Extra request header lines (`Name: value`).
     pub headers: Vec<String>,
@@ -75,6 +91,7 @@ pub struct Config {
     /// Where to write one CSV line per completed request (`end_us,latency_us,class`: its
     /// completion time since the run's start, its latency, its class index), for density
     /// maps; at most [`MAX_SAMPLES`] lines.
+    #[serde(skip)]
     pub samples: Option<PathBuf>,
     /// Closed loop: after a 503 the connection waits this long before its next request, as
     /// a client honouring the server's `Retry-After` would (zero: at once, as wrk does).
@@ -82,9 +99,11 @@ pub struct Config {
     /// Execution segment `(index, count)`: this process runs the `index`-th of `count` disjoint
     /// shares of the run (k6's execution segments), so that `count` generators on as many
     /// hosts add up to the run one host would make. `None`: the whole run.
+    #[serde(skip)]
     pub segment: Option<(usize, usize)>,
     /// Start on this wall-clock instant (every segment of a run given the same one starts
     /// together and aligns its intervals to it); `None`: at once.
+    #[serde(skip)]
     pub start_at: Option<std::time::SystemTime>,
     /// How an https target is spoken to (ignored for http).
     pub tls: crate::TlsSettings,
@@ -103,11 +122,13 @@ pub struct Config {
     /// Replay an access log (`--replay`): open-loop slots at the log's instants, each with
     /// its own request, instead of a rate and a mix. The pacing must be open loop; its rate
     /// is the replay's mean (reported, not used for timing).
+    #[serde(with = "shared_replay")]
     pub replay: Option<std::sync::Arc<crate::replay::Replay>>,
 }
 
 /// How the HTTP/1.1 engine talks to the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Io {
     /// Non-blocking sockets, an epoll set per thread, a send and a recv per request.
     #[default]
@@ -121,7 +142,40 @@ pub enum Io {
 /// map, bounded whatever the rate.
 pub const MAX_SAMPLES: usize = 1_000_000;
 
+/// The replay behind its `Arc` (shared by the run's threads), as the replay itself: serde's
+/// own `Arc` support is a feature the workspace leaves off.
+mod shared_replay {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::replay::Replay;
+
+    pub fn serialize<S: Serializer>(replay: &Option<Arc<Replay>>, s: S) -> Result<S::Ok, S::Error> {
+        replay.as_deref().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Arc<Replay>>, D::Error> {
+        Ok(Option::<Replay>::deserialize(d)?.map(Arc::new))
+    }
+}
+
 impl Config {
+    /// The config as JSON (what `webscope load --config` reads): all but the fields of one
+    /// process (see [`Config`]). One field a line, so that a reader's error, which gives a line
+    /// and column, points at the field.
+    pub fn to_json(&self) -> Result<String, Error> {
+        serde_json::to_string_pretty(self)
+            .map_err(|e| Error::Config(format!("cannot write the config as JSON: {e}")))
+    }
+
+    /// A config read back from [`Config::to_json`]'s JSON, its per-process fields unset and
+    /// its server's address as the writer resolved it ([`Target::resolve_again`] looks it up
+    /// here). The error is serde's one line (what is wrong, at which line and column).
+    pub fn from_json(text: &str) -> Result<Config, Error> {
+        serde_json::from_str(text).map_err(|e| Error::Config(e.to_string()))
+    }
+
     /// A closed-loop keep-alive run of 10 connections for 10 s on one thread.
     pub fn new(target: Target) -> Config {
         Config {
@@ -271,7 +325,7 @@ impl Config {
         }
         if let Some(streams) = self.http2 {
             if streams == 0 {
-                return bad("-m/--max-streams must be at least 1");
+                return bad("-M/--max-streams must be at least 1");
             }
             if self.mode == Mode::Close {
                 return bad("--close with HTTP/2: a connection per request would be HTTP/1.0's pattern; leave --close out");

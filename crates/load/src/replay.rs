@@ -34,7 +34,8 @@ pub struct LoggedRequest {
 }
 
 /// One distinct request to prebuild: method, target and the Range it asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReplayRequest {
     /// Its method.
     pub method: String,
@@ -45,7 +46,8 @@ pub struct ReplayRequest {
 }
 
 /// One slot of the replay: when, which request, and the status the log gave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Slot {
     /// Offset from the replay's start, in nanoseconds (already divided by the speed-up).
     pub at_ns: u64,
@@ -55,8 +57,9 @@ pub struct Slot {
     pub status: u16,
 }
 
-/// A log made ready to replay.
-#[derive(Debug, Clone, PartialEq)]
+/// A log made ready to replay (carried whole in a serialised [`crate::Config`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Replay {
     /// The distinct requests, prebuilt once each.
     pub requests: Vec<ReplayRequest>,

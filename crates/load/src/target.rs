@@ -3,12 +3,17 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
 use webscope_workload::{Manifest, Mix};
 
 use crate::Error;
 
 /// The server's address and the paths to request with their probabilities and classes.
-#[derive(Debug, Clone)]
+///
+/// Serialised whole (a file set's paths and weights included, so a segment needs no copy of
+/// the set); [`Target::resolve_again`] looks the server's name up where it is read back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Target {
     /// Where to connect.
     pub addr: SocketAddr,
@@ -33,7 +38,8 @@ pub struct Target {
 }
 
 /// One request of a request list: what goes with its path.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RequestSpec {
     /// `GET`, `POST`, ...
     pub method: String,
@@ -234,6 +240,20 @@ impl Target {
             tls_name: url.tls.then(|| url.host.clone()),
             specs: Vec::new(),
         })
+    }
+
+    /// Looks the server's name (the `Host` field's, with the scheme's port when it has none)
+    /// up again here, for a target read back from a serialised config: a segment connects to
+    /// the address its own resolver gives (a pod's, the cluster's), as `webscope load URL`
+    /// there would, not to the one the writer's machine found.
+    pub fn resolve_again(&mut self) -> Result<(), Error> {
+        let scheme = if self.tls_name.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        self.addr = resolve(&parse_url(&format!("{scheme}://{}/", self.host))?)?;
+        Ok(())
     }
 
     /// One URL, requested every time.

@@ -15,8 +15,10 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 use crate::Error;
 
-/// How an https target is spoken to.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// How an https target is spoken to: settings, not the rustls client built from them (each
+/// process builds its own), so they travel in a serialised [`crate::Config`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TlsSettings {
     /// Accept any certificate (`--insecure`): for test servers with self-signed ones.
     pub insecure: bool,

@@ -213,38 +213,7 @@ fn the_pods_commands_run_here_and_their_logs_merge() {
     ]);
     let container = &job["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["command"][0], "webscope");
-    let pods: Vec<_> = (0..3)
-        .map(|i| {
-            let args: Vec<String> = container["args"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| {
-                    a.as_str()
-                        .unwrap()
-                        .replace("$(JOB_COMPLETION_INDEX)", &i.to_string())
-                })
-                .collect();
-            webscope()
-                .args(&args)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let mut logs = String::new();
-    for (i, pod) in pods.into_iter().enumerate() {
-        let out = pod.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            logs.push_str(&format!("[pod/webscope-load-{i}-x/load] {line}\n"));
-        }
-    }
+    let logs = play(container, 3);
     let log = tmp.path().join("pods.log");
     std::fs::write(&log, logs).unwrap();
     let out = webscope()
@@ -263,6 +232,140 @@ fn the_pods_commands_run_here_and_their_logs_merge() {
     assert!(merged["requests"].as_u64().unwrap() > 0);
     assert_eq!(merged["connections"], 6);
     assert_eq!(merged["generators"].as_array().unwrap().len(), 3);
+}
+
+/// A container argument as Kubernetes expands it: `$(NAME)` of a defined variable to its
+/// value, `$$` to `$`, anything else as written.
+fn expand(arg: &str, index: usize) -> String {
+    let mut out = String::new();
+    let mut rest = arg;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if let Some(after) = rest.strip_prefix("$$") {
+            out.push('$');
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix("$(JOB_COMPLETION_INDEX)") {
+            out.push_str(&index.to_string());
+            rest = after;
+        } else {
+            out.push('$');
+            rest = &rest[1..];
+        }
+    }
+    out + rest
+}
+
+/// Runs the Job's `pods` pods here (each its container's command, expanded as Kubernetes
+/// would) and returns their output as `kubectl logs --prefix` prints it.
+fn play(container: &Value, pods: usize) -> String {
+    let children: Vec<_> = (0..pods)
+        .map(|i| {
+            let args: Vec<String> = container["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| expand(a.as_str().unwrap(), i))
+                .collect();
+            webscope()
+                .args(&args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut logs = String::new();
+    for (i, pod) in children.into_iter().enumerate() {
+        let out = pod.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            logs.push_str(&format!("[pod/webscope-load-{i}-x/load] {line}\n"));
+        }
+    }
+    logs
+}
+
+/// A config file (as the lab writes one per probe) goes into the Job whole, as the pods'
+/// `--config` argument, and the pods run it: the config reaches them though no file does.
+#[test]
+fn a_config_goes_into_the_job_whole_and_its_pods_run_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("index.html"), "pods\n").unwrap();
+    let server = Served::start(tmp.path());
+    let url = format!("{}index.html", server.base_url);
+    let mut config = webscope_load::Config::new(webscope_load::Target::url(&url).unwrap());
+    config.connections = 6;
+    config.duration = std::time::Duration::from_secs(1);
+    config.seed = 7;
+    // Kubernetes would expand this in an argument unless the Job escapes it.
+    config.headers = vec!["X-Pod: $(JOB_COMPLETION_INDEX)".into()];
+    let file = tmp.path().join("load-config.json");
+    std::fs::write(&file, config.to_json().unwrap()).unwrap();
+    let job = manifest(&[
+        "--kubernetes",
+        "3",
+        "--start-margin",
+        "2s",
+        "--",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    check_fields(&job, "");
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    let args = container["args"].as_array().unwrap();
+    let at = args.iter().position(|a| a == "--config").unwrap();
+    let given = webscope_load::Config::from_json(&expand(args[at + 1].as_str().unwrap(), 0));
+    assert_eq!(
+        serde_json::to_value(given.unwrap()).unwrap(),
+        serde_json::to_value(&config).unwrap()
+    );
+    let log = tmp.path().join("pods.log");
+    std::fs::write(&log, play(container, 3)).unwrap();
+    let out = webscope()
+        .arg("merge")
+        .arg(tmp.path().join("m"))
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("m/load.json")).unwrap()).unwrap();
+    assert!(merged["requests"].as_u64().unwrap() > 0);
+    assert_eq!(merged["connections"], 6);
+    assert_eq!(merged["generators"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_config_that_is_not_one_is_refused_before_writing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.json");
+    std::fs::write(&bad, "{\"connections\": 3}").unwrap();
+    let out = webscope()
+        .args(["distribute", "--kubernetes", "2", "--", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines().count() == 1
+            && err.contains(&format!(
+                "--config {} is not a webscope load config",
+                bad.display()
+            ))
+            && err.contains("missing field"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
@@ -342,31 +445,48 @@ fn a_yaml_1_1_validator_accepts_the_job() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("job.yaml");
-    let out = webscope()
-        .args([
-            "distribute",
-            "--kubernetes",
-            "3",
-            "--namespace",
-            "on",
-            "--cpu",
-            "1.5",
-        ])
-        .args(["-o"])
-        .arg(&file)
-        .args(["--", "http://web/", "-c", "30", "-d", "60s"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The lab's Jobs carry a whole config, its JSON (quotes, `$` escaped) in an argument.
+    let config = tmp.path().join("load-config.json");
+    let mut whole =
+        webscope_load::Config::new(webscope_load::Target::url("http://127.0.0.1/").unwrap());
+    whole.headers = vec!["X-Say: \"on\" $(HOME) 1:20".into()];
+    std::fs::write(&config, whole.to_json().unwrap()).unwrap();
+    let loads = [
+        vec!["http://web/", "-c", "30", "-d", "60s"],
+        vec!["--config", config.to_str().unwrap()],
+    ];
+    for (i, load) in loads.iter().enumerate() {
+        let file = tmp.path().join(format!("job-{i}.yaml"));
+        let out = webscope()
+            .args([
+                "distribute",
+                "--kubernetes",
+                "3",
+                "--namespace",
+                "on",
+                "--cpu",
+                "1.5",
+            ])
+            .args(["-o"])
+            .arg(&file)
+            .arg("--")
+            .args(load)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        validate(&file);
+    }
+}
+
+fn validate(file: &std::path::Path) {
     for version in KUBERNETES_VERSIONS {
         let check = std::process::Command::new("kubernetes-validate")
             .args(["--strict", "-k", version])
-            .arg(&file)
+            .arg(file)
             .output()
             .unwrap();
         let said = String::from_utf8_lossy(&check.stdout);

@@ -162,10 +162,6 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
             "--tls is for the embedded server",
         ),
         (
-            &["--tls", "--experiment", "capacity", "--segments", "2"][..],
-            "--segments and --kubernetes run plain HTTP/1.1 probes",
-        ),
-        (
             &["--experiment", "clients", "--segments", "2"][..],
             "clients runs one generator",
         ),
@@ -191,28 +187,53 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
 #[test]
 fn the_capacity_search_runs_over_https_and_http2() {
     for flag in ["--tls", "--http2"] {
-        capacity_over(flag);
+        capacity_over(flag, &[]);
     }
 }
 
-fn capacity_over(flag: &str) {
+/// Segmented probes speak as the probe does: each segment process is given the probe's
+/// config, its TLS trust and HTTP/2 streams included (issue #38: flags rebuilt from the
+/// config had neither, so the lab refused TLS and HTTP/2 with --segments).
+#[test]
+fn segmented_capacity_probes_run_http2_over_tls_in_every_segment() {
+    let tmp = capacity_over("--http2", &["--segments", "2"]);
+    let probes = std::fs::read_dir(tmp.path().join("report/capacity")).unwrap();
+    let mut segments = 0;
+    for probe in probes
+        .flatten()
+        .filter(|e| e.path().join("run.json").exists())
+    {
+        for i in 0..2 {
+            let part: Value = serde_json::from_slice(
+                &std::fs::read(probe.path().join(format!("segment-{i}.json"))).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(part["segment"], format!("{i}/2"), "{part}");
+            assert_eq!(part["protocol"], "HTTP/2 (100 streams per connection)");
+            assert!(part["tls"]["full"].as_u64().unwrap() > 0, "{part}");
+            segments += 1;
+        }
+    }
+    assert!(segments >= 2);
+}
+
+fn capacity_over(flag: &str, extra: &[&str]) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    let run = lab(
-        tmp.path(),
-        &[
-            flag,
-            "--experiment",
-            "capacity",
-            "--duration",
-            "700ms",
-            "--from",
-            "100",
-            "--precision",
-            "0.5",
-            "--slo",
-            "p99<=500ms",
-        ],
-    );
+    let mut args = vec![
+        flag,
+        "--experiment",
+        "capacity",
+        "--duration",
+        "700ms",
+        "--from",
+        "100",
+        "--precision",
+        "0.5",
+        "--slo",
+        "p99<=500ms",
+    ];
+    args.extend_from_slice(extra);
+    let run = lab(tmp.path(), &args);
     let report = report(tmp.path(), &run);
     let probes = report["capacity"]["probes"].as_array().unwrap();
     assert!(!probes.is_empty(), "{report}");
@@ -229,4 +250,5 @@ fn capacity_over(flag: &str) {
         };
         assert_eq!(protocol, expected, "{flag}: {load}");
     }
+    tmp
 }

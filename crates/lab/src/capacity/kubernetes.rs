@@ -2,7 +2,7 @@
 //! help gives a user, taken by the lab for each probe —
 //!
 //! ```text
-//! webscope distribute --kubernetes N --apply --format json --name webscope-PROBE -- LOAD ARGS
+//! webscope distribute --kubernetes N --apply --format json --name webscope-PROBE -- --config load-config.json
 //! kubectl get job webscope-PROBE -o json        (until every pod succeeded or failed)
 //! kubectl logs -l job-name=webscope-PROBE --prefix --tail=-1 > pods.log
 //! webscope merge merged/ pods.log          (the pods' `--emit` results, added exactly)
@@ -12,6 +12,9 @@
 //! Each step is the command a user would run (the lab's own binary for `distribute` and
 //! `merge`, `kubectl` from PATH), so what the lab does is what the README documents, and a
 //! test can play the cluster with a `kubectl` of its own.
+//!
+//! The probe's config file (the `segments` module's, in the run folder) goes into the Job
+//! whole: `distribute` writes its JSON into the pods' arguments.
 //!
 //! Not for: writing the Job (that is `distribute`'s) nor merging (`merge`'s).
 
@@ -23,7 +26,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use webscope_load::{Config, Report};
 
-use super::segments::{load_args, Plan};
+use super::segments::{write_config, Plan};
 
 /// Time beyond the start margin and the probe for the pods to end and report.
 const END_MARGIN: Duration = Duration::from_secs(60);
@@ -72,8 +75,9 @@ pub fn run(
             &margin,
             "--apply",
             "--",
+            "--config",
         ])
-        .args(load_args(config, plan)?);
+        .arg(write_config(config, plan.segments, dir)?);
     checked(distribute.output(), "webscope distribute --apply")?;
     let result = collect(config, plan, pods, &name, dir, interrupt);
     // The Job's pods are done or failed either way; a Job left behind would hold its name.

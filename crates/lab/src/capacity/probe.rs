@@ -102,8 +102,6 @@ pub fn run(
         let plan = segments::Plan {
             segments: settings.segments,
             exe: ctx.exe,
-            fileset: ctx.fileset,
-            base_url: &ctx.target.base_url,
             server_cpu: ctx.server_cpu,
         };
         let generate =

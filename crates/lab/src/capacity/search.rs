@@ -33,8 +33,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The defaults of `lab --experiment capacity`: from 100 req/s, doubling, 5 %, one probe
-    /// a rate.
+    /// A search from `from` req/s: doubling, to 5 %, one probe a rate, down to 1 req/s, at
+    /// most 60 probes. The lab starts from these and sets its own precision, repeats and
+    /// probe limit (`experiment::MOST_PROBES`, 30) over them.
     pub fn new(from: f64) -> Plan {
         Plan {
             from,

@@ -5,19 +5,22 @@
 //! `webscope distribute --kubernetes N` writes into a Job. Locally the processes run on every
 //! CPU but the embedded server's.
 //!
-//! The same segments as the pods of an Indexed Job are the `kubernetes` module's, on this
-//! module's [`Plan`] and its load flags (`load_args`).
+//! Each segment is given the probe's `Config` itself, written once into the run folder
+//! ([`write_config`]) and read by `webscope load --config`, with only what is its own as flags
+//! on top (`--segment`, `--start-at`, `--json`, `--hlog`): a field added to the config
+//! reaches the segments without a flag of its own. The same segments as the pods of an
+//! Indexed Job are the `kubernetes` module's, on this module's [`Plan`] and config file.
 //!
-//! Not for: choosing the probes (the search) nor judging them (`probe`); TLS, whose settings
-//! the lab holds in memory rather than as flags a process could be given.
+//! Not for: choosing the probes (the search) nor judging them (`probe`).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use webscope_load::{Arrivals, Config, Mode, Pacing, Part, Report};
+use webscope_load::{Config, Pacing, Part, Report};
 
 /// How far ahead of now the segments are told to start: time for N processes to start, read
 /// the file set and open their first connections.
@@ -28,8 +31,6 @@ pub struct Plan<'a> {
     pub segments: usize,
     /// The `webscope` binary.
     pub exe: &'a Path,
-    pub fileset: &'a Path,
-    pub base_url: &'a str,
     /// The embedded server's CPU, which the generators keep off.
     pub server_cpu: Option<usize>,
 }
@@ -43,16 +44,18 @@ pub fn run(config: &Config, plan: &Plan<'_>, interrupt: &AtomicBool) -> anyhow::
         .as_deref()
         .and_then(Path::parent)
         .context("a segmented probe needs its run folder")?;
+    let config_file = write_config(config, plan.segments, dir)?;
     let start_at = SystemTime::now() + START_AHEAD;
     let mut children = Vec::new();
     for i in 0..plan.segments {
         let (json, hlog) = files(dir, i);
         let child = Command::new(plan.exe)
-            .args(args(config, plan, i, start_at)?)
-            .arg("--json")
-            .arg(&json)
-            .arg("--hlog")
-            .arg(&hlog)
+            .args(args(
+                &config_file,
+                (i, plan.segments),
+                start_at,
+                (&json, &hlog),
+            )?)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -83,72 +86,57 @@ fn files(dir: &Path, i: usize) -> (PathBuf, PathBuf) {
     )
 }
 
-/// The `webscope load` flags of segment `i`: the probe's load as the lab built it.
-fn args(
-    config: &Config,
-    plan: &Plan<'_>,
-    i: usize,
+/// The file in the run folder that every segment (and `webscope distribute`, which puts it
+/// into the Job) is given: the probe's config, written once.
+pub const CONFIG_FILE: &str = "load-config.json";
+
+/// Writes the config the segments run to `dir` ([`CONFIG_FILE`]) and returns its path.
+pub fn write_config(config: &Config, segments: usize, dir: &Path) -> anyhow::Result<PathBuf> {
+    let path = dir.join(CONFIG_FILE);
+    let json = for_segments(config, segments).to_json()?;
+    std::fs::write(&path, json).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// The probe's config as its segments are given it: the whole run's (each segment takes its
+/// share of the rate and connections), save that every segment's threads need a connection
+/// each to start with.
+pub fn for_segments(config: &Config, segments: usize) -> Config {
+    let mut whole = config.clone();
+    whole.connections = whole.connections.max(segments * whole.threads);
+    if let Pacing::Open {
+        max_connections, ..
+    } = &mut whole.pacing
+    {
+        *max_connections = (*max_connections).max(whole.connections);
+    }
+    whole
+}
+
+/// The `webscope load` arguments of segment `i` of `segments`: the config file, and on top
+/// of it what is this process's own (its share, the common start, its two output files).
+pub fn args(
+    config_file: &Path,
+    (i, segments): (usize, usize),
     start_at: SystemTime,
-) -> anyhow::Result<Vec<String>> {
+    (json, hlog): (&Path, &Path),
+) -> anyhow::Result<Vec<OsString>> {
     let start = start_at
         .duration_since(UNIX_EPOCH)
         .context("the clock is before 1970")?
         .as_secs_f64();
-    let mut args = vec!["load".to_string()];
-    args.extend(load_args(config, plan)?);
+    let mut args: Vec<OsString> = vec!["load".into(), "--config".into(), config_file.into()];
     args.extend([
         "--segment".into(),
-        format!("{i}/{}", plan.segments),
+        format!("{i}/{segments}").into(),
         "--start-at".into(),
-        format!("{start:.3}"),
+        format!("{start:.3}").into(),
+        "--json".into(),
+        json.into(),
+        "--hlog".into(),
+        hlog.into(),
         "-q".into(),
     ]);
-    Ok(args)
-}
-
-/// The probe's load as `webscope load` flags, the same for every segment (the whole run's
-/// rate and connections: each segment takes its share).
-pub(super) fn load_args(config: &Config, plan: &Plan<'_>) -> anyhow::Result<Vec<String>> {
-    let Pacing::Open {
-        rate,
-        arrivals,
-        max_connections,
-    } = config.pacing
-    else {
-        bail!("segments are for open-loop probes");
-    };
-    let ms = |d: Duration| format!("{}ms", d.as_millis().max(1));
-    let mut args: Vec<String> = vec![
-        "--fileset".into(),
-        plan.fileset.display().to_string(),
-        "--base".into(),
-        plan.base_url.into(),
-        "--rate".into(),
-        format!("{rate}"),
-        "--arrivals".into(),
-        match arrivals {
-            Arrivals::Constant => "constant".into(),
-            Arrivals::Poisson => "poisson".into(),
-        },
-        "--max-connections".into(),
-        max_connections.to_string(),
-        "-c".into(),
-        // Each segment's thread needs a connection of its own to start with.
-        config.connections.max(plan.segments).to_string(),
-        "-t".into(),
-        "1".into(),
-        "-d".into(),
-        ms(config.duration),
-        "--timeout".into(),
-        ms(config.timeout),
-        "--interval".into(),
-        ms(config.interval),
-        "--seed".into(),
-        config.seed.to_string(),
-    ];
-    if config.mode == Mode::Close {
-        args.push("--close".into());
-    }
     Ok(args)
 }
 

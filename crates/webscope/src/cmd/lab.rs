@@ -168,13 +168,15 @@ pub struct Args {
     arrivals: String,
     /// Run each capacity probe as N `webscope load --segment I/N` processes started together
     /// and merged exactly (as N generators on N hosts would be), on every CPU but the
-    /// embedded server's: for servers one generator thread cannot saturate. Plain HTTP only
+    /// embedded server's: for servers one generator thread cannot saturate. Each is given the
+    /// probe's whole load config (webscope load --config), TLS and HTTP/2 included
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     segments: u16,
     /// Run each capacity probe's segments (--segments, default 1) as the pods of a Kubernetes
     /// Job with this image, as `webscope distribute --kubernetes N --apply` writes it: the lab
     /// applies it, waits for it, merges the pods' logs and deletes it (kubectl on PATH, its
-    /// current context). Needs a --target the pods reach and a --fileset the image carries
+    /// current context). Needs a --target the pods reach; the pods get the file set's paths
+    /// in the config, but a --cacert file only if the image carries it
     #[arg(long, value_name = "IMAGE")]
     kubernetes: Option<String>,
     /// The site's access log (Common or Combined, plain or gzip; repeatable) that the replay

@@ -11,6 +11,9 @@ use webscope_load::{Arrivals, Config, Expect, Mode, Pacing, Report, Target};
 
 use super::{Exit, EXIT_THRESHOLD_CROSSED, EXIT_UNDECIDED};
 
+mod whole;
+pub use whole::check_for_pods;
+
 const EXAMPLES: &str = "\
 EXAMPLES:
     webscope load http://127.0.0.1:8080/index.html -c 50 -d 10s -t 2
@@ -50,37 +53,12 @@ pub struct Args {
     flags: Box<Flags>,
 }
 
-/// What `webscope distribute` checks of the load options it writes into a Job before writing
-/// it: that they parse as `webscope load`'s own (else clap's one-line reason), and which local
-/// files they name (a pod has them only if its image carries them).
-pub fn check_for_pods(load: &[String]) -> Result<Vec<String>, String> {
-    #[derive(clap::Parser)]
-    #[command(name = "webscope load")]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
-    let argv = std::iter::once("load".to_string()).chain(load.iter().cloned());
-    let cli = <Cli as clap::Parser>::try_parse_from(argv).map_err(|e| {
-        let text = e.to_string();
-        let first = text.lines().next().unwrap_or("").trim();
-        first.strip_prefix("error: ").unwrap_or(first).to_string()
-    })?;
-    let flags = cli.args.flags;
-    let mut local = Vec::new();
-    if let Some(dir) = &flags.fileset {
-        local.push(format!("--fileset {}", dir.display()));
-    }
-    if let Some(file) = &flags.requests {
-        local.push(format!("--requests {}", file.display()));
-    }
-    for log in &flags.replay {
-        local.push(format!("--replay {}", log.display()));
-    }
-    if let Some(file) = flags.body.as_deref().and_then(|b| b.strip_prefix('@')) {
-        local.push(format!("--body @{file}"));
-    }
-    Ok(local)
+/// `webscope load`'s flags as a command of their own, for parsing them outside the CLI.
+#[derive(clap::Parser)]
+#[command(name = "webscope load")]
+struct Cli {
+    #[command(flatten)]
+    args: Args,
 }
 
 #[derive(clap::Args, Debug)]
@@ -89,7 +67,7 @@ struct Flags {
     /// server's URL that the groups' paths are on.
     #[arg(
         value_name = "URL",
-        required_unless_present_any = ["fileset", "groups", "requests", "replay"],
+        required_unless_present_any = ["fileset", "groups", "requests", "replay", "config"],
         conflicts_with_all = ["fileset", "requests"]
     )]
     url: Option<String>,
@@ -199,7 +177,8 @@ struct Flags {
     #[arg(long, value_name = "FILE")]
     samples: Option<PathBuf>,
     /// HTTP/2: over TLS with ALPN h2 for https URLs, with prior knowledge (h2c, as h2load
-    /// does) for http URLs; -c connections of -m streams each, closed loop.
+    /// does) for http URLs; -c connections of -M streams each, in closed loop, or in open
+    /// loop with --rate (at most -c × -M requests in flight).
     #[arg(long, visible_alias = "h2c")]
     http2: bool,
     /// HTTP/2: concurrent streams per connection (h2load's -m).
@@ -272,6 +251,71 @@ struct Flags {
     /// No live line while running.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Run a whole load config, as the lab's segments and `webscope distribute`'s pods are
+    /// given it (a JSON file, or the JSON itself): every option that shapes the load comes
+    /// from it, and only this process's own go on top (--segment, --start-at, --json, --hlog,
+    /// --samples, --emit, --threshold, --live, -q). The server's name is resolved here.
+    #[arg(long, value_name = "FILE|JSON", conflicts_with_all = whole::SHAPING)]
+    config: Option<String>,
+}
+
+/// The flags that are this process's own, whether the load comes from flags or `--config`.
+struct Own {
+    threshold: Option<Slo>,
+    json: Option<PathBuf>,
+    hlog: Option<PathBuf>,
+    samples: Option<PathBuf>,
+    segment: Option<(usize, usize)>,
+    start_at: Option<std::time::SystemTime>,
+    emit: bool,
+    quiet: bool,
+    live: Option<String>,
+    live_linger: Duration,
+}
+
+impl Own {
+    /// Takes this process's own flags out of `flags`.
+    fn take(flags: &mut Flags) -> Own {
+        Own {
+            threshold: flags.threshold.take(),
+            json: flags.json.take(),
+            hlog: flags.hlog.take(),
+            samples: flags.samples.take(),
+            segment: flags.segment.take(),
+            start_at: flags.start_at.take(),
+            emit: flags.emit,
+            quiet: flags.quiet,
+            live: flags.live.take(),
+            live_linger: flags.live_linger,
+        }
+    }
+
+    /// Sets them on `config`, checks it, and says what `run` does beside it.
+    fn apply(self, mut config: Config, replay: Option<String>) -> anyhow::Result<(Config, Output)> {
+        config.hlog = self.hlog;
+        config.samples = self.samples;
+        config.segment = self.segment;
+        config.start_at = self.start_at;
+        let mut temporary_hlog = None;
+        if self.emit && config.hlog.is_none() {
+            let path =
+                std::env::temp_dir().join(format!("webscope-load-{}.hlog", std::process::id()));
+            config.hlog = Some(path.clone());
+            temporary_hlog = Some(path);
+        }
+        config.check()?;
+        let output = Output {
+            threshold: self.threshold,
+            json: self.json,
+            emit: self.emit,
+            temporary_hlog,
+            live_line: !self.quiet,
+            live_page: self.live,
+            linger: self.live_linger,
+            replay,
+        };
+        Ok((config, output))
+    }
 }
 
 /// What `run` needs besides the load's configuration.
@@ -314,7 +358,11 @@ fn parse_start_at(text: &str) -> Result<std::time::SystemTime, String> {
 }
 
 impl Flags {
-    fn config(self) -> anyhow::Result<(Config, Output)> {
+    fn config(mut self) -> anyhow::Result<(Config, Output)> {
+        let own = Own::take(&mut self);
+        if let Some(source) = &self.config {
+            return own.apply(whole::read(source)?, None);
+        }
         if self.base.is_some() && self.fileset.is_none() && self.replay.is_empty() {
             anyhow::bail!("--base goes with --fileset or --replay: give the URL alone otherwise");
         }
@@ -387,12 +435,9 @@ impl Flags {
         };
         config.timeout = self.timeout;
         config.interval = self.interval;
-        config.hlog = self.hlog;
-        config.samples = self.samples;
         config.backoff_503 = self.backoff_503.unwrap_or(Duration::ZERO);
         config.headers = self.headers;
         config.seed = self.seed;
-        config.segment = self.segment;
         config.method = self.method;
         config.http2 = self.http2.then_some(self.max_streams);
         config.busy_poll = self.busy_poll;
@@ -410,28 +455,9 @@ impl Flags {
             cacert: self.cacert,
             no_resume: self.no_tls_resume,
         };
-        config.start_at = self.start_at;
         let replay_line = plan.as_ref().map(webscope_load::replay_log::Plan::describe);
         config.replay = plan.map(|plan| std::sync::Arc::new(plan.replay));
-        let mut temporary_hlog = None;
-        if self.emit && config.hlog.is_none() {
-            let path =
-                std::env::temp_dir().join(format!("webscope-load-{}.hlog", std::process::id()));
-            config.hlog = Some(path.clone());
-            temporary_hlog = Some(path);
-        }
-        config.check()?;
-        let output = Output {
-            threshold: self.threshold,
-            json: self.json,
-            emit: self.emit,
-            temporary_hlog,
-            live_line: !self.quiet,
-            live_page: self.live,
-            linger: self.live_linger,
-            replay: replay_line,
-        };
-        Ok((config, output))
+        own.apply(config, replay_line)
     }
 }
 

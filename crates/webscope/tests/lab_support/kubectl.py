@@ -18,6 +18,25 @@ STATE = os.environ["FAKE_KUBECTL_STATE"]
 EXE = os.environ["FAKE_KUBECTL_WEBSCOPE"]
 
 
+def expand(arg, env):
+    """A container argument as Kubernetes expands it: `$(NAME)` of a defined variable to its
+    value, `$$` to `$`, anything else as written."""
+    out, i = [], 0
+    while i < len(arg):
+        if arg.startswith("$$", i):
+            out.append("$")
+            i += 2
+        elif arg.startswith("$(", i) and ")" in arg[i:]:
+            end = arg.index(")", i)
+            name = arg[i + 2 : end]
+            out.append(env.get(name, arg[i : end + 1]))
+            i = end + 1
+        else:
+            out.append(arg[i])
+            i += 1
+    return "".join(out)
+
+
 def job_dir(name):
     return os.path.join(STATE, name)
 
@@ -32,7 +51,7 @@ def apply():
     d = job_dir(name)
     os.makedirs(d)
     for i in range(pods):
-        args = [a.replace("$(JOB_COMPLETION_INDEX)", str(i)) for a in container["args"]]
+        args = [expand(a, {"JOB_COMPLETION_INDEX": str(i)}) for a in container["args"]]
         status = os.path.join(d, f"pod-{i}.status")
         with open(os.path.join(d, f"pod-{i}.log"), "w") as log:
             subprocess.Popen(

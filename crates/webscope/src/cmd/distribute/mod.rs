@@ -86,16 +86,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     {
         bail!("{flag} is set by the Job itself (each pod emits its result to its log): leave it out of the load options");
     }
-    let local = super::load::check_for_pods(&args.load).map_err(|why| {
+    let pods = super::load::check_for_pods(&args.load).map_err(|why| {
         anyhow::anyhow!("the load options after -- are not webscope load's: {why}")
     })?;
-    for path in &local {
+    for path in &pods.local {
         eprintln!(
             "webscope distribute: warning: {path} is a path on this machine: each pod reads it from its own file system, so the image must carry it there"
         );
     }
     let start = SystemTime::now() + args.start_margin;
-    let manifest = job(&args, start);
+    let manifest = job(&args, &pods.load, start);
     let text = match args.format.as_str() {
         "json" => serde_json::to_string_pretty(&manifest)? + "\n",
         _ => yaml::to_string(&manifest),
@@ -127,15 +127,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The Indexed Job.
-fn job(args: &Args, start: SystemTime) -> Value {
+/// The Indexed Job, its pods given `load`.
+fn job(args: &Args, load: &[String], start: SystemTime) -> Value {
     let n = args.kubernetes;
     let labels = json!({
         "app.kubernetes.io/name": "webscope-load",
         "webscope.dev/run": args.name,
     });
     let mut load_args: Vec<String> = vec!["load".into()];
-    load_args.extend(args.load.iter().cloned());
+    load_args.extend(load.iter().cloned());
     load_args.extend([
         "--segment".into(),
         format!("$(JOB_COMPLETION_INDEX)/{n}"),
