@@ -17,7 +17,9 @@
 #![deny(missing_docs)]
 
 mod clock;
+mod lines;
 mod sockopt;
 
 pub use clock::{process_time, thread_time, thread_wait};
+pub use lines::{Line, LineReader, MAX_LINE};
 pub use sockopt::{set_busy_poll, setsockopt_int};
