@@ -9,6 +9,9 @@ const MONTHS: [&[u8; 3]; 12] = [
     b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
 ];
 
+/// The largest time-zone offset, ±14:00 (Kiribati's Line Islands), in minutes.
+const MAX_ZONE_MINUTES: i64 = 14 * 60;
+
 /// Seconds since the Unix epoch (UTC) of a CLF timestamp without its brackets.
 pub(crate) fn parse(text: &str) -> Option<i64> {
     let b = text.as_bytes();
@@ -32,7 +35,12 @@ pub(crate) fn parse(text: &str) -> Option<i64> {
         b'-' => -1,
         _ => return None,
     };
-    let offset = sign * (digits(&b[22..24])? * 3600 + digits(&b[24..26])? * 60);
+    let (zone_hours, zone_minutes) = (digits(&b[22..24])?, digits(&b[24..26])?);
+    // Real zones run from -12:00 to +14:00; `+9999` would shift the line by four days.
+    if zone_minutes > 59 || zone_hours * 60 + zone_minutes > MAX_ZONE_MINUTES {
+        return None;
+    }
+    let offset = sign * (zone_hours * 3600 + zone_minutes * 60);
     // A leap second (:60) is kept as the next second's start, as the clock that wrote it did.
     if !(1..=days_in_month(year, month)).contains(&day) || hour > 23 || minute > 59 || second > 60 {
         return None;
@@ -77,6 +85,9 @@ mod tests {
         assert_eq!(parse("10/Oct/2000:13:55:36 -0700"), Some(971_211_336));
         assert_eq!(parse("10/Oct/2000:20:55:36 +0000"), Some(971_211_336));
         assert_eq!(parse("11/Oct/2000:02:25:36 +0530"), Some(971_211_336));
+        // The widest real offsets.
+        assert_eq!(parse("11/Oct/2000:10:55:36 +1400"), Some(971_211_336));
+        assert_eq!(parse("10/Oct/2000:06:55:36 -1400"), Some(971_211_336));
     }
 
     #[test]
@@ -101,6 +112,9 @@ mod tests {
             "10/Oct/2000:24:55:36 -0700",
             "10/Oct/2000:13:55:36 07000",
             "1O/Oct/2000:13:55:36 -0700",
+            "10/Oct/2000:13:55:36 +9999",
+            "10/Oct/2000:13:55:36 -1401",
+            "10/Oct/2000:13:55:36 +0160",
         ] {
             assert_eq!(parse(bad), None, "{bad}");
         }

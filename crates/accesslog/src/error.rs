@@ -28,6 +28,14 @@ pub enum Error {
         /// What went wrong.
         source: io::Error,
     },
+    /// The logs hold no line but blank ones (or none at all).
+    #[error("{files}: no log line in {lines} lines, all blank or none (is it the access log?)")]
+    NoLogLine {
+        /// The files read, comma-separated.
+        files: String,
+        /// How many lines they had, all blank.
+        lines: u64,
+    },
     /// Not one line of the logs parses: the format is not the one tried.
     #[error("no line of {files} ({lines} lines) parses as {format}; line {example_line} of {example_file}: {why}")]
     NothingParsed {

@@ -23,10 +23,12 @@
 //!
 //! Why this design: a log is evidence about a site, so a line that does not parse is counted
 //! and shown ([`Parsed::bad_lines`], [`Parsed::bad_examples`]), never fatal, and never
-//! silently dropped; only a log of which no line parses is an error, because then the format
-//! is wrong. The lines are read into memory and sorted once: real logs are not in time order
-//! within a second (each worker writes its own buffer), and every figure downstream wants
-//! them sorted.
+//! silently dropped. A line over 64 KiB (read without being held) and a line dated before
+//! 1990 or more than a day ahead of the clock ([`implausible_time`]) are bad lines too, so
+//! that no input asks for memory by its length or its span. Only a log of which no line
+//! parses is an error, because then the format is wrong. The lines are read into memory and
+//! sorted once: real logs are not in time order within a second (each worker writes its own
+//! buffer), and every figure downstream wants them sorted.
 #![deny(missing_docs)]
 
 pub mod characterize;
@@ -34,9 +36,11 @@ mod clf_time;
 mod error;
 mod format;
 mod line;
+mod plausible;
 mod read;
 
 pub use error::Error;
 pub use format::{Format, TimeUnit};
 pub use line::{parse_line, Entry};
+pub use plausible::{implausible_time, AHEAD, EARLIEST_UNIX};
 pub use read::{read_logs, read_logs_with_progress, BadLine, Parsed};

@@ -3,10 +3,14 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use webscope_sys::{Line, LineReader, MAX_LINE};
 
 use crate::error::Error;
 use crate::format::Format;
 use crate::line::{parse_line, Entry};
+use crate::plausible::implausible_time;
 
 /// How many bad lines are kept as examples.
 const EXAMPLES: usize = 5;
@@ -14,6 +18,9 @@ const EXAMPLES: usize = 5;
 const EXAMPLE_CHARS: usize = 200;
 /// Progress is reported every this many lines.
 const PROGRESS_EVERY: u64 = 100_000;
+/// Why a line over [`MAX_LINE`] is bad: no log format writes one, and keeping it would let
+/// a file without newlines take memory in proportion to its size.
+const TOO_LONG: &str = "longer than 64 KiB: not a log line (only its start was kept)";
 
 /// The entries of a set of logs, and what could not be read.
 #[derive(Debug, Clone, Default)]
@@ -21,8 +28,16 @@ pub struct Parsed {
     /// Every parsed line, sorted by time; stable, so within a second the order of the files
     /// as given and of the lines in each file is kept.
     pub entries: Vec<Entry>,
-    /// Lines that did not parse (blank lines are skipped, not counted).
+    /// Lines that did not parse (blank lines are skipped, not counted), including the
+    /// lines over 64 KiB and those with a time not believed.
     pub bad_lines: u64,
+    /// Of the bad lines, those longer than 64 KiB: only their start was read.
+    pub long_lines: u64,
+    /// Of the bad lines, those whose time is before 1990 or more than a day ahead of this
+    /// machine's clock ([`crate::implausible_time`]).
+    pub bad_times: u64,
+    /// Blank lines, skipped.
+    pub blank_lines: u64,
     /// The first few bad lines, to show.
     pub bad_examples: Vec<BadLine>,
     /// All lines read, good, bad and blank.
@@ -78,48 +93,62 @@ fn read_one(
     parsed: &mut Parsed,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), Error> {
-    let mut reader = open(path)?;
-    let mut buf = Vec::with_capacity(1024);
-    let mut line_no = 0u64;
+    let mut reader = LineReader::new(open(path)?, MAX_LINE);
+    let now = SystemTime::now();
     loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|source| Error::Read {
-                path: path.to_path_buf(),
-                line: line_no,
-                source,
-            })?;
-        if n == 0 {
+        let line_no = reader.line_number();
+        let line = reader.next_line().map_err(|source| Error::Read {
+            path: path.to_path_buf(),
+            line: line_no,
+            source,
+        })?;
+        let Some(line) = line else {
             return Ok(());
-        }
-        line_no += 1;
+        };
+        let line_no = line_no + 1;
         parsed.lines += 1;
         if parsed.lines % PROGRESS_EVERY == 0 {
             progress(parsed.lines);
         }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.trim_end_matches(['\n', '\r']);
-        if text.trim().is_empty() {
+        let (bytes, why) = match line {
+            Line::Text(bytes) => (bytes, None),
+            Line::TooLong { start, .. } => {
+                parsed.long_lines += 1;
+                (start, Some(TOO_LONG))
+            }
+        };
+        let text = String::from_utf8_lossy(bytes);
+        let text = text.trim_end_matches('\r');
+        if why.is_none() && text.trim().is_empty() {
+            parsed.blank_lines += 1;
             continue;
         }
-        match parse_line(text, format) {
-            Ok(mut entry) => {
-                entry.file = file;
-                entry.line = line_no;
-                parsed.entries.push(entry);
-            }
-            Err(why) => {
-                parsed.bad_lines += 1;
-                if parsed.bad_examples.len() < EXAMPLES {
-                    parsed.bad_examples.push(BadLine {
+        let result = why.map_or_else(|| parse_line(text, format), Err);
+        let why = match result {
+            Ok(entry) => match implausible_time(entry.time, now) {
+                None => {
+                    parsed.entries.push(Entry {
                         file,
                         line: line_no,
-                        text: text.chars().take(EXAMPLE_CHARS).collect(),
-                        why,
+                        ..entry
                     });
+                    continue;
                 }
-            }
+                Some(why) => {
+                    parsed.bad_times += 1;
+                    why
+                }
+            },
+            Err(why) => why,
+        };
+        parsed.bad_lines += 1;
+        if parsed.bad_examples.len() < EXAMPLES {
+            parsed.bad_examples.push(BadLine {
+                file,
+                line: line_no,
+                text: text.chars().take(EXAMPLE_CHARS).collect(),
+                why,
+            });
         }
     }
 }
@@ -155,10 +184,14 @@ fn nothing_parsed(paths: &[PathBuf], format: Option<Format>, parsed: &Parsed) ->
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let (example_file, example_line, why) = match parsed.bad_examples.first() {
-        Some(bad) => (paths[bad.file].display().to_string(), bad.line, bad.why),
-        None => (files.clone(), 0, "the files hold no line at all"),
+    let Some(bad) = parsed.bad_examples.first() else {
+        return Error::NoLogLine {
+            files,
+            lines: parsed.lines,
+        };
     };
+    let (example_file, example_line, why) =
+        (paths[bad.file].display().to_string(), bad.line, bad.why);
     Error::NothingParsed {
         files,
         lines: parsed.lines,

@@ -112,3 +112,71 @@ fn a_truncated_gzip_is_a_read_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_line_over_64_kib_is_a_bad_line_and_the_next_line_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = line(1, "/ok").into_bytes();
+    text.extend(std::iter::repeat_n(b'x', 200_000));
+    text.push(b'\n');
+    text.extend(line(2, "/after").into_bytes());
+    let p = write(dir.path(), "long.log", &text);
+    let parsed = read_logs(&[p], None).unwrap();
+    let paths: Vec<_> = parsed.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths, ["/ok", "/after"]);
+    assert_eq!(
+        (parsed.bad_lines, parsed.long_lines, parsed.lines),
+        (1, 1, 3)
+    );
+    let bad = &parsed.bad_examples[0];
+    assert_eq!((bad.line, bad.text.len()), (2, EXAMPLE_CHARS));
+    assert!(bad.why.contains("64 KiB"), "{}", bad.why);
+}
+
+#[test]
+fn a_time_before_1990_or_in_the_future_is_a_bad_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let dated = |date: &str| {
+        format!("10.0.0.1 - - [{date} +0000] \"GET /old HTTP/1.1\" 200 10 \"-\" \"t\"\n")
+    };
+    let text = format!(
+        "{}{}{}{}",
+        line(1, "/ok"),
+        dated("01/Jan/0001:00:00:00"),
+        dated("31/Dec/9999:23:59:59"),
+        dated("31/Dec/1989:23:59:59")
+    );
+    let p = write(dir.path(), "dates.log", text.as_bytes());
+    let parsed = read_logs(&[p], None).unwrap();
+    assert_eq!(parsed.entries.len(), 1);
+    assert_eq!((parsed.bad_lines, parsed.bad_times), (3, 3));
+    let whys: Vec<_> = parsed.bad_examples.iter().map(|b| b.why).collect();
+    assert!(
+        whys[0].contains("before 1990") && whys[1].contains("ahead"),
+        "{whys:?}"
+    );
+}
+
+#[test]
+fn a_time_zone_beyond_14_hours_is_a_bad_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}10.0.0.1 - - [01/Jan/2024:00:00:02 +9999] \"GET /tz HTTP/1.1\" 200 10 \"-\" \"t\"\n",
+        line(1, "/ok")
+    );
+    let p = write(dir.path(), "tz.log", text.as_bytes());
+    let parsed = read_logs(&[p], None).unwrap();
+    assert_eq!((parsed.entries.len(), parsed.bad_lines), (1, 1));
+    assert_eq!(parsed.bad_examples[0].why, "bad [time] field");
+}
+
+#[test]
+fn a_gzip_of_newlines_says_its_lines_are_blank() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "blank.gz", &gzip(&"\n".repeat(100_000)));
+    let err = read_logs(&[p], None).unwrap_err().to_string();
+    assert!(
+        err.contains("no log line in 100000 lines, all blank") && err.contains("blank.gz"),
+        "{err}"
+    );
+}

@@ -5,13 +5,14 @@
 //! for a server on this machine, every process holding the listening socket of the URL's port.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use webscope_sys::{Line, LineReader, MAX_LINE};
 
 use super::record::{PhaseFigures, ServerFigures, ServiceFigures};
 
@@ -142,12 +143,13 @@ impl Target {
             .stdout
             .take()
             .context("no stdout from webscope serve")?;
-        let mut lines = BufReader::new(stdout).lines();
+        let mut lines = LineReader::new(BufReader::new(stdout), MAX_LINE);
         let mut address = |prefix: &str| -> anyhow::Result<SocketAddr> {
-            let line = lines
-                .next()
-                .transpose()?
-                .context("webscope serve exited before saying where it listens")?;
+            let line = match lines.next_line()? {
+                Some(Line::Text(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
+                Some(Line::TooLong { .. }) => bail!("webscope serve wrote a line over 64 KiB"),
+                None => bail!("webscope serve exited before saying where it listens"),
+            };
             let rest = line
                 .split(prefix)
                 .nth(1)

@@ -267,6 +267,10 @@ pub(crate) struct ReplaySchedule {
 /// The offset of a slot that never comes (a replay run to its end without `--loop`).
 const NEVER_NS: u64 = 100 * 365 * 86_400 * 1_000_000_000;
 
+/// The longest replay (the log's span divided by the speed-up): every slot's offset must
+/// come before [`NEVER_NS`]. The reader refuses a longer one ([`crate::replay_log::plan`]).
+pub const MAX_REPLAY: Duration = Duration::from_nanos(NEVER_NS / 2);
+
 impl ReplaySchedule {
     pub(crate) fn new(
         replay: std::sync::Arc<Replay>,

@@ -3,10 +3,11 @@
 //! timing or the sending (the open loop) nor for parsing lines (the accesslog crate).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use webscope_accesslog::{Entry, Format};
 
-use crate::replay::{LoggedRequest, Replay};
+use crate::replay::{LoggedRequest, Replay, MAX_REPLAY};
 use crate::Error;
 
 /// What the reading found, for the run's first line.
@@ -51,6 +52,7 @@ pub fn plan(
     let parsed = webscope_accesslog::read_logs(logs, format)
         .map_err(|e| Error::Config(format!("--replay: {e}")))?;
     let logged: Vec<LoggedRequest> = parsed.entries.iter().filter_map(logged).collect();
+    check_length(&parsed.entries, speed)?;
     let no_request = (parsed.entries.len() - logged.len()) as u64;
     let replay = Replay::new(&logged, speed, looped).ok_or_else(|| {
         Error::Config(format!(
@@ -74,6 +76,29 @@ pub fn plan(
         no_request,
     })
 }
+
+/// Refuses a replay that would outlast [`MAX_REPLAY`]: its offsets in nanoseconds would not
+/// fit the schedule's. The lines' times are already within 1990 and tomorrow
+/// ([`webscope_accesslog::implausible_time`]); a slow `--speed` can still stretch decades.
+fn check_length(entries: &[Entry], speed: f64) -> Result<(), Error> {
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        return Ok(());
+    };
+    let span = last.time.duration_since(first.time).unwrap_or_default() + Duration::from_secs(1);
+    let length = span.as_secs_f64() / speed;
+    if length < MAX_REPLAY.as_secs_f64() {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "--replay: the log spans {:.1} years and at --speed {speed} would replay for {:.0} years, more than the {} a replay may last: give a larger --speed, or cut the log to the part to replay",
+        span.as_secs_f64() / YEAR_S,
+        length / YEAR_S,
+        MAX_REPLAY.as_secs_f64() / YEAR_S
+    )))
+}
+
+/// A year, seconds, for the message.
+const YEAR_S: f64 = 365.25 * 86_400.0;
 
 impl Plan {
     /// The line printed before the run: what is replayed, at what pace, what was left out.
@@ -104,5 +129,27 @@ impl Plan {
             );
         }
         line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(date: &str) -> Entry {
+        let line = format!("::1 - - [{date} +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"t\"");
+        webscope_accesslog::parse_line(&line, None).unwrap()
+    }
+
+    #[test]
+    fn a_replay_longer_than_the_limit_is_refused_in_years_not_a_saturated_number() {
+        let log = [entry("01/Jan/2000:00:00:00"), entry("01/Jan/2020:00:00:00")];
+        assert!(check_length(&log, 1.0).is_ok());
+        let err = check_length(&log, 0.1).unwrap_err().to_string();
+        assert!(
+            err.contains("spans 20.0 years") && err.contains("for 200 years"),
+            "{err}"
+        );
+        assert!(!err.contains("584"), "{err}");
     }
 }

@@ -4,6 +4,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use webscope_sys::{Line, LineReader, MAX_LINE};
 use webscope_workload::{Manifest, Mix};
 
 use crate::Error;
@@ -386,8 +387,9 @@ impl Target {
     /// blank line; `#` lines are comments, and `# weight N` before a request draws it N times
     /// as often (default 1). All URLs must be on one server. Each request is a class of its own.
     pub fn request_list(path: &Path) -> Result<Target, Error> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Config(format!("--requests {}: {e}", path.display())))?;
+        let io = |e: std::io::Error| Error::Config(format!("--requests {}: {e}", path.display()));
+        let file = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+        let mut lines = LineReader::new(file, MAX_LINE);
         let dir = path.parent().unwrap_or(Path::new("."));
         let bad = |line: usize, why: String| {
             Error::Config(format!("--requests {} line {line}: {why}", path.display()))
@@ -396,10 +398,20 @@ impl Target {
         let (mut classes, mut paths, mut weights, mut specs) = (vec![], vec![], vec![], vec![]);
         let mut weight = 1.0;
         let mut current: Option<RequestSpec> = None;
-        let lines: Vec<&str> = text.lines().collect();
-        for (index, raw) in lines.iter().enumerate() {
-            let number = index + 1;
-            let line = raw.trim_end();
+        let mut number = 0;
+        while let Some(read) = lines.next_line().map_err(io)? {
+            number += 1;
+            let line = match read {
+                Line::Text(text) => std::str::from_utf8(text)
+                    .map_err(|_| bad(number, "is not UTF-8 text".into()))?
+                    .trim_end(),
+                Line::TooLong { bytes, .. } => {
+                    return Err(bad(
+                        number,
+                        format!("{bytes} bytes, over the 64 KiB of a line"),
+                    ))
+                }
+            };
             if let Some(comment) = line.strip_prefix('#') {
                 if let Some(n) = comment.trim().strip_prefix("weight") {
                     weight = n

@@ -14,9 +14,13 @@ pub fn parse_populations(text: &str) -> Result<Vec<u32>, Error> {
         ))
     };
     let number = |s: &str| -> Result<u32, Error> {
-        s.trim()
-            .parse::<u32>()
-            .map_err(|_| bad(&format!("'{}' is not a whole number", s.trim())))
+        let s = s.trim();
+        s.parse::<u32>().map_err(|e| match e.kind() {
+            std::num::IntErrorKind::PosOverflow => {
+                bad(&format!("'{s}' is too large (at most {})", u32::MAX))
+            }
+            _ => bad(&format!("'{s}' is not a whole number")),
+        })
     };
     let mut out = Vec::new();
     for part in text.split(',') {
@@ -82,6 +86,11 @@ mod tests {
             ("1,,2", "empty item"),
             ("1..2000000", "more than"),
             ("-3", "'-3' is not"),
+            (
+                "1000000000000",
+                "'1000000000000' is too large (at most 4294967295)",
+            ),
+            ("1..99999999999", "is too large"),
         ] {
             let err = parse_populations(text).unwrap_err().to_string();
             assert!(

@@ -11,7 +11,9 @@
 //!   ([`set_busy_poll`]);
 //! - writing a file into a directory others may write too ([`write_file`], [`create_file`]):
 //!   a new file beside the target renamed over it, so that a symlink planted at the name is
-//!   replaced, never followed. Every file webscope writes goes through one of the two.
+//!   replaced, never followed. Every file webscope writes goes through one of the two;
+//! - reading lines of input with a bound on a line's length ([`LineReader`]): an over-long
+//!   line is a bad line, never a buffer that grows with it.
 //!
 //! What it is not for: hot-path I/O. The server's and the generator's own syscall paths
 //! (accept, recv, send, sendfile, epoll, io_uring) stay in their crates, because they are
@@ -20,9 +22,11 @@
 #![deny(missing_docs)]
 
 mod clock;
+mod lines;
 mod replace;
 mod sockopt;
 
 pub use clock::{process_time, thread_time, thread_wait};
+pub use lines::{Line, LineReader, MAX_LINE};
 pub use replace::{create_file, write_file};
 pub use sockopt::{set_busy_poll, setsockopt_int};

@@ -36,7 +36,7 @@ pub use lognormal::Lognormal;
 pub use popularity::{Document, InterReference, Popularity, MAX_DOCUMENTS};
 pub use service::RequestTimes;
 pub use sizes::SizeFigures;
-pub use traffic::{DocType, Mix, Series};
+pub use traffic::{DocType, Mix, Series, MAX_SERIES_BINS};
 pub use zipf::ZipfFit;
 
 use crate::line::Entry;
@@ -52,6 +52,10 @@ pub struct Characterization {
     pub requests: u64,
     /// Lines that did not parse.
     pub bad_lines: u64,
+    /// Of them, lines over 64 KiB (only their start was read).
+    pub long_lines: u64,
+    /// Of them, lines dated before 1990 or more than a day ahead of the clock.
+    pub bad_times: u64,
     /// The first few of them.
     pub bad_examples: Vec<BadLine>,
     /// First logged instant, Unix seconds.
@@ -62,9 +66,10 @@ pub struct Characterization {
     pub span_s: u64,
     /// Mean requests per second over the span.
     pub mean_rate: f64,
-    /// Requests per minute.
+    /// Requests per minute (per whole minutes, a few at a time, when the log spans more
+    /// than [`MAX_SERIES_BINS`] of them).
     pub per_minute: Series,
-    /// Requests per hour.
+    /// Requests per hour (the same).
     pub per_hour: Series,
     /// Methods, statuses, document types.
     pub mix: Mix,
@@ -159,6 +164,8 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
     let mut c = Characterization {
         requests: entries.len() as u64,
         bad_lines: parsed.bad_lines,
+        long_lines: parsed.long_lines,
+        bad_times: parsed.bad_times,
         bad_examples: parsed.bad_examples.iter().map(redacted).collect(),
         first_unix: first,
         last_unix: last,

@@ -36,6 +36,7 @@ fn a_small_log_characterized() {
         bad_lines: 2,
         bad_examples: vec![bad],
         lines: 8,
+        ..Parsed::default()
     };
     let c = characterize(&parsed);
     assert_eq!((c.requests, c.bad_lines, c.span_s), (6, 2, 64));

@@ -27,9 +27,19 @@ pub struct Series {
     pub peak_to_mean: Option<f64>,
 }
 
+/// Most bins a series holds. A log that would need more gets bins a whole multiple of the
+/// length asked, so that its memory is bounded whatever its span (100 000 minutes is 69
+/// days; 100 000 hours, 11 years).
+pub const MAX_SERIES_BINS: u64 = 100_000;
+
 impl Series {
-    /// Counts `times` (Unix seconds, sorted) into bins of `bin_s` seconds.
+    /// Counts `times` (Unix seconds, sorted) into bins of `bin_s` seconds, or of the least
+    /// multiple of it that needs at most [`MAX_SERIES_BINS`] bins.
     pub fn new(times: &[i64], bin_s: u64) -> Series {
+        let bin_s = match (times.first(), times.last()) {
+            (Some(&first), Some(&last)) => widened(bin_s.max(1), last.abs_diff(first) + 1),
+            _ => bin_s,
+        };
         let bin = bin_s as i64;
         let (Some(&first), Some(&last)) = (times.first(), times.last()) else {
             return Series {
@@ -72,6 +82,35 @@ impl Series {
             mean,
             peak,
             peak_to_mean,
+        }
+    }
+}
+
+/// The least multiple of `bin_s` that covers `span_s` seconds in at most [`MAX_SERIES_BINS`]
+/// bins. The first bin starts on the clock's boundary before the first line, so the bins
+/// cover up to `span_s + bin - 2` seconds: at most `span_s / bin + 2` of them.
+fn widened(bin_s: u64, span_s: u64) -> u64 {
+    bin_s * span_s.div_ceil(bin_s * (MAX_SERIES_BINS - 2)).max(1)
+}
+
+impl Series {
+    /// Whether the bins are longer than asked: the log spans more than
+    /// [`MAX_SERIES_BINS`] bins of `asked_s`.
+    pub fn widened_from(&self, asked_s: u64) -> bool {
+        self.bin_s != asked_s
+    }
+
+    /// The bin's length in words: `minute`, `hour`, `day`, or `15-minute bin`, `3-hour bin`.
+    pub fn bin_name(&self) -> String {
+        let s = self.bin_s;
+        match s {
+            60 => "minute".into(),
+            3600 => "hour".into(),
+            86_400 => "day".into(),
+            _ if s % 86_400 == 0 => format!("{}-day bin", s / 86_400),
+            _ if s % 3600 == 0 => format!("{}-hour bin", s / 3600),
+            _ if s % 60 == 0 => format!("{}-minute bin", s / 60),
+            _ => format!("{s}-second bin"),
         }
     }
 }
@@ -182,6 +221,28 @@ mod tests {
         assert_eq!((s.counts.clone(), s.whole_bins), (vec![1, 3, 1], 1));
         assert_eq!((s.peak, s.peak_to_mean), (Some(3), None));
         assert!(Series::new(&[], 60).counts.is_empty());
+    }
+
+    #[test]
+    fn a_span_of_decades_widens_the_bins_and_never_holds_more_than_the_cap() {
+        // 1990 to 2026 in minutes would be 19 million bins.
+        let times = [631_152_000, 631_152_030, 1_767_225_600];
+        let s = Series::new(&times, 60);
+        assert!(
+            s.counts.len() as u64 <= MAX_SERIES_BINS,
+            "{}",
+            s.counts.len()
+        );
+        assert!(s.widened_from(60) && s.bin_s % 60 == 0, "{}", s.bin_s);
+        assert_eq!(s.counts.iter().sum::<u64>(), 3);
+        assert_eq!(s.bin_name(), format!("{}-minute bin", s.bin_s / 60));
+        // A day of minutes is kept as asked.
+        let day = Series::new(&[0, 86_399], 60);
+        assert!(!day.widened_from(60));
+        assert_eq!(
+            (day.bin_name(), day.counts.len()),
+            ("minute".to_string(), 1440)
+        );
     }
 
     #[test]

@@ -303,13 +303,12 @@ fn replay_figures(config: &Config, report: &mut Report, totals: &Recorder) {
     let here: Vec<usize> = (0..config.threads)
         .map(|i| config.global_thread(i))
         .collect();
-    let interval = config.interval.as_nanos() as u64;
-    let offered = replay.offered(
-        &here,
-        config.threads * segments,
-        interval,
-        config.duration.as_nanos() as u64,
-    );
+    let interval = u64::try_from(config.interval.as_nanos()).unwrap_or(u64::MAX);
+    // Up to the last interval the run reported, not the planned end: a replay stopped early
+    // of a log that spans years counts the intervals it ran, in memory of their number.
+    let ran = (report.intervals.len() as u64).saturating_mul(interval);
+    let planned = u64::try_from(config.duration.as_nanos()).unwrap_or(u64::MAX);
+    let offered = replay.offered(&here, config.threads * segments, interval, ran.min(planned));
     for (i, report) in report.intervals.iter_mut().enumerate() {
         report.offered = Some(offered.get(i).copied().unwrap_or(0));
     }

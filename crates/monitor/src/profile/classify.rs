@@ -85,8 +85,13 @@ pub(crate) fn read_samples<R: BufRead>(
     mut each: impl FnMut(PerfSample),
 ) -> std::io::Result<()> {
     let mut current: Option<PerfSample> = None;
-    for line in input.lines() {
-        let line = line?;
+    // Bounded: a frame's line is a symbol, far below 64 KiB; a longer one is dropped.
+    let mut lines = webscope_sys::LineReader::new(input, webscope_sys::MAX_LINE);
+    while let Some(read) = lines.next_line()? {
+        let webscope_sys::Line::Text(bytes) = read else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(bytes);
         if line.trim().is_empty() {
             if let Some(sample) = current.take() {
                 each(sample);

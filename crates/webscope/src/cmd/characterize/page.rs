@@ -37,6 +37,10 @@ pub fn page(c: &Characterization, logs: &[String]) -> Page {
             c.bad_lines
         ));
     }
+    let widened = super::summary::widened(c);
+    if !widened.is_empty() {
+        banners.push(format!("Rate over time{widened}"));
+    }
     Page {
         title: "Access-log characterization".into(),
         subtitle: format!(
@@ -151,7 +155,7 @@ fn rate(c: &Characterization) -> Section {
     } else {
         &c.per_hour
     };
-    let unit = if s.bin_s == 60 { "minute" } else { "hour" };
+    let unit = s.bin_name();
     let points = s
         .counts
         .iter()

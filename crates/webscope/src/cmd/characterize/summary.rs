@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
-use webscope_accesslog::characterize::{Characterization, Series, Verdict};
+use webscope_accesslog::characterize::{Characterization, Series, Verdict, MAX_SERIES_BINS};
 use webscope_workload::format_size;
 
 /// A share as a percentage.
@@ -25,6 +25,36 @@ pub fn date(unix: i64) -> String {
 /// A span of seconds as humantime writes it (1h 2m 3s).
 pub fn span(seconds: u64) -> String {
     humantime::format_duration(Duration::from_secs(seconds)).to_string()
+}
+
+/// Said when the log spans too long for a bin per minute (or hour): the bins are longer.
+pub fn widened(c: &Characterization) -> String {
+    if !c.per_minute.widened_from(60) {
+        return String::new();
+    }
+    format!(
+        " (the log spans {}: at most {MAX_SERIES_BINS} bins are kept, so the minutes are {}s)",
+        span(c.span_s),
+        c.per_minute.bin_name()
+    )
+}
+
+/// The bad lines of the kinds that are not the format's fault, when there are any.
+fn bad_kinds(c: &Characterization) -> String {
+    let mut kinds = Vec::new();
+    if c.long_lines > 0 {
+        kinds.push(format!("{} longer than 64 KiB", c.long_lines));
+    }
+    if c.bad_times > 0 {
+        kinds.push(format!(
+            "{} dated before 1990 or more than a day ahead of this machine's clock",
+            c.bad_times
+        ));
+    }
+    match kinds.is_empty() {
+        true => String::new(),
+        false => format!("; of them {}", kinds.join(", ")),
+    }
 }
 
 /// The verdict as the table says it.
@@ -59,9 +89,10 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     );
     let _ = writeln!(
         s,
-        "Rate:      {}; {}",
-        peak(&c.per_minute, "minute"),
-        peak(&c.per_hour, "hour")
+        "Rate:      {}; {}{}",
+        peak(&c.per_minute, &c.per_minute.bin_name()),
+        peak(&c.per_hour, &c.per_hour.bin_name()),
+        widened(c)
     );
     let top = |m: Vec<(String, u64)>| {
         m.iter()
@@ -160,8 +191,9 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     if c.bad_lines > 0 {
         let _ = writeln!(
             s,
-            "Bad lines: {} (not counted above); the first:",
-            c.bad_lines
+            "Bad lines: {} (not counted above{}); the first:",
+            c.bad_lines,
+            bad_kinds(c)
         );
         for b in &c.bad_examples {
             let name = logs.get(b.file).map_or("?", String::as_str);
