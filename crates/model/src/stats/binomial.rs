@@ -84,11 +84,12 @@ impl Binomial {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// The pmf from the binomial coefficient, in f64: fine for the small n it is used at.
-    fn pmf(n: u64, k: u64, p: f64) -> f64 {
+    /// The pmf from the binomial coefficient, in f64, independent of `Binomial`: fine for
+    /// the small n it is used at.
+    pub(crate) fn pmf(n: u64, k: u64, p: f64) -> f64 {
         let choose = (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64);
         choose * p.powi(k as i32) * (1.0 - p).powi((n - k) as i32)
     }

@@ -1,11 +1,6 @@
 use super::*;
+use crate::stats::binomial::tests::pmf;
 use crate::stats::{nearest_rank, Sorted};
-
-/// The pmf of Binomial(n, p) from the binomial coefficient, independent of `Binomial`.
-fn pmf(n: u64, k: u64, p: f64) -> f64 {
-    let choose = (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64);
-    choose * p.powi(k as i32) * (1.0 - p).powi((n - k) as i32)
-}
 
 /// P(B < k) by summing the pmf.
 fn below(n: u64, k: u64, p: f64) -> f64 {
