@@ -55,7 +55,8 @@
 //! [`laws::analyze`] (D = U / X per resource; [`laws::service_demand`] for one), the
 //! measured system's model with [`laws::Laws::network`], the model's curve over the sweep's
 //! client counts with [`mva::curve`] (or every figure with [`mva::sweep`]), and the
-//! sweep's own scalability and knee with [`usl::fit`].
+//! sweep's own scalability and knee with [`usl::fit`]. [`stats`] holds the workspace's one
+//! median and quantile, and the confidence intervals a judge reads against a limit.
 //!
 //! Why this design: exact MVA is exact only for product-form networks, so the network
 //! records what BCMP needs to know (multi-server discipline, per-visit service times) and
@@ -76,6 +77,7 @@ pub mod laws;
 pub mod mva;
 mod network;
 mod population;
+pub mod stats;
 pub mod text;
 pub mod usl;
 

@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use webscope_model::stats::median;
+
 use crate::line::Entry;
 
 /// The client figures. Addresses themselves are never reported.
@@ -29,11 +31,11 @@ pub fn clients(entries: &[Entry]) -> Clients {
     counts.sort_unstable_by(|a, b| b.cmp(a));
     let n = counts.len();
     let total: u64 = counts.iter().sum();
-    let mut as_f: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
+    let as_f: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
     Clients {
         distinct: n,
         mean_requests: if n > 0 { total as f64 / n as f64 } else { 0.0 },
-        median_requests: super::popularity::median(&mut as_f).unwrap_or(0.0),
+        median_requests: median(&as_f).unwrap_or(0.0),
         max_requests: counts.first().copied().unwrap_or(0),
         top10_share: if total > 0 {
             counts.iter().take(n.div_ceil(10)).sum::<u64>() as f64 / total as f64

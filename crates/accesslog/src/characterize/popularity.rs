@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use webscope_model::stats::median;
 use webscope_workload::Rng;
 
 use super::burst::mean_var;
@@ -167,23 +168,9 @@ fn inter_reference(refs: &[(&str, i64)], ranked: &[(&str, u64)]) -> InterReferen
     }
     InterReference {
         urls: tested.len(),
-        median_cv: median(&mut cvs),
-        median_lag1: median(&mut lags),
+        median_cv: median(&cvs),
+        median_lag1: median(&lags),
     }
-}
-
-/// The median of `values` (reordered), `None` when empty.
-pub fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    Some(if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        0.5 * (values[n / 2 - 1] + values[n / 2])
-    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! The logged request times (nginx `$request_time`, Apache `%D`), when the format has them.
 
+use webscope_model::stats::Sorted;
+
 use crate::line::Entry;
 
 /// Percentiles of the logged request times, milliseconds.
@@ -9,7 +11,7 @@ pub struct RequestTimes {
     pub count: usize,
     /// Mean.
     pub mean_ms: f64,
-    /// Median.
+    /// 50th percentile (nearest rank: the lower middle time for an even count).
     pub p50_ms: f64,
     /// 90th percentile.
     pub p90_ms: f64,
@@ -21,25 +23,22 @@ pub struct RequestTimes {
 
 /// The figures, `None` when no entry has a request time.
 pub fn request_times(entries: &[Entry]) -> Option<RequestTimes> {
-    let mut ms: Vec<f64> = entries
-        .iter()
-        .filter_map(|e| e.request_time)
-        .map(|d| d.as_secs_f64() * 1000.0)
-        .collect();
-    if ms.is_empty() {
-        return None;
-    }
-    ms.sort_by(f64::total_cmp);
+    let ms = Sorted::new(
+        entries
+            .iter()
+            .filter_map(|e| e.request_time)
+            .map(|d| d.as_secs_f64() * 1000.0),
+    );
+    // Nearest-rank percentiles, as the load generator's: a logged p99 means its p99.
+    let at = |q: f64| ms.quantile(q);
     let n = ms.len();
-    // Nearest rank: the value below which at least q of the times lie, as HdrHistogram says it.
-    let at = |q: f64| ms[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
     Some(RequestTimes {
         count: n,
-        mean_ms: ms.iter().sum::<f64>() / n as f64,
-        p50_ms: at(0.50),
-        p90_ms: at(0.90),
-        p99_ms: at(0.99),
-        max_ms: ms[n - 1],
+        mean_ms: ms.as_slice().iter().sum::<f64>() / n as f64,
+        p50_ms: at(0.50)?,
+        p90_ms: at(0.90)?,
+        p99_ms: at(0.99)?,
+        max_ms: at(1.0)?,
     })
 }
 

@@ -9,6 +9,8 @@
 //! and the body's lognormal cannot follow the tail's first values left under it, so the
 //! model's CCDF can stray by several points just below the cut (a unit test bounds it at 8).
 
+use webscope_model::stats::Sorted;
+
 use super::hill::{self, HillPoint, TailFit};
 use super::lognormal::Lognormal;
 use super::points::log_spaced;
@@ -20,7 +22,7 @@ pub struct SizeFigures {
     pub count: usize,
     /// Mean, bytes.
     pub mean: f64,
-    /// Median, bytes.
+    /// Median, bytes (0 when `count` is 0).
     pub median: f64,
     /// Largest, bytes.
     pub max: f64,
@@ -38,18 +40,13 @@ pub struct SizeFigures {
 impl SizeFigures {
     /// The figures of `values` (zeros are left out: a body-less response has no size).
     pub fn new(values: impl Iterator<Item = u64>) -> SizeFigures {
-        let mut desc: Vec<f64> = values.filter(|&v| v > 0).map(|v| v as f64).collect();
-        desc.sort_by(|a, b| b.total_cmp(a));
+        let ascending = Sorted::new(values.filter(|&v| v > 0).map(|v| v as f64));
+        let desc: Vec<f64> = ascending.as_slice().iter().rev().copied().collect();
         let n = desc.len();
         let mean = if n > 0 {
             desc.iter().sum::<f64>() / n as f64
         } else {
             0.0
-        };
-        let median = match n {
-            0 => 0.0,
-            n if n % 2 == 1 => desc[n / 2],
-            n => 0.5 * (desc[n / 2 - 1] + desc[n / 2]),
         };
         let tail = hill::fit_tail(&desc);
         let body = match tail {
@@ -59,7 +56,7 @@ impl SizeFigures {
         SizeFigures {
             count: n,
             mean,
-            median,
+            median: ascending.median().unwrap_or(0.0),
             max: desc.first().copied().unwrap_or(0.0),
             ccdf: log_spaced(1, n, 200)
                 .into_iter()

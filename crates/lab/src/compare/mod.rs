@@ -20,6 +20,7 @@ pub mod stats;
 pub mod table;
 
 use serde::Serialize;
+use webscope_model::stats::{median, requests_for_tail};
 
 use input::Run;
 
@@ -103,20 +104,6 @@ pub struct Comparison {
     pub distributions: Option<Distributions>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 /// Below this p-value (rank test) a change is significant.
 pub const ALPHA: f64 = 0.05;
 
@@ -140,7 +127,7 @@ impl Judged {
 /// A run counts for a percentile only with at least this many requests beyond it: with
 /// fewer, its "p99.9" is the latency of a request or two (the run's maximum, not its tail),
 /// and a test on it would test something else than its name says.
-pub const MIN_BEYOND: f64 = 10.0;
+pub const MIN_BEYOND: u64 = 10;
 
 /// The percentile a latency metric names, and how people write it.
 fn percentile(name: &str) -> Option<(f64, &'static str)> {
@@ -170,7 +157,8 @@ fn judge(name: &str, base: &[Run], cand: &[Run], a: &[f64], b: &[f64]) -> Judged
     let (a, b, why) = match percentile(name) {
         // Only the runs that carry the percentile: enough requests beyond it.
         Some((q, label)) => {
-            let need = (MIN_BEYOND / (1.0 - q)).ceil();
+            // A percentile here is one of `percentile`'s, below 1: there is always a count.
+            let need = requests_for_tail(q, MIN_BEYOND).map_or(f64::INFINITY, |n| n as f64);
             let carry = |runs: &[Run]| -> Vec<f64> {
                 runs.iter()
                     .filter(|r| r.load.total.requests as f64 >= need)
@@ -207,7 +195,7 @@ pub fn compare(scope: &str, base: &[Run], cand: &[Run]) -> Comparison {
     for name in METRICS {
         let a: Vec<f64> = base.iter().filter_map(|r| metric(r, name)).collect();
         let b: Vec<f64> = cand.iter().filter_map(|r| metric(r, name)).collect();
-        let (Some(ma), Some(mb)) = (median(a.clone()), median(b.clone())) else {
+        let (Some(ma), Some(mb)) = (median(&a), median(&b)) else {
             continue;
         };
         let change_pct = if ma != 0.0 {

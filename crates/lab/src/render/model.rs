@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 use webscope_model::mva;
+use webscope_model::stats::Sorted;
 use webscope_model::Network;
 use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Table};
@@ -16,7 +17,7 @@ use super::charts::goodput_series;
 use super::page::ExperimentPage;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
-use super::sweep::{median, usl_fit};
+use super::sweep::usl_fit;
 use crate::record::ExperimentRecord;
 
 /// Service demands per request, seconds.
@@ -38,17 +39,15 @@ pub struct Demands {
 /// are constant; the median shrugs off a noisy run). None without the server's CPU figures.
 pub fn demands(points: &[Point]) -> Option<Demands> {
     let ok: Vec<&Point> = points.iter().filter(|p| p.rps > 0.0).collect();
-    let cpu = median(
+    let cpu = Sorted::new(ok.iter().filter_map(|p| Some(p.server_cores? / p.rps))).median()?;
+    let generator = Sorted::new(ok.iter().map(|p| p.generator_busy / p.rps))
+        .median()
+        .unwrap_or(0.0);
+    let disk = Sorted::new(
         ok.iter()
-            .filter_map(|p| Some(p.server_cores? / p.rps))
-            .collect(),
-    )?;
-    let generator = median(ok.iter().map(|p| p.generator_busy / p.rps).collect()).unwrap_or(0.0);
-    let disk = median(
-        ok.iter()
-            .map(|p| p.disk_util.unwrap_or(0.0) / 100.0 / p.rps)
-            .collect(),
+            .map(|p| p.disk_util.unwrap_or(0.0) / 100.0 / p.rps),
     )
+    .median()
     .unwrap_or(0.0);
     // The lightest run's cycle time N / X, less the queues' demands, is the delay.
     let first = ok.first()?;

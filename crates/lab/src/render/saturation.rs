@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use serde_json::json;
+use webscope_model::stats::Sorted;
 use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
@@ -47,11 +48,6 @@ fn thin(samples: Vec<(f64, f64)>, most: usize) -> Vec<(f64, f64)> {
     samples.into_iter().step_by(step).collect()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
 fn density_map(dir: &Path, point: &Point) -> Block {
     let text = match std::fs::read_to_string(dir.join("two-class").join("samples.csv")) {
         Ok(text) => text,
@@ -75,7 +71,7 @@ fn density_map(dir: &Path, point: &Point) -> Block {
             .collect();
         medians.push((
             name.clone(),
-            median(of.iter().map(|p| p.1).collect()),
+            Sorted::new(of.iter().map(|p| p.1)).median(),
             of.len(),
         ));
         series.push(Series {
@@ -87,9 +83,13 @@ fn density_map(dir: &Path, point: &Point) -> Block {
     }
     let mut reading: Vec<String> = medians
         .iter()
-        .map(|(name, m, n)| format!("{name} requests take {m:.2} ms (median of {n})"))
+        .map(|(name, m, n)| match m {
+            Some(m) => format!("{name} requests take {m:.2} ms (median of {n})"),
+            // A class with no timed request has no median: it was not 0 ms.
+            None => format!("no {name} request was timed"),
+        })
         .collect();
-    if let [(a, ma, _), (b, mb, _)] = medians.as_slice() {
+    if let [(a, Some(ma), _), (b, Some(mb), _)] = medians.as_slice() {
         if *ma > 0.0 {
             reading.push(format!(
                 "{b} takes {:.1}× as long as {a}{}",

@@ -1,5 +1,5 @@
 //! What a sweep says as a whole, for the pages that draw one: where throughput saturates and
-//! what bounds it there, the USL's fit, a straight line, a median. Every sentence a page
+//! what bounds it there, the USL's fit, a straight line. Every sentence a page
 //! writes about the sweep's shape or its cause starts here, from the runs' verdicts, so that
 //! the headline, the knee, the fit and the paper's panel cannot disagree. Not for one run's
 //! figures (a point's) nor for drawing (the pages, and the paper's panel that quotes the
@@ -23,19 +23,6 @@ pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     let b = sxy / sxx;
     Some((my - b * mx, b))
-}
-
-/// The median of the finite values (the mean of the middle two for an even count); None
-/// when there is none.
-pub fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 /// Throughput from a sweep's peak to its largest load falls from this share of the peak

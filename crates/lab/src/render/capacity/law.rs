@@ -7,11 +7,12 @@
 //!
 //! Not for: drawing (the page's charts are `super`'s) nor judging probes.
 
+use webscope_model::stats::Sorted;
+
 use crate::capacity::probe::Judged;
 use crate::objective::Outcome;
 use crate::render::model::demands;
 use crate::render::point::Point;
-use crate::render::sweep::median;
 
 /// How much slower than waiting for the CPU alone the first failing probe's mean response
 /// must be before the page says the CPU does not explain it: an M/M/1 queue at the measured
@@ -77,13 +78,13 @@ impl Law {
             .filter(|d| d.cpu > 0.0)
             .map(|d| cpus / d.cpu);
         let cpu_us = capacity.and_then(|c| {
-            median(
+            Sorted::new(
                 points
                     .iter()
                     .filter(|p| (p.x - c).abs() < 0.5 && measurable(p))
-                    .filter_map(Point::server_cpu_us)
-                    .collect(),
+                    .filter_map(Point::server_cpu_us),
             )
+            .median()
         });
         Law {
             capacity,

@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
+use webscope_model::stats::Sorted;
 use webscope_report::Table;
 
 use crate::degradation::parse_run_name;
 use crate::record::{read_json, ExperimentRecord, RunRecord};
 use crate::render::cells::cell;
-use crate::render::sweep::median;
 
 /// One service in one run.
 #[derive(Debug, Clone, Default)]
@@ -142,7 +142,7 @@ pub fn pool(runs: Vec<Run>) -> Vec<Run> {
                 .map(|name| {
                     let of: Vec<&Service> = group.iter().filter_map(|r| r.service(&name)).collect();
                     let m = |f: &dyn Fn(&Service) -> Option<f64>| {
-                        median(of.iter().filter_map(|s| f(s)).collect())
+                        Sorted::new(of.iter().filter_map(|s| f(s))).median()
                     };
                     Service {
                         ok_per_s: m(&|s| Some(s.ok_per_s)).unwrap_or(0.0),
@@ -161,9 +161,8 @@ pub fn pool(runs: Vec<Run>) -> Vec<Run> {
                 policy: group[0].policy.clone(),
                 heavy: group[0].heavy,
                 services,
-                runqueue_wait_pct: median(
-                    group.iter().filter_map(|r| r.runqueue_wait_pct).collect(),
-                ),
+                runqueue_wait_pct: Sorted::new(group.iter().filter_map(|r| r.runqueue_wait_pct))
+                    .median(),
                 repeats: group.len(),
             }
         })
