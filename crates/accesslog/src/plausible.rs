@@ -13,7 +13,7 @@
 //! The window is absolute, not relative to the log's median: a line is judged alone, as it
 //! is read, so that a streaming reader can apply the same rule. Within the window a log may
 //! still span decades; the figures that bin time cap their number of bins instead
-//! ([`crate::characterize`]).
+//! (characterize's).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

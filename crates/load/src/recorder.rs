@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 /// The kinds of failure counted, in report order; `Failure as usize` indexes them. A failure
 /// is an exchange that got no response: a complete response, whatever its status, is a
 /// response (counted by status), and whether its status is an error is the judge's
-/// expectation's business ([`crate::outcome`]), not the recorder's.
+/// expectation's business (the one account of outcomes, `outcome.rs`), not the recorder's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Failure {
     /// The server refused the connection (nothing listens).

@@ -36,6 +36,7 @@
 //! that deals with the file system's failures.
 #![deny(missing_docs)]
 
+mod content;
 mod error;
 pub mod heavy_tail;
 pub mod like;

@@ -19,8 +19,8 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+use crate::content::head;
 use crate::manifest::{Manifest, MANIFEST, MARKER};
-use crate::write::head;
 use crate::Error;
 
 /// Ok when `dir` is a set webscope wrote and may be replaced whole; else why not.

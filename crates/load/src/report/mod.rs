@@ -75,7 +75,7 @@ pub struct Errors {
     /// Complete responses with status 400 or more: responses, not failures (they are in
     /// `requests` and in the run's `status_codes`), kept here because a class has no statuses
     /// of its own. Not in `total`. Whether they are errors is the judge's expectation's
-    /// business ([`crate::outcome::Outcomes`]).
+    /// business (the one account of outcomes, `outcome.rs`).
     pub bad_status: u64,
     /// Bodies cut short.
     pub short_body: u64,
