@@ -12,6 +12,7 @@
 
 use std::cell::Cell;
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -48,6 +49,12 @@ const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 /// A connection whose open streams could make h2 hold this much (streams × SEND_BUFFER) has
 /// the allocator give memory back to the kernel once it ends ([`trim_soon`]).
 const TRIM_ABOVE: usize = 1 << 20;
+/// A stream that waits again within this much of its last wait's end is in the same stall:
+/// the send timeout's clock is not restarted.
+const SAME_WAIT: Duration = Duration::from_millis(100);
+/// A stalled connection looks for progress (TCP_INFO) an eighth of the send timeout apart,
+/// and at least this often.
+const LOOK_AT_MOST_EVERY: Duration = Duration::from_secs(1);
 /// Connections that end within this much of each other share one trim.
 const TRIM_DELAY: Duration = Duration::from_millis(200);
 
@@ -65,15 +72,22 @@ pub(crate) async fn serve(
     handshake: u64,
 ) {
     let served = match transport {
-        Transport::Tls(stream) => run(*stream, peer, &worker, handshake).await,
-        Transport::Ktls(stream) => run(*stream, peer, &worker, handshake).await,
+        Transport::Tls(stream) => {
+            let socket = stream.get_ref().0.as_raw_fd();
+            run(*stream, socket, peer, &worker, handshake).await
+        }
+        Transport::Ktls(stream) => {
+            let socket = stream.get_ref().as_raw_fd();
+            run(*stream, socket, peer, &worker, handshake).await
+        }
         // ALPN happens only under TLS.
         Transport::Tcp(_) => 0,
     };
     worker.timing.end_connection(accepted, served);
 }
 
-async fn run<T>(io: T, peer: SocketAddr, worker: &Rc<Worker>, handshake: u64) -> u64
+/// `socket` is `io`'s TCP socket (to reset it at the send timeout).
+async fn run<T>(io: T, socket: RawFd, peer: SocketAddr, worker: &Rc<Worker>, handshake: u64) -> u64
 where
     T: AsyncRead + AsyncWrite + Unpin + 'static,
 {
@@ -90,7 +104,7 @@ where
         return 0;
     };
     let peer = Rc::new(Peer::new(peer, worker));
-    let open = Rc::new(Open::default());
+    let open = Rc::new(Open::new(socket, config.send_timeout));
     let mut handshake = handshake;
     let mut served = 0u64;
     // Set once GOAWAY is sent: from then on the connection ends with its last stream.
@@ -116,10 +130,14 @@ where
             () = open.went_idle.notified(), if !idle => continue,
             () = open.began_waiting.notified(), if !idle && open.waiting.get() == 0 => continue,
             // The send timeout, as HTTP/1.1 has it: a stream waiting to send that has seen no
-            // progress (capacity granted: the client read, or opened its window) for that long
-            // ends the connection, and what h2 holds for it is freed.
-            () = sleep_until(open.progress.get() + config.send_timeout), if open.waiting.get() > 0 => {
+            // progress (the client's kernel acknowledged none of our bytes) for that long ends
+            // the connection, and what h2 holds for it is freed. This runs whether or not
+            // the client sends anything: a silent one is cut as one that PINGs.
+            () = sleep_until(open.next_look()), if open.waiting.get() > 0 => {
+                // Bytes acknowledged that woke nothing (room below the EPOLLOUT mark) count.
+                open.look_for_progress();
                 if open.progress.get() + config.send_timeout <= Instant::now() {
+                    reset_on_close(socket);
                     break;
                 }
                 continue;
@@ -151,10 +169,25 @@ where
         };
         tokio::task::spawn_local(stream.answer(request, respond));
     }
+    // The streams may outlive the connection (and its descriptor) by a turn.
+    open.socket.set(None);
     if open.peak.get() * SEND_BUFFER >= TRIM_ABOVE {
         trim_soon();
     }
     served
+}
+
+/// Makes the coming close a reset (SO_LINGER 0). A plain close of a connection whose client
+/// reads nothing queues the FIN behind the bytes the kernel still holds (its whole send
+/// buffer, 3.9 MB here): the socket lives on, orphaned in FIN-WAIT-1 and probing a zero
+/// window, and the client, which never reads up to the FIN, sees its connection ESTABLISHED
+/// long after the server let it go (a client that sent PINGs left unread input, so its close
+/// was already a reset). The reset frees those bytes at once and tells the client, as nginx's
+/// `reset_timedout_connection` does.
+fn reset_on_close(socket: RawFd) {
+    // SAFETY: `socket` is the connection's, open until the connection drops after this.
+    let fd = unsafe { BorrowedFd::borrow_raw(socket) };
+    let _ = socket2::SockRef::from(&fd).set_linger(Some(Duration::ZERO));
 }
 
 /// Has glibc's allocator give the worker's free memory back to the kernel, `TRIM_DELAY` from
@@ -186,24 +219,87 @@ struct Open {
     peak: Cell<usize>,
     idle_since: Cell<Instant>,
     went_idle: Notify,
-    /// Streams waiting for capacity to send, and when one last got some.
+    /// Streams waiting for capacity to send, and when the send timeout's clock last started:
+    /// a wait began after a pause, or the client's kernel acknowledged more of our bytes.
     waiting: Cell<usize>,
     progress: Cell<Instant>,
     began_waiting: Notify,
+    /// When the last wait ended (a wait that resumes at once is the same wait).
+    wait_ended: Cell<Instant>,
+    /// The connection's socket (None once it is closed), and the bytes of ours its peer had
+    /// acknowledged when we last looked (TCP_INFO).
+    socket: Cell<Option<RawFd>>,
+    acked: Cell<u64>,
+    looked: Cell<Instant>,
+    send_timeout: Duration,
 }
 
-impl Default for Open {
-    fn default() -> Open {
+impl Open {
+    fn new(socket: RawFd, send_timeout: Duration) -> Open {
+        let now = Instant::now();
         Open {
             count: Cell::new(0),
             peak: Cell::new(0),
-            idle_since: Cell::new(Instant::now()),
+            idle_since: Cell::new(now),
             went_idle: Notify::new(),
             waiting: Cell::new(0),
-            progress: Cell::new(Instant::now()),
+            progress: Cell::new(now),
             began_waiting: Notify::new(),
+            wait_ended: Cell::new(now),
+            socket: Cell::new(Some(socket)),
+            acked: Cell::new(0),
+            looked: Cell::new(now),
+            send_timeout,
         }
     }
+
+    /// How often a stall looks for progress: the cut comes at most this late after the send
+    /// timeout (an ack is seen when looked for, not when it came).
+    fn look_every(&self) -> Duration {
+        (self.send_timeout / 8).min(LOOK_AT_MOST_EVERY)
+    }
+
+    /// When the send-timeout branch wakes next: to look, or to cut.
+    fn next_look(&self) -> Instant {
+        (self.looked.get() + self.look_every()).min(self.progress.get() + self.send_timeout)
+    }
+
+    /// Restarts the send timeout's clock if the client's kernel took more of our bytes since
+    /// we last looked. Capacity granted is not progress by itself: a poll of the connection
+    /// (a timer, a stream's end) finds room below the kernel's EPOLLOUT mark and h2 grants
+    /// capacity, though nothing reached the client; taken for progress, it let a silent
+    /// client live two and three times the timeout. Acknowledged bytes did reach it.
+    fn look_for_progress(&self) {
+        let Some(socket) = self.socket.get() else {
+            return;
+        };
+        self.looked.set(Instant::now());
+        if let Some(acked) = bytes_acked(socket) {
+            if acked > self.acked.get() {
+                self.acked.set(acked);
+                self.progress.set(Instant::now());
+            }
+        }
+    }
+}
+
+/// The bytes the peer has acknowledged on `socket` (TCP_INFO's tcpi_bytes_acked).
+fn bytes_acked(socket: RawFd) -> Option<u64> {
+    // SAFETY: tcp_info is plain data; all zeros is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `socket` is the connection's, open while `Open::socket` holds it; `info` and
+    // `len` are valid for the call, which writes at most `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket,
+            libc::SOL_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(info.tcpi_bytes_acked)
 }
 
 /// A stream waiting for capacity, counted in [`Open::waiting`] until dropped.
@@ -214,8 +310,13 @@ impl<'a> Waiting<'a> {
         let before = open.waiting.get();
         open.waiting.set(before + 1);
         if before == 0 {
-            // The send timeout runs from now, not from the last progress of an earlier wait.
-            open.progress.set(Instant::now());
+            // A wait after a pause starts the clock afresh; one that resumes within a
+            // moment (h2 granted a few KiB, and the stream waits again) is the same stall.
+            if open.wait_ended.get().elapsed() >= SAME_WAIT {
+                open.progress.set(Instant::now());
+            } else {
+                open.look_for_progress();
+            }
             open.began_waiting.notify_waiters();
         }
         Waiting(open)
@@ -224,7 +325,11 @@ impl<'a> Waiting<'a> {
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.0.waiting.set(self.0.waiting.get() - 1);
+        let left = self.0.waiting.get() - 1;
+        self.0.waiting.set(left);
+        if left == 0 {
+            self.0.wait_ended.set(Instant::now());
+        }
     }
 }
 
@@ -412,7 +517,7 @@ async fn send_data(
 
 /// Waits until h2 grants the stream capacity to send (up to `want` bytes; at least one):
 /// the peer's windows and h2's send buffer have room. The wait counts in [`Open::waiting`],
-/// and a grant is the progress the send timeout looks for.
+/// and a grant is when the send timeout looks for progress.
 async fn capacity(
     stream: &mut SendStream<Bytes>,
     want: usize,
@@ -429,7 +534,10 @@ async fn capacity(
         match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
             Some(Ok(0)) => continue,
             Some(Ok(n)) => {
-                open.progress.set(Instant::now());
+                // Not on every grant of a fast client: a look costs a getsockopt.
+                if open.looked.get().elapsed() >= open.look_every() {
+                    open.look_for_progress();
+                }
                 return Ok(n.min(want));
             }
             Some(Err(err)) => return Err(err),
