@@ -6,13 +6,14 @@
 
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use webscope_server::{Config, Io, KtlsState, Running, Server, TlsFiles};
+use webscope_server::{AccessLog, Config, Io, KtlsState, Running, Server, TlsFiles};
 
 type Client = tokio_rustls::client::TlsStream<TcpStream>;
 
@@ -28,6 +29,7 @@ struct Fixture {
     cert: CertificateDer<'static>,
     running: Option<Running>,
     addr: SocketAddr,
+    log: PathBuf,
 }
 
 impl Drop for Fixture {
@@ -57,6 +59,7 @@ fn start(tune: fn(&mut Config)) -> Fixture {
     std::fs::create_dir(&root).unwrap();
     let huge = std::fs::File::create(root.join("huge.bin")).unwrap();
     huge.set_len(HUGE).unwrap();
+    let log = dir.path().join("access.log");
     let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert, made.cert.pem()).unwrap();
@@ -65,6 +68,7 @@ fn start(tune: fn(&mut Config)) -> Fixture {
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.workers = 1;
     config.send_timeout = SEND_TIMEOUT;
+    config.access_log = AccessLog::File(log.clone());
     config.tls = Some(TlsFiles { cert, key });
     tune(&mut config);
     // No other engine speaks HTTP/2: io_uring refuses TLS outright.
@@ -81,6 +85,7 @@ fn start(tune: fn(&mut Config)) -> Fixture {
         cert: made.cert.der().clone(),
         running: Some(server.start().unwrap()),
         addr,
+        log,
     }
 }
 
@@ -100,6 +105,51 @@ impl Fixture {
         let name = ServerName::try_from("localhost").unwrap();
         connector.connect(name, tcp).await.unwrap()
     }
+
+    /// The body bytes the access log gives each request for `path`, once the server has
+    /// stopped (and flushed the log).
+    fn logged(&mut self, path: &str) -> Vec<u64> {
+        if let Some(running) = self.running.take() {
+            running.shutdown();
+        }
+        let log = std::fs::read_to_string(&self.log).unwrap();
+        let request = format!("GET {path} HTTP/2.0");
+        log.lines()
+            .filter(|l| l.contains(&request))
+            .map(|l| {
+                // `... "GET /p HTTP/2.0" 200 BYTES "referer" "agent"`
+                let after = l.split('"').nth(2).unwrap();
+                after.split_whitespace().nth(1).unwrap().parse().unwrap()
+            })
+            .collect()
+    }
+}
+
+/// GET `path` over HTTP/2 with the h2 crate, reading the whole body: its length.
+async fn read_all(fx: &Fixture, path: &str) -> usize {
+    let (sender, driver) = h2::client::handshake(fx.tls().await).await.unwrap();
+    tokio::spawn(async move {
+        let _ = driver.await;
+    });
+    let request = http::Request::get(format!("https://localhost{path}"))
+        .body(())
+        .unwrap();
+    let mut sender = sender.ready().await.unwrap();
+    let (response, _) = sender.send_request(request, true).unwrap();
+    let mut body = response.await.unwrap().into_body();
+    let mut got = 0;
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.unwrap();
+        let _ = body.flow_control().release_capacity(chunk.len());
+        got += chunk.len();
+    }
+    got
+}
+
+/// The most a socket's send buffer may hold here (net.ipv4.tcp_wmem's maximum).
+fn send_buffer_max() -> u64 {
+    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").unwrap();
+    wmem.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
 
 /// A client that opens its windows to 2^31 - 1, asks for /huge.bin on `streams` streams in
@@ -234,5 +284,39 @@ fn silent_http2_clients_are_cut_at_the_send_timeout_on_every_engine() {
                 }
             }
         });
+    }
+}
+
+/// #34 §7: the access log gives an HTTP/2 stream the body bytes that reached the socket. A
+/// client that asks for 10 MiB on 100 streams and reads nothing is logged no more than its
+/// kernel took plus what the server's kernel could hold (its send buffer); one that reads its
+/// 10 MiB is logged 10 MiB. Before, the first was logged 10.5 MB (most streams at exactly
+/// 65 536 bytes, what h2 held for them) while the client took 127 KB and the kernel held 3.9.
+#[test]
+fn the_access_log_counts_what_reached_the_socket_on_every_engine() {
+    for (engine, tune) in engines() {
+        let mut fx = start(tune);
+        let took = runtime().block_on(async {
+            assert_eq!(read_all(&fx, "/huge.bin").await, HUGE as usize);
+            let client = silent(&fx, 100).await;
+            let seen = watch(std::slice::from_ref(&client), Duration::from_secs(30)).await;
+            assert!(seen[0].closed.is_some(), "{engine}: never cut");
+            seen[0].received
+        });
+        let mut logged = fx.logged("/huge.bin");
+        assert_eq!(logged.len(), 101, "{engine}: {logged:?}");
+        // The reader's line is the one with the whole body (and only it may have it).
+        let whole = logged.iter().position(|&n| n == HUGE);
+        logged.remove(whole.unwrap_or_else(|| panic!("{engine}: {logged:?}")));
+        let silent: u64 = logged.iter().sum();
+        let bound = took + send_buffer_max();
+        eprintln!(
+            "{engine}: the silent client took {took} bytes; its streams were logged {silent}"
+        );
+        assert!(
+            silent <= bound,
+            "{engine}: {silent} bytes logged, the client took {took} and the kernel holds at most {}",
+            send_buffer_max()
+        );
     }
 }

@@ -10,10 +10,11 @@
 //! cost more. Bodies leave as DATA frames within the peer's flow-control window; large files
 //! are read in chunks (no sendfile: h2 frames and TLS encrypts in user space).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -25,6 +26,7 @@ use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 use webscope_http::request::{Body, Method, Request, Version};
 
+use super::h2_meter::{Ledger, Meter};
 use super::transport::Transport;
 use crate::exchange::{self, Exchange, Peer, Terms};
 use crate::files::read_at;
@@ -99,6 +101,8 @@ where
         .initial_window_size(WINDOW)
         .initial_connection_window_size(WINDOW)
         .max_send_buffer_size(SEND_BUFFER);
+    let ledger = Rc::new(RefCell::new(Ledger::default()));
+    let io = Meter::new(io, Rc::clone(&ledger));
     let start = tokio::time::timeout(config.header_timeout, builder.handshake::<_, Bytes>(io));
     let Ok(Ok(mut connection)) = start.await else {
         return 0;
@@ -166,11 +170,15 @@ where
             peer: Rc::clone(&peer),
             handshake: std::mem::take(&mut handshake),
             open: Rc::clone(&open),
+            ledger: Rc::clone(&ledger),
         };
         tokio::task::spawn_local(stream.answer(request, respond));
     }
-    // The streams may outlive the connection (and its descriptor) by a turn.
+    // The streams may outlive the connection (and its descriptor) by a turn; what was not
+    // flushed by now never leaves.
+    drop(connection);
     open.socket.set(None);
+    ledger.borrow_mut().close();
     if open.peak.get() * SEND_BUFFER >= TRIM_ABOVE {
         trim_soon();
     }
@@ -339,6 +347,7 @@ struct Stream {
     peer: Rc<Peer>,
     handshake: u64,
     open: Rc<Open>,
+    ledger: Rc<RefCell<Ledger>>,
 }
 
 impl Drop for Stream {
@@ -393,37 +402,64 @@ impl Stream {
         };
         let mut scratch = Scratch::default();
         let reply = exchange::reply(&worker, &req, terms, (&mut out, &mut scratch)).await;
-        exchange.answered(&worker, &self.peer, &req, "HTTP/2.0", &reply);
+        exchange.answered_when_sent(&worker, &self.peer, (&req, "HTTP/2.0"), &reply);
         let promised = reply.body_bytes;
-        // Lowered as the body goes: a stream reset, a connection gone or the shutdown
-        // timeout leaves it at the bytes that did not go, which the log line then says.
+        let id = u32::from(respond.stream_id());
+        // Until the bytes are counted: a connection gone or the shutdown timeout logs none.
         exchange.unsent = promised;
-        let _ = send(respond, out, reply, &mut exchange.unsent, &self.open).await;
-        exchange.sent_bytes = promised - exchange.unsent.min(promised);
+        let mut left = promised;
+        let sent = match send(respond, out, reply, &mut left, &self.open).await {
+            Ok(Some(mut stream)) => self.flushed(&mut stream, id, promised - left).await,
+            _ => self.ledger.borrow_mut().take(id),
+        };
+        exchange.sent_bytes = sent;
+        exchange.unsent = promised - sent.min(promised);
         exchange.done(timing);
+    }
+
+    /// Waits until the `handed` body bytes given to h2 have been flushed to the socket (the
+    /// stream reset or the connection ended: those that were); returns how many were. A wait
+    /// counts in [`Open::waiting`]: the send timeout applies.
+    async fn flushed(&self, stream: &mut SendStream<Bytes>, id: u32, handed: u64) -> u64 {
+        let noop = Context::from_waker(Waker::noop());
+        if let Poll::Ready(n) = self.ledger.borrow_mut().poll_flushed(id, handed, &noop) {
+            return n;
+        }
+        let _waiting = Waiting::new(&self.open);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(n) = self.ledger.borrow_mut().poll_flushed(id, handed, cx) {
+                return Poll::Ready(n);
+            }
+            match stream.poll_reset(cx) {
+                Poll::Ready(_) => Poll::Ready(self.ledger.borrow_mut().take(id)),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
     }
 }
 
 /// The HTTP/2 response from the HTTP/1.1 head `respond` wrote, then the body; `left` (the
 /// body's length on entry) is lowered by the body bytes handed to h2 as they go
-/// (HPACK-encoded heads and frame headers are h2's and not counted).
+/// (HPACK-encoded heads and frame headers are h2's and not counted). Returns the stream
+/// whose body was handed over, to wait for it to leave (none: no body, or reset).
 async fn send(
     mut respond: SendResponse<Bytes>,
     out: Vec<u8>,
     reply: Reply,
     left: &mut u64,
     open: &Open,
-) -> Result<(), h2::Error> {
+) -> Result<Option<SendStream<Bytes>>, h2::Error> {
     let Some((response, head_len)) = translate(&out) else {
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
-        return Ok(());
+        return Ok(None);
     };
     let inline = out.len() - head_len;
     let has_tail = !matches!(reply.tail, Tail::None);
     let empty = inline == 0 && !has_tail;
     let mut stream = respond.send_response(response, empty)?;
     if empty {
-        return Ok(());
+        return Ok(None);
     }
     if inline > 0 {
         let mut out = out;
@@ -443,7 +479,7 @@ async fn send(
             *left -= len.min(*left);
         }
     }
-    Ok(())
+    Ok(Some(stream))
 }
 
 /// Reads an HTTP/1.1 response head into an HTTP/2 response; returns it and the head's length.
