@@ -28,6 +28,14 @@ pub enum Error {
     /// A setting is out of range.
     #[error("{0}")]
     Config(String),
+    /// An interval log cannot be read, or holds what no interval log may.
+    #[error("cannot read the interval log {}: {why} (give the .hlog that `webscope load --hlog` wrote)", .path.display())]
+    HlogRead {
+        /// Its path.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        why: String,
+    },
     /// The interval log cannot be written.
     #[error("cannot write the interval log {}: {source} (give a writable path with --hlog)", .path.display())]
     Hlog {

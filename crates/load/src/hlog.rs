@@ -102,36 +102,41 @@ pub struct LoggedInterval {
 /// Reads an interval log back, interval by interval: `tag` picks one class's lines (`None`:
 /// the untagged lines, all requests).
 pub fn read_intervals(path: &Path, tag: Option<&str>) -> Result<Vec<LoggedInterval>, Error> {
-    let text = std::fs::read(path).map_err(|source| Error::Hlog {
+    let fail = |why: String| Error::HlogRead {
         path: path.to_path_buf(),
-        source,
-    })?;
-    parse_intervals(&text, tag).map_err(|why| Error::Hlog {
-        path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, why),
-    })
+        why,
+    };
+    let text = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    parse_intervals(&text, tag).map_err(fail)
 }
 
-/// [`read_intervals`] on a log's text already in memory (a result framed in a pod's log).
+/// [`read_intervals`] on a log's text already in memory (a result framed in a pod's log). An
+/// error names the line (`line 7: ...`); every histogram is checked before it is believed
+/// (`hdr_text`).
 pub fn parse_intervals(text: &[u8], tag: Option<&str>) -> Result<Vec<LoggedInterval>, String> {
-    use base64::Engine;
-    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-    use hdrhistogram::serialization::Deserializer;
-    let mut deserializer = Deserializer::new();
+    use hdrhistogram::serialization::interval_log::{
+        IntervalLogIterator, LogEntry, LogIteratorError,
+    };
+    let mut lines = Lines::new(text);
     let mut out = Vec::new();
     for entry in IntervalLogIterator::new(text) {
-        let LogEntry::Interval(interval) = entry.map_err(|e| format!("{e:?}"))? else {
-            continue;
+        let interval = match entry {
+            Ok(LogEntry::Interval(interval)) => interval,
+            Ok(_) => continue,
+            Err(LogIteratorError::ParseError { offset }) => {
+                return Err(format!(
+                    "line {}: not a line of an HdrHistogram interval log",
+                    lines.at(offset)
+                ))
+            }
         };
         if interval.tag().map(|t| t.as_str()) != tag {
             continue;
         }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(interval.encoded_histogram())
-            .map_err(|e| e.to_string())?;
-        let histogram: Histogram<u64> = deserializer
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| format!("{e:?}"))?;
+        let encoded = interval.encoded_histogram();
+        let line = lines.at((encoded.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize));
+        let histogram =
+            crate::hdr_text::decode(encoded).map_err(|why| format!("line {line}: {why}"))?;
         out.push(LoggedInterval {
             start_s: interval.start_timestamp().as_secs_f64(),
             length_s: interval.duration().as_secs_f64(),
@@ -139,6 +144,38 @@ pub fn parse_intervals(text: &[u8], tag: Option<&str>) -> Result<Vec<LoggedInter
         });
     }
     Ok(out)
+}
+
+/// Line numbers of offsets into a text, counted forwards as the offsets grow.
+struct Lines<'a> {
+    text: &'a [u8],
+    counted: usize,
+    line: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a [u8]) -> Lines<'a> {
+        Lines {
+            text,
+            counted: 0,
+            line: 1,
+        }
+    }
+
+    /// The line (from 1) that holds byte `offset`.
+    fn at(&mut self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        if offset < self.counted {
+            self.counted = 0;
+            self.line = 1;
+        }
+        self.line += self.text[self.counted..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.counted = offset;
+        self.line
+    }
 }
 
 /// A class name as the log writes it in a `Tag=` (commas, spaces and line breaks replaced).
@@ -160,8 +197,10 @@ pub fn tag_of(name: &str) -> String {
 pub fn read_bins(path: &Path, tag: Option<&str>, edges_ns: &[u64]) -> Result<Vec<u64>, Error> {
     let mut total = crate::recorder::histogram();
     for interval in read_intervals(path, tag)? {
-        // Both auto-resize: adding cannot fail.
-        let _ = total.add(&interval.histogram);
+        crate::hdr_text::add(&mut total, &interval.histogram).map_err(|why| Error::HlogRead {
+            path: path.to_path_buf(),
+            why: format!("its intervals together: {why}"),
+        })?;
     }
     Ok(edges_ns
         .windows(2)
@@ -228,6 +267,39 @@ mod tests {
             vec![0, 0, 0]
         );
         assert!(read_bins(&tmp.path().join("none"), None, &edges).is_err());
+    }
+
+    #[test]
+    fn a_hostile_histogram_is_refused_with_its_line() {
+        use crate::hdr_text::tests::{compressed, header, overflowing};
+        use base64::Engine as _;
+        let plain = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let mut bomb = header(16 << 20, 3, 1, 100_000_000);
+        bomb.resize(bomb.len() + (16 << 20), 0);
+        for (histogram, says) in [
+            (
+                plain(&header(i32::MAX as u32, 3, 1, 100_000_000)),
+                "claims a payload",
+            ),
+            (compressed(&bomb), "claims a payload"),
+            (plain(&overflowing(i64::MAX)), "add up past"),
+        ] {
+            let log = format!(
+                "#[StartTime: 1.000 (seconds since epoch)]\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n\
+                 Tag=other,0.000,1.000,0.000,{histogram}\n0.000,1.000,0.000,{histogram}\n"
+            );
+            let err = parse_intervals(log.as_bytes(), None).err().unwrap();
+            assert!(err.starts_with("line 4: ") && err.contains(says), "{err}");
+            // Another tag's lines are not decoded at all.
+            let err = parse_intervals(log.as_bytes(), Some("other"))
+                .err()
+                .unwrap();
+            assert!(err.starts_with("line 3: "), "{err}");
+        }
+        let err = parse_intervals(b"0.000,1.000,0.000,HISTFAAAAB\n!!\n", None)
+            .err()
+            .unwrap();
+        assert!(err.starts_with("line 1: "), "{err}");
     }
 
     fn base64_decode(text: &str) -> Vec<u8> {

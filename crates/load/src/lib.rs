@@ -51,6 +51,7 @@ mod config;
 mod cpu;
 mod engine;
 mod error;
+mod hdr_text;
 mod hlog;
 mod merge;
 pub mod outcome;

@@ -176,6 +176,13 @@ pub fn merge(parts: &[Part], hlog: Option<&Path>) -> Result<Report, Error> {
                 part.report.host
             ))
         })?;
+        fits(&totals, &recorder).map_err(|why| {
+            Error::Config(format!(
+                "segment {} of {}: {why}: these are not counts a run makes",
+                part.report.segment.as_deref().unwrap_or("?"),
+                part.report.host
+            ))
+        })?;
         totals.merge(&recorder);
     }
     let began = parts
@@ -221,6 +228,27 @@ pub fn merge(parts: &[Part], hlog: Option<&Path>) -> Result<Report, Error> {
     report.warnings = warnings(parts, &report.generators);
     report.intervals = intervals(parts, &names, began, hlog, &report.target)?;
     Ok(report)
+}
+
+/// Refuses a segment whose counts would take the merged ones past u64 (histograms add
+/// saturating, and a saturated count reads as a real one).
+fn fits(totals: &Recorder, more: &Recorder) -> Result<(), String> {
+    for (mine, theirs) in totals.classes.iter().zip(&more.classes) {
+        let pairs = [
+            (mine.latency.len(), theirs.latency.len()),
+            (mine.uncorrected.len(), theirs.uncorrected.len()),
+            (mine.ttfb.len(), theirs.ttfb.len()),
+            (mine.connect.len(), theirs.connect.len()),
+            (mine.handshake.len(), theirs.handshake.len()),
+            (mine.unfinished.len(), theirs.unfinished.len()),
+            (mine.requests, theirs.requests),
+            (mine.bytes, theirs.bytes),
+        ];
+        if let Some((a, b)) = pairs.iter().find(|(a, b)| a.checked_add(*b).is_none()) {
+            return Err(format!("its counts add up past {} ({a} + {b})", u64::MAX));
+        }
+    }
+    Ok(())
 }
 
 /// A replay's figures of the whole run: the segments' status pairs and late sends added
@@ -371,9 +399,12 @@ fn intervals(
                     "segment {segment}: its interval log has {in_log} intervals with requests, its report {reported}: give each result's own .hlog beside its .json"
                 )));
             }
-            for (sum, interval) in sums.iter_mut().zip(&logged) {
-                // Both auto-resize: adding cannot fail.
-                let _ = sum.add(&interval.histogram);
+            for (i, (sum, interval)) in sums.iter_mut().zip(&logged).enumerate() {
+                crate::hdr_text::add(sum, &interval.histogram).map_err(|why| {
+                    Error::Config(format!(
+                        "segment {segment}: its interval log's interval {i}, added to the others': {why}"
+                    ))
+                })?;
             }
         }
         if let Some(log) = log.as_mut() {

@@ -123,7 +123,31 @@ impl Exchange {
     ) {
         // A body in the output buffer leaves with the head; a large one (the tail) is sent
         // after, and may be cut: its line waits for the count.
-        let defer = !matches!(reply.tail, Tail::None) && worker.log_enabled();
+        let large = !matches!(reply.tail, Tail::None);
+        self.answered_deferring(worker, peer, (req, version), reply, large);
+    }
+
+    /// As [`answered`](Self::answered), the line waiting for the count of bytes sent whenever
+    /// there is a body: HTTP/2 hands even a small body to h2, which may hold it.
+    pub(crate) fn answered_when_sent(
+        &mut self,
+        worker: &Worker,
+        peer: &Peer,
+        (req, version): (&Request<'_>, &str),
+        reply: &Reply,
+    ) {
+        self.answered_deferring(worker, peer, (req, version), reply, reply.body_bytes > 0);
+    }
+
+    fn answered_deferring(
+        &mut self,
+        worker: &Worker,
+        peer: &Peer,
+        (req, version): (&Request<'_>, &str),
+        reply: &Reply,
+        defer: bool,
+    ) {
+        let defer = defer && worker.log_enabled();
         let mut deferred = None;
         self.log(worker, reply, || {
             let entry = request_entry(peer, req, version, reply);

@@ -10,9 +10,11 @@
 //! cost more. Bodies leave as DATA frames within the peer's flow-control window; large files
 //! are read in chunks (no sendfile: h2 frames and TLS encrypts in user space).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -24,6 +26,7 @@ use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 use webscope_http::request::{Body, Method, Request, Version};
 
+use super::h2_meter::{Ledger, Meter};
 use super::transport::Transport;
 use crate::exchange::{self, Exchange, Peer, Terms};
 use crate::files::read_at;
@@ -48,6 +51,12 @@ const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 /// A connection whose open streams could make h2 hold this much (streams × SEND_BUFFER) has
 /// the allocator give memory back to the kernel once it ends ([`trim_soon`]).
 const TRIM_ABOVE: usize = 1 << 20;
+/// A stream that waits again within this much of its last wait's end is in the same stall:
+/// the send timeout's clock is not restarted.
+const SAME_WAIT: Duration = Duration::from_millis(100);
+/// A stalled connection looks for progress (TCP_INFO) an eighth of the send timeout apart,
+/// and at least this often.
+const LOOK_AT_MOST_EVERY: Duration = Duration::from_secs(1);
 /// Connections that end within this much of each other share one trim.
 const TRIM_DELAY: Duration = Duration::from_millis(200);
 
@@ -65,15 +74,22 @@ pub(crate) async fn serve(
     handshake: u64,
 ) {
     let served = match transport {
-        Transport::Tls(stream) => run(*stream, peer, &worker, handshake).await,
-        Transport::Ktls(stream) => run(*stream, peer, &worker, handshake).await,
+        Transport::Tls(stream) => {
+            let socket = stream.get_ref().0.as_raw_fd();
+            run(*stream, socket, peer, &worker, handshake).await
+        }
+        Transport::Ktls(stream) => {
+            let socket = stream.get_ref().as_raw_fd();
+            run(*stream, socket, peer, &worker, handshake).await
+        }
         // ALPN happens only under TLS.
         Transport::Tcp(_) => 0,
     };
     worker.timing.end_connection(accepted, served);
 }
 
-async fn run<T>(io: T, peer: SocketAddr, worker: &Rc<Worker>, handshake: u64) -> u64
+/// `socket` is `io`'s TCP socket (to reset it at the send timeout).
+async fn run<T>(io: T, socket: RawFd, peer: SocketAddr, worker: &Rc<Worker>, handshake: u64) -> u64
 where
     T: AsyncRead + AsyncWrite + Unpin + 'static,
 {
@@ -85,12 +101,14 @@ where
         .initial_window_size(WINDOW)
         .initial_connection_window_size(WINDOW)
         .max_send_buffer_size(SEND_BUFFER);
+    let ledger = Rc::new(RefCell::new(Ledger::default()));
+    let io = Meter::new(io, Rc::clone(&ledger));
     let start = tokio::time::timeout(config.header_timeout, builder.handshake::<_, Bytes>(io));
     let Ok(Ok(mut connection)) = start.await else {
         return 0;
     };
     let peer = Rc::new(Peer::new(peer, worker));
-    let open = Rc::new(Open::default());
+    let open = Rc::new(Open::new(socket, config.send_timeout));
     let mut handshake = handshake;
     let mut served = 0u64;
     // Set once GOAWAY is sent: from then on the connection ends with its last stream.
@@ -116,10 +134,14 @@ where
             () = open.went_idle.notified(), if !idle => continue,
             () = open.began_waiting.notified(), if !idle && open.waiting.get() == 0 => continue,
             // The send timeout, as HTTP/1.1 has it: a stream waiting to send that has seen no
-            // progress (capacity granted: the client read, or opened its window) for that long
-            // ends the connection, and what h2 holds for it is freed.
-            () = sleep_until(open.progress.get() + config.send_timeout), if open.waiting.get() > 0 => {
+            // progress (the client's kernel acknowledged none of our bytes) for that long ends
+            // the connection, and what h2 holds for it is freed. This runs whether or not
+            // the client sends anything: a silent one is cut as one that PINGs.
+            () = sleep_until(open.next_look()), if open.waiting.get() > 0 => {
+                // Bytes acknowledged that woke nothing (room below the EPOLLOUT mark) count.
+                open.look_for_progress();
                 if open.progress.get() + config.send_timeout <= Instant::now() {
+                    reset_on_close(socket);
                     break;
                 }
                 continue;
@@ -148,13 +170,32 @@ where
             peer: Rc::clone(&peer),
             handshake: std::mem::take(&mut handshake),
             open: Rc::clone(&open),
+            ledger: Rc::clone(&ledger),
         };
         tokio::task::spawn_local(stream.answer(request, respond));
     }
+    // The streams may outlive the connection (and its descriptor) by a turn; what was not
+    // flushed by now never leaves.
+    drop(connection);
+    open.socket.set(None);
+    ledger.borrow_mut().close();
     if open.peak.get() * SEND_BUFFER >= TRIM_ABOVE {
         trim_soon();
     }
     served
+}
+
+/// Makes the coming close a reset (SO_LINGER 0). A plain close of a connection whose client
+/// reads nothing queues the FIN behind the bytes the kernel still holds (its whole send
+/// buffer, 3.9 MB here): the socket lives on, orphaned in FIN-WAIT-1 and probing a zero
+/// window, and the client, which never reads up to the FIN, sees its connection ESTABLISHED
+/// long after the server let it go (a client that sent PINGs left unread input, so its close
+/// was already a reset). The reset frees those bytes at once and tells the client, as nginx's
+/// `reset_timedout_connection` does.
+fn reset_on_close(socket: RawFd) {
+    // SAFETY: `socket` is the connection's, open until the connection drops after this.
+    let fd = unsafe { BorrowedFd::borrow_raw(socket) };
+    let _ = socket2::SockRef::from(&fd).set_linger(Some(Duration::ZERO));
 }
 
 /// Has glibc's allocator give the worker's free memory back to the kernel, `TRIM_DELAY` from
@@ -186,24 +227,87 @@ struct Open {
     peak: Cell<usize>,
     idle_since: Cell<Instant>,
     went_idle: Notify,
-    /// Streams waiting for capacity to send, and when one last got some.
+    /// Streams waiting for capacity to send, and when the send timeout's clock last started:
+    /// a wait began after a pause, or the client's kernel acknowledged more of our bytes.
     waiting: Cell<usize>,
     progress: Cell<Instant>,
     began_waiting: Notify,
+    /// When the last wait ended (a wait that resumes at once is the same wait).
+    wait_ended: Cell<Instant>,
+    /// The connection's socket (None once it is closed), and the bytes of ours its peer had
+    /// acknowledged when we last looked (TCP_INFO).
+    socket: Cell<Option<RawFd>>,
+    acked: Cell<u64>,
+    looked: Cell<Instant>,
+    send_timeout: Duration,
 }
 
-impl Default for Open {
-    fn default() -> Open {
+impl Open {
+    fn new(socket: RawFd, send_timeout: Duration) -> Open {
+        let now = Instant::now();
         Open {
             count: Cell::new(0),
             peak: Cell::new(0),
-            idle_since: Cell::new(Instant::now()),
+            idle_since: Cell::new(now),
             went_idle: Notify::new(),
             waiting: Cell::new(0),
-            progress: Cell::new(Instant::now()),
+            progress: Cell::new(now),
             began_waiting: Notify::new(),
+            wait_ended: Cell::new(now),
+            socket: Cell::new(Some(socket)),
+            acked: Cell::new(0),
+            looked: Cell::new(now),
+            send_timeout,
         }
     }
+
+    /// How often a stall looks for progress: the cut comes at most this late after the send
+    /// timeout (an ack is seen when looked for, not when it came).
+    fn look_every(&self) -> Duration {
+        (self.send_timeout / 8).min(LOOK_AT_MOST_EVERY)
+    }
+
+    /// When the send-timeout branch wakes next: to look, or to cut.
+    fn next_look(&self) -> Instant {
+        (self.looked.get() + self.look_every()).min(self.progress.get() + self.send_timeout)
+    }
+
+    /// Restarts the send timeout's clock if the client's kernel took more of our bytes since
+    /// we last looked. Capacity granted is not progress by itself: a poll of the connection
+    /// (a timer, a stream's end) finds room below the kernel's EPOLLOUT mark and h2 grants
+    /// capacity, though nothing reached the client; taken for progress, it let a silent
+    /// client live two and three times the timeout. Acknowledged bytes did reach it.
+    fn look_for_progress(&self) {
+        let Some(socket) = self.socket.get() else {
+            return;
+        };
+        self.looked.set(Instant::now());
+        if let Some(acked) = bytes_acked(socket) {
+            if acked > self.acked.get() {
+                self.acked.set(acked);
+                self.progress.set(Instant::now());
+            }
+        }
+    }
+}
+
+/// The bytes the peer has acknowledged on `socket` (TCP_INFO's tcpi_bytes_acked).
+fn bytes_acked(socket: RawFd) -> Option<u64> {
+    // SAFETY: tcp_info is plain data; all zeros is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `socket` is the connection's, open while `Open::socket` holds it; `info` and
+    // `len` are valid for the call, which writes at most `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket,
+            libc::SOL_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(info.tcpi_bytes_acked)
 }
 
 /// A stream waiting for capacity, counted in [`Open::waiting`] until dropped.
@@ -214,8 +318,13 @@ impl<'a> Waiting<'a> {
         let before = open.waiting.get();
         open.waiting.set(before + 1);
         if before == 0 {
-            // The send timeout runs from now, not from the last progress of an earlier wait.
-            open.progress.set(Instant::now());
+            // A wait after a pause starts the clock afresh; one that resumes within a
+            // moment (h2 granted a few KiB, and the stream waits again) is the same stall.
+            if open.wait_ended.get().elapsed() >= SAME_WAIT {
+                open.progress.set(Instant::now());
+            } else {
+                open.look_for_progress();
+            }
             open.began_waiting.notify_waiters();
         }
         Waiting(open)
@@ -224,7 +333,11 @@ impl<'a> Waiting<'a> {
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.0.waiting.set(self.0.waiting.get() - 1);
+        let left = self.0.waiting.get() - 1;
+        self.0.waiting.set(left);
+        if left == 0 {
+            self.0.wait_ended.set(Instant::now());
+        }
     }
 }
 
@@ -234,6 +347,7 @@ struct Stream {
     peer: Rc<Peer>,
     handshake: u64,
     open: Rc<Open>,
+    ledger: Rc<RefCell<Ledger>>,
 }
 
 impl Drop for Stream {
@@ -288,37 +402,64 @@ impl Stream {
         };
         let mut scratch = Scratch::default();
         let reply = exchange::reply(&worker, &req, terms, (&mut out, &mut scratch)).await;
-        exchange.answered(&worker, &self.peer, &req, "HTTP/2.0", &reply);
+        exchange.answered_when_sent(&worker, &self.peer, (&req, "HTTP/2.0"), &reply);
         let promised = reply.body_bytes;
-        // Lowered as the body goes: a stream reset, a connection gone or the shutdown
-        // timeout leaves it at the bytes that did not go, which the log line then says.
+        let id = u32::from(respond.stream_id());
+        // Until the bytes are counted: a connection gone or the shutdown timeout logs none.
         exchange.unsent = promised;
-        let _ = send(respond, out, reply, &mut exchange.unsent, &self.open).await;
-        exchange.sent_bytes = promised - exchange.unsent.min(promised);
+        let mut left = promised;
+        let sent = match send(respond, out, reply, &mut left, &self.open).await {
+            Ok(Some(mut stream)) => self.flushed(&mut stream, id, promised - left).await,
+            _ => self.ledger.borrow_mut().take(id),
+        };
+        exchange.sent_bytes = sent;
+        exchange.unsent = promised - sent.min(promised);
         exchange.done(timing);
+    }
+
+    /// Waits until the `handed` body bytes given to h2 have been flushed to the socket (the
+    /// stream reset or the connection ended: those that were); returns how many were. A wait
+    /// counts in [`Open::waiting`]: the send timeout applies.
+    async fn flushed(&self, stream: &mut SendStream<Bytes>, id: u32, handed: u64) -> u64 {
+        let noop = Context::from_waker(Waker::noop());
+        if let Poll::Ready(n) = self.ledger.borrow_mut().poll_flushed(id, handed, &noop) {
+            return n;
+        }
+        let _waiting = Waiting::new(&self.open);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(n) = self.ledger.borrow_mut().poll_flushed(id, handed, cx) {
+                return Poll::Ready(n);
+            }
+            match stream.poll_reset(cx) {
+                Poll::Ready(_) => Poll::Ready(self.ledger.borrow_mut().take(id)),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
     }
 }
 
 /// The HTTP/2 response from the HTTP/1.1 head `respond` wrote, then the body; `left` (the
 /// body's length on entry) is lowered by the body bytes handed to h2 as they go
-/// (HPACK-encoded heads and frame headers are h2's and not counted).
+/// (HPACK-encoded heads and frame headers are h2's and not counted). Returns the stream
+/// whose body was handed over, to wait for it to leave (none: no body, or reset).
 async fn send(
     mut respond: SendResponse<Bytes>,
     out: Vec<u8>,
     reply: Reply,
     left: &mut u64,
     open: &Open,
-) -> Result<(), h2::Error> {
+) -> Result<Option<SendStream<Bytes>>, h2::Error> {
     let Some((response, head_len)) = translate(&out) else {
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
-        return Ok(());
+        return Ok(None);
     };
     let inline = out.len() - head_len;
     let has_tail = !matches!(reply.tail, Tail::None);
     let empty = inline == 0 && !has_tail;
     let mut stream = respond.send_response(response, empty)?;
     if empty {
-        return Ok(());
+        return Ok(None);
     }
     if inline > 0 {
         let mut out = out;
@@ -338,7 +479,7 @@ async fn send(
             *left -= len.min(*left);
         }
     }
-    Ok(())
+    Ok(Some(stream))
 }
 
 /// Reads an HTTP/1.1 response head into an HTTP/2 response; returns it and the head's length.
@@ -412,7 +553,7 @@ async fn send_data(
 
 /// Waits until h2 grants the stream capacity to send (up to `want` bytes; at least one):
 /// the peer's windows and h2's send buffer have room. The wait counts in [`Open::waiting`],
-/// and a grant is the progress the send timeout looks for.
+/// and a grant is when the send timeout looks for progress.
 async fn capacity(
     stream: &mut SendStream<Bytes>,
     want: usize,
@@ -429,7 +570,10 @@ async fn capacity(
         match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
             Some(Ok(0)) => continue,
             Some(Ok(n)) => {
-                open.progress.set(Instant::now());
+                // Not on every grant of a fast client: a look costs a getsockopt.
+                if open.looked.get().elapsed() >= open.look_every() {
+                    open.look_for_progress();
+                }
                 return Ok(n.min(want));
             }
             Some(Err(err)) => return Err(err),

@@ -8,6 +8,7 @@
 
 mod conn;
 mod h2;
+mod h2_meter;
 mod tls;
 mod transport;
 

@@ -83,9 +83,12 @@ fn read(path: &Path) -> anyhow::Result<Vec<Part>> {
                 hlog.display()
             )
         })?;
-        return Ok(vec![
-            part(report, &log).with_context(|| hlog.display().to_string())?
-        ]);
+        return Ok(vec![part(report, &log).with_context(|| {
+            format!(
+                "{} is not an interval log that `webscope load --hlog` wrote",
+                hlog.display()
+            )
+        })?]);
     }
     let parts = framed(&text).with_context(|| path.display().to_string())?;
     if parts.is_empty() {
