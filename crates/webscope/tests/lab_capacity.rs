@@ -75,10 +75,20 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
         }
         assert_eq!(p["verdict"], "fail", "{p:#}");
         assert_eq!(condition(p, "errors").as_deref(), Some("fail"), "{p:#}");
+        // #33: what refused, with its status and share, not "latency" beside a p99 that
+        // passed.
+        assert_eq!(p["bound"], "refuses load", "{p:#}");
+        let reading = p["bound_reading"].as_str().unwrap();
+        assert!(
+            reading.contains("the server refuses load beyond")
+                && reading.contains("503 Service Unavailable on"),
+            "{reading}"
+        );
     }
     // At or below the limit a probe fails only when the machine stalls the generator past
     // the burst (a busy CI host, or five builds on two cores): the lab then names the
-    // machine or the generator as the bound, never the server's CPU.
+    // machine or the generator as the bound, or the refusals of the sends the stall bunched
+    // together; never the server's CPU or latency.
     let busy: Vec<&serde_json::Value> = probes
         .iter()
         .filter(|p| rate(p) <= LIMIT && p["verdict"] != "pass")
@@ -86,7 +96,7 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
     for p in &busy {
         let bound = p["bound"].as_str().unwrap();
         assert!(
-            ["machine CPU", "generator"].contains(&bound),
+            ["machine CPU", "generator", "refuses load"].contains(&bound),
             "a probe below the limit failed with the server as its bound: {p:#}"
         );
     }
@@ -127,6 +137,16 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
     assert_eq!(csv.lines().count(), probes.len() + 1, "{csv}");
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("Latency percentiles vs offered rate"));
+    // The law paragraph follows the condition that failed: the first failing probe failed
+    // on errors, so the page says the server refused load, not that latency bound it.
+    let first_fail = probes
+        .iter()
+        .filter(|p| p["verdict"] == "fail")
+        .min_by(|a, b| rate(a).total_cmp(&rate(b)));
+    if first_fail.is_some_and(|p| p["bound"] == "refuses load") {
+        assert!(html.contains("the server refused load: 503"), "{c:#}");
+        assert!(!html.contains("A latency objective binds"), "{c:#}");
+    }
     // The page is drawn from the folder alone: webscope report gives the same figures.
     let again = webscope().args(["report"]).arg(&out).output().unwrap();
     assert!(again.status.success());

@@ -5,9 +5,12 @@
 //! of its busy threads and the CPUs it may use, judged in sum and for its busiest thread (one
 //! thread never uses more than one core, so nginx with one worker on two CPUs saturates at
 //! one); the generator at its CPU limit, or short of its open-loop rate by more than
-//! [`webscope_load::NOT_SENT_LIMIT`] (then the run measures the generator); the
-//! machine's CPUs busy, softirq included (loopback TCP is kernel work that neither process is
-//! charged for); a network interface or disk at capacity; ephemeral ports or TIME_WAIT near
+//! [`webscope_load::NOT_SENT_LIMIT`] (then the run measures the generator); the server
+//! refusing load (429 and 503 answers, connections reset or refused, most of the run's
+//! errors: a rate or connection limit turns the excess away before any resource fills, and
+//! the server's own answer is more direct evidence than a busy machine); the machine's CPUs
+//! busy, softirq included (loopback TCP is kernel work that neither process is charged for);
+//! a network interface or disk at capacity; ephemeral ports or TIME_WAIT near
 //! their limit, counting the sockets the run's own connections left (never the host's
 //! leftover from an earlier run); the accept queue overflowing; otherwise latency, by
 //! Little's law. The first rule whose figure passes its threshold is the verdict; the
@@ -52,6 +55,15 @@ pub const ACTIVE_THREAD: f64 = 0.05;
 /// Share of the offered rate answered from which an open-loop run kept up with it.
 pub const KEPT_UP: f64 = 0.97;
 
+/// Refusals bound a run from this share of its requests: the default objective's error
+/// ceiling (`errors<=0.1%`), so that a probe failed by refusals is said to be refused.
+pub const REFUSED_LIMIT: f64 = 0.001;
+
+/// The statuses a server refuses load with: 429 Too Many Requests (a rate limit) and 503
+/// Service Unavailable (nginx's `limit_req` and `limit_conn`, a proxy's full queue, a
+/// shedder).
+pub const REFUSAL_STATUSES: [u16; 2] = [429, 503];
+
 /// Accept-queue overflows per second (mean over the run) from which the queue binds: a
 /// single overflow in a run is a blip, one a second is clients waiting a SYN retransmit.
 pub const OVERFLOWS_LIMIT: f64 = 1.0;
@@ -74,6 +86,9 @@ pub enum Bound {
     Ports,
     /// Connections are dropped from a full accept queue.
     AcceptQueue,
+    /// The server refuses the load beyond a limit: 429/503 answers or connections reset or
+    /// refused make most of the run's errors.
+    Refused,
     /// No resource is at its limit: the clients' round trips bound throughput (closed loop),
     /// or the server answered less than an open loop offered while waiting on something the
     /// lab does not measure.
@@ -94,6 +109,7 @@ impl Bound {
             Bound::Disk => "disk",
             Bound::Ports => "ports/TIME_WAIT",
             Bound::AcceptQueue => "accept queue",
+            Bound::Refused => "refuses load",
             Bound::Latency => "latency",
             Bound::Offered => "offered rate",
         }
@@ -167,6 +183,87 @@ pub struct Evidence {
     pub listen_overflows_per_s: Option<f64>,
     /// Open loop: how the run fell short of its rate, when it did (load's own rule).
     pub missed_rate: Option<webscope_load::MissedRate>,
+    /// The requests the server refused ([`Refused::of`] the run's health).
+    pub refused: Option<Refused>,
+}
+
+/// The requests a server refused: answered 429 or 503 ([`REFUSAL_STATUSES`], when not
+/// expected), or whose connection was reset or refused while the server answered others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refused {
+    /// The largest kind of refusal, as a reading quotes it: "503 Service Unavailable",
+    /// "connections reset or closed before a response".
+    pub largest: String,
+    /// Its share of the requests that ended, 0..1.
+    pub largest_share: f64,
+    /// Every refusal over the requests that ended.
+    pub share: f64,
+    /// Every error over the requests that ended (refusals and the rest).
+    pub error_share: f64,
+}
+
+impl Refused {
+    /// The refusals in a run's `health`; None when there were none, or when the server
+    /// answered nothing well (a server that is down refuses every connection: that is no
+    /// limit on load, and its run is invalid anyway).
+    pub fn of(health: &crate::health::Health) -> Option<Refused> {
+        use webscope_load::Failure;
+        if health.attempts == 0 || health.good == 0 {
+            return None;
+        }
+        let statuses = health
+            .unexpected
+            .iter()
+            .filter(|(code, _)| REFUSAL_STATUSES.contains(code))
+            .map(|&(code, n)| (format!("{code} {}", crate::health::reason(code)), n));
+        let failures = health
+            .failures
+            .iter()
+            .filter(|(kind, _)| matches!(kind, Failure::Reset | Failure::ConnectRefused))
+            .map(|&(kind, n)| (kind.what().to_string(), n));
+        let kinds: Vec<(String, u64)> = statuses.chain(failures).collect();
+        let total: u64 = kinds.iter().map(|k| k.1).sum();
+        let (largest, most) = kinds.into_iter().max_by_key(|k| k.1)?;
+        let attempts = health.attempts as f64;
+        (total > 0).then(|| Refused {
+            largest,
+            largest_share: most as f64 / attempts,
+            share: total as f64 / attempts,
+            error_share: health.error_share,
+        })
+    }
+
+    /// Whether refusals are most of the errors and at least [`REFUSED_LIMIT`] of the
+    /// requests: then they, not a resource, bound the run.
+    pub fn binds(&self) -> bool {
+        self.share >= REFUSED_LIMIT && self.share >= 0.5 * self.error_share
+    }
+
+    /// "503 Service Unavailable on 37 % of requests", with all refusals beside it when there
+    /// were other kinds too.
+    pub fn quoted(&self) -> String {
+        let mut said = format!(
+            "{} on {} of requests",
+            self.largest,
+            share_pct(self.largest_share)
+        );
+        if self.share > self.largest_share * 1.0001 {
+            said += &format!(" (refusals of every kind {})", share_pct(self.share));
+        }
+        said
+    }
+}
+
+/// A share as a reading says it: "37 %", "1.5 %", "0.12 %".
+fn share_pct(share: f64) -> String {
+    let pct = 100.0 * share;
+    if pct >= 10.0 {
+        format!("{pct:.0} %")
+    } else if pct >= 1.0 {
+        format!("{pct:.1} %")
+    } else {
+        format!("{pct:.2} %")
+    }
 }
 
 /// A verdict: what bounds the run and the sentence that says so, with its figure.
@@ -195,9 +292,10 @@ pub fn own_time_wait(measured: Option<f64>, connects: f64, duration_s: f64) -> O
 /// Names what bounds the run described by `e`: the first rule, in order of evidence, whose
 /// figure passes its limit; when none does, latency or (open loop) the offered rate.
 pub fn judge(e: &Evidence) -> Verdict {
-    const RULES: [fn(&Evidence) -> Option<Verdict>; 6] = [
+    const RULES: [fn(&Evidence) -> Option<Verdict>; 7] = [
         rules::server_cpu,
         rules::generator,
+        rules::refused,
         rules::machine_cpu,
         rules::devices,
         rules::ports,

@@ -4,7 +4,7 @@
 
 use super::{
     Bound, Evidence, Verdict, CPU_LIMIT, DEVICE_LIMIT, KEPT_UP, MACHINE_LIMIT, MORE_CLIENTS,
-    OVERFLOWS_LIMIT, PORTS_LIMIT, THREAD_RUN_LIMIT, TW_BUCKETS_LIMIT,
+    OVERFLOWS_LIMIT, PORTS_LIMIT, REFUSED_LIMIT, THREAD_RUN_LIMIT, TW_BUCKETS_LIMIT,
 };
 
 fn verdict(bound: Bound, reading: String) -> Option<Verdict> {
@@ -106,6 +106,33 @@ pub(super) fn generator(e: &Evidence) -> Option<Verdict> {
             m.sent,
             100.0 * m.not_sent_share,
             100.0 * webscope_load::NOT_SENT_LIMIT
+        ),
+    )
+}
+
+/// The server refusing load: refusals ([`super::Refused`]) most of the run's errors and at
+/// least [`REFUSED_LIMIT`] of its requests. The reading quotes what refused and how often,
+/// beside the server's CPU, which a limit leaves idle.
+pub(super) fn refused(e: &Evidence) -> Option<Verdict> {
+    let r = e.refused.as_ref().filter(|r| r.binds())?;
+    let offered = e
+        .offered_rps
+        .map_or(String::new(), |o| format!(" of the {o:.0} offered"));
+    let server = match (e.server_busy_cores, server_limit(e)) {
+        (Some(b), Some(c)) => format!(
+            "; the server's CPU was {:.0} % of its {c:.0} core{}",
+            100.0 * b / c,
+            plural(c)
+        ),
+        _ => String::new(),
+    };
+    verdict(
+        Bound::Refused,
+        format!(
+            "the server refuses load beyond {:.0} req/s{offered}: {} (limit {:.1} %; a rate or connection limit, or load shedding){server}",
+            e.goodput_rps,
+            r.quoted(),
+            100.0 * REFUSED_LIMIT
         ),
     )
 }

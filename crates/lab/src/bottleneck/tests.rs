@@ -264,3 +264,119 @@ fn an_open_loop_with_nothing_at_its_limit_is_bound_by_its_rate_or_by_what_it_wai
     };
     assert!(judge(&closed).reading.contains("Little's law"));
 }
+
+/// The health of a 2-s run with these statuses and connection-level failures, judged on
+/// 2xx.
+fn health(codes: serde_json::Value, errors: serde_json::Value) -> crate::health::Health {
+    let load = crate::record::load_json(
+        serde_json::json!({ "duration_s": 2.0, "status_codes": codes, "errors": errors }),
+    );
+    crate::health::Health::of(&load, &crate::health::Expect::parse("2xx").unwrap(), 1.0)
+}
+
+/// An open-loop probe at 1 000 req/s of a server that answers 630 of them and refuses the
+/// rest with `refusal` (or, when it is a failure's key, by closing connections), with the
+/// server and the generator idle.
+fn refusing(codes: serde_json::Value, errors: serde_json::Value) -> Evidence {
+    let health = health(codes, errors);
+    Evidence {
+        clients: 4.0,
+        offered_rps: Some(1_000.0),
+        goodput_rps: health.goodput_rps,
+        mean_ms: 0.4,
+        server_busy_cores: Some(0.03),
+        server_cpus: Some(1.0),
+        generator_busy: 0.1,
+        refused: Refused::of(&health),
+        ..Evidence::default()
+    }
+}
+
+/// #33: probes of nginx behind `limit_req` that fail on 503 were "bound by latency" while
+/// their p99 passed.
+#[test]
+fn a_503_limited_servers_failing_probes_say_refuses_load() {
+    let e = refusing(
+        serde_json::json!({"200": 1260, "503": 740}),
+        serde_json::json!({}),
+    );
+    let v = judge(&e);
+    assert_eq!(v.bound, Bound::Refused, "{}", v.reading);
+    assert_eq!(v.bound.label(), "refuses load");
+    for said in [
+        "refuses load beyond 630 req/s of the 1000 offered",
+        "503 Service Unavailable on 37 % of requests",
+        "a rate or connection limit",
+        "3 % of its 1 core",
+    ] {
+        assert!(v.reading.contains(said), "{said:?} in {}", v.reading);
+    }
+    // 429s and connections reset count too; the largest kind is quoted with the sum.
+    let e = refusing(
+        serde_json::json!({"200": 1800, "429": 150}),
+        serde_json::json!({"reset": 50}),
+    );
+    let v = judge(&e);
+    assert_eq!(v.bound, Bound::Refused, "{}", v.reading);
+    assert!(
+        v.reading.contains("429 Too Many Requests on 7.5 %")
+            && v.reading.contains("refusals of every kind 10 %"),
+        "{}",
+        v.reading
+    );
+    // A server at its CPU limit that sheds load is bound by its CPU; a generator that could
+    // not offer the load measured itself.
+    let mut cpu = refusing(
+        serde_json::json!({"200": 1260, "503": 740}),
+        serde_json::json!({}),
+    );
+    cpu.server_busy_cores = Some(0.97);
+    assert_eq!(judge(&cpu).bound, Bound::ServerCpu);
+    let mut generator = cpu.clone();
+    generator.server_busy_cores = Some(0.03);
+    generator.generator_busy = 0.95;
+    assert_eq!(judge(&generator).bound, Bound::Generator);
+    // Refusals come before a busy machine: the server's own answer says what bounds it.
+    let mut busy = cpu;
+    busy.server_busy_cores = Some(0.03);
+    busy.server_host = Some(CpuShares {
+        busy: 95.0,
+        user: 80.0,
+        system: 10.0,
+        softirq: 5.0,
+    });
+    assert_eq!(judge(&busy).bound, Bound::Refused);
+}
+
+#[test]
+fn refusals_bind_only_when_they_are_most_of_the_errors_and_past_their_limit() {
+    // 404s are a misconfiguration, not a limit: the two 503s among them are not the bound.
+    let e = refusing(
+        serde_json::json!({"200": 1800, "404": 198, "503": 2}),
+        serde_json::json!({}),
+    );
+    let r = e.refused.as_ref().expect("two refusals");
+    assert!(!r.binds(), "{r:?}");
+    assert_ne!(judge(&e).bound, Bound::Refused);
+    // One refusal in 2 000 requests is under the 0.1 % limit.
+    let e = refusing(
+        serde_json::json!({"200": 1999, "503": 1}),
+        serde_json::json!({}),
+    );
+    assert_ne!(judge(&e).bound, Bound::Refused);
+    // A server that answered nothing is down, not limiting load.
+    let down = health(
+        serde_json::json!({}),
+        serde_json::json!({"connect_refused": 500}),
+    );
+    assert_eq!(Refused::of(&down), None);
+    // Expected statuses are no refusals.
+    let load = crate::record::load_json(
+        serde_json::json!({"duration_s": 1.0, "status_codes": {"200": 50, "503": 50}}),
+    );
+    let expect = crate::health::Expect::parse("2xx,503").unwrap();
+    assert_eq!(
+        Refused::of(&crate::health::Health::of(&load, &expect, 1.0)),
+        None
+    );
+}

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::figures::{cpu_shares, os_stat, server_host};
-use crate::bottleneck::{own_time_wait, Evidence, ACTIVE_THREAD};
+use crate::bottleneck::{own_time_wait, Evidence, Refused, ACTIVE_THREAD};
 use crate::health::Health;
 use crate::record::RunRecord;
 
@@ -95,6 +95,7 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
             let done = l.outcomes().ended();
             webscope_load::missed_rate(rate, l.duration_s, done, l.total.run.not_sent)
         }),
+        refused: Refused::of(health),
     }
 }
 

@@ -3,9 +3,16 @@
 //! thread can offer, and the generators needed for the search's next step beyond the rate
 //! it fell behind at.
 //!
+//! The ending's sentence for such a search quotes the figure that ended it ([`said`]): the
+//! generator's thread busy past its limit, or the share of requests never sent, with what the
+//! probe achieved; "fell behind" alone beside a row that shows the rate achieved and nothing
+//! late reads as a contradiction.
+//!
 //! Not for: running several generators (that is `webscope load --segment` and `merge`).
 
-use crate::bottleneck::CPU_LIMIT;
+use webscope_load::thousands;
+
+use crate::bottleneck::{Bound, CPU_LIMIT};
 use crate::capacity::probe::Judged;
 use crate::capacity::search::Ending;
 use crate::objective::Outcome;
@@ -66,6 +73,55 @@ impl Needed {
     }
 }
 
+/// The search's ending in one sentence: [`Ending::sentence`], but for a search the generator
+/// ended, what ended it: the probe's generator verdict (its figure and limit) and what the
+/// probe achieved.
+pub fn said(ending: &Ending, points: &[Point], probes: &[Judged]) -> String {
+    let Ending::GeneratorBound { above, at } = ending else {
+        return ending.sentence();
+    };
+    let Some((point, judged)) = points
+        .iter()
+        .zip(probes)
+        .rfind(|(_, j)| j.outcome == Outcome::Generator && (j.rate - at).abs() < 0.5)
+    else {
+        return ending.sentence();
+    };
+    let start = match above {
+        Some(r) => format!(
+            "capacity is above {} req/s, beyond what this generator can offer",
+            thousands(*r)
+        ),
+        None => {
+            "no capacity measured: the first rate offered is beyond what this generator can offer"
+                .into()
+        }
+    };
+    format!(
+        "{start}: at {} req/s {} (it achieved {} req/s; {})",
+        thousands(*at),
+        trigger(judged),
+        thousands(point.rps),
+        judged
+            .not_sent_share
+            .map_or("not sent: not counted".into(), |s| format!(
+                "{:.1} % not sent",
+                100.0 * s
+            ))
+    )
+}
+
+/// The figure that made a probe the generator's: the lab's generator verdict when it fired
+/// (its reading quotes the busy share and the limit), else the objective's reason (requests
+/// never sent past their limit).
+fn trigger(judged: &Judged) -> &str {
+    if judged.bound == Bound::Generator.label() {
+        &judged.bound_reading
+    } else {
+        &judged.reason
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +164,40 @@ mod tests {
         // A search that found its capacity needs no estimate.
         let found = Ending::Below { rate: 100.0 };
         assert_eq!(Needed::of(&points, &probes, &found, 2.0), None);
+    }
+
+    /// #33: "fell behind at 12 800 req/s" beside a row that shows 12 776 achieved and
+    /// nothing late; the trigger was the generator's thread 91 % busy.
+    #[test]
+    fn the_generator_ending_quotes_the_figure_that_ended_it() {
+        let points = vec![
+            test_point(6_400.0, 6_400.0, 0.5, Some(0.2)),
+            test_point(12_800.0, 12_776.0, 0.91, Some(0.4)),
+        ];
+        let mut busy = judged(12_800.0, "generator");
+        busy.bound = Bound::Generator.label().into();
+        busy.bound_reading = "the load generator's busiest thread is 91 % busy (limit 90 %): this run measures the generator, not the server".into();
+        let probes = vec![judged(6_400.0, "pass"), busy];
+        let ending = Ending::GeneratorBound {
+            above: Some(6_400.0),
+            at: 12_800.0,
+        };
+        let said = said(&ending, &points, &probes);
+        assert_eq!(
+            said,
+            "capacity is above 6 400 req/s, beyond what this generator can offer: at 12 800 req/s the load generator's busiest thread is 91 % busy (limit 90 %): this run measures the generator, not the server (it achieved 12 776 req/s; 0.0 % not sent)"
+        );
+        assert!(!said.contains("fell behind"), "{said}");
+        // Requests never sent: the objective's reason is the trigger.
+        let mut late = judged(12_800.0, "generator");
+        late.reason = "12.0 % of the requests were never sent".into();
+        let said = super::said(&ending, &points, &[judged(6_400.0, "pass"), late]);
+        assert!(
+            said.contains("at 12 800 req/s 12.0 % of the requests were never sent"),
+            "{said}"
+        );
+        // Other endings keep the search's own sentence.
+        let found = Ending::Below { rate: 100.0 };
+        assert_eq!(super::said(&found, &points, &probes), found.sentence());
     }
 }

@@ -3,12 +3,15 @@
 //! and whether the CPU can explain the latency that failed the objective at all. A server
 //! that holds one request at a time, or waits on a backend, fails its objective with its CPU
 //! nearly idle: its capacity is then far below 1/D_max, and the page must not blame the
-//! objective's tightness for a gap that another resource makes.
+//! objective's tightness for a gap that another resource makes. The reasoning follows the
+//! condition that failed ([`Failed`]): refusals, other errors or one size class's own time
+//! are said as such, and the latency reasoning (the CPU's queue) is kept for latency.
 //!
 //! Not for: drawing (the page's charts are `super`'s) nor judging probes.
 
 use webscope_model::stats::Sorted;
 
+use super::failed::Failed;
 use crate::capacity::probe::Judged;
 use crate::objective::Outcome;
 use crate::render::model::demands;
@@ -44,6 +47,8 @@ pub struct Law {
     pub bound: Option<f64>,
     /// Set when the CPU cannot explain the latency of the first probe that failed.
     pub not_cpu: Option<NotTheCpu>,
+    /// What failed the first probe that failed.
+    pub failed: Option<Failed>,
 }
 
 impl Law {
@@ -86,11 +91,15 @@ impl Law {
             )
             .median()
         });
+        let failed = Failed::of(points, probes);
+        // The CPU's queue is weighed against a latency that failed, not against refusals.
+        let on_latency = failed.as_ref().is_none_or(Failed::is_latency);
         Law {
             capacity,
             cpu_us,
             bound,
-            not_cpu: not_the_cpu(points, probes, cpus),
+            not_cpu: not_the_cpu(points, probes, cpus).filter(|_| on_latency),
+            failed,
         }
     }
 
@@ -105,6 +114,7 @@ impl Law {
                 "The server's CPU per request at capacity: {us:.1} µs."
             ));
         }
+        out.extend(self.failed.as_ref().and_then(Failed::sentence));
         if let Some(n) = &self.not_cpu {
             out.push(format!(
                 "At {:.0} req/s, the first rate that failed, the server's CPU was at most {:.0} % busy and a request took at most {:.0} µs of it: waiting for the CPU would make a mean response near {:.2} ms, but it was {:.1} ms. So something other than the server's CPU bounds it: too few threads or connections for the load (one request at a time), a lock, a backend it waits for, or a rate limit; the lab measures CPUs, not these.",
@@ -121,6 +131,8 @@ impl Law {
                 100.0 * ratio,
                 if self.not_cpu.is_some() {
                     ""
+                } else if !self.failed.as_ref().is_none_or(Failed::is_latency) {
+                    " The objective did not fail on the latency of a busy resource (above): the gap to the bound is not queueing."
                 } else if ratio < 1.0 {
                     " A latency objective binds before the resource is full: waiting grows as its utilisation nears 1 (ρ/(1−ρ) service times in an M/M/1 queue), so the objective fails short of the throughput bound."
                 } else {

@@ -23,6 +23,7 @@ use generators::Needed;
 use law::Law;
 use webscope_load::slo::Verdict;
 
+mod failed;
 mod generators;
 mod law;
 
@@ -46,9 +47,9 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     }
     let (recorded, probes) = read(dir, &exp.runs)?;
     let ending = replay(recorded.plan(), &probes);
-    let sentence = ending.as_ref().map_or(
-        "the search was stopped before its end".into(),
-        Ending::sentence,
+    let sentence = ending.as_ref().map_or_else(
+        || "the search was stopped before its end".into(),
+        |e| generators::said(e, &points, &probes),
     );
     let capacity = match &ending {
         Some(Ending::Found { capacity, .. }) => Some(*capacity),
@@ -353,124 +354,4 @@ fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::health::Judge;
-    use crate::objective::CheckLine;
-    use crate::record::{write_json, RunRecord, ServerFigures};
-
-    /// A search recorded as the lab writes it: a server of 1 core at 100 µs a request that
-    /// meets p99<=5ms up to 800 req/s (probes 100, 200, 400, 800 pass; 1600, 1200, 1000, 900
-    /// fail), with the files the page reads.
-    fn recorded(dir: &Path) -> ExperimentRecord {
-        let plan = Recorded {
-            slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
-            from: 100.0,
-            growth: 2.0,
-            precision: 0.15,
-            repeat: 1,
-            need: 1,
-            max_probes: 30,
-            arrivals: "constant".into(),
-            probe_s: 1.0,
-            warmup_s: 0.2,
-        };
-        write_json(&dir.join("capacity.json"), &plan).unwrap();
-        let mut runs = Vec::new();
-        for (i, rate) in [100.0, 200.0, 400.0, 800.0, 1600.0, 1200.0, 1000.0, 900.0]
-            .into_iter()
-            .enumerate()
-        {
-            let pass = rate <= 800.0;
-            let achieved: f64 = if pass { rate } else { 850.0 };
-            let p99_us = if pass { 1_000.0 } else { 80_000.0 };
-            let name = format!("probe-{:02}-{rate:.0}rps", i + 1);
-            let run_dir = dir.join(&name);
-            std::fs::create_dir_all(&run_dir).unwrap();
-            let run = RunRecord {
-                x: rate,
-                load_description: "open loop".into(),
-                load: crate::record::load_json(json!({
-                    "duration_s": 1.0, "requests": achieved as u64,
-                    "status_codes": {"200": achieved as u64},
-                    "latency_us": {"p50": 200.0, "p90": 400.0, "p99": p99_us, "p999": p99_us * 1.5, "max": p99_us * 2.0},
-                })),
-                server: Some(ServerFigures {
-                    requests: achieved,
-                    cpu_s: achieved * 100e-6,
-                    busy_cores: achieved * 100e-6,
-                    ..Default::default()
-                }),
-                os: None,
-                server_os: Vec::new(),
-                env: Default::default(),
-                syscalls: None,
-            };
-            write_json(&run_dir.join("run.json"), &run).unwrap();
-            let (outcome, verdict) = if pass {
-                (Outcome::Pass, Verdict::Pass)
-            } else {
-                (Outcome::Fail, Verdict::Fail)
-            };
-            let judged = Judged {
-                number: i + 1,
-                rate,
-                outcome,
-                reason: String::new(),
-                checks: vec![CheckLine {
-                    condition: "p99<=5ms".into(),
-                    measured: Some(p99_us),
-                    verdict,
-                    line: String::new(),
-                }],
-                not_sent_share: Some(0.0),
-                bound: "server CPU".into(),
-                bound_reading: String::new(),
-                warmup_s: 0.2,
-                cooldown: Default::default(),
-            };
-            write_json(&run_dir.join("probe.json"), &judged).unwrap();
-            runs.push(name);
-        }
-        serde_json::from_value(json!({
-            "name": "capacity", "factor": "offered rate (req/s)", "runs": runs,
-            "complete": true, "failures": [],
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn the_page_gives_the_capacity_its_bracket_every_probe_and_the_law_beside_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let exp = recorded(tmp.path());
-        let mut out = Rendered::new(Judge::default());
-        render(tmp.path(), &exp, &mut out).unwrap();
-        let c = &out.json["capacity"];
-        assert_eq!(c["capacity_rps"], 800.0, "{c:#}");
-        assert_eq!(c["ending"]["fails_at_rps"], 900.0, "{c:#}");
-        assert_eq!(
-            c["sentence"],
-            "capacity 800 req/s (passes 1/1; 900 fails 1/1; bracket ±6.2 %)"
-        );
-        // D = 100 µs on one core: the bound is 10 000 req/s, the capacity 8 % of it.
-        let bound = c["operational_bound_rps"].as_f64().unwrap();
-        assert!((bound - 10_000.0).abs() < 1.0, "{bound}");
-        assert!((c["server_cpu_per_request_us"].as_f64().unwrap() - 100.0).abs() < 1e-6);
-        assert_eq!(c["probes"].as_array().unwrap().len(), 8);
-        let (name, csv) = &out.csv[0];
-        assert_eq!(name, "capacity.csv");
-        assert_eq!(csv.lines().count(), 9, "{csv}");
-        assert!(csv.lines().next().unwrap().contains("p99<=5ms"), "{csv}");
-        assert!(
-            out.summary.contains("capacity 800 req/s"),
-            "{}",
-            out.summary
-        );
-        let blocks = &out.sections[0].blocks;
-        let charts = blocks
-            .iter()
-            .filter(|b| matches!(b, Block::Chart { .. }))
-            .count();
-        assert_eq!(charts, 2);
-    }
-}
+mod tests;

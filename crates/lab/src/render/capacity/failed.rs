@@ -1,0 +1,407 @@
+//! What failed the first (lowest-rate) probe that failed, so that the page explains the
+//! condition that failed and not another: refusals (429/503, connections reset) when the
+//! objective failed on errors or goodput while its latency held; other errors; a latency
+//! condition failed by one size class's own service time (a heavy-tailed mix, whose largest
+//! files take longer than the limit at any rate); or latency, which the operational laws
+//! explain (`law`).
+//!
+//! Not for: judging probes (`crate::objective`) nor the verdict on a run
+//! (`crate::bottleneck`), whose figures it quotes.
+
+use webscope_load::slo::{Condition, Metric, Slo, Verdict};
+use webscope_load::{format_us, Latency};
+
+use crate::bottleneck::Refused;
+use crate::capacity::probe::Judged;
+use crate::objective::Outcome;
+use crate::render::point::Point;
+
+/// What failed the lowest-rate probe that failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failed {
+    /// The server refused load: refusals were most of the errors that failed the objective,
+    /// while every latency condition held.
+    Refused {
+        rate: f64,
+        /// "503 Service Unavailable on 37 % of requests".
+        quoted: String,
+        /// The latency conditions that held, with their figures: "p99<=5ms: 3.10ms, passed".
+        held: Vec<String>,
+    },
+    /// Errors that are not refusals failed it, latency holding.
+    Errors {
+        rate: f64,
+        /// The largest cause, in [`crate::health::Health::cause`]'s words.
+        cause: String,
+    },
+    /// A latency condition failed on one size class's own time: the other classes met it.
+    ServiceTime(ServiceTime),
+    /// A latency condition failed across the classes: the laws' reasoning applies.
+    Latency { rate: f64 },
+}
+
+/// A latency condition failed by the slowest size classes alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceTime {
+    pub rate: f64,
+    /// The condition, as written: `p99<=5ms`.
+    pub condition: String,
+    /// Its quantile's name (`p99`) and limit, µs.
+    pub quantile: String,
+    pub limit_us: f64,
+    /// The classes that fail it on their own: name, share of the requests, mean response
+    /// bytes, median and the condition's quantile (at least), µs.
+    pub slow: Vec<SlowClass>,
+    /// The other classes, which met it, and their worst figure at the quantile (at most), µs.
+    pub fast: Vec<String>,
+    pub fast_us: f64,
+}
+
+/// One class that fails a latency condition on its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlowClass {
+    pub name: String,
+    pub share: f64,
+    pub mean_bytes: f64,
+    pub p50_us: f64,
+    pub at_quantile_us: f64,
+}
+
+impl Failed {
+    /// For the lowest-rate probe that failed; None when none did.
+    pub fn of(points: &[Point], probes: &[Judged]) -> Option<Failed> {
+        let (point, judged) = points
+            .iter()
+            .zip(probes)
+            .filter(|(_, j)| j.outcome == Outcome::Fail)
+            .min_by(|a, b| a.0.x.total_cmp(&b.0.x))?;
+        let rate = point.x;
+        let failed = conditions(judged, Verdict::Fail);
+        let latency = |c: &&(Condition, String)| matches!(c.0.metric, Metric::Latency { .. });
+        if let Some((condition, text)) = failed.iter().find(latency) {
+            return Some(
+                service_time(point, condition, text)
+                    .map_or(Failed::Latency { rate }, Failed::ServiceTime),
+            );
+        }
+        let on_errors = failed
+            .iter()
+            .any(|(c, _)| matches!(c.metric, Metric::Errors | Metric::Goodput));
+        if !on_errors {
+            return Some(Failed::Latency { rate });
+        }
+        Some(match Refused::of(&point.health).filter(Refused::binds) {
+            Some(r) => Failed::Refused {
+                rate,
+                quoted: r.quoted(),
+                held: judged
+                    .checks
+                    .iter()
+                    .filter(|c| c.verdict == Verdict::Pass)
+                    .filter(|c| {
+                        parse(&c.condition)
+                            .is_some_and(|p| matches!(p.metric, Metric::Latency { .. }))
+                    })
+                    .map(|c| c.line.clone())
+                    .collect(),
+            },
+            None => Failed::Errors {
+                rate,
+                cause: point.health.cause(),
+            },
+        })
+    }
+
+    /// Whether the laws' latency reasoning (queueing at the CPU, 1/D_max) explains it.
+    pub fn is_latency(&self) -> bool {
+        matches!(self, Failed::Latency { .. })
+    }
+
+    /// The page's sentence for it; None for latency, which the laws explain.
+    pub fn sentence(&self) -> Option<String> {
+        match self {
+            Failed::Refused { rate, quoted, held } => Some(format!(
+                "At {rate:.0} req/s, the first rate that failed, the server refused load: {quoted}{}. A rate or connection limit bounds the capacity (nginx's limit_req or limit_conn, a proxy's queue, load shedding), not a resource filling up: the capacity found is where that limit sits, and the CPU's bound below says what the server could carry without it.",
+                if held.is_empty() {
+                    String::new()
+                } else {
+                    format!(", while its latency held ({})", held.join("; "))
+                }
+            )),
+            Failed::Errors { rate, cause } => Some(format!(
+                "At {rate:.0} req/s, the first rate that failed, the objective failed on errors, not on latency: {cause}."
+            )),
+            Failed::ServiceTime(s) => Some(s.sentence()),
+            Failed::Latency { .. } => None,
+        }
+    }
+}
+
+impl ServiceTime {
+    pub fn sentence(&self) -> String {
+        let slow: Vec<String> = self
+            .slow
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} ({:.1} % of the requests, {} on average: {} at the median, {} at least at {})",
+                    c.name,
+                    100.0 * c.share,
+                    webscope_workload::format_size(c.mean_bytes as u64),
+                    format_us(c.p50_us),
+                    format_us(c.at_quantile_us),
+                    self.quantile
+                )
+            })
+            .collect();
+        let fast: Vec<String> = self
+            .fast
+            .iter()
+            .map(|name| format!("{}[{name}]<={}", self.quantile, format_us(self.limit_us)))
+            .collect();
+        let own: Vec<String> = self
+            .slow
+            .iter()
+            .map(|c| {
+                format!(
+                    "its own limit for {} (its {} was {} at this rate)",
+                    c.name,
+                    self.quantile,
+                    format_us(c.at_quantile_us)
+                )
+            })
+            .collect();
+        format!(
+            "At {:.0} req/s, the first rate that failed, {} failed on the largest responses' own time, not on the load: {} took longer than the limit, while every other size class met it ({} at most {}). A lower rate fails the same way, so the capacity found follows the probes' length rather than the server. An objective per size class judges each on its own terms: {} for the others, and {}.",
+            self.rate,
+            self.condition,
+            slow.join("; "),
+            self.quantile,
+            format_us(self.fast_us),
+            fast.join(","),
+            own.join(", ")
+        )
+    }
+}
+
+/// The probe's conditions with `verdict`, parsed, with their text.
+fn conditions(judged: &Judged, verdict: Verdict) -> Vec<(Condition, String)> {
+    judged
+        .checks
+        .iter()
+        .filter(|c| c.verdict == verdict)
+        .filter_map(|c| Some((parse(&c.condition)?, c.condition.clone())))
+        .collect()
+}
+
+fn parse(text: &str) -> Option<Condition> {
+    Slo::parse(text).ok()?.conditions.into_iter().next()
+}
+
+/// The size classes that fail a latency `condition` on their own, when the others meet it:
+/// then the slow classes' own time, not the load, fails the objective. None for a single
+/// class, or when no class or every class fails it.
+fn service_time(point: &Point, condition: &Condition, text: &str) -> Option<ServiceTime> {
+    let Metric::Latency { quantile } = condition.metric else {
+        return None;
+    };
+    let classes: Vec<&webscope_load::ClassReport> = point
+        .run
+        .load
+        .classes
+        .iter()
+        .filter(|c| c.figures.requests > 0)
+        .collect();
+    let total: u64 = classes.iter().map(|c| c.figures.requests).sum();
+    if classes.len() < 2 || total == 0 {
+        return None;
+    }
+    let limit = condition.limit;
+    let (slow, fast): (Vec<&webscope_load::ClassReport>, Vec<_>) = classes
+        .into_iter()
+        .partition(|c| at_least(&c.figures.latency_us, quantile) > limit);
+    // Every other class meets it (its figure at the quantile is at most the limit).
+    let fast_us = fast
+        .iter()
+        .map(|c| at_most(&c.figures.latency_us, quantile))
+        .fold(0.0, f64::max);
+    if slow.is_empty() || fast.is_empty() || fast_us > limit {
+        return None;
+    }
+    Some(ServiceTime {
+        rate: point.x,
+        condition: text.to_string(),
+        quantile: quantile_name(quantile),
+        limit_us: limit,
+        slow: slow
+            .iter()
+            .map(|c| SlowClass {
+                name: c.name.clone(),
+                share: c.figures.requests as f64 / total as f64,
+                mean_bytes: c.figures.bytes as f64 / c.figures.requests as f64,
+                p50_us: c.figures.latency_us.p50,
+                at_quantile_us: at_least(&c.figures.latency_us, quantile),
+            })
+            .collect(),
+        fast: fast.iter().map(|c| c.name.clone()).collect(),
+        fast_us,
+    })
+}
+
+/// A report's percentiles: the levels it carries.
+fn levels(l: &Latency) -> [(f64, f64); 5] {
+    [
+        (0.5, l.p50),
+        (0.9, l.p90),
+        (0.99, l.p99),
+        (0.999, l.p999),
+        (1.0, l.max),
+    ]
+}
+
+/// A figure the latency at `q` is at least: the carried percentile at or below `q`.
+fn at_least(l: &Latency, q: f64) -> f64 {
+    levels(l)
+        .iter()
+        .filter(|(at, _)| *at <= q + 1e-12)
+        .map(|(_, us)| *us)
+        .fold(0.0, f64::max)
+}
+
+/// A figure the latency at `q` is at most: the carried percentile at or above `q`.
+fn at_most(l: &Latency, q: f64) -> f64 {
+    levels(l)
+        .iter()
+        .find(|(at, _)| *at >= q - 1e-12)
+        .map_or(l.max, |(_, us)| *us)
+}
+
+/// `p99`, `p99.9`, `max` for a quantile.
+fn quantile_name(q: f64) -> String {
+    if q >= 1.0 {
+        "max".into()
+    } else {
+        let pct = format!("{:.3}", 100.0 * q);
+        format!("p{}", pct.trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::point::test_point;
+    use serde_json::json;
+
+    /// A failing probe at `rate` whose conditions said `checks` ((condition, passed)).
+    fn judged(rate: f64, checks: &[(&str, bool)]) -> Judged {
+        serde_json::from_value(json!({
+            "number": 1, "rate": rate, "outcome": "fail", "reason": "", "not_sent_share": 0.0,
+            "checks": checks.iter().map(|(c, ok)| json!({
+                "condition": c, "measured": 1.0, "verdict": if *ok { "pass" } else { "fail" },
+                "line": format!("{c}: {}", if *ok { "passed" } else { "FAILED" }),
+            })).collect::<Vec<_>>(),
+            "bound": "latency", "bound_reading": "", "warmup_s": 0.2,
+            "cooldown": {"waited_s": 0.0, "open_before": 0, "open_after": 0, "time_wait": 0, "settled": true}
+        }))
+        .unwrap()
+    }
+
+    /// A 10-s probe of a heavy-tailed mix at 100 req/s: 98 % of the requests are small and
+    /// fast; `large_ms` is the median of the 2 % over-1MB ones (10 times it at their p99).
+    fn heavy_tailed(large_ms: f64, small_p99_ms: f64) -> Point {
+        let mut p = test_point(100.0, 100.0, 0.05, Some(0.04));
+        let class = |name: &str, requests: u64, bytes: u64, p50_ms: f64, p99_ms: f64| {
+            json!({"name": name, "requests": requests, "bytes": bytes * requests,
+                "latency_us": {"p50": p50_ms * 1e3, "p90": p99_ms * 5e2, "p99": p99_ms * 1e3,
+                    "p999": p99_ms * 2e3, "max": p99_ms * 3e3, "count": requests}})
+        };
+        p.run.load = crate::record::load_json(json!({
+            "duration_s": 10.0, "requests": 1000, "status_codes": {"200": 1000},
+            "classes": [
+                class("0-1KB", 500, 600, 0.3, small_p99_ms),
+                class("1-10KB", 480, 5_000, 0.4, small_p99_ms),
+                class("over-1MB", 20, 12 << 20, large_ms, 10.0 * large_ms),
+            ],
+        }));
+        p
+    }
+
+    #[test]
+    fn a_p99_failed_by_the_largest_files_own_time_says_so_and_offers_objectives_per_class() {
+        let p = heavy_tailed(60.0, 2.0);
+        let j = judged(100.0, &[("p99<=5ms", false), ("errors<=0.1%", true)]);
+        let Some(Failed::ServiceTime(s)) = Failed::of(&[p], &[j]) else {
+            panic!("the large class's own time");
+        };
+        assert_eq!(s.slow.len(), 1);
+        assert_eq!(s.slow[0].name, "over-1MB");
+        assert!((s.slow[0].share - 0.02).abs() < 1e-9, "{s:?}");
+        let said = s.sentence();
+        for words in [
+            "At 100 req/s, the first rate that failed, p99<=5ms failed on the largest responses' own time",
+            "over-1MB (2.0 % of the requests, 12.0 MiB on average: 60.00ms at the median",
+            "every other size class met it (p99 at most 2.00ms)",
+            "p99[0-1KB]<=5.00ms,p99[1-10KB]<=5.00ms",
+            "its own limit for over-1MB (its p99 was 600.00ms at this rate)",
+        ] {
+            assert!(said.contains(words), "{words:?} in {said}");
+        }
+        // Small requests that miss the limit too: the load, not one class, fails it.
+        let queued = heavy_tailed(60.0, 9.0);
+        let j = judged(100.0, &[("p99<=5ms", false)]);
+        assert_eq!(
+            Failed::of(&[queued], &[j]),
+            Some(Failed::Latency { rate: 100.0 })
+        );
+    }
+
+    #[test]
+    fn errors_are_said_as_errors_and_refusals_as_refusals() {
+        let run = |codes: serde_json::Value| {
+            let mut p = test_point(500.0, 400.0, 0.05, Some(0.04));
+            p.run.load =
+                crate::record::load_json(json!({"duration_s": 1.0, "status_codes": codes}));
+            p.health = crate::health::Health::of(
+                &p.run.load,
+                &crate::health::Expect::parse("2xx").unwrap(),
+                1.0,
+            );
+            p
+        };
+        let j = judged(500.0, &[("p99<=5ms", true), ("errors<=0.1%", false)]);
+        let refused = Failed::of(
+            &[run(json!({"200": 400, "503": 100}))],
+            std::slice::from_ref(&j),
+        );
+        let said = refused.as_ref().and_then(Failed::sentence).unwrap();
+        assert!(
+            said.contains("the server refused load: 503 Service Unavailable on 20 % of requests, while its latency held (p99<=5ms: passed)"),
+            "{said}"
+        );
+        let missing = Failed::of(&[run(json!({"200": 400, "404": 100}))], &[j]);
+        let said = missing.as_ref().and_then(Failed::sentence).unwrap();
+        assert!(
+            said.contains("failed on errors, not on latency: 404 Not Found on 20 %"),
+            "{said}"
+        );
+        assert!(!missing.unwrap().is_latency());
+    }
+
+    #[test]
+    fn quantiles_are_named_as_people_write_them() {
+        assert_eq!(quantile_name(0.99), "p99");
+        assert_eq!(quantile_name(0.999), "p99.9");
+        assert_eq!(quantile_name(0.5), "p50");
+        assert_eq!(quantile_name(1.0), "max");
+        let l = Latency {
+            p50: 1.0,
+            p90: 2.0,
+            p99: 3.0,
+            p999: 4.0,
+            max: 5.0,
+            ..Latency::default()
+        };
+        // p95 lies between p90 and p99.
+        assert_eq!((at_least(&l, 0.95), at_most(&l, 0.95)), (2.0, 3.0));
+    }
+}

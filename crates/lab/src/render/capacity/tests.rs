@@ -1,0 +1,212 @@
+use super::*;
+use crate::health::Judge;
+use crate::objective::CheckLine;
+use crate::record::{write_json, RunRecord, ServerFigures};
+
+/// How the recorded server fails above 800 req/s.
+#[derive(Clone, Copy, PartialEq)]
+enum Limit {
+    /// Its CPU: it answers 850 req/s, late (p99 80 ms).
+    Cpu,
+    /// A rate limit: it answers 800 req/s at once and the rest 503, its p99 passing.
+    Refusing,
+}
+
+/// A search recorded as the lab writes it: a server of 1 core at 100 µs a request that
+/// meets p99<=5ms up to 800 req/s (probes 100, 200, 400, 800 pass; 1600, 1200, 1000, 900
+/// fail as `limit` says), with the files the page reads.
+fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
+    let plan = Recorded {
+        slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
+        from: 100.0,
+        growth: 2.0,
+        precision: 0.15,
+        repeat: 1,
+        need: 1,
+        max_probes: 30,
+        arrivals: "constant".into(),
+        probe_s: 1.0,
+        warmup_s: 0.2,
+    };
+    write_json(&dir.join("capacity.json"), &plan).unwrap();
+    let mut runs = Vec::new();
+    for (i, rate) in [100.0, 200.0, 400.0, 800.0, 1600.0, 1200.0, 1000.0, 900.0]
+        .into_iter()
+        .enumerate()
+    {
+        let pass = rate <= 800.0;
+        let refused = if pass || limit == Limit::Cpu {
+            0
+        } else {
+            (rate - 800.0) as u64
+        };
+        let achieved: f64 = match (pass, limit) {
+            (true, _) => rate,
+            (false, Limit::Cpu) => 850.0,
+            (false, Limit::Refusing) => 800.0,
+        };
+        let p99_us = if pass || limit == Limit::Refusing {
+            1_000.0
+        } else {
+            80_000.0
+        };
+        let name = format!("probe-{:02}-{rate:.0}rps", i + 1);
+        let run_dir = dir.join(&name);
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let run = RunRecord {
+            x: rate,
+            load_description: "open loop".into(),
+            load: crate::record::load_json(json!({
+                "duration_s": 1.0, "requests": achieved as u64 + refused,
+                "status_codes": {"200": achieved as u64, "503": refused},
+                "latency_us": {"p50": 200.0, "p90": 400.0, "p99": p99_us, "p999": p99_us * 1.5, "max": p99_us * 2.0},
+            })),
+            server: Some(ServerFigures {
+                requests: achieved,
+                cpu_s: achieved * 100e-6,
+                busy_cores: achieved * 100e-6,
+                ..Default::default()
+            }),
+            os: None,
+            server_os: Vec::new(),
+            env: Default::default(),
+            syscalls: None,
+        };
+        write_json(&run_dir.join("run.json"), &run).unwrap();
+        let verdict = |ok: bool| if ok { Verdict::Pass } else { Verdict::Fail };
+        let check = |condition: &str, measured: f64, ok: bool| CheckLine {
+            condition: condition.into(),
+            measured: Some(measured),
+            verdict: verdict(ok),
+            line: format!(
+                "{condition}: {measured}, {}",
+                if ok { "passed" } else { "FAILED" }
+            ),
+        };
+        let errors = refused as f64 / (achieved + refused as f64);
+        let judged = Judged {
+            number: i + 1,
+            rate,
+            outcome: if pass { Outcome::Pass } else { Outcome::Fail },
+            reason: String::new(),
+            checks: vec![
+                check("p99<=5ms", p99_us, p99_us <= 5_000.0),
+                check("errors<=0.1%", errors, errors <= 0.001),
+            ],
+            not_sent_share: Some(0.0),
+            bound: if refused > 0 {
+                "refuses load"
+            } else {
+                "server CPU"
+            }
+            .into(),
+            bound_reading: String::new(),
+            warmup_s: 0.2,
+            cooldown: Default::default(),
+        };
+        write_json(&run_dir.join("probe.json"), &judged).unwrap();
+        runs.push(name);
+    }
+    serde_json::from_value(json!({
+        "name": "capacity", "factor": "offered rate (req/s)", "runs": runs,
+        "complete": true, "failures": [],
+    }))
+    .unwrap()
+}
+
+/// The page's text blocks, joined.
+fn text(out: &Rendered) -> String {
+    out.sections[0]
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_page_gives_the_capacity_its_bracket_every_probe_and_the_law_beside_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = recorded(tmp.path(), Limit::Cpu);
+    let mut out = Rendered::new(Judge::default());
+    render(tmp.path(), &exp, &mut out).unwrap();
+    let c = &out.json["capacity"];
+    assert_eq!(c["capacity_rps"], 800.0, "{c:#}");
+    assert_eq!(c["ending"]["fails_at_rps"], 900.0, "{c:#}");
+    assert_eq!(
+        c["sentence"],
+        "capacity 800 req/s (passes 1/1; 900 fails 1/1; bracket ±6.2 %)"
+    );
+    // D = 100 µs on one core: the bound is 10 000 req/s, the capacity 8 % of it.
+    let bound = c["operational_bound_rps"].as_f64().unwrap();
+    assert!((bound - 10_000.0).abs() < 1.0, "{bound}");
+    assert!((c["server_cpu_per_request_us"].as_f64().unwrap() - 100.0).abs() < 1e-6);
+    assert_eq!(c["probes"].as_array().unwrap().len(), 8);
+    let (name, csv) = &out.csv[0];
+    assert_eq!(name, "capacity.csv");
+    assert_eq!(csv.lines().count(), 9, "{csv}");
+    assert!(csv.lines().next().unwrap().contains("p99<=5ms"), "{csv}");
+    assert!(
+        out.summary.contains("capacity 800 req/s"),
+        "{}",
+        out.summary
+    );
+    let blocks = &out.sections[0].blocks;
+    let charts = blocks
+        .iter()
+        .filter(|b| matches!(b, Block::Chart { .. }))
+        .count();
+    assert_eq!(charts, 2);
+    // It failed on latency with the CPU 9 % busy at 900 req/s: the laws' reasoning, no
+    // refusal.
+    let said = text(&out);
+    assert!(!said.contains("refused load"), "{said}");
+}
+
+/// #33: a 503-limited server's failing probes say "refuses load", and the law paragraph
+/// follows the condition that failed (errors), not a latency that held.
+#[test]
+fn a_503_limited_servers_page_says_it_refuses_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = recorded(tmp.path(), Limit::Refusing);
+    let mut out = Rendered::new(Judge::default());
+    render(tmp.path(), &exp, &mut out).unwrap();
+    let c = &out.json["capacity"];
+    assert_eq!(c["capacity_rps"], 800.0, "{c:#}");
+    let said = text(&out);
+    for words in [
+        "At 900 req/s, the first rate that failed, the server refused load: 503 Service Unavailable on 11 % of requests, while its latency held (p99<=5ms: 1000, passed)",
+        "A rate or connection limit bounds the capacity",
+        "the gap to the bound is not queueing",
+    ] {
+        assert!(said.contains(words), "{words:?} in {said}");
+    }
+    for wrong in [
+        "A latency objective binds",
+        "something other than the server's CPU",
+    ] {
+        assert!(!said.contains(wrong), "{wrong:?} in {said}");
+    }
+    // The verdict drawn from each failing probe's run (what probe.json keeps as its bound)
+    // names the refusal with its status and share.
+    let points = load_points(tmp.path(), &exp, &mut out).unwrap();
+    let failing: Vec<&Point> = points.iter().filter(|p| p.x > 800.0).collect();
+    assert_eq!(failing.len(), 4);
+    for p in failing {
+        assert_eq!(
+            p.verdict.bound,
+            crate::bottleneck::Bound::Refused,
+            "{}",
+            p.verdict.reading
+        );
+        assert!(
+            p.verdict.reading.contains("refuses load beyond 800 req/s")
+                && p.verdict.reading.contains("503 Service Unavailable on"),
+            "{}",
+            p.verdict.reading
+        );
+    }
+}
