@@ -384,8 +384,9 @@ fn a_limit_without_its_per_cent_sign_is_refused() {
 
 /// Two capacity searches (`lab --experiment capacity`) compare by their brackets: a drop is
 /// significant only when the brackets do not overlap, `capacity>-5%` fails (1) when even the
-/// candidate's best reading is below the limit, and cannot be decided (3) when the brackets
-/// straddle it, never a pass.
+/// candidate's best reading is below the limit, passes when found brackets overlap, and
+/// cannot be decided (3) when apart brackets straddle it or an open one overlaps, never a
+/// pass.
 #[test]
 fn capacity_results_compare_by_their_brackets() {
     let tmp = tempfile::tempdir().unwrap();
@@ -433,6 +434,30 @@ fn capacity_results_compare_by_their_brackets() {
     let (code, said) = compare(&above, "capacity>-5%");
     assert_eq!(code, Some(3), "{said}");
     assert!(said.contains("above 40000"), "{said}");
+    // Apart, 39 000..41 000 against 41 800..44 000: a drop of 1.9 % to 11.4 %, either side
+    // of the limit.
+    let between = lab("between", found(39_000.0, 41_000.0));
+    let (code, said) = compare(&between, "capacity>-5%");
+    assert_eq!(code, Some(3), "{said}");
+    assert!(
+        said.contains("CANNOT BE DECIDED (the brackets are apart"),
+        "{said}"
+    );
+    // #33: two searches of one server pass both ways round, brackets that touch included
+    // (the search's grid puts them there: one passed 44 000, the other failed it).
+    let touching = lab("touching", found(44_000.0, 46_200.0));
+    for (a, b) in [(&base, &touching), (&touching, &base)] {
+        let out = webscope()
+            .arg("compare")
+            .arg(a)
+            .arg(b)
+            .args(["--threshold", "capacity>-5%"])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        assert!(said.contains("capacity>-5%: within ("), "{said}");
+    }
     let out = webscope()
         .arg("compare")
         .arg(&base)

@@ -343,6 +343,26 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
     }
     let by_construction = 1000.0 / COST_MS;
     let busy = failed_below(&c, 0.7 * by_construction);
+    // #33: two searches of one server pass `compare --threshold 'capacity>-5%'` both ways
+    // round, when the machine let both find a capacity (a busy one may not: then the
+    // searches' brackets are the search's to make honest, and the pair is only printed).
+    let quiet = busy.is_empty() && failed_below(&b, 0.7 * by_construction).is_empty();
+    let found_both = c["ending"]["kind"] == "found" && b["ending"]["kind"] == "found";
+    for (base, cand) in [(&first, &again), (&again, &first)] {
+        let out = webscope()
+            .arg("compare")
+            .arg(base)
+            .arg(cand)
+            .args(["--threshold", "capacity>-5%"])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        if quiet && found_both {
+            assert_eq!(out.status.code(), Some(0), "{said}\n{c:#}\n{b:#}");
+        } else {
+            eprintln!("note: a busy machine's pair: {said}");
+        }
+    }
     assert!(
         busy.iter().all(|b| b == "machine CPU" || b == "generator"),
         "a probe well below capacity failed with the server as its bound: {c:#}"

@@ -1,13 +1,27 @@
 //! Two capacity results side by side (issue #25 §2): "capacity 41 800 → 37 100 req/s
 //! (−11.2 %, brackets do not overlap)", and a threshold on the change (`capacity>-5%`) judged
-//! with three answers — pass, fail, or cannot decide — from the brackets alone.
+//! from the two searches' uncertainty (issue #33 §5) with three answers — within, crossed,
+//! or cannot decide — as `compare` judges runs.
 //!
-//! Each result is read as the interval the true capacity lies in: a found capacity is
-//! `[capacity, fails_at)`; "above R, beyond what this generator can offer" is `[R, ∞)`; "below
-//! R" is `[0, R)`; probes that ran out leave `[last pass, first fail)`. A change is significant
-//! only when the two intervals do not overlap. A threshold passes when even the least
-//! favourable reading (the candidate's low end against the baseline's high end) is within it,
-//! fails when even the most favourable reading is beyond it, and otherwise cannot decide.
+//! Each result is read as the bracket the true capacity lies in, both ends included: a found
+//! capacity is `[capacity, fails_at]` (the highest rate that passed, the lowest that failed
+//! above it); "above R, beyond what this generator can offer" is `[R, ∞)`; "below R" is
+//! `[0, R]`; probes that ran out leave `[last pass, first fail]`. The candidate's change
+//! against the baseline can then be anything from `cand.low / base.high − 1` (least
+//! favourable) to `cand.high / base.low − 1` (most favourable). For a floor such as
+//! `capacity>-5%`:
+//!
+//! - **crossed** when even the most favourable change is at or below the limit: the brackets
+//!   are apart, and by more than the limit;
+//! - **within** when even the least favourable change is above the limit; or when both
+//!   searches found a capacity and their brackets overlap (share a rate): no change the
+//!   searches can tell, which passes as a run's change that is not significant does. Two
+//!   searches of one server whose brackets touch (one passed the rate the other failed) are
+//!   such a pair;
+//! - **cannot decide** otherwise: the brackets are apart but the change may lie either side
+//!   of the limit, or an open bracket (a search the generator ended, or one that failed at
+//!   its lowest rate) overlaps the other and so says nothing of the change. `compare` exits 3
+//!   then, as for runs: never a pass.
 //!
 //! Pure: it reads the `capacity` entries of two report.json files. Not for: the other figures
 //! `webscope compare` sets side by side (`compare`), nor its command line.
@@ -48,8 +62,15 @@ impl Bracket {
         })
     }
 
-    fn overlaps(&self, other: &Bracket) -> bool {
-        self.low.max(other.low) < self.high.min(other.high)
+    /// Whether the two brackets share a rate (both ends included: a rate one search passed
+    /// and the other failed is shared).
+    pub fn overlaps(&self, other: &Bracket) -> bool {
+        self.low.max(other.low) <= self.high.min(other.high)
+    }
+
+    /// Whether the search found a capacity: a bracket closed at both ends by its own probes.
+    fn found(&self) -> bool {
+        self.capacity.is_some() && self.high.is_finite()
     }
 }
 
@@ -108,19 +129,69 @@ pub fn sentence(base: &Bracket, cand: &Bracket) -> String {
     .replace('-', "−")
 }
 
-/// Whether the candidate's change against the baseline is within `least` (−0.05: a drop of
-/// at most 5 %).
-pub fn decide(base: &Bracket, cand: &Bracket, least: f64) -> Decision {
-    let floor = |b: f64| b * (1.0 + least);
-    // Most favourable to the candidate: its high end against the baseline's low end.
-    if cand.high <= floor(base.low) {
-        return Decision::Fail;
-    }
-    // Least favourable: its low end against the baseline's high end.
-    if base.high.is_finite() && cand.low >= floor(base.high) {
-        return Decision::Pass;
-    }
-    Decision::CannotDecide
+/// The changes of the candidate against the baseline that their brackets allow, as
+/// fractions: (least favourable, most favourable). An open end gives −1 or +∞.
+pub fn changes(base: &Bracket, cand: &Bracket) -> (f64, f64) {
+    let ratio = |c: f64, b: f64| if b > 0.0 { c / b } else { f64::INFINITY };
+    (
+        ratio(cand.low, base.high) - 1.0,
+        ratio(cand.high, base.low) - 1.0,
+    )
+}
+
+/// A threshold's verdict on a change: the decision and why, in words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    pub decision: Decision,
+    pub why: String,
+}
+
+/// Whether the candidate's change against the baseline is above `least` (−0.05 for
+/// `capacity>-5%`: a drop of less than 5 %), by the rule in this module's doc.
+pub fn decide(base: &Bracket, cand: &Bracket, least: f64) -> Decided {
+    let (worst, best) = changes(base, cand);
+    let span = format!(
+        "the brackets allow {} to {}",
+        pct(worst),
+        if best.is_finite() {
+            pct(best)
+        } else {
+            "any rise".into()
+        }
+    );
+    let limit = pct(least);
+    let (decision, why) = if best <= least {
+        (
+            Decision::Fail,
+            format!("{span}: even the most favourable is at or below {limit}"),
+        )
+    } else if worst > least {
+        (
+            Decision::Pass,
+            format!("{span}: even the least favourable is above {limit}"),
+        )
+    } else if base.found() && cand.found() && base.overlaps(cand) {
+        (
+            Decision::Pass,
+            format!("the brackets overlap: no change the two searches can tell ({span})"),
+        )
+    } else if base.overlaps(cand) {
+        (
+            Decision::CannotDecide,
+            format!("{span}, and an open bracket (no capacity found) overlaps the other"),
+        )
+    } else {
+        (
+            Decision::CannotDecide,
+            format!("the brackets are apart, and {span}: either side of {limit}"),
+        )
+    };
+    Decided { decision, why }
+}
+
+/// A change for people: "−7.4 %", "+2.0 %".
+fn pct(change: f64) -> String {
+    format!("{:+.1} %", 100.0 * change).replace('-', "−")
 }
 
 #[cfg(test)]
@@ -133,6 +204,10 @@ mod tests {
             .unwrap()
     }
 
+    fn decision(base: &Bracket, cand: &Bracket) -> Decision {
+        decide(base, cand, -0.05).decision
+    }
+
     #[test]
     fn a_drop_counts_only_when_the_brackets_say_so() {
         let base = found(41_800.0, 44_000.0);
@@ -141,22 +216,56 @@ mod tests {
             sentence(&base, &drop),
             "capacity 41800 → 37100 req/s (−11.2 %, brackets do not overlap)"
         );
-        assert_eq!(decide(&base, &drop, -0.05), Decision::Fail);
+        // Even 38 900 against 41 800 is −6.9 %: crossed.
+        let d = decide(&base, &drop, -0.05);
+        assert_eq!(d.decision, Decision::Fail);
+        assert!(d.why.contains("allow −15.7 % to −6.9 %"), "{}", d.why);
         let same = found(42_900.0, 45_000.0);
         assert!(sentence(&base, &same).contains("no significant change"));
-        assert_eq!(decide(&base, &same, -0.05), Decision::Pass);
-        // Wide brackets around a small drop: neither pass nor fail.
-        let wide = found(36_000.0, 48_000.0);
-        assert_eq!(decide(&base, &wide, -0.05), Decision::CannotDecide);
+        assert_eq!(decision(&base, &same), Decision::Pass);
+        // Apart, but 39 000..41 000 against 41 800..44 000 is −11.4 % to −1.9 %: the drop
+        // may be within 5 % or beyond it.
+        let between = found(39_000.0, 41_000.0);
+        let d = decide(&base, &between, -0.05);
+        assert_eq!(d.decision, Decision::CannotDecide, "{}", d.why);
+        assert!(d.why.contains("either side of −5.0 %"), "{}", d.why);
         // A generator-bound candidate above the baseline's bracket is no drop.
         let above =
             Bracket::of(&json!({"ending": {"kind": "generator", "above_rps": 50_000.0}})).unwrap();
-        assert_eq!(decide(&base, &above, -0.05), Decision::Pass);
+        assert_eq!(decision(&base, &above), Decision::Pass);
         assert!(sentence(&base, &above).contains("above 50000"));
-        // A generator-bound baseline leaves an open top: nothing passes against it.
-        assert_eq!(decide(&above, &base, -0.05), Decision::Fail);
-        assert_eq!(decide(&above, &above, -0.05), Decision::CannotDecide);
+        // A generator-bound baseline leaves an open top: a candidate below its floor by more
+        // than the limit has dropped, and two open brackets say nothing of the change.
+        assert_eq!(decision(&above, &base), Decision::Fail);
+        assert_eq!(decision(&above, &above), Decision::CannotDecide);
+        let below = Bracket::of(&json!({"ending": {"kind": "below", "rate_rps": 100.0}})).unwrap();
+        assert_eq!(decision(&below, &below), Decision::CannotDecide);
         assert_eq!(Bracket::of(&json!({"ending": null})), None);
+    }
+
+    /// #33: two searches of one server pass `capacity>-5%` both ways round: the same
+    /// bracket, overlapping brackets, and brackets that touch (one search passed the rate the
+    /// other failed), as the search's grid makes them.
+    #[test]
+    fn two_searches_of_one_server_pass_both_ways_round() {
+        let pairs = [
+            (found(43_200.0, 44_800.0), found(43_200.0, 44_800.0)),
+            (found(43_200.0, 44_800.0), found(44_000.0, 46_400.0)),
+            (found(43_200.0, 44_800.0), found(44_800.0, 46_400.0)),
+            // Wide brackets that overlap: no change the searches can tell.
+            (found(41_800.0, 44_000.0), found(36_000.0, 48_000.0)),
+        ];
+        for (a, b) in pairs {
+            for (base, cand) in [(&a, &b), (&b, &a)] {
+                let d = decide(base, cand, -0.05);
+                assert_eq!(d.decision, Decision::Pass, "{base:?} → {cand:?}: {}", d.why);
+            }
+        }
+        // #33's pair, 25 600 → 16 800 with ±2 % brackets, is a drop the brackets cannot
+        // hide: crossed. That it came from two searches of one server is the brackets'
+        // fault (the search's), not the rule's.
+        let (a, b) = (found(25_600.0, 26_400.0), found(16_800.0, 17_600.0));
+        assert_eq!(decision(&a, &b), Decision::Fail);
     }
 
     #[test]

@@ -58,7 +58,7 @@ fn capacities(
                 "sentence": said,
                 "baseline": {"low_rps": base.low, "high_rps": finite(base.high), "capacity_rps": base.capacity},
                 "this_lab": {"low_rps": cand.low, "high_rps": finite(cand.high), "capacity_rps": cand.capacity},
-                "overlap": base.low.max(cand.low) < base.high.min(cand.high),
+                "overlap": base.overlaps(&cand),
             });
             (vec![Block::Text(format!("Capacity: {said}."))], json)
         }

@@ -20,9 +20,14 @@ EXAMPLES:
     webscope compare before/ after/ --threshold 'capacity>-5%'   # two capacity searches, by their brackets
 
 Metrics: goodput, rps, error_pct, p50, p90, p99, p999, cpu_us (server CPU per request), and
-capacity (two labs' capacity searches: a change is significant when their brackets do not
-overlap; capacity>-5% passes when even the least favourable reading is within it, fails when
-even the most favourable is beyond it, and cannot be decided otherwise).
+capacity (two labs' capacity searches, by their brackets [lo, hi]: the highest rate that
+passed and the lowest that failed; [R, inf) for a search the generator ended, [0, R] for one
+that failed at its lowest rate). The candidate's change may be anything from its lo over the
+baseline's hi to its hi over the baseline's lo. capacity>-5% is CROSSED when even the most
+favourable of these is -5 % or lower; within when even the least favourable is above -5 %,
+or when both searches found a capacity and their brackets overlap or touch (no change the
+searches can tell, as for a run's change that is not significant); it CANNOT BE DECIDED
+otherwise (the brackets apart with the limit between their readings, or an open bracket).
 A side is a lab report, a lab run directory, a load --json file, or a directory of load --json
 files (the repeated runs of one configuration).
 Significance: an exact rank test over the runs (Mann-Whitney, p < 0.05), which needs 4 or more
@@ -78,19 +83,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let (Some(base), Some(cand)) = capacities {
         println!("{}", capacity::sentence(&base, &cand));
         for (text, least) in &capacity_limits {
-            let decision = capacity::decide(&base, &cand, *least);
-            let said = match decision {
+            let decided = capacity::decide(&base, &cand, *least);
+            let said = match decided.decision {
                 capacity::Decision::Pass => "within",
                 capacity::Decision::Fail => "CROSSED",
-                capacity::Decision::CannotDecide => {
-                    "CANNOT BE DECIDED (the brackets overlap the limit)"
-                }
+                capacity::Decision::CannotDecide => "CANNOT BE DECIDED",
             };
-            println!("  {text}: {said}");
-            match decision {
+            let said = format!("{text}: {said} ({})", decided.why);
+            println!("  {said}");
+            match decided.decision {
                 capacity::Decision::Pass => {}
-                capacity::Decision::Fail => crossed.push(format!("{text}: {said}")),
-                capacity::Decision::CannotDecide => undecided.push(format!("{text}: {said}")),
+                capacity::Decision::Fail => crossed.push(said),
+                capacity::Decision::CannotDecide => undecided.push(said),
             }
         }
     } else if let Some(text) = capacity_limits.first().map(|(t, _)| t) {
