@@ -253,7 +253,8 @@ fn cooldown_sentence(probes: &[Judged]) -> String {
     let mean = waits.iter().sum::<f64>() / waits.len().max(1) as f64;
     let unsettled = probes.iter().filter(|j| !j.cooldown.settled).count();
     format!(
-        "Cool-down after each probe: the port's open connections (every state but LISTEN and TIME_WAIT) were waited for until back to their count before the probe (at most 5 s), TIME_WAIT only while above half the ephemeral port range (at most 30 s: it lasts a minute and holds no server work), then 0.1 s more. Mean wait {mean:.2} s, longest {longest:.2} s; {unsettled} of {} probes did not settle in time.",
+        "Cool-down after each probe: the port's open connections (every state but LISTEN and TIME_WAIT) were waited for until back to their count before the probe (at most 5 s), TIME_WAIT only while the clients' TIME_WAIT sockets (each holds an ephemeral port; the server's hold none) and the next probe's connections, where known, would pass {:.0} % of the ephemeral port range (at most 30 s: it lasts a minute and holds no server work), then 0.1 s more. Mean wait {mean:.2} s, longest {longest:.2} s; {unsettled} of {} probes did not settle in time.",
+        100.0 * crate::bottleneck::PORTS_LIMIT,
         probes.len()
     )
 }
@@ -347,6 +348,7 @@ fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
             "cooldown": {
                 "waited_s": j.cooldown.waited_s, "settled": j.cooldown.settled,
                 "time_wait": j.cooldown.time_wait,
+                "time_wait_clients": j.cooldown.time_wait_clients,
             },
         })
     };
