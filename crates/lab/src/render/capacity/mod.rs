@@ -324,6 +324,7 @@ fn ending_json(e: &Ending) -> Value {
         }
         Ending::Below { rate } => json!({"kind": "below", "rate_rps": rate}),
         Ending::Undecided { at, why } => json!({"kind": "undecided", "at_rps": at, "why": why}),
+        Ending::Disturbed { at, why } => json!({"kind": "disturbed", "at_rps": at, "why": why}),
         Ending::OutOfProbes { pass, fail } => {
             json!({"kind": "out_of_probes", "pass_rps": pass, "fail_rps": fail})
         }
@@ -361,26 +362,37 @@ mod tests {
 
     /// A search recorded as the lab writes it: a server of 1 core at 100 µs a request that
     /// meets p99<=5ms up to 800 req/s (probes 100, 200, 400, 800 pass; 1600, 1200, 1000, 900
-    /// fail), with the files the page reads.
+    /// fail, each boundary confirmed: the rates as the search chose them), with the files the
+    /// page reads.
     fn recorded(dir: &Path) -> ExperimentRecord {
         let plan = Recorded {
             slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
             from: 100.0,
             growth: 2.0,
             precision: 0.15,
-            repeat: 1,
-            need: 1,
-            max_probes: 30,
+            repeat: 2,
+            need: 2,
+            max_probes: 40,
             arrivals: "constant".into(),
             probe_s: 1.0,
             warmup_s: 0.2,
         };
         write_json(&dir.join("capacity.json"), &plan).unwrap();
         let mut runs = Vec::new();
-        for (i, rate) in [100.0, 200.0, 400.0, 800.0, 1600.0, 1200.0, 1000.0, 900.0]
-            .into_iter()
-            .enumerate()
-        {
+        let mut search = crate::capacity::search::Search::new(plan.plan());
+        let mut rates = Vec::new();
+        while let Some(rate) = search.next_rate() {
+            rates.push(rate);
+            search.record(
+                rate,
+                if rate <= 800.0 {
+                    crate::capacity::search::Outcome::Pass
+                } else {
+                    crate::capacity::search::Outcome::Fail
+                },
+            );
+        }
+        for (i, rate) in rates.into_iter().enumerate() {
             let pass = rate <= 800.0;
             let achieved: f64 = if pass { rate } else { 850.0 };
             let p99_us = if pass { 1_000.0 } else { 80_000.0 };
@@ -427,6 +439,7 @@ mod tests {
                 bound: "server CPU".into(),
                 bound_reading: String::new(),
                 warmup_s: 0.2,
+                probe_s: 1.0,
                 cooldown: Default::default(),
             };
             write_json(&run_dir.join("probe.json"), &judged).unwrap();
@@ -450,16 +463,18 @@ mod tests {
         assert_eq!(c["ending"]["fails_at_rps"], 900.0, "{c:#}");
         assert_eq!(
             c["sentence"],
-            "capacity 800 req/s (passes 1/1; 900 fails 1/1; bracket ±6.2 %)"
+            "capacity 800 req/s (passes 2/2; 900 fails 2/2; bracket ±6.2 %)"
         );
         // D = 100 µs on one core: the bound is 10 000 req/s, the capacity 8 % of it.
         let bound = c["operational_bound_rps"].as_f64().unwrap();
         assert!((bound - 10_000.0).abs() < 1.0, "{bound}");
         assert!((c["server_cpu_per_request_us"].as_f64().unwrap() - 100.0).abs() < 1e-6);
-        assert_eq!(c["probes"].as_array().unwrap().len(), 8);
+        let probes = c["probes"].as_array().unwrap().len();
+        assert_eq!(probes, exp.runs.len());
+        assert!(probes >= 12, "every boundary confirmed: {probes}");
         let (name, csv) = &out.csv[0];
         assert_eq!(name, "capacity.csv");
-        assert_eq!(csv.lines().count(), 9, "{csv}");
+        assert_eq!(csv.lines().count(), probes + 1, "{csv}");
         assert!(csv.lines().next().unwrap().contains("p99<=5ms"), "{csv}");
         assert!(
             out.summary.contains("capacity 800 req/s"),
