@@ -10,25 +10,34 @@ use crate::Error;
 
 /// The largest share of the interval each figure may reach before the machine counts as
 /// disturbed. A figure at its limit is still quiet; a figure that was not measured (no PSI)
-/// never is beyond.
+/// never is beyond; 1.0 turns a figure's limit off (no share exceeds it).
 ///
-/// The defaults, and why (measured on this project's 2-vCPU VM; the figures are in
-/// docs/architecture.md's monitor section):
+/// The defaults, and why. Measured on this project's 2-vCPU VM over 5 s windows while other
+/// engineers compiled (`examples/disturbance.rs`): others 3-77 % of CPU 0 and 32-98 % of
+/// CPU 1, steal 0-0.2 %, CPU pressure 0.5-5 % (23-26 % once more builds ran than CPUs),
+/// I/O pressure 0.4-0.8 %; an idle watched thread waited 0 %.
 ///
-/// - `others` 10 % of the server's or the generator's CPUs: a quiet machine's own daemons,
-///   the kernel's threads and the tick rounding of 1/100 s stay at 0-3 %; a build or a hog
-///   sharing the CPU takes a third to all of it. 10 % of the server's CPU is about the
-///   capacity a probe can lose without the search moving by more than its bracket.
-/// - `steal` 5 %: a VM whose host is not overcommitted shows 0-1 %; above 5 % the server's
-///   CPU is shrinking under the probe.
-/// - `wait` 10 % for the one watched thread waiting longest on a run queue: a thread alone on
-///   its CPU waits well under 1 % of the time; one sharing it with a busy rival waits a third
-///   or more. A thread held off its CPU a tenth of a probe has its latency tail set by that.
-/// - `cpu_pressure` 20 %: machine-wide, and the watched threads' own contention counts
-///   (several generator threads on one CPU), so it is looser than `others`; a build on a
-///   2-CPU machine keeps it at 30-90 %.
-/// - `io_pressure` 20 %: a quiet machine is near 0; a build or an I/O hog stalls tasks on
-///   I/O for a good part of the time, and a server that reads files from disk stalls with it.
+/// - `others` 10 % of the server's or the generator's CPUs: what a quiet machine runs beside
+///   a probe (daemons, kernel threads, the monitor of another tool) and the 1/100 s tick
+///   rounding stay at a few percent (3 % on CPU 0 above, in a moment no build used it); a
+///   build or a hog sharing the CPU takes a third to all of it. A tenth of the server's CPU
+///   is about what a probe near capacity can lose before the search would move past the
+///   bracket it reports.
+/// - `steal` 5 %: a VM whose host is not overcommitted shows 0-1 % (0.2 % here); above 5 %
+///   the server's CPU is shrinking under the probe.
+/// - `wait` 10 % for the one watched thread waiting longest on a run queue: a thread alone
+///   on its CPU waits only while a kernel thread or an interrupt's work runs, well under
+///   that; one sharing the CPU with a busy rival waits a third or more (half, with one
+///   rival, in the tests). A thread held off its CPU a tenth of a probe sets the probe's
+///   latency tail. The rival may be a sibling (several threads of the watched pinned to one
+///   CPU): run one busy thread per CPU for this figure to name others.
+/// - `cpu_pressure` 20 %: machine-wide, and the watched threads' own contention counts, so
+///   looser than `others`. Two compilers on two CPUs keep it at a few percent; more runnable
+///   tasks than CPUs (a load average of 4-5 on this VM today, PSI's own 60 s average at 28 %)
+///   push it past the limit.
+/// - `io_pressure` 20 %: a quiet machine stays under 1 %; a build's linking or an I/O hog
+///   stalls tasks on I/O a good part of the time, and a server reading files from disk
+///   stalls with it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Limits {
@@ -110,12 +119,13 @@ impl Disturbance {
             .iter()
             .filter(|r| !r.roles.is_empty())
             .collect();
-        for region in watched.iter().filter(|r| r.others > limits.others) {
-            parts.push(format!(
-                "other processes took {} of {}",
-                pct(region.others),
-                region_name(region)
-            ));
+        let others: Vec<String> = watched
+            .iter()
+            .filter(|r| r.others > limits.others)
+            .map(|r| format!("{} of {}", pct(r.others), region_name(r)))
+            .collect();
+        if !others.is_empty() {
+            parts.push(format!("other processes took {}", others.join(" and ")));
         }
         let steal = watched
             .iter()

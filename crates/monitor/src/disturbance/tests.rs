@@ -292,6 +292,16 @@ fn several_cpus_and_machine_wide_steal_are_worded() {
         d.beyond(&Limits::default()).unwrap(),
         "other processes took 20 % of the generator's CPUs 0, 2"
     );
+    d.regions.push(Region {
+        cpus: vec![1],
+        roles: vec![Role::Server],
+        others: 0.4,
+        steal: 0.0,
+    });
+    assert_eq!(
+        d.beyond(&Limits::default()).unwrap(),
+        "other processes took 20 % of the generator's CPUs 0, 2 and 40 % of the server's CPU 1"
+    );
     d.regions.clear();
     d.steal = 0.08;
     assert_eq!(d.beyond(&Limits::default()).unwrap(), "steal 8 %");
