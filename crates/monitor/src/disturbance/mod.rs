@@ -31,8 +31,9 @@
 //!   Where it can be wrong: a watched thread that runs off its pinned CPUs has its time
 //!   subtracted from the wrong region (others too high where it ran, too low where it is
 //!   pinned; the result is kept at zero or above); a watched process that ends during the
-//!   interval has its time counted as others' (a note says so); ticks are 1/100 s, so a
-//!   500 ms window has a resolution of 2 %.
+//!   interval has its time counted as others' (a note says so); network work the kernel
+//!   defers to `ksoftirqd` under heavy load is that thread's, so others'; ticks are 1/100 s,
+//!   so a 500 ms window has a resolution of 2 %.
 //! - **Steal**: time the hypervisor gave this VM's CPUs to someone else, per CPU, per region
 //!   and machine-wide (`/proc/stat`).
 //! - **Run-queue wait** of the server's and the generator's threads ([`Wait`]): the time
