@@ -382,8 +382,9 @@ fn groups(
         };
         if set.is_empty() {
             notes.push(format!(
-                "the {} is pinned to no online CPU ({cpus:?}): taken as running on any",
-                role.name()
+                "the {}'s CPUs {:?} are none of the online ones: taken as running on any",
+                role.name(),
+                cpus.as_deref().unwrap_or_default()
             ));
             set = online.iter().copied().collect();
         }

@@ -147,6 +147,18 @@ fn cpus_nothing_watched_runs_on_are_regions_of_their_own() {
     };
     let d = compute(&watched, &b, &a, Vec::new());
     assert_eq!(d.regions[0].cpus, [0], "CPU 7 is not online: left out");
+    assert!(d.notes.is_empty());
+    let nowhere = Watched {
+        server_cpus: Some(vec![7]),
+        ..watched.clone()
+    };
+    let d7 = compute(&nowhere, &b, &a, Vec::new());
+    assert_eq!(d7.regions.len(), 1, "taken as running anywhere");
+    assert_eq!(d7.regions[0].cpus, [0, 1]);
+    assert_eq!(
+        d7.notes,
+        ["the server's CPUs [7] are none of the online ones: taken as running on any"]
+    );
     assert_eq!(d.regions[0].others, 0.0);
     assert_eq!(d.regions[1].cpus, [1]);
     assert!(d.regions[1].roles.is_empty());
