@@ -155,7 +155,13 @@ fn whole_histogram(log: &Path) -> anyhow::Result<Option<hdrhistogram::Histogram<
             Some(h) => h
                 .add(&interval.histogram)
                 .map_err(|e| anyhow::anyhow!("{}: {e:?}", log.display()))?,
-            None => whole = Some(interval.histogram),
+            None => {
+                // A histogram read back from a log does not grow by itself: the next
+                // interval's slowest request may lie beyond its range.
+                let mut first = interval.histogram;
+                first.auto(true);
+                whole = Some(first);
+            }
         }
     }
     Ok(whole)

@@ -70,6 +70,8 @@ pub struct Capacity {
     recorded: usize,
     /// Each measured probe's outcome, by folder name.
     outcomes: HashMap<String, Outcome>,
+    /// Whether the last probe ran on a disturbed machine (the next waits for a quiet one).
+    last_disturbed: bool,
 }
 
 fn plan(options: &Options) -> Plan {
@@ -101,6 +103,7 @@ impl Sweep for Capacity {
             search: Search::new(plan(ctx.options)),
             recorded: 0,
             outcomes: HashMap::new(),
+            last_disturbed: false,
         })
     }
 
@@ -146,7 +149,9 @@ impl Sweep for Capacity {
         if let Some(dir) = run.dir.parent() {
             write_plan(dir, ctx)?;
         }
-        let (record, judged) = probe::run(run.point, run.dir, ctx, &self.settings)?;
+        let (record, judged) =
+            probe::run(run.point, run.dir, ctx, &self.settings, self.last_disturbed)?;
+        self.last_disturbed = matches!(judged.outcome(), Outcome::Disturbed(_));
         self.outcomes.insert(run.name.to_string(), judged.outcome());
         Ok(record)
     }
@@ -222,6 +227,7 @@ mod tests {
             bound_reading: String::new(),
             warmup_s: 0.2,
             probe_s: 1.0,
+            disturbance: None,
             cooldown: Default::default(),
         }
     }

@@ -15,7 +15,7 @@ use webscope_load::{Config, Target as LoadTarget};
 
 use super::cooldown::{cool_down, port_counts, Cooldown};
 use super::search::Outcome as SearchOutcome;
-use super::Settings;
+use super::{quiet, Settings};
 use super::{kubernetes, segments};
 use crate::measure::{self, measure, measure_by};
 use crate::objective::{judge_run, needed_requests, CheckLine, OnObjective, Outcome};
@@ -86,6 +86,9 @@ pub struct Judged {
     /// requests its objective needs in that time; 0 in probes written before #33).
     #[serde(default)]
     pub probe_s: f64,
+    /// What else used the machine while it ran ([`quiet`]); None when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<webscope_monitor::disturbance::Disturbance>,
     /// How the cool-down after it went.
     pub cooldown: Cooldown,
 }
@@ -105,12 +108,24 @@ impl Judged {
 
 /// Runs `probe` into `run_dir`: warm-up, the measured run, its verdict, the cool-down.
 /// Returns its run record and what it judged (also written as `probe.json`).
+/// `after_disturbed`: the probe before it ran on a disturbed machine, so the machine is waited
+/// for first ([`quiet::wait`]).
 pub fn run(
     probe: &Probe,
     run_dir: &Path,
     ctx: &Ctx<'_>,
     settings: &Settings,
+    after_disturbed: bool,
 ) -> anyhow::Result<(RunRecord, Judged)> {
+    let watched = quiet::watched(ctx);
+    if after_disturbed {
+        ctx.bar.set_message(format!(
+            "{}: waiting for a quiet machine (at most {} s)",
+            probe.label(),
+            quiet::MOST_WAIT.as_secs()
+        ));
+        quiet::wait(&watched);
+    }
     let port = ctx.target.port();
     let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
     let mut config = open_loop(probe.rate, ctx, settings)?;
@@ -127,6 +142,7 @@ pub fn run(
             .with_context(|| format!("the warm-up of {}", probe.label()))?;
     }
     let label = probe.label();
+    let sampler = quiet::start(&watched);
     let measured = if settings.segments > 1 || settings.kubernetes.is_some() {
         let plan = segments::Plan {
             segments: settings.segments,
@@ -167,6 +183,7 @@ pub fn run(
         ),
         measured,
     );
+    let disturbance = sampler.and_then(|s| s.stop().ok());
     let OnObjective {
         outcome,
         reason,
@@ -174,6 +191,7 @@ pub fn run(
         not_sent_share,
         verdict,
     } = judge_run(&record, run_dir, ctx, &settings.slo)?;
+    let (outcome, reason) = quiet::judge(outcome, reason, disturbance.as_ref());
     ctx.bar.set_message(format!("{label}: cooling down"));
     let cooldown = port.map_or_else(Cooldown::default, |p| cool_down(p, open_before));
     let judged = Judged {
@@ -187,6 +205,7 @@ pub fn run(
         bound_reading: verdict.reading,
         warmup_s: warmup.as_secs_f64(),
         probe_s: probe.length.as_secs_f64(),
+        disturbance,
         cooldown,
     };
     write_json(&run_dir.join("probe.json"), &judged)?;

@@ -440,6 +440,7 @@ mod tests {
                 bound_reading: String::new(),
                 warmup_s: 0.2,
                 probe_s: 1.0,
+                disturbance: None,
                 cooldown: Default::default(),
             };
             write_json(&run_dir.join("probe.json"), &judged).unwrap();
