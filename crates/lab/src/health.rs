@@ -82,7 +82,7 @@ pub struct Health {
 }
 
 impl Health {
-    /// Judges the load report `load` on one account of its outcomes ([`Outcomes`]).
+    /// Judges the load report `load` on one account of its outcomes ([`webscope_load::Outcomes`]).
     pub fn of(load: &Report, expect: &Expect, max_error_pct: f64) -> Health {
         let outcomes = load.outcomes();
         let good = outcomes.good(expect);

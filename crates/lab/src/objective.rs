@@ -20,7 +20,8 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use webscope_load::slo::{Check, Measured, Slo, Verdict};
+use webscope_load::slo::{Check, Measured, Metric, Range, Slo, Verdict};
+use webscope_model::stats::{self, Confidence};
 
 use crate::bottleneck::{self, Bound};
 use crate::record::RunRecord;
@@ -37,8 +38,11 @@ pub enum Outcome {
     Fail,
     /// The generator could not offer the load: a verdict on the generator, not the server.
     Generator,
-    /// A figure the objective needs was not measured: no verdict.
+    /// A figure the objective needs was not measured, or its interval straddles the limit:
+    /// no verdict.
     Undecided,
+    /// The machine was disturbed while the run ran: no verdict on the server.
+    Disturbed,
 }
 
 impl Outcome {
@@ -49,6 +53,7 @@ impl Outcome {
             Outcome::Fail => "FAIL",
             Outcome::Generator => "generator",
             Outcome::Undecided => "undecided",
+            Outcome::Disturbed => "disturbed",
         }
     }
 }
@@ -116,8 +121,9 @@ pub fn judge_run(
     })
 }
 
-/// The run's figures for the objective: the load's own (latency quantiles from the run's
-/// histogram log when the report's percentiles lack one), and the server's CPU share.
+/// The run's figures for the objective, each with its confidence interval where one can be
+/// had: the load's own, from the run's whole histogram (its interval log) when there is one,
+/// and the server's CPU share.
 fn figures(
     record: &RunRecord,
     run_dir: &Path,
@@ -125,30 +131,121 @@ fn figures(
     expect: &webscope_load::Expect,
 ) -> anyhow::Result<Measured> {
     let mut report = record.load.clone();
-    let quantiles = slo.quantiles();
-    if quantiles.iter().any(|&q| report.latency_at(q).is_none()) {
-        // A report read back carries p50, p90, p99, p99.9 and max; the log has them all.
-        let mut whole = None::<hdrhistogram::Histogram<u64>>;
-        let log = run_dir.join("load.hlog");
-        let intervals = webscope_load::read_intervals(&log, None)
-            .with_context(|| format!("the run's interval log {}", log.display()))?;
-        for interval in intervals {
-            match whole.as_mut() {
-                // Both auto-resize: adding cannot fail.
-                Some(h) => {
-                    let _ = h.add(&interval.histogram);
-                }
-                None => whole = Some(interval.histogram),
-            }
-        }
-        report.latency_histogram = whole;
+    let log = run_dir.join("load.hlog");
+    if log.exists() {
+        report.latency_histogram = whole_histogram(&log)?;
     }
+    let quantiles = slo.quantiles();
     let mut figures = Measured::of_load(&report, &quantiles, expect);
+    figures.intervals = intervals(&report, &quantiles, expect);
     figures.cpu_share = record.server.as_ref().and_then(|s| {
         let cpus = record.env.server_cpus.filter(|c| *c > 0.0)?;
         (s.cpu_s > 0.0).then(|| s.busy_cores / cpus)
     });
     Ok(figures)
+}
+
+/// Every interval of the run's log added into one histogram (None for an empty log).
+fn whole_histogram(log: &Path) -> anyhow::Result<Option<hdrhistogram::Histogram<u64>>> {
+    let mut whole = None::<hdrhistogram::Histogram<u64>>;
+    let intervals = webscope_load::read_intervals(log, None)
+        .with_context(|| format!("the run's interval log {}", log.display()))?;
+    for interval in intervals {
+        match whole.as_mut() {
+            Some(h) => h
+                .add(&interval.histogram)
+                .map_err(|e| anyhow::anyhow!("{}: {e:?}", log.display()))?,
+            None => {
+                // A histogram read back from a log does not grow by itself: the next
+                // interval's slowest request may lie beyond its range.
+                let mut first = interval.histogram;
+                first.auto(true);
+                whole = Some(first);
+            }
+        }
+    }
+    Ok(whole)
+}
+
+/// The confidence of every interval the judge draws.
+const CONFIDENCE: Confidence = Confidence::P95;
+
+/// The 95 % intervals of the figures the objective judges: each latency percentile's from
+/// the order statistics of the run's whole histogram (distribution-free: the ranks that hold
+/// it, from the binomial), the error and goodput shares' by Wilson's score interval.
+fn intervals(
+    report: &webscope_load::Report,
+    quantiles: &[f64],
+    expect: &webscope_load::Expect,
+) -> Vec<(Metric, Range)> {
+    let mut out = Vec::new();
+    if let Some(h) = report.latency_histogram.as_ref().filter(|h| !h.is_empty()) {
+        for &q in quantiles.iter().filter(|q| **q < 1.0) {
+            let Some(ranks) = stats::quantile_ranks(h.len(), q, CONFIDENCE) else {
+                continue;
+            };
+            let values =
+                ranks.values(|rank| h.value_at_quantile(ranks.quantile_of(rank)) as f64 / 1000.0);
+            out.push((
+                Metric::Latency { quantile: q },
+                Range {
+                    low: values.low,
+                    high: values.high,
+                },
+            ));
+        }
+    }
+    let outcomes = report.outcomes();
+    let ended = outcomes.ended();
+    let shares = [
+        (Metric::Errors, outcomes.errors(expect)),
+        (Metric::Goodput, outcomes.good(expect)),
+    ];
+    for (metric, k) in shares {
+        if let Some(i) = stats::wilson(k, ended, CONFIDENCE) {
+            out.push((
+                metric,
+                Range {
+                    low: i.low,
+                    high: i.high,
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// Requests beyond a percentile a probe should hold for the percentile to be judged: 20. The
+/// p99 of n requests is then the 20th-largest of them, its 95 % interval about the 11th to
+/// the 29th largest: a stall that delays a handful of requests moves it by a few ranks, it
+/// cannot decide it (with 300 requests, the p99 is the 4th-largest, and one stall fails it).
+pub const BEYOND: u64 = 20;
+
+/// The requests a run needs for every condition of `slo` to be decidable on a server that
+/// meets it comfortably: [`BEYOND`] requests beyond each latency percentile (2 000 for p99,
+/// 20 000 for p99.9), and, for a share's ceiling L (errors) or floor 1 − L (goodput), enough
+/// that no error at all brings Wilson's upper bound down to L (n ≥ z²(1 − L)/L: 3 838 for
+/// 0.1 %, 381 for 1 %). Fewer requests leave the condition undecided unless the run misses
+/// it by far.
+pub fn needed_requests(slo: &Slo) -> u64 {
+    let z2 = CONFIDENCE.z() * CONFIDENCE.z();
+    let for_share = |l: f64| {
+        if l > 0.0 && l < 1.0 {
+            (z2 * (1.0 - l) / l).ceil() as u64
+        } else {
+            0
+        }
+    };
+    slo.conditions
+        .iter()
+        .map(|c| match c.metric {
+            Metric::Latency { quantile } => stats::requests_for_tail(quantile, BEYOND).unwrap_or(0),
+            Metric::Errors => for_share(c.limit),
+            Metric::Goodput => for_share(1.0 - c.limit),
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// The objective's verdict on one run's `figures`, with the generator's health: the outcome,
@@ -215,6 +312,7 @@ mod tests {
             cpu_share: None,
             not_sent_share: Some(not_sent),
             late_share: None,
+            intervals: Vec::new(),
         }
     }
 
@@ -287,6 +385,58 @@ mod tests {
         let (o, why, _) = judge(&slo(), &none, LIMIT, Bound::Latency, "");
         assert_eq!(o, Outcome::Undecided);
         assert!(why.contains("errors"), "{why}");
+    }
+
+    #[test]
+    fn a_condition_needs_enough_requests_to_be_decided() {
+        let needed = |text: &str| needed_requests(&Slo::parse(text).unwrap());
+        assert_eq!(needed("p99<=5ms"), 2_000);
+        assert_eq!(needed("p99.9<=5ms"), 20_000);
+        assert_eq!(needed("p50<=5ms,max<=1s"), 40);
+        assert_eq!(needed("errors<=1%"), 381);
+        assert_eq!(needed("errors<=0.1%"), 3_838);
+        assert_eq!(needed("p99<=5ms,errors<=0.1%"), 3_838);
+        assert_eq!(
+            needed("p99<=5ms,goodput>=99%"),
+            needed("p99<=5ms,errors<=1%")
+        );
+    }
+
+    #[test]
+    fn a_percentile_of_few_requests_is_undecided_where_a_point_would_fail() {
+        // 300 requests at 1 ms and 4 stalled at 7 ms: the point p99 (the 4th-largest) is
+        // 7 ms, past a 5 ms limit; its interval reaches down to the 1-ms requests.
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        h.record_n(1_000_000, 296).unwrap();
+        h.record_n(7_000_000, 4).unwrap();
+        let report = webscope_load::Report {
+            latency_histogram: Some(h),
+            ..Default::default()
+        };
+        let slo = Slo::parse("p99<=5ms").unwrap();
+        let expect = webscope_load::Expect::default();
+        let mut m = Measured::of_load(&report, &[0.99], &expect);
+        let point = slo.judge(&m);
+        assert_eq!(point[0].verdict, Verdict::Fail, "{}", point[0].line());
+        m.intervals = intervals(&report, &[0.99], &expect);
+        let judged = slo.judge(&m);
+        assert_eq!(
+            judged[0].verdict,
+            Verdict::Undecided,
+            "{}",
+            judged[0].line()
+        );
+        // 2 000 requests with 4 % of them at 7 ms: the whole interval is past the limit.
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        h.record_n(1_000_000, 1_920).unwrap();
+        h.record_n(7_000_000, 80).unwrap();
+        let report = webscope_load::Report {
+            latency_histogram: Some(h),
+            ..Default::default()
+        };
+        let mut m = Measured::of_load(&report, &[0.99], &expect);
+        m.intervals = intervals(&report, &[0.99], &expect);
+        assert_eq!(slo.judge(&m)[0].verdict, Verdict::Fail);
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub use error::Error;
 pub use hlog::{parse_intervals, read_bins, read_intervals, tag_of, LoggedInterval};
 pub use merge::{merge, Part};
 pub use outcome::{Expect, Outcomes, DEFAULT_EXPECT};
-pub use pace::{missed_rate, not_sent_limit, MissedRate, NOT_SENT_LIMIT};
+pub use pace::{missed_rate, not_sent_limit, MissedRate, NOT_SENT_ALLOWANCE_S, NOT_SENT_LIMIT};
 pub use recorder::LATE_SEND;
 pub use recorder::{Failure, FAILURES};
 pub use report::histograms::ClassHistograms;

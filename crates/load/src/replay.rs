@@ -268,7 +268,7 @@ pub(crate) struct ReplaySchedule {
 const NEVER_NS: u64 = 100 * 365 * 86_400 * 1_000_000_000;
 
 /// The longest replay (the log's span divided by the speed-up): every slot's offset must
-/// come before [`NEVER_NS`]. The reader refuses a longer one (`replay_log::plan`).
+/// come before `NEVER_NS`. The reader refuses a longer one (`replay_log::plan`).
 pub const MAX_REPLAY: Duration = Duration::from_nanos(NEVER_NS / 2);
 
 impl ReplaySchedule {

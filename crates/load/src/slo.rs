@@ -68,6 +68,21 @@ pub struct Measured {
     pub not_sent_share: Option<f64>,
     /// [`Outcomes::late_share`](crate::Outcomes::late_share).
     pub late_share: Option<f64>,
+    /// Confidence intervals of the figures, where the caller computed them (the capacity
+    /// search's judge does; `load --threshold` judges the figures themselves): a condition
+    /// whose figure has one passes only when all of it meets the limit, fails only when none
+    /// of it does, and is undecided when it straddles the limit.
+    pub intervals: Vec<(Metric, Range)>,
+}
+
+/// A confidence interval of a figure, in its condition's unit; ±∞ on a side the data do not
+/// bound.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Range {
+    /// The lowest value the true figure may have.
+    pub low: f64,
+    /// The highest.
+    pub high: f64,
 }
 
 /// A condition judged on one run.
@@ -77,6 +92,8 @@ pub struct Check {
     pub condition: Condition,
     /// The figure it was judged on, in the condition's unit (µs or a fraction).
     pub measured: Option<f64>,
+    /// Its confidence interval, when the judge had one.
+    pub interval: Option<Range>,
     /// Whether it held.
     pub verdict: Verdict,
 }
@@ -95,7 +112,7 @@ pub enum Verdict {
 
 impl Measured {
     /// The figures a load run measured itself, for the latency `quantiles` asked, its outcomes
-    /// judged on `expect` (one account: [`Outcomes`]). The server's CPU is not a load run's
+    /// judged on `expect` (one account: [`crate::Outcomes`]). The server's CPU is not a load run's
     /// figure (None).
     pub fn of_load(report: &crate::Report, quantiles: &[f64], expect: &Expect) -> Measured {
         let outcomes = report.outcomes();
@@ -109,18 +126,33 @@ impl Measured {
             cpu_share: None,
             not_sent_share: outcomes.not_sent_share(),
             late_share: outcomes.late_share(),
+            intervals: Vec::new(),
         }
     }
 }
 
 impl Check {
-    /// One line for people: `p99<=5ms: 4.90ms, passed`.
+    /// One line for people: `p99<=5ms: 4.90ms, passed`, or with its interval
+    /// `p99<=5ms: 4.90ms (3.10ms .. 6.80ms), cannot be decided`.
     pub fn line(&self) -> String {
         let measured = self
             .measured
             .map_or("not measured in this run".to_string(), |v| {
                 self.condition.show(v)
             });
+        let measured = match (self.measured, self.interval) {
+            (Some(_), Some(r)) => {
+                let side = |x: f64| {
+                    if x.is_finite() {
+                        self.condition.show(x)
+                    } else {
+                        "?".to_string()
+                    }
+                };
+                format!("{measured} ({} .. {})", side(r.low), side(r.high))
+            }
+            _ => measured,
+        };
         let verdict = match self.verdict {
             Verdict::Pass => "passed",
             Verdict::Fail => "FAILED",
@@ -250,17 +282,23 @@ impl Condition {
             Metric::NotSent => figures.not_sent_share,
             Metric::Late => figures.late_share,
         };
-        let verdict = match measured {
-            None => Verdict::Undecided,
-            Some(v) if v.is_nan() => Verdict::Undecided,
-            Some(v) => {
-                let holds = match (self.metric.is_floor(), self.strict) {
-                    (true, true) => v > self.limit,
-                    (true, false) => v >= self.limit,
-                    (false, true) => v < self.limit,
-                    (false, false) => v <= self.limit,
-                };
-                if holds {
+        let interval = figures
+            .intervals
+            .iter()
+            .find(|(m, _)| *m == self.metric)
+            .map(|&(_, r)| r)
+            .filter(|_| measured.is_some());
+        let verdict = match (measured, interval) {
+            (None, _) => Verdict::Undecided,
+            (Some(v), _) if v.is_nan() => Verdict::Undecided,
+            (Some(_), Some(r)) if r.low.is_nan() || r.high.is_nan() => Verdict::Undecided,
+            (Some(_), Some(r)) => match (self.holds(r.low), self.holds(r.high)) {
+                (true, true) => Verdict::Pass,
+                (false, false) => Verdict::Fail,
+                _ => Verdict::Undecided,
+            },
+            (Some(v), None) => {
+                if self.holds(v) {
                     Verdict::Pass
                 } else {
                     Verdict::Fail
@@ -270,7 +308,18 @@ impl Condition {
         Check {
             condition: self.clone(),
             measured,
+            interval,
             verdict,
+        }
+    }
+
+    /// Whether the figure `v` meets the limit.
+    fn holds(&self, v: f64) -> bool {
+        match (self.metric.is_floor(), self.strict) {
+            (true, true) => v > self.limit,
+            (true, false) => v >= self.limit,
+            (false, true) => v < self.limit,
+            (false, false) => v <= self.limit,
         }
     }
 
@@ -557,6 +606,52 @@ mod tests {
         let own = Slo::parse("goodput>=95%").unwrap().with_goodput_floor(0.99);
         assert_eq!(own.conditions.len(), 1);
         assert_eq!(own.conditions[0].limit, 0.95);
+    }
+
+    #[test]
+    fn a_figure_with_an_interval_passes_or_fails_only_on_all_of_it() {
+        let slo = Slo::parse("p99<=5ms,errors<=1%").unwrap();
+        let figures = |p99: (f64, f64), errors: (f64, f64)| Measured {
+            latency_us: vec![(0.99, (p99.0 + p99.1) / 2.0)],
+            error_share: Some((errors.0 + errors.1) / 2.0),
+            intervals: vec![
+                (
+                    Metric::Latency { quantile: 0.99 },
+                    Range {
+                        low: p99.0,
+                        high: p99.1,
+                    },
+                ),
+                (
+                    Metric::Errors,
+                    Range {
+                        low: errors.0,
+                        high: errors.1,
+                    },
+                ),
+            ],
+            ..Measured::default()
+        };
+        let verdicts =
+            |m: &Measured| -> Vec<Verdict> { slo.judge(m).iter().map(|c| c.verdict).collect() };
+        // Wholly within, wholly beyond, straddling.
+        let m = figures((3_000.0, 4_900.0), (0.0, 0.009));
+        assert_eq!(verdicts(&m), [Verdict::Pass, Verdict::Pass]);
+        let m = figures((5_100.0, f64::INFINITY), (0.02, 0.05));
+        assert_eq!(verdicts(&m), [Verdict::Fail, Verdict::Fail]);
+        let m = figures((4_000.0, 6_800.0), (0.0, 0.013));
+        assert_eq!(verdicts(&m), [Verdict::Undecided, Verdict::Undecided]);
+        assert_eq!(Slo::verdict(&slo.judge(&m)), Verdict::Undecided);
+        // A side the data do not bound: the figure cannot pass, and can still fail.
+        let m = figures((f64::NEG_INFINITY, f64::INFINITY), (0.0, 0.0));
+        assert_eq!(verdicts(&m)[0], Verdict::Undecided);
+        let line = slo.judge(&figures((4_000.0, 6_800.0), (0.0, 0.0)))[0].line();
+        assert!(
+            line.contains("(4.00ms .. 6.80ms), cannot be decided"),
+            "{line}"
+        );
+        let line = slo.judge(&figures((5_100.0, f64::INFINITY), (0.0, 0.0)))[0].line();
+        assert!(line.contains("(5.10ms .. ?), FAILED"), "{line}");
     }
 
     #[test]

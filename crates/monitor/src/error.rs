@@ -28,6 +28,9 @@ pub enum Error {
         /// What the OS said.
         source: io::Error,
     },
+    /// A `/proc` file a measurement needs cannot be read or parsed.
+    #[error("{0}")]
+    Proc(String),
     /// The node_exporter to sample does not answer (or is not one).
     #[error("{0}")]
     Scrape(String),

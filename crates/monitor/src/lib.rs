@@ -23,6 +23,10 @@
 //! holding the listening socket of a port (sock_diag for the listener's inode, `/proc/*/fd`
 //! for its holders), and the CPU time of such a set, reaped children included.
 //!
+//! [`disturbance`] names a disturbed machine: over one probe, the share of each CPU that
+//! processes other than the server and the generator took, steal, the run-queue wait of the
+//! watched threads and CPU and I/O pressure, judged against stated limits.
+//!
 //! With `profile`, `perf record -a -g` runs beside it and its samples are classified into
 //! Yates et al.'s categories (low- and high-level networking and file system, timers,
 //! scheduler, other kernel, user time, idle) by a table of rules ([`profile::rules`]).
@@ -73,6 +77,7 @@
 mod config;
 mod cost;
 mod csv;
+pub mod disturbance;
 mod error;
 mod live;
 mod monitor;

@@ -36,7 +36,10 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
     // 400 req/s with a burst of 40: the burst absorbs the generator's stalls on a busy
     // machine (up to 100 ms of sends bunched together), and is used up by a probe 10 % over
     // the limit (0.2 s of warm-up + 1 s at 440 req/s bring 48 requests beyond it: 8 refused,
-    // 1.5 % > the 0.1 % allowed), so the bracket's top is at most 10 % over the limit.
+    // 1.5 %, whose interval straddles the 1 % allowed: the probe is taken again twice as
+    // long, 48 refused of 1 000, and fails), so the bracket's top is at most 10 % over the
+    // limit. p90 and errors<=1 %: the conditions that 400 requests decide (a p99 would need
+    // 2 000, errors<=0.1 % 3 838: probes of 10 to 40 s at these rates).
     const LIMIT: f64 = 400.0;
     let Some(nginx) = Nginx::start_limited(&set, tmp.path(), LIMIT as u32, 40) else {
         return;
@@ -48,7 +51,7 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
         &out,
         &[
             "--slo",
-            "p99<=200ms,errors<=0.1%,goodput>=90%",
+            "p90<=200ms,errors<=1%,goodput>=90%",
             "--from",
             "100",
             "--precision",
@@ -128,7 +131,7 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
         );
     }
     // The report's figures and files: every probe in the CSV, the SLO, the sentence.
-    assert_eq!(c["slo"], "p99<=200ms,errors<=0.1%,goodput>=90%");
+    assert_eq!(c["slo"], "p90<=200ms,errors<=1%,goodput>=90%");
     assert!(
         c["sentence"].as_str().unwrap().contains("capacity"),
         "{c:#}"
@@ -291,9 +294,9 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
         &tmp.path().join("r"),
         &[
             "--slo",
-            "p99<=40ms,errors<=0.1%",
+            "p90<=40ms,errors<=5%,goodput>=95%",
             "--from",
-            "25",
+            "50",
             "--precision",
             "0.1",
         ],
@@ -309,9 +312,9 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
         &again,
         &[
             "--slo",
-            "p99<=40ms,errors<=0.1%",
+            "p90<=40ms,errors<=5%,goodput>=95%",
             "--from",
-            "25",
+            "50",
             "--precision",
             "0.1",
             "--segments",
@@ -410,7 +413,7 @@ fn a_server_that_spends_4ms_of_cpu_a_request_has_the_operational_law_bound_of_25
         &tmp.path().join("r"),
         &[
             "--slo",
-            "p99<=50ms,errors<=0.1%",
+            "p90<=50ms,errors<=5%,goodput>=95%",
             "--from",
             "50",
             "--precision",
@@ -481,7 +484,7 @@ fn each_probe_can_run_as_a_kubernetes_job_whose_pods_results_are_merged() {
         // a few probes whatever the machine makes of them.
         .args([
             "--slo",
-            "p99<=200ms,errors<=1%",
+            "p90<=200ms,errors<=5%,goodput>=95%",
             "--from",
             "25",
             "--precision",
@@ -540,4 +543,107 @@ fn each_probe_can_run_as_a_kubernetes_job_whose_pods_results_are_merged() {
         assert!(dir.join("load.hlog").exists());
     }
     assert_eq!(calls.matches("apply -f -").count(), probes.len(), "{calls}");
+}
+
+/// A capacity search as `capacity` runs it, with its exit code: 0 with a capacity (or any
+/// ending the report gives), 4 when the machine stayed disturbed.
+fn capacity_or_refusal(
+    target: &str,
+    fileset: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (Option<i32>, serde_json::Value, String) {
+    let run = webscope()
+        .args(["lab", "--target", target, "--fileset"])
+        .arg(fileset)
+        .arg("--out")
+        .arg(out)
+        .args([
+            "--experiment",
+            "capacity",
+            "--duration",
+            "1s",
+            "--no-preflight",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out.join("report.json"))
+            .unwrap_or_else(|e| panic!("no report ({e}): {stderr}")),
+    )
+    .unwrap();
+    (run.status.code(), report["capacity"].clone(), stderr)
+}
+
+#[test]
+fn a_cpu_hog_on_the_servers_cpu_makes_the_search_wait_or_refuse_never_a_wrong_capacity() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipping: the lab pins server and generator to two CPUs");
+        return;
+    }
+    // The 250-req/s server (4 ms of CPU a request on CPU 0) shares its CPU with a hog of
+    // another process for the search's first 15 s: a probe that fails then is the machine's,
+    // not the server's. The search waits the hog out and goes on (a capacity near the quiet
+    // one), or, on a machine that stays busy, ends without one (exit 4) — never a capacity
+    // read off probes the hog failed.
+    const COST_MS: f64 = 4.0;
+    let (tmp, set, server) = FixedCost::with_set("spin", COST_MS);
+    let hog = Spinner::on(0);
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(15));
+        drop(hog);
+    });
+    let (code, c, stderr) = capacity_or_refusal(
+        &server.base_url,
+        &set,
+        &tmp.path().join("r"),
+        &[
+            "--slo",
+            "p90<=50ms,errors<=5%,goodput>=95%",
+            "--from",
+            "100",
+            "--precision",
+            "0.1",
+        ],
+    );
+    stopper.join().unwrap();
+    let sentence = c["sentence"].as_str().unwrap_or_default();
+    if code == Some(4) {
+        assert_eq!(c["ending"]["kind"], "disturbed", "{c:#}");
+        assert!(
+            sentence.starts_with("no capacity: the machine was disturbed ("),
+            "{sentence}"
+        );
+        assert!(stderr.contains(sentence), "{stderr}");
+        assert!(c["capacity_rps"].is_null(), "{c:#}");
+        eprintln!("note: the machine stayed disturbed: {sentence}");
+        return;
+    }
+    assert_eq!(code, Some(0), "{stderr}");
+    // Every probe the hog failed is marked so, and names what took the CPU.
+    let probes = c["probes"].as_array().unwrap();
+    for p in probes.iter().filter(|p| p["verdict"] == "disturbed") {
+        let reason = p["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("the machine was disturbed: "),
+            "{reason}"
+        );
+    }
+    let by_construction = 1000.0 / COST_MS;
+    match c["ending"]["kind"].as_str() {
+        Some("found") => {
+            let found = c["capacity_rps"].as_f64().unwrap();
+            // What the quiet search finds: at most the CPU's bound, and not the hog's half.
+            assert!(
+                (0.6 * by_construction..=1.1 * by_construction).contains(&found),
+                "capacity {found} req/s for a server that carries {by_construction}: {c:#}"
+            );
+        }
+        // A machine busy beyond the hog (other tests, a build) may end the search another
+        // way that gives no capacity; never one with a number.
+        _ => assert!(c["capacity_rps"].is_null(), "{c:#}"),
+    }
 }

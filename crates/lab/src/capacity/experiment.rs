@@ -16,14 +16,16 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::probe::{self, Judged, Probe};
-use super::search::{Ending, Outcome, Plan, Search};
+use super::search::{Ending, Outcome, Plan, Search, CONFIRM};
 use super::Settings;
 use crate::record::{read_json, write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
 
-/// Most probes of one search: the bar counts them, the search stops there.
-pub const MOST_PROBES: usize = 30;
+/// Most probes of one search: the bar counts them, the search stops there. Confirming both
+/// boundaries, and taking undecided and disturbed probes again, costs about ten more than a
+/// search on single probes took (30).
+pub const MOST_PROBES: usize = 40;
 
 /// What the page needs to replay the search: `capacity.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,6 +36,9 @@ pub struct Recorded {
     pub growth: f64,
     pub precision: f64,
     pub repeat: u32,
+    /// Written by searches before #33 (their boundary rates passed on `need` of `repeat`
+    /// probes); a search now decides each rate by the majority of its probes.
+    #[serde(default)]
     pub need: u32,
     pub max_probes: usize,
     /// `constant` or `poisson`.
@@ -51,7 +56,6 @@ impl Recorded {
             growth: self.growth,
             precision: self.precision,
             repeat: self.repeat,
-            need: self.need,
             max_probes: self.max_probes,
             ..Plan::new(self.from)
         }
@@ -66,14 +70,14 @@ pub struct Capacity {
     recorded: usize,
     /// Each measured probe's outcome, by folder name.
     outcomes: HashMap<String, Outcome>,
+    /// Whether the last probe ran on a disturbed machine (the next waits for a quiet one).
+    last_disturbed: bool,
 }
 
 fn plan(options: &Options) -> Plan {
-    let repeat = options.repeat.max(1) as u32;
     Plan {
         precision: options.capacity.precision,
-        repeat,
-        need: repeat,
+        repeat: (options.repeat as u32).max(CONFIRM),
         max_probes: MOST_PROBES,
         ..Plan::new(options.capacity.from)
     }
@@ -99,10 +103,11 @@ impl Sweep for Capacity {
             search: Search::new(plan(ctx.options)),
             recorded: 0,
             outcomes: HashMap::new(),
+            last_disturbed: false,
         })
     }
 
-    fn next(&mut self, so_far: &SoFar<'_, Probe>, _: &Ctx<'_>) -> Next<Probe> {
+    fn next(&mut self, so_far: &SoFar<'_, Probe>, ctx: &Ctx<'_>) -> Next<Probe> {
         for done in &so_far.runs[self.recorded..] {
             let outcome = self
                 .outcomes
@@ -116,6 +121,12 @@ impl Sweep for Capacity {
             Some(rate) => Next::Run(Probe {
                 number: so_far.runs.len() + 1,
                 rate,
+                length: probe::length(
+                    rate,
+                    ctx.duration,
+                    &self.settings.slo,
+                    self.search.length_factor(rate),
+                ),
             }),
             None if so_far.stopped.is_some() => Next::Done,
             None => Next::Stop(
@@ -138,7 +149,9 @@ impl Sweep for Capacity {
         if let Some(dir) = run.dir.parent() {
             write_plan(dir, ctx)?;
         }
-        let (record, judged) = probe::run(run.point, run.dir, ctx, &self.settings)?;
+        let (record, judged) =
+            probe::run(run.point, run.dir, ctx, &self.settings, self.last_disturbed)?;
+        self.last_disturbed = matches!(judged.outcome(), Outcome::Disturbed(_));
         self.outcomes.insert(run.name.to_string(), judged.outcome());
         Ok(record)
     }
@@ -160,7 +173,7 @@ fn write_plan(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<()> {
             growth: plan.growth,
             precision: plan.precision,
             repeat: plan.repeat,
-            need: plan.need,
+            need: plan.repeat / 2 + 1,
             max_probes: plan.max_probes,
             arrivals: match settings.arrivals {
                 webscope_load::Arrivals::Constant => "constant".into(),
@@ -213,6 +226,8 @@ mod tests {
             bound: "latency".into(),
             bound_reading: String::new(),
             warmup_s: 0.2,
+            probe_s: 1.0,
+            disturbance: None,
             cooldown: Default::default(),
         }
     }

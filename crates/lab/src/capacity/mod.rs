@@ -12,6 +12,7 @@ pub mod cooldown;
 pub mod experiment;
 pub mod kubernetes;
 pub mod probe;
+pub mod quiet;
 pub mod search;
 pub mod segments;
 

@@ -15,18 +15,36 @@ use webscope_load::{Config, Target as LoadTarget};
 
 use super::cooldown::{cool_down, port_counts, Cooldown};
 use super::search::Outcome as SearchOutcome;
-use super::Settings;
 use super::{kubernetes, segments};
+use super::{quiet, Settings};
 use crate::measure::{self, measure, measure_by};
-use crate::objective::{judge_run, CheckLine, OnObjective, Outcome};
+use crate::objective::{judge_run, needed_requests, CheckLine, OnObjective, Outcome};
 use crate::record::{write_json, RunRecord};
 use crate::runner::Ctx;
+use webscope_load::slo::Slo;
 
 /// One point of the search: its place in the search (from 1) and its offered rate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
     pub number: usize,
     pub rate: f64,
+    /// How long it runs (its warm-up not counted): [`length`].
+    pub length: Duration,
+}
+
+/// Longest a probe runs, however many requests its objective would like: a low rate's
+/// probe that cannot hold them all is judged on what it holds (its conditions then
+/// undecided unless the rate misses them by far), not stretched without end.
+pub const MOST_LENGTH: Duration = Duration::from_secs(60);
+
+/// A probe's length at `rate`: the lab's `--duration`, or longer, as long as it takes the
+/// rate to offer the requests the objective needs to be decided ([`needed_requests`]: 2 000
+/// for a p99, 3 838 for errors<=0.1 %), times `factor` (2^k after k undecided probes at the
+/// rate), at most [`MOST_LENGTH`] (or the `--duration` asked, when longer).
+pub fn length(rate: f64, base: Duration, slo: &Slo, factor: u32) -> Duration {
+    let needed = needed_requests(slo) as f64 / rate.max(1e-3);
+    let wanted = base.as_secs_f64().max(needed) * f64::from(factor.max(1));
+    Duration::from_secs_f64(wanted.min(MOST_LENGTH.max(base).as_secs_f64()))
 }
 
 impl Probe {
@@ -37,7 +55,12 @@ impl Probe {
 
     /// How the bar and failure lines say it.
     pub fn label(&self) -> String {
-        format!("probe {} at {:.0} req/s", self.number, self.rate)
+        format!(
+            "probe {} at {:.0} req/s for {:.1} s",
+            self.number,
+            self.rate,
+            self.length.as_secs_f64()
+        )
     }
 }
 
@@ -59,6 +82,13 @@ pub struct Judged {
     pub bound: String,
     pub bound_reading: String,
     pub warmup_s: f64,
+    /// How long it ran, seconds (longer than `--duration` at rates too low to offer the
+    /// requests its objective needs in that time; 0 in probes written before #33).
+    #[serde(default)]
+    pub probe_s: f64,
+    /// What else used the machine while it ran ([`quiet`]); None when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<webscope_monitor::disturbance::Disturbance>,
     /// How the cool-down after it went.
     pub cooldown: Cooldown,
 }
@@ -71,21 +101,35 @@ impl Judged {
             Outcome::Fail => SearchOutcome::Fail,
             Outcome::Generator => SearchOutcome::GeneratorBound,
             Outcome::Undecided => SearchOutcome::Undecided(self.reason.clone()),
+            Outcome::Disturbed => SearchOutcome::Disturbed(self.reason.clone()),
         }
     }
 }
 
 /// Runs `probe` into `run_dir`: warm-up, the measured run, its verdict, the cool-down.
 /// Returns its run record and what it judged (also written as `probe.json`).
+/// `after_disturbed`: the probe before it ran on a disturbed machine, so the machine is waited
+/// for first ([`quiet::wait`]).
 pub fn run(
     probe: &Probe,
     run_dir: &Path,
     ctx: &Ctx<'_>,
     settings: &Settings,
+    after_disturbed: bool,
 ) -> anyhow::Result<(RunRecord, Judged)> {
+    let watched = quiet::watched(ctx);
+    if after_disturbed {
+        ctx.bar.set_message(format!(
+            "{}: waiting for a quiet machine (at most {} s)",
+            probe.label(),
+            quiet::MOST_WAIT.as_secs()
+        ));
+        quiet::wait(&watched);
+    }
     let port = ctx.target.port();
     let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
-    let config = open_loop(probe.rate, ctx, settings)?;
+    let mut config = open_loop(probe.rate, ctx, settings)?;
+    config.duration = probe.length;
     let warmup = warmup_length(ctx.duration);
     let mut warm = config.clone();
     warm.duration = warmup;
@@ -98,6 +142,7 @@ pub fn run(
             .with_context(|| format!("the warm-up of {}", probe.label()))?;
     }
     let label = probe.label();
+    let sampler = quiet::start(&watched);
     let measured = if settings.segments > 1 || settings.kubernetes.is_some() {
         let plan = segments::Plan {
             segments: settings.segments,
@@ -138,6 +183,7 @@ pub fn run(
         ),
         measured,
     );
+    let disturbance = sampler.and_then(|s| s.stop().ok());
     let OnObjective {
         outcome,
         reason,
@@ -145,6 +191,7 @@ pub fn run(
         not_sent_share,
         verdict,
     } = judge_run(&record, run_dir, ctx, &settings.slo)?;
+    let (outcome, reason) = quiet::judge(outcome, reason, disturbance.as_ref());
     ctx.bar.set_message(format!("{label}: cooling down"));
     let cooldown = port.map_or_else(Cooldown::default, |p| cool_down(p, open_before));
     let judged = Judged {
@@ -157,6 +204,8 @@ pub fn run(
         bound: verdict.bound.label().into(),
         bound_reading: verdict.reading,
         warmup_s: warmup.as_secs_f64(),
+        probe_s: probe.length.as_secs_f64(),
+        disturbance,
         cooldown,
     };
     write_json(&run_dir.join("probe.json"), &judged)?;
@@ -201,14 +250,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_low_rate_probe_lasts_long_enough_for_its_percentile() {
+        let slo = Slo::parse("p99<=5ms").unwrap();
+        let base = Duration::from_secs(3);
+        // 2 000 requests for a p99: 3 s at 1 000 req/s is 3 000, enough; 100 req/s needs
+        // 20 s; 10 req/s would need 200 s, and gets the most a probe runs.
+        assert_eq!(length(1_000.0, base, &slo, 1), base);
+        assert_eq!(length(100.0, base, &slo, 1), Duration::from_secs(20));
+        assert_eq!(length(10.0, base, &slo, 1), MOST_LENGTH);
+        // Undecided twice at a rate: four times as long.
+        assert_eq!(length(1_000.0, base, &slo, 4), Duration::from_secs(12));
+        // A --duration longer than the cap is the user's to ask.
+        let long = Duration::from_secs(120);
+        assert_eq!(length(10.0, long, &slo, 1), long);
+    }
+
+    #[test]
     fn probes_have_names_of_their_own_and_a_bounded_warm_up() {
         let a = Probe {
             number: 3,
             rate: 1500.0,
+            length: Duration::from_secs(1),
         };
         let b = Probe {
             number: 4,
             rate: 1500.0,
+            length: Duration::from_secs(1),
         };
         assert_ne!(a.name(), b.name());
         assert_eq!(a.name(), "probe-03-1500rps");

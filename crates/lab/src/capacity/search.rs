@@ -1,9 +1,16 @@
 //! The search for the largest offered rate that meets an objective: start low, grow
 //! geometrically until a probe fails, then bisect between the highest rate that passed and
-//! the lowest that failed above it until the bracket is within the precision. Every rate that
-//! becomes a boundary of the bracket is probed `repeat` times before the bracket may close,
-//! and a rate passes when at least `need` of its probes did: noise near the boundary is
-//! measured, not guessed.
+//! the lowest that failed above it until the bracket is within the precision.
+//!
+//! Never on one probe: a fail is confirmed before the search moves on it (the rate is probed
+//! again, and a third time when the two disagree: the majority decides), and the bracket's two
+//! boundary rates are confirmed both ways before it closes, so the bracket it reports is the
+//! capacity's uncertainty: the highest rate whose pass was confirmed and the lowest above it
+//! whose fail was (at least [`CONFIRM`] probes at each, or `repeat` with `--repeat`). A probe
+//! that could not be decided (a condition's interval straddles its limit) is taken again at
+//! the same rate, longer ([`Search::length_factor`]); a probe taken while the machine was
+//! disturbed does not count, and is taken again once the caller has waited the disturbance
+//! out. A search that cannot get decided or undisturbed probes ends without a capacity.
 //!
 //! Pure: it only chooses rates and reads outcomes, so it is tested against servers whose
 //! capacity is known by construction. The caller runs the probes (warm-up, cool-down, the
@@ -22,10 +29,8 @@ pub struct Plan {
     pub growth: f64,
     /// The bracket closes when (fail − pass) / pass is at most this (0.05: 5 %).
     pub precision: f64,
-    /// Probes at each boundary rate.
+    /// Probes at each boundary rate, at least [`CONFIRM`]; the majority decides.
     pub repeat: u32,
-    /// Of those, how many must pass for the rate to pass.
-    pub need: u32,
     /// Below this rate the search gives up going down.
     pub min_rate: f64,
     /// At most this many probes in all.
@@ -33,7 +38,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// A search from `from` req/s: doubling, to 5 %, one probe a rate, down to 1 req/s, at
+    /// A search from `from` req/s: doubling, to 5 %, boundaries confirmed, down to 1 req/s, at
     /// most 60 probes. The lab starts from these and sets its own precision, repeats and
     /// probe limit (`experiment::MOST_PROBES`, 30) over them.
     pub fn new(from: f64) -> Plan {
@@ -41,8 +46,7 @@ impl Plan {
             from,
             growth: 2.0,
             precision: 0.05,
-            repeat: 1,
-            need: 1,
+            repeat: CONFIRM,
             min_rate: 1.0,
             max_probes: 60,
         }
@@ -59,9 +63,26 @@ pub enum Outcome {
     /// The generator could not offer the rate (it sent late): a verdict on the generator,
     /// not on the server.
     GeneratorBound,
-    /// A figure the objective needs was not measured: no verdict.
+    /// A figure the objective needs was not measured, or its interval straddles the limit:
+    /// no verdict (taken again, longer, up to [`MOST_UNDECIDED`] times at a rate).
     Undecided(String),
+    /// The machine was disturbed while the probe ran (other processes took the server's or
+    /// the generator's CPU, steal, pressure): no verdict on the server (taken again, up to
+    /// [`MOST_DISTURBED`] times in a row).
+    Disturbed(String),
 }
+
+/// Probes at a boundary rate before its verdict counts: a fail is confirmed by a second fail
+/// before the search moves on it (a scheduler's stall fails one probe, rarely two), a pass by
+/// a second pass before it bounds the capacity; two that disagree are settled by a third.
+pub const CONFIRM: u32 = 2;
+/// Most probes at one rate (the majority of them decides when they keep disagreeing).
+pub const MOST_AT_RATE: u32 = 5;
+/// Most undecided probes at one rate, each twice as long as the one before, before the search
+/// ends undecided there.
+pub const MOST_UNDECIDED: u32 = 3;
+/// Most disturbed probes in a row before the search ends without a capacity.
+pub const MOST_DISTURBED: u32 = 3;
 
 /// How a search ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +101,8 @@ pub enum Ending {
     Below { rate: f64 },
     /// A probe at `at` could not be judged.
     Undecided { at: f64, why: String },
+    /// The machine stayed disturbed: no probe at `at` could run on a quiet machine.
+    Disturbed { at: f64, why: String },
     /// The probe budget ran out with the bracket still open.
     OutOfProbes {
         pass: Option<f64>,
@@ -93,22 +116,45 @@ pub struct Search {
     plan: Plan,
     /// Rate (whole requests per second) → (passes, fails).
     tally: BTreeMap<u64, (u32, u32)>,
+    /// Rate → undecided probes there.
+    undecided: BTreeMap<u64, u32>,
+    /// Disturbed probes since the last one that was not, and the rate they were at.
+    disturbed: (u32, u64),
     probes: usize,
     ended: Option<Ending>,
 }
 
+/// A rate's verdict on the probes taken there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Pass,
+    Fail,
+}
+
 impl Search {
-    /// A search by `plan`; `repeat` and `need` are clamped to sense (1 ≤ need ≤ repeat).
+    /// A search by `plan`; `repeat` is clamped to sense ([`CONFIRM`] ..= [`MOST_AT_RATE`]).
     pub fn new(mut plan: Plan) -> Search {
-        plan.repeat = plan.repeat.max(1);
-        plan.need = plan.need.clamp(1, plan.repeat);
+        plan.repeat = plan.repeat.clamp(CONFIRM, MOST_AT_RATE);
         plan.growth = plan.growth.max(1.05);
         Search {
             plan,
             tally: BTreeMap::new(),
+            undecided: BTreeMap::new(),
+            disturbed: (0, 0),
             probes: 0,
             ended: None,
         }
+    }
+
+    /// How much longer than the first the next probe at `rate` should run: 2^k after k
+    /// undecided probes there.
+    pub fn length_factor(&self, rate: f64) -> u32 {
+        let k = self
+            .undecided
+            .get(&(rate.round() as u64))
+            .copied()
+            .unwrap_or(0);
+        1 << k.min(MOST_UNDECIDED)
     }
 
     /// The rate to probe next, or None once the search has ended (see [`Search::ending`]).
@@ -138,6 +184,9 @@ impl Search {
     pub fn record(&mut self, rate: f64, outcome: Outcome) {
         self.probes += 1;
         let key = rate.round() as u64;
+        if !matches!(outcome, Outcome::Disturbed(_)) {
+            self.disturbed = (0, 0);
+        }
         match outcome {
             Outcome::Pass => self.tally.entry(key).or_default().0 += 1,
             Outcome::Fail => self.tally.entry(key).or_default().1 += 1,
@@ -148,7 +197,17 @@ impl Search {
                 });
             }
             Outcome::Undecided(why) => {
-                self.ended = Some(Ending::Undecided { at: rate, why });
+                let n = self.undecided.entry(key).or_default();
+                *n += 1;
+                if *n >= MOST_UNDECIDED {
+                    self.ended = Some(Ending::Undecided { at: rate, why });
+                }
+            }
+            Outcome::Disturbed(why) => {
+                self.disturbed = (self.disturbed.0 + 1, key);
+                if self.disturbed.0 >= MOST_DISTURBED {
+                    self.ended = Some(Ending::Disturbed { at: rate, why });
+                }
             }
         }
     }
@@ -163,41 +222,60 @@ impl Search {
         self.probes
     }
 
-    /// Whether the rate passes on the probes taken so far.
-    fn passes(&self, (pass, fail): (u32, u32)) -> bool {
+    /// A rate's verdict so far: the majority of its probes (a tie is no pass); None when
+    /// it has none.
+    fn state(&self, rate: u64) -> Option<State> {
+        let &(pass, fail) = self.tally.get(&rate)?;
+        (pass + fail > 0).then_some(if pass > fail {
+            State::Pass
+        } else {
+            State::Fail
+        })
+    }
+
+    /// Whether a rate's verdict is confirmed: `repeat` probes (at least [`CONFIRM`]) and a
+    /// majority, or [`MOST_AT_RATE`] probes whatever they said.
+    fn confirmed(&self, rate: u64) -> bool {
+        let (pass, fail) = self.tally.get(&rate).copied().unwrap_or_default();
         let runs = pass + fail;
-        // `need` of `repeat`, scaled to the probes taken: one probe decides provisionally.
-        u64::from(pass) * u64::from(self.plan.repeat) >= u64::from(self.plan.need) * u64::from(runs)
+        (runs >= self.plan.repeat && pass != fail) || runs >= MOST_AT_RATE
     }
 
     /// The highest rate that passes, and the lowest that fails above it.
     fn bracket(&self) -> (Option<u64>, Option<u64>) {
         let pass = self
             .tally
-            .iter()
+            .keys()
             .rev()
-            .find(|(_, &t)| self.passes(t))
-            .map(|(&r, _)| r);
+            .find(|&&r| self.state(r) == Some(State::Pass))
+            .copied();
         let fail = self
             .tally
-            .iter()
-            .find(|(&r, &t)| pass.is_none_or(|p| r > p) && !self.passes(t))
-            .map(|(&r, _)| r);
+            .keys()
+            .find(|&&r| pass.is_none_or(|p| r > p) && self.state(r) == Some(State::Fail))
+            .copied();
         (pass, fail)
-    }
-
-    fn runs(&self, rate: u64) -> u32 {
-        self.tally.get(&rate).map_or(0, |(p, f)| p + f)
     }
 
     fn choose(&self) -> Result<u64, Ending> {
         let plan = &self.plan;
+        // A disturbed or undecided probe is taken again at its rate first.
+        if self.disturbed.0 > 0 {
+            return Ok(self.disturbed.1);
+        }
+        if let Some((&rate, _)) = self
+            .undecided
+            .iter()
+            .find(|(&r, &n)| n > 0 && self.state(r).is_none())
+        {
+            return Ok(rate);
+        }
         let (pass, fail) = self.bracket();
         match (pass, fail) {
             (None, None) => Ok(plan.from.round().max(1.0) as u64),
             (Some(lo), None) => Ok(((lo as f64) * plan.growth).round() as u64),
             (None, Some(hi)) => {
-                if self.runs(hi) < plan.repeat {
+                if !self.confirmed(hi) {
                     return Ok(hi);
                 }
                 let down = ((hi as f64) / plan.growth).floor();
@@ -207,11 +285,11 @@ impl Search {
                 Ok(down as u64)
             }
             (Some(lo), Some(hi)) => {
-                if self.runs(lo) < plan.repeat {
-                    return Ok(lo);
-                }
-                if self.runs(hi) < plan.repeat {
+                if !self.confirmed(hi) {
                     return Ok(hi);
+                }
+                if !self.confirmed(lo) {
+                    return Ok(lo);
                 }
                 let mid = (lo + hi) / 2;
                 if (hi - lo) as f64 <= plan.precision * lo as f64 || mid == lo {
@@ -274,7 +352,11 @@ impl Ending {
                 thousands(*rate)
             ),
             Ending::Undecided { at, why } => format!(
-                "no capacity: the probe at {} req/s could not be judged ({why})",
+                "no capacity: the probes at {} req/s could not be decided, {MOST_UNDECIDED} times, each longer ({why})",
+                thousands(*at)
+            ),
+            Ending::Disturbed { at, why } => format!(
+                "no capacity: the machine was disturbed ({why}); {MOST_DISTURBED} probes in a row at {} req/s ran on a disturbed machine",
                 thousands(*at)
             ),
             Ending::OutOfProbes { pass, fail } => format!(
@@ -332,8 +414,16 @@ mod tests {
                 (fails_at - found) / found <= 0.05,
                 "{capacity}: {found}..{fails_at}"
             );
-            // Geometric growth then bisection: logarithmic in the capacity, not linear.
-            assert!(rates.len() < 25, "{capacity}: {} probes", rates.len());
+            // Geometric growth then bisection: logarithmic in the capacity, not linear; each
+            // fail confirmed, and both boundaries.
+            assert!(rates.len() <= 36, "{capacity}: {} probes", rates.len());
+            let Ending::Found { passes, fails, .. } = ending else {
+                unreachable!()
+            };
+            assert!(
+                passes.1 >= CONFIRM && fails.1 >= CONFIRM,
+                "{passes:?} {fails:?}"
+            );
             // Growth doubles from the start until the first failure.
             assert_eq!(&rates[..2], [100.0, 200.0]);
         }
@@ -343,7 +433,6 @@ mod tests {
     fn boundary_rates_are_repeated_and_the_sentence_counts_them() {
         let plan = Plan {
             repeat: 3,
-            need: 3,
             ..Plan::new(1_000.0)
         };
         let (ending, rates) = search(plan, server(41_800.0));
@@ -369,13 +458,13 @@ mod tests {
     }
 
     #[test]
-    fn a_noisy_rate_passes_only_with_enough_of_its_repeats() {
-        // The server meets the objective up to 5 000 req/s; between 5 000 and 6 000 one
-        // probe in three fails (in turn, so the test is deterministic).
+    fn a_noisy_rate_is_decided_by_the_majority_of_its_probes() {
+        // The server meets the objective up to 5 000 req/s; between 5 000 and 6 000 two
+        // probes in three fail (in turn, so the test is deterministic).
         let mut turn = 0;
         let probe = move |rate: f64| {
             turn += 1;
-            if rate <= 5_000.0 || (rate <= 6_000.0 && turn % 3 != 0) {
+            if rate <= 5_000.0 || (rate <= 6_000.0 && turn % 3 == 0) {
                 Outcome::Pass
             } else {
                 Outcome::Fail
@@ -383,14 +472,13 @@ mod tests {
         };
         let all = Plan {
             repeat: 3,
-            need: 3,
             ..Plan::new(1_000.0)
         };
         let (ending, _) = search(all, probe);
         let Ending::Found { capacity, .. } = ending else {
             panic!("{ending:?}");
         };
-        assert!(capacity <= 5_000.0, "all of 3 must pass: {capacity}");
+        assert!(capacity <= 5_000.0, "2 of 3 fail: {capacity}");
     }
 
     #[test]
@@ -424,18 +512,74 @@ mod tests {
             panic!("{ending:?}");
         };
         assert!((280.0..=300.0).contains(&capacity), "{capacity}");
-        assert_eq!(&rates[..3], [1_000.0, 500.0, 250.0]);
+        // Each fail confirmed before the search moves down.
+        assert_eq!(&rates[..5], [1_000.0, 1_000.0, 500.0, 500.0, 250.0]);
 
         let (ending, _) = search(Plan::new(10.0), |_| Outcome::Fail);
         assert_eq!(ending, Ending::Below { rate: 1.0 });
 
-        let (ending, rates) = search(Plan::new(10.0), |_| {
-            Outcome::Undecided("the server's CPU was not measured".into())
+        // An undecided probe is taken again, longer, before the search gives up there.
+        let mut s = Search::new(Plan::new(10.0));
+        let mut rates = Vec::new();
+        let mut factors = Vec::new();
+        while let Some(rate) = s.next_rate() {
+            rates.push(rate);
+            factors.push(s.length_factor(rate));
+            s.record(rate, Outcome::Undecided("p99 straddles 5ms".into()));
+        }
+        assert_eq!(rates, [10.0; MOST_UNDECIDED as usize]);
+        assert_eq!(factors, [1, 2, 4]);
+        let ending = s.ending().unwrap().sentence();
+        assert!(
+            ending.contains("could not be decided, 3 times, each longer (p99 straddles"),
+            "{ending}"
+        );
+    }
+
+    #[test]
+    fn one_fail_does_not_move_the_search() {
+        // A server good to 41 800 req/s whose probe at 800 stalls once: the fail is taken
+        // again, passes, and the search grows on as if the stall had not been.
+        let mut stalled = false;
+        let probe = move |rate: f64| {
+            if rate == 800.0 && !stalled {
+                stalled = true;
+                return Outcome::Fail;
+            }
+            server(41_800.0)(rate)
+        };
+        let (ending, rates) = search(Plan::new(100.0), probe);
+        assert_eq!(&rates[..6], [100.0, 200.0, 400.0, 800.0, 800.0, 800.0]);
+        let Ending::Found { capacity, .. } = ending else {
+            panic!("{ending:?}");
+        };
+        assert!((39_000.0..=41_800.0).contains(&capacity), "{capacity}");
+    }
+
+    #[test]
+    fn disturbed_probes_do_not_count_and_a_machine_that_stays_disturbed_ends_the_search() {
+        // Disturbed twice, then quiet: the same rate again, and the search goes on.
+        let mut n = 0;
+        let probe = move |rate: f64| {
+            n += 1;
+            if n <= 2 {
+                Outcome::Disturbed("other processes took 60 % of CPU 0".into())
+            } else {
+                server(1_000.0)(rate)
+            }
+        };
+        let (ending, rates) = search(Plan::new(100.0), probe);
+        assert_eq!(&rates[..4], [100.0, 100.0, 100.0, 200.0]);
+        assert!(matches!(ending, Ending::Found { .. }), "{ending:?}");
+        let (ending, rates) = search(Plan::new(100.0), |_| {
+            Outcome::Disturbed("steal 30 %".into())
         });
-        assert_eq!(rates, [10.0]);
-        assert!(ending
-            .sentence()
-            .contains("could not be judged (the server's CPU"));
+        assert_eq!(rates, [100.0; MOST_DISTURBED as usize]);
+        let text = ending.sentence();
+        assert!(
+            text.starts_with("no capacity: the machine was disturbed (steal 30 %)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use webscope_lab::{self as lab, Options};
 
-use super::{Exit, EXIT_INTERRUPTED};
+use super::{Exit, EXIT_DISTURBED, EXIT_INTERRUPTED};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -31,7 +31,10 @@ EXAMPLES:
 Ctrl-C stops the run under way; the report of what was measured is written, marked
 interrupted, and the lab exits 130 (as shells expect of SIGINT).
 Exit codes: 0 a report with valid runs; 1 an error, a failed run or no valid run (the report
-is written when there is one); 2 a command line that does not parse; 130 interrupted.";
+is written when there is one); 2 a command line that does not parse; 4 a capacity search that
+ended without a capacity because the machine stayed disturbed (other processes on the server's
+or the generator's CPU, steal, CPU or I/O pressure: the report names the figures; run it again
+on a quiet machine); 130 interrupted.";
 
 /// Run the experiments on a server and write a report: by default webscope's own server on
 /// loopback, a cached SPECweb96 file set, the clients sweep, server and load generator pinned
@@ -328,6 +331,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             outcome.index.display()
         );
     }
+    if let Some(why) = disturbed(&outcome.index) {
+        return Err(Exit {
+            code: EXIT_DISTURBED,
+            message: format!("{why}; the report is at {}", outcome.index.display()),
+        }
+        .into());
+    }
     if outcome.nothing_valid() {
         anyhow::bail!(
             "no valid run ({} judged): {}; the report says more",
@@ -336,4 +346,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The capacity search's sentence when it ended without a capacity because the machine stayed
+/// disturbed (its ending in the report.json beside `index`).
+fn disturbed(index: &std::path::Path) -> Option<String> {
+    let text = std::fs::read(index.with_file_name("report.json")).ok()?;
+    let report: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let capacity = report.get("capacity")?;
+    (capacity.get("ending")?.get("kind")?.as_str()? == "disturbed")
+        .then(|| capacity.get("sentence")?.as_str().map(String::from))
+        .flatten()
 }

@@ -25,6 +25,8 @@ pub struct Exit {
 /// The exit codes (README, "Exit codes"): a threshold crossed (k6's code), or not decidable.
 pub const EXIT_THRESHOLD_CROSSED: i32 = 99;
 pub const EXIT_UNDECIDED: i32 = 3;
+/// A capacity search that ended without a capacity because the machine stayed disturbed.
+pub const EXIT_DISTURBED: i32 = 4;
 /// A lab stopped by Ctrl-C (128 + SIGINT, as shells report it), its partial report written.
 pub const EXIT_INTERRUPTED: i32 = 130;
 

@@ -311,10 +311,16 @@ fn service_time(
 /// The least share of a class's requests beyond `limit` its percentiles prove: 1 when its
 /// fastest was beyond it, 0.5 when its median was, and so on.
 fn beyond_at_least(l: &Latency, limit: f64) -> f64 {
-    [(0.0, l.min), (0.5, l.p50), (0.9, l.p90), (0.99, l.p99), (0.999, l.p999)]
-        .iter()
-        .find(|(_, us)| *us > limit)
-        .map_or(0.0, |(at, _)| 1.0 - at)
+    [
+        (0.0, l.min),
+        (0.5, l.p50),
+        (0.9, l.p90),
+        (0.99, l.p99),
+        (0.999, l.p999),
+    ]
+    .iter()
+    .find(|(_, us)| *us > limit)
+    .map_or(0.0, |(at, _)| 1.0 - at)
 }
 
 /// A report's percentiles: the levels it carries.
@@ -436,7 +442,8 @@ mod tests {
         let s = service(heavy_tailed(5, 60.0, 2.0)).expect("the only class that failed");
         assert!(!s.forced(), "{s:?}");
         assert!(
-            s.sentence().contains("while every other size class met it (p99 0-1KB 2.00ms"),
+            s.sentence()
+                .contains("while every other size class met it (p99 0-1KB 2.00ms"),
             "{}",
             s.sentence()
         );

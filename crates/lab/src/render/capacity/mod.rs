@@ -326,6 +326,7 @@ fn ending_json(e: &Ending) -> Value {
         }
         Ending::Below { rate } => json!({"kind": "below", "rate_rps": rate}),
         Ending::Undecided { at, why } => json!({"kind": "undecided", "at_rps": at, "why": why}),
+        Ending::Disturbed { at, why } => json!({"kind": "disturbed", "at_rps": at, "why": why}),
         Ending::OutOfProbes { pass, fail } => {
             json!({"kind": "out_of_probes", "pass_rps": pass, "fail_rps": fail})
         }
