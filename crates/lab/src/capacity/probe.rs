@@ -15,8 +15,8 @@ use webscope_load::{Config, Target as LoadTarget};
 
 use super::cooldown::{cool_down, port_counts, Cooldown};
 use super::search::Outcome as SearchOutcome;
-use super::{quiet, Settings};
 use super::{kubernetes, segments};
+use super::{quiet, Settings};
 use crate::measure::{self, measure, measure_by};
 use crate::objective::{judge_run, needed_requests, CheckLine, OnObjective, Outcome};
 use crate::record::{write_json, RunRecord};

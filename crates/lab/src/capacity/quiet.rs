@@ -117,8 +117,14 @@ mod tests {
         let (o, _) = judge(Outcome::Undecided, String::new(), Some(&busy));
         assert_eq!(o, Outcome::Disturbed);
         // A pass stands: the server met the objective with less of the machine.
-        assert_eq!(judge(Outcome::Pass, String::new(), Some(&busy)).0, Outcome::Pass);
-        assert_eq!(judge(Outcome::Fail, String::new(), Some(&quiet)).0, Outcome::Fail);
+        assert_eq!(
+            judge(Outcome::Pass, String::new(), Some(&busy)).0,
+            Outcome::Pass
+        );
+        assert_eq!(
+            judge(Outcome::Fail, String::new(), Some(&quiet)).0,
+            Outcome::Fail
+        );
         // Not measured: the probe's own verdict.
         assert_eq!(judge(Outcome::Fail, String::new(), None).0, Outcome::Fail);
     }
