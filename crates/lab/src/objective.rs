@@ -133,11 +133,14 @@ fn figures(
     let mut report = record.load.clone();
     let log = run_dir.join("load.hlog");
     if log.exists() {
-        report.latency_histogram = whole_histogram(&log)?;
+        report.latency_histogram = whole_histogram(&log, None)?;
     }
     let quantiles = slo.quantiles();
-    let mut figures = Measured::of_load(&report, &quantiles, expect);
+    let mut figures = Measured::of_run(&report, slo, expect);
     figures.intervals = intervals(&report, &quantiles, expect);
+    if log.exists() {
+        class_figures(&mut figures, slo, &log)?;
+    }
     figures.cpu_share = record.server.as_ref().and_then(|s| {
         let cpus = record.env.server_cpus.filter(|c| *c > 0.0)?;
         (s.cpu_s > 0.0).then(|| s.busy_cores / cpus)
@@ -145,10 +148,53 @@ fn figures(
     Ok(figures)
 }
 
-/// Every interval of the run's log added into one histogram (None for an empty log).
-fn whole_histogram(log: &Path) -> anyhow::Result<Option<hdrhistogram::Histogram<u64>>> {
+/// Each class's latency at the percentiles its conditions ask, with its interval, from the
+/// class's own histogram in the run's log (a class the log does not have stays unmeasured:
+/// its conditions undecided, never passed).
+fn class_figures(figures: &mut Measured, slo: &Slo, log: &Path) -> anyhow::Result<()> {
+    figures.class_latency_us.clear();
+    for (class, q) in slo.class_quantiles() {
+        let tag = webscope_load::tag_of(&class);
+        let Some(h) = whole_histogram(log, Some(&tag))?.filter(|h| !h.is_empty()) else {
+            continue;
+        };
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let point = if q >= 1.0 {
+            us(h.max())
+        } else {
+            us(h.value_at_quantile(q))
+        };
+        figures.class_latency_us.push((class.clone(), q, point));
+        if let Some(range) = latency_range(&h, q) {
+            figures
+                .intervals
+                .push((Metric::Latency { quantile: q }, Some(class), range));
+        }
+    }
+    Ok(())
+}
+
+/// The 95 % interval of the q-quantile (q < 1) of the latencies in `h`, in µs.
+fn latency_range(h: &hdrhistogram::Histogram<u64>, q: f64) -> Option<Range> {
+    if q >= 1.0 {
+        return None;
+    }
+    let ranks = stats::quantile_ranks(h.len(), q, CONFIDENCE)?;
+    let values = ranks.values(|rank| h.value_at_quantile(ranks.quantile_of(rank)) as f64 / 1000.0);
+    Some(Range {
+        low: values.low,
+        high: values.high,
+    })
+}
+
+/// Every interval of the run's log (of one tag, a class's, or all) added into one histogram
+/// (None for an empty log).
+fn whole_histogram(
+    log: &Path,
+    tag: Option<&str>,
+) -> anyhow::Result<Option<hdrhistogram::Histogram<u64>>> {
     let mut whole = None::<hdrhistogram::Histogram<u64>>;
-    let intervals = webscope_load::read_intervals(log, None)
+    let intervals = webscope_load::read_intervals(log, tag)
         .with_context(|| format!("the run's interval log {}", log.display()))?;
     for interval in intervals {
         match whole.as_mut() {
@@ -177,22 +223,13 @@ fn intervals(
     report: &webscope_load::Report,
     quantiles: &[f64],
     expect: &webscope_load::Expect,
-) -> Vec<(Metric, Range)> {
+) -> Vec<(Metric, Option<String>, Range)> {
     let mut out = Vec::new();
     if let Some(h) = report.latency_histogram.as_ref().filter(|h| !h.is_empty()) {
-        for &q in quantiles.iter().filter(|q| **q < 1.0) {
-            let Some(ranks) = stats::quantile_ranks(h.len(), q, CONFIDENCE) else {
-                continue;
-            };
-            let values =
-                ranks.values(|rank| h.value_at_quantile(ranks.quantile_of(rank)) as f64 / 1000.0);
-            out.push((
-                Metric::Latency { quantile: q },
-                Range {
-                    low: values.low,
-                    high: values.high,
-                },
-            ));
+        for &q in quantiles {
+            if let Some(range) = latency_range(h, q) {
+                out.push((Metric::Latency { quantile: q }, None, range));
+            }
         }
     }
     let outcomes = report.outcomes();
@@ -205,6 +242,7 @@ fn intervals(
         if let Some(i) = stats::wilson(k, ended, CONFIDENCE) {
             out.push((
                 metric,
+                None,
                 Range {
                     low: i.low,
                     high: i.high,
@@ -313,6 +351,7 @@ mod tests {
             not_sent_share: Some(not_sent),
             late_share: None,
             intervals: Vec::new(),
+            class_latency_us: Vec::new(),
         }
     }
 

@@ -24,6 +24,9 @@ pub struct Slo {
 pub struct Condition {
     /// What is judged.
     pub metric: Metric,
+    /// A latency condition on one class of requests only (`p99[0-1KB]<=5ms`: the file set's
+    /// size class, or a load group): None for the whole run.
+    pub class: Option<String>,
     /// `<` / `>` when true, `<=` / `>=` when false.
     pub strict: bool,
     /// Microseconds for a latency, a fraction (0..=1) for a share.
@@ -71,8 +74,12 @@ pub struct Measured {
     /// Confidence intervals of the figures, where the caller computed them (the capacity
     /// search's judge does; `load --threshold` judges the figures themselves): a condition
     /// whose figure has one passes only when all of it meets the limit, fails only when none
-    /// of it does, and is undecided when it straddles the limit.
-    pub intervals: Vec<(Metric, Range)>,
+    /// of it does, and is undecided when it straddles the limit. The class is a per-class
+    /// condition's.
+    pub intervals: Vec<(Metric, Option<String>, Range)>,
+    /// Latency of one class in microseconds at the (class, quantile) pairs
+    /// [`Slo::class_quantiles`] asked for: (class, q, µs).
+    pub class_latency_us: Vec<(String, f64, f64)>,
 }
 
 /// A confidence interval of a figure, in its condition's unit; ±∞ on a side the data do not
@@ -127,7 +134,28 @@ impl Measured {
             not_sent_share: outcomes.not_sent_share(),
             late_share: outcomes.late_share(),
             intervals: Vec::new(),
+            class_latency_us: Vec::new(),
         }
+    }
+}
+
+impl Measured {
+    /// The figures `slo` judges, of the load run `report`: [`Measured::of_load`] for the
+    /// whole run, and each class's latency at the percentiles its conditions ask, from the
+    /// report's per-class figures (p50, p90, p99, p99.9, max; a caller with the class's
+    /// histogram fills the others).
+    pub fn of_run(report: &crate::Report, slo: &Slo, expect: &Expect) -> Measured {
+        let mut m = Measured::of_load(report, &slo.quantiles(), expect);
+        m.class_latency_us = slo
+            .class_quantiles()
+            .into_iter()
+            .filter_map(|(class, q)| {
+                let c = report.classes.iter().find(|c| c.name == class)?;
+                let us = crate::report::Latency::at(&c.figures.latency_us, q)?;
+                Some((class, q, us))
+            })
+            .collect();
+        m
     }
 }
 
@@ -186,6 +214,7 @@ impl Slo {
         if !self.conditions.iter().any(|c| c.metric == Metric::Goodput) {
             self.conditions.push(Condition {
                 metric: Metric::Goodput,
+                class: None,
                 strict: false,
                 limit: share,
             });
@@ -193,10 +222,10 @@ impl Slo {
         self
     }
 
-    /// The latency quantiles the conditions need (1.0 for the largest).
+    /// The latency quantiles the whole run's conditions need (1.0 for the largest).
     pub fn quantiles(&self) -> Vec<f64> {
         let mut qs: Vec<f64> = Vec::new();
-        for c in &self.conditions {
+        for c in self.conditions.iter().filter(|c| c.class.is_none()) {
             if let Metric::Latency { quantile } = c.metric {
                 if !qs.contains(&quantile) {
                     qs.push(quantile);
@@ -204,6 +233,19 @@ impl Slo {
             }
         }
         qs
+    }
+
+    /// The (class, quantile) pairs the conditions on one class need.
+    pub fn class_quantiles(&self) -> Vec<(String, f64)> {
+        let mut out: Vec<(String, f64)> = Vec::new();
+        for c in &self.conditions {
+            if let (Metric::Latency { quantile }, Some(class)) = (c.metric, &c.class) {
+                if !out.iter().any(|(k, q)| k == class && *q == quantile) {
+                    out.push((class.clone(), quantile));
+                }
+            }
+        }
+        out
     }
 
     /// Every condition judged on `figures`.
@@ -246,8 +288,13 @@ impl Condition {
             Some(value) => (false, value),
             None => (true, &rest[1..]),
         };
-        let name = name.trim();
+        let (name, class) = split_class(name.trim()).map_err(|why| format!("{part:?}: {why}"))?;
         let metric = Metric::parse(name).map_err(|why| format!("{part:?}: {why}"))?;
+        if class.is_some() && !matches!(metric, Metric::Latency { .. }) {
+            return Err(format!(
+                "{part:?}: only a latency percentile is judged on one class (p99[0-1KB]<=5ms)"
+            ));
+        }
         if metric.is_floor() == below {
             let (want, other) = if metric.is_floor() {
                 (">=", "a floor")
@@ -264,13 +311,33 @@ impl Condition {
             .map_err(|why| format!("{part:?}: {why}"))?;
         Ok(Condition {
             metric,
+            class,
             strict,
             limit,
         })
     }
 
     fn judge(&self, figures: &Measured) -> Check {
-        let measured = match self.metric {
+        let measured = match (self.metric, &self.class) {
+            (Metric::Latency { quantile }, Some(class)) => figures
+                .class_latency_us
+                .iter()
+                .find(|(k, q, _)| k == class && *q == quantile)
+                .map(|&(_, _, us)| us),
+            (metric, _) => self.whole(metric, figures),
+        };
+        let interval = figures
+            .intervals
+            .iter()
+            .find(|(m, k, _)| *m == self.metric && *k == self.class)
+            .map(|&(_, _, r)| r)
+            .filter(|_| measured.is_some());
+        self.decided(measured, interval)
+    }
+
+    /// The whole run's figure of `metric`.
+    fn whole(&self, metric: Metric, figures: &Measured) -> Option<f64> {
+        match metric {
             Metric::Latency { quantile } => figures
                 .latency_us
                 .iter()
@@ -281,13 +348,11 @@ impl Condition {
             Metric::Cpu => figures.cpu_share,
             Metric::NotSent => figures.not_sent_share,
             Metric::Late => figures.late_share,
-        };
-        let interval = figures
-            .intervals
-            .iter()
-            .find(|(m, _)| *m == self.metric)
-            .map(|&(_, r)| r)
-            .filter(|_| measured.is_some());
+        }
+    }
+
+    /// The check of `measured` (with its interval, when there is one).
+    fn decided(&self, measured: Option<f64>, interval: Option<Range>) -> Check {
         let verdict = match (measured, interval) {
             (None, _) => Verdict::Undecided,
             (Some(v), _) if v.is_nan() => Verdict::Undecided,
@@ -350,7 +415,10 @@ impl fmt::Display for Condition {
             Metric::Latency { .. } => format!("{}us", trim_float(self.limit)),
             _ => format!("{}%", trim_float(self.limit * 100.0)),
         };
-        write!(f, "{}{op}{limit}", self.metric)
+        match &self.class {
+            Some(class) => write!(f, "{}[{class}]{op}{limit}", self.metric),
+            None => write!(f, "{}{op}{limit}", self.metric),
+        }
     }
 }
 
@@ -445,6 +513,21 @@ impl fmt::Display for Metric {
             Metric::Late => f.write_str("late"),
         }
     }
+}
+
+/// `p99[0-1KB]` → (`p99`, Some(`0-1KB`)); a name without brackets is the whole run's.
+fn split_class(name: &str) -> Result<(&str, Option<String>), String> {
+    let Some(open) = name.find('[') else {
+        return Ok((name, None));
+    };
+    let class = name[open + 1..]
+        .strip_suffix(']')
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.contains(['[', ']']))
+        .ok_or_else(|| {
+            format!("{name:?}: a class goes in brackets after the percentile, e.g. p99[0-1KB]")
+        })?;
+    Ok((name[..open].trim(), Some(class.to_string())))
 }
 
 /// A float without trailing zeros: 99.9, 5, 0.1 (rounded to 6 decimals first, so that
@@ -617,6 +700,7 @@ mod tests {
             intervals: vec![
                 (
                     Metric::Latency { quantile: 0.99 },
+                    None,
                     Range {
                         low: p99.0,
                         high: p99.1,
@@ -624,6 +708,7 @@ mod tests {
                 ),
                 (
                     Metric::Errors,
+                    None,
                     Range {
                         low: errors.0,
                         high: errors.1,
@@ -652,6 +737,37 @@ mod tests {
         );
         let line = slo.judge(&figures((5_100.0, f64::INFINITY), (0.0, 0.0)))[0].line();
         assert!(line.contains("(5.10ms .. ?), FAILED"), "{line}");
+    }
+
+    #[test]
+    fn a_latency_condition_may_be_on_one_class() {
+        let slo = Slo::parse("p99[0-1KB]<=5ms,p99<=1s").unwrap();
+        assert_eq!(slo.conditions[0].class.as_deref(), Some("0-1KB"));
+        assert_eq!(slo.to_string(), "p99[0-1KB]<=5ms,p99<=1s");
+        assert_eq!(Slo::parse(&slo.to_string()).unwrap(), slo);
+        assert_eq!(slo.quantiles(), [0.99]);
+        assert_eq!(slo.class_quantiles(), [("0-1KB".to_string(), 0.99)]);
+        // The class's figure judges its condition, the run's the other: a heavy tail of
+        // large files fails the run's p99 and not the small files'.
+        let m = Measured {
+            latency_us: vec![(0.99, 2_000_000.0)],
+            class_latency_us: vec![("0-1KB".into(), 0.99, 900.0)],
+            ..Measured::default()
+        };
+        let checks = slo.judge(&m);
+        assert_eq!(checks[0].verdict, Verdict::Pass, "{}", checks[0].line());
+        assert_eq!(checks[1].verdict, Verdict::Fail);
+        // A class the run did not have is not measured: undecided, never passed.
+        let other = Slo::parse("p99[over-1MB]<=5ms").unwrap();
+        assert_eq!(other.judge(&m)[0].verdict, Verdict::Undecided);
+        for (bad, said) in [
+            ("errors[0-1KB]<=1%", "only a latency percentile"),
+            ("p99[<=5ms", "a class goes in brackets"),
+            ("p99[]<=5ms", "a class goes in brackets"),
+        ] {
+            let err = Slo::parse(bad).unwrap_err();
+            assert!(err.contains(said), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -229,8 +229,10 @@ fn capacity_over(flag: &str, extra: &[&str]) -> tempfile::TempDir {
         "100",
         "--precision",
         "0.5",
+        // What is checked is the protocol each probe spoke, not the capacity: an objective
+        // that 700-ms probes decide (a p99 would need 2 000 requests a probe).
         "--slo",
-        "p99<=500ms",
+        "p50<=500ms,errors<=50%,goodput>=50%",
     ];
     args.extend_from_slice(extra);
     let run = lab(tmp.path(), &args);

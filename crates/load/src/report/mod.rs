@@ -42,6 +42,24 @@ pub struct Latency {
 }
 
 impl Latency {
+    /// The percentile at quantile `q` among those a report carries (p50, p90, p99, p99.9,
+    /// max); None for another quantile, or when nothing was timed.
+    pub fn at(l: &Latency, q: f64) -> Option<f64> {
+        if l.count == 0 {
+            return None;
+        }
+        [
+            (0.5, l.p50),
+            (0.9, l.p90),
+            (0.99, l.p99),
+            (0.999, l.p999),
+            (1.0, l.max),
+        ]
+        .iter()
+        .find(|(at, _)| (*at - q).abs() < 1e-9)
+        .map(|&(_, us)| us)
+    }
+
     pub(crate) fn of(h: &Histogram<u64>) -> Latency {
         if h.is_empty() {
             return Latency::default();
@@ -392,20 +410,7 @@ impl Report {
             };
             return Some(ns as f64 / 1000.0);
         }
-        let l = &self.total.latency_us;
-        if l.count == 0 {
-            return None;
-        }
-        [
-            (0.5, l.p50),
-            (0.9, l.p90),
-            (0.99, l.p99),
-            (0.999, l.p999),
-            (1.0, l.max),
-        ]
-        .iter()
-        .find(|(at, _)| (*at - q).abs() < 1e-9)
-        .map(|&(_, us)| us)
+        Latency::at(&self.total.latency_us, q)
     }
 
     /// Writes the report as JSON to `path`, through a hidden file renamed into place so

@@ -146,8 +146,9 @@ pub struct Args {
     /// Runs of each point, taken round the whole sweep (not back to back): every page shows
     /// the median run of each point with the min-max spread as error bars (single runs on a
     /// small VM can move by 20 %). The saturation experiment, which stops where its rule
-    /// says, runs once; the capacity search runs once and repeats its probes at the
-    /// bracket's two boundary rates N times instead (a rate passes when all N pass).
+    /// says, runs once; the capacity search runs once and probes each of the bracket's two
+    /// boundary rates N times instead (at least 2, a fail confirmed before the search moves;
+    /// the majority of a rate's probes decides it).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=20))]
     repeat: u16,
     /// No kernel profile in the filesize runs (by default perf records each one when it is
@@ -155,8 +156,11 @@ pub struct Args {
     #[arg(long)]
     no_profile: bool,
     /// The capacity experiment's objective: conditions on one probe, all of which must hold
-    /// (p50 .. p99.99 or max latency, errors, goodput, cpu, late); goodput>=99% is added
-    /// unless a goodput condition is given.
+    /// (p50 .. p99.99 or max latency, of the whole probe or of one size class as
+    /// p99[0-1KB]<=5ms; errors, goodput, cpu, not_sent, late); goodput>=99% is added unless a
+    /// goodput condition is given. Each is judged on its 95 % interval: a probe runs until it
+    /// holds the requests its conditions need (2 000 for a p99, 3 838 for errors<=0.1 %; at
+    /// most 60 s), and one whose interval straddles a limit is taken again, longer.
     #[arg(long, value_name = "SLO", default_value = lab::capacity::DEFAULT_SLO)]
     slo: String,
     /// The capacity search's first offered rate, req/s [default: 100].

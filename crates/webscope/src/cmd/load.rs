@@ -558,7 +558,7 @@ fn judge(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
     let Some(slo) = threshold else {
         return Ok(());
     };
-    let checks = slo.judge(&Measured::of_load(report, &slo.quantiles(), &expect));
+    let checks = slo.judge(&Measured::of_run(report, slo, &expect));
     println!("Thresholds:");
     for check in &checks {
         println!("  {}", check.line());
