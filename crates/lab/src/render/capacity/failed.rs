@@ -53,6 +53,8 @@ pub struct ServiceTime {
     pub quantile: String,
     pub allowed: f64,
     pub limit_us: f64,
+    /// The condition itself, to write it for one class.
+    pub on: Condition,
     /// The classes whose median is beyond the limit.
     pub slow: Vec<SlowClass>,
     /// At least this share of all requests was beyond the limit by the slow classes' own
@@ -85,8 +87,12 @@ impl Failed {
         let failed = conditions(judged, Verdict::Fail);
         let latency = |c: &&(Condition, String)| matches!(c.0.metric, Metric::Latency { .. });
         if let Some((condition, text)) = failed.iter().find(latency) {
+            // A condition on one class already judges that class on its own terms.
+            let whole = condition.class.is_none();
             return Some(
-                service_time(point, points, condition, text)
+                whole
+                    .then(|| service_time(point, points, condition, text))
+                    .flatten()
                     .map_or(Failed::Latency { rate }, Failed::ServiceTime),
             );
         }
@@ -183,7 +189,13 @@ impl ServiceTime {
         let fast: Vec<String> = self
             .others
             .iter()
-            .map(|(name, _)| format!("{}[{name}]<={}", self.quantile, format_us(self.limit_us)))
+            .map(|(name, _)| {
+                Condition {
+                    class: Some(name.clone()),
+                    ..self.on.clone()
+                }
+                .to_string()
+            })
             .collect();
         let own: Vec<String> = self
             .slow
@@ -293,6 +305,7 @@ fn service_time(
         quantile: quantile_name(quantile),
         allowed,
         limit_us: limit,
+        on: condition.clone(),
         slow: slow
             .iter()
             .map(|c| SlowClass {
@@ -432,11 +445,26 @@ mod tests {
             "At 100 req/s, the first rate that failed, p99<=5ms failed on the largest responses' own time",
             "over-1MB (2.0 % of the search's requests, 12.0 MiB on average; 60.00ms at the median",
             "at least 2.0 % of the requests exceed 5.00ms by their own time, as many as or more than the 1 % a p99 allows",
-            "p99[0-1KB]<=5.00ms,p99[1-10KB]<=5.00ms for the others (p99 0-1KB 9.00ms, 1-10KB 9.00ms here)",
+            "p99[0-1KB]<=5ms,p99[1-10KB]<=5ms for the others (p99 0-1KB 9.00ms, 1-10KB 9.00ms here)",
             "its own limit for over-1MB (its p99 was 600.00ms at this rate)",
         ] {
             assert!(said.contains(words), "{words:?} in {said}");
         }
+        // The objective offered is one `--slo` takes.
+        let offered = said
+            .split("judges each on its own terms: ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .expect("an objective per class");
+        let parsed = Slo::parse(offered).expect("an objective --slo takes");
+        assert_eq!(parsed.conditions.len(), 2, "{offered}");
+        assert_eq!(parsed.conditions[0].class.as_deref(), Some("0-1KB"));
+        // A failed condition on one class is that class's latency, judged on its own terms.
+        let j = judged(100.0, &[("p99[over-1MB]<=5ms", false)]);
+        assert_eq!(
+            Failed::of(&[heavy_tailed(20, 60.0, 9.0)], &[j]),
+            Some(Failed::Latency { rate: 100.0 })
+        );
         // 0.5 % of the requests: not enough to fail the p99 alone, but the only class that
         // failed it.
         let s = service(heavy_tailed(5, 60.0, 2.0)).expect("the only class that failed");
