@@ -151,7 +151,7 @@ pub struct Decided {
 pub fn decide(base: &Bracket, cand: &Bracket, least: f64) -> Decided {
     let (worst, best) = changes(base, cand);
     let span = format!(
-        "the brackets allow {} to {}",
+        "{} to {}",
         pct(worst),
         if best.is_finite() {
             pct(best)
@@ -163,27 +163,29 @@ pub fn decide(base: &Bracket, cand: &Bracket, least: f64) -> Decided {
     let (decision, why) = if best <= least {
         (
             Decision::Fail,
-            format!("{span}: even the most favourable is at or below {limit}"),
+            format!("the brackets allow {span}: even the most favourable is at or below {limit}"),
         )
     } else if worst > least {
         (
             Decision::Pass,
-            format!("{span}: even the least favourable is above {limit}"),
+            format!("the brackets allow {span}: even the least favourable is above {limit}"),
         )
     } else if base.found() && cand.found() && base.overlaps(cand) {
         (
             Decision::Pass,
-            format!("the brackets overlap: no change the two searches can tell ({span})"),
+            format!("the brackets overlap, allowing {span}: no change the two searches can tell"),
         )
     } else if base.overlaps(cand) {
         (
             Decision::CannotDecide,
-            format!("{span}, and an open bracket (no capacity found) overlaps the other"),
+            format!(
+                "the brackets allow {span}, and an open one (no capacity found) overlaps the other"
+            ),
         )
     } else {
         (
             Decision::CannotDecide,
-            format!("the brackets are apart, and {span}: either side of {limit}"),
+            format!("the brackets are apart and allow {span}: either side of {limit}"),
         )
     };
     Decided { decision, why }
