@@ -75,14 +75,24 @@ impl Needed {
 
 /// The search's ending in one sentence: [`Ending::sentence`], but for a search the generator
 /// ended, what ended it: the probe's generator verdict (its figure and limit) and what the
-/// probe achieved.
+/// probe achieved (its point's goodput).
 pub fn said(ending: &Ending, points: &[Point], probes: &[Judged]) -> String {
+    said_of(ending, probes, |i| points.get(i).map(|p| p.rps))
+}
+
+/// [`said`] from the probes alone (for the lab's closing line, which has no points):
+/// `achieved` gives the goodput of the probe at an index of `probes`, when known.
+pub fn said_of(
+    ending: &Ending,
+    probes: &[Judged],
+    achieved: impl Fn(usize) -> Option<f64>,
+) -> String {
     let Ending::GeneratorBound { above, at } = ending else {
         return ending.sentence();
     };
-    let Some((point, judged)) = points
+    let Some((i, judged)) = probes
         .iter()
-        .zip(probes)
+        .enumerate()
         .rfind(|(_, j)| j.outcome == Outcome::Generator && (j.rate - at).abs() < 0.5)
     else {
         return ending.sentence();
@@ -97,17 +107,19 @@ pub fn said(ending: &Ending, points: &[Point], probes: &[Judged]) -> String {
                 .into()
         }
     };
+    let not_sent = judged
+        .not_sent_share
+        .map_or("not sent: not counted".into(), |s| {
+            format!("{:.1} % not sent", 100.0 * s)
+        });
+    let figures = match achieved(i) {
+        Some(rps) => format!("it achieved {} req/s; {not_sent}", thousands(rps)),
+        None => not_sent,
+    };
     format!(
-        "{start}: at {} req/s {} (it achieved {} req/s; {})",
+        "{start}: at {} req/s {} ({figures})",
         thousands(*at),
-        trigger(judged),
-        thousands(point.rps),
-        judged
-            .not_sent_share
-            .map_or("not sent: not counted".into(), |s| format!(
-                "{:.1} % not sent",
-                100.0 * s
-            ))
+        trigger(judged)
     )
 }
 
@@ -188,6 +200,12 @@ mod tests {
             "capacity is above 6 400 req/s, beyond what this generator can offer: at 12 800 req/s the load generator's busiest thread is 91 % busy (limit 90 %): this run measures the generator, not the server (it achieved 12 776 req/s; 0.0 % not sent)"
         );
         assert!(!said.contains("fell behind"), "{said}");
+        // The lab's closing line, from the probes alone.
+        let closing = said_of(&ending, &probes, |_| None);
+        assert!(
+            closing.ends_with("not the server (0.0 % not sent)"),
+            "{closing}"
+        );
         // Requests never sent: the objective's reason is the trigger.
         let mut late = judged(12_800.0, "generator");
         late.reason = "12.0 % of the requests were never sent".into();

@@ -27,6 +27,9 @@ mod failed;
 mod generators;
 mod law;
 
+/// The search's ending as the page says it, for the lab's closing line too.
+pub use generators::said_of as ending_sentence;
+
 /// The percentiles drawn, with their keys in the load report.
 type Pick = fn(&webscope_load::Latency) -> f64;
 const PERCENTILES: [(&str, Pick); 4] = [
