@@ -78,12 +78,6 @@ pub fn needs_room(time_wait_clients: u32, next: f64, ports: f64) -> bool {
     next <= room && f64::from(time_wait_clients) + next > room
 }
 
-/// [`cool_down_for`] without the next probe's connections: room for none beyond the
-/// clients' TIME_WAIT itself.
-pub(super) fn cool_down(port: u16, open_before: u32) -> Cooldown {
-    cool_down_for(port, open_before, None)
-}
-
 /// Waits until the port's open connections are back to `open_before` (at most
 /// [`SETTLE_MOST`]) and the ephemeral ports have room for the next probe's `next`
 /// connections ([`needs_room`]; at most [`TIME_WAIT_MOST`]), then pauses [`SETTLE_PAUSE`].

@@ -19,6 +19,7 @@ use super::probe::{self, Judged, Probe};
 use super::search::{Ending, Outcome, Plan, Search, CONFIRM};
 use super::Settings;
 use crate::record::{read_json, write_json, RunRecord};
+use crate::render::capacity::generators::said_of;
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
 
@@ -72,6 +73,8 @@ pub struct Capacity {
     outcomes: HashMap<String, Outcome>,
     /// Whether the last probe ran on a disturbed machine (the next waits for a quiet one).
     last_disturbed: bool,
+    /// What each probe measured so far judged, in order.
+    judged: Vec<Judged>,
 }
 
 fn plan(options: &Options) -> Plan {
@@ -104,6 +107,7 @@ impl Sweep for Capacity {
             recorded: 0,
             outcomes: HashMap::new(),
             last_disturbed: false,
+            judged: Vec::new(),
         })
     }
 
@@ -129,11 +133,10 @@ impl Sweep for Capacity {
                 ),
             }),
             None if so_far.stopped.is_some() => Next::Done,
-            None => Next::Stop(
-                self.search
-                    .ending()
-                    .map_or("the search ended".into(), Ending::sentence),
-            ),
+            // As the page says it: a generator's ending quotes what triggered it.
+            None => Next::Stop(self.search.ending().map_or("the search ended".into(), |e| {
+                said_of(e, &self.judged, |_| None)
+            })),
         }
     }
 
@@ -153,6 +156,7 @@ impl Sweep for Capacity {
             probe::run(run.point, run.dir, ctx, &self.settings, self.last_disturbed)?;
         self.last_disturbed = matches!(judged.outcome(), Outcome::Disturbed(_));
         self.outcomes.insert(run.name.to_string(), judged.outcome());
+        self.judged.push(judged);
         Ok(record)
     }
 }

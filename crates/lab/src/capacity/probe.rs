@@ -13,7 +13,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use webscope_load::{Config, Target as LoadTarget};
 
-use super::cooldown::{cool_down, port_counts, Cooldown};
+use super::cooldown::{self, port_counts, Cooldown};
 use super::search::Outcome as SearchOutcome;
 use super::{kubernetes, segments};
 use super::{quiet, Settings};
@@ -142,7 +142,10 @@ pub fn run(
             .with_context(|| format!("the warm-up of {}", probe.label()))?;
     }
     let label = probe.label();
-    let sampler = quiet::start(&watched);
+    // Segments and pods are generator processes of their own that start within the probe
+    // (pods on other hosts): this process's watch would count them as others. Not measured.
+    let segmented = settings.segments > 1 || settings.kubernetes.is_some();
+    let sampler = (!segmented).then(|| quiet::start(&watched)).flatten();
     let measured = if settings.segments > 1 || settings.kubernetes.is_some() {
         let plan = segments::Plan {
             segments: settings.segments,
@@ -193,7 +196,16 @@ pub fn run(
     } = judge_run(&record, run_dir, ctx, &settings.slo)?;
     let (outcome, reason) = quiet::judge(outcome, reason, disturbance.as_ref());
     ctx.bar.set_message(format!("{label}: cooling down"));
-    let cooldown = port.map_or_else(Cooldown::default, |p| cool_down(p, open_before));
+    // Room for the next probe's connections: at most the search's growth over this rate,
+    // as long as this one ran.
+    let next = cooldown::connections(
+        probe.rate * super::search::Plan::new(probe.rate).growth,
+        (probe.length + warmup).as_secs_f64(),
+        ctx.options.keep_alive || ctx.target.http2,
+    );
+    let cooldown = port.map_or_else(Cooldown::default, |p| {
+        cooldown::cool_down_for(p, open_before, Some(next))
+    });
     let judged = Judged {
         number: probe.number,
         rate: probe.rate,

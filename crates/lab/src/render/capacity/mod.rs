@@ -24,7 +24,7 @@ use law::Law;
 use webscope_load::slo::Verdict;
 
 mod failed;
-mod generators;
+pub mod generators;
 mod law;
 
 /// The search's ending as the page says it, for the lab's closing line too.
