@@ -21,11 +21,11 @@ use webscope_monitor::tcp::{SockDiag, TcpState};
 use crate::bottleneck::PORTS_LIMIT;
 
 /// The cool-down's longest wait for the port's open connections to close.
-const SETTLE_MOST: Duration = Duration::from_secs(5);
+pub const SETTLE_MOST: Duration = Duration::from_secs(5);
 /// The cool-down's longest wait for room in the ephemeral ports (TIME_WAIT lasts a minute).
-const TIME_WAIT_MOST: Duration = Duration::from_secs(30);
+pub const TIME_WAIT_MOST: Duration = Duration::from_secs(30);
 /// A quiet moment after the port settled, so that the next warm-up finds the server idle.
-const SETTLE_PAUSE: Duration = Duration::from_millis(100);
+pub const SETTLE_PAUSE: Duration = Duration::from_millis(100);
 
 /// The cool-down after a probe.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
