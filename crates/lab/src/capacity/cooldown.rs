@@ -9,7 +9,7 @@
 //! no client port, and counting them made a close-mode search wait 7.7 s a probe on
 //! average, 30 s at most, for sockets that took nothing from the next probe. The room needed
 //! is the clients' TIME_WAIT plus the next probe's connections within
-//! [`PORTS_LIMIT`](crate::bottleneck::PORTS_LIMIT) of the range (the share the ports verdict
+//! [`PORTS_LIMIT`] of the range (the share the ports verdict
 //! judges by: past it, connect() searches for a port); when the next probe alone needs more
 //! than that, no wait can make room, and none is made (its own verdict will name the ports).
 
