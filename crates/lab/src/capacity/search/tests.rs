@@ -1,0 +1,228 @@
+use super::*;
+
+/// Runs a search against `probe` and returns its ending and the rates probed in order.
+fn search(plan: Plan, mut probe: impl FnMut(f64) -> Outcome) -> (Ending, Vec<f64>) {
+    let mut s = Search::new(plan);
+    let mut rates = Vec::new();
+    while let Some(rate) = s.next_rate() {
+        rates.push(rate);
+        let outcome = probe(rate);
+        s.record(rate, outcome);
+    }
+    (s.ending().cloned().unwrap(), rates)
+}
+
+fn server(capacity: f64) -> impl FnMut(f64) -> Outcome {
+    move |rate| {
+        if rate <= capacity {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        }
+    }
+}
+
+#[test]
+fn finds_a_known_capacity_within_its_precision() {
+    for capacity in [137.0, 1_000.0, 41_800.0, 250_000.0] {
+        let (ending, rates) = search(Plan::new(100.0), server(capacity));
+        let Ending::Found {
+            capacity: found,
+            fails_at,
+            ..
+        } = ending
+        else {
+            panic!("{capacity}: {ending:?}");
+        };
+        assert!(
+            found <= capacity && fails_at > capacity,
+            "{capacity}: {found}..{fails_at}"
+        );
+        assert!(
+            (fails_at - found) / found <= 0.05,
+            "{capacity}: {found}..{fails_at}"
+        );
+        // Geometric growth then bisection: logarithmic in the capacity, not linear; each
+        // fail confirmed, and both boundaries.
+        assert!(rates.len() <= 36, "{capacity}: {} probes", rates.len());
+        let Ending::Found { passes, fails, .. } = ending else {
+            unreachable!()
+        };
+        assert!(
+            passes.1 >= CONFIRM && fails.1 >= CONFIRM,
+            "{passes:?} {fails:?}"
+        );
+        // Growth doubles from the start until the first failure.
+        assert_eq!(&rates[..2], [100.0, 200.0]);
+    }
+}
+
+#[test]
+fn boundary_rates_are_repeated_and_the_sentence_counts_them() {
+    let plan = Plan {
+        repeat: 3,
+        ..Plan::new(1_000.0)
+    };
+    let (ending, rates) = search(plan, server(41_800.0));
+    let Ending::Found {
+        capacity,
+        passes,
+        fails,
+        ..
+    } = &ending
+    else {
+        panic!("{ending:?}");
+    };
+    assert_eq!(*passes, (3, 3));
+    assert_eq!(*fails, (3, 3));
+    assert_eq!(rates.iter().filter(|&&r| r == *capacity).count(), 3);
+    let text = ending.sentence();
+    assert!(text.starts_with("capacity 4"), "{text}");
+    assert!(
+        text.contains("passes 3/3;") && text.contains("fails 3/3"),
+        "{text}"
+    );
+    assert!(text.contains("bracket ±"), "{text}");
+}
+
+#[test]
+fn a_noisy_rate_is_decided_by_the_majority_of_its_probes() {
+    // The server meets the objective up to 5 000 req/s; between 5 000 and 6 000 two
+    // probes in three fail (in turn, so the test is deterministic).
+    let mut turn = 0;
+    let probe = move |rate: f64| {
+        turn += 1;
+        if rate <= 5_000.0 || (rate <= 6_000.0 && turn % 3 == 0) {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        }
+    };
+    let all = Plan {
+        repeat: 3,
+        ..Plan::new(1_000.0)
+    };
+    let (ending, _) = search(all, probe);
+    let Ending::Found { capacity, .. } = ending else {
+        panic!("{ending:?}");
+    };
+    assert!(capacity <= 5_000.0, "2 of 3 fail: {capacity}");
+}
+
+#[test]
+fn a_generator_that_falls_behind_ends_the_search_without_a_server_capacity() {
+    let probe = |rate: f64| {
+        if rate > 3_000.0 {
+            Outcome::GeneratorBound
+        } else {
+            Outcome::Pass
+        }
+    };
+    let (ending, _) = search(Plan::new(100.0), probe);
+    assert_eq!(
+        ending,
+        Ending::GeneratorBound {
+            above: Some(1_600.0),
+            at: 3_200.0
+        }
+    );
+    let text = ending.sentence();
+    assert!(
+        text.contains("above 1 600 req/s, beyond what this generator can offer"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_first_failure_goes_down_and_an_undecided_probe_stops() {
+    let (ending, rates) = search(Plan::new(1_000.0), server(300.0));
+    let Ending::Found { capacity, .. } = ending else {
+        panic!("{ending:?}");
+    };
+    assert!((280.0..=300.0).contains(&capacity), "{capacity}");
+    // Each fail confirmed before the search moves down.
+    assert_eq!(&rates[..5], [1_000.0, 1_000.0, 500.0, 500.0, 250.0]);
+
+    let (ending, _) = search(Plan::new(10.0), |_| Outcome::Fail);
+    assert_eq!(ending, Ending::Below { rate: 1.0 });
+
+    // An undecided probe is taken again, longer, before the search gives up there.
+    let mut s = Search::new(Plan::new(10.0));
+    let mut rates = Vec::new();
+    let mut factors = Vec::new();
+    while let Some(rate) = s.next_rate() {
+        rates.push(rate);
+        factors.push(s.length_factor(rate));
+        s.record(rate, Outcome::Undecided("p99 straddles 5ms".into()));
+    }
+    assert_eq!(rates, [10.0; MOST_UNDECIDED as usize]);
+    assert_eq!(factors, [1, 2, 4]);
+    let ending = s.ending().unwrap().sentence();
+    assert!(
+        ending.contains("could not be decided, 3 times, each longer (p99 straddles"),
+        "{ending}"
+    );
+}
+
+#[test]
+fn one_fail_does_not_move_the_search() {
+    // A server good to 41 800 req/s whose probe at 800 stalls once: the fail is taken
+    // again, passes, and the search grows on as if the stall had not been.
+    let mut stalled = false;
+    let probe = move |rate: f64| {
+        if rate == 800.0 && !stalled {
+            stalled = true;
+            return Outcome::Fail;
+        }
+        server(41_800.0)(rate)
+    };
+    let (ending, rates) = search(Plan::new(100.0), probe);
+    assert_eq!(&rates[..6], [100.0, 200.0, 400.0, 800.0, 800.0, 800.0]);
+    let Ending::Found { capacity, .. } = ending else {
+        panic!("{ending:?}");
+    };
+    assert!((39_000.0..=41_800.0).contains(&capacity), "{capacity}");
+}
+
+#[test]
+fn disturbed_probes_do_not_count_and_a_machine_that_stays_disturbed_ends_the_search() {
+    // Disturbed twice, then quiet: the same rate again, and the search goes on.
+    let mut n = 0;
+    let probe = move |rate: f64| {
+        n += 1;
+        if n <= 2 {
+            Outcome::Disturbed("other processes took 60 % of CPU 0".into())
+        } else {
+            server(1_000.0)(rate)
+        }
+    };
+    let (ending, rates) = search(Plan::new(100.0), probe);
+    assert_eq!(&rates[..4], [100.0, 100.0, 100.0, 200.0]);
+    assert!(matches!(ending, Ending::Found { .. }), "{ending:?}");
+    let (ending, rates) = search(Plan::new(100.0), |_| {
+        Outcome::Disturbed("steal 30 %".into())
+    });
+    assert_eq!(rates, [100.0; MOST_DISTURBED as usize]);
+    let text = ending.sentence();
+    assert!(
+        text.starts_with("no capacity: the machine was disturbed (steal 30 %)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_probe_budget_bounds_the_search() {
+    let plan = Plan {
+        max_probes: 5,
+        ..Plan::new(1.0)
+    };
+    let (ending, rates) = search(plan, server(1e9));
+    assert_eq!(rates.len(), 5);
+    assert_eq!(
+        ending,
+        Ending::OutOfProbes {
+            pass: Some(16.0),
+            fail: None
+        }
+    );
+}
