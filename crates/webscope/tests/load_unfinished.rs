@@ -55,7 +55,7 @@ fn a_server_that_never_answers_leaves_every_request_unfinished_and_the_run_fails
         }
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            stderr.contains("(no response; 0 errors; 10 unfinished at the end)"),
+            stderr.contains("(no response; 0 failed without a response; 10 unfinished at the end)"),
             "{what}: {stderr}"
         );
     }
