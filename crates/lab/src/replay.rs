@@ -66,7 +66,7 @@ impl std::fmt::Display for ReplayArrivals {
 
 /// What a run said, as `step.json` keeps it beside its `run.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Judged {
+pub struct StepVerdict {
     pub speed: f64,
     pub arrivals: ReplayArrivals,
     /// The replay's mean rate at this speed-up, requests per second.
@@ -81,7 +81,7 @@ pub struct Judged {
 /// The experiment: the log at speed 1, and the outcomes so far by run folder.
 pub struct ReplaySweep {
     replay: Arc<Replay>,
-    judged: HashMap<String, Judged>,
+    judged: HashMap<String, StepVerdict>,
 }
 
 impl Sweep for ReplaySweep {
@@ -211,10 +211,10 @@ impl ReplaySweep {
         record: &RunRecord,
         run: &Run<'_, Step>,
         ctx: &Ctx<'_>,
-    ) -> anyhow::Result<Judged> {
+    ) -> anyhow::Result<StepVerdict> {
         let on = judge_run(record, run.dir, ctx, &ctx.options.capacity.slo)
             .context("the run's verdict")?;
-        Ok(Judged {
+        Ok(StepVerdict {
             speed: step.speed,
             arrivals: step.arrivals(),
             offered_rps: rate,

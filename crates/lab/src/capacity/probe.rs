@@ -194,7 +194,7 @@ pub fn run(
         not_sent_share,
         verdict,
     } = judge_run(&record, run_dir, ctx, &settings.slo)?;
-    let (outcome, reason) = quiet::judge(outcome, reason, disturbance.as_ref());
+    let (outcome, reason) = quiet::verdict_on(outcome, reason, disturbance.as_ref());
     ctx.bar.set_message(format!("{label}: cooling down"));
     // Room for the next probe's connections: at most the search's growth over this rate,
     // as long as this one ran.

@@ -72,7 +72,7 @@ pub fn start(watched: &Watched) -> Option<Sampler> {
 
 /// The probe's outcome once the machine's figures are in: a fail or an undecided probe on a
 /// disturbed machine is `disturbed`, with the figures past their limits as its reason.
-pub fn judge(
+pub fn verdict_on(
     outcome: Outcome,
     reason: String,
     disturbance: Option<&Disturbance>,
@@ -110,23 +110,26 @@ mod tests {
             seconds: 2.0,
             ..Disturbance::default()
         };
-        let (o, why) = judge(Outcome::Fail, "p99<=5ms: 9ms".into(), Some(&busy));
+        let (o, why) = verdict_on(Outcome::Fail, "p99<=5ms: 9ms".into(), Some(&busy));
         assert_eq!(o, Outcome::Disturbed);
         assert!(why.starts_with("the machine was disturbed: "), "{why}");
         assert!(why.contains("p99<=5ms: 9ms"), "{why}");
-        let (o, _) = judge(Outcome::Undecided, String::new(), Some(&busy));
+        let (o, _) = verdict_on(Outcome::Undecided, String::new(), Some(&busy));
         assert_eq!(o, Outcome::Disturbed);
         // A pass stands: the server met the objective with less of the machine.
         assert_eq!(
-            judge(Outcome::Pass, String::new(), Some(&busy)).0,
+            verdict_on(Outcome::Pass, String::new(), Some(&busy)).0,
             Outcome::Pass
         );
         assert_eq!(
-            judge(Outcome::Fail, String::new(), Some(&quiet)).0,
+            verdict_on(Outcome::Fail, String::new(), Some(&quiet)).0,
             Outcome::Fail
         );
         // Not measured: the probe's own verdict.
-        assert_eq!(judge(Outcome::Fail, String::new(), None).0, Outcome::Fail);
+        assert_eq!(
+            verdict_on(Outcome::Fail, String::new(), None).0,
+            Outcome::Fail
+        );
     }
 
     #[test]

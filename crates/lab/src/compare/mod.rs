@@ -108,15 +108,15 @@ pub struct Comparison {
 pub const ALPHA: f64 = 0.05;
 
 /// How a metric's change was judged.
-struct Judged {
+struct Decision {
     test: String,
     p: Option<f64>,
     decided: bool,
 }
 
-impl Judged {
-    fn undecided(why: String) -> Judged {
-        Judged {
+impl Decision {
+    fn undecided(why: String) -> Decision {
+        Decision {
             test: format!("cannot be decided: {why}"),
             p: None,
             decided: false,
@@ -150,9 +150,9 @@ pub const ONE_RUN_WHY: &str = "one run a side decides nothing: runs of one serve
 
 /// Judges one metric over the runs (`a`, `b`: its value in each run that has it), or says
 /// why it cannot: a test that can only say "no" is no test.
-fn judge(name: &str, base: &[Run], cand: &[Run], a: &[f64], b: &[f64]) -> Judged {
+fn judge(name: &str, base: &[Run], cand: &[Run], a: &[f64], b: &[f64]) -> Decision {
     if base.len() < 2 || cand.len() < 2 {
-        return Judged::undecided(ONE_RUN.into());
+        return Decision::undecided(ONE_RUN.into());
     }
     let (a, b, why) = match percentile(name) {
         // Only the runs that carry the percentile: enough requests beyond it.
@@ -180,9 +180,9 @@ fn judge(name: &str, base: &[Run], cand: &[Run], a: &[f64], b: &[f64]) -> Judged
         ),
     };
     if stats::smallest_p(a.len(), b.len()) >= ALPHA {
-        return Judged::undecided(format!("{why}, too few for p < {ALPHA}"));
+        return Decision::undecided(format!("{why}, too few for p < {ALPHA}"));
     }
-    Judged {
+    Decision {
         test: format!("rank test, {} and {} runs", a.len(), b.len()),
         p: stats::mann_whitney(&b, &a),
         decided: true,

@@ -14,12 +14,12 @@ use super::page::ExperimentPage;
 use super::rendered::Rendered;
 use crate::objective::Outcome;
 use crate::record::{read_json, ExperimentRecord, RunRecord};
-use crate::replay::{Judged, ReplayArrivals};
+use crate::replay::{ReplayArrivals, StepVerdict};
 
 /// One run as the page reads it.
 struct Step {
     name: String,
-    judged: Judged,
+    judged: StepVerdict,
     achieved_rps: f64,
     p50_ms: f64,
     p99_ms: f64,
@@ -86,7 +86,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
 }
 
 fn read_step(run_dir: &Path, name: &str) -> anyhow::Result<Step> {
-    let judged: Judged = read_json(&run_dir.join("step.json"))?;
+    let judged: StepVerdict = read_json(&run_dir.join("step.json"))?;
     let run: RunRecord = read_json(&run_dir.join("run.json"))?;
     let l = &run.load.total;
     Ok(Step {
@@ -199,7 +199,7 @@ mod tests {
     fn step(speed: f64, arrivals: ReplayArrivals, p99_ms: f64, outcome: Outcome) -> Step {
         Step {
             name: format!("{arrivals}-{speed}"),
-            judged: Judged {
+            judged: StepVerdict {
                 speed,
                 arrivals,
                 offered_rps: 100.0 * speed,
