@@ -131,8 +131,17 @@ fn capitalise(text: &str) -> String {
 
 fn plan_sentence(r: &Recorded) -> String {
     format!(
-        "Objective: {}, on open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate; the search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; a boundary rate passes when {} of its {} probes pass. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while the rest of the objective held) ends the search: it says nothing of the server. Goodput counts good responses over the requests sent that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
-        r.slo, r.probe_s, r.arrivals, r.warmup_s, r.from, r.growth, 100.0 * r.precision, r.need, r.repeat,
+        "Objective: {}, each condition judged on its 95 % interval (a percentile's from the order statistics of the probe's requests, a share's by Wilson): it passes only when all of the interval meets the limit, fails only when none of it does, and a probe whose interval straddles a limit is undecided and taken again, twice as long. Open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate, longer at rates too low to offer the requests the objective needs in that time ({} for these conditions; at most 60 s). The search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; it never moves on one probe: a fail is confirmed by a second (a third when two disagree, the majority deciding), and the bracket's two rates are each confirmed by {} probes or more. A probe that failed on a machine other processes disturbed (their share of the server's or the generator's CPU, steal, CPU or I/O pressure past their limits) is disturbed, not failed: the machine is waited for and the probe taken again; three in a row end the search without a capacity. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while no condition failed) ends the search: it says nothing of the server. Goodput counts good responses over the requests that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
+        r.slo,
+        r.probe_s,
+        r.arrivals,
+        r.warmup_s,
+        webscope_load::slo::Slo::parse(&r.slo)
+            .map_or(0, |slo| crate::objective::needed_requests(&slo)),
+        r.from,
+        r.growth,
+        100.0 * r.precision,
+        r.repeat,
         100.0 * webscope_load::not_sent_limit(r.probe_s)
     )
 }
@@ -271,6 +280,7 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
     let mut head: Vec<String> = [
         "probe",
         "offered/s",
+        "probe s",
         "achieved/s",
         "p50 ms",
         "p90 ms",
@@ -291,6 +301,7 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
         let mut row = vec![
             j.number.to_string(),
             format!("{:.0}", j.rate),
+            format!("{:.1}", j.probe_s),
             format!("{:.0}", p.rps),
             ms(l.p50),
             ms(l.p90),
@@ -347,7 +358,8 @@ fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
             "conditions": j.checks.iter().map(|c| json!({
                 "condition": c.condition, "measured": c.measured, "verdict": c.verdict,
             })).collect::<Vec<_>>(),
-            "bound": j.bound, "bound_reading": j.bound_reading,
+            "bound": j.bound, "bound_reading": j.bound_reading, "probe_s": j.probe_s,
+            "disturbance": j.disturbance,
             "server_cpu_per_request_us": p.server_cpu_us(),
             "cooldown": {
                 "waited_s": j.cooldown.waited_s, "settled": j.cooldown.settled,
