@@ -101,7 +101,14 @@ impl Judged {
             Outcome::Fail => SearchOutcome::Fail,
             Outcome::Generator => SearchOutcome::GeneratorBound,
             Outcome::Undecided => SearchOutcome::Undecided(self.reason.clone()),
-            Outcome::Disturbed => SearchOutcome::Disturbed(self.reason.clone()),
+            // The search's ending names the machine's figures alone ("other processes took
+            // 39 % of the server's CPU 0, I/O pressure 54 %"), not the probe's whole reason.
+            Outcome::Disturbed => SearchOutcome::Disturbed(
+                self.disturbance
+                    .as_ref()
+                    .and_then(|d| d.beyond(&webscope_monitor::disturbance::Limits::default()))
+                    .unwrap_or_else(|| self.reason.clone()),
+            ),
         }
     }
 }
@@ -260,6 +267,22 @@ fn arrivals_word(settings: &Settings) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_disturbed_probe_hands_the_search_the_machines_figures() {
+        let judged: Judged = serde_json::from_value(serde_json::json!({
+            "number": 1, "rate": 100.0, "outcome": "disturbed",
+            "reason": "the machine was disturbed: CPU pressure 60 % (the probe's own verdict: p99)",
+            "checks": [], "bound": "machine CPU", "bound_reading": "", "warmup_s": 0.2,
+            "disturbance": {"seconds": 2.0, "cpu_pressure": 0.6},
+            "cooldown": {"waited_s": 0.0, "open_before": 0, "open_after": 0, "time_wait": 0, "settled": true},
+        }))
+        .unwrap();
+        assert_eq!(
+            judged.outcome(),
+            SearchOutcome::Disturbed("CPU pressure 60 %".into())
+        );
+    }
 
     #[test]
     fn a_low_rate_probe_lasts_long_enough_for_its_percentile() {
