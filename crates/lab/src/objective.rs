@@ -153,9 +153,15 @@ fn figures(
 /// its conditions undecided, never passed).
 fn class_figures(figures: &mut Measured, slo: &Slo, log: &Path) -> anyhow::Result<()> {
     figures.class_latency_us.clear();
+    // Each class's histogram read from the log once, whatever number of percentiles ask it.
+    let mut read: std::collections::HashMap<String, Option<hdrhistogram::Histogram<u64>>> =
+        std::collections::HashMap::new();
     for (class, q) in slo.class_quantiles() {
-        let tag = webscope_load::tag_of(&class);
-        let Some(h) = whole_histogram(log, Some(&tag))?.filter(|h| !h.is_empty()) else {
+        if !read.contains_key(&class) {
+            let h = whole_histogram(log, Some(&webscope_load::tag_of(&class)))?;
+            read.insert(class.clone(), h.filter(|h| !h.is_empty()));
+        }
+        let Some(h) = read.get(&class).and_then(Option::as_ref) else {
             continue;
         };
         let us = |ns: u64| ns as f64 / 1000.0;
@@ -165,7 +171,7 @@ fn class_figures(figures: &mut Measured, slo: &Slo, log: &Path) -> anyhow::Resul
             us(h.value_at_quantile(q))
         };
         figures.class_latency_us.push((class.clone(), q, point));
-        if let Some(range) = latency_range(&h, q) {
+        if let Some(range) = latency_range(h, q) {
             figures
                 .intervals
                 .push((Metric::Latency { quantile: q }, Some(class), range));
@@ -476,6 +482,58 @@ mod tests {
         let mut m = Measured::of_load(&report, &[0.99], &expect);
         m.intervals = intervals(&report, &[0.99], &expect);
         assert_eq!(slo.judge(&m)[0].verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn a_class_condition_is_judged_on_that_class_s_histogram_in_the_log() {
+        use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+        use hdrhistogram::serialization::V2DeflateSerializer;
+        // Two intervals of a log as the generator writes it: untagged lines hold every
+        // request, Tag= lines one class. The small files answer in 1 ms, the large in 80 ms.
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("load.hlog");
+        let mut text = Vec::new();
+        let mut serializer = V2DeflateSerializer::new();
+        {
+            let mut writer = IntervalLogWriterBuilder::new()
+                .begin_log_with(&mut text, &mut serializer)
+                .unwrap();
+            for i in 0..2u64 {
+                let mut small = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+                small.record_n(1_000_000, 1_500).unwrap();
+                let mut large = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+                large.record_n(80_000_000, 30).unwrap();
+                let mut all = small.clone();
+                all.add(&large).unwrap();
+                let at = std::time::Duration::from_secs(i);
+                let second = std::time::Duration::from_secs(1);
+                writer.write_histogram(&all, at, second, None).unwrap();
+                for (h, tag) in [(&small, "0-1KB"), (&large, "over-1MB")] {
+                    writer
+                        .write_histogram(h, at, second, Tag::new(tag))
+                        .unwrap();
+                }
+            }
+        }
+        std::fs::write(&log, &text).unwrap();
+        let slo = Slo::parse("p99[0-1KB]<=5ms,p50[0-1KB]<=5ms,p99[over-1MB]<=5ms,p99[none]<=5ms")
+            .unwrap();
+        let mut m = Measured::default();
+        class_figures(&mut m, &slo, &log).unwrap();
+        let verdicts: Vec<Verdict> = slo.judge(&m).iter().map(|c| c.verdict).collect();
+        // 3 000 small requests at 1 ms: a p99 and a p50 within 5 ms, interval and all; 60
+        // large at 80 ms fail theirs; a class the log does not have is not measured.
+        assert_eq!(
+            verdicts,
+            [
+                Verdict::Pass,
+                Verdict::Pass,
+                Verdict::Fail,
+                Verdict::Undecided
+            ],
+            "{:?}",
+            slo.judge(&m).iter().map(Check::line).collect::<Vec<_>>()
+        );
     }
 
     #[test]

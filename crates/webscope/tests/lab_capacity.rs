@@ -625,8 +625,28 @@ fn a_cpu_hog_on_the_servers_cpu_makes_the_search_wait_or_refuse_never_a_wrong_ca
         return;
     }
     assert_eq!(code, Some(0), "{stderr}");
-    // Every probe the hog failed is marked so, and names what took the CPU.
+    // The watch saw the hog: the first probe ran within its 15 s, and others took much of the
+    // server's CPU then (a share of the region the server runs in).
     let probes = c["probes"].as_array().unwrap();
+    let others_on_the_server = |p: &serde_json::Value| -> f64 {
+        p["disturbance"]["regions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| {
+                r["roles"]
+                    .as_array()
+                    .is_some_and(|a| a.contains(&"server".into()))
+            })
+            .filter_map(|r| r["others"].as_f64())
+            .fold(0.0, f64::max)
+    };
+    assert!(
+        others_on_the_server(&probes[0]) > 0.3,
+        "the first probe did not see the hog: {:#}",
+        probes[0]
+    );
+    // Every probe the hog failed is marked so, and names what took the CPU.
     for p in probes.iter().filter(|p| p["verdict"] == "disturbed") {
         let reason = p["reason"].as_str().unwrap();
         assert!(
