@@ -143,20 +143,27 @@ fn a_log_written_by_webscope_serve_during_a_rate_run_replays_second_by_second() 
     for (interval, (_, count)) in intervals.iter().zip(&per_second) {
         assert_eq!(interval["offered"], *count);
     }
-    // Whole seconds of the logged run: replayed at its rate, within 1 % over them (3 % for
-    // one second: a response may end just past a boundary on a busy machine).
+    // Whole seconds of the logged run: replayed at the log's own rate, each second as many
+    // as the log holds for it (the rate run asked 200 a second, but a busy machine may have
+    // served fewer in one, and the log, not the rate asked, is what is replayed): within 3 %
+    // for one second (a response may end just past a boundary), 1 % over them all.
     let middle = &intervals[1..intervals.len() - 1];
     assert!(!middle.is_empty());
-    let mut answered_all = 0.0;
+    let (mut answered_all, mut offered_all) = (0.0, 0.0);
     for interval in middle {
         let answered = interval["requests"].as_u64().unwrap() as f64;
-        assert!((answered - 200.0).abs() <= 6.0, "{interval}");
+        let offered = interval["offered"].as_u64().unwrap() as f64;
+        assert!(
+            offered >= 150.0,
+            "the logged run kept near its rate: {interval}"
+        );
+        assert!((answered - offered).abs() <= 0.03 * offered, "{interval}");
         answered_all += answered;
+        offered_all += offered;
     }
-    let rate = answered_all / middle.len() as f64;
     assert!(
-        (rate - 200.0).abs() <= 2.0,
-        "{rate} req/s in the whole seconds"
+        (answered_all - offered_all).abs() <= 0.01 * offered_all,
+        "{answered_all} answered of {offered_all} offered in the whole seconds"
     );
     served.stop();
 }
