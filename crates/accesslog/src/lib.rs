@@ -38,9 +38,11 @@ mod format;
 mod line;
 mod plausible;
 mod read;
+mod stream;
 
 pub use error::Error;
 pub use format::{Format, TimeUnit};
 pub use line::{parse_line, Entry};
 pub use plausible::{implausible_time, AHEAD, EARLIEST_UNIX};
 pub use read::{read_logs, read_logs_with_progress, BadLine, Parsed};
+pub use stream::{stream_logs, ReadOptions, ReadSummary, MAX_BUFFERED};

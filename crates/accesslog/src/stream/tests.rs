@@ -1,0 +1,136 @@
+use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::*;
+
+/// A Combined line at `secs` past 2024-01-01T00:00:00Z.
+fn line(secs: u32, path: &str) -> String {
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    format!("10.0.0.1 - - [01/Jan/2024:{h:02}:{m:02}:{s:02} +0000] \"GET {path} HTTP/1.1\" 200 10 \"-\" \"t\"\n")
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn stream(paths: &[PathBuf], look_back_s: u64) -> (Vec<Entry>, ReadSummary) {
+    let options = ReadOptions {
+        look_back: Duration::from_secs(look_back_s),
+        ..ReadOptions::default()
+    };
+    let mut out = Vec::new();
+    let summary = stream_logs(paths, &options, &mut |e| out.push(e), &mut |_| {}).unwrap();
+    (out, summary)
+}
+
+fn paths_of(entries: &[Entry]) -> Vec<&str> {
+    entries.iter().map(|e| e.path.as_str()).collect()
+}
+
+#[test]
+fn files_given_newest_first_are_merged_in_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = write(
+        dir.path(),
+        "access.log",
+        &(line(100, "/c") + &line(101, "/d")),
+    );
+    let old = write(
+        dir.path(),
+        "access.log.1",
+        &(line(1, "/a") + &line(2, "/b")),
+    );
+    let (entries, summary) = stream(&[new, old], 60);
+    assert_eq!(paths_of(&entries), ["/a", "/b", "/c", "/d"]);
+    assert_eq!((summary.entries, summary.out_of_order), (4, 0));
+}
+
+#[test]
+fn disorder_within_the_look_back_is_put_right_and_ties_keep_file_then_line_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a",
+        &(line(10, "/a10") + &line(5, "/a5") + &line(10, "/a10b")),
+    );
+    let b = write(dir.path(), "b", &(line(10, "/b10") + &line(4, "/b4")));
+    let (entries, summary) = stream(&[a, b], 60);
+    assert_eq!(paths_of(&entries), ["/b4", "/a5", "/a10", "/a10b", "/b10"]);
+    assert_eq!(summary.out_of_order, 0);
+}
+
+#[test]
+fn an_entry_later_than_the_look_back_is_delivered_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    // /late comes 300 s after /c, a later line: with a 60 s look-back /b has gone out by
+    // then, so /late follows it, out of order.
+    let text = line(0, "/a") + &line(300, "/b") + &line(400, "/c") + &line(100, "/late");
+    let log = write(dir.path(), "log", &(text + &line(401, "/d")));
+    let (entries, summary) = stream(std::slice::from_ref(&log), 60);
+    assert_eq!(paths_of(&entries), ["/a", "/b", "/late", "/c", "/d"]);
+    assert_eq!(summary.out_of_order, 1);
+    // With a look-back of 300 s it is put in place.
+    let (entries, summary) = stream(&[log], 300);
+    assert_eq!(paths_of(&entries), ["/a", "/late", "/b", "/c", "/d"]);
+    assert_eq!(summary.out_of_order, 0);
+}
+
+#[test]
+fn the_buffer_holds_about_one_look_back_not_the_log() {
+    // 20 000 entries, one a second, read through a sink that records how many were still
+    // unread in the file when each came out: with a 60 s look-back none waits longer.
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..20_000).map(|s| line(s, "/x")).collect();
+    let log = write(dir.path(), "log", &text);
+    let options = ReadOptions {
+        look_back: Duration::from_secs(60),
+        ..ReadOptions::default()
+    };
+    let mut delivered = 0u64;
+    let mut last = UNIX_EPOCH;
+    stream_logs(
+        &[log],
+        &options,
+        &mut |e| {
+            delivered += 1;
+            assert!(e.time >= last);
+            last = e.time;
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(delivered, 20_000);
+    let mut merge = Merge::new(1, Duration::from_secs(60));
+    let mut held = 0usize;
+    for s in 0..1000u32 {
+        let entry = crate::parse_line(&line(s, "/x"), None).unwrap();
+        merge.push(0, entry, &mut |_| {});
+        held = held.max(merge.heap.len());
+    }
+    assert!(held <= 62, "held {held} entries");
+}
+
+#[test]
+fn bad_lines_of_several_files_are_counted_and_the_first_examples_kept_in_file_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", &(line(1, "/a") + "junk a\n"));
+    let b = write(
+        dir.path(),
+        "b",
+        &("junk b\n".to_string() + &line(2, "/b") + "\n"),
+    );
+    let (entries, summary) = stream(&[a, b], 60);
+    assert_eq!(entries.len(), 2);
+    assert_eq!(
+        (summary.lines, summary.bad_lines, summary.blank_lines),
+        (5, 2, 1)
+    );
+    let examples: Vec<_> = summary
+        .bad_examples
+        .iter()
+        .map(|b| (b.file, b.line))
+        .collect();
+    assert_eq!(examples, [(0, 2), (1, 1)]);
+}
