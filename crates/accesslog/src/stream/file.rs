@@ -1,5 +1,6 @@
-//! One log file read line by line into entries, in the file's own order, with what could
-//! not be read counted in a [`Tally`].
+//! One log file cut into batches of lines, and a batch parsed into entries, with what could
+//! not be read counted in a [`Tally`]. Reading (and gunzipping) a file is one thread's work;
+//! parsing its batches can be many threads' ([`super::pipe`]).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -21,8 +22,13 @@ pub(crate) const EXAMPLE_CHARS: usize = 200;
 /// Why a line over [`MAX_LINE`] is bad: no log format writes one, and keeping it would let
 /// a file without newlines take memory in proportion to its size.
 const TOO_LONG: &str = "longer than 64 KiB: not a log line (only its start was kept)";
+/// A batch ends after this many lines or bytes: big enough that handing it to a thread costs
+/// little beside parsing it (about 1 ms of work), small enough that a few per file in flight
+/// hold little memory.
+const BATCH_LINES: usize = 2048;
+const BATCH_BYTES: usize = 512 * 1024;
 
-/// What reading a file found besides its entries.
+/// What reading found besides the entries.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tally {
     pub lines: u64,
@@ -33,83 +39,184 @@ pub(crate) struct Tally {
     pub bad_examples: Vec<BadLine>,
 }
 
-/// A log file's entries in file order.
-pub(crate) struct FileEntries {
-    path: PathBuf,
-    index: usize,
-    format: Option<Format>,
-    reader: LineReader<Box<dyn BufRead + Send>>,
-    now: SystemTime,
-    pub tally: Tally,
+impl Tally {
+    /// Adds the tally of the batch that follows.
+    fn absorb(&mut self, next: Tally) {
+        self.lines += next.lines;
+        self.bad_lines += next.bad_lines;
+        self.long_lines += next.long_lines;
+        self.bad_times += next.bad_times;
+        self.blank_lines += next.blank_lines;
+        let room = EXAMPLES.saturating_sub(self.bad_examples.len());
+        self.bad_examples
+            .extend(next.bad_examples.into_iter().take(room));
+    }
 }
 
-impl FileEntries {
+/// Consecutive lines of a file: their bytes one after another, and where each lies.
+pub(crate) struct Batch {
+    /// The number of the line before the first.
+    after_line: u64,
+    text: Vec<u8>,
+    /// Each line's start and end in `text`, and whether it was cut at [`MAX_LINE`].
+    lines: Vec<(usize, usize, bool)>,
+}
+
+/// A file's lines, batch by batch.
+pub(crate) struct Lines {
+    path: PathBuf,
+    reader: LineReader<Box<dyn BufRead + Send>>,
+}
+
+impl Lines {
     /// Opens the file (through gzip when it starts with gzip's magic bytes).
-    pub fn open(path: &Path, index: usize, format: Option<Format>) -> Result<Self, Error> {
-        Ok(FileEntries {
+    pub fn open(path: &Path) -> Result<Lines, Error> {
+        Ok(Lines {
             path: path.to_path_buf(),
-            index,
-            format,
             reader: LineReader::new(open(path)?, MAX_LINE),
-            now: SystemTime::now(),
-            tally: Tally::default(),
         })
     }
 
-    /// The next entry of the file, counting the lines that are not one; `None` at its end.
-    pub fn next_entry(&mut self) -> Result<Option<Entry>, Error> {
-        loop {
+    /// The next batch of lines, `None` at the end of the file.
+    pub fn next_batch(&mut self) -> Result<Option<Batch>, Error> {
+        let mut batch = Batch {
+            after_line: self.reader.line_number(),
+            text: Vec::with_capacity(BATCH_BYTES + MAX_LINE),
+            lines: Vec::with_capacity(BATCH_LINES),
+        };
+        while batch.lines.len() < BATCH_LINES && batch.text.len() < BATCH_BYTES {
             let line_no = self.reader.line_number();
             let line = self.reader.next_line().map_err(|source| Error::Read {
                 path: self.path.clone(),
                 line: line_no,
                 source,
             })?;
-            let Some(line) = line else {
+            let (bytes, too_long) = match line {
+                None => break,
+                Some(Line::Text(bytes)) => (bytes, false),
+                Some(Line::TooLong { start, .. }) => (start, true),
+            };
+            let start = batch.text.len();
+            batch.text.extend_from_slice(bytes);
+            batch.lines.push((start, batch.text.len(), too_long));
+        }
+        Ok((!batch.lines.is_empty()).then_some(batch))
+    }
+}
+
+/// How a file's lines become entries: the same for every batch of it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Parser {
+    /// The file's index, into the paths given.
+    pub file: usize,
+    pub format: Option<Format>,
+    /// The clock a line's time is checked against, read once for the whole stream.
+    pub now: SystemTime,
+}
+
+/// A batch's entries and tally.
+pub(crate) struct ParsedBatch {
+    pub entries: Vec<Entry>,
+    pub tally: Tally,
+}
+
+impl Parser {
+    pub fn parse(&self, batch: &Batch) -> ParsedBatch {
+        let mut out = ParsedBatch {
+            entries: Vec::with_capacity(batch.lines.len()),
+            tally: Tally::default(),
+        };
+        for (i, &(start, end, too_long)) in batch.lines.iter().enumerate() {
+            let line_no = batch.after_line + i as u64 + 1;
+            if let Some(entry) =
+                self.line(&batch.text[start..end], too_long, line_no, &mut out.tally)
+            {
+                out.entries.push(entry);
+            }
+        }
+        out
+    }
+
+    fn line(&self, bytes: &[u8], too_long: bool, line_no: u64, tally: &mut Tally) -> Option<Entry> {
+        tally.lines += 1;
+        let why = if too_long {
+            tally.long_lines += 1;
+            Some(TOO_LONG)
+        } else {
+            None
+        };
+        let text = String::from_utf8_lossy(bytes);
+        let text = text.trim_end_matches('\r');
+        if why.is_none() && text.trim().is_empty() {
+            tally.blank_lines += 1;
+            return None;
+        }
+        let why = match why.map_or_else(|| parse_line(text, self.format), Err) {
+            Ok(entry) => match implausible_time(entry.time, self.now) {
+                None => {
+                    return Some(Entry {
+                        file: self.file,
+                        line: line_no,
+                        ..entry
+                    })
+                }
+                Some(why) => {
+                    tally.bad_times += 1;
+                    why
+                }
+            },
+            Err(why) => why,
+        };
+        tally.bad_lines += 1;
+        if tally.bad_examples.len() < EXAMPLES {
+            tally.bad_examples.push(BadLine {
+                file: self.file,
+                line: line_no,
+                text: text.chars().take(EXAMPLE_CHARS).collect(),
+                why,
+            });
+        }
+        None
+    }
+}
+
+/// Where a file's parsed batches come from: parsed here, or by the pool in order.
+pub(crate) enum Source {
+    Inline(Lines, Parser),
+    Piped(super::pipe::Ordered),
+}
+
+/// A log file's entries in file order.
+pub(crate) struct FileEntries {
+    source: Source,
+    current: std::vec::IntoIter<Entry>,
+    pub tally: Tally,
+}
+
+impl FileEntries {
+    pub fn new(source: Source) -> FileEntries {
+        FileEntries {
+            source,
+            current: Vec::new().into_iter(),
+            tally: Tally::default(),
+        }
+    }
+
+    /// The next entry of the file, counting the lines that are not one; `None` at its end.
+    pub fn next_entry(&mut self) -> Result<Option<Entry>, Error> {
+        loop {
+            if let Some(entry) = self.current.next() {
+                return Ok(Some(entry));
+            }
+            let parsed = match &mut self.source {
+                Source::Inline(lines, parser) => lines.next_batch()?.map(|b| parser.parse(&b)),
+                Source::Piped(ordered) => ordered.next()?,
+            };
+            let Some(parsed) = parsed else {
                 return Ok(None);
             };
-            let line_no = line_no + 1;
-            let tally = &mut self.tally;
-            tally.lines += 1;
-            let (bytes, why) = match line {
-                Line::Text(bytes) => (bytes, None),
-                Line::TooLong { start, .. } => {
-                    tally.long_lines += 1;
-                    (start, Some(TOO_LONG))
-                }
-            };
-            let text = String::from_utf8_lossy(bytes);
-            let text = text.trim_end_matches('\r');
-            if why.is_none() && text.trim().is_empty() {
-                tally.blank_lines += 1;
-                continue;
-            }
-            let result = why.map_or_else(|| parse_line(text, self.format), Err);
-            let why = match result {
-                Ok(entry) => match implausible_time(entry.time, self.now) {
-                    None => {
-                        return Ok(Some(Entry {
-                            file: self.index,
-                            line: line_no,
-                            ..entry
-                        }))
-                    }
-                    Some(why) => {
-                        tally.bad_times += 1;
-                        why
-                    }
-                },
-                Err(why) => why,
-            };
-            tally.bad_lines += 1;
-            if tally.bad_examples.len() < EXAMPLES {
-                tally.bad_examples.push(BadLine {
-                    file: self.index,
-                    line: line_no,
-                    text: text.chars().take(EXAMPLE_CHARS).collect(),
-                    why,
-                });
-            }
+            self.tally.absorb(parsed.tally);
+            self.current = parsed.entries.into_iter();
         }
     }
 }

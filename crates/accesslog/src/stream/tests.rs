@@ -107,7 +107,7 @@ fn the_buffer_holds_about_one_look_back_not_the_log() {
     for s in 0..1000u32 {
         let entry = crate::parse_line(&line(s, "/x"), None).unwrap();
         merge.push(0, entry, &mut |_| {});
-        held = held.max(merge.heap.len());
+        held = held.max(merge.buffered);
     }
     assert!(held <= 62, "held {held} entries");
 }
@@ -133,4 +133,103 @@ fn bad_lines_of_several_files_are_counted_and_the_first_examples_kept_in_file_or
         .map(|b| (b.file, b.line))
         .collect();
     assert_eq!(examples, [(0, 2), (1, 1)]);
+}
+
+fn gzip(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes()).unwrap();
+    enc.finish().unwrap()
+}
+
+/// Three files, one gzip, each with bad, blank, long and disordered lines, over many batches.
+fn awkward_logs(dir: &Path) -> Vec<PathBuf> {
+    let mut texts = [String::new(), String::new(), String::new()];
+    for i in 0..30_000u32 {
+        let file = (i % 3) as usize;
+        // Jitter of a few seconds within each file, and a late line now and then.
+        let secs = i / 3 + (i * 7919 % 5);
+        let secs = if i % 4999 == 0 {
+            secs.saturating_sub(500)
+        } else {
+            secs
+        };
+        texts[file] += &line(secs, &format!("/p{}", i % 97));
+        match i % 1000 {
+            1 => texts[file] += "not a log line\n",
+            2 => texts[file] += "\n",
+            3 => texts[file] += &format!("{}\n", "x".repeat(70_000)),
+            _ => {}
+        }
+    }
+    let gz = dir.join("c.gz");
+    std::fs::write(&gz, gzip(&texts[2])).unwrap();
+    vec![write(dir, "a", &texts[0]), write(dir, "b", &texts[1]), gz]
+}
+
+#[test]
+fn every_thread_count_gives_the_same_entries_and_summary_as_one_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = awkward_logs(dir.path());
+    let run = |threads| {
+        let options = ReadOptions {
+            threads,
+            ..ReadOptions::default()
+        };
+        let mut entries = Vec::new();
+        let mut progress = Vec::new();
+        let summary = stream_logs(&paths, &options, &mut |e| entries.push(e), &mut |lines| {
+            progress.push(lines)
+        })
+        .unwrap();
+        (entries, summary, progress.len())
+    };
+    let (one, one_summary, _) = run(1);
+    assert_eq!(one.len(), 30_000);
+    assert!(one_summary.out_of_order > 0, "the late lines are counted");
+    assert_eq!(
+        (
+            one_summary.bad_lines,
+            one_summary.long_lines,
+            one_summary.blank_lines
+        ),
+        (60, 30, 30)
+    );
+    for threads in [2, 3, 8] {
+        let (many, summary, progress) = run(threads);
+        assert!(many == one, "{threads} threads: entries differ");
+        assert_eq!(summary, one_summary, "{threads} threads");
+        assert!(progress <= 1, "30 000 lines report no progress or once");
+    }
+}
+
+#[test]
+fn a_read_error_in_a_later_batch_ends_the_stream_with_it_after_the_entries_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..10_000).map(|s| line(s, "/x")).collect();
+    let mut bytes = gzip(&text);
+    bytes.truncate(bytes.len() * 3 / 4);
+    let gz = dir.path().join("cut.gz");
+    std::fs::write(&gz, bytes).unwrap();
+    for threads in [1, 2] {
+        let options = ReadOptions {
+            threads,
+            ..ReadOptions::default()
+        };
+        let mut seen = 0;
+        let result = stream_logs(
+            std::slice::from_ref(&gz),
+            &options,
+            &mut |_| seen += 1,
+            &mut |_| {},
+        );
+        assert!(
+            matches!(result, Err(Error::Read { .. })),
+            "{threads} threads: {result:?}"
+        );
+        assert!(
+            seen > 2000,
+            "{threads} threads: {seen} entries before the error"
+        );
+    }
 }
