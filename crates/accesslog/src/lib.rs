@@ -3,9 +3,11 @@
 //!
 //! What it is for: reading the logs a real site's server wrote — Common and Combined Log
 //! Format, optionally with nginx's `$request_time` or Apache's `%D` appended, plain or gzip,
-//! many files given in any order — into [`Entry`] values sorted by time, so that webscope can
-//! describe the site's traffic (`webscope characterize`), build a file set like it
-//! (`webscope fileset like`) and replay it (`webscope load --replay`).
+//! many files given in any order — as a stream of [`Entry`] values in time order
+//! ([`stream_logs`]), so that webscope can describe the site's traffic (`webscope
+//! characterize`), build a file set like it (`webscope fileset like`) and replay it
+//! (`webscope load --replay`) in memory that follows what is distinct in the log, not its
+//! length.
 //!
 //! What it is not for: a log analyser of the GoAccess kind (no sessions, no geography, no
 //! bots), a general log-format language (only the formats [`Format`] names), or a live tail
@@ -26,9 +28,10 @@
 //! silently dropped. A line over 64 KiB (read without being held) and a line dated before
 //! 1990 or more than a day ahead of the clock ([`implausible_time`]) are bad lines too, so
 //! that no input asks for memory by its length or its span. Only a log of which no line
-//! parses is an error, because then the format is wrong. The lines are read into memory and
-//! sorted once: real logs are not in time order within a second (each worker writes its own
-//! buffer), and every figure downstream wants them sorted.
+//! parses is an error, because then the format is wrong. The entries are not sorted as a
+//! whole: real logs are in time order only to within a second or so (each worker writes its
+//! own buffer), so each file passes through a reorder buffer of one look-back and the files
+//! are merged by time ([`stream_logs`]); sorting every entry would hold the whole log.
 #![deny(missing_docs)]
 
 pub mod characterize;
