@@ -145,7 +145,12 @@ impl Parser {
         } else {
             None
         };
-        let text = String::from_utf8_lossy(bytes);
+        // Valid UTF-8 (nearly every line) is checked by the fast validator and borrowed; only
+        // a line with invalid bytes pays for the lossy copy.
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
         let text = text.trim_end_matches('\r');
         if why.is_none() && text.trim().is_empty() {
             tally.blank_lines += 1;
