@@ -10,7 +10,7 @@ use webscope_sys::{Line, LineReader, MAX_LINE};
 
 use crate::error::Error;
 use crate::format::Format;
-use crate::line::{parse_line, Entry};
+use crate::line::{parse_line_repairing, Entry};
 use crate::plausible::implausible_time;
 use crate::read::BadLine;
 
@@ -30,6 +30,7 @@ pub(crate) struct Tally {
     pub long_lines: u64,
     pub bad_times: u64,
     pub blank_lines: u64,
+    pub repaired_lines: u64,
     pub bad_examples: Vec<BadLine>,
 }
 
@@ -84,15 +85,16 @@ impl FileEntries {
                 tally.blank_lines += 1;
                 continue;
             }
-            let result = why.map_or_else(|| parse_line(text, self.format), Err);
+            let result = why.map_or_else(|| parse_line_repairing(text, self.format), Err);
             let why = match result {
-                Ok(entry) => match implausible_time(entry.time, self.now) {
+                Ok((entry, repaired)) => match implausible_time(entry.time, self.now) {
                     None => {
+                        tally.repaired_lines += u64::from(repaired);
                         return Ok(Some(Entry {
                             file: self.index,
                             line: line_no,
                             ..entry
-                        }))
+                        }));
                     }
                     Some(why) => {
                         tally.bad_times += 1;
