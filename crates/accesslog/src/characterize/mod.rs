@@ -15,6 +15,7 @@
 
 mod burst;
 mod clients;
+mod coverage;
 mod hill;
 pub mod invariants;
 mod lognormal;
@@ -28,8 +29,9 @@ mod zipf;
 use std::collections::HashMap;
 use std::time::UNIX_EPOCH;
 
-pub use burst::{Burstiness, WindowFigure};
+pub use burst::{Burstiness, IdcPeak, WindowFigure, NEAR_PEAK};
 pub use clients::Clients;
+pub use coverage::{Coverage, Gap, MAX_GAPS};
 pub use hill::{HillPoint, TailFit};
 pub use invariants::{Invariant, Verdict};
 pub use lognormal::Lognormal;
@@ -58,6 +60,9 @@ pub struct Characterization {
     pub bad_times: u64,
     /// The first few of them.
     pub bad_examples: Vec<BadLine>,
+    /// Entries from lines cut short in their last quoted field (a user agent without its
+    /// closing quote), accepted as GoAccess accepts them and counted in `requests`.
+    pub repaired_lines: u64,
     /// First logged instant, Unix seconds.
     pub first_unix: i64,
     /// Last logged instant, Unix seconds.
@@ -77,6 +82,9 @@ pub struct Characterization {
     pub popularity: Popularity,
     /// Sizes.
     pub sizes: Sizes,
+    /// Whether the log is sampled by the clock or has long gaps: its burstiness figures
+    /// then describe that.
+    pub coverage: Coverage,
     /// Burstiness of the arrivals.
     pub arrivals: Burstiness,
     /// Base bin of the burstiness figures, seconds (1 unless the log spans weeks).
@@ -167,6 +175,7 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
         long_lines: parsed.long_lines,
         bad_times: parsed.bad_times,
         bad_examples: parsed.bad_examples.iter().map(redacted).collect(),
+        repaired_lines: parsed.repaired_lines,
         first_unix: first,
         last_unix: last,
         span_s,
@@ -180,8 +189,10 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
         arrivals_bin_s: bin,
         clients: clients::clients(entries),
         request_times: service::request_times(entries),
+        coverage: Coverage::default(),
         invariants: Vec::new(),
     };
+    c.coverage = coverage::coverage(&c.per_minute, c.span_s);
     c.invariants = invariants::compare(&c);
     c
 }
