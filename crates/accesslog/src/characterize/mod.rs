@@ -17,6 +17,7 @@ mod burst;
 mod clients;
 mod coverage;
 mod hill;
+mod hosts;
 pub mod invariants;
 mod lognormal;
 mod points;
@@ -33,6 +34,7 @@ pub use burst::{Burstiness, IdcPeak, WindowFigure, NEAR_PEAK};
 pub use clients::Clients;
 pub use coverage::{Coverage, Gap, MAX_GAPS};
 pub use hill::{HillPoint, TailFit};
+pub use hosts::{HostTally, Hosts};
 pub use invariants::{Invariant, Verdict};
 pub use lognormal::Lognormal;
 pub use popularity::{Document, InterReference, Popularity, MAX_DOCUMENTS};
@@ -91,6 +93,9 @@ pub struct Characterization {
     pub arrivals_bin_s: u64,
     /// Requests per client.
     pub clients: Clients,
+    /// Remote and local requests, and requests by domain (Arlitt & Williamson's last two
+    /// invariants).
+    pub hosts: Hosts,
     /// The logged request times, with a timed format.
     pub request_times: Option<RequestTimes>,
     /// Arlitt & Williamson's invariants beside this log's figures.
@@ -188,6 +193,11 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
         arrivals: burst::burstiness(&per_bin, bin),
         arrivals_bin_s: bin,
         clients: clients::clients(entries),
+        hosts: entries
+            .iter()
+            .map(|e| e.client.as_str())
+            .collect::<HostTally>()
+            .finish(),
         request_times: service::request_times(entries),
         coverage: Coverage::default(),
         invariants: Vec::new(),

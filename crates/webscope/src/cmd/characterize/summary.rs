@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use webscope_accesslog::characterize::{
-    Burstiness, Characterization, Series, Verdict, MAX_SERIES_BINS, NEAR_PEAK,
+    Burstiness, Characterization, Invariant, Series, Verdict, MAX_SERIES_BINS, NEAR_PEAK,
 };
 use webscope_workload::format_size;
 
@@ -78,7 +78,7 @@ fn lines(n: u64) -> String {
 /// The verdict as the table says it.
 pub fn verdict(v: Verdict) -> &'static str {
     match v {
-        Verdict::Agrees => "agrees",
+        Verdict::Holds => "holds",
         Verdict::Differs => "differs",
         Verdict::CannotTell => "cannot tell",
     }
@@ -182,6 +182,21 @@ pub fn idc(a: &Burstiness) -> String {
     format!("{ends}, peak {:.2} at {}{near}", p.value, span(p.window_s))
 }
 
+/// One invariant's line: verdict, name, this log's figure, and by how much it differs.
+fn invariant(i: &Invariant) -> String {
+    let by = i
+        .difference
+        .as_ref()
+        .map_or(String::new(), |d| format!(" — {d}"));
+    format!(
+        "  {:<12} {:<28} {} (paper: {}){by}",
+        verdict(i.verdict),
+        i.name,
+        i.this_log,
+        i.bound
+    )
+}
+
 /// The summary printed on the terminal.
 pub fn text(c: &Characterization, logs: &[String]) -> String {
     let mut s = String::new();
@@ -280,13 +295,7 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     }
     let _ = writeln!(s, "Invariants (Arlitt & Williamson, SIGMETRICS 1996):");
     for i in &c.invariants {
-        let _ = writeln!(
-            s,
-            "  {:<12} {:<28} {}",
-            verdict(i.verdict),
-            i.name,
-            i.this_log
-        );
+        let _ = writeln!(s, "{}", invariant(i));
     }
     if c.repaired_lines > 0 {
         let _ = writeln!(s, "{}", repaired(c));
