@@ -59,7 +59,21 @@ impl Entry {
 /// Parses one line (without its line end). `None` for `format` auto-detects Common and
 /// Combined; text after the user agent (nginx formats often append fields) is ignored unless
 /// the format names a request time there. The error says why, in a few words.
+///
+/// A Combined line cut short in its last quoted field (a user agent, or a referer with no
+/// user agent after it, without its closing quote) is accepted, the field being the rest of
+/// the line, as GoAccess accepts it: servers cut long headers and truncate the last line of
+/// a log being written, and the request, status and size are all there.
 pub fn parse_line(line: &str, format: Option<Format>) -> Result<Entry, &'static str> {
+    parse_line_repairing(line, format).map(|(entry, _)| entry)
+}
+
+/// [`parse_line`], saying whether the line was cut short in its last quoted field and
+/// accepted all the same (the reader counts such lines as repaired).
+pub(crate) fn parse_line_repairing(
+    line: &str,
+    format: Option<Format>,
+) -> Result<(Entry, bool), &'static str> {
     let line = line.trim_end_matches(['\r', '\n']);
     let (client, rest) = line.split_once(' ').ok_or("no fields")?;
     if client.is_empty() {
@@ -84,9 +98,9 @@ pub fn parse_line(line: &str, format: Option<Format>) -> Result<Entry, &'static 
         "-" => 0,
         b => b.parse().map_err(|_| "bad bytes field")?,
     };
-    let (referer, user_agent, request_time) = tail(rest, format)?;
+    let (referer, user_agent, request_time, repaired) = tail(rest, format)?;
     let (method, path, query, protocol) = split_request(&request);
-    Ok(Entry {
+    let entry = Entry {
         time,
         client: client.to_string(),
         method,
@@ -100,17 +114,20 @@ pub fn parse_line(line: &str, format: Option<Format>) -> Result<Entry, &'static 
         request_time,
         file: 0,
         line: 0,
-    })
+    };
+    Ok((entry, repaired))
 }
 
-type Tail = (Option<String>, Option<String>, Option<Duration>);
+/// Referer, user agent, request time, and whether the last quoted field lacked its closing
+/// quote.
+type Tail = (Option<String>, Option<String>, Option<Duration>, bool);
 
 /// Referer, user agent and request time from what follows the bytes field.
 fn tail(rest: &str, format: Option<Format>) -> Result<Tail, &'static str> {
     let rest = rest.trim_start();
     match format {
-        Some(Format::Common) => return Ok((None, None, None)),
-        None if rest.is_empty() => return Ok((None, None, None)),
+        Some(Format::Common) => return Ok((None, None, None, false)),
+        None if rest.is_empty() => return Ok((None, None, None, false)),
         None if !rest.starts_with('"') => {
             return Err("text after the bytes field is not a quoted referer")
         }
@@ -119,13 +136,39 @@ fn tail(rest: &str, format: Option<Format>) -> Result<Tail, &'static str> {
         }
         _ => {}
     }
+    // A timed format has a field after the user agent, so a quote missing there cannot be
+    // told from a line that is wrong: only the untimed formats repair.
+    let timed = matches!(format, Some(Format::CombinedWithTime(_)));
+    if !timed {
+        if let Some((referer, user_agent)) = cut_short(rest) {
+            return Ok((header(referer), user_agent.and_then(header), None, true));
+        }
+    }
     let (referer, rest) = quoted(rest).ok_or("bad referer field")?;
     let (user_agent, rest) = quoted(rest.trim_start()).ok_or("bad user-agent field")?;
     let request_time = match format {
         Some(Format::CombinedWithTime(unit)) => Some(request_time(rest, unit)?),
         _ => None,
     };
-    Ok((header(referer), header(user_agent), request_time))
+    Ok((header(referer), header(user_agent), request_time, false))
+}
+
+/// Referer and user agent of a line cut short in its last quoted field: the user agent (or,
+/// with none, the referer) opened by a quote that never closes. `None` for a line whose
+/// fields all close (or one that is wrong earlier: the caller says why).
+fn cut_short(rest: &str) -> Option<(&str, Option<&str>)> {
+    match quoted(rest) {
+        Some((referer, after)) => Some((referer, Some(unclosed(after.trim_start())?))),
+        None => Some((unclosed(rest)?, None)),
+    }
+}
+
+/// The contents of a field opened by a quote that never closes (trailing blanks dropped).
+fn unclosed(field: &str) -> Option<&str> {
+    let body = field.strip_prefix('"')?;
+    quoted(field)
+        .is_none()
+        .then(|| body.trim_end_matches([' ', '\t']))
 }
 
 fn request_time(rest: &str, unit: TimeUnit) -> Result<Duration, &'static str> {

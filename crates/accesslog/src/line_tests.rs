@@ -144,7 +144,7 @@ fn junk_is_an_error_with_a_reason() {
             "referer",
         ),
         (
-            r#"h - - [01/Jan/2024:00:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "ua"#,
+            r#"h - - [01/Jan/2024:00:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" ua"#,
             "user-agent",
         ),
     ];
@@ -152,4 +152,37 @@ fn junk_is_an_error_with_a_reason() {
         let err = parse_line(line, None).unwrap_err();
         assert!(err.contains(why), "{line:?}: {err:?} lacks {why:?}");
     }
+}
+
+#[test]
+fn a_line_cut_short_in_its_last_quoted_field_is_repaired() {
+    let head =
+        r#"10.0.0.1 - - [01/Jan/2024:00:00:00 +0000] "GET /feed?flav=rss20 HTTP/1.1" 200 512"#;
+    // The user agent without its closing quote (GoAccess accepts it): the rest of the line.
+    let (e, repaired) = parse_line_repairing(
+        &format!(r#"{head} "http://r/" "Mozilla/5.0 (X11; Linux  "#),
+        None,
+    )
+    .unwrap();
+    assert!(repaired);
+    assert_eq!(e.user_agent.as_deref(), Some("Mozilla/5.0 (X11; Linux"));
+    assert_eq!(e.referer.as_deref(), Some("http://r/"));
+    assert_eq!((e.path.as_str(), e.status, e.bytes), ("/feed", 200, 512));
+    // Named combined too, and a referer cut short with no user agent after it.
+    let (e, repaired) =
+        parse_line_repairing(&format!(r#"{head} "http://r/pa"#), Some(Format::Combined)).unwrap();
+    assert!(repaired);
+    assert_eq!(
+        (e.referer.as_deref(), e.user_agent),
+        (Some("http://r/pa"), None)
+    );
+    // A whole line is not counted as repaired.
+    let (_, repaired) = parse_line_repairing(COMBINED, None).unwrap();
+    assert!(!repaired);
+    // A timed format has a field after the user agent: a quote missing there stays an error.
+    let timed = Some(Format::CombinedWithTime(TimeUnit::Seconds));
+    let cut = format!(r#"{head} "-" "curl 0.004"#);
+    assert!(parse_line(&cut, timed).is_err());
+    // A user agent with no opening quote is not cut short but wrong.
+    assert!(parse_line(&format!(r#"{head} "-" curl"#), None).is_err());
 }

@@ -23,6 +23,9 @@ pub struct Parsed {
     pub bad_times: u64,
     /// Blank lines, skipped.
     pub blank_lines: u64,
+    /// Entries from lines cut short in their last quoted field, accepted (see
+    /// [`crate::parse_line`]).
+    pub repaired_lines: u64,
     /// The first few bad lines, to show.
     pub bad_examples: Vec<BadLine>,
     /// All lines read, good, bad and blank.
@@ -76,6 +79,7 @@ pub fn read_logs_with_progress(
         long_lines: summary.long_lines,
         bad_times: summary.bad_times,
         blank_lines: summary.blank_lines,
+        repaired_lines: summary.repaired_lines,
         bad_examples: summary.bad_examples,
         lines: summary.lines,
     })

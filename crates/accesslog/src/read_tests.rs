@@ -181,3 +181,30 @@ fn a_gzip_of_newlines_says_its_lines_are_blank() {
         "{err}"
     );
 }
+
+#[test]
+fn lines_cut_short_in_the_user_agent_are_entries_counted_as_repaired_over_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = "10.0.0.1 - - [01/Jan/2024:00:00:07 +0000] \"GET /cut HTTP/1.1\" 200 10 \"-\" \"Mozilla/5.0 (Windows\n";
+    let a = write(
+        dir.path(),
+        "a",
+        format!("{}{cut}{}", line(1, "/a"), line(9, "/b")).as_bytes(),
+    );
+    let b = write(dir.path(), "b", format!("{cut}junk\n").as_bytes());
+    let mut paths = Vec::new();
+    let summary = crate::stream_logs(
+        &[a.clone(), b],
+        &crate::ReadOptions::default(),
+        &mut |e| paths.push(e.path),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(paths, ["/a", "/cut", "/cut", "/b"]);
+    assert_eq!(
+        (summary.entries, summary.repaired_lines, summary.bad_lines),
+        (4, 2, 1)
+    );
+    // read_logs hands the count on.
+    assert_eq!(read_logs(&[a], None).unwrap().repaired_lines, 1);
+}

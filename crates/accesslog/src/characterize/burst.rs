@@ -21,6 +21,9 @@ pub struct Burstiness {
     /// Index of dispersion of counts, Var/mean of the count in windows of growing length
     /// (1 at every length for Poisson; growing with the length for self-similar traffic).
     pub idc: Vec<WindowFigure>,
+    /// Where the IDC curve is highest: a curve that climbs and falls back has a time scale
+    /// of its bursts, which its two ends do not show.
+    pub idc_peak: Option<IdcPeak>,
     /// Variance of the rate (requests per bin) averaged over windows of growing length, for
     /// the aggregated-variance plot (slope -1 for Poisson, 2H - 2 in general).
     pub aggregated_variance: Vec<WindowFigure>,
@@ -37,6 +40,25 @@ pub struct WindowFigure {
     /// The figure.
     pub value: f64,
 }
+
+/// The highest point of the IDC curve, and the windows near it.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct IdcPeak {
+    /// The highest IDC.
+    pub value: f64,
+    /// The window it was reached at, seconds.
+    pub window_s: u64,
+    /// The run of windows around it whose IDC is within [`NEAR_PEAK`] of it, seconds (the
+    /// peak's own window when its neighbours fall further).
+    pub near_from_s: u64,
+    /// Its end.
+    pub near_to_s: u64,
+    /// Whether the peak is the longest window measured: the curve may still be climbing.
+    pub at_longest: bool,
+}
+
+/// Share of the peak a window's IDC must reach to count as near it.
+pub const NEAR_PEAK: f64 = 0.9;
 
 /// Fewest windows a variance is taken over: fewer and the estimate is noise.
 const MIN_WINDOWS: usize = 30;
@@ -76,10 +98,29 @@ pub fn burstiness(per_second: &[u64], bin_s: u64) -> Burstiness {
     Burstiness {
         interarrival_cv: cv,
         mean_interarrival_s: mean,
+        idc_peak: idc_peak(&idc),
         idc,
         aggregated_variance,
         hurst,
     }
+}
+
+/// The highest point of `idc` (windows ascending) and the run of windows near it.
+fn idc_peak(idc: &[WindowFigure]) -> Option<IdcPeak> {
+    let (top, peak) = idc
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.value.total_cmp(&b.1.value))?;
+    let near = |w: &&WindowFigure| w.value >= NEAR_PEAK * peak.value;
+    let before = idc[..top].iter().rev().take_while(near).count();
+    let after = idc[top + 1..].iter().take_while(near).count();
+    Some(IdcPeak {
+        value: peak.value,
+        window_s: peak.window_s,
+        near_from_s: idc[top - before].window_s,
+        near_to_s: idc[top + after].window_s,
+        at_longest: top + 1 == idc.len(),
+    })
 }
 
 /// H = 1 + slope/2, the slope of log Var(X^(m)) against log m by least squares (the
@@ -191,6 +232,42 @@ mod tests {
         let b = burstiness(&counts, 1);
         assert!(b.hurst.unwrap() > 0.7, "H = {:?}", b.hurst);
         assert!(b.idc.last().unwrap().value > 10.0, "{:?}", b.idc.last());
+    }
+
+    #[test]
+    fn the_idc_peak_lies_at_the_time_scale_of_the_bursts() {
+        // 5 minutes at 20 req/s, 5 minutes idle, over 8 hours: windows shorter than the
+        // period see ever more of an on or off stretch (the IDC climbs); a window of a whole
+        // period always holds one on stretch (it falls back). So the peak is inside the
+        // curve, between a quarter and three quarters of the 600 s period.
+        let mut counts = Vec::new();
+        let mut rng = Rng::new(5);
+        while counts.len() < 8 * 3600 {
+            counts.extend(poisson(20.0, 300, rng.next_u64()));
+            counts.extend(vec![0; 300]);
+        }
+        let b = burstiness(&counts, 1);
+        let peak = b.idc_peak.unwrap();
+        assert!(
+            (150..=450).contains(&peak.window_s) && !peak.at_longest,
+            "{peak:?}"
+        );
+        let (first, last) = (b.idc[0].value, b.idc.last().unwrap().value);
+        assert!(
+            peak.value > 2.0 * first.max(last),
+            "{peak:?} {first} {last}"
+        );
+        assert!(peak.near_from_s <= peak.window_s && peak.window_s <= peak.near_to_s);
+        // Every window in the near run is within 10 % of the peak, and the ones just
+        // outside it are not.
+        for w in &b.idc {
+            let inside = (peak.near_from_s..=peak.near_to_s).contains(&w.window_s);
+            assert_eq!(inside, w.value >= NEAR_PEAK * peak.value, "{w:?} {peak:?}");
+        }
+        // A Poisson log's curve is flat: its peak is near 1.
+        let flat = burstiness(&poisson(20.0, 4000, 3), 1).idc_peak.unwrap();
+        assert!(flat.value < 1.5, "{flat:?}");
+        assert_eq!(burstiness(&[], 1).idc_peak, None);
     }
 
     #[test]

@@ -15,7 +15,9 @@
 
 mod burst;
 mod clients;
+mod coverage;
 mod hill;
+mod hosts;
 pub mod invariants;
 mod lognormal;
 mod points;
@@ -28,9 +30,11 @@ mod zipf;
 use std::collections::HashMap;
 use std::time::UNIX_EPOCH;
 
-pub use burst::{Burstiness, WindowFigure};
+pub use burst::{Burstiness, IdcPeak, WindowFigure, NEAR_PEAK};
 pub use clients::Clients;
+pub use coverage::{Coverage, Gap, MAX_GAPS};
 pub use hill::{HillPoint, TailFit};
+pub use hosts::{HostTally, Hosts};
 pub use invariants::{Invariant, Verdict};
 pub use lognormal::Lognormal;
 pub use popularity::{Document, InterReference, Popularity, MAX_DOCUMENTS};
@@ -58,6 +62,9 @@ pub struct Characterization {
     pub bad_times: u64,
     /// The first few of them.
     pub bad_examples: Vec<BadLine>,
+    /// Entries from lines cut short in their last quoted field (a user agent without its
+    /// closing quote), accepted as GoAccess accepts them and counted in `requests`.
+    pub repaired_lines: u64,
     /// First logged instant, Unix seconds.
     pub first_unix: i64,
     /// Last logged instant, Unix seconds.
@@ -77,12 +84,18 @@ pub struct Characterization {
     pub popularity: Popularity,
     /// Sizes.
     pub sizes: Sizes,
+    /// Whether the log is sampled by the clock or has long gaps: its burstiness figures
+    /// then describe that.
+    pub coverage: Coverage,
     /// Burstiness of the arrivals.
     pub arrivals: Burstiness,
     /// Base bin of the burstiness figures, seconds (1 unless the log spans weeks).
     pub arrivals_bin_s: u64,
     /// Requests per client.
     pub clients: Clients,
+    /// Remote and local requests, and requests by domain (Arlitt & Williamson's last two
+    /// invariants).
+    pub hosts: Hosts,
     /// The logged request times, with a timed format.
     pub request_times: Option<RequestTimes>,
     /// Arlitt & Williamson's invariants beside this log's figures.
@@ -167,6 +180,7 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
         long_lines: parsed.long_lines,
         bad_times: parsed.bad_times,
         bad_examples: parsed.bad_examples.iter().map(redacted).collect(),
+        repaired_lines: parsed.repaired_lines,
         first_unix: first,
         last_unix: last,
         span_s,
@@ -179,9 +193,16 @@ pub fn characterize(parsed: &Parsed) -> Characterization {
         arrivals: burst::burstiness(&per_bin, bin),
         arrivals_bin_s: bin,
         clients: clients::clients(entries),
+        hosts: entries
+            .iter()
+            .map(|e| e.client.as_str())
+            .collect::<HostTally>()
+            .finish(),
         request_times: service::request_times(entries),
+        coverage: Coverage::default(),
         invariants: Vec::new(),
     };
+    c.coverage = coverage::coverage(&c.per_minute, c.span_s);
     c.invariants = invariants::compare(&c);
     c
 }

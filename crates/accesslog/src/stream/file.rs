@@ -11,7 +11,7 @@ use webscope_sys::{Line, LineReader, MAX_LINE};
 
 use crate::error::Error;
 use crate::format::Format;
-use crate::line::{parse_line, Entry};
+use crate::line::{parse_line_repairing, Entry};
 use crate::plausible::implausible_time;
 use crate::read::BadLine;
 
@@ -36,6 +36,7 @@ pub(crate) struct Tally {
     pub long_lines: u64,
     pub bad_times: u64,
     pub blank_lines: u64,
+    pub repaired_lines: u64,
     pub bad_examples: Vec<BadLine>,
 }
 
@@ -47,6 +48,7 @@ impl Tally {
         self.long_lines += next.long_lines;
         self.bad_times += next.bad_times;
         self.blank_lines += next.blank_lines;
+        self.repaired_lines += next.repaired_lines;
         let room = EXAMPLES.saturating_sub(self.bad_examples.len());
         self.bad_examples
             .extend(next.bad_examples.into_iter().take(room));
@@ -156,14 +158,15 @@ impl Parser {
             tally.blank_lines += 1;
             return None;
         }
-        let why = match why.map_or_else(|| parse_line(text, self.format), Err) {
-            Ok(entry) => match implausible_time(entry.time, self.now) {
+        let why = match why.map_or_else(|| parse_line_repairing(text, self.format), Err) {
+            Ok((entry, repaired)) => match implausible_time(entry.time, self.now) {
                 None => {
+                    tally.repaired_lines += u64::from(repaired);
                     return Some(Entry {
                         file: self.file,
                         line: line_no,
                         ..entry
-                    })
+                    });
                 }
                 Some(why) => {
                     tally.bad_times += 1;

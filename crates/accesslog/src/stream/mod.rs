@@ -87,6 +87,9 @@ pub struct ReadSummary {
     pub bad_times: u64,
     /// Blank lines, skipped.
     pub blank_lines: u64,
+    /// Entries from lines cut short in their last quoted field (a user agent without its
+    /// closing quote), accepted as GoAccess accepts them: counted in `entries`, not bad.
+    pub repaired_lines: u64,
     /// The first few bad lines, in the order of the files given.
     pub bad_examples: Vec<BadLine>,
     /// Entries that came later than the look-back allows after a later one: delivered out
@@ -200,6 +203,7 @@ fn summarize<'a>(
         s.long_lines += t.long_lines;
         s.bad_times += t.bad_times;
         s.blank_lines += t.blank_lines;
+        s.repaired_lines += t.repaired_lines;
         let room = EXAMPLES - s.bad_examples.len().min(EXAMPLES);
         s.bad_examples
             .extend(t.bad_examples.iter().take(room).cloned());

@@ -37,6 +37,9 @@ pub fn page(c: &Characterization, logs: &[String]) -> Page {
             c.bad_lines
         ));
     }
+    if c.coverage.is_partial() {
+        banners.push(format!("Coverage: {}", super::summary::coverage(c)));
+    }
     let widened = super::summary::widened(c);
     if !widened.is_empty() {
         banners.push(format!("Rate over time{widened}"));
@@ -111,6 +114,10 @@ fn summary(c: &Characterization) -> Section {
         ("clients", c.clients.distinct.to_string()),
         ("busiest 10 % of clients send", pct(c.clients.top10_share)),
         ("bad lines", c.bad_lines.to_string()),
+        (
+            "lines repaired (cut short in the user agent)",
+            c.repaired_lines.to_string(),
+        ),
     ];
     for (k, v) in rows {
         t.row([k.to_string(), v]);
@@ -354,12 +361,13 @@ fn arrivals(c: &Characterization) -> Section {
     Section {
         heading: "Burstiness of arrivals".into(),
         blocks: vec![
+            Block::Text(format!("What the log covers: {}.", super::summary::coverage(c))),
             chart(
                 "Index of dispersion of counts",
                 Axis::log("window (s)"),
                 Axis::log("Var / mean of the count"),
                 vec![series("this log", idc, Style::Line), series("Poisson", poisson, Style::Dashed)],
-                "Variance over mean of the number of requests in windows of growing length. Poisson arrivals stay at 1 at every length; a curve that climbs means bursts that last — a load test with Poisson arrivals at the same mean rate would be gentler than this site's traffic.".into(),
+                format!("Variance over mean of the number of requests in windows of growing length. Poisson arrivals stay at 1 at every length; a curve that climbs means bursts that last — a load test with Poisson arrivals at the same mean rate would be gentler than this site's traffic. A curve that climbs and falls back peaks at the time scale of the bursts: {}.", super::summary::idc(a)),
             ),
             chart(
                 "Aggregated variance",
@@ -376,30 +384,29 @@ fn invariants_section(c: &Characterization) -> Section {
     let mut t = Table::new([
         "invariant",
         "published",
+        "bound applied",
         "this log",
         "verdict",
+        "differs by",
         "how judged",
     ]);
     for i in &c.invariants {
-        let source = if i.source == invariants::ARLITT_1998 {
-            "[2]"
-        } else {
-            "[1]"
-        };
         t.row([
             i.name.to_string(),
-            format!("{} {source}", i.published),
+            i.published.to_string(),
+            i.bound.clone(),
             i.this_log.clone(),
             verdict(i.verdict).to_string(),
+            i.difference.clone().unwrap_or_else(|| "-".into()),
             i.how.clone(),
         ]);
     }
     Section {
         heading: "Invariants of Web-server workloads".into(),
         blocks: vec![
-            Block::Text("Arlitt and Williamson characterized six Web servers' logs (three academic, two scientific, one commercial) and named the properties common to all of them: M. F. Arlitt and C. L. Williamson, \"Web Server Workload Characterization: The Search for Invariants\", Proc. ACM SIGMETRICS 1996. \"Cannot tell\" means this log lacks what the comparison needs.".into()),
+            Block::Text("Arlitt and Williamson characterized six Web servers' logs (three academic, two scientific, one commercial) and named ten properties common to all of them. Each row applies the paper's bound to this log: it holds, or differs by how much. \"Cannot tell\" means this log lacks what the comparison needs.".into()),
             Block::Table { caption: "Published invariants beside this log".into(), table: t },
-            Block::Text(format!("Numbers and words read from [1] {}; [2] {}.", invariants::SUMMARY, invariants::ARLITT_1998)),
+            Block::Text(format!("Source: {}.", invariants::PAPER)),
         ],
     }
 }

@@ -3,7 +3,9 @@
 use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
-use webscope_accesslog::characterize::{Characterization, Series, Verdict, MAX_SERIES_BINS};
+use webscope_accesslog::characterize::{
+    Burstiness, Characterization, Invariant, Series, Verdict, MAX_SERIES_BINS, NEAR_PEAK,
+};
 use webscope_workload::format_size;
 
 /// A share as a percentage.
@@ -57,10 +59,26 @@ fn bad_kinds(c: &Characterization) -> String {
     }
 }
 
+/// The lines accepted although cut short, in a sentence.
+pub fn repaired(c: &Characterization) -> String {
+    format!(
+        "Repaired: {} cut short in the user agent (no closing quote), counted as GoAccess counts them",
+        lines(c.repaired_lines)
+    )
+}
+
+/// "1 line", "2 lines".
+fn lines(n: u64) -> String {
+    match n {
+        1 => "1 line".into(),
+        _ => format!("{n} lines"),
+    }
+}
+
 /// The verdict as the table says it.
 pub fn verdict(v: Verdict) -> &'static str {
     match v {
-        Verdict::Agrees => "agrees",
+        Verdict::Holds => "holds",
         Verdict::Differs => "differs",
         Verdict::CannotTell => "cannot tell",
     }
@@ -72,6 +90,111 @@ pub fn peak(s: &Series, unit: &str) -> String {
         (Some(p), Some(r)) => format!("peak {unit} {p} requests (peak/mean {r:.2})"),
         _ => format!("fewer than two whole {unit}s: no peak/mean"),
     }
+}
+
+/// The minutes of the hour as `:05` or `:00-:09` or `:05, :35`.
+fn minutes(m: &[u8]) -> String {
+    let contiguous = m.windows(2).all(|w| w[1] == w[0] + 1);
+    match (m.first(), m.last()) {
+        (Some(a), Some(b)) if contiguous && a != b => format!(":{a:02}-:{b:02}"),
+        _ => m
+            .iter()
+            .map(|x| format!(":{x:02}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// What the log covers of its span, in a sentence: a sampled or gapped log says that the
+/// burstiness figures describe the sampling or the gaps.
+pub fn coverage(c: &Characterization) -> String {
+    let k = &c.coverage;
+    let rate = k
+        .covered_rate
+        .map_or(String::new(), |r| format!("{r:.2} req/s"));
+    let mut said = Vec::new();
+    if !k.sampled_minutes.is_empty() {
+        let n = k.sampled_minutes.len();
+        said.push(format!(
+            "the log is a sample: all but 1 % of its requests fall in minute{} {} of the hour, in each of {} hours, and {rate} within {}; the mean rate, IDC and Hurst figures describe that sampling, not the traffic",
+            if n == 1 { "" } else { "s" },
+            minutes(&k.sampled_minutes),
+            k.active_hours,
+            if n == 1 { "that minute" } else { "those minutes" }
+        ));
+    }
+    if let Some(longest) = k.gaps.first() {
+        let outside = if k.sampled_minutes.is_empty() {
+            format!(", {rate} outside them")
+        } else {
+            String::new()
+        };
+        said.push(format!(
+            "{} stretch{} of {} or more without a request ({} in all, {} of the span; the longest {} from {}): the server was idle or lines are missing, and the mean rate, IDC and Hurst figures include them{outside}",
+            k.gap_count,
+            if k.gap_count == 1 { "" } else { "es" },
+            span(k.min_gap_s),
+            span(k.gap_total_s),
+            pct(k.gap_total_s as f64 / c.span_s.max(1) as f64),
+            span(longest.length_s),
+            date(longest.start_unix)
+        ));
+    }
+    if said.is_empty() {
+        let minutes = if k.minutes_checked {
+            "requests spread over the minutes of the hour"
+        } else {
+            "minutes of the hour not checked (the log spans too long for per-minute bins)"
+        };
+        return format!(
+            "{minutes}; no stretch of {} or more without a request",
+            span(k.min_gap_s)
+        );
+    }
+    said.join("; ")
+}
+
+/// The IDC curve in words: its two ends and its peak, with the windows near the peak.
+pub fn idc(a: &Burstiness) -> String {
+    let (Some(f), Some(l), Some(p)) = (a.idc.first(), a.idc.last(), a.idc_peak) else {
+        return "IDC: too short a log".into();
+    };
+    let ends = format!(
+        "IDC {:.2} at {} .. {:.2} at {}",
+        f.value,
+        span(f.window_s),
+        l.value,
+        span(l.window_s)
+    );
+    if p.at_longest {
+        return format!("{ends} (highest at the longest window: still climbing)");
+    }
+    let near = if p.near_from_s == p.near_to_s {
+        String::new()
+    } else {
+        format!(
+            ", within {:.0} % of it from {} to {}",
+            100.0 * (1.0 - NEAR_PEAK),
+            span(p.near_from_s),
+            span(p.near_to_s)
+        )
+    };
+    format!("{ends}, peak {:.2} at {}{near}", p.value, span(p.window_s))
+}
+
+/// One invariant's line: verdict, name, this log's figure, and by how much it differs.
+fn invariant(i: &Invariant) -> String {
+    let by = i
+        .difference
+        .as_ref()
+        .map_or(String::new(), |d| format!(" — {d}"));
+    format!(
+        "  {:<12} {:<28} {} (paper: {}){by}",
+        verdict(i.verdict),
+        i.name,
+        i.this_log,
+        i.bound
+    )
 }
 
 /// The summary printed on the terminal.
@@ -147,17 +270,9 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         size(t.median)
     );
     let a = &c.arrivals;
-    let idc = match (a.idc.first(), a.idc.last()) {
-        (Some(f), Some(l)) => format!(
-            "IDC {:.2} at {} .. {:.2} at {}",
-            f.value,
-            span(f.window_s),
-            l.value,
-            span(l.window_s)
-        ),
-        _ => "IDC: too short a log".into(),
-    };
+    let idc = idc(a);
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    let _ = writeln!(s, "Coverage:  {}", coverage(c));
     let _ = writeln!(
         s,
         "Arrivals:  inter-arrival CV {}, {idc}, Hurst {} (aggregated variance)",
@@ -180,13 +295,10 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     }
     let _ = writeln!(s, "Invariants (Arlitt & Williamson, SIGMETRICS 1996):");
     for i in &c.invariants {
-        let _ = writeln!(
-            s,
-            "  {:<12} {:<28} {}",
-            verdict(i.verdict),
-            i.name,
-            i.this_log
-        );
+        let _ = writeln!(s, "{}", invariant(i));
+    }
+    if c.repaired_lines > 0 {
+        let _ = writeln!(s, "{}", repaired(c));
     }
     if c.bad_lines > 0 {
         let _ = writeln!(

@@ -1,0 +1,156 @@
+//! `webscope characterize` says what it sees (#35 item 4): a log sampled in minute :05 of
+//! each hour is said to be a sample, with the burstiness figures said to describe it; the
+//! IDC summary gives its peak; a line cut short in its user agent is an entry counted as
+//! repaired; the invariants table gives the bound applied and by how much a row differs.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use webscope_workload::Rng;
+
+fn webscope() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_webscope"))
+}
+
+/// A Combined line at `hour` hours and `second` seconds past 2015-05-17 10:00 UTC.
+fn line(hour: u64, second: u64, path: &str, client: &str) -> String {
+    let (day, h) = (17 + (10 + hour) / 24, (10 + hour) % 24);
+    let (m, s) = (second / 60, second % 60);
+    format!("{client} - - [{day:02}/May/2015:{h:02}:{m:02}:{s:02} +0000] \"GET {path} HTTP/1.1\" 200 2048 \"-\" \"Mozilla/5.0\"\n")
+}
+
+/// `webscope characterize LOG --out OUT`, which must succeed: report.json, stdout, the page.
+fn characterize(log: &Path, out: &Path) -> (Value, String, String) {
+    let run = webscope()
+        .arg("characterize")
+        .arg(log)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    (
+        report,
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+        html,
+    )
+}
+
+#[test]
+fn a_log_of_minute_5_of_each_hour_is_said_to_be_a_sample_with_its_idc_peak() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("access.log");
+    let mut rng = Rng::new(35);
+    let mut text = String::new();
+    // 84 hours, each with about 120 requests, all within minute :05 (seconds 300-359).
+    for hour in 0..84 {
+        for second in 300..360 {
+            for _ in 0..rng.next_u64() % 5 {
+                let path = format!("/doc{}.html", rng.next_u64() % 50);
+                let client = format!(
+                    "198.51.{}.{}",
+                    rng.next_u64() % 60,
+                    1 + rng.next_u64() % 200
+                );
+                text.push_str(&line(hour, second, &path, &client));
+            }
+        }
+    }
+    let lines = text.lines().count() as u64;
+    // The last line cut short in its user agent, as a server cuts a long header.
+    text.push_str("198.51.7.7 - - [20/May/2015:21:05:30 +0000] \"GET /doc1.html HTTP/1.1\" 200 2048 \"-\" \"Mozilla/5.0 (X11; Linux\n");
+    std::fs::write(&log, text).unwrap();
+    let (r, stdout, html) = characterize(&log, &tmp.path().join("out"));
+
+    assert_eq!(
+        r["requests"].as_u64(),
+        Some(lines + 1),
+        "the cut line is an entry"
+    );
+    assert_eq!(
+        (r["repaired_lines"].as_u64(), r["bad_lines"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert!(
+        stdout.contains("Repaired: 1 line cut short in the user agent"),
+        "{stdout}"
+    );
+
+    assert_eq!(r["coverage"]["sampled_minutes"], serde_json::json!([5]));
+    assert_eq!(r["coverage"]["active_hours"].as_u64(), Some(84));
+    // Within the minute the rate is about 2 req/s; over the span, 60 times less.
+    let within = r["coverage"]["covered_rate"].as_f64().unwrap();
+    assert!((1.7..2.3).contains(&within), "{within}");
+    assert!(
+        stdout.contains("the log is a sample") && stdout.contains("minute :05 of the hour"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("IDC and Hurst figures describe that sampling"),
+        "{stdout}"
+    );
+    assert!(
+        html.contains("Coverage: the log is a sample"),
+        "no banner on the page"
+    );
+
+    // Windows inside the sampled minute see it or not (the IDC climbs); an hour's window
+    // always holds one sampled minute (it falls): the peak lies between.
+    let peak = &r["arrivals"]["idc_peak"];
+    let window = peak["window_s"].as_u64().unwrap();
+    assert!(
+        (60..=3600).contains(&window) && peak["at_longest"] == false,
+        "{peak}"
+    );
+    let arrivals = stdout.lines().find(|l| l.starts_with("Arrivals:")).unwrap();
+    assert!(arrivals.contains(", peak "), "{arrivals}");
+
+    // The invariants: ten rows, each with its bound; those that differ say by how much.
+    let rows = r["invariants"].as_array().unwrap();
+    assert_eq!(rows.len(), 10);
+    assert!(rows
+        .iter()
+        .all(|i| !i["name"].as_str().unwrap().contains("Median")));
+    for i in rows {
+        assert!(!i["bound"].as_str().unwrap().is_empty(), "{i}");
+        let differs = i["verdict"] == "differs";
+        assert_eq!(differs, i["difference"].is_string(), "{i}");
+    }
+    // 50 documents each referenced about 200 times: none once, far from a third.
+    let once = rows
+        .iter()
+        .find(|i| i["name"] == "One-time referencing")
+        .unwrap();
+    assert_eq!(once["verdict"], "differs");
+    assert_eq!(once["difference"], "23.3 points below 23.3 %");
+    assert!(html.contains("differs by") && html.contains("bound applied"));
+}
+
+#[test]
+fn steady_traffic_is_said_to_cover_its_span() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("access.log");
+    // A request every 20 s for ten hours.
+    let text: String = (0..10 * 180)
+        .map(|i| line(i / 180, i % 180 * 20, "/index.html", "203.0.113.9"))
+        .collect();
+    std::fs::write(&log, text).unwrap();
+    let (r, stdout, html) = characterize(&log, &tmp.path().join("out"));
+    assert_eq!(r["coverage"]["sampled_minutes"], serde_json::json!([]));
+    assert_eq!(r["coverage"]["gap_count"].as_u64(), Some(0));
+    assert!(
+        stdout.contains(
+            "Coverage:  requests spread over the minutes of the hour; no stretch of 1h or more"
+        ),
+        "{stdout}"
+    );
+    assert!(!html.contains("Coverage: the log is a sample"));
+    assert_eq!(r["repaired_lines"].as_u64(), Some(0));
+}
