@@ -16,7 +16,7 @@
 //! the path with a slash, as a directory's); an absence is mapped only where the set would
 //! otherwise answer (a file or a directory of the set is there, or the root).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use super::names::{plain, rank_name, reserved, MAX_NAME, MAX_PATH};
 use super::{Observed, Renamed};
@@ -324,8 +324,8 @@ fn location(path: &str) -> String {
     }
 }
 
-/// Targets by what they answer, for tests and summaries.
-#[allow(dead_code)]
-pub(crate) fn by_target(map: &UrlMap) -> HashMap<&str, &Answer> {
+/// Targets by what they answer, for tests.
+#[cfg(test)]
+pub(crate) fn by_target(map: &UrlMap) -> std::collections::HashMap<&str, &Answer> {
     map.entries.iter().map(|(u, a)| (u.as_str(), a)).collect()
 }
