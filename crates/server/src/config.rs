@@ -114,6 +114,9 @@ pub struct Config {
     /// (docs/architecture.md). Asked-for `Io::Uring` falls back to epoll (said once) where the
     /// kernel refuses.
     pub io: Option<Io>,
+    /// Targets answered otherwise than by the file their path names (`urls.json` of a set
+    /// like a site's, `webscope fileset like --keep-paths`): matched before the lookup.
+    pub url_map: Option<std::sync::Arc<crate::UrlMap>>,
 }
 
 impl Config {
@@ -145,6 +148,7 @@ impl Config {
             tls: None,
             busy_poll: None,
             io: None,
+            url_map: None,
         }
     }
 }

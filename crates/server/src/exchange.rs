@@ -228,6 +228,7 @@ pub(crate) fn file_reply(
         caches: &mut caches,
         techniques: config.techniques,
         sendfile_threshold: config.sendfile_threshold,
+        urls: config.url_map.as_deref(),
     };
     respond::respond(&mut site, req, terms.keep_alive, out, scratch)
 }

@@ -63,6 +63,7 @@ mod techniques;
 mod timing;
 mod tls;
 mod uring;
+mod url_map;
 mod worker;
 
 pub use cache::REVALIDATE;
@@ -74,3 +75,4 @@ pub use techniques::{Techniques, UnknownTechnique, NAMES as TECHNIQUES};
 pub use timing::{size_class, Stats, CLASSES, PHASES};
 pub use tls::KtlsState;
 pub use uring::probe as uring_probe;
+pub use url_map::UrlMap;

@@ -13,6 +13,7 @@ use crate::cache::{Caches, Entry, Resolved};
 use crate::files::{self, Lookup, Root};
 use crate::range::{self, RangeAnswer};
 use crate::techniques::Techniques;
+use crate::url_map::{Mapped, UrlMap};
 use webscope_http::request::trim_ows;
 
 /// What the connection must do after the head (and maybe the body) is in the output buffer.
@@ -72,6 +73,8 @@ pub(crate) struct Site<'a> {
     pub caches: &'a mut Caches,
     pub techniques: Techniques,
     pub sendfile_threshold: u64,
+    /// Targets answered otherwise than by their path (a set like a site's).
+    pub urls: Option<&'a UrlMap>,
 }
 
 /// Answers `req`, writing into `out`.
@@ -91,9 +94,21 @@ pub(crate) fn respond(
         Method::Unknown => return error(out, 501, conn, head_only, &[], strings),
     }
     let host = req.host.unwrap_or(b"");
+    let mut target = req.target;
+    match site.urls.and_then(|urls| urls.get(req.target)) {
+        Some(Mapped::File(file)) => target = file,
+        Some(Mapped::Status(status, location)) => {
+            let fields: &[(&str, &[u8])] = match location {
+                Some(l) => &[("Location", l)],
+                None => &[],
+            };
+            return error(out, *status, conn, head_only, fields, strings);
+        }
+        None => {}
+    }
     let resolved = site
         .caches
-        .resolve(site.root, host, req.target, &mut scratch.open);
+        .resolve(site.root, host, target, &mut scratch.open);
     let lookup = match resolved {
         Resolved::File(entry) => return file_response(site, req, &entry, conn, out, scratch),
         Resolved::BadTarget => return error(out, 400, ConnHeader::Close, head_only, &[], strings),

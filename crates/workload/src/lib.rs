@@ -56,4 +56,4 @@ pub use mix::Mix;
 pub use rng::Rng;
 pub use size::{format_size, parse_size};
 pub use spec::Spec;
-pub use write::{content, write, WriteOptions};
+pub use write::{content, write, write_with, WriteOptions};

@@ -29,6 +29,14 @@ pub struct WriteOptions {
     pub force: bool,
 }
 
+/// The files a set may carry at its root beside its manifest (a set like a site's URL map and
+/// nginx snippets): `--force` replaces a set holding them, and [`write_with`] writes only them.
+pub(crate) const BESIDE: [&str; 3] = [
+    crate::like::URL_MAP,
+    crate::like::nginx::NGINX_HTTP,
+    crate::like::nginx::NGINX_SERVER,
+];
+
 /// Writes `manifest`'s files (bytes drawn from its seed) and the manifest under `out`.
 /// `cancel` is polled between chunks (Ctrl-C); `progress(done, total)` is called as bytes go
 /// out.
@@ -39,6 +47,25 @@ pub fn write(
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(), Error> {
+    write_with(manifest, &[], out, options, cancel, progress)
+}
+
+/// [`write`], with files of given bytes at the set's root (`beside`: name and bytes; only the
+/// names a set may carry there, `urls.json` and the nginx snippets), written before the
+/// manifest so that a set with a manifest has them whole.
+pub fn write_with(
+    manifest: &Manifest,
+    beside: &[(&str, &[u8])],
+    out: &Path,
+    options: &WriteOptions,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(), Error> {
+    if let Some((name, _)) = beside.iter().find(|(n, _)| !BESIDE.contains(n)) {
+        return Err(Error::Invalid(format!(
+            "{name} is not a file a set carries beside its manifest"
+        )));
+    }
     let replacing = check_destination(out, options.force)?;
     let name = out
         .file_name()
@@ -104,6 +131,10 @@ pub fn write(
     );
     webscope_sys::write_file(&marker_path, marker.as_bytes())
         .map_err(|e| Error::io(&marker_path, e))?;
+    for (name, bytes) in beside {
+        let path = partial.join(name);
+        webscope_sys::write_file(&path, bytes).map_err(|e| Error::io(&path, e))?;
+    }
     let manifest_path = partial.join(MANIFEST);
     webscope_sys::write_file(&manifest_path, &text).map_err(|e| Error::io(&manifest_path, e))?;
     if cancel.load(Ordering::Relaxed) {

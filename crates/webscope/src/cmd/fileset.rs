@@ -85,11 +85,11 @@ enum Set {
         #[command(flatten)]
         common: Common,
     },
-    /// A set like a site's, from its access logs (Common or Combined, plain or gzip): each
-    /// distinct URL path answered 200 becomes a file of its largest 200 response, requested
-    /// with the log's probability (its 200, 206 and 304 responses over all of them). Files
-    /// are named by popularity rank (extension kept) unless --keep-paths; no client address,
-    /// query string, referer or user agent is written anywhere.
+    /// A set like a site's, from its access logs (Common or Combined, plain or gzip), read as
+    /// a stream: each distinct URL mostly answered 200, 206 or 304 becomes a file of its
+    /// largest 200 response (a query with a size of its own is a file of its own), requested
+    /// with the log's probability. Files are named by popularity rank (extension kept) unless
+    /// --keep-paths; no client address, referer or user agent is written anywhere.
     Like {
         /// The access logs.
         #[arg(value_name = "LOG", required = true)]
@@ -99,7 +99,10 @@ enum Set {
         /// a log too small for the fits is resampled instead (its files' sizes and counts).
         #[arg(long, value_name = "N")]
         synthetic: Option<u64>,
-        /// Keep the logged paths (those that are plain file names; others get rank names).
+        /// Keep the site's URL space: plain paths as files (`/` and `dir/` as index.html), the
+        /// rest (unsafe or long names, queries of their own, redirects, 404s a file would
+        /// answer) in urls.json, which `webscope serve` reads, with nginx-http.conf and
+        /// nginx-server.conf for nginx. A replay of the log then gets the logged statuses.
         #[arg(long, conflicts_with = "synthetic")]
         keep_paths: bool,
         /// The logs' format (common, combined, nginx-timed, apache-timed) [default: common
@@ -167,24 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             common,
         } => {
             let counted = super::fileset_like::count(&logs, format, synthetic.is_some())?;
-            println!(
-                "webscope fileset like: {} requests, {} paths answered 200{}{}",
-                counted.requests,
-                counted.observed.len(),
-                if counted.unsized_paths > 0 {
-                    format!(
-                        "; {} paths never answered 200 left out",
-                        counted.unsized_paths
-                    )
-                } else {
-                    String::new()
-                },
-                if counted.bad_lines > 0 {
-                    format!("; {} lines unreadable", counted.bad_lines)
-                } else {
-                    String::new()
-                }
-            );
+            print_counted(&counted);
             let options = webscope_workload::like::LikeOptions {
                 keep_paths,
                 synthetic,
@@ -196,17 +182,50 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 model: counted.model,
             };
             let planned = webscope_workload::like::plan(&counted.observed, &options, common.seed)?;
-            if keep_paths {
-                print_renamed(&planned);
+            if !keep_paths {
+                return write_set(planned.manifest, &[], common);
             }
-            return write_set(planned.manifest, common);
+            print_renamed(&planned);
+            let map = serde_json::to_vec_pretty(&planned.urls.to_json())?;
+            let (http, server) = webscope_workload::like::nginx::snippets(&planned.urls);
+            use webscope_workload::like::nginx::{NGINX_HTTP, NGINX_SERVER};
+            let beside: [(&str, &[u8]); 3] = [
+                (webscope_workload::like::URL_MAP, &map),
+                (NGINX_HTTP, http.as_bytes()),
+                (NGINX_SERVER, server.as_bytes()),
+            ];
+            return write_set(planned.manifest, &beside, common);
         }
     };
-    write_set(spec.plan(common.seed)?, common)
+    write_set(spec.plan(common.seed)?, &[], common)
 }
 
-/// Replicates, writes (or, dry, only describes) a planned set.
-fn write_set(mut manifest: Manifest, common: Common) -> anyhow::Result<()> {
+/// What the logs held, in one line.
+fn print_counted(counted: &super::fileset_like::Counted) {
+    let mut line = format!(
+        "webscope fileset like: {} GET and HEAD requests, {} distinct URLs",
+        counted.requests,
+        counted.observed.len()
+    );
+    if counted.bad_lines > 0 {
+        line += &format!("; {} lines unreadable", counted.bad_lines);
+    }
+    if counted.out_of_order > 0 {
+        line += &format!(
+            "; {} entries out of time order beyond the look-back",
+            counted.out_of_order
+        );
+    }
+    println!("{line}");
+}
+
+/// Replicates, writes (or, dry, only describes) a planned set, with the files it carries
+/// beside its manifest (`beside`: a set like a site's URL map and nginx snippets).
+fn write_set(
+    mut manifest: Manifest,
+    beside: &[(&str, &[u8])],
+    common: Common,
+) -> anyhow::Result<()> {
     manifest.replicate(common.copies)?;
     if common.dry_run {
         print_summary(&manifest, &common.out, "would write");
@@ -229,15 +248,51 @@ fn write_set(mut manifest: Manifest, common: Common) -> anyhow::Result<()> {
     let options = WriteOptions {
         force: common.force,
     };
-    let result = webscope_workload::write(&manifest, &common.out, &options, &cancel, &mut progress);
+    let result = webscope_workload::write_with(
+        &manifest,
+        beside,
+        &common.out,
+        &options,
+        &cancel,
+        &mut progress,
+    );
     bar.finish_and_clear();
     result?;
     print_summary(&manifest, &common.out, "wrote");
     Ok(())
 }
 
-/// Says how many logged paths --keep-paths could not keep, and why.
+/// Says how many logged paths --keep-paths could not keep, and why, and what the URL map holds.
 fn print_renamed(planned: &webscope_workload::like::Planned) {
+    let c = planned.counts;
+    println!(
+        "  URL map: {} targets answered by another file, {} redirects, {} kept 404/410{}{}",
+        c.mapped,
+        c.redirects,
+        c.absences,
+        if c.unreproducible > 0 {
+            format!(
+                "; {} URLs mostly answered a status a set cannot give (5xx, 403, ...): left to the server",
+                c.unreproducible
+            )
+        } else {
+            String::new()
+        },
+        if c.sizeless > 0 {
+            format!(
+                "; {} files never answered 200, sized by their 206 or the median",
+                c.sizeless
+            )
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "  for nginx: include {} in http {{}} and {} in the set's server {{}}; webscope serve reads {} itself",
+        webscope_workload::like::nginx::NGINX_HTTP,
+        webscope_workload::like::nginx::NGINX_SERVER,
+        webscope_workload::like::URL_MAP
+    );
     let r = planned.renamed;
     let kept = planned.manifest.files.len() as u64 - r.total();
     let mut why = Vec::new();
@@ -246,8 +301,9 @@ fn print_renamed(planned: &webscope_workload::like::Planned) {
         (r.too_long, "too long for a file name"),
         (
             r.reserved,
-            "named like the set's own manifest.json or .webscope-fileset",
+            "named like the set's own manifest.json, .webscope-fileset, urls.json or nginx-*.conf",
         ),
+        (r.queries, "queries with a file of their own"),
     ] {
         if count > 0 {
             why.push(format!("{count} {reason}"));

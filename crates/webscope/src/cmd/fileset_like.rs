@@ -1,13 +1,14 @@
-//! `webscope fileset like LOG...`: the access logs read (webscope-accesslog) and counted per
-//! path, for `webscope_workload::like` to plan the set. Only the path, the size and the count
-//! of each successful URL leave this module: no client address, query string, referer or
-//! user agent is kept, so none can reach the set or its manifest.
+//! `webscope fileset like LOG...`: the access logs streamed (webscope-accesslog's
+//! `stream_logs`) and counted per target, for `webscope_workload::like` to plan the set.
+//! Memory follows the distinct targets (a path and query, its largest sizes and a count per
+//! status), never the log's lines. Only targets, sizes and counts leave this module: no client
+//! address, referer or user agent is kept, so none can reach the set or its manifest.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use webscope_accesslog::{Entry, Format};
+use webscope_accesslog::{Entry, Format, ReadOptions};
 use webscope_workload::like::{Model, Observed};
 
 /// Statuses that count as a request for the file: a whole response, a part of it, or the
@@ -16,49 +17,51 @@ fn is_success(status: u16) -> bool {
     matches!(status, 200 | 206 | 304)
 }
 
-/// What the logs said, path by path.
+/// What the logs said, target by target.
 pub struct Counted {
     pub observed: Vec<Observed>,
-    /// Requests read, lines that did not parse, and paths left out (never answered 200, so
-    /// of unknown size).
+    /// GET and HEAD requests read, lines that did not parse, and entries delivered out of time
+    /// order.
     pub requests: u64,
     pub bad_lines: u64,
-    pub unsized_paths: u64,
+    pub out_of_order: u64,
     /// The characterization's fits (Zipf popularity, lognormal body and Pareto tail of the
     /// documents' sizes), when asked for and the log has enough for them.
     pub model: Option<Model>,
 }
 
-/// Reads `logs` and counts each path's successful requests and largest 200 response; with
-/// `fit`, takes the characterization's fits too.
+/// Reads `logs` once, as a stream, and counts each target's statuses and largest 200 and 206
+/// bodies; with `fit`, takes the characterization's fits too (a second read, which holds the
+/// log's entries while `fitted` needs them whole).
 pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Result<Counted> {
-    let parsed = webscope_accesslog::read_logs(logs, format).context("fileset like")?;
-    let model = if fit { fitted(&parsed) } else { None };
-    // path -> (largest 200 body, successful requests)
-    let mut paths: HashMap<&str, (Option<u64>, u64)> = HashMap::new();
+    let mut targets: HashMap<(String, Option<String>), Observed> = HashMap::new();
     let mut requests = 0;
-    for entry in parsed.entries.iter().filter(|e| e.has_request()) {
-        requests += 1;
-        note(&mut paths, entry);
-    }
-    let mut observed = Vec::new();
-    let mut unsized_paths = 0;
-    for (path, (size, count)) in paths {
-        match size {
-            Some(size) => observed.push(Observed {
-                path: path.to_string(),
-                size,
-                requests: count,
-            }),
-            None => unsized_paths += 1,
-        }
-    }
-    observed.sort_by(|a, b| a.path.cmp(&b.path));
+    let summary = webscope_accesslog::stream_logs(
+        logs,
+        &ReadOptions::format(format),
+        &mut |entry| {
+            // A set answers GET and HEAD; the replay skips the methods with bodies.
+            if matches!(entry.method.as_str(), "GET" | "HEAD") {
+                requests += 1;
+                note(&mut targets, entry);
+            }
+        },
+        &mut |_| {},
+    )
+    .context("fileset like")?;
+    let model = if fit {
+        let parsed = webscope_accesslog::read_logs(logs, format).context("fileset like")?;
+        fitted(&parsed)
+    } else {
+        None
+    };
+    let mut observed: Vec<Observed> = targets.into_values().collect();
+    observed.sort_by(|a, b| (&a.path, &a.query).cmp(&(&b.path, &b.query)));
     Ok(Counted {
         observed,
         requests,
-        bad_lines: parsed.bad_lines,
-        unsized_paths,
+        bad_lines: summary.bad_lines,
+        out_of_order: summary.out_of_order,
         model,
     })
 }
@@ -85,13 +88,33 @@ fn fitted(parsed: &webscope_accesslog::Parsed) -> Option<Model> {
     })
 }
 
-fn note<'a>(paths: &mut HashMap<&'a str, (Option<u64>, u64)>, entry: &'a Entry) {
-    if !is_success(entry.status) {
-        return;
+fn note(targets: &mut HashMap<(String, Option<String>), Observed>, entry: Entry) {
+    let Entry {
+        path,
+        query,
+        status,
+        bytes,
+        method,
+        ..
+    } = entry;
+    let seen = targets
+        .entry((path, query))
+        .or_insert_with_key(|(path, query)| Observed {
+            path: path.clone(),
+            query: query.clone(),
+            ..Observed::default()
+        });
+    if is_success(status) {
+        seen.requests += 1;
+    } else {
+        match seen.other.iter_mut().find(|(s, _)| *s == status) {
+            Some((_, n)) => *n += 1,
+            None => seen.other.push((status, 1)),
+        }
     }
-    let seen = paths.entry(entry.path.as_str()).or_insert((None, 0));
-    seen.1 += 1;
-    if entry.status == 200 && entry.method == "GET" {
-        seen.0 = Some(seen.0.map_or(entry.bytes, |s| s.max(entry.bytes)));
+    match status {
+        200 if method == "GET" => seen.size = Some(seen.size.map_or(bytes, |s| s.max(bytes))),
+        206 => seen.partial = seen.partial.max(bytes),
+        _ => {}
     }
 }

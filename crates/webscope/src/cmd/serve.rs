@@ -65,6 +65,11 @@ pub struct Args {
     /// Directory whose files are served.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
+    /// A URL map (`urls.json` of `webscope fileset like --keep-paths`): logged targets answered
+    /// by another file of the set, a redirect or a 404 [default: the root's urls.json when the
+    /// root is a webscope file set; `off`: none].
+    #[arg(long, value_name = "FILE|off")]
+    url_map: Option<PathBuf>,
     /// Address and port to listen on; port 0 picks a free port (printed at start).
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
@@ -277,7 +282,9 @@ impl Args {
 
     fn config(self) -> anyhow::Result<Config> {
         let services = self.services()?;
+        let url_map = url_map(self.url_map.as_deref(), &self.root)?;
         let mut config = Config::new(self.root);
+        config.url_map = url_map;
         config.listen = self.listen;
         if let Some(workers) = self.workers {
             config.workers = workers;
@@ -328,6 +335,27 @@ fn parse_io(name: &str) -> Result<Io, String> {
     }
 }
 
+/// The map asked for, or the root's own when the root is a webscope file set that has one.
+fn url_map(
+    asked: Option<&std::path::Path>,
+    root: &std::path::Path,
+) -> anyhow::Result<Option<std::sync::Arc<webscope_server::UrlMap>>> {
+    let path = match asked {
+        Some(p) if p.as_os_str() == "off" => return Ok(None),
+        Some(p) => p.to_path_buf(),
+        None => {
+            let own = root.join(webscope_workload::like::URL_MAP);
+            if !(own.is_file() && root.join(webscope_workload::MARKER).is_file()) {
+                return Ok(None);
+            }
+            own
+        }
+    };
+    let map = webscope_server::UrlMap::load(&path)
+        .map_err(|why| anyhow::anyhow!("{why} (give --url-map off to serve without it)"))?;
+    Ok(Some(std::sync::Arc::new(map)))
+}
+
 fn parse_disable(list: &str) -> Result<Techniques, String> {
     let mut techniques = Techniques::default();
     techniques.disable_list(list).map_err(|e| e.to_string())?;
@@ -340,6 +368,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let workers = config.workers;
     let techniques = config.techniques.describe();
     let root = config.root.clone();
+    let mapped = config.url_map.as_ref().map(|m| m.len());
     let server = Server::bind(config)?;
     // Signal handlers go in before the address is printed: whoever reads the address may
     // send SIGTERM at once, and must get a graceful stop, not the default action.
@@ -363,6 +392,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if workers == 1 { "" } else { "s" },
         root.display()
     );
+    if let Some(n) = mapped {
+        let _ = writeln!(
+            said,
+            "webscope serve: {n} logged URL{} answered through the set's URL map",
+            if n == 1 { "" } else { "s" }
+        );
+    }
     if let Some(admin) = running.admin_addr() {
         let _ = writeln!(
             said,
