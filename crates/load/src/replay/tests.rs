@@ -211,3 +211,24 @@ fn poisson_times_keep_the_requests_the_count_and_the_span() {
     assert!((fast.mean_rate() - 4.0 * replay.mean_rate()).abs() < 1e-6);
     assert_eq!(fast.speed, 4.0);
 }
+
+#[test]
+fn a_logged_304_asks_if_modified_since_a_date_not_after_the_send() {
+    let log = [
+        logged(0, "GET", "/a", 304, 0),
+        logged(0, "GET", "/a", 200, 10),
+    ];
+    let r = Replay::new(&log, 1.0, false).unwrap();
+    let before = webscope_http::date::unix_now();
+    let target = crate::Target::replay("http://127.0.0.1:1/", &r).unwrap();
+    let after = webscope_http::date::unix_now();
+    let since: Vec<i64> = target.specs[0]
+        .headers
+        .iter()
+        .filter_map(|h| h.strip_prefix("If-Modified-Since: "))
+        .filter_map(webscope_http::date::parse_http_date)
+        .collect();
+    assert_eq!(since.len(), 1, "{:?}", target.specs[0].headers);
+    assert!((before..=after).contains(&since[0]), "{since:?}");
+    assert!(target.specs[1].headers.is_empty());
+}
