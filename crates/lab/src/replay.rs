@@ -5,6 +5,22 @@
 //! the real arrival process, burstiness included; the Poisson runs beside it show what the
 //! burstiness costs.
 //!
+//! What each run replays: the whole log's span in `m` windows, one in each of `m` equal parts
+//! of it (`m` = the run's seconds, at most [`MOST_WINDOWS`]), each window a run-second of the
+//! log at that speed-up (`K` seconds of log), played one after another ([`Part`]). So a run
+//! offers the log's mix and mean rate from its whole span, times `K`, with the log's own
+//! burstiness within each window; the busiest window would measure one peak only, and the
+//! log's start (what this did before, issue #35) only its first hours: on a 3.5-day log a
+//! 5 s run at 1 024x sent the first hour's 74 requests, at the same 37 req/s from 32x up.
+//! Each window sits at a point drawn once per experiment in its part, the same for every
+//! speed-up, so a longer window holds a shorter one's requests and the offered rate cannot
+//! fall as `K` grows. When the windows would cover the span, the run replays the whole log
+//! (looped if it is shorter than the run).
+//!
+//! The log is read as a stream: a first pass for its span (`replay_log::plan`), then each
+//! run's windows alone (`replay_log::collect`), so memory follows a run's requests, not the
+//! log's.
+//!
 //! Not for: reading logs (`webscope_load::replay_log`) nor the page (`render::replay`).
 
 use std::collections::HashMap;
@@ -12,7 +28,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use webscope_load::replay::Replay;
+use webscope_load::replay::{LoggedRequest, Replay};
 use webscope_load::{Arrivals, Target as LoadTarget};
 
 use crate::measure::{self, measure};
@@ -25,8 +41,10 @@ use crate::Options;
 pub const MOST_SPEED: f64 = 1024.0;
 /// Most runs: a logged and a Poisson run at each speed-up from 1 to [`MOST_SPEED`].
 const MOST_RUNS: usize = 22;
-/// The seed of the Poisson runs' gaps.
+/// The seed of the Poisson runs' gaps and of the windows' places.
 const SEED: u64 = 26;
+/// Most windows a run replays (one per second of the run up to this).
+pub const MOST_WINDOWS: u64 = 60;
 
 /// One run: a speed-up, with the log's own arrivals or Poisson ones at the same mean rate.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +89,12 @@ pub struct StepVerdict {
     pub arrivals: ReplayArrivals,
     /// The replay's mean rate at this speed-up, requests per second.
     pub offered_rps: f64,
+    /// Requests the run's schedule held (what its windows of the log hold).
+    #[serde(default)]
+    pub requests: u64,
+    /// What of the log the run replayed, in words.
+    #[serde(default)]
+    pub part: String,
     /// On the objective.
     pub outcome: Outcome,
     pub reason: String,
@@ -78,9 +102,12 @@ pub struct StepVerdict {
     pub bound: String,
 }
 
-/// The experiment: the log at speed 1, and the outcomes so far by run folder.
+/// The experiment: the log (its paths, first second and span), and the outcomes so far by
+/// run folder.
 pub struct ReplaySweep {
-    replay: Arc<Replay>,
+    logs: Vec<std::path::PathBuf>,
+    first_s: u64,
+    span_s: u64,
     judged: HashMap<String, StepVerdict>,
 }
 
@@ -109,8 +136,11 @@ impl Sweep for ReplaySweep {
             "the replay experiment speaks HTTP/1.1 only so far (over TLS with --tls): leave --http2 out"
         );
         let plan = webscope_load::replay_log::plan(logs, None, 1.0, true)?;
+        let first_s = plan.replay.log.as_ref().map_or(0, |l| l.first_s);
         Ok(ReplaySweep {
-            replay: Arc::new(plan.replay),
+            logs: logs.clone(),
+            first_s,
+            span_s: (plan.replay.span().as_secs_f64().round() as u64).max(1),
             judged: HashMap::new(),
         })
     }
@@ -171,13 +201,18 @@ impl Sweep for ReplaySweep {
 
     fn measure(&mut self, run: &Run<'_, Step>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
         let step = run.point;
-        // What a run of this length sends of the log from its start, so that the Poisson
-        // run beside it offers the same requests at the same rate.
-        let mut replay = self.replay.sped_up(step.speed).window(ctx.duration);
+        let part = Part::choose(self.span_s, ctx.duration.as_secs().max(1), step.speed);
+        let logged = webscope_load::replay_log::collect(&self.logs, None, &|second| {
+            part.place(second.saturating_sub(self.first_s)).is_some()
+        })?;
+        let mut replay = part
+            .replay(&logged, self.first_s, step.speed)
+            .context("no request of the log falls in the run's windows")?;
         if step.poisson {
             replay = replay.with_poisson_times(SEED);
         }
         let rate = replay.mean_rate();
+        let requests = replay.per_pass;
         let target = LoadTarget::replay(&ctx.target.base_url, &replay)?;
         let mut config = measure::open_loop(target, 4, rate, Arrivals::Constant, ctx);
         config.replay = Some(Arc::new(replay));
@@ -186,16 +221,18 @@ impl Sweep for ReplaySweep {
         let record = RunRecord::new(
             step.speed,
             format!(
-                "the log at {}× ({rate:.0} req/s on average over the log), {} arrivals, from its start for the run's length (looped if shorter)",
+                "the log at {}× ({rate:.1} req/s), {} arrivals, {}",
                 step.speed,
-                step.arrivals()
+                step.arrivals(),
+                part.describe()
             ),
             measured,
         );
-        // What this run offered: a run shorter than the log replays its beginning, whose
-        // rate is not the log's mean.
+        // What this run offered: its windows' rate, not the log's mean.
         let offered = offered_rps(&record.load).unwrap_or(rate);
-        let judged = self.judge(step, offered, &record, run, ctx)?;
+        let mut judged = self.judge(step, offered, &record, run, ctx)?;
+        judged.requests = requests;
+        judged.part = part.describe();
         write_json(&run.dir.join("step.json"), &judged)?;
         self.judged.insert(run.name.to_string(), judged);
         Ok(record)
@@ -218,10 +255,94 @@ impl ReplaySweep {
             speed: step.speed,
             arrivals: step.arrivals(),
             offered_rps: rate,
+            requests: 0,
+            part: String::new(),
             outcome: on.outcome,
             reason: on.reason,
             bound: on.verdict.bound.label().into(),
         })
+    }
+}
+
+/// What of the log one run replays: `count` windows of `length` seconds of log, window `j`
+/// starting `starts[j]` seconds after the log's first; or the whole log when they would
+/// cover it (`count` 1, the span's length, from 0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub starts: Vec<u64>,
+    pub length: u64,
+    pub whole: bool,
+}
+
+impl Part {
+    /// The windows of a run of `run_s` seconds at `speed` over a log of `span_s` seconds.
+    pub fn choose(span_s: u64, run_s: u64, speed: f64) -> Part {
+        let count = run_s.clamp(1, MOST_WINDOWS);
+        let length = ((run_s as f64 * speed / count as f64).round() as u64).max(1);
+        if count * length >= span_s {
+            return Part {
+                starts: vec![0],
+                length: span_s,
+                whole: true,
+            };
+        }
+        // The same points for every speed-up: a longer window holds a shorter one.
+        let mut rng = webscope_workload::Rng::new(SEED);
+        let stratum = span_s as f64 / count as f64;
+        let starts = (0..count)
+            .map(|j| {
+                let from = j as f64 * stratum;
+                let centre = from + stratum * rng.next_f64();
+                let start =
+                    (centre - length as f64 / 2.0).clamp(from, from + stratum - length as f64);
+                start.floor() as u64
+            })
+            .collect();
+        Part {
+            starts,
+            length,
+            whole: false,
+        }
+    }
+
+    /// Where `offset_s` (seconds after the log's first) falls in the run's log: its offset
+    /// in the windows played one after another; None outside them.
+    pub fn place(&self, offset_s: u64) -> Option<u64> {
+        self.starts.iter().enumerate().find_map(|(j, &start)| {
+            (offset_s >= start && offset_s < start + self.length)
+                .then(|| j as u64 * self.length + offset_s - start)
+        })
+    }
+
+    /// The windows' requests as one replay at `speed`, looped (a whole log shorter than
+    /// the run repeats).
+    pub fn replay(&self, logged: &[LoggedRequest], first_s: u64, speed: f64) -> Option<Replay> {
+        let origin = std::time::UNIX_EPOCH + std::time::Duration::from_secs(first_s);
+        let moved: Vec<LoggedRequest> = logged
+            .iter()
+            .filter_map(|r| {
+                let offset = r.time.duration_since(origin).ok()?.as_secs();
+                Some(LoggedRequest {
+                    time: origin + std::time::Duration::from_secs(self.place(offset)?),
+                    ..r.clone()
+                })
+            })
+            .collect();
+        let span = self.starts.len() as u64 * self.length;
+        Replay::from_origin(&moved, first_s, span, speed, true)
+    }
+
+    /// For people: what the run replays.
+    pub fn describe(&self) -> String {
+        if self.whole {
+            return "the whole log (looped when shorter than the run)".into();
+        }
+        let n = self.starts.len();
+        format!(
+            "{n} window{} of {} s of the log, one in each of {n} equal parts of its span",
+            if n == 1 { "" } else { "s" },
+            self.length,
+        )
     }
 }
 
@@ -239,6 +360,71 @@ fn offered_rps(load: &webscope_load::Report) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 3.5-day log of sparse Poisson arrivals (one every 30 s on average).
+    fn sparse_log() -> (Vec<LoggedRequest>, u64, u64) {
+        let first_s = 1_700_000_000;
+        let span_s = 302_400;
+        let mut rng = webscope_workload::Rng::new(3);
+        let mut at = 0.0;
+        let mut log = Vec::new();
+        while at < span_s as f64 {
+            log.push(LoggedRequest {
+                time: std::time::UNIX_EPOCH + std::time::Duration::from_secs(first_s + at as u64),
+                client: format!("c{}", log.len() % 50),
+                method: "GET".into(),
+                target: format!("/p{}", log.len() % 40),
+                status: 200,
+                bytes: 100,
+            });
+            at += 30.0 * rng.exponential();
+        }
+        (log, first_s, span_s)
+    }
+
+    #[test]
+    fn regression_35_offered_rates_grow_with_the_speed_up_on_a_long_sparse_log() {
+        let (log, first_s, span_s) = sparse_log();
+        let mean = log.len() as f64 / span_s as f64;
+        let mut rates = Vec::new();
+        let mut speed = 1.0;
+        while speed <= MOST_SPEED {
+            let part = Part::choose(span_s, 5, speed);
+            assert!(!part.whole && part.starts.len() == 5, "{part:?}");
+            // Windows spread over the whole span, not its start.
+            assert!(part.starts[4] > span_s / 2, "{part:?}");
+            let rate = part
+                .replay(&log, first_s, speed)
+                .map_or(0.0, |r| r.per_pass as f64 / 5.0);
+            rates.push(rate);
+            speed *= 2.0;
+        }
+        assert!(rates.windows(2).all(|w| w[1] >= w[0]), "{rates:?}");
+        // At 1 024x a run offers about the log's mean rate times 1 024 (Poisson counts of
+        // ~170 requests: within 40 %), and 32 times what it offered at 32x within a factor 3.
+        let at_1024 = rates[10];
+        assert!(
+            (at_1024 / (1024.0 * mean) - 1.0).abs() < 0.4,
+            "{rates:?} mean {mean}"
+        );
+        assert!(at_1024 > 10.0 * rates[5], "{rates:?}");
+    }
+
+    #[test]
+    fn windows_that_would_cover_the_log_replay_it_whole() {
+        let (log, first_s, span_s) = sparse_log();
+        let part = Part::choose(span_s, 60, 10_000.0);
+        assert!(part.whole);
+        let replay = part.replay(&log, first_s, 10_000.0).unwrap();
+        assert_eq!(replay.per_pass, log.len() as u64);
+        assert!(replay.looped);
+        // Offsets land in the windows played one after another.
+        let part = Part::choose(1000, 2, 10.0);
+        assert_eq!(part.length, 10);
+        let inside = part.starts[1] + 3;
+        assert_eq!(part.place(inside), Some(13));
+        assert_eq!(part.place(part.starts[1] + 10), None);
+    }
 
     #[test]
     fn a_run_offers_what_its_intervals_scheduled() {

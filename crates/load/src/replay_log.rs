@@ -3,16 +3,16 @@
 //! timing or the sending (the open loop) nor for parsing lines (the accesslog crate).
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
-use webscope_accesslog::{Entry, Format};
+use webscope_accesslog::{stream_logs, Entry, Format, ReadOptions};
 
-use crate::replay::{LoggedRequest, Replay, MAX_REPLAY};
+use crate::replay::{LogSource, LoggedRequest, Replay, MAX_REPLAY};
 use crate::Error;
 
 /// What the reading found, for the run's first line.
 pub struct Plan {
-    /// The log's requests as slots.
+    /// The log's requests: what is distinct in them, and the log to read the slots from.
     pub replay: Replay,
     /// Lines that did not parse.
     pub bad_lines: u64,
@@ -20,13 +20,16 @@ pub struct Plan {
     pub first_bad: Option<String>,
     /// Parsed lines without a request (`"-"`: a connection closed before it sent one).
     pub no_request: u64,
+    /// Entries later than the reader's look-back after a later one: sent in the order read.
+    pub out_of_order: u64,
 }
 
-/// A log entry as the replay takes it: its time, method, target with query, status, bytes.
-/// None for an entry without a request.
-fn logged(entry: &Entry) -> Option<LoggedRequest> {
+/// A log entry as the replay takes it: its time, client, method, target with query, status,
+/// bytes. None for an entry without a request.
+pub(crate) fn logged(entry: &Entry) -> Option<LoggedRequest> {
     entry.has_request().then(|| LoggedRequest {
         time: entry.time,
+        client: entry.client.clone(),
         method: entry.method.clone(),
         target: match &entry.query {
             Some(query) => format!("{}?{query}", entry.path),
@@ -37,7 +40,42 @@ fn logged(entry: &Entry) -> Option<LoggedRequest> {
     })
 }
 
-/// Reads `logs` and makes the plan at `speed`, looping or not.
+/// What the first pass keeps: what is distinct in the log and its counts, never its lines.
+#[derive(Default)]
+struct FirstPass {
+    requests: crate::replay::Interner,
+    first_s: Option<u64>,
+    last_s: u64,
+    kept: u64,
+    skipped_no_body: u64,
+    ranges: u64,
+    conditional: u64,
+    no_request: u64,
+}
+
+impl FirstPass {
+    fn take(&mut self, entry: &Entry) {
+        let Some(logged) = logged(entry) else {
+            self.no_request += 1;
+            return;
+        };
+        let Some(request) = logged.request() else {
+            self.skipped_no_body += 1;
+            return;
+        };
+        self.ranges += u64::from(request.range.is_some());
+        self.conditional += u64::from(request.not_modified);
+        self.requests.intern(request);
+        let second = logged.second();
+        self.first_s = Some(self.first_s.map_or(second, |f| f.min(second)));
+        self.last_s = self.last_s.max(second);
+        self.kept += 1;
+    }
+}
+
+/// Reads `logs` once and makes the plan at `speed`, looping or not: the distinct requests,
+/// the span and the counts (a first pass, in memory of what is distinct); the slots are read
+/// from the log again as the run goes (`replay::Feed`).
 pub fn plan(
     logs: &[PathBuf],
     format: Option<Format>,
@@ -49,18 +87,19 @@ pub fn plan(
             "--speed {speed}: give a positive speed-up, e.g. 1 (as logged) or 4"
         )));
     }
-    let parsed = webscope_accesslog::read_logs(logs, format)
+    let mut pass = FirstPass::default();
+    let options = ReadOptions::format(format);
+    let summary = stream_logs(logs, &options, &mut |e| pass.take(&e), &mut |_| {})
         .map_err(|e| Error::Config(format!("--replay: {e}")))?;
-    let logged: Vec<LoggedRequest> = parsed.entries.iter().filter_map(logged).collect();
-    check_length(&parsed.entries, speed)?;
-    let no_request = (parsed.entries.len() - logged.len()) as u64;
-    let replay = Replay::new(&logged, speed, looped).ok_or_else(|| {
-        Error::Config(format!(
-            "--replay: no request of the log can be replayed ({} of a body-carrying method, {no_request} without a request): replay a log with GET or HEAD requests",
-            logged.len()
-        ))
-    })?;
-    let first_bad = parsed.bad_examples.first().map(|bad| {
+    let Some(first_s) = pass.first_s.filter(|_| pass.kept > 0) else {
+        return Err(Error::Config(format!(
+            "--replay: no request of the log can be replayed ({} of a body-carrying method, {} without a request): replay a log with GET or HEAD requests",
+            pass.skipped_no_body, pass.no_request
+        )));
+    };
+    let span_s = pass.last_s - first_s + 1;
+    check_length(Duration::from_secs(span_s), speed)?;
+    let first_bad = summary.bad_examples.first().map(|bad| {
         format!(
             "{} line {}: {}",
             logs.get(bad.file)
@@ -69,22 +108,57 @@ pub fn plan(
             bad.why
         )
     });
+    let replay = Replay {
+        requests: pass.requests.into_requests(),
+        slots: Vec::new(),
+        period_ns: (span_s as f64 * 1e9 / speed) as u64,
+        speed,
+        looped,
+        skipped_no_body: pass.skipped_no_body,
+        ranges: pass.ranges,
+        conditional: pass.conditional,
+        per_pass: pass.kept,
+        log: Some(LogSource {
+            paths: logs.to_vec(),
+            format: format.map(|f| f.name().to_string()),
+            first_s,
+        }),
+    };
     Ok(Plan {
         replay,
-        bad_lines: parsed.bad_lines,
+        bad_lines: summary.bad_lines,
         first_bad,
-        no_request,
+        no_request: pass.no_request,
+        out_of_order: summary.out_of_order,
     })
+}
+
+/// The logged requests of `logs` whose second `keep` takes, in time order (the lab's
+/// windows of a log: memory follows what is kept, not the log).
+pub fn collect(
+    logs: &[PathBuf],
+    format: Option<Format>,
+    keep: &dyn Fn(u64) -> bool,
+) -> Result<Vec<LoggedRequest>, Error> {
+    let mut kept = Vec::new();
+    let mut sink = |entry: Entry| {
+        let second = entry
+            .time
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if keep(second) {
+            kept.extend(logged(&entry));
+        }
+    };
+    stream_logs(logs, &ReadOptions::format(format), &mut sink, &mut |_| {})
+        .map_err(|e| Error::Config(format!("--replay: {e}")))?;
+    Ok(kept)
 }
 
 /// Refuses a replay that would outlast [`MAX_REPLAY`]: its offsets in nanoseconds would not
 /// fit the schedule's. The lines' times are already within 1990 and tomorrow
 /// ([`webscope_accesslog::implausible_time`]); a slow `--speed` can still stretch decades.
-fn check_length(entries: &[Entry], speed: f64) -> Result<(), Error> {
-    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-        return Ok(());
-    };
-    let span = last.time.duration_since(first.time).unwrap_or_default() + Duration::from_secs(1);
+fn check_length(span: Duration, speed: f64) -> Result<(), Error> {
     let length = span.as_secs_f64() / speed;
     if length < MAX_REPLAY.as_secs_f64() {
         return Ok(());
@@ -106,7 +180,7 @@ impl Plan {
         let r = &self.replay;
         let mut line = format!(
             "replaying {} logged requests ({:.1} req/s on average) over {:.2}s at {}x{}",
-            r.slots.len(),
+            r.per_pass,
             r.mean_rate(),
             r.span().as_secs_f64(),
             r.speed,
@@ -120,6 +194,12 @@ impl Plan {
         }
         if self.no_request > 0 {
             line += &format!("; {} lines without a request skipped", self.no_request);
+        }
+        if self.out_of_order > 0 {
+            line += &format!(
+                "; {} lines out of time order beyond the reader's look-back, sent in the order read",
+                self.out_of_order
+            );
         }
         if self.bad_lines > 0 {
             line += &format!(
@@ -136,16 +216,11 @@ impl Plan {
 mod tests {
     use super::*;
 
-    fn entry(date: &str) -> Entry {
-        let line = format!("::1 - - [{date} +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"t\"");
-        webscope_accesslog::parse_line(&line, None).unwrap()
-    }
-
     #[test]
     fn a_replay_longer_than_the_limit_is_refused_in_years_not_a_saturated_number() {
-        let log = [entry("01/Jan/2000:00:00:00"), entry("01/Jan/2020:00:00:00")];
-        assert!(check_length(&log, 1.0).is_ok());
-        let err = check_length(&log, 0.1).unwrap_err().to_string();
+        let twenty_years = Duration::from_secs(20 * 365 * 86_400 + 5 * 86_400);
+        assert!(check_length(twenty_years, 1.0).is_ok());
+        let err = check_length(twenty_years, 0.1).unwrap_err().to_string();
         assert!(
             err.contains("spans 20.0 years") && err.contains("for 200 years"),
             "{err}"

@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 use webscope_workload::Rng;
 
 use crate::config::Arrivals;
-use crate::replay::{ReplaySchedule, Slot};
+use crate::replay::{Next, ReplaySchedule, Slot, NEVER_NS};
+
+/// When a replay's next slot has not been handed over, the engine looks again this soon.
+const PENDING: Duration = Duration::from_millis(1);
 
 /// One thread's share of the open-loop schedule.
 pub(crate) struct Schedule {
@@ -26,8 +29,8 @@ pub(crate) struct Schedule {
     claimed: Cell<u64>,
     /// Offset of the next slot from `origin`, in nanoseconds.
     next: Cell<f64>,
-    /// A replay: the slots are the log's, each with its own request (`gap` and `arrivals`
-    /// unused).
+    /// A replay: the slots are the log's, each with its own request, handed over by the
+    /// replay's feed (`gap` and `arrivals` unused).
     replay: Option<RefCell<ReplaySchedule>>,
 }
 
@@ -65,10 +68,16 @@ impl Schedule {
         schedule
     }
 
-    /// The intended time of the next unclaimed slot.
+    /// The intended time of the next unclaimed slot. A replay's slot the feed has not handed
+    /// over yet is looked for again in a millisecond (it is in the future: the feed reads
+    /// ahead of the schedule).
     pub(crate) fn peek(&self) -> Instant {
         let ns = match &self.replay {
-            Some(replay) => replay.borrow().peek().0,
+            Some(replay) => match replay.borrow_mut().peek() {
+                Next::Due(ns, _) => ns,
+                Next::Pending => return Instant::now() + PENDING,
+                Next::End => NEVER_NS,
+            },
             None => self.next.get() as u64,
         };
         self.origin + Duration::from_nanos(ns)
@@ -77,7 +86,13 @@ impl Schedule {
     /// Takes the next slot and returns its intended time (and, in a replay, its request).
     pub(crate) fn claim(&self) -> (Instant, Option<Slot>) {
         let at = self.peek();
-        let slot = self.replay.as_ref().and_then(|r| r.borrow().peek().1);
+        let slot = self
+            .replay
+            .as_ref()
+            .and_then(|r| match r.borrow_mut().peek() {
+                Next::Due(_, slot) => Some(slot),
+                Next::Pending | Next::End => None,
+            });
         self.advance();
         self.claimed.set(self.claimed.get() + 1);
         (at, slot)

@@ -359,6 +359,12 @@ impl Target {
             .iter()
             .map(|r| (format!("{prefix}{}", escape_target(&r.target)), 0))
             .collect();
+        // A logged 304: conditional on a time after the files were made and not after any
+        // send (servers ignore a date in their future), so that a server answers 304 as it
+        // did; now, when the requests are built, is both.
+        let mut now = Vec::new();
+        webscope_http::date::write_http_date(&mut now, webscope_http::date::unix_now());
+        let since = format!("If-Modified-Since: {}", String::from_utf8_lossy(&now));
         let specs = replay
             .requests
             .iter()
@@ -368,6 +374,7 @@ impl Target {
                     .range
                     .map(|n| format!("Range: bytes=0-{}", n - 1))
                     .into_iter()
+                    .chain(r.not_modified.then(|| since.clone()))
                     .collect(),
                 body: Vec::new(),
             })

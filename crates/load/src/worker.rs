@@ -57,12 +57,12 @@ pub(crate) struct Setup {
     pub busy_poll: Option<u32>,
     /// How the HTTP/1.1 engine waits for its sockets.
     pub io: Io,
-    /// A replay: its slots replace the open-loop clock's.
-    pub replay: Option<Arc<crate::replay::Replay>>,
+    /// A replay: this thread's slots from the feed, in place of the open-loop clock's.
+    pub replay: Option<ReplaySchedule>,
 }
 
 /// The body of a worker thread.
-pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>) {
+pub(crate) fn run(mut setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -73,7 +73,7 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
             return;
         }
     };
-    let shared = Rc::new(shared(&setup));
+    let shared = Rc::new(shared(&mut setup));
     let limit = setup
         .open
         .map_or(setup.connections, |(_, _, _, limit)| limit);
@@ -111,22 +111,18 @@ pub(crate) fn run(setup: Setup, tx: Sender<Message>, stop: watch::Receiver<bool>
 }
 
 /// The state the thread's engine and interval clock share, from the worker's setup.
-fn shared(setup: &Setup) -> Shared {
-    let schedule = setup
-        .open
-        .map(|(rate, arrivals, phase, _)| match &setup.replay {
-            Some(replay) => Schedule::replay(
-                setup.start,
-                ReplaySchedule::new(Arc::clone(replay), setup.global, setup.threads),
-            ),
-            None => Schedule::new(
-                setup.start,
-                rate,
-                phase,
-                arrivals,
-                setup.seed ^ (setup.global as u64 + 1) << 32,
-            ),
-        });
+fn shared(setup: &mut Setup) -> Shared {
+    let replay = setup.replay.take();
+    let schedule = setup.open.map(|(rate, arrivals, phase, _)| match replay {
+        Some(replay) => Schedule::replay(setup.start, replay),
+        None => Schedule::new(
+            setup.start,
+            rate,
+            phase,
+            arrivals,
+            setup.seed ^ (setup.global as u64 + 1) << 32,
+        ),
+    });
     Shared {
         requests: Arc::clone(&setup.requests),
         tls: setup.tls.clone(),

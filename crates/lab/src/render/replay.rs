@@ -15,11 +15,16 @@ use super::rendered::Rendered;
 use crate::objective::Outcome;
 use crate::record::{read_json, ExperimentRecord, RunRecord};
 use crate::replay::{ReplayArrivals, StepVerdict};
+use webscope_load::replay::StatusPair;
 
 /// One run as the page reads it.
 struct Step {
     name: String,
     judged: StepVerdict,
+    /// Responses the run got.
+    answered: u64,
+    /// Logged status against the one got, where they differ.
+    mismatches: Vec<StatusPair>,
     achieved_rps: f64,
     p50_ms: f64,
     p99_ms: f64,
@@ -41,9 +46,10 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     }
     let sentence = sentence(&steps, exp.stopped.first().map(String::as_str));
     page.push(Block::Text(sentence.clone()));
-    page.push(Block::Text(
-        "Each speed-up replays the log from its start on its own timing (the requests logged in one second spread evenly within it) for the run's length, looped when the log is shorter; beside it, the same requests in the same order at the same mean rate as a Poisson process. Both are judged on the objective (--slo) as a capacity probe is, latency counted from each request's intended send.".into(),
-    ));
+    page.push(Block::Text(format!(
+        "What each run replays: {}. Each window is one second of the run and K seconds of the log at K×, so a run offers the log's mix and mean rate from its whole span, times K, with the log's own burstiness within each window; the busiest window would measure one peak only, and the log's start only its first hours. The windows' places are drawn once, the same at every speed-up, so a longer window holds a shorter one's requests and the offered rate grows with K. The requests of a logged second are spread evenly within it. Beside each run, the same requests in the same order at the same mean rate as a Poisson process. Both are judged on the objective (--slo) as a capacity probe is, latency counted from each request's intended send; a run with too few requests for its percentile is undecided.",
+        steps.last().map_or("", |s| s.judged.part.as_str())
+    )));
     let chart = XyChart {
         title: "p99 against offered rate: the log's arrivals and Poisson's".into(),
         x: Axis::log("offered rate (req/s)"),
@@ -74,6 +80,10 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         "Every run: speed-up, arrivals, rates, latency, the objective's verdict and the bound",
         table(&steps),
     );
+    page.table(
+        "Status: logged against got, where they differ (a logged status the server gave is the site's traffic, not an error)",
+        mismatch_table(&steps),
+    );
     page.summary("replay", [sentence.clone()]);
     page.json(json!({
         "sentence": sentence,
@@ -91,6 +101,13 @@ fn read_step(run_dir: &Path, name: &str) -> anyhow::Result<Step> {
     let l = &run.load.total;
     Ok(Step {
         name: name.into(),
+        answered: l.requests,
+        mismatches: run
+            .load
+            .replay
+            .as_ref()
+            .map(|r| r.status_mismatches.clone())
+            .unwrap_or_default(),
         achieved_rps: l.requests_per_s,
         p50_ms: l.latency_us.p50 / 1000.0,
         p99_ms: l.latency_us.p99 / 1000.0,
@@ -156,6 +173,9 @@ fn table(steps: &[Step]) -> Table {
         "run",
         "speed-up",
         "arrivals",
+        "replayed",
+        "requests scheduled",
+        "answered",
         "offered req/s",
         "achieved req/s",
         "p50 ms",
@@ -169,7 +189,10 @@ fn table(steps: &[Step]) -> Table {
             s.name.clone(),
             format!("{}×", s.judged.speed),
             s.judged.arrivals.to_string(),
-            format!("{:.0}", s.judged.offered_rps),
+            s.judged.part.clone(),
+            s.judged.requests.to_string(),
+            s.answered.to_string(),
+            format!("{:.1}", s.judged.offered_rps),
             format!("{:.0}", s.achieved_rps),
             format!("{:.2}", s.p50_ms),
             format!("{:.2}", s.p99_ms),
@@ -181,8 +204,36 @@ fn table(steps: &[Step]) -> Table {
     t
 }
 
+/// One row per run and status pair that differs from the log; one row saying so when none.
+fn mismatch_table(steps: &[Step]) -> Table {
+    let mut t = Table::new(["run", "logged", "got", "responses", "of the run's"]);
+    for s in steps {
+        for p in &s.mismatches {
+            t.row([
+                s.name.clone(),
+                p.logged.to_string(),
+                p.got.to_string(),
+                p.count.to_string(),
+                s.answered.to_string(),
+            ]);
+        }
+    }
+    if steps.iter().all(|s| s.mismatches.is_empty()) {
+        t.row([
+            "every run".to_string(),
+            "as logged".to_string(),
+            "as logged".to_string(),
+            "0".to_string(),
+            steps.iter().map(|s| s.answered).sum::<u64>().to_string(),
+        ]);
+    }
+    t
+}
+
 fn step_json(s: &Step) -> Value {
     json!({
+        "requests": s.judged.requests, "answered": s.answered, "part": s.judged.part,
+        "status_mismatches": s.mismatches,
         "run": s.name, "speed": s.judged.speed, "arrivals": s.judged.arrivals,
         "offered_rps": s.judged.offered_rps, "achieved_rps": s.achieved_rps,
         "p50_ms": s.p50_ms, "p99_ms": s.p99_ms, "p999_ms": s.p999_ms,
@@ -203,10 +254,18 @@ mod tests {
                 speed,
                 arrivals,
                 offered_rps: 100.0 * speed,
+                requests: 500 * speed as u64,
+                part: "5 windows".into(),
                 outcome,
                 reason: String::new(),
                 bound: String::new(),
             },
+            answered: 500 * speed as u64,
+            mismatches: vec![StatusPair {
+                logged: 304,
+                got: 200,
+                count: speed as u64,
+            }],
             achieved_rps: 100.0 * speed,
             p50_ms: 1.0,
             p99_ms,
@@ -234,5 +293,20 @@ mod tests {
             "{said}"
         );
         assert_eq!(kept_up_to(&steps), Some(2.0));
+        // Every run has its request count, and its mismatches their rows.
+        let t = table(&steps);
+        let col = t
+            .header
+            .iter()
+            .position(|h| h == "requests scheduled")
+            .unwrap();
+        let counts: Vec<&str> = t.rows.iter().map(|r| r[col].as_str()).collect();
+        assert_eq!(counts, ["500", "500", "1000", "1000", "2000", "2000"]);
+        let mismatches = mismatch_table(&steps);
+        assert_eq!(mismatches.rows.len(), steps.len());
+        assert!(mismatches
+            .rows
+            .iter()
+            .all(|r| r[1] == "304" && r[2] == "200"));
     }
 }

@@ -145,6 +145,9 @@ pub(crate) struct RunFigures<'a> {
     /// The busiest thread's CPU share, and the largest share a thread ran or waited for a CPU.
     pub busiest: f64,
     pub least_idle: f64,
+    /// A replay: the slots its feed handed to this process's threads per interval, and why
+    /// it stopped reading the log early, if it did.
+    pub fed: Option<(Vec<u64>, Option<String>)>,
 }
 
 /// A single run's report.
@@ -163,7 +166,7 @@ pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
         report.segment = Some(format!("{segment}/{segments}"));
         report.histograms = Some(histograms::encode(run.totals));
     }
-    replay_figures(config, &mut report, run.totals);
+    replay_figures(config, &mut report, run.totals, run.fed);
     report.start_late_s = run.late.as_secs_f64();
     if let Some(why) = run.busy_poll_refused {
         report
@@ -294,32 +297,30 @@ fn described(
 }
 
 /// A replay's figures: the log's, the status pairs, the late sends; and each interval's
-/// offered requests (this process's threads' slots).
-fn replay_figures(config: &Config, report: &mut Report, totals: &Recorder) {
+/// offered requests (the slots the feed handed to this process's threads).
+fn replay_figures(
+    config: &Config,
+    report: &mut Report,
+    totals: &Recorder,
+    fed: Option<(Vec<u64>, Option<String>)>,
+) {
     let Some(replay) = &config.replay else {
         return;
     };
-    let (_, segments) = config.segment_or_whole();
-    let here: Vec<usize> = (0..config.threads)
-        .map(|i| config.global_thread(i))
-        .collect();
-    let interval = u64::try_from(config.interval.as_nanos()).unwrap_or(u64::MAX);
-    // Up to the last interval the run reported, not the planned end: a replay stopped early
-    // of a log that spans years counts the intervals it ran, in memory of their number.
-    let ran = (report.intervals.len() as u64).saturating_mul(interval);
-    let planned = u64::try_from(config.duration.as_nanos()).unwrap_or(u64::MAX);
-    let offered = replay.offered(&here, config.threads * segments, interval, ran.min(planned));
+    let (offered, read_error) = fed.unwrap_or_default();
     for (i, report) in report.intervals.iter_mut().enumerate() {
         report.offered = Some(offered.get(i).copied().unwrap_or(0));
     }
     report.arrivals = Some("replay".to_string());
     report.replay = Some(ReplayReport {
-        log_requests: replay.slots.len() as u64,
+        log_requests: replay.per_pass,
         speed: replay.speed,
         span_s: replay.span().as_secs_f64(),
         looped: replay.looped,
         skipped_no_body: replay.skipped_no_body,
         ranges: replay.ranges,
+        conditional: replay.conditional,
+        read_error,
         status_mismatches: pairs(&totals.mismatches),
         late_sends: totals.late_sends,
         max_send_delay_us: totals.max_send_delay as f64 / 1000.0,
@@ -442,6 +443,7 @@ mod tests {
                 cpu: Duration::from_millis(750),
                 busiest: 0.5,
                 least_idle: 0.625,
+                fed: None,
             },
         );
         report.host = "golden".into();

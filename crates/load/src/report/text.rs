@@ -295,14 +295,21 @@ fn replay_lines(replay: &ReplayReport, intervals: &[IntervalReport]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "  Replay: {} logged requests over {:.2}s at {}x{}; {} POST/PUT/PATCH skipped (the log has no body); {} logged 206 replayed as ranges",
+        "  Replay: {} logged requests over {:.2}s at {}x{}; {} POST/PUT/PATCH skipped (the log has no body); {} logged 206 replayed as ranges; {} logged 304 sent conditional",
         replay.log_requests,
         replay.span_s,
         replay.speed,
         if replay.looped { ", looped" } else { "" },
         replay.skipped_no_body,
-        replay.ranges
+        replay.ranges,
+        replay.conditional
     );
+    if let Some(error) = &replay.read_error {
+        let _ = writeln!(
+            out,
+            "  The log could not be read to the run's end ({error}): later requests were not offered"
+        );
+    }
     let _ = writeln!(
         out,
         "  Late sends (over 1 ms after their logged time): {} (largest {})",

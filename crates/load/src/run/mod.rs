@@ -17,6 +17,7 @@ use crate::config::{Config, Pacing};
 use crate::cpu;
 use crate::hlog::Hlog;
 use crate::recorder::Recorder;
+use crate::replay::{Feed, FeedPlan, ReplaySchedule};
 use crate::report::build::{self, RunFigures};
 use crate::report::{IntervalReport, Report};
 use crate::requests::Requests;
@@ -72,13 +73,15 @@ pub fn run(
         start,
         end: start + config.duration,
     };
-    let (handles, connections) = start_workers(config, &common, tx, stop_rx)?;
+    let (feed, schedules) = start_feed(config)?;
+    let (handles, connections) = start_workers(config, &common, schedules, tx, stop_rx)?;
     let mut gathered = Gather::new(config, start);
     gathered.until_done(&rx, &stop_tx, interrupt, on_interval, &mut outputs)?;
     let _ = stop_tx.send(true);
     for handle in handles {
         let _ = handle.join();
     }
+    let fed = feed.map(Feed::finish);
     if let Some(e) = gathered.failure.take() {
         return Err(e);
     }
@@ -108,6 +111,7 @@ pub fn run(
             cpu,
             busiest,
             least_idle,
+            fed,
         },
     ))
 }
@@ -170,6 +174,23 @@ struct Common {
     end: Instant,
 }
 
+/// A replay's feed, started before the workers so that their first slots are read, and one
+/// schedule per thread; none without a replay.
+fn start_feed(config: &Config) -> Result<(Option<Feed>, Vec<Option<ReplaySchedule>>), Error> {
+    let Some(replay) = &config.replay else {
+        return Ok((None, (0..config.threads).map(|_| None).collect()));
+    };
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let plan = FeedPlan {
+        segment: config.segment_or_whole(),
+        threads: config.threads,
+        interval_ns: nanos(config.interval),
+        end_ns: nanos(config.duration),
+    };
+    let (feed, schedules) = Feed::start(Arc::clone(replay), plan)?;
+    Ok((Some(feed), schedules.into_iter().map(Some).collect()))
+}
+
 /// Starts this process's worker threads; returns them and how many connections they open.
 ///
 /// The run's threads are all segments' threads: this segment's are every `segments`-th, from
@@ -178,13 +199,14 @@ struct Common {
 fn start_workers(
     config: &Config,
     common: &Common,
+    schedules: Vec<Option<ReplaySchedule>>,
     tx: Sender<Message>,
     stop: watch::Receiver<bool>,
 ) -> Result<(Vec<JoinHandle<()>>, usize), Error> {
     let all_threads = config.threads * config.segment_or_whole().1;
     let mut handles = Vec::new();
     let mut connections = 0;
-    for index in 0..config.threads {
+    for (index, replay) in schedules.into_iter().enumerate() {
         let global = config.global_thread(index);
         let share = |n: usize| config.thread_share(index, n);
         let open = match config.pacing {
@@ -209,7 +231,7 @@ fn start_workers(
             http2: config.http2,
             busy_poll: common.busy_poll,
             io: config.io,
-            replay: config.replay.clone(),
+            replay,
             classes: config.target.classes.len(),
             addr: config.target.addr,
             mode: config.mode,

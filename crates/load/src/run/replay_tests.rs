@@ -1,5 +1,6 @@
 //! Replays end to end against the tiny capturing server: each slot's own request, the
-//! skipped body-carrying requests, ranges, status pairs, offered counts, segments merged.
+//! skipped body-carrying requests, ranges, status pairs, offered counts, segments (split by
+//! client) merged to one run's counts.
 
 use super::tests::{capture, segments};
 use super::*;
@@ -10,6 +11,7 @@ use crate::Target;
 fn logged(ms: u64, method: &str, target: &str, status: u16, bytes: u64) -> LoggedRequest {
     LoggedRequest {
         time: SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms),
+        client: format!("192.0.2.{}", ms % 13),
         method: method.into(),
         target: target.into(),
         status,
@@ -137,10 +139,19 @@ fn replay_segments_merge_to_the_whole_log() {
         }
     }
     assert_eq!(
-        merged.replay.unwrap().status_mismatches,
+        merged.replay.as_ref().unwrap().status_mismatches,
         crate::replay::pairs(&pairs)
     );
     assert!(pairs[&(404, 200)] >= 9, "{pairs:?}");
-    let offered: u64 = merged.intervals.iter().filter_map(|i| i.offered).sum();
-    assert_eq!(offered, 52);
+    // Split by client, the segments' offered counts add up to one run's, interval by
+    // interval, and a client's requests all went to one segment.
+    let whole = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let per_interval =
+        |r: &Report| -> Vec<u64> { r.intervals.iter().filter_map(|i| i.offered).collect() };
+    assert_eq!(per_interval(&merged), per_interval(&whole));
+    assert_eq!(per_interval(&merged).iter().sum::<u64>(), 52);
+    assert_eq!(
+        merged.total.requests + merged.total.run.not_sent,
+        whole.total.requests + whole.total.run.not_sent
+    );
 }
