@@ -14,8 +14,9 @@
 /// A measured figure to three significant figures: `0.0304`, `8.70`, `334`, and whole numbers
 /// with their thousands set apart from 1 000 on (`41 800`, `1 234 567`: a figure that large is
 /// printed whole rather than padded with zeros that would look measured). Trailing zeros are
-/// kept (`2.00`), as they say how precise the figure is. Below 0.0001, in scientific notation
-/// (`1.23e-7`). Not finite: `-`.
+/// kept (`2.50`), as they say how precise the figure is, except in a whole number (`3`, not
+/// `3.00`: a count's median, a ratio of counts), which is exact. Below 0.0001, in scientific
+/// notation (`1.23e-7`). Not finite: `-`.
 pub fn sig3(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
@@ -24,6 +25,10 @@ pub fn sig3(v: f64) -> String {
         return "0".into();
     }
     let a = v.abs();
+    if v.fract() == 0.0 && a < 1e15 {
+        let sign = if v < 0.0 { "-" } else { "" };
+        return format!("{sign}{}", count(a as u64));
+    }
     if a < 1e-4 {
         // Rather than a row of zeros before the figures.
         return format!("{v:.2e}");
@@ -148,7 +153,9 @@ mod tests {
         assert_eq!(rate(334.4040687947534), "334 req/s");
         assert_eq!(pct(0.08695652), "8.70 %");
         assert_eq!(rate(0.03), "0.0300 req/s");
-        assert_eq!(sig3(2.0), "2.00");
+        assert_eq!(sig3(2.5), "2.50");
+        assert_eq!(sig3(2.0), "2");
+        assert_eq!(sig3(-3.0), "-3");
         assert_eq!(sig3(12.345), "12.3");
         assert_eq!(sig3(-0.000123456), "-0.000123");
     }
