@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use webscope_accesslog::{Entry, Format};
+use webscope_report::human::plural;
 
 use crate::replay::{LoggedRequest, Replay, MAX_REPLAY};
 use crate::Error;
@@ -119,12 +120,15 @@ impl Plan {
             );
         }
         if self.no_request > 0 {
-            line += &format!("; {} lines without a request skipped", self.no_request);
+            line += &format!(
+                "; {} without a request skipped",
+                plural(self.no_request, "line")
+            );
         }
         if self.bad_lines > 0 {
             line += &format!(
-                "; {} lines unreadable (first: {})",
-                self.bad_lines,
+                "; {} unreadable (first: {})",
+                plural(self.bad_lines, "line"),
                 self.first_bad.as_deref().unwrap_or("?")
             );
         }

@@ -91,7 +91,7 @@ fn a_set_like_a_log_serves_the_logs_mix_and_keeps_nothing_private() {
     assert!(stdout.contains("3 paths answered 200"), "{stdout}");
     // POST /form: answered, but never by a GET's 200 that gives its size.
     assert!(
-        stdout.contains("1 paths never answered 200 left out"),
+        stdout.contains("1 path never answered 200 left out"),
         "{stdout}"
     );
 

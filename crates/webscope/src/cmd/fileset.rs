@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use webscope_report::human::{self, plural};
 use webscope_workload::{format_size, parse_size, Manifest, Spec, WriteOptions};
 
 const EXAMPLES: &str = "\
@@ -168,19 +169,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } => {
             let counted = super::fileset_like::count(&logs, format, synthetic.is_some())?;
             println!(
-                "webscope fileset like: {} requests, {} paths answered 200{}{}",
-                counted.requests,
-                counted.observed.len(),
+                "webscope fileset like: {}, {} answered 200{}{}",
+                plural(counted.requests, "request"),
+                plural(counted.observed.len() as u64, "path"),
                 if counted.unsized_paths > 0 {
                     format!(
-                        "; {} paths never answered 200 left out",
-                        counted.unsized_paths
+                        "; {} never answered 200 left out",
+                        plural(counted.unsized_paths, "path")
                     )
                 } else {
                     String::new()
                 },
                 if counted.bad_lines > 0 {
-                    format!("; {} lines unreadable", counted.bad_lines)
+                    format!("; {} unreadable", plural(counted.bad_lines, "line"))
                 } else {
                     String::new()
                 }
@@ -250,15 +251,16 @@ fn print_renamed(planned: &webscope_workload::like::Planned) {
         ),
     ] {
         if count > 0 {
-            why.push(format!("{count} {reason}"));
+            why.push(format!("{} {reason}", human::count(count)));
         }
     }
     if why.is_empty() {
-        println!("  --keep-paths: all {kept} paths kept");
+        println!("  --keep-paths: all {} kept", plural(kept, "path"));
     } else {
         println!(
-            "  --keep-paths: {kept} paths kept, {} given rank names ({})",
-            r.total(),
+            "  --keep-paths: {} kept, {} given rank names ({})",
+            plural(kept, "path"),
+            human::count(r.total()),
             why.join(", ")
         );
     }
@@ -271,15 +273,14 @@ fn size_flag(flag: &str, text: &str) -> anyhow::Result<u64> {
 
 fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {
     println!(
-        "webscope fileset: {verb} {} file{}, {} to {} ({}; seed {}{})",
-        manifest.files.len(),
-        if manifest.files.len() == 1 { "" } else { "s" },
+        "webscope fileset: {verb} {}, {} to {} ({}; seed {}{})",
+        plural(manifest.files.len() as u64, "file"),
         format_size(manifest.total_bytes),
         out.display(),
         manifest.description,
         manifest.seed,
         if manifest.copies > 1 {
-            format!(", {} copies", manifest.copies)
+            format!(", {}", plural(u64::from(manifest.copies), "copy"))
         } else {
             String::new()
         }
@@ -294,11 +295,11 @@ fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {
     );
     for class in &manifest.classes {
         println!(
-            "  {:<12} {:>8} {:>12} {:>9.2}%",
+            "  {:<12} {:>8} {:>12} {:>10}",
             class.name,
-            class.files,
+            human::count(class.files),
             format_size(class.bytes),
-            class.probability * 100.0
+            human::pct(class.probability)
         );
     }
 }
