@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
 use webscope_accesslog::{stream_logs, Entry, Format, ReadOptions};
+use webscope_report::human::plural;
 
 use crate::replay::{LogSource, LoggedRequest, Replay, MAX_REPLAY};
 use crate::Error;
@@ -193,18 +194,21 @@ impl Plan {
             );
         }
         if self.no_request > 0 {
-            line += &format!("; {} lines without a request skipped", self.no_request);
+            line += &format!(
+                "; {} without a request skipped",
+                plural(self.no_request, "line")
+            );
         }
         if self.out_of_order > 0 {
             line += &format!(
-                "; {} lines out of time order beyond the reader's look-back, sent in the order read",
-                self.out_of_order
+                "; {} out of time order beyond the reader's look-back, sent in the order read",
+                plural(self.out_of_order, "line")
             );
         }
         if self.bad_lines > 0 {
             line += &format!(
-                "; {} lines unreadable (first: {})",
-                self.bad_lines,
+                "; {} unreadable (first: {})",
+                plural(self.bad_lines, "line"),
                 self.first_bad.as_deref().unwrap_or("?")
             );
         }

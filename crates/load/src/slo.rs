@@ -392,7 +392,7 @@ impl Condition {
     pub fn show(&self, value: f64) -> String {
         match self.metric {
             Metric::Latency { .. } => crate::format_us(value),
-            _ => format!("{} %", trim_float(value * 100.0)),
+            _ => webscope_report::human::pct(value),
         }
     }
 }

@@ -5,7 +5,8 @@
 //! What it is: presentation. [`svg`] draws x-y charts (linear or log axes, lines, dashed model
 //! curves, points) and bar charts (grouped or stacked), each with a title, axis labels with
 //! units and a legend; [`html`] assembles sections of text, charts with the one sentence that
-//! says what they show, tables and warnings into a page.
+//! says what they show, tables and warnings into a page; [`human`] writes the figures in their
+//! text (three significant figures, thousands apart, plurals, durations).
 //!
 //! What it is not: it measures nothing and models nothing. The lab (in the `webscope` binary)
 //! reads run and experiment directories, asks `webscope-model` for fits, and builds the page
@@ -28,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod html;
+pub mod human;
 pub mod svg;
 
 pub use html::{Block, Page, Section, Table};

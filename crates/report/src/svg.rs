@@ -10,9 +10,11 @@
 use std::fmt::Write;
 
 mod heatmap;
+mod legend;
 mod scale;
 
 pub use heatmap::HeatMap;
+use legend::Legend;
 use scale::Scale;
 
 /// Width and height of every chart, in SVG user units.
@@ -140,9 +142,43 @@ pub fn fmt_num(v: f64) -> String {
         trim(format!("{:.1}", v / 1e3)) + "k"
     } else if a >= 1.0 {
         trim(format!("{v:.2}"))
-    } else {
+    } else if a >= 1e-3 {
         trim(format!("{v:.4}"))
+    } else {
+        // Fixed decimals would round 0.00002 to "0": the mantissa keeps its figures.
+        let text = format!("{v:.2e}");
+        match text.split_once('e') {
+            Some((mantissa, exp)) => format!("{}e{exp}", trim(mantissa.to_string())),
+            None => text,
+        }
     }
+}
+
+/// A decade of a log axis as a power of ten, `10⁻⁵`: for axes that reach beyond what
+/// [`fmt_num`] writes short (below 0.001 or from a million on), where "1e-5" beside "0.001"
+/// would read as two kinds of number.
+pub fn fmt_decade(v: f64) -> String {
+    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+    let exp = v.log10().round() as i32;
+    let mut out = String::from("10");
+    if exp < 0 {
+        out.push('⁻');
+    }
+    for d in exp.unsigned_abs().to_string().bytes() {
+        out.push(DIGITS[usize::from(d - b'0')]);
+    }
+    out
+}
+
+/// The tick labels of `scale`, in tick order.
+fn tick_labels(scale: &Scale) -> Vec<(f64, String)> {
+    let ticks = scale.ticks();
+    let short = |t: &f64| (1e-3..1e6).contains(&t.abs());
+    let decades = scale.log && !ticks.iter().all(short);
+    ticks
+        .into_iter()
+        .map(|t| (t, if decades { fmt_decade(t) } else { fmt_num(t) }))
+        .collect()
 }
 
 fn trim(s: String) -> String {
@@ -165,10 +201,12 @@ pub fn esc(text: &str) -> String {
 /// `data-x-step`/`data-y-step` the distance between two ticks of a linear axis (user units),
 /// so that a check in a browser can tell whether the marks (in `<g class="marks">`) fit
 /// their axes; the page does not use them.
-fn open(out: &mut String, title: &str, xs: Option<&Scale>, ys: &Scale) {
+/// `size` is the whole chart's (width, height): (W, H), or more where a legend needs it.
+fn open(out: &mut String, title: &str, xs: Option<&Scale>, ys: &Scale, size: (f64, f64)) {
+    let (w, h) = size;
     let _ = write!(
         out,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" \
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" \
          role=\"img\" aria-label=\"{t}\" font-family=\"sans-serif\" font-size=\"11\" \
          data-plot-left=\"{ML}\" data-plot-top=\"{MT}\" data-plot-right=\"{r}\" data-plot-bottom=\"{b}\"",
         t = esc(title),
@@ -183,7 +221,7 @@ fn open(out: &mut String, title: &str, xs: Option<&Scale>, ys: &Scale) {
     }
     let _ = write!(
         out,
-        "><rect width=\"{W}\" height=\"{H}\" fill=\"#fff\"/>\
+        "><rect width=\"{w}\" height=\"{h}\" fill=\"#fff\"/>\
          <text x=\"{cx:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{t}</text>",
         t = esc(title),
         cx = W / 2.0,
@@ -192,7 +230,7 @@ fn open(out: &mut String, title: &str, xs: Option<&Scale>, ys: &Scale) {
 
 fn axes(out: &mut String, xs: Option<&Scale>, ys: &Scale, x_label: &str, y_label: &str) {
     let (x0, x1, y0, y1) = (ML, W - MR, H - MB, MT);
-    for t in ys.ticks() {
+    for (t, label) in tick_labels(ys) {
         let y = ys.px(t);
         // Zero inside the plot (negative values below it) is drawn as dark as the axes.
         let grid = if t == 0.0 && ys.lo < 0.0 {
@@ -203,20 +241,18 @@ fn axes(out: &mut String, xs: Option<&Scale>, ys: &Scale, x_label: &str, y_label
         let _ = write!(
             out,
             "<line x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"{grid}\"/>\
-             <text x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"end\">{}</text>",
-            fmt_num(t),
+             <text x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"end\">{label}</text>",
             tx = x0 - 6.0,
             ty = y + 4.0
         );
     }
     if let Some(xs) = xs {
-        for t in xs.ticks() {
+        for (t, label) in tick_labels(xs) {
             let x = xs.px(t);
             let _ = write!(
                 out,
                 "<line x1=\"{x:.1}\" y1=\"{y0:.1}\" x2=\"{x:.1}\" y2=\"{ye:.1}\" stroke=\"#999\"/>\
-                 <text x=\"{x:.1}\" y=\"{ty:.1}\" text-anchor=\"middle\">{}</text>",
-                fmt_num(t),
+                 <text x=\"{x:.1}\" y=\"{ty:.1}\" text-anchor=\"middle\">{label}</text>",
                 ye = y0 + 4.0,
                 ty = y0 + 17.0
             );
@@ -234,23 +270,6 @@ fn axes(out: &mut String, xs: Option<&Scale>, ys: &Scale, x_label: &str, y_label
         xt = esc(x_label),
         yt = esc(y_label),
     );
-}
-
-fn legend(out: &mut String, names: &[&str]) {
-    for (i, name) in names.iter().enumerate() {
-        let y = MT + 8.0 + i as f64 * 16.0;
-        let x = W - MR + 12.0;
-        let _ = write!(
-            out,
-            "<rect x=\"{x:.1}\" y=\"{ry:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/>\
-             <text x=\"{tx:.1}\" y=\"{ty:.1}\">{n}</text>",
-            ry = y - 9.0,
-            c = PALETTE[i % PALETTE.len()],
-            tx = x + 14.0,
-            ty = y,
-            n = esc(name)
-        );
-    }
 }
 
 impl XyChart {
@@ -273,7 +292,9 @@ impl XyChart {
             H - MB,
             MT,
         );
-        open(&mut out, &self.title, Some(&xs), &ys);
+        let names: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
+        let legend = Legend::new(&names);
+        open(&mut out, &self.title, Some(&xs), &ys, legend.size());
         axes(&mut out, Some(&xs), &ys, &self.x.label, &self.y.label);
         out.push_str("<g class=\"marks\">");
         for (i, s) in self.series.iter().enumerate() {
@@ -328,8 +349,7 @@ impl XyChart {
             }
         }
         out.push_str("</g>");
-        let names: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
-        legend(&mut out, &names);
+        legend.draw(&mut out);
         out.push_str("</svg>");
         out
     }
@@ -352,7 +372,9 @@ impl BarChart {
             }
         }
         let ys = Scale::new(ends.iter().copied(), &self.y, H - MB, MT);
-        open(&mut out, &self.title, None, &ys);
+        let names: Vec<&str> = self.series.iter().map(|(n, _)| n.as_str()).collect();
+        let legend = Legend::new(&names);
+        open(&mut out, &self.title, None, &ys, legend.size());
         axes(&mut out, None, &ys, "", &self.y.label);
         out.push_str("<g class=\"marks\">");
         // The category names go after the bars, outside the marks.
@@ -410,8 +432,7 @@ impl BarChart {
         }
         out.push_str("</g>");
         out.push_str(&labels);
-        let names: Vec<&str> = self.series.iter().map(|(n, _)| n.as_str()).collect();
-        legend(&mut out, &names);
+        legend.draw(&mut out);
         out.push_str("</svg>");
         out
     }

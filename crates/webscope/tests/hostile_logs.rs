@@ -69,7 +69,7 @@ fn a_line_dated_year_1_or_9999_is_a_bad_line_not_a_span_of_millennia() {
     let done = characterize(&log, None);
     assert_eq!(done.code, Some(0), "{done:?}");
     assert!(
-        done.stdout.contains("1000 requests over 16m 40s"),
+        done.stdout.contains("1 000 requests over 16 m 40 s"),
         "{}",
         done.stdout
     );
@@ -191,7 +191,7 @@ fn a_time_zone_of_plus_9999_is_a_bad_line() {
     let done = characterize(&log, None);
     assert_eq!(done.code, Some(0), "{done:?}");
     assert!(
-        done.stdout.contains("10 requests over 10s"),
+        done.stdout.contains("10 requests over 10 s"),
         "{}",
         done.stdout
     );

@@ -202,7 +202,7 @@ fn statuses_that_differ_are_counted_by_pair_and_posts_are_skipped() {
         "{stdout}"
     );
     assert!(stdout.contains("3 POST/PUT/PATCH skipped"), "{stdout}");
-    assert!(stdout.contains("1 lines unreadable"), "{stdout}");
+    assert!(stdout.contains("1 line unreadable"), "{stdout}");
     served.stop();
 }
 

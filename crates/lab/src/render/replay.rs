@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
+use webscope_report::human::{rate, sig3};
 use webscope_report::svg::{Axis, Series, XyChart};
 use webscope_report::{Block, Table};
 
@@ -132,11 +133,15 @@ fn kept_up_to(steps: &[Step]) -> Option<f64> {
 fn sentence(steps: &[Step], stopped: Option<&str>) -> String {
     let kept = match kept_up_to(steps) {
         Some(k) => {
-            let rate = steps
+            let offered = steps
                 .iter()
                 .find(|s| s.judged.arrivals == ReplayArrivals::Logged && s.judged.speed == k)
                 .map_or(0.0, |s| s.judged.offered_rps);
-            format!("The server met the objective with the site's own traffic up to {k}× the logged pace ({rate:.0} req/s)")
+            format!(
+                "The server met the objective with the site's own traffic up to {}× the logged pace ({})",
+                sig3(k),
+                rate(offered)
+            )
         }
         None => "The server did not meet the objective with the site's own traffic even at the logged pace".into(),
     };
@@ -158,11 +163,11 @@ fn sentence(steps: &[Step], stopped: Option<&str>) -> String {
         })
         .map_or(String::new(), |(l, p)| {
             format!(
-                ". At {}× the log's arrivals gave a p99 of {:.2} ms against {:.2} ms for Poisson arrivals at the same rate ({:.1}×)",
-                l.judged.speed,
-                l.p99_ms,
-                p.p99_ms,
-                l.p99_ms / p.p99_ms
+                ". At {}× the log's arrivals gave a p99 of {} ms against {} ms for Poisson arrivals at the same rate ({}×)",
+                sig3(l.judged.speed),
+                sig3(l.p99_ms),
+                sig3(p.p99_ms),
+                sig3(l.p99_ms / p.p99_ms)
             )
         });
     format!("{kept}{why}{cost}.")
@@ -187,16 +192,16 @@ fn table(steps: &[Step]) -> Table {
     for s in steps {
         t.row([
             s.name.clone(),
-            format!("{}×", s.judged.speed),
+            format!("{}×", sig3(s.judged.speed)),
             s.judged.arrivals.to_string(),
             s.judged.part.clone(),
             s.judged.requests.to_string(),
             s.answered.to_string(),
-            format!("{:.1}", s.judged.offered_rps),
-            format!("{:.0}", s.achieved_rps),
-            format!("{:.2}", s.p50_ms),
-            format!("{:.2}", s.p99_ms),
-            format!("{:.2}", s.p999_ms),
+            sig3(s.judged.offered_rps),
+            sig3(s.achieved_rps),
+            sig3(s.p50_ms),
+            sig3(s.p99_ms),
+            sig3(s.p999_ms),
             s.judged.outcome.cell().to_string(),
             s.judged.bound.clone(),
         ]);
@@ -289,7 +294,11 @@ mod tests {
             "{said}"
         );
         assert!(
-            said.contains("At 2× the log's arrivals gave a p99 of 6.00 ms against 2.00 ms"),
+            said.contains("At 2× the log's arrivals gave a p99 of 6 ms against 2 ms"),
+            "{said}"
+        );
+        assert!(
+            said.contains("for Poisson arrivals at the same rate (3×)"),
             "{said}"
         );
         assert_eq!(kept_up_to(&steps), Some(2.0));
@@ -308,5 +317,30 @@ mod tests {
             .rows
             .iter()
             .all(|r| r[1] == "304" && r[2] == "200"));
+    }
+
+    #[test]
+    fn rates_and_latencies_read_to_three_significant_figures() {
+        // Issue #35: "open loop at 334.4040687947534 req/s".
+        let mut logged = step(1.0, Logged, 2.345678, Pass);
+        logged.judged.offered_rps = 334.4040687947534;
+        logged.achieved_rps = 41_812.7;
+        let poisson = step(1.0, Poisson, 1.0, Pass);
+        let said = sentence(&[logged, poisson], None);
+        assert!(
+            said.contains("up to 1× the logged pace (334 req/s)"),
+            "{said}"
+        );
+        assert!(said.contains("a p99 of 2.35 ms against 1 ms"), "{said}");
+        assert!(said.contains("(2.35×)"), "{said}");
+        let mut logged = step(1.0, Logged, 2.345678, Pass);
+        logged.judged.offered_rps = 334.4040687947534;
+        logged.achieved_rps = 41_812.7;
+        let text = table(&[logged]).to_text();
+        assert!(text.contains("334") && text.contains("41 813"), "{text}");
+        assert!(
+            !text.contains("334.4") && !text.contains("2.3456"),
+            "{text}"
+        );
     }
 }

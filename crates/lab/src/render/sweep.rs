@@ -7,6 +7,16 @@
 
 use super::point::{valid, Point};
 use crate::bottleneck::{Bound, MORE_CLIENTS};
+use webscope_report::human::{plural, sig3};
+
+/// A number of clients with its noun: `1 client`, `64 clients`.
+fn clients(x: f64) -> String {
+    if x.fract() == 0.0 && x >= 0.0 {
+        plural(x as u64, "client")
+    } else {
+        format!("{} clients", sig3(x))
+    }
+}
 
 /// Least-squares line y = a + b x; None with fewer than two distinct x.
 pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
@@ -104,31 +114,31 @@ pub fn saturation(points: &[Point]) -> Option<Saturation> {
     };
     let reading = match shape {
         Shape::Falls => format!(
-            "Throughput peaks at {:.0} requests/s with {} clients and falls to {:.0} at {} clients ({:.0} % lower). At the peak, {}; at {} clients, {}.",
-            max_rps,
-            peak.x,
-            last.rps,
-            last.x,
-            100.0 * (1.0 - last.rps / max_rps),
+            "Throughput peaks at {} requests/s with {} and falls to {} at {} ({} % lower). At the peak, {}; at {}, {}.",
+            sig3(max_rps),
+            clients(peak.x),
+            sig3(last.rps),
+            clients(last.x),
+            sig3(100.0 * (1.0 - last.rps / max_rps)),
             // More clients lowered it: the peak run's "more clients would raise it" is moot.
             peak.verdict.reading.replace(MORE_CLIENTS, ""),
-            last.x,
+            clients(last.x),
             last.verdict.reading.replace(MORE_CLIENTS, "")
         ),
         Shape::Flat => format!(
-            "Throughput flattens at {:.0} requests/s from {} clients on: {}.",
-            max_rps,
-            knee,
+            "Throughput flattens at {} requests/s from {} on: {}.",
+            sig3(max_rps),
+            clients(knee),
             knee_point.verdict.reading.replace(MORE_CLIENTS, "")
         ),
         // Growth to the end is "no saturation" only when nothing is at its limit there.
         Shape::Grows if last.verdict.bound == Bound::Latency => format!(
-            "Throughput still grows at the largest load ({} clients, {:.0} requests/s): no saturation reached; there, {}.",
-            last.x, last.rps, last.verdict.reading
+            "Throughput still grows at the largest load ({}, {} requests/s): no saturation reached; there, {}.",
+            clients(last.x), sig3(last.rps), last.verdict.reading
         ),
         Shape::Grows => format!(
-            "Throughput still grows at the largest load ({} clients, {:.0} requests/s), where {}.",
-            last.x, last.rps, last.verdict.reading
+            "Throughput still grows at the largest load ({}, {} requests/s), where {}.",
+            clients(last.x), sig3(last.rps), last.verdict.reading
         ),
     };
     Some(Saturation {
@@ -185,6 +195,18 @@ mod tests {
     }
 
     #[test]
+    fn one_client_is_one_client() {
+        // Issue #35: "from 1 clients on".
+        let pts = test_sweep(
+            &[(1.0, 1000.0), (2.0, 1010.0), (4.0, 1005.0)],
+            0.3,
+            Some(0.97),
+        );
+        let s = saturation(&pts).unwrap();
+        assert!(s.reading.contains("from 1 client on"), "{}", s.reading);
+    }
+
+    #[test]
     fn a_fall_after_the_peak_is_said() {
         let pts: Vec<Point> = test_sweep(
             &[(1.0, 1000.0), (2.0, 3000.0), (5.0, 1200.0)],
@@ -193,10 +215,11 @@ mod tests {
         );
         let s = saturation(&pts).unwrap();
         assert!(
-            s.reading.contains("peaks at 3000")
-                && s.reading.contains("falls to 1200")
+            s.reading
+                .contains("peaks at 3 000 requests/s with 2 clients")
+                && s.reading.contains("falls to 1 200 at 5 clients")
                 && !s.reading.contains("more clients would raise it")
-                && s.reading.contains("60 % lower")
+                && s.reading.contains("(60 % lower)")
                 && !s.reading.contains("slower, not just busier"),
             "{}",
             s.reading
@@ -215,6 +238,14 @@ mod tests {
             let s = saturation(&test_sweep(&runs, gen, Some(cores))).unwrap();
             assert!(s.reading.contains(says), "{}", s.reading);
         }
+        let grows = saturation(&test_sweep(&growing, 0.2, Some(0.2))).unwrap();
+        assert!(
+            grows
+                .reading
+                .contains("largest load (4 clients, 400 requests/s)"),
+            "{}",
+            grows.reading
+        );
         let gen_bound = test_sweep(&gen_bound, 0.99, Some(0.5));
         assert!(saturation(&gen_bound[..1]).is_none());
     }

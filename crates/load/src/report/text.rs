@@ -10,15 +10,7 @@ use crate::replay::ReplayReport;
 /// `41800.3` as `41 800`: rates people compare at a glance (a space rather than a thin
 /// space, which not every terminal shows).
 pub fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v.max(0.0));
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
+    webscope_report::human::count(v.max(0.0).round() as u64)
 }
 
 /// Formats microseconds for people: `85us`, `1.25ms`, `2.00s`.
@@ -74,7 +66,8 @@ impl Report {
         let mut out = String::new();
         let pacing = match self.rate {
             Some(rate) => format!(
-                "open loop at {rate} req/s ({})",
+                "open loop at {} ({})",
+                webscope_report::human::rate(rate),
                 self.arrivals.as_deref().unwrap_or("constant")
             ),
             None => "closed loop".to_string(),

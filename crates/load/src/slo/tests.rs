@@ -232,5 +232,7 @@ fn a_latency_condition_may_be_on_one_class() {
 fn figures_are_shown_in_the_conditions_unit() {
     let p99 = one("p99<=5ms");
     assert!(p99.show(4_900.0).contains("ms"), "{}", p99.show(4_900.0));
-    assert_eq!(one("errors<=0.1%").show(0.0012), "0.12 %");
+    assert_eq!(one("errors<=0.1%").show(0.0012), "0.120 %");
+    // Issue #35: a share measured over 23 requests read "8.695652 %".
+    assert_eq!(one("errors<=1%").show(2.0 / 23.0), "8.70 %");
 }

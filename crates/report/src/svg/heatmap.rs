@@ -55,7 +55,7 @@ impl HeatMap {
         let mut out = String::with_capacity(32 * 1024);
         let xs = Scale::new(self.x_edges.iter().copied(), &self.x, ML, W - MR);
         let ys = Scale::new(self.y_edges.iter().copied(), &self.y, H - MB, MT);
-        open(&mut out, &self.title, Some(&xs), &ys);
+        open(&mut out, &self.title, Some(&xs), &ys, (W, H));
         out.push_str("<g class=\"marks\">");
         let extreme = self.extreme().max(1e-12);
         for (column, xw) in self.values.iter().zip(self.x_edges.windows(2)) {

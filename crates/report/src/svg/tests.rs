@@ -244,3 +244,113 @@ fn a_negative_bar_hangs_from_zero_inside_the_plot() {
     // The negative bar starts where the positive one does (at zero) and goes down.
     assert!((bars[0].0 - bars[1].1).abs() < 0.05, "{bars:?}");
 }
+
+/// The tick labels of the y axis (right-aligned, unrotated texts), top to bottom.
+fn y_tick_labels(svg: &str) -> Vec<String> {
+    let doc = parses(svg);
+    doc.descendants()
+        .filter(|n| n.attribute("text-anchor") == Some("end") && n.attribute("transform").is_none())
+        .filter_map(|n| n.text().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn small_numbers_keep_their_figures() {
+    assert_eq!(fmt_num(0.00002), "2e-5");
+    assert_eq!(fmt_num(0.000125), "1.25e-4");
+    assert_eq!(fmt_num(-0.00001), "-1e-5");
+    assert_eq!(fmt_num(0.001), "0.001");
+    assert_eq!(fmt_decade(1e-5), "10⁻⁵");
+    assert_eq!(fmt_decade(1e12), "10¹²");
+    assert_eq!(fmt_decade(1.0), "10⁰");
+}
+
+#[test]
+fn log_ticks_below_a_ten_thousandth_read_as_powers_of_ten() {
+    // A CCDF's tail: shares down to 3e-6 (issue #35 printed every tick below 1e-4 as "0").
+    let chart = XyChart {
+        title: "Size CCDF".into(),
+        x: Axis::log("bytes"),
+        y: Axis::log("P(size ≥ x)"),
+        series: vec![Series::line("transfers", vec![(100.0, 1.0), (1e7, 3e-6)])],
+    };
+    let labels = y_tick_labels(&chart.to_svg());
+    assert_eq!(
+        labels,
+        ["10⁻⁶", "10⁻⁵", "10⁻⁴", "10⁻³", "10⁻²", "10⁻¹", "10⁰"]
+    );
+}
+
+#[test]
+fn a_log_axis_within_short_numbers_keeps_them() {
+    let chart = XyChart {
+        title: "p99".into(),
+        x: Axis::log("req/s"),
+        y: Axis::log("ms"),
+        series: vec![Series::line("p99", vec![(10.0, 0.02), (1000.0, 30.0)])],
+    };
+    assert_eq!(
+        y_tick_labels(&chart.to_svg()),
+        ["0.01", "0.1", "1", "10", "100"]
+    );
+}
+
+#[test]
+fn a_linear_axis_of_tiny_values_has_distinct_ticks() {
+    let chart = XyChart {
+        title: "shares".into(),
+        x: Axis::linear("x"),
+        y: Axis::linear("share"),
+        series: vec![Series::line("s", vec![(0.0, 0.0), (1.0, 0.00009)])],
+    };
+    let labels = y_tick_labels(&chart.to_svg());
+    let distinct: std::collections::BTreeSet<&String> = labels.iter().collect();
+    assert_eq!(distinct.len(), labels.len(), "{labels:?}");
+    assert!(
+        labels.iter().filter(|l| l.as_str() == "0").count() == 1,
+        "{labels:?}"
+    );
+}
+
+#[test]
+fn legends_are_whole_and_inside_the_chart() {
+    let names = [
+        "lognormal body + Pareto tail",
+        "Poisson arrivals, same rate",
+        "/blog/tags/puppet?flav=rss20&page=2&sort=date-descending",
+    ];
+    let chart = XyChart {
+        title: "t".into(),
+        x: Axis::linear("x"),
+        y: Axis::linear("y"),
+        series: names
+            .iter()
+            .map(|n| Series::line(*n, vec![(1.0, 1.0), (2.0, 2.0)]))
+            .collect(),
+    };
+    let svg = chart.to_svg();
+    let doc = parses(&svg);
+    let width: f64 = doc
+        .root_element()
+        .attribute("width")
+        .and_then(|w| w.parse().ok())
+        .expect("a width");
+    let lines: Vec<(f64, &str)> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("legend"))
+        .map(|n| {
+            (
+                n.attribute("x").unwrap().parse().unwrap(),
+                n.text().unwrap(),
+            )
+        })
+        .collect();
+    // Every word of every name is there, in order.
+    let shown: Vec<&str> = lines.iter().map(|l| l.1).collect();
+    assert_eq!(shown.join(" "), names.join(" "));
+    for (x, line) in lines {
+        let end = x + legend::text_width(line, 11.0);
+        assert!(end <= width, "{line:?} ends at {end}, the chart at {width}");
+    }
+    assert!(width > W, "the URL's width widens the chart");
+}

@@ -5,6 +5,8 @@
 
 mod page;
 mod summary;
+#[cfg(test)]
+mod tests;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

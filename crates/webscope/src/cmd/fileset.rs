@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use webscope_report::human::{self, plural};
 use webscope_workload::{format_size, parse_size, Manifest, Spec, WriteOptions};
 
 const EXAMPLES: &str = "\
@@ -203,17 +204,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// What the logs held, in one line.
 fn print_counted(counted: &super::fileset_like::Counted) {
     let mut line = format!(
-        "webscope fileset like: {} GET and HEAD requests, {} distinct URLs",
-        counted.requests,
-        counted.observed.len()
+        "webscope fileset like: {}, {}",
+        plural(counted.requests, "GET and HEAD request"),
+        plural(counted.observed.len() as u64, "distinct URL")
     );
     if counted.bad_lines > 0 {
-        line += &format!("; {} lines unreadable", counted.bad_lines);
+        line += &format!("; {} unreadable", plural(counted.bad_lines, "line"));
     }
     if counted.out_of_order > 0 {
         line += &format!(
-            "; {} entries out of time order beyond the look-back",
-            counted.out_of_order
+            "; {} out of time order beyond the look-back",
+            plural(counted.out_of_order, "entry")
         );
     }
     println!("{line}");
@@ -306,15 +307,16 @@ fn print_renamed(planned: &webscope_workload::like::Planned) {
         (r.queries, "queries with a file of their own"),
     ] {
         if count > 0 {
-            why.push(format!("{count} {reason}"));
+            why.push(format!("{} {reason}", human::count(count)));
         }
     }
     if why.is_empty() {
-        println!("  --keep-paths: all {kept} paths kept");
+        println!("  --keep-paths: all {} kept", plural(kept, "path"));
     } else {
         println!(
-            "  --keep-paths: {kept} paths kept, {} given rank names ({})",
-            r.total(),
+            "  --keep-paths: {} kept, {} given rank names ({})",
+            plural(kept, "path"),
+            human::count(r.total()),
             why.join(", ")
         );
     }
@@ -327,15 +329,14 @@ fn size_flag(flag: &str, text: &str) -> anyhow::Result<u64> {
 
 fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {
     println!(
-        "webscope fileset: {verb} {} file{}, {} to {} ({}; seed {}{})",
-        manifest.files.len(),
-        if manifest.files.len() == 1 { "" } else { "s" },
+        "webscope fileset: {verb} {}, {} to {} ({}; seed {}{})",
+        plural(manifest.files.len() as u64, "file"),
         format_size(manifest.total_bytes),
         out.display(),
         manifest.description,
         manifest.seed,
         if manifest.copies > 1 {
-            format!(", {} copies", manifest.copies)
+            format!(", {}", plural(u64::from(manifest.copies), "copy"))
         } else {
             String::new()
         }
@@ -350,11 +351,11 @@ fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {
     );
     for class in &manifest.classes {
         println!(
-            "  {:<12} {:>8} {:>12} {:>9.2}%",
+            "  {:<12} {:>8} {:>12} {:>10}",
             class.name,
-            class.files,
+            human::count(class.files),
             format_size(class.bytes),
-            class.probability * 100.0
+            human::pct(class.probability)
         );
     }
 }

@@ -3,6 +3,7 @@
 //! the lab's pages are.
 
 use webscope_accesslog::characterize::{invariants, Characterization, SizeFigures};
+use webscope_report::human::{self, count, plural, sig3};
 use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Page, Section, Table};
 
@@ -33,8 +34,8 @@ pub fn page(c: &Characterization, logs: &[String]) -> Page {
     let mut banners = Vec::new();
     if c.bad_lines > 0 {
         banners.push(format!(
-            "{} lines could not be parsed and are not counted (the first are shown under Summary)",
-            c.bad_lines
+            "{} not parsed and not counted (the first are shown under Summary)",
+            plural(c.bad_lines, "line")
         ));
     }
     if c.coverage.is_partial() {
@@ -47,15 +48,15 @@ pub fn page(c: &Characterization, logs: &[String]) -> Page {
     Page {
         title: "Access-log characterization".into(),
         subtitle: format!(
-            "{} · {} requests from {} to {} · webscope characterize",
+            "{} · {} from {} to {} · webscope characterize",
             logs.join(", "),
-            c.requests,
+            plural(c.requests, "request"),
             date(c.first_unix),
             date(c.last_unix)
         ),
         banners,
         sections: vec![
-            summary(c),
+            summary(c, logs),
             rate(c),
             mix(c),
             popularity(c),
@@ -66,26 +67,22 @@ pub fn page(c: &Characterization, logs: &[String]) -> Page {
     }
 }
 
-fn summary(c: &Characterization) -> Section {
+fn summary(c: &Characterization, logs: &[String]) -> Section {
     let mut t = Table::new(["figure", "value"]);
     let p = &c.popularity;
     let rows = [
-        ("requests", c.requests.to_string()),
+        ("requests", count(c.requests)),
         ("span", span(c.span_s)),
-        ("mean rate", format!("{:.2} req/s", c.mean_rate)),
+        ("mean rate", human::rate(c.mean_rate)),
         (
             "peak/mean, per minute",
-            c.per_minute
-                .peak_to_mean
-                .map_or("-".into(), |r| format!("{r:.2}")),
+            c.per_minute.peak_to_mean.map_or("-".into(), sig3),
         ),
         (
             "peak/mean, per hour",
-            c.per_hour
-                .peak_to_mean
-                .map_or("-".into(), |r| format!("{r:.2}")),
+            c.per_hour.peak_to_mean.map_or("-".into(), sig3),
         ),
-        ("distinct URLs", p.distinct_urls.to_string()),
+        ("distinct URLs", count(p.distinct_urls as u64)),
         ("requested once", pct(p.one_time_share)),
         ("top 10 % of URLs get", pct(p.top10_share)),
         (
@@ -111,12 +108,12 @@ fn summary(c: &Characterization) -> Section {
             "Hurst (aggregated variance)",
             c.arrivals.hurst.map_or("-".into(), |v| format!("{v:.2}")),
         ),
-        ("clients", c.clients.distinct.to_string()),
+        ("clients", count(c.clients.distinct as u64)),
         ("busiest 10 % of clients send", pct(c.clients.top10_share)),
-        ("bad lines", c.bad_lines.to_string()),
+        ("bad lines", count(c.bad_lines)),
         (
             "lines repaired (cut short in the user agent)",
-            c.repaired_lines.to_string(),
+            count(c.repaired_lines),
         ),
     ];
     for (k, v) in rows {
@@ -127,7 +124,7 @@ fn summary(c: &Characterization) -> Section {
             ("logged request time p50", rt.p50_ms),
             ("logged request time p99", rt.p99_ms),
         ] {
-            t.row([k.to_string(), format!("{v:.1} ms")]);
+            t.row([k.to_string(), format!("{} ms", sig3(v))]);
         }
     }
     let mut blocks = vec![Block::Table {
@@ -137,15 +134,20 @@ fn summary(c: &Characterization) -> Section {
     if !c.bad_examples.is_empty() {
         let mut bad = Table::new(["file", "line", "why", "text (client removed)"]);
         for b in &c.bad_examples {
+            // The index is into the paths the command was given, so it names one of them.
+            let file = logs.get(b.file).map_or("?", String::as_str);
             bad.row([
-                b.file.to_string(),
-                b.line.to_string(),
+                file.to_string(),
+                count(b.line),
                 b.why.to_string(),
                 b.text.clone(),
             ]);
         }
         blocks.push(Block::Table {
-            caption: format!("The first of the {} lines that did not parse", c.bad_lines),
+            caption: format!(
+                "The first of the {} that did not parse",
+                plural(c.bad_lines, "line")
+            ),
             table: bad,
         });
     }
@@ -171,7 +173,10 @@ fn rate(c: &Characterization) -> Section {
         .collect();
     let reading = match (s.peak, s.peak_to_mean, s.mean) {
         (Some(p), Some(r), Some(m)) => format!(
-            "Requests per {unit}: the busiest whole {unit} had {p} requests, {r:.1} times the mean of {m:.1}. A load test at the mean rate never sees that peak."
+            "Requests per {unit}: the busiest whole {unit} had {}, {} times the mean of {}. A load test at the mean rate never sees that peak.",
+            plural(p, "request"),
+            sig3(r),
+            sig3(m)
         ),
         _ => format!("Requests per {unit}. The log holds fewer than two whole {unit}s, so no peak is compared with the mean."),
     };
@@ -191,18 +196,18 @@ fn mix(c: &Characterization) -> Section {
     let n = c.requests.max(1) as f64;
     let mut methods = Table::new(["method", "requests", "share"]);
     for (m, k) in &c.mix.methods {
-        methods.row([m.clone(), k.to_string(), pct(*k as f64 / n)]);
+        methods.row([m.clone(), count(*k), pct(*k as f64 / n)]);
     }
     let mut statuses = Table::new(["status", "requests", "share"]);
     for (s, k) in &c.mix.statuses {
-        statuses.row([s.to_string(), k.to_string(), pct(*k as f64 / n)]);
+        statuses.row([s.to_string(), count(*k), pct(*k as f64 / n)]);
     }
     let refs: u64 = c.mix.types.values().sum();
     let mut types = Table::new(["type (by extension)", "references", "share"]);
     for (t, k) in &c.mix.types {
         let name =
             serde_json::to_value(t).map_or(String::new(), |v| v.as_str().unwrap_or("").to_string());
-        types.row([name, k.to_string(), pct(*k as f64 / refs.max(1) as f64)]);
+        types.row([name, count(*k), pct(*k as f64 / refs.max(1) as f64)]);
     }
     Section {
         heading: "Methods, statuses, document types".into(),
@@ -252,11 +257,7 @@ fn popularity(c: &Characterization) -> Section {
     let equal = vec![(0.0, 0.0), (1.0, 1.0)];
     let mut top = Table::new(["rank", "URL", "references"]);
     for (i, d) in p.documents.iter().take(10).enumerate() {
-        top.row([
-            (i + 1).to_string(),
-            d.path.clone(),
-            d.references.to_string(),
-        ]);
+        top.row([(i + 1).to_string(), d.path.clone(), count(d.references)]);
     }
     Section {
         heading: "Popularity".into(),

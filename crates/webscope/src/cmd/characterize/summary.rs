@@ -6,11 +6,12 @@ use std::time::{Duration, UNIX_EPOCH};
 use webscope_accesslog::characterize::{
     Burstiness, Characterization, Invariant, Series, Verdict, MAX_SERIES_BINS, NEAR_PEAK,
 };
+use webscope_report::human::{count, plural, rate, sig3};
 use webscope_workload::format_size;
 
-/// A share as a percentage.
+/// A share as a percentage, to three significant figures.
 pub fn pct(x: f64) -> String {
-    format!("{:.1} %", 100.0 * x)
+    webscope_report::human::pct(x)
 }
 
 /// A size in bytes, as `fileset` prints them.
@@ -24,9 +25,9 @@ pub fn date(unix: i64) -> String {
     httpdate::fmt_http_date(t)
 }
 
-/// A span of seconds as humantime writes it (1h 2m 3s).
+/// A span of seconds in its two largest units (3 d 11 h).
 pub fn span(seconds: u64) -> String {
-    humantime::format_duration(Duration::from_secs(seconds)).to_string()
+    webscope_report::human::duration(seconds as f64)
 }
 
 /// Said when the log spans too long for a bin per minute (or hour): the bins are longer.
@@ -45,12 +46,12 @@ pub fn widened(c: &Characterization) -> String {
 fn bad_kinds(c: &Characterization) -> String {
     let mut kinds = Vec::new();
     if c.long_lines > 0 {
-        kinds.push(format!("{} longer than 64 KiB", c.long_lines));
+        kinds.push(format!("{} longer than 64 KiB", count(c.long_lines)));
     }
     if c.bad_times > 0 {
         kinds.push(format!(
             "{} dated before 1990 or more than a day ahead of this machine's clock",
-            c.bad_times
+            count(c.bad_times)
         ));
     }
     match kinds.is_empty() {
@@ -87,7 +88,11 @@ pub fn verdict(v: Verdict) -> &'static str {
 /// The busiest whole bin against the mean, or why there is none.
 pub fn peak(s: &Series, unit: &str) -> String {
     match (s.peak, s.peak_to_mean) {
-        (Some(p), Some(r)) => format!("peak {unit} {p} requests (peak/mean {r:.2})"),
+        (Some(p), Some(r)) => format!(
+            "peak {unit} {} (peak/mean {})",
+            plural(p, "request"),
+            sig3(r)
+        ),
         _ => format!("fewer than two whole {unit}s: no peak/mean"),
     }
 }
@@ -160,10 +165,10 @@ pub fn idc(a: &Burstiness) -> String {
         return "IDC: too short a log".into();
     };
     let ends = format!(
-        "IDC {:.2} at {} .. {:.2} at {}",
-        f.value,
+        "IDC {} at {} .. {} at {}",
+        sig3(f.value),
         span(f.window_s),
-        l.value,
+        sig3(l.value),
         span(l.window_s)
     );
     if p.at_longest {
@@ -179,7 +184,7 @@ pub fn idc(a: &Burstiness) -> String {
             span(p.near_to_s)
         )
     };
-    format!("{ends}, peak {:.2} at {}{near}", p.value, span(p.window_s))
+    format!("{ends}, peak {} at {}{near}", sig3(p.value), span(p.window_s))
 }
 
 /// One invariant's line: verdict, name, this log's figure, and by how much it differs.
@@ -202,13 +207,13 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{}: {} requests over {} ({} .. {}), {:.2} req/s on average",
+        "{}: {} over {} ({} .. {}), {} on average",
         logs.join(", "),
-        c.requests,
+        plural(c.requests, "request"),
         span(c.span_s),
         date(c.first_unix),
         date(c.last_unix),
-        c.mean_rate
+        rate(c.mean_rate)
     );
     let _ = writeln!(
         s,
@@ -242,9 +247,9 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         .unwrap_or_else(|| "no Zipf fit (fewer than 2 URLs)".into());
     let _ = writeln!(
         s,
-        "URLs:      {} distinct in {} references ({}), {} requested once, top 10 % get {}; {zipf}",
-        p.distinct_urls,
-        p.references,
+        "URLs:      {} distinct in {} ({}), {} requested once, top 10 % get {}; {zipf}",
+        count(p.distinct_urls as u64),
+        plural(p.references, "reference"),
         pct(p.distinct_share),
         pct(p.one_time_share),
         pct(p.top10_share)
@@ -281,16 +286,20 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     );
     let _ = writeln!(
         s,
-        "Clients:   {} (median {:.0} requests each; the busiest 10 % send {})",
-        c.clients.distinct,
-        c.clients.median_requests,
+        "Clients:   {} (median {} requests each; the busiest 10 % send {})",
+        count(c.clients.distinct as u64),
+        sig3(c.clients.median_requests),
         pct(c.clients.top10_share)
     );
     if let Some(t) = c.request_times {
         let _ = writeln!(
             s,
-            "Logged request times: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} requests)",
-            t.p50_ms, t.p90_ms, t.p99_ms, t.max_ms, t.count
+            "Logged request times: p50 {} ms, p90 {} ms, p99 {} ms, max {} ms ({})",
+            sig3(t.p50_ms),
+            sig3(t.p90_ms),
+            sig3(t.p99_ms),
+            sig3(t.max_ms),
+            plural(t.count as u64, "request")
         );
     }
     let _ = writeln!(s, "Invariants (Arlitt & Williamson, SIGMETRICS 1996):");
@@ -304,7 +313,7 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         let _ = writeln!(
             s,
             "Bad lines: {} (not counted above{}); the first:",
-            c.bad_lines,
+            count(c.bad_lines),
             bad_kinds(c)
         );
         for b in &c.bad_examples {

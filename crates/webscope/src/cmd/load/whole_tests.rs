@@ -49,6 +49,7 @@ fn away_from_defaults() -> Vec<Config> {
             target: format!("/f{i}"),
             status: if i == 1 { 404 } else { 200 },
             bytes: 10,
+            client: "10.0.0.1".into(),
         })
         .collect();
     let replay = webscope_load::replay::Replay::new(&logged, 2.0, true).unwrap();
