@@ -47,5 +47,5 @@ pub use error::Error;
 pub use format::{Format, TimeUnit};
 pub use line::{parse_line, Entry};
 pub use plausible::{implausible_time, AHEAD, EARLIEST_UNIX};
-pub use read::{read_logs, read_logs_with_progress, BadLine, Parsed};
-pub use stream::{stream_logs, ReadOptions, ReadSummary, MAX_BUFFERED};
+pub use read::{read_logs, read_logs_with_progress, Parsed};
+pub use stream::{stream_logs, BadLine, ReadOptions, ReadSummary, MAX_BUFFERED};

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::error::Error;
 use crate::format::Format;
 use crate::line::Entry;
-use crate::stream::{stream_logs, ReadOptions, ReadSummary};
+use crate::stream::{stream_logs, BadLine, ReadOptions};
 
 /// The entries of a set of logs, and what could not be read.
 #[derive(Debug, Clone, Default)]
@@ -30,19 +30,6 @@ pub struct Parsed {
     pub bad_examples: Vec<BadLine>,
     /// All lines read, good, bad and blank.
     pub lines: u64,
-}
-
-/// A line that did not parse.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct BadLine {
-    /// Index of the file, into the paths given.
-    pub file: usize,
-    /// Line number, from 1.
-    pub line: u64,
-    /// The line (cut to 200 characters).
-    pub text: String,
-    /// Why it did not parse.
-    pub why: &'static str,
 }
 
 /// Reads and parses `paths` (plain or gzip, told apart by their first bytes) into memory,
@@ -83,34 +70,6 @@ pub fn read_logs_with_progress(
         bad_examples: summary.bad_examples,
         lines: summary.lines,
     })
-}
-
-pub(crate) fn nothing_parsed(
-    paths: &[PathBuf],
-    format: Option<Format>,
-    parsed: &ReadSummary,
-) -> Error {
-    let files = paths
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let Some(bad) = parsed.bad_examples.first() else {
-        return Error::NoLogLine {
-            files,
-            lines: parsed.lines,
-        };
-    };
-    let (example_file, example_line, why) =
-        (paths[bad.file].display().to_string(), bad.line, bad.why);
-    Error::NothingParsed {
-        files,
-        lines: parsed.lines,
-        format: Format::describe(format),
-        example_file,
-        example_line,
-        why,
-    }
 }
 
 #[cfg(test)]

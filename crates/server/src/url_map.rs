@@ -69,17 +69,18 @@ impl UrlMap {
         for (i, entry) in urls.iter().enumerate() {
             let url = entry["url"].as_str().filter(|u| u.starts_with('/'));
             let url = url.ok_or_else(|| format!("entry {i} has no \"url\" beginning with /"))?;
-            let mapped =
-                match (entry["file"].as_str(), entry["status"].as_u64()) {
-                    (Some(file), None) if safe_file(file) => Mapped::File(format!("/{file}")),
-                    (None, Some(status @ 300..=599)) => Mapped::Status(
-                        status as u16,
-                        entry["location"].as_str().map(|l| l.as_bytes().to_vec()),
-                    ),
-                    _ => return Err(format!(
+            let mapped = match (entry["file"].as_str(), entry["status"].as_u64()) {
+                (Some(file), None) if safe_file(file) => Mapped::File(format!("/{file}")),
+                (None, Some(status @ 300..=599)) => Mapped::Status(
+                    status as u16,
+                    entry["location"].as_str().map(|l| l.as_bytes().to_vec()),
+                ),
+                _ => {
+                    return Err(format!(
                         "entry {i} ({url}) has neither a safe \"file\" nor a \"status\" of 300-599"
-                    )),
-                };
+                    ))
+                }
+            };
             by_target.insert(url.as_bytes().into(), mapped);
         }
         Ok(UrlMap { by_target })

@@ -16,6 +16,16 @@ pub const MANIFEST: &str = "manifest.json";
 /// The marker `write` puts at the root of every set beside the manifest: what tells
 /// `--force` that webscope wrote the directory (a `manifest.json` alone may be a web app's).
 pub const MARKER: &str = ".webscope-fileset";
+/// The URL→file map a set like a site's log carries at its root (`fileset like`), for the
+/// servers.
+pub const URL_MAP: &str = "urls.json";
+/// The nginx `map`s of such a set, for the `http {}` block.
+pub const NGINX_HTTP: &str = "nginx-http.conf";
+/// The nginx directives of such a set, for the `server {}` block whose root is the set.
+pub const NGINX_SERVER: &str = "nginx-server.conf";
+/// The files a set may carry at its root beside its manifest (a set like a site's URL map and
+/// nginx snippets): `--force` replaces a set holding them, and `write_with` writes only them.
+pub(crate) const BESIDE: [&str; 3] = [URL_MAP, NGINX_HTTP, NGINX_SERVER];
 
 /// The format tag written in every manifest; a different tag is refused on load.
 pub const FORMAT: &str = "webscope-fileset/1";

@@ -85,7 +85,7 @@ impl Listed<'_> {
             let own = if kind.is_file() {
                 self.files.contains(path.as_str())
                     || (prefix.is_empty() && (name == MANIFEST || name == MARKER))
-                    || (prefix.is_empty() && crate::write::BESIDE.contains(&name))
+                    || (prefix.is_empty() && crate::manifest::BESIDE.contains(&name))
             } else if kind.is_dir() {
                 self.dirs.contains(path.as_str())
             } else {

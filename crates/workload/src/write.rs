@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::content::fill;
-use crate::manifest::{Manifest, MANIFEST, MARKER};
+use crate::manifest::{Manifest, BESIDE, MANIFEST, MARKER};
 use crate::rng::Rng;
 use crate::size::format_size;
 use crate::Error;
@@ -28,14 +28,6 @@ pub struct WriteOptions {
     /// Replace an existing file set (a directory holding a manifest) at the destination.
     pub force: bool,
 }
-
-/// The files a set may carry at its root beside its manifest (a set like a site's URL map and
-/// nginx snippets): `--force` replaces a set holding them, and [`write_with`] writes only them.
-pub(crate) const BESIDE: [&str; 3] = [
-    crate::like::URL_MAP,
-    crate::like::nginx::NGINX_HTTP,
-    crate::like::nginx::NGINX_SERVER,
-];
 
 /// Writes `manifest`'s files (bytes drawn from its seed) and the manifest under `out`.
 /// `cancel` is polled between chunks (Ctrl-C); `progress(done, total)` is called as bytes go

@@ -44,7 +44,8 @@ pub use traffic::{DocType, Mix, Series, MAX_SERIES_BINS};
 pub use zipf::ZipfFit;
 
 use crate::line::Entry;
-use crate::read::{BadLine, Parsed};
+use crate::read::Parsed;
+use crate::stream::BadLine;
 
 /// Most per-second bins the burstiness figures use; longer logs get longer bins.
 const MAX_BINS: u64 = 1 << 22;

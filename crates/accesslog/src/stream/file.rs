@@ -1,6 +1,6 @@
 //! One log file cut into batches of lines, and a batch parsed into entries, with what could
 //! not be read counted in a [`Tally`]. Reading (and gunzipping) a file is one thread's work;
-//! parsing its batches can be many threads' ([`super::pipe`]).
+//! parsing its batches can be many threads' (`pipe.rs`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -9,11 +9,11 @@ use std::time::SystemTime;
 
 use webscope_sys::{Line, LineReader, MAX_LINE};
 
+use super::bad::BadLine;
 use crate::error::Error;
 use crate::format::Format;
 use crate::line::{parse_line_repairing, Entry};
 use crate::plausible::implausible_time;
-use crate::read::BadLine;
 
 /// How many bad lines are kept as examples (per file; the first of all files are shown).
 pub(crate) const EXAMPLES: usize = 5;
@@ -42,7 +42,7 @@ pub(crate) struct Tally {
 
 impl Tally {
     /// Adds the tally of the batch that follows.
-    fn absorb(&mut self, next: Tally) {
+    pub fn absorb(&mut self, next: Tally) {
         self.lines += next.lines;
         self.bad_lines += next.bad_lines;
         self.long_lines += next.long_lines;
@@ -185,47 +185,6 @@ impl Parser {
             });
         }
         None
-    }
-}
-
-/// Where a file's parsed batches come from: parsed here, or by the pool in order.
-pub(crate) enum Source {
-    Inline(Lines, Parser),
-    Piped(super::pipe::Ordered),
-}
-
-/// A log file's entries in file order.
-pub(crate) struct FileEntries {
-    source: Source,
-    current: std::vec::IntoIter<Entry>,
-    pub tally: Tally,
-}
-
-impl FileEntries {
-    pub fn new(source: Source) -> FileEntries {
-        FileEntries {
-            source,
-            current: Vec::new().into_iter(),
-            tally: Tally::default(),
-        }
-    }
-
-    /// The next entry of the file, counting the lines that are not one; `None` at its end.
-    pub fn next_entry(&mut self) -> Result<Option<Entry>, Error> {
-        loop {
-            if let Some(entry) = self.current.next() {
-                return Ok(Some(entry));
-            }
-            let parsed = match &mut self.source {
-                Source::Inline(lines, parser) => lines.next_batch()?.map(|b| parser.parse(&b)),
-                Source::Piped(ordered) => ordered.next()?,
-            };
-            let Some(parsed) = parsed else {
-                return Ok(None);
-            };
-            self.tally.absorb(parsed.tally);
-            self.current = parsed.entries.into_iter();
-        }
     }
 }
 

@@ -15,6 +15,8 @@
 //! This is the one reader of logs: `characterize`, `fileset like` and `--replay` all take
 //! their entries from [`stream_logs`]; [`crate::read_logs`] is it collected into a vector.
 
+mod bad;
+mod entries;
 mod file;
 mod pipe;
 
@@ -26,10 +28,11 @@ use std::time::{Duration, SystemTime};
 use crate::error::Error;
 use crate::format::Format;
 use crate::line::Entry;
-use crate::read::BadLine;
 
-pub(crate) use file::Tally;
-use file::{FileEntries, Lines, Parser, Source, EXAMPLES};
+pub use bad::BadLine;
+use entries::{FileEntries, Source};
+use file::Tally;
+use file::{Lines, Parser, EXAMPLES};
 
 /// Most entries the reorder buffer holds.
 pub const MAX_BUFFERED: usize = 1 << 20;
@@ -151,7 +154,12 @@ pub fn stream_logs(
     };
     let summary = summarize(tallies.iter(), &merge, options.look_back);
     if summary.entries == 0 {
-        return Err(crate::read::nothing_parsed(paths, options.format, &summary));
+        return Err(bad::nothing_parsed(
+            paths,
+            options.format,
+            summary.lines,
+            summary.bad_examples.first(),
+        ));
     }
     Ok(summary)
 }

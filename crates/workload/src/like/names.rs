@@ -1,9 +1,6 @@
 //! File names of a set like a site: rank names, and which logged paths can be kept.
 
-use crate::manifest::{MANIFEST, MARKER};
-
-use super::nginx::{NGINX_HTTP, NGINX_SERVER};
-use super::urls::URL_MAP;
+use crate::manifest::{MANIFEST, MARKER, NGINX_HTTP, NGINX_SERVER, URL_MAP};
 
 /// Files a directory holds before the next one begins (rank names).
 const PER_DIR: usize = 1000;

@@ -8,10 +8,7 @@ use std::fmt::Write;
 
 use super::urls::{Answer, UrlMap};
 
-/// The `map`s, for the `http {}` block.
-pub const NGINX_HTTP: &str = "nginx-http.conf";
-/// The directives, for the `server {}` block whose root is the set.
-pub const NGINX_SERVER: &str = "nginx-server.conf";
+pub use crate::manifest::{NGINX_HTTP, NGINX_SERVER};
 
 /// The two files' texts: (http, server).
 pub fn snippets(map: &UrlMap) -> (String, String) {

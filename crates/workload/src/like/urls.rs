@@ -21,8 +21,7 @@ use std::collections::{BTreeMap, HashSet};
 use super::names::{plain, rank_name, reserved, MAX_NAME, MAX_PATH};
 use super::{Observed, Renamed};
 
-/// The URL→file map written with a set (`urls.json` at its root) for the servers.
-pub const URL_MAP: &str = "urls.json";
+pub use crate::manifest::URL_MAP;
 /// Its format tag.
 pub const URL_MAP_FORMAT: &str = "webscope-urls/1";
 

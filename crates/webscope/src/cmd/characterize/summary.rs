@@ -184,7 +184,11 @@ pub fn idc(a: &Burstiness) -> String {
             span(p.near_to_s)
         )
     };
-    format!("{ends}, peak {} at {}{near}", sig3(p.value), span(p.window_s))
+    format!(
+        "{ends}, peak {} at {}{near}",
+        sig3(p.value),
+        span(p.window_s)
+    )
 }
 
 /// One invariant's line: verdict, name, this log's figure, and by how much it differs.
