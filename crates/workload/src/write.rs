@@ -42,7 +42,7 @@ pub fn write(
     write_with(manifest, &[], out, options, cancel, progress)
 }
 
-/// [`write`], with files of given bytes at the set's root (`beside`: name and bytes; only the
+/// [`write()`], with files of given bytes at the set's root (`beside`: name and bytes; only the
 /// names a set may carry there, `urls.json` and the nginx snippets), written before the
 /// manifest so that a set with a manifest has them whole.
 pub fn write_with(
