@@ -144,16 +144,27 @@ impl Target {
             .take()
             .context("no stdout from webscope serve")?;
         let mut lines = LineReader::new(BufReader::new(stdout), MAX_LINE);
+        // The server may say more than its addresses (a set's URL map, say): a few other
+        // lines before each address are passed over.
         let mut address = |prefix: &str| -> anyhow::Result<SocketAddr> {
-            let line = match lines.next_line()? {
-                Some(Line::Text(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
-                Some(Line::TooLong { .. }) => bail!("webscope serve wrote a line over 64 KiB"),
-                None => bail!("webscope serve exited before saying where it listens"),
+            let mut passed = Vec::new();
+            let rest = loop {
+                let line = match lines.next_line()? {
+                    Some(Line::Text(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
+                    Some(Line::TooLong { .. }) => bail!("webscope serve wrote a line over 64 KiB"),
+                    None => bail!("webscope serve exited before saying where it listens"),
+                };
+                if let Some(rest) = line.split(prefix).nth(1) {
+                    break rest.to_string();
+                }
+                passed.push(line);
+                if passed.len() > 8 {
+                    bail!(
+                        "unexpected lines from webscope serve: {}",
+                        passed.join(" | ")
+                    );
+                }
             };
-            let rest = line
-                .split(prefix)
-                .nth(1)
-                .with_context(|| format!("unexpected line from webscope serve: {line}"))?;
             let addr = rest.split_whitespace().next().unwrap_or("");
             let addr = addr.trim_start_matches("s://").trim_start_matches("://");
             Ok(addr.parse()?)

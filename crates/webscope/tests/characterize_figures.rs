@@ -147,7 +147,7 @@ fn steady_traffic_is_said_to_cover_its_span() {
     assert_eq!(r["coverage"]["gap_count"].as_u64(), Some(0));
     assert!(
         stdout.contains(
-            "Coverage:  requests spread over the minutes of the hour; no stretch of 1h or more"
+            "Coverage:  requests spread over the minutes of the hour; no stretch of 1 h or more"
         ),
         "{stdout}"
     );

@@ -21,6 +21,7 @@ mod file;
 mod pipe;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, SystemTime};
@@ -100,6 +101,9 @@ pub struct ReadSummary {
     pub out_of_order: u64,
     /// The look-back used, seconds.
     pub look_back_s: f64,
+    /// The caller stopped the reading before the logs' end ([`stream_logs_while`]): the
+    /// counts are of what was read up to there.
+    pub stopped: bool,
 }
 
 /// Reads `paths` and hands each entry to `sink` in time order (within the look-back), calling
@@ -110,6 +114,23 @@ pub fn stream_logs(
     paths: &[PathBuf],
     options: &ReadOptions,
     sink: &mut dyn FnMut(Entry),
+    progress: &mut dyn FnMut(u64),
+) -> Result<ReadSummary, Error> {
+    let mut go_on = |entry| {
+        sink(entry);
+        ControlFlow::Continue(())
+    };
+    stream_logs_while(paths, options, &mut go_on, progress)
+}
+
+/// [`stream_logs`] for a caller that may not want the whole log (a replay that has sent its
+/// run's part): reading stops at the first entry the sink answers `Break` to, and the parser
+/// threads with it. The summary then counts what was read up to there
+/// ([`ReadSummary::stopped`]); a log of which no line parsed before the stop is still an error.
+pub fn stream_logs_while(
+    paths: &[PathBuf],
+    options: &ReadOptions,
+    sink: &mut dyn FnMut(Entry) -> ControlFlow<()>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ReadSummary, Error> {
     if paths.is_empty() {
@@ -170,13 +191,13 @@ pub fn stream_logs(
 fn merged(
     mut files: Vec<FileEntries>,
     look_back: Duration,
-    sink: &mut dyn FnMut(Entry),
+    sink: &mut dyn FnMut(Entry) -> ControlFlow<()>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(Merge, Vec<Tally>), Error> {
     let mut merge = Merge::new(files.len(), look_back);
     let mut lines_reported = 0;
     let mut steps = 0u64;
-    while let Some(i) = merge.next_file() {
+    while let Some(i) = merge.next_file().filter(|_| !merge.stopped) {
         match files[i].next_entry()? {
             Some(entry) => merge.push(i, entry, sink),
             None => merge.finished(i, sink),
@@ -190,7 +211,9 @@ fn merged(
             lines_reported = lines;
         }
     }
-    merge.drain(sink);
+    if !merge.stopped {
+        merge.drain(sink);
+    }
     Ok((merge, files.into_iter().map(|f| f.tally).collect()))
 }
 
@@ -201,6 +224,7 @@ fn summarize<'a>(
 ) -> ReadSummary {
     let mut s = ReadSummary {
         entries: merge.delivered,
+        stopped: merge.stopped,
         out_of_order: merge.out_of_order,
         look_back_s: look_back.as_secs_f64(),
         ..ReadSummary::default()
@@ -233,6 +257,8 @@ struct Merge {
     look_back: Duration,
     last_out: Option<SystemTime>,
     delivered: u64,
+    /// The sink wanted no more.
+    stopped: bool,
     out_of_order: u64,
 }
 
@@ -246,6 +272,7 @@ impl Merge {
             look_back,
             last_out: None,
             delivered: 0,
+            stopped: false,
             out_of_order: 0,
         }
     }
@@ -257,7 +284,7 @@ impl Merge {
         live.min_by_key(|&i| (self.frontier[i].is_some(), self.frontier[i]))
     }
 
-    fn push(&mut self, file: usize, entry: Entry, sink: &mut dyn FnMut(Entry)) {
+    fn push(&mut self, file: usize, entry: Entry, sink: &mut dyn FnMut(Entry) -> ControlFlow<()>) {
         let time = entry.time;
         let frontier = &mut self.frontier[file];
         *frontier = Some(frontier.map_or(time, |f| f.max(time)));
@@ -269,14 +296,14 @@ impl Merge {
         self.release(sink);
     }
 
-    fn finished(&mut self, file: usize, sink: &mut dyn FnMut(Entry)) {
+    fn finished(&mut self, file: usize, sink: &mut dyn FnMut(Entry) -> ControlFlow<()>) {
         self.done[file] = true;
         self.release(sink);
     }
 
     /// Delivers every buffered entry no file can still precede: earlier than the least
     /// frontier of the live files by more than the look-back.
-    fn release(&mut self, sink: &mut dyn FnMut(Entry)) {
+    fn release(&mut self, sink: &mut dyn FnMut(Entry) -> ControlFlow<()>) {
         let live = (0..self.frontier.len()).filter(|&i| !self.done[i]);
         let mut safe: Option<SystemTime> = None;
         for i in live {
@@ -288,7 +315,7 @@ impl Merge {
                 .unwrap_or(SystemTime::UNIX_EPOCH);
             safe = Some(safe.map_or(bound, |s| s.min(bound)));
         }
-        while let Some(&(time, _)) = self.buffer.keys().next() {
+        while let Some(&(time, _)) = self.buffer.keys().next().filter(|_| !self.stopped) {
             let due = safe.is_none_or(|s| time < s) || self.buffered > MAX_BUFFERED;
             if !due {
                 break;
@@ -297,14 +324,14 @@ impl Merge {
         }
     }
 
-    fn drain(&mut self, sink: &mut dyn FnMut(Entry)) {
-        while !self.buffer.is_empty() {
+    fn drain(&mut self, sink: &mut dyn FnMut(Entry) -> ControlFlow<()>) {
+        while !self.buffer.is_empty() && !self.stopped {
             self.pop_first(sink);
         }
     }
 
     /// Delivers the earliest buffered entry.
-    fn pop_first(&mut self, sink: &mut dyn FnMut(Entry)) {
+    fn pop_first(&mut self, sink: &mut dyn FnMut(Entry) -> ControlFlow<()>) {
         let Some(mut first) = self.buffer.first_entry() else {
             return;
         };
@@ -318,13 +345,15 @@ impl Merge {
         }
     }
 
-    fn deliver(&mut self, entry: Entry, sink: &mut dyn FnMut(Entry)) {
+    fn deliver(&mut self, entry: Entry, sink: &mut dyn FnMut(Entry) -> ControlFlow<()>) {
         match self.last_out {
             Some(last) if entry.time < last => self.out_of_order += 1,
             _ => self.last_out = Some(entry.time),
         }
         self.delivered += 1;
-        sink(entry);
+        if sink(entry).is_break() {
+            self.stopped = true;
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -106,7 +107,7 @@ fn the_buffer_holds_about_one_look_back_not_the_log() {
     let mut held = 0usize;
     for s in 0..1000u32 {
         let entry = crate::parse_line(&line(s, "/x"), None).unwrap();
-        merge.push(0, entry, &mut |_| {});
+        merge.push(0, entry, &mut |_| ControlFlow::Continue(()));
         held = held.max(merge.buffered);
     }
     assert!(held <= 62, "held {held} entries");
@@ -230,6 +231,37 @@ fn a_read_error_in_a_later_batch_ends_the_stream_with_it_after_the_entries_befor
         assert!(
             seen > 2000,
             "{threads} threads: {seen} entries before the error"
+        );
+    }
+}
+
+#[test]
+fn a_sink_that_has_enough_stops_the_reading_and_its_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..50_000).map(|s| line(s, "/x")).collect();
+    let log = write(dir.path(), "log", &text);
+    for threads in [1, 2] {
+        let options = ReadOptions {
+            threads,
+            ..ReadOptions::default()
+        };
+        let mut seen = 0u64;
+        let mut sink = |_| {
+            seen += 1;
+            if seen == 1000 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let summary =
+            stream_logs_while(std::slice::from_ref(&log), &options, &mut sink, &mut |_| {})
+                .unwrap();
+        assert_eq!((seen, summary.entries, summary.stopped), (1000, 1000, true));
+        assert!(
+            summary.lines < 50_000,
+            "{threads} threads read {} lines",
+            summary.lines
         );
     }
 }

@@ -11,15 +11,17 @@
 //! responses and interval snapshots.
 //!
 //! The reader stops at the run's end (the first slot at or after it), at the log's end
-//! without `--loop`, or when the workers are gone (a run stopped early). `stream_logs` has no
-//! way to stop early, so a reader that stops in the middle of a log lets the rest of it be
-//! parsed and dropped in the background instead of being waited for.
+//! without `--loop`, or when the workers are gone (a run stopped early): it stops reading the
+//! log there too (`stream_logs_while`).
 
+use std::collections::BTreeMap;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use webscope_accesslog::{stream_logs, Entry, Format, ReadOptions};
+use std::ops::ControlFlow;
+
+use webscope_accesslog::{stream_logs_while, Entry, Format, ReadOptions};
 
 use super::spread::{client_key, Interner, Spreader};
 use super::{LogSource, Replay, Slot};
@@ -43,8 +45,9 @@ pub(crate) struct FeedPlan {
 /// What the reader tells the run.
 #[derive(Debug, Default)]
 struct Tally {
-    /// Slots handed to this process's threads, by interval.
-    offered: Vec<u64>,
+    /// Slots handed to this process's threads, by interval. A map, not a vector by index: a
+    /// log spanning decades read ahead would otherwise ask for a slot per second of them.
+    offered: BTreeMap<u64, u64>,
     /// Why the log could not be read to the end.
     error: Option<String>,
     /// The reader hands out nothing more.
@@ -88,7 +91,7 @@ impl Feed {
     }
 
     /// Once the workers are gone: the slots offered per interval, and a read error if any.
-    pub(crate) fn finish(self) -> (Vec<u64>, Option<String>) {
+    pub(crate) fn finish(self) -> (BTreeMap<u64, u64>, Option<String>) {
         let (lock, settled) = &*self.tally;
         let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
         let (mut tally, _) = settled
@@ -147,21 +150,22 @@ fn log_pass(
     let mut spreader = Spreader::new(log.first_s, speed);
     let mut sink = |entry: Entry| {
         if out.done {
-            return;
+            return ControlFlow::Break(());
         }
         let Some(logged) = crate::replay_log::logged(&entry) else {
-            return;
+            return ControlFlow::Continue(());
         };
         // A request the first pass did not see (the log changed since): not sent.
         let Some(index) = logged.request().and_then(|r| interner.find(&r)) else {
-            return;
+            return ControlFlow::Continue(());
         };
         let client = client_key(&logged.client);
         spreader.push(logged.second(), index, logged.status, client, &mut |s| {
             out.take(s, base);
         });
+        ControlFlow::Continue(())
     };
-    stream_logs(&log.paths, &options, &mut sink, &mut |_| {})
+    stream_logs_while(&log.paths, &options, &mut sink, &mut |_| {})
         .map_err(|e| format!("--replay: {e}"))?;
     spreader.finish(&mut |s| {
         out.take(s, base);
@@ -199,11 +203,8 @@ impl Out {
         self.next += 1;
         {
             let mut tally = self.tally.0.lock().unwrap_or_else(|e| e.into_inner());
-            let interval = (at / self.plan.interval_ns.max(1)) as usize;
-            if tally.offered.len() <= interval {
-                tally.offered.resize(interval + 1, 0);
-            }
-            tally.offered[interval] += 1;
+            let interval = at / self.plan.interval_ns.max(1);
+            *tally.offered.entry(interval).or_insert(0) += 1;
         }
         let sent = self.senders[thread].send(Slot { at_ns: at, ..slot });
         if sent.is_err() {

@@ -142,7 +142,11 @@ fn a_looped_feed_repeats_the_period_until_the_end_and_counts_per_interval() {
     assert_eq!(times.len(), 25);
     assert_eq!(times[10], 1_000_000_000);
     let (offered, error) = feed.finish();
-    assert_eq!(offered, [5, 5, 5, 5, 5]);
+    assert_eq!(
+        offered.values().copied().collect::<Vec<_>>(),
+        [5, 5, 5, 5, 5]
+    );
+    assert_eq!(offered.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
     assert_eq!(error, None);
 }
 

@@ -147,7 +147,7 @@ pub(crate) struct RunFigures<'a> {
     pub least_idle: f64,
     /// A replay: the slots its feed handed to this process's threads per interval, and why
     /// it stopped reading the log early, if it did.
-    pub fed: Option<(Vec<u64>, Option<String>)>,
+    pub fed: Option<(BTreeMap<u64, u64>, Option<String>)>,
 }
 
 /// A single run's report.
@@ -302,14 +302,14 @@ fn replay_figures(
     config: &Config,
     report: &mut Report,
     totals: &Recorder,
-    fed: Option<(Vec<u64>, Option<String>)>,
+    fed: Option<(BTreeMap<u64, u64>, Option<String>)>,
 ) {
     let Some(replay) = &config.replay else {
         return;
     };
     let (offered, read_error) = fed.unwrap_or_default();
     for (i, report) in report.intervals.iter_mut().enumerate() {
-        report.offered = Some(offered.get(i).copied().unwrap_or(0));
+        report.offered = Some(offered.get(&(i as u64)).copied().unwrap_or(0));
     }
     report.arrivals = Some("replay".to_string());
     report.replay = Some(ReplayReport {

@@ -392,7 +392,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if workers == 1 { "" } else { "s" },
         root.display()
     );
-    if let Some(n) = mapped {
+    if let Some(n) = mapped.filter(|&n| n > 0) {
         let _ = writeln!(
             said,
             "webscope serve: {n} logged URL{} answered through the set's URL map",
