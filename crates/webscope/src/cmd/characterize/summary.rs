@@ -3,7 +3,9 @@
 use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
-use webscope_accesslog::characterize::{Characterization, Series, Verdict, MAX_SERIES_BINS};
+use webscope_accesslog::characterize::{
+    Characterization, Series, UrlRow, Verdict, MAX_SERIES_BINS,
+};
 use webscope_workload::format_size;
 
 /// A share as a percentage.
@@ -74,6 +76,70 @@ pub fn peak(s: &Series, unit: &str) -> String {
     }
 }
 
+/// Total bytes, the most requested URLs and the most frequent 404s.
+fn url_lines(c: &Characterization) -> String {
+    let u = &c.urls;
+    let top = |rows: &[UrlRow], n: fn(&UrlRow) -> u64| {
+        rows.iter()
+            .take(3)
+            .map(|r| format!("{} ({})", r.url, n(r)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = format!(
+        "Bytes:     {} sent; most requested: {}; most bytes: {}\n",
+        size(u.total_bytes as f64),
+        top(&u.by_requests, |r| r.requests),
+        top(&u.by_bytes, |r| r.bytes_sent)
+    );
+    if u.not_found_requests > 0 {
+        let _ = writeln!(
+            s,
+            "Not found: {} requests answered 404; most: {}",
+            u.not_found_requests,
+            top(&u.not_found, |r| r.not_found)
+        );
+    }
+    s
+}
+
+/// Which figures are estimates (the log was larger than the bounds of what is kept), and
+/// how many entries came out of time order.
+fn estimated(c: &Characterization) -> String {
+    let mut parts = Vec::new();
+    if !c.sizes.transfer_exact {
+        parts.push("transfer-size median and body (log-binned, 1 % bins; the tail is exact while its cut lies in the largest kept)".to_string());
+    }
+    if !c.clients.exact {
+        parts.push(format!(
+            "clients (a hash sample of {} of them)",
+            pct(c.clients.sampled_share)
+        ));
+    }
+    let ir = c.popularity.inter_reference;
+    if ir.sampled_share < 1.0 {
+        parts.push(format!(
+            "inter-reference times (a hash sample of {} of the URLs)",
+            pct(ir.sampled_share)
+        ));
+    }
+    if c.request_times.is_some_and(|t| !t.exact) {
+        parts.push("request-time percentiles (HDR histogram, within 0.1 %)".to_string());
+    }
+    let mut s = String::new();
+    if !parts.is_empty() {
+        let _ = writeln!(s, "Estimated: {}", parts.join("; "));
+    }
+    if c.out_of_order > 0 {
+        let _ = writeln!(
+            s,
+            "Out of order: {} entries came more than the look-back after a later one; counted, but not in time order",
+            c.out_of_order
+        );
+    }
+    s
+}
+
 /// The summary printed on the terminal.
 pub fn text(c: &Characterization, logs: &[String]) -> String {
     let mut s = String::new();
@@ -126,6 +192,7 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         pct(p.one_time_share),
         pct(p.top10_share)
     );
+    s.push_str(&url_lines(c));
     let t = &c.sizes.transfer;
     let tail = match t.tail {
         Some(f) => format!(
@@ -166,11 +233,13 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     );
     let _ = writeln!(
         s,
-        "Clients:   {} (median {:.0} requests each; the busiest 10 % send {})",
+        "Clients:   {}{} (median {:.0} requests each; the busiest 10 % send {})",
+        if c.clients.exact { "" } else { "about " },
         c.clients.distinct,
         c.clients.median_requests,
         pct(c.clients.top10_share)
     );
+    s.push_str(&estimated(c));
     if let Some(t) = c.request_times {
         let _ = writeln!(
             s,
