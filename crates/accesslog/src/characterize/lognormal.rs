@@ -55,17 +55,22 @@ impl Lognormal {
         if start.sigma <= 0.0 {
             return Some(start);
         }
-        let (n, c) = (logs.iter().map(|l| l.1).sum::<f64>(), cut.ln());
+        // The likelihood needs only the sufficient statistics n, Σ ln x and Σ (ln x)²: each
+        // evaluation is then O(1), not a pass over every value.
+        let (mut n, mut s1, mut s2) = (0.0, 0.0, 0.0);
+        for &(l, w) in &logs {
+            n += w;
+            s1 += w * l;
+            s2 += w * l * l;
+        }
+        let c = cut.ln();
         let nll = |p: [f64; 2]| {
             let (mu, sigma) = (p[0], p[1].exp());
             let mass = normal_cdf((c - mu) / sigma);
             if mass <= 0.0 {
                 return f64::INFINITY;
             }
-            let sq: f64 = logs
-                .iter()
-                .map(|&(l, w)| w * ((l - mu) / sigma).powi(2))
-                .sum();
+            let sq = (s2 - 2.0 * mu * s1 + mu * mu * n).max(0.0) / (sigma * sigma);
             n * sigma.ln() + 0.5 * sq + n * mass.ln()
         };
         let best = nelder_mead(nll, [start.mu, start.sigma.ln()], [0.5, 0.2]);
