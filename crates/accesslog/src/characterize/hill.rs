@@ -62,39 +62,58 @@ fn prefix_logs(desc: &[f64]) -> Vec<f64> {
 }
 
 /// The Hill plot of values sorted in descending order, at up to `points` log-spaced k.
+#[cfg(test)]
 pub fn hill_plot(desc: &[f64], points: usize) -> Vec<HillPoint> {
-    if desc.len() < 3 {
+    hill_plot_top(desc, desc.len(), points)
+}
+
+/// The Hill plot from only the largest values of a sample of `n` (`top`, descending): the
+/// points of the whole sample's plot at k below `top.len()`, exactly; none beyond.
+pub fn hill_plot_top(top: &[f64], n: usize, points: usize) -> Vec<HillPoint> {
+    if n < 3 || top.len() < 2 {
         return Vec::new();
     }
-    let logs = prefix_logs(desc);
-    log_spaced(2, desc.len() - 1, points)
+    let logs = prefix_logs(top);
+    log_spaced(2, n - 1, points)
         .into_iter()
-        .filter_map(|k| hill_at(desc, &logs, k).map(|alpha| HillPoint { k, alpha }))
+        .take_while(|&k| k < top.len())
+        .filter_map(|k| hill_at(top, &logs, k).map(|alpha| HillPoint { k, alpha }))
         .collect()
 }
 
 /// Fits the tail of values sorted in descending order; `None` when fewer than
 /// 2·[`MIN_TAIL`] values are positive.
+#[cfg(test)]
 pub fn fit_tail(desc: &[f64]) -> Option<TailFit> {
     let positive = desc.partition_point(|&x| x > 0.0);
-    let desc = &desc[..positive];
-    if desc.len() < 2 * MIN_TAIL {
+    fit_tail_top(&desc[..positive], positive)
+}
+
+/// Fits the tail of a sample of `n` positive values from only its largest (`top`,
+/// descending). The cuts tried are those [`fit_tail`] tries on the whole sample, less those
+/// at or beyond `top.len()`: Hill's α̂(k) and the KS distance at k need only the k + 1
+/// largest values, so the fit is the whole sample's exactly whenever its cut lies within
+/// `top`, and otherwise the best cut within it (the error then is that of choosing a cut
+/// above the KS optimum: α̂ from fewer, farther-out values).
+pub fn fit_tail_top(top: &[f64], n: usize) -> Option<TailFit> {
+    if n < 2 * MIN_TAIL {
         return None;
     }
-    let logs = prefix_logs(desc);
+    let logs = prefix_logs(top);
     let mut best: Option<TailFit> = None;
-    for k in log_spaced(MIN_TAIL, desc.len() - 1, CANDIDATES) {
-        let Some(alpha) = hill_at(desc, &logs, k) else {
+    let cuts = log_spaced(MIN_TAIL, n - 1, CANDIDATES);
+    for k in cuts.into_iter().take_while(|&k| k < top.len()) {
+        let Some(alpha) = hill_at(top, &logs, k) else {
             continue;
         };
-        let x_min = desc[k];
-        let ks = ks_distance(&desc[..k], x_min, alpha);
+        let x_min = top[k];
+        let ks = ks_distance(&top[..k], x_min, alpha);
         if best.is_none_or(|b| ks < b.ks) {
             best = Some(TailFit {
                 alpha,
                 x_min,
                 tail: k,
-                n: desc.len(),
+                n,
                 ks,
             });
         }

@@ -31,7 +31,7 @@ pub struct Hosts {
 }
 
 /// Counts requests by client as they come.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct HostTally {
     requests: u64,
     remote: u64,

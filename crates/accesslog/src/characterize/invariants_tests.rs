@@ -33,6 +33,7 @@ fn holding() -> Figures {
             urls: 50,
             median_cv: Some(1.0),
             median_lag1: Some(0.02),
+            sampled_share: 1.0,
         },
         hosts: Hosts {
             requests: 1000,

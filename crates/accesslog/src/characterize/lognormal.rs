@@ -13,18 +13,25 @@ impl Lognormal {
     /// The maximum-likelihood fit (mean and standard deviation of the logs) of positive
     /// values; `None` with fewer than two.
     pub fn fit(values: impl Iterator<Item = f64>) -> Option<Lognormal> {
-        let (mut n, mut sum, mut sum_sq) = (0u64, 0.0, 0.0);
-        for v in values.filter(|v| *v > 0.0) {
+        Lognormal::fit_weighted(values.map(|v| (v, 1.0)))
+    }
+
+    /// [`Lognormal::fit`] of values each counted `weight` times: a log-binned histogram's
+    /// bins, or the values themselves with weight 1 (the sums are then those of the plain
+    /// fit, term by term, so the figures are identical).
+    pub fn fit_weighted(values: impl Iterator<Item = (f64, f64)>) -> Option<Lognormal> {
+        let (mut n, mut sum, mut sum_sq) = (0.0, 0.0, 0.0);
+        for (v, w) in values.filter(|v| v.0 > 0.0) {
             let l = v.ln();
-            n += 1;
-            sum += l;
-            sum_sq += l * l;
+            n += w;
+            sum += w * l;
+            sum_sq += w * l * l;
         }
-        if n < 2 {
+        if n < 2.0 {
             return None;
         }
-        let mu = sum / n as f64;
-        let sigma = (sum_sq / n as f64 - mu * mu).max(0.0).sqrt();
+        let mu = sum / n;
+        let sigma = (sum_sq / n - mu * mu).max(0.0).sqrt();
         Some(Lognormal { mu, sigma })
     }
 
@@ -33,23 +40,37 @@ impl Lognormal {
     /// Nelder–Mead on (μ, ln σ) from the plain fit, written here for two parameters rather
     /// than taking an optimization crate for one call.
     pub fn fit_below(values: &[f64], cut: f64) -> Option<Lognormal> {
-        let logs: Vec<f64> = values
+        let weighted: Vec<(f64, f64)> = values.iter().map(|&v| (v, 1.0)).collect();
+        Lognormal::fit_below_weighted(&weighted, cut)
+    }
+
+    /// [`Lognormal::fit_below`] of values each counted `weight` times.
+    pub fn fit_below_weighted(values: &[(f64, f64)], cut: f64) -> Option<Lognormal> {
+        let logs: Vec<(f64, f64)> = values
             .iter()
-            .filter(|v| **v > 0.0 && **v < cut)
-            .map(|v| v.ln())
+            .filter(|v| v.0 > 0.0 && v.0 < cut)
+            .map(|&(v, w)| (v.ln(), w))
             .collect();
-        let start = Lognormal::fit(logs.iter().map(|l| l.exp()))?;
+        let start = Lognormal::fit_weighted(logs.iter().map(|&(l, w)| (l.exp(), w)))?;
         if start.sigma <= 0.0 {
             return Some(start);
         }
-        let (n, c) = (logs.len() as f64, cut.ln());
+        // The likelihood needs only the sufficient statistics n, Σ ln x and Σ (ln x)²: each
+        // evaluation is then O(1), not a pass over every value.
+        let (mut n, mut s1, mut s2) = (0.0, 0.0, 0.0);
+        for &(l, w) in &logs {
+            n += w;
+            s1 += w * l;
+            s2 += w * l * l;
+        }
+        let c = cut.ln();
         let nll = |p: [f64; 2]| {
             let (mu, sigma) = (p[0], p[1].exp());
             let mass = normal_cdf((c - mu) / sigma);
             if mass <= 0.0 {
                 return f64::INFINITY;
             }
-            let sq: f64 = logs.iter().map(|l| ((l - mu) / sigma).powi(2)).sum();
+            let sq = (s2 - 2.0 * mu * s1 + mu * mu * n).max(0.0) / (sigma * sigma);
             n * sigma.ln() + 0.5 * sq + n * mass.ln()
         };
         let best = nelder_mead(nll, [start.mu, start.sigma.ln()], [0.5, 0.2]);

@@ -9,10 +9,22 @@
 //! Which entries count where:
 //! - requests, rate, methods, statuses, clients, burstiness: every entry;
 //! - references (popularity, distinct URLs, document types): entries with a readable request
-//!   and a 2xx or 304 status, keyed by path without the query;
-//! - transfer sizes: 2xx responses with a body; document sizes: each referenced path's
+//!   and a 2xx or 304 status, keyed by URL: path and query, or path alone when the queries
+//!   are folded ([`Options::fold_query`]);
+//! - transfer sizes: 2xx responses with a body; document sizes: each referenced URL's
 //!   largest 200 response.
+//!
+//! How: a [`Characterizer`] takes the entries one by one as [`crate::stream_logs`] hands
+//! them over, and keeps only what is distinct in the log — a row per URL, a count per
+//! client, per second, per minute and per hour — plus, up to bounds ([`Bounds`]), the raw
+//! values a few figures need: transfer sizes, reference instants, request times. Past a
+//! bound each of those turns into a bounded estimator whose error its module states (sizes:
+//! the top values and a log-binned histogram; clients and reference instants: a sample
+//! chosen by hash; request times: an HDR histogram), and the figure says it is estimated.
+//! Under the bounds every figure is exact: the same whether the log was streamed or held.
 
+mod accumulate;
+mod bins;
 mod burst;
 mod clients;
 mod coverage;
@@ -24,12 +36,14 @@ mod points;
 mod popularity;
 mod service;
 mod sizes;
+mod sketch;
 mod traffic;
+mod urls;
 mod zipf;
 
-use std::collections::HashMap;
 use std::time::UNIX_EPOCH;
 
+pub use accumulate::{Bounds, Characterizer, Options};
 pub use burst::{Burstiness, IdcPeak, WindowFigure, NEAR_PEAK};
 pub use clients::Clients;
 pub use coverage::{Coverage, Gap, MAX_GAPS};
@@ -40,7 +54,9 @@ pub use lognormal::Lognormal;
 pub use popularity::{Document, InterReference, Popularity, MAX_DOCUMENTS};
 pub use service::RequestTimes;
 pub use sizes::SizeFigures;
+pub use sketch::BIN_RATIO;
 pub use traffic::{DocType, Mix, Series, MAX_SERIES_BINS};
+pub use urls::{UrlRow, UrlTable, TOP_URLS};
 pub use zipf::ZipfFit;
 
 use crate::line::Entry;
@@ -48,7 +64,7 @@ use crate::read::Parsed;
 use crate::stream::BadLine;
 
 /// Most per-second bins the burstiness figures use; longer logs get longer bins.
-const MAX_BINS: u64 = 1 << 22;
+pub const MAX_BINS: u64 = 1 << 22;
 
 /// Everything `webscope characterize` reports about a log.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -66,6 +82,10 @@ pub struct Characterization {
     /// Entries from lines cut short in their last quoted field (a user agent without its
     /// closing quote), accepted as GoAccess accepts them and counted in `requests`.
     pub repaired_lines: u64,
+    /// Entries that came later than the reader's look-back allows after a later one
+    /// ([`crate::ReadSummary::out_of_order`]): counted everywhere, but their second may have
+    /// been drawn among later ones in the inter-reference times.
+    pub out_of_order: u64,
     /// First logged instant, Unix seconds.
     pub first_unix: i64,
     /// Last logged instant, Unix seconds.
@@ -83,6 +103,8 @@ pub struct Characterization {
     pub mix: Mix,
     /// Popularity of the documents.
     pub popularity: Popularity,
+    /// The per-URL lists: total bytes, top URLs by requests and by bytes, 404s by URL.
+    pub urls: UrlTable,
     /// Sizes.
     pub sizes: Sizes,
     /// Whether the log is sampled by the clock or has long gaps: its burstiness figures
@@ -108,6 +130,9 @@ pub struct Characterization {
 pub struct Sizes {
     /// Bytes of each successful response with a body (what the network carried).
     pub transfer: SizeFigures,
+    /// Whether `transfer` is exact: false when the log had more transfers than
+    /// [`Bounds::sizes`] (see [`SizeFigures`] for each figure's error then).
+    pub transfer_exact: bool,
     /// Each distinct document's size (its largest 200 response).
     pub files: SizeFigures,
     /// The documents over 1024 bytes, as Arlitt & Williamson fitted them.
@@ -139,75 +164,33 @@ fn redacted(bad: &BadLine) -> BadLine {
     }
 }
 
-/// Characterizes parsed logs (entries sorted by time, as [`crate::read_logs`] gives them).
+/// Characterizes parsed logs (entries sorted by time, as [`crate::read_logs`] gives them),
+/// keeping query strings: for small logs and tests, as the whole log is in memory already.
 pub fn characterize(parsed: &Parsed) -> Characterization {
-    let entries = &parsed.entries;
-    let times: Vec<i64> = entries.iter().map(unix).collect();
-    let first = times.first().copied().unwrap_or(0);
-    let last = times.last().copied().unwrap_or(0);
-    let span_s = (last - first + 1).max(0) as u64;
-    let refs: Vec<(&str, i64)> = entries
-        .iter()
-        .zip(&times)
-        .filter(|(e, _)| is_reference(e))
-        .map(|(e, &t)| (e.path.as_str(), t))
-        .collect();
-    let mut file_sizes: HashMap<&str, u64> = HashMap::new();
-    for e in entries
-        .iter()
-        .filter(|e| e.status == 200 && e.has_request())
-    {
-        let size = file_sizes.entry(e.path.as_str()).or_insert(0);
-        *size = (*size).max(e.bytes);
-    }
-    let sizes = Sizes {
-        transfer: SizeFigures::new(
-            entries
-                .iter()
-                .filter(|e| (200..300).contains(&e.status))
-                .map(|e| e.bytes),
-        ),
-        files: SizeFigures::new(file_sizes.values().copied()),
-        files_over_1k: SizeFigures::new(file_sizes.values().copied().filter(|&b| b > 1024)),
-    };
-    let bin = span_s.div_ceil(MAX_BINS).max(1);
-    let mut per_bin = vec![0u64; span_s.div_ceil(bin) as usize];
-    for &t in &times {
-        per_bin[((t - first) as u64 / bin) as usize] += 1;
-    }
-    let mut c = Characterization {
-        requests: entries.len() as u64,
+    characterize_with(parsed, Options::default())
+}
+
+/// [`characterize`] with `options`.
+pub fn characterize_with(parsed: &Parsed, options: Options) -> Characterization {
+    let mut c = Characterizer::new(options);
+    parsed.entries.iter().for_each(|e| c.add(e));
+    c.finish(&crate::ReadSummary {
+        entries: parsed.entries.len() as u64,
+        lines: parsed.lines,
         bad_lines: parsed.bad_lines,
         long_lines: parsed.long_lines,
         bad_times: parsed.bad_times,
-        bad_examples: parsed.bad_examples.iter().map(redacted).collect(),
+        blank_lines: parsed.blank_lines,
         repaired_lines: parsed.repaired_lines,
-        first_unix: first,
-        last_unix: last,
-        span_s,
-        mean_rate: entries.len() as f64 / span_s.max(1) as f64,
-        per_minute: Series::new(&times, 60),
-        per_hour: Series::new(&times, 3600),
-        mix: traffic::mix(entries, is_reference),
-        popularity: popularity::popularity(&refs, &file_sizes),
-        sizes,
-        arrivals: burst::burstiness(&per_bin, bin),
-        arrivals_bin_s: bin,
-        clients: clients::clients(entries),
-        hosts: entries
-            .iter()
-            .map(|e| e.client.as_str())
-            .collect::<HostTally>()
-            .finish(),
-        request_times: service::request_times(entries),
-        coverage: Coverage::default(),
-        invariants: Vec::new(),
-    };
-    c.coverage = coverage::coverage(&c.per_minute, c.span_s);
-    c.invariants = invariants::compare(&c);
-    c
+        bad_examples: parsed.bad_examples.clone(),
+        ..crate::ReadSummary::default()
+    })
 }
 
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod stream_tests;

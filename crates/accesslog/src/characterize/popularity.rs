@@ -16,7 +16,7 @@ use super::zipf::{self, ZipfFit};
 pub struct Popularity {
     /// References counted.
     pub references: u64,
-    /// Distinct URL paths among them (query strings ignored).
+    /// Distinct URLs among them (path and query, or paths when queries are folded).
     pub distinct_urls: usize,
     /// distinct_urls / references: Arlitt & Williamson's "distinct requests".
     pub distinct_share: f64,
@@ -43,7 +43,7 @@ pub struct Popularity {
 /// One URL's popularity and size.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Document {
-    /// The path, without query.
+    /// The URL (path and query, or path when queries are folded).
     pub path: String,
     /// Successful references to it.
     pub references: u64,
@@ -57,29 +57,43 @@ pub const MAX_DOCUMENTS: usize = 10_000;
 /// Whether each document's inter-reference times look exponential and independent.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct InterReference {
-    /// URLs with at least 30 references, of the 1000 most popular.
+    /// URLs with at least 30 references, of the 1000 most popular (of those sampled).
     pub urls: usize,
     /// Median over them of the inter-reference times' CV (1 for exponential).
     pub median_cv: Option<f64>,
     /// Median over them of the lag-1 autocorrelation of the times (0 for independent).
     pub median_lag1: Option<f64>,
+    /// Share of the URLs whose reference times were kept, chosen by a hash of the URL (1
+    /// when every reference was): the medians are then those of a uniform sample of the
+    /// URLs tested, with a sample median's error.
+    pub sampled_share: f64,
 }
 
 /// Fewest references a URL needs for its inter-reference times to be judged.
 pub const MIN_REFERENCES: u64 = 30;
 
-/// Computes the figures of `refs` (path and Unix second of each reference, sorted by time);
-/// `sizes` gives each path's size.
-pub fn popularity(refs: &[(&str, i64)], sizes: &HashMap<&str, u64>) -> Popularity {
-    let mut counts: HashMap<&str, u64> = HashMap::new();
-    for (path, _) in refs {
-        *counts.entry(path).or_insert(0) += 1;
-    }
-    let mut ranked: Vec<(&str, u64)> = counts.into_iter().collect();
-    // Descending by count, then by path so the ranking is reproducible.
-    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let counts_desc: Vec<u64> = ranked.iter().map(|r| r.1).collect();
-    let references = refs.len() as u64;
+/// A URL referenced at least once, for ranking.
+pub(crate) struct Ranked<'a> {
+    /// Its id in the reference log.
+    pub id: u32,
+    pub url: &'a str,
+    pub references: u64,
+    /// Its largest 200 response's body.
+    pub size: Option<u64>,
+}
+
+/// Computes the figures of the URLs referenced; `refs` are the (URL id, Unix second) of the
+/// references of the URLs `sampled` says were kept, in time order, and the share of URLs
+/// sampled.
+pub(crate) fn popularity(
+    mut ranked: Vec<Ranked>,
+    refs: impl Iterator<Item = (u32, i64)>,
+    sampled: (impl Fn(u32) -> bool, f64),
+) -> Popularity {
+    // Descending by count, then by URL so the ranking is reproducible.
+    ranked.sort_unstable_by(|a, b| b.references.cmp(&a.references).then(a.url.cmp(b.url)));
+    let counts_desc: Vec<u64> = ranked.iter().map(|r| r.references).collect();
+    let references = counts_desc.iter().sum::<u64>();
     let distinct = ranked.len();
     let one_time = counts_desc.iter().filter(|&&c| c == 1).count();
     let top = distinct.div_ceil(10);
@@ -101,13 +115,13 @@ pub fn popularity(refs: &[(&str, i64)], sizes: &HashMap<&str, u64>) -> Popularit
         documents: ranked
             .iter()
             .take(MAX_DOCUMENTS)
-            .map(|(p, c)| Document {
-                path: p.to_string(),
-                references: *c,
-                bytes: sizes.get(p).copied().unwrap_or(0),
+            .map(|r| Document {
+                path: r.url.to_string(),
+                references: r.references,
+                bytes: r.size.unwrap_or(0),
             })
             .collect(),
-        inter_reference: inter_reference(refs, &ranked),
+        inter_reference: inter_reference(refs, &ranked, sampled),
     }
 }
 
@@ -133,20 +147,24 @@ fn lorenz(counts_desc: &[u64]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn inter_reference(refs: &[(&str, i64)], ranked: &[(&str, u64)]) -> InterReference {
-    let tested: HashMap<&str, usize> = ranked
+fn inter_reference(
+    refs: impl Iterator<Item = (u32, i64)>,
+    ranked: &[Ranked],
+    (in_sample, share): (impl Fn(u32) -> bool, f64),
+) -> InterReference {
+    let tested: HashMap<u32, usize> = ranked
         .iter()
         .take(1000)
-        .filter(|r| r.1 >= MIN_REFERENCES)
+        .filter(|r| r.references >= MIN_REFERENCES && in_sample(r.id))
         .enumerate()
-        .map(|(i, r)| (r.0, i))
+        .map(|(i, r)| (r.id, i))
         .collect();
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); tested.len()];
     // Within its second a reference's instant is drawn uniformly, as in `burst`.
     let mut rng = Rng::new(0x1e7e_12ef);
-    for (path, second) in refs {
-        if let Some(&i) = tested.get(path) {
-            times[i].push(*second as f64 + rng.next_f64());
+    for (id, second) in refs {
+        if let Some(&i) = tested.get(&id) {
+            times[i].push(second as f64 + rng.next_f64());
         }
     }
     let mut cvs = Vec::new();
@@ -170,6 +188,7 @@ fn inter_reference(refs: &[(&str, i64)], ranked: &[(&str, u64)]) -> InterReferen
         urls: tested.len(),
         median_cv: median(&cvs),
         median_lag1: median(&lags),
+        sampled_share: share,
     }
 }
 
@@ -177,13 +196,33 @@ fn inter_reference(refs: &[(&str, i64)], ranked: &[(&str, u64)]) -> InterReferen
 mod tests {
     use super::*;
 
+    /// The figures of `refs` (URL and second, in time order), every reference kept.
+    fn popularity_of(refs: &[(&str, i64)], sizes: &HashMap<&str, u64>) -> Popularity {
+        let mut ids: HashMap<&str, (u32, u64)> = HashMap::new();
+        for (url, _) in refs {
+            let next = ids.len() as u32;
+            ids.entry(url).or_insert((next, 0)).1 += 1;
+        }
+        let ranked = ids
+            .iter()
+            .map(|(url, &(id, references))| Ranked {
+                id,
+                url,
+                references,
+                size: sizes.get(url).copied(),
+            })
+            .collect();
+        let log = refs.iter().map(|(url, t)| (ids[url].0, *t));
+        popularity(ranked, log, (|_| true, 1.0))
+    }
+
     #[test]
     fn counts_concentration_and_one_timers() {
         // /a ×7, /b ×2, /c ×1: ten references, three URLs, one requested once.
         let mut refs = vec![("/a", 0i64); 7];
         refs.extend([("/b", 1), ("/b", 2), ("/c", 3)]);
         let sizes = HashMap::from([("/a", 5u64)]);
-        let p = popularity(&refs, &sizes);
+        let p = popularity_of(&refs, &sizes);
         assert_eq!((p.references, p.distinct_urls, p.one_time_urls), (10, 3, 1));
         assert!((p.one_time_share - 1.0 / 3.0).abs() < 1e-12);
         // The top 10 % of three URLs is one URL: /a, 70 %.
@@ -211,7 +250,7 @@ mod tests {
             let path = if rng.next_f64() < 0.5 { "/x" } else { "/y" };
             refs.push((path, t as i64));
         }
-        let p = popularity(&refs, &HashMap::new());
+        let p = popularity_of(&refs, &HashMap::new());
         let ir = p.inter_reference;
         assert_eq!(ir.urls, 2);
         assert!((ir.median_cv.unwrap() - 1.0).abs() < 0.1, "{ir:?}");

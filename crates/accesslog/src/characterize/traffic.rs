@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::bins::Bins;
 use crate::line::Entry;
 
 /// Counts in fixed clock bins.
@@ -36,12 +37,17 @@ impl Series {
     /// Counts `times` (Unix seconds, sorted) into bins of `bin_s` seconds, or of the least
     /// multiple of it that needs at most [`MAX_SERIES_BINS`] bins.
     pub fn new(times: &[i64], bin_s: u64) -> Series {
-        let bin_s = match (times.first(), times.last()) {
-            (Some(&first), Some(&last)) => widened(bin_s.max(1), last.abs_diff(first) + 1),
-            _ => bin_s,
-        };
-        let bin = bin_s as i64;
-        let (Some(&first), Some(&last)) = (times.first(), times.last()) else {
+        let mut bins = Bins::new(bin_s, 4 * MAX_SERIES_BINS as usize);
+        times.iter().for_each(|&t| bins.add(t));
+        let (first, last) = (times.first().copied(), times.last().copied());
+        Series::from_bins(&bins, bin_s, first.zip(last))
+    }
+
+    /// The series of `bins` (of a width dividing `bin_s` while they were not widened) over
+    /// the log's first and last seconds, in bins of the least multiple of `bin_s` that needs
+    /// at most [`MAX_SERIES_BINS`] bins (and of the bins' width, when they were widened).
+    pub(crate) fn from_bins(bins: &Bins, bin_s: u64, span: Option<(i64, i64)>) -> Series {
+        let Some((first, last)) = span else {
             return Series {
                 bin_s,
                 start_unix: 0,
@@ -52,12 +58,9 @@ impl Series {
                 peak_to_mean: None,
             };
         };
-        let start = first.div_euclid(bin) * bin;
-        let bins = ((last - start) / bin + 1) as usize;
-        let mut counts = vec![0u64; bins];
-        for &t in times {
-            counts[((t - start) / bin) as usize] += 1;
-        }
+        let asked = widened(bin_s.max(1), last.abs_diff(first) + 1);
+        let (bin_s, start, counts) = bins.regrouped(asked, first, last);
+        let bin = bin_s as i64;
         let whole: Vec<u64> = counts
             .iter()
             .enumerate()
@@ -173,34 +176,50 @@ pub struct Mix {
     pub types: BTreeMap<DocType, u64>,
 }
 
-/// Counts the mix; `successful` says which entries count as references to a document.
-pub fn mix(entries: &[Entry], successful: impl Fn(&Entry) -> bool) -> Mix {
-    let mut methods = BTreeMap::new();
-    let mut statuses = BTreeMap::new();
-    let mut types = BTreeMap::new();
-    for e in entries {
-        *methods.entry(e.method.clone()).or_insert(0) += 1;
-        *statuses.entry(e.status).or_insert(0) += 1;
-        if successful(e) {
-            *types.entry(DocType::of(&e.path)).or_insert(0) += 1;
+/// The mix as entries stream by.
+#[derive(Debug, Clone, Default)]
+pub struct MixCounter {
+    methods: BTreeMap<String, u64>,
+    statuses: BTreeMap<u16, u64>,
+    types: BTreeMap<DocType, u64>,
+    requests: u64,
+}
+
+impl MixCounter {
+    /// Counts one entry; `reference` says whether it names a document successfully.
+    pub fn add(&mut self, e: &Entry, reference: bool) {
+        self.requests += 1;
+        match self.methods.get_mut(e.method.as_str()) {
+            Some(c) => *c += 1,
+            None => {
+                self.methods.insert(e.method.clone(), 1);
+            }
+        }
+        *self.statuses.entry(e.status).or_insert(0) += 1;
+        if reference {
+            *self.types.entry(DocType::of(&e.path)).or_insert(0) += 1;
         }
     }
-    let n = entries.len().max(1) as f64;
-    let share = |f: &dyn Fn(u16) -> bool| {
-        statuses
-            .iter()
-            .filter(|(s, _)| f(**s))
-            .map(|(_, c)| *c)
-            .sum::<u64>() as f64
-            / n
-    };
-    Mix {
-        ok_share: share(&|s| s == 200),
-        success_share: share(&|s| (200..300).contains(&s)),
-        not_modified_share: share(&|s| s == 304),
-        methods,
-        statuses,
-        types,
+
+    /// The mix.
+    pub fn mix(&self) -> Mix {
+        let n = self.requests.max(1) as f64;
+        let share = |f: &dyn Fn(u16) -> bool| {
+            self.statuses
+                .iter()
+                .filter(|(s, _)| f(**s))
+                .map(|(_, c)| *c)
+                .sum::<u64>() as f64
+                / n
+        };
+        Mix {
+            ok_share: share(&|s| s == 200),
+            success_share: share(&|s| (200..300).contains(&s)),
+            not_modified_share: share(&|s| s == 304),
+            methods: self.methods.clone(),
+            statuses: self.statuses.clone(),
+            types: self.types.clone(),
+        }
     }
 }
 

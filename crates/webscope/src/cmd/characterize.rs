@@ -13,8 +13,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use webscope_accesslog::characterize::{characterize, Characterization};
-use webscope_accesslog::{read_logs_with_progress, Format};
+use webscope_accesslog::characterize::{Characterization, Characterizer, Options};
+use webscope_accesslog::{stream_logs, Format, ReadOptions};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -22,10 +22,12 @@ EXAMPLES:
     webscope characterize access.log access.log.1 access.log.*.gz --out site/   # + site/index.html, site/report.json
     webscope characterize --format nginx-timed access.log           # combined + $request_time
     webscope characterize --format apache-timed access_log          # combined + %D (microseconds)
+    webscope characterize --fold-query access.log                   # /a?x=1 and /a?x=2 count as /a
 
 Lines that do not parse are counted and the first few shown; the files may be given in any
-order (the entries are sorted by time). Client addresses are used only for counting and are
-written nowhere.";
+order (they are merged by time; an entry more than a minute out of order is counted and said).
+The logs are read once, in memory that follows the distinct URLs and clients, not the lines.
+Client addresses are used only for counting and are written nowhere.";
 
 /// Characterize access logs (Common or Combined Log Format, plain or gzip): requests, rate
 /// over time, methods and statuses, popularity with a Zipf exponent fitted by maximum
@@ -45,6 +47,10 @@ pub struct Args {
     /// (combined + $request_time in seconds), apache-timed (combined + %D in microseconds).
     #[arg(long, value_name = "F", default_value = "auto", value_parser = parse_format)]
     format: FormatArg,
+    /// Count a URL by its path alone: query strings are folded into it (by default
+    /// `/?flav=rss20` is a resource of its own).
+    #[arg(long)]
+    fold_query: bool,
     /// No progress line while reading (there is none either when stderr is not a terminal).
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -79,12 +85,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })?;
     }
     let progress = progress_bar(args.quiet);
-    let parsed = read_logs_with_progress(&args.logs, args.format.0, &mut |lines| {
-        progress.set_message(format!("{lines} lines read"));
+    let mut characterizer = Characterizer::new(Options {
+        fold_query: args.fold_query,
+        ..Options::default()
     });
+    let read = stream_logs(
+        &args.logs,
+        &ReadOptions::format(args.format.0),
+        &mut |entry| characterizer.add(&entry),
+        &mut |lines| progress.set_message(format!("{lines} lines read")),
+    );
     progress.finish_and_clear();
-    let parsed = parsed?;
-    let figures = characterize(&parsed);
+    let figures = characterizer.finish(&read?);
     let names: Vec<String> = args.logs.iter().map(|p| p.display().to_string()).collect();
     let mut out = std::io::stdout().lock();
     out.write_all(summary::text(&figures, &names).as_bytes())?;

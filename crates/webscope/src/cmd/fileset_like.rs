@@ -73,7 +73,13 @@ const MIN_DOCUMENTS: usize = 30;
 /// The model a synthetic set is drawn from: None when the log is too small for a Zipf or a
 /// size fit (then the set resamples the log's files, and says so).
 fn fitted(parsed: &webscope_accesslog::Parsed) -> Option<Model> {
-    let c = webscope_accesslog::characterize::characterize(parsed);
+    use webscope_accesslog::characterize::{characterize_with, Options};
+    // By path, as the set's files are counted here.
+    let options = Options {
+        fold_query: true,
+        ..Options::default()
+    };
+    let c = characterize_with(parsed, options);
     let zipf = c.popularity.zipf.filter(|z| z.documents >= MIN_DOCUMENTS)?;
     let body = c.sizes.files.body?;
     Some(Model {

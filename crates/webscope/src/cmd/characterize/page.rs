@@ -2,7 +2,7 @@
 //! that says what to read in it, built from the report crate's SVG charts and HTML blocks as
 //! the lab's pages are.
 
-use webscope_accesslog::characterize::{invariants, Characterization, SizeFigures};
+use webscope_accesslog::characterize::{invariants, Characterization, SizeFigures, UrlRow};
 use webscope_report::human::{self, count, plural, sig3};
 use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Page, Section, Table};
@@ -60,6 +60,7 @@ pub fn page(c: &Characterization, logs: &[String]) -> Page {
             rate(c),
             mix(c),
             popularity(c),
+            url_lists(c),
             sizes(c),
             arrivals(c),
             invariants_section(c),
@@ -275,6 +276,51 @@ fn popularity(c: &Characterization) -> Section {
                 ),
             ),
             Block::Table { caption: "The most requested URLs".into(), table: top },
+        ],
+    }
+}
+
+/// The per-URL lists: the most requested, those that sent the most bytes, the 404s.
+fn url_lists(c: &Characterization) -> Section {
+    let u = &c.urls;
+    let list = |rows: &[UrlRow]| {
+        let mut t = Table::new(["URL", "requests", "bytes sent", "404s"]);
+        for r in rows.iter().take(10) {
+            t.row([
+                r.url.clone(),
+                r.requests.to_string(),
+                size(r.bytes_sent as f64),
+                r.not_found.to_string(),
+            ]);
+        }
+        t
+    };
+    let query = match u.query_folded {
+        true => "Query strings are folded into their paths (--fold-query).",
+        false => "A URL is its path with its query: /?flav=rss20 is a resource of its own (--fold-query counts paths alone).",
+    };
+    let reading = format!(
+        "{} sent in all, to {} distinct URLs; {} requests answered 404. {query}",
+        size(u.total_bytes as f64),
+        u.distinct,
+        u.not_found_requests
+    );
+    Section {
+        heading: "URLs".into(),
+        blocks: vec![
+            Block::Text(reading),
+            Block::Table {
+                caption: "The most requested URLs, any status".into(),
+                table: list(&u.by_requests),
+            },
+            Block::Table {
+                caption: "The URLs that sent the most bytes".into(),
+                table: list(&u.by_bytes),
+            },
+            Block::Table {
+                caption: "The URLs most often not found (404)".into(),
+                table: list(&u.not_found),
+            },
         ],
     }
 }

@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use webscope_accesslog::characterize::{
-    Burstiness, Characterization, Invariant, Series, Verdict, MAX_SERIES_BINS, NEAR_PEAK,
+    Burstiness, Characterization, Invariant, Series, UrlRow, Verdict, MAX_SERIES_BINS, NEAR_PEAK,
 };
 use webscope_report::human::{count, plural, rate, sig3};
 use webscope_workload::format_size;
@@ -206,6 +206,70 @@ fn invariant(i: &Invariant) -> String {
     )
 }
 
+/// Total bytes, the most requested URLs and the most frequent 404s.
+fn url_lines(c: &Characterization) -> String {
+    let u = &c.urls;
+    let top = |rows: &[UrlRow], n: fn(&UrlRow) -> u64| {
+        rows.iter()
+            .take(3)
+            .map(|r| format!("{} ({})", r.url, count(n(r))))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = format!(
+        "Bytes:     {} sent; most requested: {}; most bytes: {}\n",
+        size(u.total_bytes as f64),
+        top(&u.by_requests, |r| r.requests),
+        top(&u.by_bytes, |r| r.bytes_sent)
+    );
+    if u.not_found_requests > 0 {
+        let _ = writeln!(
+            s,
+            "Not found: {} answered 404; most: {}",
+            plural(u.not_found_requests, "request"),
+            top(&u.not_found, |r| r.not_found)
+        );
+    }
+    s
+}
+
+/// Which figures are estimates (the log was larger than the bounds of what is kept), and
+/// how many entries came out of time order.
+fn estimated(c: &Characterization) -> String {
+    let mut parts = Vec::new();
+    if !c.sizes.transfer_exact {
+        parts.push("transfer-size median and body (log-binned, 1 % bins; the tail is exact while its cut lies in the largest kept)".to_string());
+    }
+    if !c.clients.exact {
+        parts.push(format!(
+            "clients (a hash sample of {} of them)",
+            pct(c.clients.sampled_share)
+        ));
+    }
+    let ir = c.popularity.inter_reference;
+    if ir.sampled_share < 1.0 {
+        parts.push(format!(
+            "inter-reference times (a hash sample of {} of the URLs)",
+            pct(ir.sampled_share)
+        ));
+    }
+    if c.request_times.is_some_and(|t| !t.exact) {
+        parts.push("request-time percentiles (HDR histogram, within 0.1 %)".to_string());
+    }
+    let mut s = String::new();
+    if !parts.is_empty() {
+        let _ = writeln!(s, "Estimated: {}", parts.join("; "));
+    }
+    if c.out_of_order > 0 {
+        let _ = writeln!(
+            s,
+            "Out of order: {} came more than the look-back after a later one; counted, but not in time order",
+            plural(c.out_of_order, "entry")
+        );
+    }
+    s
+}
+
 /// The summary printed on the terminal.
 pub fn text(c: &Characterization, logs: &[String]) -> String {
     let mut s = String::new();
@@ -258,6 +322,7 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         pct(p.one_time_share),
         pct(p.top10_share)
     );
+    s.push_str(&url_lines(c));
     let t = &c.sizes.transfer;
     let tail = match t.tail {
         Some(f) => format!(
@@ -290,11 +355,13 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     );
     let _ = writeln!(
         s,
-        "Clients:   {} (median {} requests each; the busiest 10 % send {})",
+        "Clients:   {}{} (median {} requests each; the busiest 10 % send {})",
+        if c.clients.exact { "" } else { "about " },
         count(c.clients.distinct as u64),
         sig3(c.clients.median_requests),
         pct(c.clients.top10_share)
     );
+    s.push_str(&estimated(c));
     if let Some(t) = c.request_times {
         let _ = writeln!(
             s,
