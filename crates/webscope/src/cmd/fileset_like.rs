@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use webscope_accesslog::characterize::{Characterization, Characterizer, Options};
 use webscope_accesslog::{Entry, Format, ReadOptions};
 use webscope_workload::like::{Model, Observed};
 
@@ -31,15 +32,24 @@ pub struct Counted {
 }
 
 /// Reads `logs` once, as a stream, and counts each target's statuses and largest 200 and 206
-/// bodies; with `fit`, takes the characterization's fits too (a second read, which holds the
-/// log's entries while `fitted` needs them whole).
+/// bodies; with `fit`, characterizes the same stream for its fits (by path, as the set's
+/// files are counted here), so memory follows the distinct URLs either way.
 pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Result<Counted> {
     let mut targets: HashMap<(String, Option<String>), Observed> = HashMap::new();
     let mut requests = 0;
+    let mut characterizer = fit.then(|| {
+        Characterizer::new(Options {
+            fold_query: true,
+            ..Options::default()
+        })
+    });
     let summary = webscope_accesslog::stream_logs(
         logs,
         &ReadOptions::format(format),
         &mut |entry| {
+            if let Some(c) = characterizer.as_mut() {
+                c.add(&entry);
+            }
             // A set answers GET and HEAD; the replay skips the methods with bodies.
             if matches!(entry.method.as_str(), "GET" | "HEAD") {
                 requests += 1;
@@ -49,12 +59,7 @@ pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Res
         &mut |_| {},
     )
     .context("fileset like")?;
-    let model = if fit {
-        let parsed = webscope_accesslog::read_logs(logs, format).context("fileset like")?;
-        fitted(&parsed)
-    } else {
-        None
-    };
+    let model = characterizer.and_then(|c| fitted(&c.finish(&summary)));
     let mut observed: Vec<Observed> = targets.into_values().collect();
     observed.sort_by(|a, b| (&a.path, &a.query).cmp(&(&b.path, &b.query)));
     Ok(Counted {
@@ -72,14 +77,7 @@ const MIN_DOCUMENTS: usize = 30;
 
 /// The model a synthetic set is drawn from: None when the log is too small for a Zipf or a
 /// size fit (then the set resamples the log's files, and says so).
-fn fitted(parsed: &webscope_accesslog::Parsed) -> Option<Model> {
-    use webscope_accesslog::characterize::{characterize_with, Options};
-    // By path, as the set's files are counted here.
-    let options = Options {
-        fold_query: true,
-        ..Options::default()
-    };
-    let c = characterize_with(parsed, options);
+fn fitted(c: &Characterization) -> Option<Model> {
     let zipf = c.popularity.zipf.filter(|z| z.documents >= MIN_DOCUMENTS)?;
     let body = c.sizes.files.body?;
     Some(Model {
