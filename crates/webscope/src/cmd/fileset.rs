@@ -187,12 +187,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if !keep_paths {
                 return write_set(planned.manifest, &[], common);
             }
-            print_renamed(&planned);
-            let map = serde_json::to_vec_pretty(&planned.urls.to_json())?;
-            let (http, server) = webscope_workload::like::nginx::snippets(&planned.urls);
             use webscope_workload::like::apache::{self, APACHE_CONF, APACHE_MAP};
             use webscope_workload::like::nginx::{NGINX_HTTP, NGINX_SERVER};
-            // Apache's RewriteMap needs the map's absolute path: the set's, once written.
+            // Apache's RewriteMap needs the map's absolute path: the set's, once written. A
+            // path it cannot take is refused before anything is said or written.
             let at = std::path::absolute(&common.out).map_err(|e| {
                 anyhow::anyhow!(
                     "cannot tell the absolute path of --out {}: {e}",
@@ -200,6 +198,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 )
             })?;
             let (conf, lines) = apache::snippet(&planned.urls, &at)?;
+            print_renamed(&planned);
+            let map = serde_json::to_vec_pretty(&planned.urls.to_json())?;
+            let (http, server) = webscope_workload::like::nginx::snippets(&planned.urls);
             let beside: [(&str, &[u8]); 5] = [
                 (webscope_workload::like::URL_MAP, &map),
                 (NGINX_HTTP, http.as_bytes()),
