@@ -227,6 +227,24 @@ fn kept_paths_synthetic_sets_and_bad_logs() {
         "{err}"
     );
     assert!(!tmp.path().join("none").exists());
+
+    // The Apache snippet names the set's path: one Apache would read as a variable is refused
+    // before anything is written.
+    let unsayable = tmp.path().join("${HOME}");
+    let out = webscope()
+        .args(["fileset", "like", "--keep-paths", "-q"])
+        .arg(&log)
+        .arg("--out")
+        .arg(&unsayable)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines().count() == 1 && err.contains("Apache config") && err.contains("--out"),
+        "{err}"
+    );
+    assert!(!unsayable.exists());
 }
 
 #[test]

@@ -23,9 +23,14 @@ pub const URL_MAP: &str = "urls.json";
 pub const NGINX_HTTP: &str = "nginx-http.conf";
 /// The nginx directives of such a set, for the `server {}` block whose root is the set.
 pub const NGINX_SERVER: &str = "nginx-server.conf";
+/// The Apache httpd snippet of such a set (`RewriteMap` and `RewriteRule`s), to include in
+/// the server config or the `<VirtualHost>` whose DocumentRoot is the set.
+pub const APACHE_CONF: &str = "apache.conf";
+/// The text `RewriteMap` the Apache snippet reads.
+pub const APACHE_MAP: &str = "apache-urls.txt";
 /// The files a set may carry at its root beside its manifest (a set like a site's URL map and
-/// nginx snippets): `--force` replaces a set holding them, and `write_with` writes only them.
-pub(crate) const BESIDE: [&str; 3] = [URL_MAP, NGINX_HTTP, NGINX_SERVER];
+/// server snippets): `--force` replaces a set holding them, and `write_with` writes only them.
+pub(crate) const BESIDE: [&str; 5] = [URL_MAP, NGINX_HTTP, NGINX_SERVER, APACHE_CONF, APACHE_MAP];
 
 /// The format tag written in every manifest; a different tag is refused on load.
 pub const FORMAT: &str = "webscope-fileset/1";

@@ -43,8 +43,8 @@ pub fn write(
 }
 
 /// [`write()`], with files of given bytes at the set's root (`beside`: name and bytes; only the
-/// names a set may carry there, `urls.json` and the nginx snippets), written before the
-/// manifest so that a set with a manifest has them whole.
+/// names a set may carry there, `urls.json` and the nginx and Apache snippets), written before
+/// the manifest so that a set with a manifest has them whole.
 pub fn write_with(
     manifest: &Manifest,
     beside: &[(&str, &[u8])],

@@ -103,7 +103,8 @@ enum Set {
         /// Keep the site's URL space: plain paths as files (`/` and `dir/` as index.html), the
         /// rest (unsafe or long names, queries of their own, redirects, 404s a file would
         /// answer) in urls.json, which `webscope serve` reads, with nginx-http.conf and
-        /// nginx-server.conf for nginx. A replay of the log then gets the logged statuses.
+        /// nginx-server.conf for nginx, and apache.conf (reading apache-urls.txt) for Apache.
+        /// A replay of the log then gets the logged statuses.
         #[arg(long, conflicts_with = "synthetic")]
         keep_paths: bool,
         /// The logs' format (common, combined, nginx-timed, apache-timed) [default: common
@@ -186,14 +187,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if !keep_paths {
                 return write_set(planned.manifest, &[], common);
             }
+            use webscope_workload::like::apache::{self, APACHE_CONF, APACHE_MAP};
+            use webscope_workload::like::nginx::{NGINX_HTTP, NGINX_SERVER};
+            // Apache's RewriteMap needs the map's absolute path: the set's, once written. A
+            // path it cannot take is refused before anything is said or written.
+            let at = std::path::absolute(&common.out).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot tell the absolute path of --out {}: {e}",
+                    common.out.display()
+                )
+            })?;
+            let (conf, lines) = apache::snippet(&planned.urls, &at)?;
             print_renamed(&planned);
             let map = serde_json::to_vec_pretty(&planned.urls.to_json())?;
             let (http, server) = webscope_workload::like::nginx::snippets(&planned.urls);
-            use webscope_workload::like::nginx::{NGINX_HTTP, NGINX_SERVER};
-            let beside: [(&str, &[u8]); 3] = [
+            let beside: [(&str, &[u8]); 5] = [
                 (webscope_workload::like::URL_MAP, &map),
                 (NGINX_HTTP, http.as_bytes()),
                 (NGINX_SERVER, server.as_bytes()),
+                (APACHE_CONF, conf.as_bytes()),
+                (APACHE_MAP, lines.as_bytes()),
             ];
             return write_set(planned.manifest, &beside, common);
         }
@@ -221,7 +234,7 @@ fn print_counted(counted: &super::fileset_like::Counted) {
 }
 
 /// Replicates, writes (or, dry, only describes) a planned set, with the files it carries
-/// beside its manifest (`beside`: a set like a site's URL map and nginx snippets).
+/// beside its manifest (`beside`: a set like a site's URL map and server snippets).
 fn write_set(
     mut manifest: Manifest,
     beside: &[(&str, &[u8])],
@@ -289,9 +302,10 @@ fn print_renamed(planned: &webscope_workload::like::Planned) {
         }
     );
     println!(
-        "  for nginx: include {} in http {{}} and {} in the set's server {{}}; webscope serve reads {} itself",
+        "  for nginx: include {} in http {{}} and {} in the set's server {{}}; for Apache: Include {} where the DocumentRoot is the set (mod_rewrite); webscope serve reads {} itself",
         webscope_workload::like::nginx::NGINX_HTTP,
         webscope_workload::like::nginx::NGINX_SERVER,
+        webscope_workload::like::apache::APACHE_CONF,
         webscope_workload::like::URL_MAP
     );
     let r = planned.renamed;
@@ -302,7 +316,7 @@ fn print_renamed(planned: &webscope_workload::like::Planned) {
         (r.too_long, "too long for a file name"),
         (
             r.reserved,
-            "named like the set's own manifest.json, .webscope-fileset, urls.json or nginx-*.conf",
+            "named like the set's own manifest.json, .webscope-fileset, urls.json, nginx-*.conf, apache.conf or apache-urls.txt",
         ),
         (r.queries, "queries with a file of their own"),
     ] {

@@ -372,6 +372,12 @@ pub struct Apache {
 
 impl Apache {
     pub fn start(root: &Path, dir: &Path) -> Option<Apache> {
+        Apache::start_with(root, dir, "")
+    }
+
+    /// With `extra` lines at the end of the server config (`{modules}` in them: the modules'
+    /// directory).
+    pub fn start_with(root: &Path, dir: &Path, extra: &str) -> Option<Apache> {
         let apache = peer(&["/usr/sbin/apache2"], "apache2")?;
         let port = free_port();
         let modules = "/usr/lib/apache2/modules";
@@ -394,9 +400,10 @@ impl Apache {
                  {user}ErrorLog {d}/error.log\nLogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" common\n\
                  CustomLog {d}/access.log common\nTypesConfig /etc/mime.types\n\
                  KeepAlive On\nMaxKeepAliveRequests 0\nDocumentRoot {root}\n\
-                 <Directory {root}>\n  Require all granted\n</Directory>\n",
+                 <Directory {root}>\n  Require all granted\n</Directory>\n{extra}",
                 d = dir.display(),
-                root = root.display()
+                root = root.display(),
+                extra = extra.replace("{modules}", modules),
             ),
         )
         .unwrap();

@@ -4,11 +4,12 @@
 //! What it is for: turning per-target observations ([`Observed`]: a URL path and query, the
 //! largest 200 response's size, how often each status answered it) into a [`Manifest`] whose
 //! access probabilities are the log's, so that the load generator runs the site's mix, and
-//! into a [`UrlMap`] (with nginx snippets, [`nginx`]) so that replaying the log against the
-//! set gives the logged statuses ([`urls`] says how). What it is not: a log reader (the caller
-//! counts the targets) nor a fitter of distributions: `--synthetic` draws from the [`Model`]
-//! the characterization fitted (a lognormal body and a Pareto tail of file sizes, a Zipf
-//! popularity), or, when the log is too small for a fit, resamples the log's own files.
+//! into a [`UrlMap`] (with nginx and Apache snippets: [`nginx`], [`apache`]) so that
+//! replaying the log against the set gives the logged statuses ([`urls`] says how). What it
+//! is not: a log reader (the caller counts the targets) nor a fitter of distributions:
+//! `--synthetic` draws from the [`Model`] the characterization fitted (a lognormal body and a
+//! Pareto tail of file sizes, a Zipf popularity), or, when the log is too small for a fit,
+//! resamples the log's own files.
 //!
 //! Privacy: by default a file is named by its popularity rank (`d0000/0000001.html`), which
 //! says nothing about its path: a hash of a guessable path could be reversed by hashing
@@ -19,6 +20,7 @@
 //! ([`Renamed`]): one path no file system can hold (a part over 255 bytes) or one named like
 //! the set's own `manifest.json` costs one rank name, never the run nor the set's manifest.
 
+pub mod apache;
 mod names;
 pub mod nginx;
 mod synthetic;
@@ -106,7 +108,8 @@ pub struct Renamed {
     /// A part longer than [`MAX_NAME`] or a path longer than [`MAX_PATH`]: no file can have it.
     pub too_long: u64,
     /// Named like a file the set writes itself at its root (`manifest.json`,
-    /// `.webscope-fileset`, `urls.json`, the nginx snippets), or under one as if a directory.
+    /// `.webscope-fileset`, `urls.json`, the nginx and Apache snippets), or under one as if a
+    /// directory.
     pub reserved: u64,
     /// A query's own file (a different size from its path's).
     pub queries: u64,

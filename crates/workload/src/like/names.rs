@@ -1,6 +1,6 @@
 //! File names of a set like a site: rank names, and which logged paths can be kept.
 
-use crate::manifest::{MANIFEST, MARKER, NGINX_HTTP, NGINX_SERVER, URL_MAP};
+use crate::manifest::{BESIDE, MANIFEST, MARKER};
 
 /// Files a directory holds before the next one begins (rank names).
 const PER_DIR: usize = 1000;
@@ -45,5 +45,5 @@ pub(crate) fn is_rank(p: &str) -> bool {
 pub(crate) fn reserved(p: &str) -> bool {
     p.split('/')
         .next()
-        .is_some_and(|first| [MANIFEST, MARKER, URL_MAP, NGINX_HTTP, NGINX_SERVER].contains(&first))
+        .is_some_and(|first| [MANIFEST, MARKER].contains(&first) || BESIDE.contains(&first))
 }

@@ -193,6 +193,7 @@ fn paths_no_file_can_have_or_the_sets_own_names_get_rank_names() {
         seen("/docs/manifest.json", 10, 4),
         seen("/ok.html", 10, 3),
         seen("/urls.json", 10, 2),
+        seen("/apache-urls.txt", 10, 1),
     ];
     let planned = plan(&observed, &keep(), 1).unwrap();
     assert_eq!(
@@ -207,6 +208,7 @@ fn paths_no_file_can_have_or_the_sets_own_names_get_rank_names() {
             "docs/manifest.json",
             "ok.html",
             "d0000/0000008.json",
+            "d0000/0000009.txt",
         ]
     );
     assert_eq!(
@@ -214,12 +216,12 @@ fn paths_no_file_can_have_or_the_sets_own_names_get_rank_names() {
         Renamed {
             not_plain: 0,
             too_long: 2,
-            reserved: 4,
+            reserved: 5,
             queries: 0
         }
     );
     // Every renamed target is mapped to its file.
-    assert_eq!(planned.urls.entries.len(), 6);
+    assert_eq!(planned.urls.entries.len(), 7);
     assert!(planned.manifest.check().is_ok());
 }
 
@@ -249,6 +251,70 @@ fn the_nginx_snippets_map_raw_targets_and_answer_304_from_the_files_date_on() {
 }
 
 const URL_MAP_FORMAT_FOR_TESTS: &str = urls::URL_MAP_FORMAT;
+
+#[test]
+fn the_apache_snippet_maps_raw_targets_to_files_redirects_and_absences() {
+    let observed = [
+        seen("/caf%C3%A9.html", 10, 3),
+        seen("/?flav=rss20", 20, 2),
+        seen("/", 30, 4),
+        status("/blog", 301, 1),
+        seen("/blog/x.html", 10, 1),
+        status("/blog/", 404, 1),
+        status("/gone.html", 410, 1),
+        seen("/gone.html/x", 10, 1),
+    ];
+    let planned = plan(&observed, &keep(), 1).unwrap();
+    let set = std::path::Path::new("/srv/my \"site\"");
+    let (conf, map) = apache::snippet(&planned.urls, set).unwrap();
+    // The raw target, as logged, is the key; a file's value is a URL-path of the set.
+    let line = |url: &str| map.lines().find(|l| l.split(' ').next() == Some(url));
+    assert!(line("/caf%C3%A9.html").is_some_and(|l| l.ends_with(" /d0000/0000002.html")));
+    assert!(
+        line("/?flav=rss20").is_some_and(|l| l.contains(" /d0000/")),
+        "{map}"
+    );
+    assert!(line("/").is_none(), "{map}");
+    assert_eq!(line("/blog"), Some("/blog 301:/blog/"));
+    assert_eq!(line("/blog/"), Some("/blog/ 404"));
+    assert_eq!(line("/gone.html"), Some("/gone.html 410"));
+    assert!(conf.contains("RewriteEngine On\n"));
+    assert!(
+        conf.contains(r#"RewriteMap webscope_urls "txt:/srv/my \"site\"/apache-urls.txt""#),
+        "{conf}"
+    );
+    // One rule per status the map holds, each after the raw target's look-up.
+    let lookup = "RewriteCond %{THE_REQUEST} ^\\S+\\s+(\\S+)\nRewriteCond ${webscope_urls:%1} ";
+    for rule in [
+        "^301:(.+)$\nRewriteRule ^ %1 [R=301,NE,QSD,L,NS]",
+        "=404\nRewriteRule ^ - [R=404,NS]",
+        "=410\nRewriteRule ^ - [R=410,NS]",
+        "^(/.+)$\nRewriteRule ^ %1 [PT,NS]",
+    ] {
+        assert!(
+            conf.contains(&format!("{lookup}{rule}")),
+            "{rule} in {conf}"
+        );
+    }
+    assert!(!conf.contains("R=302"), "{conf}");
+}
+
+#[test]
+fn the_apache_snippet_leaves_out_what_a_map_line_cannot_hold_and_refuses_a_path_apache_cannot_take()
+{
+    let observed = [seen("/a b.html", 10, 3), seen("/c.html", 10, 1)];
+    let planned = plan(&observed, &keep(), 1).unwrap();
+    assert_eq!(planned.urls.entries.len(), 1);
+    let (_, map) = apache::snippet(&planned.urls, std::path::Path::new("/srv/site")).unwrap();
+    assert!(!map.contains("/a b.html"), "{map}");
+    for bad in ["srv/site", "/srv/${HOME}/site", "/srv/a\nb"] {
+        let err = apache::snippet(&planned.urls, std::path::Path::new(bad)).unwrap_err();
+        assert!(
+            err.to_string().contains("choose another --out"),
+            "{bad}: {err}"
+        );
+    }
+}
 
 #[test]
 fn synthetic_sets_resample_the_logs_files_reproducibly() {
