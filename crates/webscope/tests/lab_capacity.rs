@@ -15,16 +15,20 @@ use lab_support::{webscope, Nginx, Spinner};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Runs a capacity search and returns its report.json entry.
-fn capacity(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec![
-        "--experiment",
-        "capacity",
-        "--duration",
-        "1s",
-        "--no-preflight",
-    ];
-    args.extend_from_slice(extra);
-    lab_support::lab_on(target, fileset, out, &args)["capacity"].clone()
+/// A capacity search's result, or None when the machine was too disturbed to find one: the
+/// search then refuses (exit 4, "the machine was disturbed ..."), which is the right answer
+/// on a busy machine (#33) and is checked here, while the figures are checked only where a
+/// capacity was found. Any other failure fails the test.
+fn capacity(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> Option<serde_json::Value> {
+    let (code, c, stderr) = capacity_or_refusal(target, fileset, out, extra);
+    if code == Some(4) {
+        assert!(stderr.contains("the machine was disturbed"), "{stderr}");
+        assert_eq!(c["ending"]["kind"], "disturbed", "{c}");
+        eprintln!("no figures to check, the machine was disturbed: {stderr}");
+        return None;
+    }
+    assert_eq!(code, Some(0), "{stderr}");
+    Some(c)
 }
 
 #[test]
@@ -45,7 +49,7 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
         return;
     };
     let out = tmp.path().join("r");
-    let c = capacity(
+    let Some(c) = capacity(
         &nginx.base_url,
         &set,
         &out,
@@ -58,7 +62,9 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
             "0.1",
             "--keep-alive",
         ],
-    );
+    ) else {
+        return;
+    };
     let probes = c["probes"].as_array().unwrap();
     let rate = |p: &serde_json::Value| p["offered_rps"].as_f64().unwrap();
     let condition = |p: &serde_json::Value, name: &str| {
@@ -176,7 +182,7 @@ fn a_generator_that_cannot_offer_the_rate_ends_the_search_without_a_server_capac
         return;
     };
     let _neighbours = (Spinner::on(1), Spinner::on(1));
-    let c = capacity(
+    let Some(c) = capacity(
         &nginx.base_url,
         &set,
         &tmp.path().join("r"),
@@ -189,7 +195,9 @@ fn a_generator_that_cannot_offer_the_rate_ends_the_search_without_a_server_capac
             "0.5",
             "--keep-alive",
         ],
-    );
+    ) else {
+        return;
+    };
     let sentence = c["sentence"].as_str().unwrap();
     assert!(
         sentence.contains("beyond what this generator can offer"),
@@ -290,7 +298,7 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
     // waits only for itself.
     const COST_MS: f64 = 10.0;
     let (tmp, set, server) = FixedCost::with_set("sleep", COST_MS);
-    let c = capacity(
+    let Some(c) = capacity(
         &server.base_url,
         &set,
         &tmp.path().join("r"),
@@ -302,13 +310,15 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
             "--precision",
             "0.1",
         ],
-    );
+    ) else {
+        return;
+    };
     // The same search again with each probe split over two generator processes, against
     // the first as --baseline: the two capacities side by side by their brackets, whatever
     // the machine made of each.
     let again = tmp.path().join("again");
     let first = tmp.path().join("r");
-    let b = capacity(
+    let Some(b) = capacity(
         &server.base_url,
         &set,
         &again,
@@ -324,7 +334,9 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
             "--baseline",
             first.to_str().unwrap(),
         ],
-    );
+    ) else {
+        return;
+    };
     // Every probe ran as two segments, and its report is their exact sum.
     for probe in b["probes"].as_array().unwrap() {
         let dir = again.join("capacity").join(probe["run"].as_str().unwrap());
@@ -409,7 +421,7 @@ fn a_server_that_spends_4ms_of_cpu_a_request_has_the_operational_law_bound_of_25
     // Python's own work per request (accept, read, the file, send) adds a little to it.
     const COST_MS: f64 = 4.0;
     let (tmp, set, server) = FixedCost::with_set("spin", COST_MS);
-    let c = capacity(
+    let Some(c) = capacity(
         &server.base_url,
         &set,
         &tmp.path().join("r"),
@@ -421,7 +433,9 @@ fn a_server_that_spends_4ms_of_cpu_a_request_has_the_operational_law_bound_of_25
             "--precision",
             "0.1",
         ],
-    );
+    ) else {
+        return;
+    };
     let by_construction = 1000.0 / COST_MS;
     let Some(bound) = c["operational_bound_rps"].as_f64() else {
         // No probe passed with enough CPU time to divide: only a machine too busy to give
