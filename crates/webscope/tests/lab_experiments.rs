@@ -104,7 +104,15 @@ fn the_model_experiment_sets_mva_and_the_usl_against_the_sweep() {
         .is_finite());
     assert!(stdout.contains("X MVA"), "{stdout}");
     let html = std::fs::read_to_string(tmp.path().join("report/index.html")).unwrap();
-    assert!(html.contains("MVA, 2× server CPUs") && html.contains("Prediction errors"));
+    // A legend's name may be wrapped over lines (svg/legend.rs): read the lines together.
+    let legend = html
+        .split("class=\"legend\">")
+        .skip(1)
+        .map(|s| s.split('<').next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(legend.contains("MVA, 2× server CPUs"), "{legend}");
+    assert!(html.contains("Prediction errors"));
     lab_support::assert_paper_panel(
         &tmp.path().join("report"),
         "model",
