@@ -169,8 +169,17 @@ impl Target {
             let addr = addr.trim_start_matches("s://").trim_start_matches("://");
             Ok(addr.parse()?)
         };
-        let addr = address("listening on http")?;
-        let admin = address("admin on http://")?;
+        // A server that does not say where it listens is stopped here: nothing else would.
+        let addrs =
+            address("listening on http").and_then(|a| Ok((a, address("admin on http://")?)));
+        let (addr, admin) = match addrs {
+            Ok(both) => both,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
         let pid = child.id();
         Ok(Target {
             child: Some(child),
