@@ -14,7 +14,9 @@
 //! - mean requests per client: all requests over the estimated distinct count;
 //! - the most requests from one client: the sample's, a lower bound.
 
-use std::collections::HashMap;
+// foldhash, not std's SipHash: one lookup per entry of a log of millions, keyed by
+// strings a log's writer does not choose to collide (a hostile log could slow it, not break it).
+use foldhash::HashMap;
 use std::hash::{Hash, Hasher};
 
 use webscope_model::stats::median;
@@ -55,7 +57,7 @@ impl ClientCounter {
         ClientCounter {
             max: max.max(1),
             level: 0,
-            counts: HashMap::new(),
+            counts: HashMap::default(),
             requests: 0,
         }
     }

@@ -8,7 +8,9 @@
 //! passed, as [`super::clients`] samples clients. The choice is by a hash of the URL, so
 //! reproducible, and a URL kept has every one of its references.
 
-use std::collections::HashMap;
+// foldhash, not std's SipHash: one lookup per entry of a log of millions, keyed by
+// strings a log's writer does not choose to collide (a hostile log could slow it, not break it).
+use foldhash::HashMap;
 
 use super::clients::hash;
 use super::is_reference;
@@ -102,7 +104,7 @@ impl UrlCounter {
     pub fn new(fold_query: bool, max_refs: usize) -> UrlCounter {
         UrlCounter {
             fold_query,
-            urls: HashMap::new(),
+            urls: HashMap::default(),
             hashes: Vec::new(),
             refs: Vec::new(),
             base: None,
@@ -199,7 +201,16 @@ impl UrlCounter {
         let top = |key: &dyn Fn(&UrlStats) -> u64| {
             let mut rows: Vec<(&String, &UrlStats)> =
                 self.urls.iter().filter(|(_, s)| key(s) > 0).collect();
-            rows.sort_unstable_by(|a, b| key(b.1).cmp(&key(a.1)).then(a.0.cmp(b.0)));
+            let order = |a: &(&String, &UrlStats), b: &(&String, &UrlStats)| {
+                key(b.1).cmp(&key(a.1)).then(a.0.cmp(b.0))
+            };
+            // Only the top few are wanted: partition them out, then sort those (a whole sort
+            // of 200 000 URLs, ties broken by comparing them, took a tenth of the run).
+            if rows.len() > TOP_URLS {
+                rows.select_nth_unstable_by(TOP_URLS, order);
+                rows.truncate(TOP_URLS);
+            }
+            rows.sort_unstable_by(order);
             rows.iter()
                 .take(TOP_URLS)
                 .map(|(url, s)| UrlRow {

@@ -73,9 +73,16 @@ fn model_mean_log(logs: &[f64], s: f64) -> f64 {
 }
 
 impl ZipfFit {
-    /// Expected share of requests at `rank` under the fit (for drawing the fitted line).
-    pub fn expected_share(&self, rank: usize) -> f64 {
-        let norm: f64 = (1..=self.documents).map(|r| (r as f64).powf(-self.s)).sum();
+    /// The fit's normalizing sum, Σ r^-s over the documents: a pass over every rank, so a
+    /// caller drawing many points computes it once (per point, it was 40 M `powf` for a chart
+    /// of 200 points over 200 000 URLs, a sixth of `characterize`'s time).
+    pub fn norm(&self) -> f64 {
+        (1..=self.documents).map(|r| (r as f64).powf(-self.s)).sum()
+    }
+
+    /// Expected share of requests at `rank` under the fit (for drawing the fitted line), given
+    /// [`ZipfFit::norm`].
+    pub fn expected_share(&self, rank: usize, norm: f64) -> f64 {
         (rank as f64).powf(-self.s) / norm
     }
 }
@@ -124,7 +131,8 @@ mod tests {
         assert!(fit.s < 1e-6, "{}", fit.s);
         assert_eq!(super::fit(&[7]), None);
         assert_eq!(super::fit(&[]), None);
-        let share: f64 = (1..=50).map(|r| fit.expected_share(r)).sum();
+        let norm = fit.norm();
+        let share: f64 = (1..=50).map(|r| fit.expected_share(r, norm)).sum();
         assert!((share - 1.0).abs() < 1e-9);
     }
 }

@@ -239,10 +239,11 @@ fn popularity(c: &Characterization) -> Section {
     let mut rank_series = vec![series("references", measured, Style::Points)];
     let mut reading = "No Zipf fit: fewer than two URLs.".to_string();
     if let Some(z) = p.zipf {
+        let norm = z.norm();
         let fitted = p
             .rank_frequency
             .iter()
-            .map(|&(r, _)| (r as f64, z.expected_share(r) * z.requests as f64))
+            .map(|&(r, _)| (r as f64, z.expected_share(r, norm) * z.requests as f64))
             .collect();
         rank_series.push(series(
             &format!("Zipf s = {:.2} (MLE)", z.s),
