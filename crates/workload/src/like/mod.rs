@@ -134,7 +134,7 @@ pub fn plan(observed: &[Observed], options: &LikeOptions, seed: u64) -> Result<P
     let (files, renamed, urls, counts) = match options.synthetic {
         Some(n) => {
             let picked = match options.model {
-                Some(model) => synthetic::drawn(&model, n, seed)?,
+                Some(model) => synthetic::drawn(&model, observed, n, seed)?,
                 None => synthetic::resample(observed, n, seed)?,
             };
             (

@@ -394,3 +394,78 @@ fn a_body_whose_median_lies_far_above_the_cut_is_drawn_below_it_without_a_pile()
     assert!(at_cut < 10, "{at_cut}");
     assert!(below > 1400, "{below}");
 }
+
+/// The share of requests in each size class, and the requests' size CDF at `points`.
+fn request_weighted(files: &[(u64, f64)], points: &[u64]) -> (Vec<f64>, Vec<f64>) {
+    let total: f64 = files.iter().map(|f| f.1).sum();
+    let mut classes = vec![0.0; CLASSES.len()];
+    for &(size, w) in files {
+        classes[size_class(size)] += w / total;
+    }
+    let cdf = points
+        .iter()
+        .map(|&x| files.iter().filter(|f| f.0 <= x).map(|f| f.1).sum::<f64>() / total)
+        .collect();
+    (classes, cdf)
+}
+
+#[test]
+fn a_synthetic_set_sends_requests_of_the_logs_sizes_where_popular_files_are_small() {
+    // 400 documents, lognormal sizes (median e^8.5 ≈ 4.9 KB), the most requested mostly the
+    // smallest (a site's icons and style sheets): popularity rank follows size with some
+    // shuffling, requests ∝ 1/rank.
+    let mut rng = crate::Rng::for_stream(11, "test-log");
+    let mut sizes: Vec<u64> = (0..400)
+        .map(|_| (8.5 + 1.5 * rng.normal()).exp().round().max(1.0) as u64)
+        .collect();
+    sizes.sort_unstable();
+    for i in (1..400).rev() {
+        if rng.next_f64() < 0.3 {
+            sizes.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+    }
+    let observed: Vec<Observed> = sizes
+        .iter()
+        .enumerate()
+        .map(|(rank, &s)| seen(&format!("/f{rank}"), s, (10_000 / (rank + 1)) as u64))
+        .collect();
+    let logs: Vec<f64> = sizes.iter().map(|&s| (s as f64).ln()).collect();
+    let mu = logs.iter().sum::<f64>() / 400.0;
+    let sigma = (logs.iter().map(|l| (l - mu).powi(2)).sum::<f64>() / 400.0).sqrt();
+    let options = LikeOptions {
+        synthetic: Some(2000),
+        model: Some(Model {
+            zipf: 1.0,
+            mu,
+            sigma,
+            tail: None,
+        }),
+        ..LikeOptions::default()
+    };
+    let m = plan(&observed, &options, 9).unwrap().manifest;
+    let points = [1_000, 3_000, 10_000, 30_000, 100_000];
+    let log: Vec<(u64, f64)> = observed
+        .iter()
+        .map(|o| (o.size.unwrap_or(0), o.requests as f64))
+        .collect();
+    let set: Vec<(u64, f64)> = m.files.iter().map(|f| (f.size, f.probability)).collect();
+    let (log_classes, log_cdf) = request_weighted(&log, &points);
+    let (set_classes, set_cdf) = request_weighted(&set, &points);
+    // Stated tolerances: each class's share of requests within 10 points, and the request-
+    // weighted size CDFs within 0.12 of each other at each point (a two-sample distance on
+    // 2 000 drawn sizes against 400 logged ones, weighted by Zipf ranks: the top few files
+    // carry a third of the requests, so their sizes alone move it by several points).
+    for (c, (l, s)) in log_classes.iter().zip(&set_classes).enumerate() {
+        assert!(
+            (l - s).abs() < 0.10,
+            "class {}: log {l:.3}, set {s:.3} ({log_classes:?} vs {set_classes:?})",
+            CLASSES[c]
+        );
+    }
+    let d = log_cdf
+        .iter()
+        .zip(&set_cdf)
+        .map(|(l, s)| (l - s).abs())
+        .fold(0.0, f64::max);
+    assert!(d < 0.12, "CDF distance {d:.3}: {log_cdf:?} vs {set_cdf:?}");
+}
