@@ -1,7 +1,8 @@
 //! `webscope characterize` says what it sees (#35 item 4): a log sampled in minute :05 of
 //! each hour is said to be a sample, with the burstiness figures said to describe it; the
 //! IDC summary gives its peak; a line cut short in its user agent is an entry counted as
-//! repaired; the invariants table gives the bound applied and by how much a row differs.
+//! repaired; the invariants table gives the bound applied and by how much a row differs; a
+//! query string makes a URL of its own unless `--fold-query`, with bytes and 404s by URL.
 
 use std::path::Path;
 use std::process::Command;
@@ -153,4 +154,69 @@ fn steady_traffic_is_said_to_cover_its_span() {
     );
     assert!(!html.contains("Coverage: the log is a sample"));
     assert_eq!(r["repaired_lines"].as_u64(), Some(0));
+}
+
+/// A Combined line with its own status and size.
+fn line_with(second: u64, target: &str, status: u16, bytes: u64) -> String {
+    let (m, s) = (second / 60, second % 60);
+    format!("203.0.113.7 - - [17/May/2015:10:{m:02}:{s:02} +0000] \"GET {target} HTTP/1.1\" {status} {bytes} \"-\" \"Mozilla/5.0\"\n")
+}
+
+#[test]
+fn queries_are_their_own_urls_unless_folded_with_bytes_and_404s_by_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("access.log");
+    // The site: its RSS feed is /?flav=rss20, requested more than / itself.
+    let mut text = String::new();
+    for i in 0..30 {
+        text += &line_with(i, "/?flav=rss20", 200, 5_000);
+    }
+    for i in 0..20 {
+        text += &line_with(100 + i, "/", 200, 1_000);
+    }
+    for i in 0..4 {
+        text += &line_with(200 + i, "/old.jar", 404, 200);
+    }
+    text += &line_with(300, "/big.iso", 200, 9_000_000);
+    std::fs::write(&log, text).unwrap();
+
+    let (r, stdout, html) = characterize(&log, &tmp.path().join("kept"));
+    let u = &r["urls"];
+    assert_eq!(u["query_folded"], false);
+    assert_eq!(u["by_requests"][0]["url"], "/?flav=rss20", "{u}");
+    assert_eq!(u["by_requests"][0]["requests"], 30);
+    assert_eq!(u["by_requests"][1]["url"], "/");
+    assert_eq!(u["by_bytes"][0]["url"], "/big.iso");
+    assert_eq!(
+        u["total_bytes"].as_u64(),
+        Some(30 * 5_000 + 20 * 1_000 + 4 * 200 + 9_000_000)
+    );
+    assert_eq!(u["not_found_requests"], 4);
+    assert_eq!(u["not_found"][0]["url"], "/old.jar");
+    assert!(
+        stdout.contains("most requested: /?flav=rss20 (30)"),
+        "{stdout}"
+    );
+    assert!(html.contains("/?flav=rss20") && html.contains("/old.jar"));
+
+    let out = tmp.path().join("folded");
+    let run = webscope()
+        .arg("characterize")
+        .arg(&log)
+        .arg("--fold-query")
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let u = &r["urls"];
+    assert_eq!(u["query_folded"], true);
+    assert_eq!(u["by_requests"][0]["url"], "/", "{u}");
+    assert_eq!(u["by_requests"][0]["requests"], 50);
 }
