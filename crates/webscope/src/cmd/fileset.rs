@@ -96,8 +96,9 @@ enum Set {
         #[arg(value_name = "LOG", required = true)]
         logs: Vec<PathBuf>,
         /// Make N files drawn from the log's fitted model (Zipf popularity, lognormal body and
-        /// Pareto tail of sizes, as `webscope characterize` fits them) instead of one per path;
-        /// a log too small for the fits is resampled instead (its files' sizes and counts).
+        /// Pareto tail of sizes, as `webscope characterize` fits them) instead of one per path,
+        /// the popular files as small or large as the log's popular documents; a log too small
+        /// for the fits is resampled instead (its files' sizes and counts).
         #[arg(long, value_name = "N")]
         synthetic: Option<u64>,
         /// Keep the site's URL space: plain paths as files (`/` and `dir/` as index.html), the
