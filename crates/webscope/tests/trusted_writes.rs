@@ -276,7 +276,8 @@ fn keep_paths_renames_what_no_file_can_be_and_the_sets_own_names() {
     assert!(
         stdout.contains(
             "2 paths kept, 4 given rank names (2 too long for a file name, \
-             2 named like the set's own manifest.json, .webscope-fileset, urls.json or nginx-*.conf)"
+             2 named like the set's own manifest.json, .webscope-fileset, urls.json, nginx-*.conf, \
+             apache.conf or apache-urls.txt)"
         ),
         "{stdout}"
     );
