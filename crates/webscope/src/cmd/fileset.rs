@@ -281,22 +281,22 @@ fn write_set(
 fn print_renamed(planned: &webscope_workload::like::Planned) {
     let c = planned.counts;
     println!(
-        "  URL map: {} targets answered by another file, {} redirects, {} kept 404/410{}{}",
-        c.mapped,
-        c.redirects,
-        c.absences,
+        "  URL map: {} answered by another file, {}, {} kept 404/410{}{}",
+        plural(c.mapped, "target"),
+        plural(c.redirects, "redirect"),
+        human::count(c.absences),
         if c.unreproducible > 0 {
             format!(
-                "; {} URLs mostly answered a status a set cannot give (5xx, 403, ...): left to the server",
-                c.unreproducible
+                "; {} mostly answered a status a set cannot give (5xx, 403, ...): left to the server",
+                plural(c.unreproducible, "URL")
             )
         } else {
             String::new()
         },
         if c.sizeless > 0 {
             format!(
-                "; {} files never answered 200, sized by their 206 or the median",
-                c.sizeless
+                "; {} never answered 200, sized by their 206 or the median",
+                plural(c.sizeless, "file")
             )
         } else {
             String::new()
