@@ -73,6 +73,11 @@ pub struct Config {
     pub threads: usize,
     /// How long to run.
     pub duration: Duration,
+    /// After `duration`, how long the answers to requests still in flight are waited for
+    /// (nothing new is sent; the run ends as soon as none is in flight). Zero: the run ends
+    /// at `duration` and what is in flight counts as unfinished, as in wrk. A replay of a
+    /// whole log waits for its last requests' answers (k6 calls this a graceful stop).
+    pub drain: Duration,
     /// Closed or open loop.
     pub pacing: Pacing,
     /// Keep-alive or a connection per request.
@@ -183,6 +188,7 @@ impl Config {
             connections: 10,
             threads: 1,
             duration: Duration::from_secs(10),
+            drain: Duration::ZERO,
             pacing: Pacing::Closed {
                 think: Duration::ZERO,
             },

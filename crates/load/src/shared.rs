@@ -129,6 +129,11 @@ impl Intervals {
         self.wait_before = cpu::thread_wait();
     }
 
+    /// Whether the interval ending at `boundary` is the run's last (the drain's end).
+    pub(crate) fn is_last(&self, boundary: Instant) -> bool {
+        boundary >= self.end
+    }
+
     /// The end of the current interval (the run's end for the last one).
     pub(crate) fn boundary(&self) -> Instant {
         (self.start + self.interval * (self.index as u32 + 1)).min(self.end)
@@ -146,7 +151,8 @@ impl Intervals {
         let cpu_now = cpu::thread_time();
         let wait_now = cpu::thread_wait();
         let not_sent = match (&shared.schedule, last) {
-            (Some(schedule), true) => schedule.unclaimed_before(at),
+            // Slots after the last send are not the run's, however long it drained.
+            (Some(schedule), true) => schedule.unclaimed_before(at.min(shared.end)),
             _ => 0,
         };
         let snapshot = Snapshot {

@@ -43,6 +43,8 @@ pub(crate) struct Setup {
     pub open: Option<(f64, Arrivals, f64, usize)>,
     pub start: Instant,
     pub end: Instant,
+    /// Until when the answers in flight at `end` are waited for (`end`: not at all).
+    pub drain_end: Instant,
     pub interval: Duration,
     pub seed: u64,
     /// Threads of the whole run, every segment's.
@@ -93,7 +95,7 @@ pub(crate) fn run(mut setup: Setup, tx: Sender<Message>, stop: watch::Receiver<b
         setup.classes,
         setup.start,
         setup.interval,
-        setup.end,
+        setup.drain_end,
         tx,
         stop,
     );

@@ -75,7 +75,7 @@ pub(crate) async fn run(
                 }
                 let boundary = intervals.boundary();
                 if now >= boundary {
-                    let last = boundary >= shared.end;
+                    let last = intervals.is_last(boundary);
                     if last {
                         count_unfinished(&shared, &in_flight, boundary);
                     }
@@ -83,6 +83,11 @@ pub(crate) async fn run(
                         return;
                     }
                     continue;
+                }
+                // Past the last send with nothing in flight: a drain has nothing to wait for.
+                if now >= shared.end && in_flight.borrow().iter().all(Option::is_none) {
+                    intervals.snapshot(&shared, now, true);
+                    return;
                 }
                 tokio::time::sleep_until(boundary.min(now + STOP_POLL).into()).await;
             }

@@ -162,7 +162,7 @@ impl Engine {
             }
             let boundary = intervals.boundary();
             if now >= boundary {
-                let last = boundary >= self.shared.end;
+                let last = intervals.is_last(boundary);
                 if last {
                     self.count_unfinished(boundary);
                 }
@@ -170,6 +170,10 @@ impl Engine {
                     return;
                 }
                 continue;
+            }
+            if now >= self.shared.end && self.drained() {
+                intervals.snapshot(&self.shared, now, true);
+                return;
             }
             // Wait for sockets, or until the next timer, the interval's end, or the next look
             // at the stop flag.
@@ -184,6 +188,17 @@ impl Engine {
                 self.epoll_wait(&mut events, ms);
             }
         }
+    }
+
+    /// After the last send: whether nothing is in flight and nothing more will be sent, so
+    /// that a drain (`Config::drain`) need not wait any longer.
+    fn drained(&self) -> bool {
+        let nothing_due = self
+            .shared
+            .schedule
+            .as_ref()
+            .is_none_or(|s| s.peek() >= self.shared.end);
+        nothing_due && self.conns.iter().all(|c| c.phase == Phase::Idle)
     }
 
     /// The next time something must happen without a socket event.

@@ -72,6 +72,7 @@ pub fn run(
         busy_poll,
         start,
         end: start + config.duration,
+        drain_end: start + config.duration + config.drain,
     };
     let (feed, schedules) = start_feed(config)?;
     let (handles, connections) = start_workers(config, &common, schedules, tx, stop_rx)?;
@@ -171,7 +172,9 @@ struct Common {
     tls: Option<TlsClient>,
     busy_poll: Option<u32>,
     start: Instant,
+    /// The last send, and the end of the wait for the answers still in flight after it.
     end: Instant,
+    drain_end: Instant,
 }
 
 /// A replay's feed, started before the workers so that their first slots are read, and one
@@ -245,6 +248,7 @@ fn start_workers(
             open,
             start: common.start,
             end: common.end,
+            drain_end: common.drain_end,
             interval: config.interval,
             seed: config.seed,
             threads: all_threads,

@@ -155,3 +155,55 @@ fn replay_segments_merge_to_the_whole_log() {
         whole.total.requests + whole.total.run.not_sent
     );
 }
+
+/// A stream whose writes each wait its duration first: a server that takes that long to answer.
+struct Late(std::net::TcpStream, Duration);
+
+impl std::io::Read for Late {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl std::io::Write for Late {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::thread::sleep(self.1);
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// A keep-alive server that answers each request 200 ms after it came.
+fn late_server() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                super::tests::answer(&mut Late(stream, Duration::from_millis(200)), None, 5)
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_replay_with_a_drain_waits_for_its_last_answers_and_no_longer() {
+    // The log's two seconds at 40×: 50 ms of sends, each answered 200 ms later.
+    let addr = late_server();
+    let mut config = config(addr, 40.0);
+    let cut = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(cut.total.unfinished > 0, "{:#?}", cut.total);
+
+    config.drain = Duration::from_secs(30);
+    let drained = run(&config, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(drained.total.unfinished, 0, "{:#?}", drained.total);
+    assert_eq!(drained.total.run.not_sent, 0, "{:#?}", drained.total.run);
+    assert_eq!(drained.total.requests, 52, "{:#?}", drained.total);
+    assert_eq!(drained.total.errors.total, 0, "{:#?}", drained.total.errors);
+    // It ended when nothing was in flight, not at the drain's end.
+    assert!(drained.duration_s < 30.0, "{}", drained.duration_s);
+}

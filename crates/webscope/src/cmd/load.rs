@@ -122,7 +122,8 @@ struct Flags {
     /// Connections at the start (spread over the threads) [default: 10].
     #[arg(short = 'c', long, value_name = "N")]
     connections: Option<usize>,
-    /// How long to run [default: 10s; a replay: the log's span divided by --speed].
+    /// How long to run [default: 10s; a replay: the log's span divided by --speed, then up
+    /// to --timeout for the answers to its last requests].
     #[arg(short = 'd', long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     duration: Option<Duration>,
     /// Worker threads, each with its own event loop [default: number of cores, at most -c].
@@ -434,6 +435,11 @@ impl Flags {
             },
         };
         config.timeout = self.timeout;
+        // A replay of the whole log (no --duration) waits for its last requests' answers, up
+        // to the timeout they would fail at anyway: they are the log's as much as the first.
+        if plan.is_some() && self.duration.is_none() {
+            config.drain = self.timeout;
+        }
         config.interval = self.interval;
         config.backoff_503 = self.backoff_503.unwrap_or(Duration::ZERO);
         config.headers = self.headers;
