@@ -89,6 +89,8 @@ pub(crate) struct Intervals {
     classes: usize,
     start: Instant,
     interval: Duration,
+    /// The last send, and the run's end (after the drain, if any).
+    send_end: Instant,
     end: Instant,
     index: usize,
     cpu_before: Duration,
@@ -99,13 +101,14 @@ pub(crate) struct Intervals {
 
 impl Intervals {
     /// The bookkeeping of thread `thread` (its index in this process), whose recorders have
-    /// `classes` classes, for intervals of `interval` from `start` to `end`.
+    /// `classes` classes, for intervals of `interval` from `start` to `end`, the last send at
+    /// `send_end`.
     pub(crate) fn new(
         thread: usize,
         classes: usize,
         start: Instant,
         interval: Duration,
-        end: Instant,
+        (send_end, end): (Instant, Instant),
         tx: Sender<Message>,
         stop: watch::Receiver<bool>,
     ) -> Intervals {
@@ -114,6 +117,7 @@ impl Intervals {
             classes,
             start,
             interval,
+            send_end,
             end,
             index: 0,
             cpu_before: Duration::ZERO,
@@ -136,7 +140,14 @@ impl Intervals {
 
     /// The end of the current interval (the run's end for the last one).
     pub(crate) fn boundary(&self) -> Instant {
-        (self.start + self.interval * (self.index as u32 + 1)).min(self.end)
+        let boundary = self.start + self.interval * (self.index as u32 + 1);
+        // The interval of the last send goes on through the drain: the late answers belong
+        // to it, not to an interval of their own that offered nothing.
+        if boundary >= self.send_end {
+            self.end
+        } else {
+            boundary
+        }
     }
 
     /// Whether the coordinator asked to stop (or is gone).

@@ -95,7 +95,7 @@ pub(crate) fn run(mut setup: Setup, tx: Sender<Message>, stop: watch::Receiver<b
         setup.classes,
         setup.start,
         setup.interval,
-        setup.drain_end,
+        (setup.end, setup.drain_end),
         tx,
         stop,
     );

@@ -204,6 +204,9 @@ fn a_replay_with_a_drain_waits_for_its_last_answers_and_no_longer() {
     assert_eq!(drained.total.run.not_sent, 0, "{:#?}", drained.total.run);
     assert_eq!(drained.total.requests, 52, "{:#?}", drained.total);
     assert_eq!(drained.total.errors.total, 0, "{:#?}", drained.total.errors);
+    // The late answers belong to the interval of the last send (50 ms of sends, 100 ms
+    // intervals: one), not to an interval of their own.
+    assert_eq!(drained.intervals.len(), 1, "{:#?}", drained.intervals);
     // It ended when nothing was in flight, not at the drain's end.
     assert!(drained.duration_s < 30.0, "{}", drained.duration_s);
 }
