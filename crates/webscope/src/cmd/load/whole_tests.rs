@@ -60,6 +60,7 @@ fn away_from_defaults() -> Vec<Config> {
         max_connections: 1000,
     };
     replayed.replay = Some(std::sync::Arc::new(replay));
+    replayed.drain = Duration::from_secs(4);
     vec![h2, uring, replayed]
 }
 
