@@ -16,9 +16,10 @@
 //!
 //! Not for: choosing the loads (the search, the replay's speed-ups) nor running them.
 
+mod latency;
+
 use std::path::Path;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use webscope_load::slo::{Check, Measured, Metric, Range, Slo, Verdict};
 use webscope_model::stats::{self, Confidence};
@@ -132,12 +133,15 @@ fn figures(
 ) -> anyhow::Result<Measured> {
     let mut report = record.load.clone();
     let log = run_dir.join("load.hlog");
+    let mut batches = Vec::new();
     if log.exists() {
-        report.latency_histogram = whole_histogram(&log, None)?;
+        let logged = latency::read(&log, None)?;
+        report.latency_histogram = logged.as_ref().map(|l| l.whole.clone());
+        batches = logged.map(|l| l.intervals).unwrap_or_default();
     }
     let quantiles = slo.quantiles();
     let mut figures = Measured::of_run(&report, slo, expect);
-    figures.intervals = intervals(&report, &quantiles, expect);
+    figures.intervals = intervals(&report, &batches, &quantiles, expect);
     if log.exists() {
         class_figures(&mut figures, slo, &log)?;
     }
@@ -154,16 +158,17 @@ fn figures(
 fn class_figures(figures: &mut Measured, slo: &Slo, log: &Path) -> anyhow::Result<()> {
     figures.class_latency_us.clear();
     // Each class's histogram read from the log once, whatever number of percentiles ask it.
-    let mut read: std::collections::HashMap<String, Option<hdrhistogram::Histogram<u64>>> =
+    let mut read: std::collections::HashMap<String, Option<latency::Logged>> =
         std::collections::HashMap::new();
     for (class, q) in slo.class_quantiles() {
         if !read.contains_key(&class) {
-            let h = whole_histogram(log, Some(&webscope_load::tag_of(&class)))?;
-            read.insert(class.clone(), h.filter(|h| !h.is_empty()));
+            let logged = latency::read(log, Some(&webscope_load::tag_of(&class)))?;
+            read.insert(class.clone(), logged);
         }
-        let Some(h) = read.get(&class).and_then(Option::as_ref) else {
+        let Some(logged) = read.get(&class).and_then(Option::as_ref) else {
             continue;
         };
+        let h = &logged.whole;
         let us = |ns: u64| ns as f64 / 1000.0;
         let point = if q >= 1.0 {
             us(h.max())
@@ -171,7 +176,7 @@ fn class_figures(figures: &mut Measured, slo: &Slo, log: &Path) -> anyhow::Resul
             us(h.value_at_quantile(q))
         };
         figures.class_latency_us.push((class.clone(), q, point));
-        if let Some(range) = latency_range(h, q) {
+        if let Some(range) = latency::range(h, &logged.intervals, q) {
             figures
                 .intervals
                 .push((Metric::Latency { quantile: q }, Some(class), range));
@@ -180,60 +185,24 @@ fn class_figures(figures: &mut Measured, slo: &Slo, log: &Path) -> anyhow::Resul
     Ok(())
 }
 
-/// The 95 % interval of the q-quantile (q < 1) of the latencies in `h`, in µs.
-fn latency_range(h: &hdrhistogram::Histogram<u64>, q: f64) -> Option<Range> {
-    if q >= 1.0 {
-        return None;
-    }
-    let ranks = stats::quantile_ranks(h.len(), q, CONFIDENCE)?;
-    let values = ranks.values(|rank| h.value_at_quantile(ranks.quantile_of(rank)) as f64 / 1000.0);
-    Some(Range {
-        low: values.low,
-        high: values.high,
-    })
-}
-
-/// Every interval of the run's log (of one tag, a class's, or all) added into one histogram
-/// (None for an empty log).
-fn whole_histogram(
-    log: &Path,
-    tag: Option<&str>,
-) -> anyhow::Result<Option<hdrhistogram::Histogram<u64>>> {
-    let mut whole = None::<hdrhistogram::Histogram<u64>>;
-    let intervals = webscope_load::read_intervals(log, tag)
-        .with_context(|| format!("the run's interval log {}", log.display()))?;
-    for interval in intervals {
-        match whole.as_mut() {
-            Some(h) => h
-                .add(&interval.histogram)
-                .map_err(|e| anyhow::anyhow!("{}: {e:?}", log.display()))?,
-            None => {
-                // A histogram read back from a log does not grow by itself: the next
-                // interval's slowest request may lie beyond its range.
-                let mut first = interval.histogram;
-                first.auto(true);
-                whole = Some(first);
-            }
-        }
-    }
-    Ok(whole)
-}
-
 /// The confidence of every interval the judge draws.
 const CONFIDENCE: Confidence = Confidence::P95;
 
 /// The 95 % intervals of the figures the objective judges: each latency percentile's from
 /// the order statistics of the run's whole histogram (distribution-free: the ranks that hold
-/// it, from the binomial), the error and goodput shares' by Wilson's score interval.
+/// it, from the binomial), widened by the batch-means interval of the run's `batches` (its
+/// log's intervals) where they disagree ([`latency`]); the error and goodput shares' by
+/// Wilson's score interval.
 fn intervals(
     report: &webscope_load::Report,
+    batches: &[hdrhistogram::Histogram<u64>],
     quantiles: &[f64],
     expect: &webscope_load::Expect,
 ) -> Vec<(Metric, Option<String>, Range)> {
     let mut out = Vec::new();
     if let Some(h) = report.latency_histogram.as_ref().filter(|h| !h.is_empty()) {
         for &q in quantiles {
-            if let Some(range) = latency_range(h, q) {
+            if let Some(range) = latency::range(h, batches, q) {
                 out.push((Metric::Latency { quantile: q }, None, range));
             }
         }
@@ -463,7 +432,7 @@ mod tests {
         let mut m = Measured::of_load(&report, &[0.99], &expect);
         let point = slo.judge(&m);
         assert_eq!(point[0].verdict, Verdict::Fail, "{}", point[0].line());
-        m.intervals = intervals(&report, &[0.99], &expect);
+        m.intervals = intervals(&report, &[], &[0.99], &expect);
         let judged = slo.judge(&m);
         assert_eq!(
             judged[0].verdict,
@@ -480,7 +449,7 @@ mod tests {
             ..Default::default()
         };
         let mut m = Measured::of_load(&report, &[0.99], &expect);
-        m.intervals = intervals(&report, &[0.99], &expect);
+        m.intervals = intervals(&report, &[], &[0.99], &expect);
         assert_eq!(slo.judge(&m)[0].verdict, Verdict::Fail);
     }
 

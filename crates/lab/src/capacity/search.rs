@@ -8,9 +8,12 @@
 //! capacity's uncertainty: the highest rate whose pass was confirmed and the lowest above it
 //! whose fail was (at least [`CONFIRM`] probes at each, or `repeat` with `--repeat`). A probe
 //! that could not be decided (a condition's interval straddles its limit) is taken again at
-//! the same rate, longer ([`Search::length_factor`]); a probe taken while the machine was
+//! the same rate, longer ([`Search::length_factor`]); after [`MOST_UNDECIDED`] such probes the
+//! rate is *not shown to meet* the objective and counts as a fail there: a capacity is a rate
+//! shown to meet it, and near the knee, where a run's slow requests come in queue episodes,
+//! a rate may stay undecided however long it is probed. A probe taken while the machine was
 //! disturbed does not count, and is taken again once the caller has waited the disturbance
-//! out. A search that cannot get decided or undisturbed probes ends without a capacity.
+//! out. A search that cannot get undisturbed probes ends without a capacity.
 //!
 //! Pure: it only chooses rates and reads outcomes, so it is tested against servers whose
 //! capacity is known by construction. The caller runs the probes (warm-up, cool-down, the
@@ -64,7 +67,8 @@ pub enum Outcome {
     /// not on the server.
     GeneratorBound,
     /// A figure the objective needs was not measured, or its interval straddles the limit:
-    /// no verdict (taken again, longer, up to [`MOST_UNDECIDED`] times at a rate).
+    /// no verdict (taken again, longer; [`MOST_UNDECIDED`] of them at a rate count as a fail
+    /// there, the rate not shown to meet the objective).
     Undecided(String),
     /// The machine was disturbed while the probe ran (other processes took the server's or
     /// the generator's CPU, steal, pressure): no verdict on the server (taken again, up to
@@ -78,8 +82,8 @@ pub enum Outcome {
 pub const CONFIRM: u32 = 2;
 /// Most probes at one rate (the majority of them decides when they keep disagreeing).
 pub const MOST_AT_RATE: u32 = 5;
-/// Most undecided probes at one rate, each twice as long as the one before, before the search
-/// ends undecided there.
+/// Most undecided probes at one rate, each twice as long as the one before, before the rate
+/// counts as failing (not shown to meet the objective).
 pub const MOST_UNDECIDED: u32 = 3;
 /// Most disturbed probes in a row before the search ends without a capacity.
 pub const MOST_DISTURBED: u32 = 3;
@@ -87,19 +91,22 @@ pub const MOST_DISTURBED: u32 = 3;
 /// How a search ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
-    /// The bracket closed: `capacity` passed `passes` of its probes, `fails_at` failed.
+    /// The bracket closed: `capacity` passed `passes` of its probes, `fails_at` failed
+    /// (`unproven` of those fails: [`MOST_UNDECIDED`] undecided probes each).
     Found {
         capacity: f64,
         passes: (u32, u32),
         fails_at: f64,
         fails: (u32, u32),
+        unproven: u32,
     },
     /// The generator fell behind at `at`; the capacity is above `above` (the highest rate
     /// that passed), beyond what this generator can offer.
     GeneratorBound { above: Option<f64>, at: f64 },
     /// Even the lowest rate tried failed.
     Below { rate: f64 },
-    /// A probe at `at` could not be judged.
+    /// A probe at `at` could not be judged (no longer reached by a search: the rate counts
+    /// as failing; kept so that a stored report that has it still reads).
     Undecided { at: f64, why: String },
     /// The machine stayed disturbed: no probe at `at` could run on a quiet machine.
     Disturbed { at: f64, why: String },
@@ -118,6 +125,8 @@ pub struct Search {
     tally: BTreeMap<u64, (u32, u32)>,
     /// Rate → undecided probes there.
     undecided: BTreeMap<u64, u32>,
+    /// Rate → fails counted there for [`MOST_UNDECIDED`] undecided probes.
+    unproven: BTreeMap<u64, u32>,
     /// Disturbed probes since the last one that was not, and the rate they were at.
     disturbed: (u32, u64),
     probes: usize,
@@ -140,6 +149,7 @@ impl Search {
             plan,
             tally: BTreeMap::new(),
             undecided: BTreeMap::new(),
+            unproven: BTreeMap::new(),
             disturbed: (0, 0),
             probes: 0,
             ended: None,
@@ -196,11 +206,15 @@ impl Search {
                     at: rate,
                 });
             }
-            Outcome::Undecided(why) => {
+            Outcome::Undecided(_) => {
                 let n = self.undecided.entry(key).or_default();
                 *n += 1;
                 if *n >= MOST_UNDECIDED {
-                    self.ended = Some(Ending::Undecided { at: rate, why });
+                    // Not shown to meet the objective: a fail there (its next probe keeps
+                    // the longest length).
+                    *n = 0;
+                    self.tally.entry(key).or_default().1 += 1;
+                    *self.unproven.entry(key).or_default() += 1;
                 }
             }
             Outcome::Disturbed(why) => {
@@ -301,6 +315,7 @@ impl Search {
                         passes: (lp, lp + lf),
                         fails_at: hi as f64,
                         fails: (hf, hp + hf),
+                        unproven: self.unproven.get(&hi).copied().unwrap_or(0),
                     });
                 }
                 Ok(mid)
@@ -328,14 +343,21 @@ impl Ending {
                 passes,
                 fails_at,
                 fails,
+                unproven,
             } => format!(
-                "capacity {} req/s (passes {}/{}; {} fails {}/{}; bracket ±{:.1} %)",
+                "capacity {} req/s (passes {}/{}; {} fails {}/{}{}; bracket ±{:.1} %)",
                 thousands(*capacity),
                 passes.0,
                 passes.1,
                 thousands(*fails_at),
                 fails.0,
                 fails.1,
+                match unproven {
+                    0 => String::new(),
+                    n => format!(
+                        ", {n} of them for {MOST_UNDECIDED} undecided probes: not shown to meet the objective"
+                    ),
+                },
                 self.bracket_pct().unwrap_or(0.0)
             ),
             Ending::GeneratorBound { above: Some(r), at } => format!(

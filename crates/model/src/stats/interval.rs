@@ -12,10 +12,13 @@
 //!   collapses to a point. [`clopper_pearson`] inverts the binomial itself: its coverage is
 //!   at least the level for every true share (conservative, so wider): for a caller that
 //!   must guarantee the level, such as a test that asserts a share.
+//! - A share over **batches** of one run: [`batch_share`], the method of batch means, for
+//!   counts whose requests are not independent (latencies are autocorrelated: a queue
+//!   episode slows thousands of consecutive requests together).
 //! - [`decide`]: an interval against a ceiling or a floor is a pass, a fail, or undecided
 //!   when it straddles the limit — more requests are needed, not a verdict.
 
-use statrs::distribution::{ContinuousCDF, Normal};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 use super::binomial::Binomial;
 
@@ -131,6 +134,42 @@ fn first(lo: u64, hi: u64, holds: impl Fn(u64) -> bool) -> Option<u64> {
     }
     (lo < end).then_some(lo)
 }
+
+/// The batch-means interval of a share over consecutive batches of one run: `batches` holds
+/// each batch's (k, n), k of its n requests counted (say, slower than a limit). The share is
+/// Σk / Σn, its variance the ratio estimator's over the batches, Σ(kᵢ − p·nᵢ)² / ((b − 1)·b·n̄²),
+/// and the interval p ± t(b − 1, 1 − α/2)·s, clamped to [0, 1] (Law & Kelton's method of
+/// batch means). Unlike [`wilson`], which takes every request as independent of the next,
+/// it widens when the counted requests came in clusters: a queue that built and drained
+/// slows thousands of consecutive requests together, and then the batches disagree. `None`
+/// for fewer than [`MIN_BATCHES`] batches or no request.
+pub fn batch_share(batches: &[(u64, u64)], confidence: Confidence) -> Option<Interval> {
+    let b = batches.len();
+    let total: u64 = batches.iter().map(|&(_, n)| n).sum();
+    if b < MIN_BATCHES || total == 0 || batches.iter().any(|&(k, n)| k > n) {
+        return None;
+    }
+    let bf = b as f64;
+    let p = batches.iter().map(|&(k, _)| k as f64).sum::<f64>() / total as f64;
+    let mean_n = total as f64 / bf;
+    let squares: f64 = batches
+        .iter()
+        .map(|&(k, n)| (k as f64 - p * n as f64).powi(2))
+        .sum();
+    let se = (squares / ((bf - 1.0) * bf * mean_n * mean_n)).sqrt();
+    let t = StudentsT::new(0.0, 1.0, bf - 1.0)
+        .ok()?
+        .inverse_cdf(1.0 - confidence.tail());
+    Some(Interval {
+        low: (p - t * se).max(0.0),
+        high: (p + t * se).min(1.0),
+    })
+}
+
+/// The fewest batches a batch-means interval is drawn from: with fewer, t's quantile and the
+/// spread of a handful of values make an interval too loose to decide anything (t(4) at
+/// 95 % is 2.78; t(1) would be 12.7).
+pub const MIN_BATCHES: usize = 5;
 
 /// The Wilson score interval of the share k / n; `None` when n is 0 (no share to bound) or
 /// k > n.

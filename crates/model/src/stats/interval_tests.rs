@@ -206,3 +206,39 @@ fn a_bound_on_the_limit_meets_it_and_an_unbounded_side_decides_nothing() {
         Decision::Undecided
     );
 }
+
+#[test]
+fn batch_share_of_equal_batches_is_the_t_interval_of_their_shares() {
+    // Ten batches of 1 000 with 1..=10 counted: p = 55/10 000 = 0.0055; the shares' standard
+    // error is 0.0009574 (s² of 1..=10 is 9.1667, over 1 000² and 10); t(9) at 97.5 % =
+    // 2.2622 (tables): half-width 0.0021659.
+    let batches: Vec<(u64, u64)> = (1..=10).map(|k| (k, 1_000)).collect();
+    let i = batch_share(&batches, Confidence::P95).unwrap();
+    assert!(close(i.low, 0.0055 - 0.0021659, 1e-6), "{i:?}");
+    assert!(close(i.high, 0.0055 + 0.0021659, 1e-6), "{i:?}");
+}
+
+#[test]
+fn clustered_counts_widen_the_share_where_wilson_would_not() {
+    // 1 200 of 30 000 requests counted (4 %): spread evenly over ten batches the interval is
+    // tight; all in one batch it reaches down past 1 %, as Wilson's never would.
+    let even: Vec<(u64, u64)> = (0..10).map(|_| (120, 3_000)).collect();
+    let mut clustered: Vec<(u64, u64)> = (0..10).map(|_| (0, 3_000)).collect();
+    clustered[4].0 = 1_200;
+    let e = batch_share(&even, Confidence::P95).unwrap();
+    let c = batch_share(&clustered, Confidence::P95).unwrap();
+    let w = wilson(1_200, 30_000, Confidence::P95).unwrap();
+    assert!(e.low > 0.039 && e.high < 0.041, "{e:?}");
+    assert!(w.low > 0.037, "{w:?}");
+    assert!(c.low < 0.01 && c.high > 0.09, "{c:?}");
+}
+
+#[test]
+fn batch_share_needs_five_batches_of_sound_counts() {
+    let four = [(1, 10), (1, 10), (1, 10), (1, 10)];
+    assert_eq!(batch_share(&four, Confidence::P95), None);
+    assert_eq!(batch_share(&[(0, 0); 5], Confidence::P95), None);
+    assert_eq!(batch_share(&[(11, 10); 5], Confidence::P95), None);
+    let same = batch_share(&[(3, 100); 5], Confidence::P95).unwrap();
+    assert_eq!((same.low, same.high), (0.03, 0.03));
+}

@@ -32,8 +32,8 @@ mod binomial;
 pub mod interval;
 
 pub use interval::{
-    clopper_pearson, decide, quantile_ranks, wilson, Confidence, Decision, Interval, Limit,
-    RankInterval,
+    batch_share, clopper_pearson, decide, quantile_ranks, wilson, Confidence, Decision, Interval,
+    Limit, RankInterval,
 };
 
 /// Finite values in ascending order: sort once, then read the median, any quantile, or a

@@ -134,7 +134,7 @@ fn a_generator_that_falls_behind_ends_the_search_without_a_server_capacity() {
 }
 
 #[test]
-fn a_first_failure_goes_down_and_an_undecided_probe_stops() {
+fn a_first_failure_goes_down_and_a_rate_that_stays_undecided_counts_as_failing() {
     let (ending, rates) = search(Plan::new(1_000.0), server(300.0));
     let Ending::Found { capacity, .. } = ending else {
         panic!("{ending:?}");
@@ -146,7 +146,8 @@ fn a_first_failure_goes_down_and_an_undecided_probe_stops() {
     let (ending, _) = search(Plan::new(10.0), |_| Outcome::Fail);
     assert_eq!(ending, Ending::Below { rate: 1.0 });
 
-    // An undecided probe is taken again, longer, before the search gives up there.
+    // An undecided probe is taken again, longer; a rate that stays undecided is not shown to
+    // meet the objective, and counts as failing there.
     let mut s = Search::new(Plan::new(10.0));
     let mut rates = Vec::new();
     let mut factors = Vec::new();
@@ -154,13 +155,40 @@ fn a_first_failure_goes_down_and_an_undecided_probe_stops() {
         rates.push(rate);
         factors.push(s.length_factor(rate));
         s.record(rate, Outcome::Undecided("p99 straddles 5ms".into()));
+        if rates.len() > 60 {
+            break;
+        }
     }
-    assert_eq!(rates, [10.0; MOST_UNDECIDED as usize]);
-    assert_eq!(factors, [1, 2, 4]);
-    let ending = s.ending().unwrap().sentence();
+    assert_eq!(&rates[..3], [10.0; MOST_UNDECIDED as usize]);
+    assert_eq!(&factors[..3], [1, 2, 4]);
+    // The unproven fail is confirmed like any fail before the search goes down from it.
+    assert_eq!(&rates[3..6], [10.0; 3]);
+    assert_eq!(rates[6], 5.0);
+    assert_eq!(s.ending(), Some(&Ending::Below { rate: 1.0 }));
+
+    // A server that meets the objective to 1 000 req/s and cannot be decided above it: the
+    // capacity is the highest rate shown to meet it, the bracket's top counted unproven.
+    let (ending, _) = search(Plan::new(100.0), |rate| {
+        if rate <= 1_000.0 {
+            Outcome::Pass
+        } else {
+            Outcome::Undecided("p99 straddles 5ms".into())
+        }
+    });
+    let Ending::Found {
+        capacity, unproven, ..
+    } = &ending
+    else {
+        panic!("{ending:?}");
+    };
+    assert!((950.0..=1_000.0).contains(capacity), "{ending:?}");
+    assert!(*unproven >= 1, "{ending:?}");
     assert!(
-        ending.contains("could not be decided, 3 times, each longer (p99 straddles"),
-        "{ending}"
+        ending
+            .sentence()
+            .contains("undecided probes: not shown to meet"),
+        "{}",
+        ending.sentence()
     );
 }
 

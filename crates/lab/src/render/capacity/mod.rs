@@ -330,9 +330,10 @@ fn ending_json(e: &Ending) -> Value {
             passes,
             fails_at,
             fails,
+            unproven,
         } => json!({
             "kind": "found", "capacity_rps": capacity, "fails_at_rps": fails_at,
-            "passes": [passes.0, passes.1], "fails": [fails.0, fails.1],
+            "passes": [passes.0, passes.1], "fails": [fails.0, fails.1], "unproven": unproven,
             "bracket_pct": e.bracket_pct(),
         }),
         Ending::GeneratorBound { above, at } => {
