@@ -45,23 +45,64 @@ fn verdicts(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> Vec<(St
         .collect()
 }
 
-/// [`verdicts`], run again once (in a fresh report folder) when the first run's verdict is not
-/// `bound`: on this 2-core VM the server's share of its core sits a few points above the 90 %
-/// limit, and a neighbour's moment can take it under (then the lab says, honestly,
-/// "machine-cpu" or "latency"). A verdict rule that never finds `bound` still fails.
-fn verdicts_twice(
+/// [`verdicts`], run again (in a fresh report folder, up to three times) when the run's
+/// verdict is not `bound`: on this 2-core VM the server's share of its core sits a few points
+/// above the 90 % limit, and a neighbour (another test binary, a build) can take it under
+/// (then the lab says, honestly, "machine-cpu" or "latency"). Before each run the test waits
+/// for the machine to be quiet. A verdict rule that never finds `bound` still fails.
+fn verdicts_retried(
     bound: &str,
     target: &str,
     fileset: &Path,
     out: &Path,
     extra: &[&str],
 ) -> Vec<(String, String)> {
-    let first = verdicts(target, fileset, &out.join("first"), extra);
-    if first.first().is_some_and(|(b, _)| b == bound) {
-        return first;
+    wait_for_quiet_machine();
+    let mut got = verdicts(target, fileset, &out.join("run-1"), extra);
+    for attempt in 2..=3 {
+        if got.first().is_some_and(|(b, _)| b == bound) {
+            break;
+        }
+        eprintln!(
+            "run {} said {got:?}; waiting for a quiet machine",
+            attempt - 1
+        );
+        wait_for_quiet_machine();
+        got = verdicts(target, fileset, &out.join(format!("run-{attempt}")), extra);
     }
-    eprintln!("first run said {first:?}; running again");
-    verdicts(target, fileset, &out.join("second"), extra)
+    got
+}
+
+/// Waits until the machine's CPUs are less than a quarter busy over a second (the servers
+/// the tests started idle meanwhile), at most two minutes: then the next run measures its
+/// own processes, not a neighbour's build.
+fn wait_for_quiet_machine() {
+    let busy_and_total = || -> (u64, u64) {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let fields: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        let total: u64 = fields.iter().take(8).sum();
+        // idle and iowait are the 4th and 5th fields.
+        let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+        (total.saturating_sub(idle), total)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while std::time::Instant::now() < deadline {
+        let (b0, t0) = busy_and_total();
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let (b1, t1) = busy_and_total();
+        let share = (b1 - b0) as f64 / (t1 - t0).max(1) as f64;
+        if share < 0.25 {
+            return;
+        }
+    }
+    eprintln!("the machine stayed busy for two minutes; running anyway");
 }
 
 #[test]
@@ -76,7 +117,7 @@ fn copying_every_byte_twice_makes_the_server_the_bottleneck() {
     // Without sendfile and mmap the server reads each 1 MiB into a buffer and writes it out:
     // two copies per response against the generator's one.
     let server = Served::start_with(&set, &["--disable", "sendfile,mmap"], Some(0));
-    let v = verdicts_twice(
+    let v = verdicts_retried(
         "server-cpu",
         &server.base_url,
         &set,
@@ -110,7 +151,7 @@ fn nginx_on_one_core_is_server_bound_and_found_by_its_port() {
         return;
     };
     // No --server-pid: the master and its worker are found by the listening socket.
-    let v = verdicts_twice(
+    let v = verdicts_retried(
         "server-cpu",
         &nginx.base_url,
         &set,
@@ -139,13 +180,24 @@ fn a_generator_sharing_its_cpu_is_the_bottleneck_though_not_busy() {
     // the server (nginx on CPU 0 answers at once): it runs, or waits for its CPU. With one
     // neighbour the generator drove nginx (and loopback's softirq) to ~78 % of CPU 0, the
     // machine's CPUs passed 85 % busy and the lab said, honestly, "machine-cpu" (1 run in 4).
-    let _neighbours = (Spinner::on(1), Spinner::on(1));
-    let v = verdicts(
-        &nginx.base_url,
-        &set,
-        &tmp.path().join("r"),
-        &["--clients", "64", "--keep-alive", "--duration", "2s"],
-    );
+    // A neighbour of the test's own (another test binary, a build) can still push the
+    // machine past 85 %: then the neighbours stop, the machine is waited for, and the run
+    // is taken again, up to three times.
+    let mut v = Vec::new();
+    for attempt in 1..=3 {
+        wait_for_quiet_machine();
+        let _neighbours = (Spinner::on(1), Spinner::on(1));
+        v = verdicts(
+            &nginx.base_url,
+            &set,
+            &tmp.path().join(format!("r{attempt}")),
+            &["--clients", "64", "--keep-alive", "--duration", "2s"],
+        );
+        if v.first().is_some_and(|(b, _)| b == "generator") {
+            break;
+        }
+        eprintln!("run {attempt} said {v:?}");
+    }
     assert_eq!(v[0].0, "generator", "{v:?}");
     assert!(v[0].1.contains("never waited for the server"), "{v:?}");
 }
@@ -185,6 +237,8 @@ fn one_client_closing_connections_fills_time_wait() {
     let set = tmp.path().join("set");
     single_file_set(&set, "1k");
     let out = tmp.path().join("r");
+    // The verdict is ports only while neither CPU is full: not beside a neighbour's build.
+    wait_for_quiet_machine();
     // 8 000 ephemeral ports: connect() cycles through the even half, and the server keeps
     // each closed connection's 4-tuple in TIME_WAIT for 60 s, so the port's TIME_WAIT sockets
     // climb to about 4 000 within a second or two of one client's connection-per-request loop,

@@ -35,6 +35,7 @@ mod lognormal;
 mod points;
 mod popularity;
 mod service;
+pub mod sessions;
 mod sizes;
 mod sketch;
 mod traffic;
