@@ -8,6 +8,7 @@ use super::clients::ClientCounter;
 use super::coverage::{self, Coverage};
 use super::hosts::HostTally;
 use super::service::TimeSketch;
+use super::sessions::{SessionCounter, SESSION_GAP_S};
 use super::sketch::SizeSketch;
 use super::traffic::MixCounter;
 use super::urls::UrlCounter;
@@ -53,12 +54,24 @@ impl Default for Bounds {
 }
 
 /// What to characterize and how.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
     /// Count a URL by its path alone, its query strings folded into it.
     pub fold_query: bool,
+    /// Seconds without a request that end a session ([`SESSION_GAP_S`]: 30 min).
+    pub session_gap_s: i64,
     /// The bounds of the raw values kept.
     pub bounds: Bounds,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fold_query: false,
+            session_gap_s: SESSION_GAP_S,
+            bounds: Bounds::default(),
+        }
+    }
 }
 
 /// The characterization of a log being read.
@@ -75,6 +88,7 @@ pub struct Characterizer {
     urls: UrlCounter,
     clients: ClientCounter,
     times: TimeSketch,
+    sessions: SessionCounter,
 }
 
 impl Characterizer {
@@ -94,6 +108,7 @@ impl Characterizer {
             urls: UrlCounter::new(options.fold_query, b.references),
             clients: ClientCounter::new(b.clients),
             times: TimeSketch::new(b.request_times),
+            sessions: SessionCounter::new(options.session_gap_s),
         }
     }
 
@@ -113,6 +128,10 @@ impl Characterizer {
         self.urls.add(e, t);
         self.clients.add(&e.client);
         self.times.add(e);
+        if e.has_request() {
+            let agent = e.user_agent.as_deref().unwrap_or("");
+            self.sessions.add(&e.client, agent, t, &e.path);
+        }
     }
 
     /// The figures, with what reading found (`read`).
@@ -164,6 +183,9 @@ impl Characterizer {
                 })
                 .finish(),
             request_times: self.times.figures(),
+            // The sessions still open end with the log (a copy closes them: `finish` may be
+            // called on a characterization that goes on).
+            sessions: self.sessions.clone().finish(),
             coverage: Coverage::default(),
             invariants: Vec::new(),
         };

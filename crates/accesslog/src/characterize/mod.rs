@@ -2,7 +2,8 @@
 //! "like this site", with the fits that summarize them and the published invariants beside.
 //!
 //! What it is for: `webscope characterize` (and the figures `fileset like` and `--replay`
-//! report back). What it is not for: judging a site (no sessions, bots or geography), or
+//! report back), and the sessions and page views a users' load test draws on ([`sessions`]).
+//! What it is not for: judging a site (no bots or geography, no sessions by cookie), or
 //! statistics on logs too short to carry them — a figure that cannot be computed from this
 //! log is `None`, with the reason in the invariants table where one applies.
 //!
@@ -12,7 +13,8 @@
 //!   and a 2xx or 304 status, keyed by URL: path and query, or path alone when the queries
 //!   are folded ([`Options::fold_query`]);
 //! - transfer sizes: 2xx responses with a body; document sizes: each referenced URL's
-//!   largest 200 response.
+//!   largest 200 response;
+//! - sessions and page views: entries with a readable request, whatever their status.
 //!
 //! How: a [`Characterizer`] takes the entries one by one as [`crate::stream_logs`] hands
 //! them over, and keeps only what is distinct in the log — a row per URL, a count per
@@ -124,6 +126,8 @@ pub struct Characterization {
     pub request_times: Option<RequestTimes>,
     /// Arlitt & Williamson's invariants beside this log's figures.
     pub invariants: Vec<Invariant>,
+    /// Sessions and page views ([`sessions`] defines them).
+    pub sessions: sessions::Sessions,
 }
 
 /// The size distributions.

@@ -239,6 +239,27 @@ pub struct Sessions {
     pub think: ThinkTimes,
 }
 
+impl Sessions {
+    /// The definitions these figures were counted by, in words, with this log's gaps: what an
+    /// independent count must apply to reproduce them.
+    pub fn definition(&self) -> String {
+        format!(
+            "A session is the requests of one client address with one user agent (every logged request with a readable request line, whatever its status), ended by {} without a request. A page view starts at each page (an HTML document, or a path without an extension) and holds the session's next requests for other objects while each comes within {} s of the request before it; an object after a longer pause starts a page view of its own. A think time runs from the last request of a page view to the first of the next in the same session, in whole seconds (the log's resolution).",
+            gap_words(self.gap_s),
+            self.object_gap_s
+        )
+    }
+}
+
+/// `1800` → "30 min", `90` → "90 s", `7200` → "2 h".
+fn gap_words(s: u64) -> String {
+    match s {
+        s if s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
+}
+
 /// A count distribution's summary.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
 pub struct Spread {

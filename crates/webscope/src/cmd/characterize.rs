@@ -4,6 +4,7 @@
 //! short summary on the terminal.
 
 mod page;
+mod sessions;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -51,6 +52,10 @@ pub struct Args {
     /// `/?flav=rss20` is a resource of its own).
     #[arg(long)]
     fold_query: bool,
+    /// A session (one client address with one user agent) ends after this long without a
+    /// request.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = super::positive_duration)]
+    session_gap: std::time::Duration,
     /// No progress line while reading (there is none either when stderr is not a terminal).
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -87,6 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let progress = progress_bar(args.quiet);
     let mut characterizer = Characterizer::new(Options {
         fold_query: args.fold_query,
+        session_gap_s: i64::try_from(args.session_gap.as_secs().max(1)).unwrap_or(i64::MAX),
         ..Options::default()
     });
     let read = stream_logs(

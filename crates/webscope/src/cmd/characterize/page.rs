@@ -63,6 +63,7 @@ pub fn page(c: &Characterization, logs: &[String]) -> Page {
             url_lists(c),
             sizes(c),
             arrivals(c),
+            super::sessions::section(c),
             invariants_section(c),
         ],
     }

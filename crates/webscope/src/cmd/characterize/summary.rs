@@ -362,6 +362,7 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         pct(c.clients.top10_share)
     );
     s.push_str(&estimated(c));
+    let _ = writeln!(s, "{}", super::sessions::line(c));
     if let Some(t) = c.request_times {
         let _ = writeln!(
             s,
