@@ -10,6 +10,7 @@
 
 // foldhash, not std's SipHash: one lookup per entry of a log of millions, keyed by
 // strings a log's writer does not choose to collide (a hostile log could slow it, not break it).
+use compact_str::CompactString;
 use foldhash::HashMap;
 
 use super::clients::hash;
@@ -54,7 +55,9 @@ impl UrlStats {
 #[derive(Debug, Clone)]
 pub struct UrlCounter {
     fold_query: bool,
-    urls: HashMap<String, UrlStats>,
+    /// Keyed by [`CompactString`]: most URLs are held in the key itself, so that a lookup
+    /// compares it without a second cache miss.
+    urls: HashMap<CompactString, UrlStats>,
     /// Per URL id: whether its references are still in the log.
     hashes: Vec<u64>,
     /// (URL id, second after `base`) of each reference of the URLs sampled, in arrival order.
@@ -63,7 +66,7 @@ pub struct UrlCounter {
     max_refs: usize,
     level: u32,
     total_bytes: u64,
-    key: String,
+    key: CompactString,
 }
 
 /// One URL in a list of the report.
@@ -111,7 +114,7 @@ impl UrlCounter {
             max_refs: max_refs.max(1),
             level: 0,
             total_bytes: 0,
-            key: String::new(),
+            key: CompactString::default(),
         }
     }
 
@@ -199,9 +202,9 @@ impl UrlCounter {
     /// The lists of the report.
     pub fn table(&self) -> UrlTable {
         let top = |key: &dyn Fn(&UrlStats) -> u64| {
-            let mut rows: Vec<(&String, &UrlStats)> =
+            let mut rows: Vec<(&CompactString, &UrlStats)> =
                 self.urls.iter().filter(|(_, s)| key(s) > 0).collect();
-            let order = |a: &(&String, &UrlStats), b: &(&String, &UrlStats)| {
+            let order = |a: &(&CompactString, &UrlStats), b: &(&CompactString, &UrlStats)| {
                 key(b.1).cmp(&key(a.1)).then(a.0.cmp(b.0))
             };
             // Only the top few are wanted: partition them out, then sort those (a whole sort
