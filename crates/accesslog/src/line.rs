@@ -150,16 +150,22 @@ fn tail(rest: &str, format: Option<Format>) -> Result<Tail, &'static str> {
         }
         _ => {}
     }
-    // A timed format has a field after the user agent, so a quote missing there cannot be
-    // told from a line that is wrong: only the untimed formats repair.
-    let timed = matches!(format, Some(Format::CombinedWithTime(_)));
-    if !timed {
-        if let Some((referer, user_agent)) = cut_short(rest) {
-            return Ok((header(referer), user_agent.and_then(header), None, true));
+    let referer = quoted(rest);
+    let user_agent = referer.and_then(|(_, after)| quoted(after.trim_start()));
+    // Only a line whose fields do not all close is looked at again as one cut short: nearly
+    // every line closes them, and is scanned once.
+    let (Some((referer, _)), Some((user_agent, rest))) = (referer, user_agent) else {
+        // A timed format has a field after the user agent, so a quote missing there cannot
+        // be told from a line that is wrong: only the untimed formats repair.
+        let timed = matches!(format, Some(Format::CombinedWithTime(_)));
+        if let Some((cut_referer, cut_agent)) = cut_short(rest).filter(|_| !timed) {
+            return Ok((header(cut_referer), cut_agent.and_then(header), None, true));
         }
-    }
-    let (referer, rest) = quoted(rest).ok_or("bad referer field")?;
-    let (user_agent, rest) = quoted(rest.trim_start()).ok_or("bad user-agent field")?;
+        return Err(match referer {
+            None => "bad referer field",
+            Some(_) => "bad user-agent field",
+        });
+    };
     let request_time = match format {
         Some(Format::CombinedWithTime(unit)) => Some(request_time(rest, unit)?),
         _ => None,

@@ -124,17 +124,22 @@ impl UrlCounter {
         if !e.has_request() {
             return;
         }
-        self.key.clear();
-        self.key.push_str(&e.path);
-        if let (Some(q), false) = (&e.query, self.fold_query) {
-            self.key.push('?');
-            self.key.push_str(q);
-        }
-        let id = match self.urls.get_mut(self.key.as_str()) {
+        // The path is the key as it is, unless a query is kept with it.
+        let key = match (&e.query, self.fold_query) {
+            (Some(q), false) => {
+                self.key.clear();
+                self.key.push_str(&e.path);
+                self.key.push('?');
+                self.key.push_str(q);
+                self.key.as_str()
+            }
+            _ => e.path.as_str(),
+        };
+        let id = match self.urls.get_mut(key) {
             Some(stats) => stats.count(e),
             None => {
                 let id = self.hashes.len() as u32;
-                self.hashes.push(hash(&self.key));
+                self.hashes.push(hash(key));
                 let mut stats = UrlStats {
                     id,
                     requests: 0,
@@ -144,7 +149,7 @@ impl UrlCounter {
                     size: None,
                 };
                 let counted = stats.count(e);
-                self.urls.insert(self.key.clone(), stats);
+                self.urls.insert(CompactString::new(key), stats);
                 counted
             }
         };
