@@ -43,6 +43,7 @@ mod plausible;
 mod read;
 mod stream;
 
+pub use compact_str::CompactString;
 pub use error::Error;
 pub use format::{Format, TimeUnit};
 pub use line::{parse_line, Entry};

@@ -4,12 +4,21 @@
 //! the user agent hold spaces and (escaped) quotes. Apache escapes `"` and `\` with a
 //! backslash and other bytes as `\xhh`; nginx writes `\xhh` for both; both are undone.
 
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use compact_str::CompactString;
 
 use crate::clf_time;
 use crate::format::{Format, TimeUnit};
 
 /// One request as the server logged it.
+///
+/// Its text fields are [`CompactString`]s: a client address, a method, a protocol and most
+/// paths fit in the 24 bytes a `String` takes anyway, so that a line costs no allocation for
+/// them (a log of millions of lines spent a quarter of its reading time in `malloc` and
+/// `free` when each was a `String`), and a table keyed by them compares keys without
+/// following a pointer.
 ///
 /// A request the server could not read — nginx logs `"-"` for a connection closed or timed
 /// out before a request line (status 400 or 408), and the raw bytes when, say, a TLS
@@ -24,23 +33,23 @@ pub struct Entry {
     pub time: SystemTime,
     /// The client as logged (`%h`: an IPv4 or IPv6 address, or a host name). Webscope never
     /// writes it out: it is used only to count requests per client.
-    pub client: String,
+    pub client: CompactString,
     /// The request method, or `"-"` when the server logged no readable request.
-    pub method: String,
+    pub method: CompactString,
     /// The request target without its query, as logged (escapes undone), or `"-"`.
-    pub path: String,
+    pub path: CompactString,
     /// What followed the first `?` of the target.
-    pub query: Option<String>,
+    pub query: Option<CompactString>,
     /// `HTTP/1.1` etc.; empty when the request line had none (HTTP/0.9 or cut short).
-    pub protocol: String,
+    pub protocol: CompactString,
     /// The final status (`%>s`).
     pub status: u16,
     /// Body bytes sent (`%b`, `$body_bytes_sent`); `-` is 0.
     pub bytes: u64,
     /// The Referer header; `None` when logged as `-` or the format has none.
-    pub referer: Option<String>,
+    pub referer: Option<CompactString>,
     /// The User-Agent header; `None` when logged as `-` or the format has none.
-    pub user_agent: Option<String>,
+    pub user_agent: Option<CompactString>,
     /// The logged request time, with a timed [`Format`].
     pub request_time: Option<Duration>,
     /// Index of the file it came from, into the paths given to [`crate::read_logs`].
@@ -102,7 +111,7 @@ pub(crate) fn parse_line_repairing(
     let (method, path, query, protocol) = split_request(&request);
     let entry = Entry {
         time,
-        client: client.to_string(),
+        client: CompactString::new(client),
         method,
         path,
         query,
@@ -120,7 +129,12 @@ pub(crate) fn parse_line_repairing(
 
 /// Referer, user agent, request time, and whether the last quoted field lacked its closing
 /// quote.
-type Tail = (Option<String>, Option<String>, Option<Duration>, bool);
+type Tail = (
+    Option<CompactString>,
+    Option<CompactString>,
+    Option<Duration>,
+    bool,
+);
 
 /// Referer, user agent and request time from what follows the bytes field.
 fn tail(rest: &str, format: Option<Format>) -> Result<Tail, &'static str> {
@@ -136,16 +150,22 @@ fn tail(rest: &str, format: Option<Format>) -> Result<Tail, &'static str> {
         }
         _ => {}
     }
-    // A timed format has a field after the user agent, so a quote missing there cannot be
-    // told from a line that is wrong: only the untimed formats repair.
-    let timed = matches!(format, Some(Format::CombinedWithTime(_)));
-    if !timed {
-        if let Some((referer, user_agent)) = cut_short(rest) {
-            return Ok((header(referer), user_agent.and_then(header), None, true));
+    let referer = quoted(rest);
+    let user_agent = referer.and_then(|(_, after)| quoted(after.trim_start()));
+    // Only a line whose fields do not all close is looked at again as one cut short: nearly
+    // every line closes them, and is scanned once.
+    let (Some((referer, _)), Some((user_agent, rest))) = (referer, user_agent) else {
+        // A timed format has a field after the user agent, so a quote missing there cannot
+        // be told from a line that is wrong: only the untimed formats repair.
+        let timed = matches!(format, Some(Format::CombinedWithTime(_)));
+        if let Some((cut_referer, cut_agent)) = cut_short(rest).filter(|_| !timed) {
+            return Ok((header(cut_referer), cut_agent.and_then(header), None, true));
         }
-    }
-    let (referer, rest) = quoted(rest).ok_or("bad referer field")?;
-    let (user_agent, rest) = quoted(rest.trim_start()).ok_or("bad user-agent field")?;
+        return Err(match referer {
+            None => "bad referer field",
+            Some(_) => "bad user-agent field",
+        });
+    };
     let request_time = match format {
         Some(Format::CombinedWithTime(unit)) => Some(request_time(rest, unit)?),
         _ => None,
@@ -205,8 +225,8 @@ fn quoted(text: &str) -> Option<(&str, &str)> {
 }
 
 /// `-` is an absent header.
-fn header(raw: &str) -> Option<String> {
-    (raw != "-").then(|| unescape(raw))
+fn header(raw: &str) -> Option<CompactString> {
+    (raw != "-").then(|| CompactString::new(unescape(raw)))
 }
 
 /// Where the request field ends: the first unescaped `"` followed by ` ddd` (the status).
@@ -232,9 +252,9 @@ fn request_end(b: &[u8]) -> Option<usize> {
 
 /// Undoes Apache's and nginx's escapes: `\"`, `\\` and `\xhh`. Bytes that are not UTF-8
 /// become U+FFFD.
-fn unescape(raw: &str) -> String {
+fn unescape(raw: &str) -> Cow<'_, str> {
     if !raw.contains('\\') {
-        return raw.to_string();
+        return Cow::Borrowed(raw);
     }
     let b = raw.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -260,13 +280,21 @@ fn unescape(raw: &str) -> String {
         out.push(b[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// Method, path, query and protocol of a request line; `("-", "-", None, "")` when it is not
 /// one (see [`Entry`]).
-fn split_request(request: &str) -> (String, String, Option<String>, String) {
-    let unreadable = || ("-".to_string(), "-".to_string(), None, String::new());
+fn split_request(
+    request: &str,
+) -> (
+    CompactString,
+    CompactString,
+    Option<CompactString>,
+    CompactString,
+) {
+    let dash = || CompactString::const_new("-");
+    let unreadable = || (dash(), dash(), None, CompactString::default());
     let Some((method, rest)) = request.split_once(' ') else {
         return unreadable();
     };
@@ -281,14 +309,14 @@ fn split_request(request: &str) -> (String, String, Option<String>, String) {
         return unreadable();
     }
     let (path, query) = match target.split_once('?') {
-        Some((p, q)) => (p, Some(q.to_string())),
+        Some((p, q)) => (p, Some(CompactString::new(q))),
         None => (target, None),
     };
     (
-        method.to_string(),
-        path.to_string(),
+        CompactString::new(method),
+        CompactString::new(path),
         query,
-        protocol.to_string(),
+        CompactString::new(protocol),
     )
 }
 

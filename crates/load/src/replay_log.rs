@@ -30,11 +30,11 @@ pub struct Plan {
 pub(crate) fn logged(entry: &Entry) -> Option<LoggedRequest> {
     entry.has_request().then(|| LoggedRequest {
         time: entry.time,
-        client: entry.client.clone(),
-        method: entry.method.clone(),
+        client: entry.client.to_string(),
+        method: entry.method.to_string(),
         target: match &entry.query {
             Some(query) => format!("{}?{query}", entry.path),
-            None => entry.path.clone(),
+            None => entry.path.to_string(),
         },
         status: entry.status,
         bytes: entry.bytes,

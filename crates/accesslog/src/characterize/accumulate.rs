@@ -13,8 +13,8 @@ use super::sketch::SizeSketch;
 use super::traffic::MixCounter;
 use super::urls::UrlCounter;
 use super::{
-    burst, invariants, is_reference, popularity, redacted, unix, Characterization, Series,
-    SizeFigures, Sizes, MAX_BINS, MAX_SERIES_BINS,
+    burst, invariants, is_reference, popularity, redacted, unix, Characterization, Popularity,
+    Series, SizeFigures, Sizes, MAX_BINS, MAX_SERIES_BINS,
 };
 use crate::line::Entry;
 use crate::stream::ReadSummary;
@@ -136,10 +136,40 @@ impl Characterizer {
 
     /// The figures, with what reading found (`read`).
     pub fn finish(&self, read: &ReadSummary) -> Characterization {
+        // The popularity figures (a sort of the URLs, the Zipf fit, the inter-reference
+        // times) are two fifths of this end's time and need nothing else: they are drawn on a
+        // second CPU while the rest are drawn here. Each figure is computed as it would be
+        // alone, so the result is the same as on one thread.
+        std::thread::scope(|scope| {
+            let popularity = scope.spawn(|| {
+                popularity::popularity(
+                    self.urls.referenced(),
+                    self.urls.reference_log(),
+                    self.urls.sampled(),
+                )
+            });
+            self.figures(read, || {
+                popularity
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        })
+    }
+
+    /// The figures, the popularity's taken from `popularity` once the others are drawn.
+    fn figures(
+        &self,
+        read: &ReadSummary,
+        popularity: impl FnOnce() -> Popularity,
+    ) -> Characterization {
         let (first, last) = self.span.unwrap_or((0, 0));
         let span_s = (last - first + 1).max(0) as u64;
-        let referenced = self.urls.referenced();
-        let file_sizes: Vec<u64> = referenced.iter().filter_map(|r| r.size).collect();
+        let file_sizes: Vec<u64> = self
+            .urls
+            .referenced()
+            .iter()
+            .filter_map(|r| r.size)
+            .collect();
         let sizes = Sizes {
             transfer: self.transfers.figures(),
             transfer_exact: self.transfers.exact(),
@@ -148,8 +178,19 @@ impl Characterizer {
         };
         let bin = span_s.div_ceil(self.bounds.arrival_bins as u64).max(1);
         let (bin, _, per_bin) = self.seconds.regrouped(bin, first, last);
-        let popularity =
-            popularity::popularity(referenced, self.urls.reference_log(), self.urls.sampled());
+        let arrivals = burst::burstiness(&per_bin, bin);
+        let urls = self.urls.table();
+        // From the clients' counts rather than per entry: a network's or domain's name is
+        // made once per client, not once per request (exact while the clients are, from the
+        // clients' sample past that).
+        let hosts = self
+            .clients
+            .counted()
+            .fold(HostTally::default(), |mut h, (client, n)| {
+                h.add(client, n);
+                h
+            })
+            .finish();
         let mut c = Characterization {
             requests: self.requests,
             bad_lines: read.bad_lines,
@@ -165,27 +206,17 @@ impl Characterizer {
             per_minute: Series::from_bins(&self.minutes, 60, self.span),
             per_hour: Series::from_bins(&self.hours, 3600, self.span),
             mix: self.mix.mix(),
-            popularity,
-            urls: self.urls.table(),
+            urls,
             sizes,
-            arrivals: burst::burstiness(&per_bin, bin),
+            arrivals,
             arrivals_bin_s: bin,
             clients: self.clients.figures(),
-            // From the clients' counts rather than per entry: a network's or domain's name
-            // is made once per client, not once per request (exact while the clients are,
-            // from the clients' sample past that).
-            hosts: self
-                .clients
-                .counted()
-                .fold(HostTally::default(), |mut h, (client, n)| {
-                    h.add(client, n);
-                    h
-                })
-                .finish(),
+            hosts,
             request_times: self.times.figures(),
             // The sessions still open end with the log (a copy closes them: `finish` may be
             // called on a characterization that goes on).
             sessions: self.sessions.clone().finish(),
+            popularity: popularity(),
             coverage: Coverage::default(),
             invariants: Vec::new(),
         };

@@ -16,6 +16,7 @@
 
 // foldhash, not std's SipHash: one lookup per entry of a log of millions, keyed by
 // strings a log's writer does not choose to collide (a hostile log could slow it, not break it).
+use compact_str::CompactString;
 use foldhash::HashMap;
 use std::hash::{Hash, Hasher};
 
@@ -47,7 +48,7 @@ pub struct ClientCounter {
     max: usize,
     /// A client is kept when the top `level` bits of its hash are zero.
     level: u32,
-    counts: HashMap<String, u64>,
+    counts: HashMap<CompactString, u64>,
     requests: u64,
 }
 
@@ -72,7 +73,7 @@ impl ClientCounter {
         if self.level > 0 && !kept(hash(client), self.level) {
             return;
         }
-        self.counts.insert(client.to_string(), 1);
+        self.counts.insert(CompactString::new(client), 1);
         while self.counts.len() > self.max && self.level < 63 {
             self.level += 1;
             let level = self.level;

@@ -146,14 +146,23 @@ impl DocType {
         let Some((_, ext)) = name.rsplit_once('.') else {
             return DocType::Unknown;
         };
-        match ext.to_ascii_lowercase().as_str() {
-            "html" | "htm" | "shtml" | "xhtml" => DocType::Html,
-            "gif" | "jpg" | "jpeg" | "png" | "webp" | "svg" | "ico" | "bmp" | "avif" | "xbm"
-            | "tif" | "tiff" => DocType::Image,
-            "css" | "js" | "mjs" | "json" | "map" | "wasm" => DocType::Code,
-            "mp3" | "mp4" | "wav" | "au" | "ogg" | "webm" | "mov" | "mpg" | "mpeg" | "avi" => {
-                DocType::Media
-            }
+        // Lower-cased on the stack: this runs once per reference, and an extension longer
+        // than any below is Other whatever its case.
+        let mut lower = [0u8; 8];
+        let Some(ext) = lower.get_mut(..ext.len()).map(|l| {
+            l.copy_from_slice(ext.as_bytes());
+            l.make_ascii_lowercase();
+            &*l
+        }) else {
+            return DocType::Other;
+        };
+        match ext {
+            b"html" | b"htm" | b"shtml" | b"xhtml" => DocType::Html,
+            b"gif" | b"jpg" | b"jpeg" | b"png" | b"webp" | b"svg" | b"ico" | b"bmp" | b"avif"
+            | b"xbm" | b"tif" | b"tiff" => DocType::Image,
+            b"css" | b"js" | b"mjs" | b"json" | b"map" | b"wasm" => DocType::Code,
+            b"mp3" | b"mp4" | b"wav" | b"au" | b"ogg" | b"webm" | b"mov" | b"mpg" | b"mpeg"
+            | b"avi" => DocType::Media,
             _ => DocType::Other,
         }
     }
@@ -192,7 +201,7 @@ impl MixCounter {
         match self.methods.get_mut(e.method.as_str()) {
             Some(c) => *c += 1,
             None => {
-                self.methods.insert(e.method.clone(), 1);
+                self.methods.insert(e.method.to_string(), 1);
             }
         }
         *self.statuses.entry(e.status).or_insert(0) += 1;
@@ -273,5 +282,9 @@ mod tests {
         assert_eq!(DocType::of("/a.tar.gz"), DocType::Other);
         assert_eq!(DocType::of("/dir00001/class2_3"), DocType::Unknown);
         assert_eq!(DocType::of("/v1.2/file"), DocType::Unknown);
+        // Case is folded whatever the length; an extension longer than any known is Other.
+        assert_eq!(DocType::of("/a/PHOTO.JPEG"), DocType::Image);
+        assert_eq!(DocType::of("/a/movie.WebM"), DocType::Media);
+        assert_eq!(DocType::of("/a/b.htmlhtmlhtml"), DocType::Other);
     }
 }

@@ -10,6 +10,7 @@
 
 // foldhash, not std's SipHash: one lookup per entry of a log of millions, keyed by
 // strings a log's writer does not choose to collide (a hostile log could slow it, not break it).
+use compact_str::CompactString;
 use foldhash::HashMap;
 
 use super::clients::hash;
@@ -54,7 +55,9 @@ impl UrlStats {
 #[derive(Debug, Clone)]
 pub struct UrlCounter {
     fold_query: bool,
-    urls: HashMap<String, UrlStats>,
+    /// Keyed by [`CompactString`]: most URLs are held in the key itself, so that a lookup
+    /// compares it without a second cache miss.
+    urls: HashMap<CompactString, UrlStats>,
     /// Per URL id: whether its references are still in the log.
     hashes: Vec<u64>,
     /// (URL id, second after `base`) of each reference of the URLs sampled, in arrival order.
@@ -63,7 +66,7 @@ pub struct UrlCounter {
     max_refs: usize,
     level: u32,
     total_bytes: u64,
-    key: String,
+    key: CompactString,
 }
 
 /// One URL in a list of the report.
@@ -111,7 +114,7 @@ impl UrlCounter {
             max_refs: max_refs.max(1),
             level: 0,
             total_bytes: 0,
-            key: String::new(),
+            key: CompactString::default(),
         }
     }
 
@@ -121,17 +124,22 @@ impl UrlCounter {
         if !e.has_request() {
             return;
         }
-        self.key.clear();
-        self.key.push_str(&e.path);
-        if let (Some(q), false) = (&e.query, self.fold_query) {
-            self.key.push('?');
-            self.key.push_str(q);
-        }
-        let id = match self.urls.get_mut(self.key.as_str()) {
+        // The path is the key as it is, unless a query is kept with it.
+        let key = match (&e.query, self.fold_query) {
+            (Some(q), false) => {
+                self.key.clear();
+                self.key.push_str(&e.path);
+                self.key.push('?');
+                self.key.push_str(q);
+                self.key.as_str()
+            }
+            _ => e.path.as_str(),
+        };
+        let id = match self.urls.get_mut(key) {
             Some(stats) => stats.count(e),
             None => {
                 let id = self.hashes.len() as u32;
-                self.hashes.push(hash(&self.key));
+                self.hashes.push(hash(key));
                 let mut stats = UrlStats {
                     id,
                     requests: 0,
@@ -141,7 +149,7 @@ impl UrlCounter {
                     size: None,
                 };
                 let counted = stats.count(e);
-                self.urls.insert(self.key.clone(), stats);
+                self.urls.insert(CompactString::new(key), stats);
                 counted
             }
         };
@@ -199,9 +207,9 @@ impl UrlCounter {
     /// The lists of the report.
     pub fn table(&self) -> UrlTable {
         let top = |key: &dyn Fn(&UrlStats) -> u64| {
-            let mut rows: Vec<(&String, &UrlStats)> =
+            let mut rows: Vec<(&CompactString, &UrlStats)> =
                 self.urls.iter().filter(|(_, s)| key(s) > 0).collect();
-            let order = |a: &(&String, &UrlStats), b: &(&String, &UrlStats)| {
+            let order = |a: &(&CompactString, &UrlStats), b: &(&CompactString, &UrlStats)| {
                 key(b.1).cmp(&key(a.1)).then(a.0.cmp(b.0))
             };
             // Only the top few are wanted: partition them out, then sort those (a whole sort

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use webscope_accesslog::characterize::{Characterization, Characterizer, Options};
-use webscope_accesslog::{Entry, Format, ReadOptions};
+use webscope_accesslog::{CompactString, Entry, Format, ReadOptions};
 use webscope_workload::like::{Model, Observed};
 
 /// Statuses that count as a request for the file: a whole response, a part of it, or the
@@ -35,7 +35,7 @@ pub struct Counted {
 /// bodies; with `fit`, characterizes the same stream for its fits (by path, as the set's
 /// files are counted here), so memory follows the distinct URLs either way.
 pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Result<Counted> {
-    let mut targets: HashMap<(String, Option<String>), Observed> = HashMap::new();
+    let mut targets: HashMap<(CompactString, Option<CompactString>), Observed> = HashMap::new();
     let mut requests = 0;
     let mut characterizer = fit.then(|| {
         Characterizer::new(Options {
@@ -92,7 +92,7 @@ fn fitted(c: &Characterization) -> Option<Model> {
     })
 }
 
-fn note(targets: &mut HashMap<(String, Option<String>), Observed>, entry: Entry) {
+fn note(targets: &mut HashMap<(CompactString, Option<CompactString>), Observed>, entry: Entry) {
     let Entry {
         path,
         query,
@@ -104,8 +104,8 @@ fn note(targets: &mut HashMap<(String, Option<String>), Observed>, entry: Entry)
     let seen = targets
         .entry((path, query))
         .or_insert_with_key(|(path, query)| Observed {
-            path: path.clone(),
-            query: query.clone(),
+            path: path.to_string(),
+            query: query.as_ref().map(|q| q.to_string()),
             ..Observed::default()
         });
     if is_success(status) {
