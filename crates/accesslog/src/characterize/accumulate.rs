@@ -8,7 +8,7 @@ use super::clients::ClientCounter;
 use super::coverage::{self, Coverage};
 use super::hosts::HostTally;
 use super::service::TimeSketch;
-use super::sessions::{SessionCounter, SESSION_GAP_S};
+use super::sessions::{SessionThread, SESSION_GAP_S};
 use super::sketch::SizeSketch;
 use super::traffic::MixCounter;
 use super::urls::UrlCounter;
@@ -75,7 +75,7 @@ impl Default for Options {
 }
 
 /// The characterization of a log being read.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Characterizer {
     bounds: Bounds,
     requests: u64,
@@ -88,7 +88,8 @@ pub struct Characterizer {
     urls: UrlCounter,
     clients: ClientCounter,
     times: TimeSketch,
-    sessions: SessionCounter,
+    /// On a thread of its own; taken by `finish`.
+    sessions: Option<SessionThread>,
 }
 
 impl Characterizer {
@@ -108,7 +109,7 @@ impl Characterizer {
             urls: UrlCounter::new(options.fold_query, b.references),
             clients: ClientCounter::new(b.clients),
             times: TimeSketch::new(b.request_times),
-            sessions: SessionCounter::new(options.session_gap_s),
+            sessions: Some(SessionThread::new(options.session_gap_s)),
         }
     }
 
@@ -128,14 +129,21 @@ impl Characterizer {
         self.urls.add(e, t);
         self.clients.add(&e.client);
         self.times.add(e);
-        if e.has_request() {
+        if let Some(sessions) = self.sessions.as_mut().filter(|_| e.has_request()) {
             let agent = e.user_agent.as_deref().unwrap_or("");
-            self.sessions.add(&e.client, agent, t, &e.path);
+            sessions.add(&e.client, agent, t, &e.path);
         }
     }
 
     /// The figures, with what reading found (`read`).
-    pub fn finish(&self, read: &ReadSummary) -> Characterization {
+    pub fn finish(mut self, read: &ReadSummary) -> Characterization {
+        let sessions = self.sessions.take().map(SessionThread::finish);
+        let mut c = self.figures_with_popularity(read);
+        c.sessions = sessions.unwrap_or_default();
+        c
+    }
+
+    fn figures_with_popularity(&self, read: &ReadSummary) -> Characterization {
         // The popularity figures (a sort of the URLs, the Zipf fit, the inter-reference
         // times) are two fifths of this end's time and need nothing else: they are drawn on a
         // second CPU while the rest are drawn here. Each figure is computed as it would be
@@ -213,9 +221,8 @@ impl Characterizer {
             clients: self.clients.figures(),
             hosts,
             request_times: self.times.figures(),
-            // The sessions still open end with the log (a copy closes them: `finish` may be
-            // called on a characterization that goes on).
-            sessions: self.sessions.clone().finish(),
+            // Set by `finish`, from the sessions' own thread.
+            sessions: Default::default(),
             popularity: popularity(),
             coverage: Coverage::default(),
             invariants: Vec::new(),
