@@ -8,10 +8,11 @@ use super::clients::ClientCounter;
 use super::coverage::{self, Coverage};
 use super::hosts::HostTally;
 use super::service::TimeSketch;
-use super::sessions::{SessionThread, SESSION_GAP_S};
+use super::sessions::{Sessions, SESSION_GAP_S};
 use super::sketch::SizeSketch;
 use super::traffic::MixCounter;
 use super::urls::UrlCounter;
+use super::visitors::VisitorThread;
 use super::{
     burst, invariants, is_reference, popularity, redacted, unix, Characterization, Popularity,
     Series, SizeFigures, Sizes, MAX_BINS, MAX_SERIES_BINS,
@@ -86,10 +87,9 @@ pub struct Characterizer {
     mix: MixCounter,
     transfers: SizeSketch,
     urls: UrlCounter,
-    clients: ClientCounter,
     times: TimeSketch,
-    /// On a thread of its own; taken by `finish`.
-    sessions: Option<SessionThread>,
+    /// Clients and sessions, on a thread of their own; taken by `finish`.
+    visitors: Option<VisitorThread>,
 }
 
 impl Characterizer {
@@ -107,9 +107,8 @@ impl Characterizer {
             mix: MixCounter::default(),
             transfers: SizeSketch::new(b.sizes, b.top_sizes),
             urls: UrlCounter::new(options.fold_query, b.references),
-            clients: ClientCounter::new(b.clients),
             times: TimeSketch::new(b.request_times),
-            sessions: Some(SessionThread::new(options.session_gap_s)),
+            visitors: Some(VisitorThread::new(b.clients, options.session_gap_s)),
         }
     }
 
@@ -127,23 +126,29 @@ impl Characterizer {
             self.transfers.add(e.bytes);
         }
         self.urls.add(e, t);
-        self.clients.add(&e.client);
         self.times.add(e);
-        if let Some(sessions) = self.sessions.as_mut().filter(|_| e.has_request()) {
+        if let Some(visitors) = self.visitors.as_mut() {
             let agent = e.user_agent.as_deref().unwrap_or("");
-            sessions.add(&e.client, agent, t, &e.path);
+            visitors.add(&e.client, e.has_request().then_some((agent, t, &*e.path)));
         }
     }
 
     /// The figures, with what reading found (`read`).
     pub fn finish(mut self, read: &ReadSummary) -> Characterization {
-        let sessions = self.sessions.take().map(SessionThread::finish);
-        let mut c = self.figures_with_popularity(read);
-        c.sessions = sessions.unwrap_or_default();
+        let (clients, sessions) = match self.visitors.take() {
+            Some(visitors) => visitors.finish(),
+            None => (ClientCounter::new(1), Sessions::default()),
+        };
+        let mut c = self.figures_with_popularity(read, &clients);
+        c.sessions = sessions;
         c
     }
 
-    fn figures_with_popularity(&self, read: &ReadSummary) -> Characterization {
+    fn figures_with_popularity(
+        &self,
+        read: &ReadSummary,
+        clients: &ClientCounter,
+    ) -> Characterization {
         // The popularity figures (a sort of the URLs, the Zipf fit, the inter-reference
         // times) are two fifths of this end's time and need nothing else: they are drawn on a
         // second CPU while the rest are drawn here. Each figure is computed as it would be
@@ -156,7 +161,7 @@ impl Characterizer {
                     self.urls.sampled(),
                 )
             });
-            self.figures(read, || {
+            self.figures(read, clients, || {
                 popularity
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -168,6 +173,7 @@ impl Characterizer {
     fn figures(
         &self,
         read: &ReadSummary,
+        clients: &ClientCounter,
         popularity: impl FnOnce() -> Popularity,
     ) -> Characterization {
         let (first, last) = self.span.unwrap_or((0, 0));
@@ -191,8 +197,7 @@ impl Characterizer {
         // From the clients' counts rather than per entry: a network's or domain's name is
         // made once per client, not once per request (exact while the clients are, from the
         // clients' sample past that).
-        let hosts = self
-            .clients
+        let hosts = clients
             .counted()
             .fold(HostTally::default(), |mut h, (client, n)| {
                 h.add(client, n);
@@ -218,7 +223,7 @@ impl Characterizer {
             sizes,
             arrivals,
             arrivals_bin_s: bin,
-            clients: self.clients.figures(),
+            clients: clients.figures(),
             hosts,
             request_times: self.times.figures(),
             // Set by `finish`, from the sessions' own thread.

@@ -42,6 +42,7 @@ mod sizes;
 mod sketch;
 mod traffic;
 mod urls;
+mod visitors;
 mod zipf;
 
 use std::time::UNIX_EPOCH;

@@ -93,7 +93,7 @@ impl SessionCounter {
     }
 
     /// Counts one request, its visitor already hashed ([`Visit::of`]).
-    fn visit(&mut self, v: Visit) {
+    pub(super) fn visit(&mut self, v: Visit) {
         let t = v.t;
         if t >= self.swept_at.saturating_add(self.gap_s) {
             self.sweep(t);
@@ -174,101 +174,21 @@ impl SessionCounter {
 /// One request as sessions see it: its visitor (client and user agent, hashed), its time,
 /// and whether it is a page.
 #[derive(Debug, Clone, Copy)]
-struct Visit {
+pub(super) struct Visit {
     key: u64,
     t: i64,
     page: bool,
 }
 
 impl Visit {
-    fn of(client: &str, agent: &str, t: i64, path: &str) -> Visit {
+    /// The request of `client` with user agent `agent` at `t` for `path`.
+    pub(super) fn of(client: &str, agent: &str, t: i64, path: &str) -> Visit {
         // 64 bits: two visitors of a day's 10^6 collide with probability about 10^-7.
         let key = foldhash::fast::FixedState::with_seed(0x5e55_1015).hash_one((client, agent));
         Visit {
             key,
             t,
             page: is_page(path),
-        }
-    }
-}
-
-/// Requests handed to the sessions thread at a time: the channel's cost is per batch.
-const BATCH: usize = 8192;
-
-/// Sessions counted on a thread of their own: the table of open sessions is a cache miss per
-/// request (the reader's one consumer thread spent a tenth of a 2 M-line run waiting on it),
-/// and nothing else needs it, so the consumer only hashes the visitor and hands requests over
-/// in batches. Counted inline, on the caller's thread, where no thread can be started. The
-/// order of the requests is kept, so the figures are those of [`SessionCounter`] alone.
-#[derive(Debug)]
-pub struct SessionThread {
-    batch: Vec<Visit>,
-    tx: Option<crossbeam_channel::Sender<Vec<Visit>>>,
-    counted: Option<std::thread::JoinHandle<Sessions>>,
-    inline: Option<SessionCounter>,
-}
-
-impl SessionThread {
-    /// Sessions ended by `gap_s` seconds without a request.
-    pub fn new(gap_s: i64) -> SessionThread {
-        let (tx, rx) = crossbeam_channel::bounded::<Vec<Visit>>(4);
-        let spawned = std::thread::Builder::new()
-            .name("sessions".into())
-            .spawn(move || {
-                let mut counter = SessionCounter::new(gap_s);
-                for batch in rx {
-                    batch.into_iter().for_each(|v| counter.visit(v));
-                }
-                counter.finish()
-            });
-        match spawned {
-            Ok(handle) => SessionThread {
-                batch: Vec::with_capacity(BATCH),
-                tx: Some(tx),
-                counted: Some(handle),
-                inline: None,
-            },
-            Err(_) => SessionThread {
-                batch: Vec::new(),
-                tx: None,
-                counted: None,
-                inline: Some(SessionCounter::new(gap_s)),
-            },
-        }
-    }
-
-    /// [`SessionCounter::add`].
-    pub fn add(&mut self, client: &str, agent: &str, t: i64, path: &str) {
-        let v = Visit::of(client, agent, t, path);
-        if let Some(counter) = self.inline.as_mut() {
-            counter.visit(v);
-            return;
-        }
-        self.batch.push(v);
-        if self.batch.len() >= BATCH {
-            self.hand_over();
-        }
-    }
-
-    fn hand_over(&mut self) {
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        if let Some(tx) = &self.tx {
-            // A thread that is gone (it panicked) leaves its figures to `finish` to report.
-            let _ = tx.send(batch);
-        }
-    }
-
-    /// The figures, every session closed (the log has ended).
-    pub fn finish(mut self) -> Sessions {
-        if let Some(counter) = self.inline.take() {
-            return counter.finish();
-        }
-        self.hand_over();
-        drop(self.tx.take());
-        match self.counted.take().map(std::thread::JoinHandle::join) {
-            Some(Ok(sessions)) => sessions,
-            Some(Err(panic)) => std::panic::resume_unwind(panic),
-            None => SessionCounter::new(SESSION_GAP_S).finish(),
         }
     }
 }

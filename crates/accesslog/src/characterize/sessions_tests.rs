@@ -131,17 +131,3 @@ fn a_reservoir_keeps_the_exact_mean_and_a_bounded_sample() {
     let mean = r.values().iter().sum::<f64>() / 100.0;
     assert!((3_500.0..6_500.0).contains(&mean), "{mean}");
 }
-
-#[test]
-fn the_sessions_thread_counts_as_the_counter_alone_does() {
-    // More requests than a batch, so that several batches cross the channel.
-    let (entries, _) = known_log(3_000, 5);
-    assert!(entries.len() > 2 * BATCH, "{}", entries.len());
-    let mut alone = SessionCounter::new(SESSION_GAP_S);
-    let mut threaded = SessionThread::new(SESSION_GAP_S);
-    for (client, t, path) in &entries {
-        alone.add(client, "Mozilla/5.0", *t, path);
-        threaded.add(client, "Mozilla/5.0", *t, path);
-    }
-    assert_eq!(threaded.finish(), alone.finish());
-}
