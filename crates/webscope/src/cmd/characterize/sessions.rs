@@ -4,10 +4,8 @@
 
 use webscope_accesslog::characterize::sessions::Sessions;
 use webscope_accesslog::characterize::Characterization;
-use webscope_report::human::{count, sig3};
+use webscope_report::human::{count, pct, sig3};
 use webscope_report::{Block, Section, Table};
-
-use super::summary::pct;
 
 /// The think times' fits in words: "lognormal μ 3.1 σ 1.2 (ln s) above 1 s; Pareto tail
 /// α 1.45 above 120 s".
