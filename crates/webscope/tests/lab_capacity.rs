@@ -457,7 +457,7 @@ fn a_server_that_spends_4ms_of_cpu_a_request_has_the_operational_law_bound_of_25
     if let Some(found) = c["capacity_rps"].as_f64() {
         assert!(
             found <= bound * 1.1,
-            "capacity {found} above 1/D_max {bound}"
+            "capacity {found} above 1/D_max {bound}: {c:#}"
         );
         if failed_below(&c, 0.6 * by_construction).is_empty() {
             assert!(found >= 0.6 * by_construction, "capacity {found}: {c:#}");

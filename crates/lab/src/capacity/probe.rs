@@ -137,7 +137,6 @@ pub fn run(
     let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
     let mut config = open_loop(probe.rate, ctx, settings)?;
     config.duration = probe.length;
-    config.interval = batch_interval(probe.length);
     let warmup = warmup_length(ctx.duration);
     let mut warm = config.clone();
     warm.duration = warmup;
@@ -246,15 +245,6 @@ fn open_loop(rate: f64, ctx: &Ctx<'_>, settings: &Settings) -> anyhow::Result<Co
         config.http2 = Some(H2_STREAMS);
     }
     Ok(config)
-}
-
-/// The probe's reporting interval: a twentieth of it, at least 100 ms. Its interval log's
-/// intervals are the batches from which the objective's judge reads how much the probe's
-/// percentiles rest on episodes of consecutive slow requests (`objective::latency`); twenty
-/// give the batch-means interval about 19 degrees of freedom where the probe holds enough
-/// requests for that many batches.
-fn batch_interval(length: Duration) -> Duration {
-    (length / 20).max(Duration::from_millis(100))
 }
 
 /// An HTTP/2 probe's connections and streams on each (the concurrency its open loop may use).
