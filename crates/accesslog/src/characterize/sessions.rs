@@ -130,7 +130,7 @@ impl SessionCounter {
         let ended: Vec<u64> = self
             .open
             .iter()
-            .filter(|(_, s)| now - s.last > gap)
+            .filter(|(_, s)| now.saturating_sub(s.last) > gap)
             .map(|(&k, _)| k)
             .collect();
         for key in ended {
@@ -289,8 +289,9 @@ fn gap_words(s: u64) -> String {
 pub struct Spread {
     /// The mean.
     pub mean: f64,
-    /// The median (nearest rank).
-    pub median: u64,
+    /// The median, as `webscope_model::stats::median` defines it (the two middle values
+    /// averaged when their number is even).
+    pub median: f64,
     /// The 90th percentile (nearest rank).
     pub p90: u64,
     /// The largest.
@@ -304,9 +305,8 @@ impl Spread {
             return Spread::default();
         }
         let sum: f64 = counts.iter().map(|(&v, &c)| v as f64 * c as f64).sum();
-        // Nearest rank, as `webscope_model::stats::quantile` reads a sorted list.
-        let at = |q: f64| {
-            let rank = ((q * n as f64).ceil() as u64).max(1);
+        // The value at a rank (1 = the smallest) of the counted values, sorted.
+        let by_rank = |rank: u64| {
             let mut seen = 0;
             for (&v, &c) in counts {
                 seen += c;
@@ -316,10 +316,16 @@ impl Spread {
             }
             0
         };
+        let median = if n % 2 == 1 {
+            by_rank(n.div_ceil(2)) as f64
+        } else {
+            (by_rank(n / 2) + by_rank(n / 2 + 1)) as f64 / 2.0
+        };
         Spread {
             mean: sum / n as f64,
-            median: at(0.5),
-            p90: at(0.9),
+            median,
+            // Nearest rank, as `webscope_model::stats::quantile` reads a sorted list.
+            p90: by_rank(((0.9 * n as f64).ceil() as u64).max(1)),
             max: counts.keys().next_back().copied().unwrap_or(0),
         }
     }
@@ -349,7 +355,7 @@ impl ThinkTimes {
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
         let mean_s = if count == 0 { 0.0 } else { sum / count as f64 };
-        let median_s = if n == 0 { 0.0 } else { sorted[(n - 1) / 2] };
+        let median_s = webscope_model::stats::median(&sorted).unwrap_or(0.0);
         let under = sorted.iter().take_while(|&&v| v < 1.0).count();
         let positive = &sorted[under..];
         let desc: Vec<f64> = positive.iter().rev().copied().collect();

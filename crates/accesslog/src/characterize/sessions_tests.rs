@@ -131,3 +131,17 @@ fn a_reservoir_keeps_the_exact_mean_and_a_bounded_sample() {
     let mean = r.values().iter().sum::<f64>() / 100.0;
     assert!((3_500.0..6_500.0).contains(&mean), "{mean}");
 }
+
+#[test]
+fn a_spread_s_median_is_the_workspace_s_median() {
+    // Sessions of 1, 1, 3 and 3 requests: the median averages the two middle values, as
+    // `webscope_model::stats::median` does; the 90th percentile is the nearest rank.
+    let counts = BTreeMap::from([(1, 2), (3, 2)]);
+    let s = Spread::of(&counts);
+    assert_eq!((s.median, s.p90, s.max), (2.0, 3, 3));
+    assert_eq!(
+        Spread::of(&BTreeMap::from([(1, 2), (3, 1)])).median,
+        1.0,
+        "odd count: the middle value"
+    );
+}

@@ -48,7 +48,7 @@ pub fn section(c: &Characterization) -> Section {
         [
             name.to_string(),
             sig3(x.mean),
-            count(x.median),
+            sig3(x.median),
             count(x.p90),
             count(x.max),
         ]
