@@ -43,6 +43,9 @@ mod plausible;
 mod read;
 mod stream;
 
+pub use characterize::scripts::{
+    session_scripts, Script, ScriptCollector, ScriptRequest, ScriptView, Scripts,
+};
 pub use compact_str::CompactString;
 pub use error::Error;
 pub use format::{Format, TimeUnit};

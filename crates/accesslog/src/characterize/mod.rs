@@ -2,7 +2,8 @@
 //! "like this site", with the fits that summarize them and the published invariants beside.
 //!
 //! What it is for: `webscope characterize` (and the figures `fileset like` and `--replay`
-//! report back), and the sessions and page views a users' load test draws on ([`sessions`]).
+//! report back), the sessions and page views a users' load test draws on ([`sessions`]), and
+//! the sessions themselves as scripts it replays ([`scripts`]).
 //! What it is not for: judging a site (no bots or geography, no sessions by cookie), or
 //! statistics on logs too short to carry them — a figure that cannot be computed from this
 //! log is `None`, with the reason in the invariants table where one applies.
@@ -36,6 +37,7 @@ pub mod invariants;
 mod lognormal;
 mod points;
 mod popularity;
+pub mod scripts;
 mod service;
 pub mod sessions;
 mod sizes;

@@ -95,18 +95,19 @@ impl SessionCounter {
     /// Counts one request, its visitor already hashed ([`Visit::of`]).
     pub(super) fn visit(&mut self, v: Visit) {
         let t = v.t;
-        if t >= self.swept_at.saturating_add(self.gap_s) {
+        if sweep_due(self.swept_at, t, self.gap_s) {
             self.sweep(t);
         }
-        match self.open.get_mut(&v.key) {
-            Some(s) if t - s.last <= self.gap_s => {
-                let pause = t - s.last;
-                if v.page || pause > OBJECT_GAP_S {
-                    // A new page view: the pause since the last one's last request is a
-                    // think time.
-                    self.think.add(pause.max(0) as f64);
-                    s.page_views += 1;
-                }
+        let open = self.open.get_mut(&v.key);
+        let step = v.step(open.as_ref().map(|s| s.last), self.gap_s);
+        match (step, open) {
+            (Step::View { think_s }, Some(s)) => {
+                self.think.add(think_s as f64);
+                s.page_views += 1;
+                s.requests += 1;
+                s.last = s.last.max(t);
+            }
+            (Step::Object, Some(s)) => {
                 s.requests += 1;
                 s.last = s.last.max(t);
             }
@@ -130,7 +131,7 @@ impl SessionCounter {
         let ended: Vec<u64> = self
             .open
             .iter()
-            .filter(|(_, s)| now.saturating_sub(s.last) > gap)
+            .filter(|(_, s)| has_ended(s.last, now, gap))
             .map(|(&k, _)| k)
             .collect();
         for key in ended {
@@ -175,9 +176,33 @@ impl SessionCounter {
 /// and whether it is a page.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Visit {
-    key: u64,
-    t: i64,
+    pub(super) key: u64,
+    pub(super) t: i64,
     page: bool,
+}
+
+/// What a request is to its visitor's session, by the module's definitions: one rule for
+/// [`SessionCounter`] and the replayable scripts (`scripts.rs`), so that both cut a log alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// It starts a session: none is open, or the open one's last request is over a gap ago.
+    Session,
+    /// It starts a page view, `think_s` seconds after the session's last request.
+    View { think_s: i64 },
+    /// It is one more object of the current page view.
+    Object,
+}
+
+/// Whether a collector that last swept at `swept_at` sweeps before a request at `t`: once a
+/// gap, so that the sessions closed and the order of the requests that follow are the same
+/// for every collector.
+pub(super) fn sweep_due(swept_at: i64, t: i64, gap_s: i64) -> bool {
+    t >= swept_at.saturating_add(gap_s)
+}
+
+/// Whether a session whose last request was at `last` has ended at `now`.
+pub(super) fn has_ended(last: i64, now: i64, gap_s: i64) -> bool {
+    now.saturating_sub(last) > gap_s
 }
 
 impl Visit {
@@ -189,6 +214,25 @@ impl Visit {
             key,
             t,
             page: is_page(path),
+        }
+    }
+
+    /// What this request is to its visitor's open session, whose last request was at `last`
+    /// (`None`: no session open).
+    pub(super) fn step(&self, last: Option<i64>, gap_s: i64) -> Step {
+        match last {
+            Some(last) if self.t - last <= gap_s => {
+                // A request a little out of order has a negative pause: it joins as if on time.
+                let pause = self.t - last;
+                if self.page || pause > OBJECT_GAP_S {
+                    Step::View {
+                        think_s: pause.max(0),
+                    }
+                } else {
+                    Step::Object
+                }
+            }
+            _ => Step::Session,
         }
     }
 }
