@@ -129,6 +129,10 @@ pub struct Config {
     /// is the replay's mean (reported, not used for timing).
     #[serde(with = "shared_replay")]
     pub replay: Option<std::sync::Arc<crate::replay::Replay>>,
+    /// Run users instead of connections (`--users`): each of them goes through sessions of
+    /// page views on connections of its own; `connections` is then unused. Closed loop.
+    #[serde(with = "shared_users")]
+    pub users: Option<std::sync::Arc<crate::users::Users>>,
 }
 
 /// How the HTTP/1.1 engine talks to the kernel.
@@ -162,6 +166,23 @@ mod shared_replay {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Arc<Replay>>, D::Error> {
         Ok(Option::<Replay>::deserialize(d)?.map(Arc::new))
+    }
+}
+
+/// The users behind their `Arc`, as for the replay.
+mod shared_users {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::users::Users;
+
+    pub fn serialize<S: Serializer>(users: &Option<Arc<Users>>, s: S) -> Result<S::Ok, S::Error> {
+        users.as_deref().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Arc<Users>>, D::Error> {
+        Ok(Option::<Users>::deserialize(d)?.map(Arc::new))
     }
 }
 
@@ -209,6 +230,7 @@ impl Config {
             busy_poll: None,
             io: Io::Epoll,
             replay: None,
+            users: None,
         }
     }
 
@@ -239,10 +261,47 @@ impl Config {
             .sum()
     }
 
+    /// Checks `--users` against the rest.
+    fn check_users(&self) -> Result<(), Error> {
+        let Some(users) = &self.users else {
+            return Ok(());
+        };
+        let bad = |m: &str| Err(Error::Config(m.to_string()));
+        if users.count == 0 {
+            return bad("--users must be at least 1");
+        }
+        if users.connections == 0 {
+            return bad("--user-connections must be at least 1");
+        }
+        if matches!(self.pacing, Pacing::Open { .. }) {
+            return bad("--users is a closed population (each user waits for its pages and thinks): drop --rate");
+        }
+        if self.http2.is_some() {
+            return bad("--users speaks HTTP/1.1 only so far: leave --http2 out");
+        }
+        if self.replay.is_some() {
+            return bad("--users and --replay are two ways to use a log: give --sessions LOG with --users, or --replay alone");
+        }
+        if !self.target.groups.is_empty() {
+            return bad("--users with --group: give one or the other");
+        }
+        let threads = self.threads * self.segment_or_whole().1;
+        if users.count < threads {
+            return Err(Error::Config(format!(
+                "--users {} over {threads} threads: each thread needs a user; give -t {} or fewer",
+                users.count, users.count
+            )));
+        }
+        Ok(())
+    }
+
     /// Checks the settings against each other; the message says which flag to change.
     pub fn check(&self) -> Result<(), Error> {
         let bad = |m: &str| Err(Error::Config(m.to_string()));
-        if self.connections == 0 {
+        self.check_users()?;
+        if self.users.is_some() {
+            // Users bring their own connections; -c is not read.
+        } else if self.connections == 0 {
             return bad("-c/--connections must be at least 1");
         }
         if self.threads == 0 {
@@ -254,7 +313,7 @@ impl Config {
                 "--segment {index}/{count}: give I/N with 0 <= I < N, e.g. --segment 0/3"
             )));
         }
-        if self.threads * count > self.connections {
+        if self.users.is_none() && self.threads * count > self.connections {
             return Err(Error::Config(if count == 1 {
                 "-t/--threads must not exceed -c/--connections (each thread needs a connection)"
                     .to_string()

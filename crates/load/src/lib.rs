@@ -68,6 +68,7 @@ mod shared;
 pub mod slo;
 mod target;
 mod tls;
+pub mod users;
 mod worker;
 
 pub use busy_poll::probe as busy_poll_probe;

@@ -376,6 +376,8 @@ fn intervals(
                     .fold(0.0, f64::max),
                 connections: reported.iter().map(|r| r.connections).sum(),
                 offered: reported.iter().map(|r| r.offered).sum(),
+                // Users' page loads are not in a segment's histograms yet: not merged.
+                users: None,
             }
         })
         .collect();

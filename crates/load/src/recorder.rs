@@ -161,6 +161,44 @@ pub(crate) struct Recorder {
     /// Open loop: sends later than [`LATE_SEND`] after their slot, and the largest delay (ns).
     pub late_sends: u64,
     pub max_send_delay: u64,
+    /// `--users`: page views and think times.
+    pub users: UserStats,
+}
+
+/// What `--users` records besides the requests.
+#[derive(Debug, Clone)]
+pub(crate) struct UserStats {
+    /// Page load: from a page view's first request to its last answer, for page views all
+    /// of whose requests were answered (and as the log had them, for logged sessions).
+    pub page_load: Histogram<u64>,
+    /// Think times as kept: from a page view's end to the next one's start.
+    pub think: Histogram<u64>,
+    /// Page views ended (answered or not).
+    pub views: u64,
+    /// Of those, the ones with a request unanswered or answered other than expected.
+    pub view_errors: u64,
+    /// Sessions begun.
+    pub sessions: u64,
+}
+
+impl UserStats {
+    fn new() -> UserStats {
+        UserStats {
+            page_load: histogram(),
+            think: histogram(),
+            views: 0,
+            view_errors: 0,
+            sessions: 0,
+        }
+    }
+
+    fn merge(&mut self, other: &UserStats) {
+        let _ = self.page_load.add(&other.page_load);
+        let _ = self.think.add(&other.think);
+        self.views += other.views;
+        self.view_errors += other.view_errors;
+        self.sessions += other.sessions;
+    }
 }
 
 /// An open-loop send this long after its slot's time is late: the generator did not keep
@@ -181,6 +219,7 @@ impl Recorder {
             mismatches: BTreeMap::new(),
             late_sends: 0,
             max_send_delay: 0,
+            users: UserStats::new(),
         }
     }
 
@@ -212,6 +251,7 @@ impl Recorder {
         }
         self.late_sends += other.late_sends;
         self.max_send_delay = self.max_send_delay.max(other.max_send_delay);
+        self.users.merge(&other.users);
         if self.h2_error.is_none() {
             self.h2_error.clone_from(&other.h2_error);
         }

@@ -48,6 +48,8 @@ pub(crate) struct Snapshot {
     pub not_sent: u64,
     /// Connections open at the end of the interval.
     pub open_connections: usize,
+    /// `--users`: users that had begun by the end of the interval.
+    pub users_active: usize,
 }
 
 /// https: the client configuration and the server's name.
@@ -80,6 +82,11 @@ pub(crate) struct Shared {
     /// Samples this thread may still record.
     pub(crate) samples_left: Cell<usize>,
     pub(crate) busy_poll: Option<u32>,
+    /// `--users`: the plan, and this thread's users: the run's `first, first + stride, ...`,
+    /// `count` of them.
+    pub(crate) users: Option<(Arc<crate::users::Users>, usize, usize, usize)>,
+    /// `--users`: users that have begun.
+    pub(crate) users_active: Cell<usize>,
 }
 
 /// The interval bookkeeping the engine drives: at every boundary, and once more when the run
@@ -176,6 +183,7 @@ impl Intervals {
             wait: wait_now.saturating_sub(self.wait_before),
             not_sent,
             open_connections: shared.open_connections.get(),
+            users_active: shared.users_active.get(),
         };
         self.cpu_before = cpu_now;
         self.wait_before = wait_now;

@@ -353,9 +353,19 @@ impl Target {
     /// the logged ones): one class, `replay`; each slot names its request, so the weights
     /// are never drawn from.
     pub fn replay(base: &str, replay: &crate::replay::Replay) -> Result<Target, Error> {
+        Target::logged(base, &replay.requests, "replay", "replaying a log")
+    }
+
+    /// A log's distinct requests on the server of `base`, as [`Target::replay`] makes them,
+    /// in one class named `class`; `doing` ends the description.
+    pub fn logged(
+        base: &str,
+        requests: &[crate::replay::ReplayRequest],
+        class: &str,
+        doing: &str,
+    ) -> Result<Target, Error> {
         let (parsed, prefix) = parse_base(base)?;
-        let paths = replay
-            .requests
+        let paths = requests
             .iter()
             .map(|r| (format!("{prefix}{}", escape_target(&r.target)), 0))
             .collect();
@@ -365,8 +375,7 @@ impl Target {
         let mut now = Vec::new();
         webscope_http::date::write_http_date(&mut now, webscope_http::date::unix_now());
         let since = format!("If-Modified-Since: {}", String::from_utf8_lossy(&now));
-        let specs = replay
-            .requests
+        let specs = requests
             .iter()
             .map(|r| RequestSpec {
                 method: r.method.clone(),
@@ -380,11 +389,11 @@ impl Target {
             })
             .collect();
         Ok(Target {
-            classes: vec!["replay".to_string()],
+            classes: vec![class.to_string()],
             paths,
-            weights: vec![1.0; replay.requests.len()],
+            weights: vec![1.0; requests.len()],
             specs,
-            ..Target::on(&parsed, format!("{base} replaying a log"))?
+            ..Target::on(&parsed, format!("{base} {doing}"))?
         })
     }
 

@@ -61,6 +61,9 @@ pub(crate) struct Setup {
     pub io: Io,
     /// A replay: this thread's slots from the feed, in place of the open-loop clock's.
     pub replay: Option<ReplaySchedule>,
+    /// `--users`: the plan, and this thread's users (the run's `first, first + stride, ...`,
+    /// `count` of them).
+    pub users: Option<(Arc<crate::users::Users>, usize, usize, usize)>,
 }
 
 /// The body of a worker thread.
@@ -142,5 +145,7 @@ fn shared(setup: &mut Setup) -> Shared {
         threads: setup.threads,
         samples_left: Cell::new(setup.samples),
         busy_poll: setup.busy_poll,
+        users: setup.users.take(),
+        users_active: Cell::new(0),
     }
 }

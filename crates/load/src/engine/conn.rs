@@ -66,6 +66,8 @@ pub(super) struct Conn {
     /// log gave the request in flight.
     pub(super) slot: Option<crate::replay::Slot>,
     pub(super) logged: Option<u16>,
+    /// `--users`: the request a user's page view asks of this connection next.
+    pub(super) chosen: Option<crate::users::Request>,
     /// https: the session, for the connection's life.
     pub(super) tls: Option<Box<rustls::ClientConnection>>,
     /// https: when the handshake began (the first flight went out), and what it took.
@@ -107,6 +109,7 @@ impl Conn {
             head_request: false,
             slot: None,
             logged: None,
+            chosen: None,
             tls: None,
             handshake_began: None,
             handshake: None,

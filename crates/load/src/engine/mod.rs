@@ -33,12 +33,14 @@ mod epoll;
 pub(crate) mod h2;
 mod tls;
 mod uring;
+mod users;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Socket, Type};
@@ -83,6 +85,8 @@ pub(crate) struct Engine {
     seed: u64,
     /// `--io uring`: the thread's ring, in place of the epoll set's waits.
     ring: Option<uring::Ring>,
+    /// `--users`: the thread's users, who own its connections.
+    users: Option<users::UserSet>,
 }
 
 impl Engine {
@@ -98,6 +102,10 @@ impl Engine {
         let shared_addr = shared.addr;
         let scan_period =
             (shared.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
+        let users = shared.users.as_ref().map(|(plan, first, stride, count)| {
+            users::UserSet::new(Arc::clone(plan), *first, *stride, *count, seed)
+        });
+        let connections = users.as_ref().map_or(connections, |u| u.connections());
         let mut engine = Engine {
             shared,
             epoll,
@@ -113,6 +121,7 @@ impl Engine {
                 Io::Epoll => None,
                 Io::Uring => Some(uring::Ring::new(connections, &shared_addr)?),
             },
+            users,
         };
         for _ in 0..connections {
             engine.add_conn(now);
@@ -136,11 +145,15 @@ impl Engine {
         intervals.begin();
         let now = Instant::now();
         let open_loop = self.shared.schedule.is_some();
-        for i in 0..self.conns.len() {
-            if open_loop {
-                self.idle.push_back(i);
-            } else {
-                self.start(i, now, None);
+        if self.users.is_some() {
+            self.users_begin(now);
+        } else {
+            for i in 0..self.conns.len() {
+                if open_loop {
+                    self.idle.push_back(i);
+                } else {
+                    self.start(i, now, None);
+                }
             }
         }
         let mut events = epoll::events();
@@ -228,6 +241,8 @@ impl Engine {
             if self.shared.schedule.is_some() {
                 self.conns[i].idle_since = at;
                 self.idle.push_back(i);
+            } else if self.users.is_some() {
+                self.user_wake(i, now);
             } else {
                 self.start(i, now, None);
             }
@@ -284,11 +299,14 @@ impl Engine {
             let conn = &mut self.conns[i];
             // A replay's slot brings its own request and the status the log gave it.
             let slot = conn.slot.take();
-            conn.logged = slot.map(|s| s.status);
-            match (slot, conn.fixed) {
-                (Some(slot), _) => slot.request as usize,
-                (None, Some(index)) => index,
-                (None, None) => shared.requests.pick_index(&mut conn.rng),
+            // A user's page view names its request (and the status a log gave it) too.
+            let chosen = conn.chosen.take();
+            conn.logged = slot.map(|s| s.status).or(chosen.and_then(|c| c.logged));
+            match (slot, chosen, conn.fixed) {
+                (Some(slot), _, _) => slot.request as usize,
+                (None, Some(chosen), _) => chosen.request as usize,
+                (None, None, Some(index)) => index,
+                (None, None, None) => shared.requests.pick_index(&mut conn.rng),
             }
         };
         let entry = shared.requests.entry(entry_index);
@@ -410,7 +428,17 @@ impl Engine {
         let now = Instant::now();
         let shared = Rc::clone(&self.shared);
         let refused = result.is_ok() && self.conns[i].head.is_some_and(|h| h.status == 503);
+        // A user's request went as expected: answered, with a status below 400 or the one
+        // the log gave it.
+        let expected = result.is_ok()
+            && self.conns[i]
+                .head
+                .is_some_and(|h| h.status < 400 || Some(h.status) == self.conns[i].logged);
         self.account(i, result, now);
+        if self.users.is_some() {
+            self.user_done(i, expected, now);
+            return;
+        }
         let backoff = matches!(
             result,
             Err(Failure::ConnectRefused | Failure::Connect | Failure::Tls)

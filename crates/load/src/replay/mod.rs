@@ -147,7 +147,7 @@ pub struct Replay {
 }
 
 /// Methods whose request carries a body the log does not keep.
-const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
+pub(crate) const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
 
 impl Replay {
     /// The plan of `logged` (any order; kept stable within a second) at `speed` times the

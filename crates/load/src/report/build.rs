@@ -119,6 +119,7 @@ pub(crate) fn interval(
         generator_busy: busiest,
         connections,
         offered: None,
+        users: None,
     }
 }
 
@@ -167,6 +168,7 @@ pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
         report.histograms = Some(histograms::encode(run.totals));
     }
     replay_figures(config, &mut report, run.totals, run.fed);
+    super::users::fill(config, &mut report, &run.totals.users);
     report.start_late_s = run.late.as_secs_f64();
     if let Some(why) = run.busy_poll_refused {
         report
@@ -291,6 +293,7 @@ fn described(
         start_late_s: 0.0,
         histograms: None,
         replay: None,
+        users: None,
         generators: Vec::new(),
         latency_histogram: None,
     }

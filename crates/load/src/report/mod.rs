@@ -18,6 +18,7 @@ use crate::recorder::{Failure, FAILURES};
 pub(crate) mod build;
 pub(crate) mod histograms;
 pub(crate) mod text;
+pub(crate) mod users;
 
 /// Percentiles of a latency distribution, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -284,6 +285,9 @@ pub struct IntervalReport {
     /// it), to set against `requests`, those answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered: Option<u64>,
+    /// `--users`: the users active, the page views and their page loads in this interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<users::IntervalUsers>,
 }
 
 /// The TLS handshakes of an https run.
@@ -366,6 +370,9 @@ pub struct Report {
     /// and whether the schedule was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::replay::ReplayReport>,
+    /// `--users`: page views, page loads, think times and the response time law.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<users::UsersReport>,
     /// A merged run: the generators that made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generators: Vec<Generator>,

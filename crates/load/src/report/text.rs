@@ -74,7 +74,7 @@ impl Report {
         };
         let _ = writeln!(
             out,
-            "{:.2}s {} @ {}\n  {} thread{}, {} connection{}, {}, {}",
+            "{:.2}s {} @ {}\n  {} thread{}, {}{}, {}, {}",
             self.duration_s,
             if self.interrupted {
                 "run (interrupted)"
@@ -85,7 +85,12 @@ impl Report {
             self.threads,
             if self.threads == 1 { "" } else { "s" },
             self.connections,
-            if self.connections == 1 { "" } else { "s" },
+            match (&self.users, self.connections) {
+                (Some(_), 1) => " user",
+                (Some(_), _) => " users",
+                (None, 1) => " connection",
+                (None, _) => " connections",
+            },
             if self.protocol.starts_with("HTTP/2") {
                 self.protocol.as_str()
             } else {
@@ -194,6 +199,9 @@ impl Report {
         }
         if let Some(replay) = &self.replay {
             out.push_str(&replay_lines(replay, &self.intervals));
+        }
+        if let Some(users) = &self.users {
+            out.push_str(&users.summary());
         }
         let _ = writeln!(out, "Requests/sec: {:>12.2}", self.total.requests_per_s);
         let _ = writeln!(

@@ -32,6 +32,8 @@ mod replay_tests;
 mod tests;
 #[cfg(test)]
 mod tls_tests;
+#[cfg(test)]
+mod users_tests;
 
 /// Workers start this long after the call, so that all threads begin together.
 const START_DELAY: Duration = Duration::from_millis(30);
@@ -225,7 +227,16 @@ fn start_workers(
             )),
             Pacing::Closed { .. } => None,
         };
-        connections += share(config.connections);
+        // Users go to threads whole: the run's user `g` to its thread `g % threads`.
+        let users = config.users.as_ref().map(|plan| {
+            let count = share(plan.count);
+            (Arc::clone(plan), global, all_threads, count)
+        });
+        let thread_connections = match &users {
+            Some((plan, _, _, count)) => count * plan.connections.max(1),
+            None => share(config.connections),
+        };
+        connections += thread_connections;
         let setup = Setup {
             index,
             global,
@@ -244,7 +255,8 @@ fn start_workers(
                 Pacing::Open { .. } => Duration::ZERO,
             },
             backoff_503: config.backoff_503,
-            connections: share(config.connections),
+            connections: thread_connections,
+            users,
             open,
             start: common.start,
             end: common.end,
@@ -276,6 +288,7 @@ struct Pending {
     at: Instant,
     busiest: f64,
     connections: usize,
+    users_active: usize,
 }
 
 /// The coordinator's view of the workers while they run: the totals, the intervals being
@@ -370,6 +383,7 @@ impl Gather<'_> {
             wait,
             not_sent,
             open_connections,
+            users_active,
         } = snapshot;
         if let Some(out) = outputs.samples.as_mut() {
             out.write(&recorder.samples)?;
@@ -387,12 +401,14 @@ impl Gather<'_> {
             at,
             busiest: 0.0,
             connections: 0,
+            users_active: 0,
         });
         entry.recorder.merge(&recorder);
         entry.reported += 1;
         entry.at = entry.at.max(at);
         entry.busiest = entry.busiest.max(busy);
         entry.connections += open_connections;
+        entry.users_active += users_active;
         self.reported_upto[thread] = Some(index);
         if last {
             self.finished[thread] = true;
@@ -439,9 +455,15 @@ impl Gather<'_> {
                     log.write(&class.latency, begun, length, Some(name))?;
                 }
             }
+            if config.users.is_some() {
+                log.write(&done.recorder.users.page_load, begun, length, Some("page"))?;
+            }
             log.flush()?;
         }
-        let report = build::interval(begun, length, &total, done.busiest, done.connections);
+        let mut report = build::interval(begun, length, &total, done.busiest, done.connections);
+        if config.users.is_some() {
+            crate::report::users::interval(&mut report, &done.recorder.users, done.users_active);
+        }
         on_interval(&report);
         self.intervals.push(report);
         Ok(())

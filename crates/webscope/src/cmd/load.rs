@@ -11,6 +11,7 @@ use webscope_load::{Arrivals, Config, Expect, Mode, Pacing, Report, Target};
 
 use super::{Exit, EXIT_THRESHOLD_CROSSED, EXIT_UNDECIDED};
 
+mod users;
 mod whole;
 pub use whole::check_for_pods;
 
@@ -30,6 +31,8 @@ EXAMPLES:
     webscope load --requests targets.txt -c 20                              # vegeta's format, a class each
     webscope load --replay access.log --base http://127.0.0.1:8080/ --speed 4  # the log's own timing, 4x
     webscope load --replay access.log.gz http://127.0.0.1:8080/ --loop -d 10m  # repeated for 10 minutes
+    webscope load --users 200 --fileset /tmp/spec --base http://127.0.0.1:8080/ -d 2m  # SURGE's users
+    webscope load --users 50 --sessions access.log --base http://127.0.0.1:8080/ -d 5m  # the log's own sessions
     webscope load http://10.0.0.5/ -c 300 --segment 1/3 --start-at 2026-11-24T20:00:00Z --json s1.json --hlog s1.hlog
     webscope merge merged/ s0.json s1.json s2.json                          # three hosts' segments, added exactly
 
@@ -67,7 +70,7 @@ struct Flags {
     /// server's URL that the groups' paths are on.
     #[arg(
         value_name = "URL",
-        required_unless_present_any = ["fileset", "groups", "requests", "replay", "config"],
+        required_unless_present_any = ["fileset", "groups", "requests", "replay", "config", "sessions"],
         conflicts_with_all = ["fileset", "requests"]
     )]
     url: Option<String>,
@@ -258,6 +261,8 @@ struct Flags {
     /// --samples, --emit, --threshold, --live, -q). The server's name is resolved here.
     #[arg(long, value_name = "FILE|JSON", conflicts_with_all = whole::SHAPING)]
     config: Option<String>,
+    #[command(flatten)]
+    users: users::UserFlags,
 }
 
 /// The flags that are this process's own, whether the load comes from flags or `--config`.
@@ -364,9 +369,16 @@ impl Flags {
         if let Some(source) = &self.config {
             return own.apply(whole::read(source)?, None);
         }
-        if self.base.is_some() && self.fileset.is_none() && self.replay.is_empty() {
-            anyhow::bail!("--base goes with --fileset or --replay: give the URL alone otherwise");
+        if self.base.is_some()
+            && self.fileset.is_none()
+            && self.replay.is_empty()
+            && self.users.sessions.is_empty()
+        {
+            anyhow::bail!(
+                "--base goes with --fileset, --replay or --sessions: give the URL alone otherwise"
+            );
         }
+        let sessions = self.users.logged(self.seed)?;
         let plan = match self.replay.is_empty() {
             true => None,
             false => Some(webscope_load::replay_log::plan(
@@ -383,6 +395,13 @@ impl Flags {
                 )?;
                 Target::replay(server, &plan.replay)?
             }
+            (url, _, base, None) if sessions.is_some() => {
+                let server = base.as_deref().or(url.as_deref()).context(
+                    "--sessions needs the server to send to: give its URL, e.g. --base http://127.0.0.1:8080/",
+                )?;
+                let requests = sessions.as_ref().map_or(&[][..], |s| &s.requests[..]);
+                Target::logged(server, requests, "users", "with users on a log's sessions")?
+            }
             _ if self.requests.is_some() => {
                 Target::request_list(self.requests.as_deref().unwrap_or(std::path::Path::new("")))?
             }
@@ -393,7 +412,9 @@ impl Flags {
             (None, Some(dir), Some(base), _) => Target::fileset(dir, base)?,
             _ => anyhow::bail!("give a URL, or --fileset DIR with --base URL"),
         };
-        let connections = if target.groups.is_empty() {
+        let connections = if let Some(users) = self.users.users {
+            users
+        } else if target.groups.is_empty() {
             self.connections.unwrap_or(10)
         } else {
             target.groups.iter().sum()
@@ -461,6 +482,10 @@ impl Flags {
             cacert: self.cacert,
             no_resume: self.no_tls_resume,
         };
+        config.users = self.users.plan(
+            config.duration,
+            sessions.map(|s| webscope_load::users::Sessions::Logged(s.logged)),
+        );
         let replay_line = plan.as_ref().map(webscope_load::replay_log::Plan::describe);
         config.replay = plan.map(|plan| std::sync::Arc::new(plan.replay));
         own.apply(config, replay_line)
@@ -475,16 +500,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(addr) => Some(webscope_lab::live::LoadPage::start(addr, &config)?),
         None => None,
     };
+    let who = match &config.users {
+        Some(users) => format!(
+            "{} user{}",
+            users.count,
+            if users.count == 1 { "" } else { "s" }
+        ),
+        None => {
+            let n = config.connections_here();
+            format!("{n} connection{}", if n == 1 { "" } else { "s" })
+        }
+    };
     println!(
-        "webscope load: {} for {} with {} connection{} on {} thread{}{}",
+        "webscope load: {} for {} with {who} on {} thread{}{}",
         config.target.description,
         humantime::format_duration(config.duration),
-        config.connections_here(),
-        if config.connections_here() == 1 {
-            ""
-        } else {
-            "s"
-        },
         config.threads,
         if config.threads == 1 { "" } else { "s" },
         if live { " (Ctrl-C stops early)" } else { "" }

@@ -10,7 +10,7 @@ use webscope_load::Config;
 
 /// The flags whose settings a config holds: given with `--config`, they would fight it (clap
 /// refuses them; a test checks that every flag is here or is the process's own).
-pub(super) const SHAPING: [&str; 32] = [
+pub(super) const SHAPING: [&str; 40] = [
     "url",
     "requests",
     "replay",
@@ -43,6 +43,14 @@ pub(super) const SHAPING: [&str; 32] = [
     "tls_resume",
     "headers",
     "seed",
+    "users",
+    "views",
+    "objects",
+    "think",
+    "user_connections",
+    "ramp_up",
+    "sessions",
+    "session_gap",
 ];
 
 /// The config of `--config SOURCE` (a file, or JSON text when it starts with `{`), checked

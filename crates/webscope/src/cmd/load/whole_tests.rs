@@ -61,7 +61,14 @@ fn away_from_defaults() -> Vec<Config> {
     };
     replayed.replay = Some(std::sync::Arc::new(replay));
     replayed.drain = Duration::from_secs(4);
-    vec![h2, uring, replayed]
+    let mut users = Config::new(Target::url("http://127.0.0.1:8080/").unwrap());
+    users.users = Some(std::sync::Arc::new(webscope_load::users::Users {
+        count: 9,
+        connections: 4,
+        sessions: webscope_load::users::Sessions::Model(webscope_load::users::SessionModel::surge()),
+        ramp_up: Duration::from_millis(700),
+    }));
+    vec![h2, uring, replayed, users]
 }
 
 /// The config `webscope load ARGS` would run with.
@@ -153,6 +160,7 @@ fn every_flag_either_shapes_the_load_or_is_the_process_own() {
             "common",
             "a=1:/x",
             "http://h/",
+            "const(1)",
         ];
         let refused = candidates.iter().any(|value| {
             let mut argv = vec!["load".to_string(), "--config".into(), "c.json".into()];

@@ -1,0 +1,178 @@
+//! `--users`: what the report says of the users besides the requests — page views and their
+//! page loads, the think times kept, the users active — in total and per interval.
+
+use serde::{Deserialize, Serialize};
+
+use super::{IntervalReport, Latency, Report};
+use crate::config::Config;
+use crate::recorder::UserStats;
+use crate::users::{Sessions, Users};
+
+/// A users run's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UsersReport {
+    /// The users (N).
+    pub users: usize,
+    /// Connections each may open.
+    pub connections_per_user: usize,
+    /// How the sessions were made.
+    pub sessions_from: String,
+    /// Sessions begun.
+    pub sessions: u64,
+    /// Page views ended, and of those the ones with a request unanswered or answered other
+    /// than expected.
+    pub page_views: u64,
+    pub page_view_errors: u64,
+    /// Page views ended per second (the interactive system's throughput X).
+    pub page_views_per_s: f64,
+    /// Page load (from the page's request to its last object's answer), of the page views
+    /// without errors.
+    pub page_load_us: Latency,
+    /// Their 95th percentile (the usual page objective's).
+    pub page_load_p95_us: f64,
+    /// The mean think time configured (MVA's Z), seconds.
+    pub think_configured_s: f64,
+    /// The think times kept, as measured (from a page view's end to the next one's start).
+    pub think_us: Latency,
+    /// The Kolmogorov-Smirnov distance between the think times kept and the configured
+    /// distribution (the model's, or the logged sample's): small when the users thought as
+    /// told whatever the server did.
+    pub think_ks_distance: f64,
+    /// The interactive response time law's R = N/X − Z, seconds, with the measured X and
+    /// the mean think time kept (Z as the run had it: a sample's mean is not the
+    /// configured one), to set against the measured mean page load. They agree when every
+    /// user was in a page view or thinking for the whole run; the ramp-up, during which
+    /// users wait to begin, and the run's end, which cuts page views and thinks short,
+    /// pull them apart, the more so the shorter the run.
+    pub law_response_s: f64,
+}
+
+/// A users run's interval figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IntervalUsers {
+    /// Users begun by the interval's end.
+    pub active: usize,
+    /// Page views ended in the interval, and per second.
+    pub page_views: u64,
+    pub page_views_per_s: f64,
+    /// Their page loads, and the 95th percentile.
+    pub page_load_us: Latency,
+    pub page_load_p95_us: f64,
+}
+
+/// Fills the report's users figures from the run's totals.
+pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
+    let Some(users) = &config.users else {
+        return;
+    };
+    let seconds = report.duration_s.max(1e-9);
+    let x = stats.views as f64 / seconds;
+    let z = Latency::of(&stats.think).mean / 1e6;
+    report.users = Some(UsersReport {
+        users: users.count,
+        connections_per_user: users.connections,
+        sessions_from: users.describe(),
+        sessions: stats.sessions,
+        page_views: stats.views,
+        page_view_errors: stats.view_errors,
+        page_views_per_s: x,
+        page_load_us: Latency::of(&stats.page_load),
+        page_load_p95_us: p95(&stats.page_load),
+        think_configured_s: users.mean_think_s(),
+        think_us: Latency::of(&stats.think),
+        think_ks_distance: ks_distance(&stats.think, &configured_cdf(users)),
+        law_response_s: if x > 0.0 {
+            users.count as f64 / x - z
+        } else {
+            0.0
+        },
+    });
+}
+
+/// Adds an interval's users figures.
+pub(crate) fn interval(report: &mut IntervalReport, stats: &UserStats, active: usize) {
+    report.users = Some(IntervalUsers {
+        active,
+        page_views: stats.views,
+        page_views_per_s: stats.views as f64 / report.duration_s.max(1e-9),
+        page_load_us: Latency::of(&stats.page_load),
+        page_load_p95_us: p95(&stats.page_load),
+    });
+}
+
+/// The configured think times' CDF (seconds).
+fn configured_cdf(users: &Users) -> Box<dyn Fn(f64) -> f64> {
+    match &users.sessions {
+        Sessions::Model(model) => {
+            let think = model.think;
+            Box::new(move |x| think.cdf(x))
+        }
+        Sessions::Logged(logged) => {
+            let mut sample: Vec<f64> = logged.thinks().collect();
+            sample.sort_by(f64::total_cmp);
+            Box::new(move |x| {
+                let below = sample.partition_point(|&t| t <= x);
+                below as f64 / sample.len().max(1) as f64
+            })
+        }
+    }
+}
+
+/// The largest gap between the histogram's empirical CDF (nanoseconds) and `cdf`, looked at
+/// on both sides of each recorded value's step.
+fn ks_distance(h: &hdrhistogram::Histogram<u64>, cdf: &dyn Fn(f64) -> f64) -> f64 {
+    let n = h.len() as f64;
+    if n == 0.0 {
+        return 0.0;
+    }
+    let mut below = 0u64;
+    let mut distance: f64 = 0.0;
+    for v in h.iter_recorded() {
+        let x = h.highest_equivalent(v.value_iterated_to()) as f64 / 1e9;
+        let before = below as f64 / n;
+        below += v.count_at_value();
+        let f = cdf(x);
+        distance = distance
+            .max((f - before).abs())
+            .max((f - below as f64 / n).abs());
+    }
+    distance
+}
+
+fn p95(h: &hdrhistogram::Histogram<u64>) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        h.value_at_quantile(0.95) as f64 / 1000.0
+    }
+}
+
+impl UsersReport {
+    /// The summary's lines.
+    pub fn summary(&self) -> String {
+        use super::text::format_us;
+        let load = &self.page_load_us;
+        format!(
+            "  Users       {} ({} connections each); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {:.2}s, kept mean {:.2}s ({} kept; KS distance {:.3})\n  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {})\n",
+            self.users,
+            self.connections_per_user,
+            self.sessions_from,
+            self.page_views,
+            self.sessions,
+            self.page_views_per_s,
+            self.page_view_errors,
+            format_us(load.p50),
+            format_us(self.page_load_p95_us),
+            format_us(load.p99),
+            format_us(load.max),
+            self.think_configured_s,
+            self.think_us.mean / 1e6,
+            self.think_us.count,
+            self.think_ks_distance,
+            format_us(self.law_response_s * 1e6),
+            format_us(load.mean),
+        )
+    }
+}

@@ -1,0 +1,125 @@
+//! A log's sessions made into users' sessions (`load --users N --sessions LOG`): the
+//! sessions webscope-accesslog's `session_scripts` samples, their requests made distinct and
+//! prebuilt as a replay's are (a logged 206 asks its Range, a logged 304 is conditional),
+//! and each session's views pointing into them.
+//!
+//! A request of a body-carrying method (POST, PUT, PATCH) is left out, as in a replay: the
+//! log has no body. A view whose page is one has its first object as its page; a view left
+//! empty is dropped, its think time going to the view before.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use webscope_accesslog::{session_scripts, Format, ReadOptions, ScriptRequest, Scripts};
+
+use super::{Logged, Request, Session, View};
+use crate::replay::ReplayRequest;
+use crate::Error;
+
+/// What a log's sessions give a users run: the distinct requests (the target's), the
+/// sessions over them, and how many requests were left out for want of a body.
+pub struct LoggedSessions {
+    /// The distinct requests, in order of first use.
+    pub requests: Vec<ReplayRequest>,
+    /// The sample of sessions.
+    pub logged: Logged,
+    /// Requests left out: of a body-carrying method.
+    pub skipped_no_body: u64,
+}
+
+/// Reads the sessions of `logs` (sessions ended by `gap_s` without a request), keeps a
+/// uniform sample of at most `limit` drawn with `seed`.
+pub fn sessions_from_logs(
+    logs: &[PathBuf],
+    format: Option<Format>,
+    gap_s: i64,
+    limit: usize,
+    seed: u64,
+) -> Result<LoggedSessions, Error> {
+    let (scripts, _) = session_scripts(logs, &ReadOptions::format(format), gap_s, limit, seed)
+        .map_err(|e| Error::Config(format!("--sessions: {e}")))?;
+    let source = logs
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let made = of_scripts(&scripts, source);
+    if made.logged.sessions.is_empty() {
+        return Err(Error::Config(format!(
+            "--sessions: no session of the log can be run ({} sessions read, {} requests of a body-carrying method left out): give a log with GET or HEAD requests",
+            scripts.sessions, made.skipped_no_body
+        )));
+    }
+    Ok(made)
+}
+
+/// The users' sessions of `scripts`.
+pub fn of_scripts(scripts: &Scripts, source: String) -> LoggedSessions {
+    let mut interned: HashMap<ReplayRequest, u32> = HashMap::new();
+    let mut requests = Vec::new();
+    let mut skipped_no_body = 0;
+    let mut intern = |r: &ScriptRequest| -> Option<Request> {
+        let Some(distinct) = distinct(r) else {
+            skipped_no_body += 1;
+            return None;
+        };
+        let index = *interned.entry(distinct.clone()).or_insert_with(|| {
+            requests.push(distinct);
+            requests.len() as u32 - 1
+        });
+        Some(Request {
+            request: index,
+            logged: Some(r.status),
+        })
+    };
+    let mut sessions = Vec::new();
+    for script in &scripts.scripts {
+        let mut views: Vec<View> = Vec::new();
+        for view in &script.views {
+            let mut kept = std::iter::once(&view.page)
+                .chain(&view.objects)
+                .filter_map(&mut intern);
+            match kept.next() {
+                Some(page) => views.push(View {
+                    page,
+                    objects: kept.collect(),
+                    think_s: view.think_s,
+                }),
+                // Nothing left of the view: the user thinks on from the view before.
+                None => {
+                    if let Some(last) = views.last_mut() {
+                        last.think_s = match (last.think_s, view.think_s) {
+                            (Some(a), Some(b)) => Some(a + b),
+                            (a, b) => a.or(b),
+                        };
+                    }
+                }
+            }
+        }
+        if !views.is_empty() {
+            sessions.push(Session { views });
+        }
+    }
+    LoggedSessions {
+        requests,
+        logged: Logged {
+            sessions,
+            population: scripts.sessions,
+            source,
+        },
+        skipped_no_body,
+    }
+}
+
+/// The request a logged one is sent as, None for a body-carrying method.
+fn distinct(r: &ScriptRequest) -> Option<ReplayRequest> {
+    if crate::replay::BODY_METHODS.contains(&r.method.as_str()) {
+        return None;
+    }
+    Some(ReplayRequest {
+        method: r.method.to_string(),
+        target: r.target.to_string(),
+        range: (r.status == 206 && r.bytes > 0).then_some(r.bytes),
+        not_modified: r.status == 304,
+    })
+}

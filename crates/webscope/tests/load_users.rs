@@ -1,0 +1,147 @@
+//! `webscope load --users` against the real `webscope serve`: a log's sessions replayed by
+//! users (their page views, as the log had them), users from the SURGE model on a file set,
+//! and the users flags' errors.
+
+mod load_support;
+
+use std::time::Duration;
+
+use load_support::{f, fileset, load, load_json, u, Serve};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// A Combined log line of `client` at second `s` of the log.
+fn line(client: &str, s: u64, path: &str, status: u16) -> String {
+    let t = 10 + s;
+    format!(
+        "{client} - - [27/Nov/2026:10:{:02}:{:02} +0000] \"GET {path} HTTP/1.1\" {status} 100 \"-\" \"Mozilla/5.0\"\n",
+        t / 60,
+        t % 60
+    )
+}
+
+#[test]
+fn users_go_through_a_logs_sessions_as_the_log_had_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    for name in ["index.html", "a.css", "b.png", "about.html"] {
+        std::fs::write(site.join(name), "x".repeat(100)).unwrap();
+    }
+    // Three visitors: a page with two objects, then (1 s later) another page, one of whose
+    // objects the log answered 404.
+    let mut log = String::new();
+    for (k, client) in ["10.0.0.1", "10.0.0.2", "10.0.0.3"].iter().enumerate() {
+        let s = k as u64 * 2;
+        log += &line(client, s, "/index.html", 200);
+        log += &line(client, s, "/a.css", 200);
+        log += &line(client, s, "/b.png", 200);
+        log += &line(client, s + 1, "/about.html", 200);
+        log += &line(client, s + 1, "/missing.png", 404);
+    }
+    let log_path = tmp.path().join("access.log");
+    std::fs::write(&log_path, log).unwrap();
+    let server = Serve::start(&site);
+    let base = server.base();
+    let args = [
+        "--users",
+        "3",
+        "-t",
+        "1",
+        "--sessions",
+        log_path.to_str().unwrap(),
+        "--base",
+        &base,
+        "-d",
+        "2500ms",
+        "--ramp-up",
+        "0s",
+    ];
+    let (r, out) = load_json(&args, LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("sessions sampled from"), "{stdout}");
+    let users = &r["users"];
+    // Each user: page view 1 (3 requests), 1 s of thought, page view 2 (2 requests), a think
+    // time from the log's (1 s), and so on: at least two page views each.
+    assert!(u(users, "page_views") >= 6, "{users}");
+    assert!(u(users, "sessions") >= 3, "{users}");
+    // The 404 was the log's: no page view has an error.
+    assert_eq!(u(users, "page_view_errors"), 0, "{users}");
+    let codes = r["status_codes"].as_object().unwrap();
+    assert!(codes.keys().all(|c| c == "200" || c == "404"), "{codes:?}");
+    // A first view is three 200s, a second one a 200 and the 404: every page view's
+    // requests, and no other, went out (views start 1 s apart, far from the run's end).
+    let (ok, missing) = (u(&r["status_codes"], "200"), u(&r["status_codes"], "404"));
+    let views = u(users, "page_views");
+    assert!(missing >= 3, "{codes:?}");
+    assert_eq!(ok, 3 * (views - missing) + missing, "{codes:?} {users}");
+    // The kept think times are the log's whole seconds.
+    assert!(f(&users["think_us"], "min") >= 1e6, "{users}");
+}
+
+#[test]
+fn users_from_the_surge_model_on_a_file_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("wsA");
+    fileset(&set, &["webstone-a", "--scale", "0.25"]);
+    let server = Serve::start(&set);
+    let base = server.base();
+    let args = [
+        "--users",
+        "8",
+        "--fileset",
+        set.to_str().unwrap(),
+        "--base",
+        &base,
+        "--think",
+        "exp(50ms)",
+        "-d",
+        "2s",
+    ];
+    let (r, _) = load_json(&args, LIMIT);
+    let users = &r["users"];
+    assert_eq!(u(users, "users"), 8);
+    assert_eq!(u(users, "connections_per_user"), 6);
+    assert!(u(users, "page_views") > 20, "{users}");
+    assert_eq!(u(users, "page_view_errors"), 0, "{users}");
+    // SURGE's objects: at least one per page, so more requests than page views.
+    assert!(u(&r, "requests") > 2 * u(users, "page_views"), "{r}");
+    assert!(users["sessions_from"]
+        .as_str()
+        .unwrap()
+        .contains("pareto(2.43,1,150)"));
+    let intervals = r["intervals"].as_array().unwrap();
+    assert!(
+        intervals
+            .iter()
+            .all(|i| i["users"]["active"].as_u64().is_some()),
+        "{intervals:?}"
+    );
+}
+
+#[test]
+fn a_bad_users_flag_is_one_line() {
+    for (args, says) in [
+        (
+            &["--users", "4", "--think", "pareto(0.5,1)"][..],
+            "alpha ≤ 1 has no mean",
+        ),
+        (&["--users", "0"][..], "--users must be at least 1"),
+        (
+            &["--users", "4", "--views", "geo(0.5)"][..],
+            "parameters out of range",
+        ),
+        (
+            &["--users", "3", "--rate", "100"][..],
+            "cannot be used with",
+        ),
+    ] {
+        let mut all = vec!["http://127.0.0.1:9/"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-d", "1s"]);
+        let out = load(&all, LIMIT);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
