@@ -46,6 +46,7 @@ pub mod session;
 pub mod setup;
 pub mod target;
 pub mod techniques;
+pub mod users;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -99,6 +100,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment::of::<degradation::Degradation>(render::degradation::render),
     Experiment::of::<capacity::experiment::Capacity>(render::capacity::render),
     Experiment::of::<replay::ReplaySweep>(render::replay::render),
+    Experiment::of::<users::UsersSearch>(render::users::render),
 ];
 
 /// Experiments the lab issue plans that are not built yet.
@@ -147,7 +149,10 @@ pub struct Options {
     pub repeat: usize,
     /// The capacity experiment's objective, first rate, precision and arrivals.
     pub capacity: capacity::Settings,
-    /// `--workload`: access logs the replay experiment replays.
+    /// The users experiment's objective, first N and precision.
+    pub users: users::Settings,
+    /// `--workload`: access logs the replay experiment replays, and whose sessions the users
+    /// experiment's users go through.
     pub workload: Vec<PathBuf>,
     pub command: String,
 }
@@ -191,6 +196,7 @@ pub fn tests_options(quick: bool) -> Options {
         profile: true,
         repeat: 1,
         capacity: capacity::Settings::default(),
+        users: users::Settings::default(),
         workload: Vec::new(),
         command: "webscope lab".into(),
     }

@@ -83,6 +83,7 @@ pub use recorder::LATE_SEND;
 pub use recorder::{Failure, FAILURES};
 pub use report::histograms::ClassHistograms;
 pub use report::text::{format_us, thousands};
+pub use report::users::{IntervalUsers, UsersReport};
 pub use report::{
     ClassReport, Errors, Figures, Generator, IntervalReport, Latency, Report, RunCounts, TlsReport,
 };

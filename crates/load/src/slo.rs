@@ -12,6 +12,10 @@ use std::fmt;
 
 use crate::outcome::Expect;
 
+/// The class a users run's page loads go by (`page_p95<=1s` is `p95[page]<=1s`): the tag of
+/// their histograms in the interval log.
+pub const PAGE: &str = "page";
+
 /// A list of conditions, all of which must hold.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slo {
@@ -150,8 +154,18 @@ impl Measured {
             .class_quantiles()
             .into_iter()
             .filter_map(|(class, q)| {
-                let c = report.classes.iter().find(|c| c.name == class)?;
-                let us = crate::report::Latency::at(&c.figures.latency_us, q)?;
+                let us = match (&report.users, class.as_str()) {
+                    (Some(users), PAGE) if (q - 0.95).abs() < 1e-9 => users
+                        .page_load_us
+                        .count
+                        .gt(&0)
+                        .then_some(users.page_load_p95_us)?,
+                    (Some(users), PAGE) => crate::report::Latency::at(&users.page_load_us, q)?,
+                    _ => {
+                        let c = report.classes.iter().find(|c| c.name == class)?;
+                        crate::report::Latency::at(&c.figures.latency_us, q)?
+                    }
+                };
                 Some((class, q, us))
             })
             .collect();
@@ -289,6 +303,11 @@ impl Condition {
             None => (true, &rest[1..]),
         };
         let (name, class) = split_class(name.trim()).map_err(|why| format!("{part:?}: {why}"))?;
+        // `page_p95`: a users run's page loads (`p95[page]`, the class of its interval log).
+        let (name, class) = match (name.strip_prefix("page_"), class) {
+            (Some(metric), None) => (metric, Some(PAGE.to_string())),
+            (_, class) => (name, class),
+        };
         let metric = Metric::parse(name).map_err(|why| format!("{part:?}: {why}"))?;
         if class.is_some() && !matches!(metric, Metric::Latency { .. }) {
             return Err(format!(
@@ -416,6 +435,7 @@ impl fmt::Display for Condition {
             _ => format!("{}%", trim_float(self.limit * 100.0)),
         };
         match &self.class {
+            Some(class) if class == PAGE => write!(f, "page_{}{op}{limit}", self.metric),
             Some(class) => write!(f, "{}[{class}]{op}{limit}", self.metric),
             None => write!(f, "{}{op}{limit}", self.metric),
         }

@@ -117,7 +117,7 @@ pub fn cool_down_for(port: u16, open_before: u32, next: Option<f64>) -> Cooldown
 
 /// The port's open connections (both sides on this host, every state but LISTEN and
 /// TIME_WAIT) and its TIME_WAIT sockets, both sides.
-pub(super) fn port_counts(port: u16) -> std::io::Result<(u32, u32)> {
+pub fn port_counts(port: u16) -> std::io::Result<(u32, u32)> {
     let s = port_sockets(port)?;
     Ok((s.open, s.time_wait_server + s.time_wait_clients))
 }

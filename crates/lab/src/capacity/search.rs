@@ -337,6 +337,11 @@ impl Ending {
 
     /// One sentence: "capacity 41 800 req/s (passes 3/3; 44 000 fails 3/3; bracket ±2.6 %)".
     pub fn sentence(&self) -> String {
+        self.sentence_in("req/s")
+    }
+
+    /// [`Ending::sentence`] with another unit than req/s (the users search's: "users").
+    pub fn sentence_in(&self, unit: &str) -> String {
         match self {
             Ending::Found {
                 capacity,
@@ -345,7 +350,7 @@ impl Ending {
                 fails,
                 unproven,
             } => format!(
-                "capacity {} req/s (passes {}/{}; {} fails {}/{}{}; bracket ±{:.1} %)",
+                "capacity {} {unit} (passes {}/{}; {} fails {}/{}{}; bracket ±{:.1} %)",
                 thousands(*capacity),
                 passes.0,
                 passes.1,
@@ -361,24 +366,24 @@ impl Ending {
                 self.bracket_pct().unwrap_or(0.0)
             ),
             Ending::GeneratorBound { above: Some(r), at } => format!(
-                "capacity is above {} req/s, beyond what this generator can offer (it fell behind at {} req/s)",
+                "capacity is above {} {unit}, beyond what this generator can offer (it fell behind at {} {unit})",
                 thousands(*r),
                 thousands(*at)
             ),
             Ending::GeneratorBound { above: None, at } => format!(
-                "no capacity measured: the generator fell behind at {} req/s, the first rate it offered",
+                "no capacity measured: the generator fell behind at {} {unit}, the first rate it offered",
                 thousands(*at)
             ),
             Ending::Below { rate } => format!(
-                "capacity is below {} req/s: the objective failed at the lowest rate tried",
+                "capacity is below {} {unit}: the objective failed at the lowest rate tried",
                 thousands(*rate)
             ),
             Ending::Undecided { at, why } => format!(
-                "no capacity: the probes at {} req/s could not be decided, {MOST_UNDECIDED} times, each longer ({why})",
+                "no capacity: the probes at {} {unit} could not be decided, {MOST_UNDECIDED} times, each longer ({why})",
                 thousands(*at)
             ),
             Ending::Disturbed { at, why } => format!(
-                "no capacity: the machine was disturbed ({why}); {MOST_DISTURBED} probes in a row at {} req/s ran on a disturbed machine",
+                "no capacity: the machine was disturbed ({why}); {MOST_DISTURBED} probes in a row at {} {unit} ran on a disturbed machine",
                 thousands(*at)
             ),
             Ending::OutOfProbes { pass, fail } => format!(

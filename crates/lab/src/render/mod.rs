@@ -37,6 +37,7 @@ pub mod report;
 pub mod saturation;
 pub mod sweep;
 pub mod techniques;
+pub mod users;
 
 // What the lab's table of experiments and `webscope report` call.
 pub use rendered::Rendered;

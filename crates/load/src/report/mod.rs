@@ -18,7 +18,7 @@ use crate::recorder::{Failure, FAILURES};
 pub(crate) mod build;
 pub(crate) mod histograms;
 pub(crate) mod text;
-pub(crate) mod users;
+pub mod users;
 
 /// Percentiles of a latency distribution, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

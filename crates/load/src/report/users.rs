@@ -23,6 +23,7 @@ pub struct UsersReport {
     /// Page views ended, and of those the ones with a request unanswered or answered other
     /// than expected.
     pub page_views: u64,
+    /// Of those, the ones with a request unanswered or answered other than expected.
     pub page_view_errors: u64,
     /// Page views ended per second (the interactive system's throughput X).
     pub page_views_per_s: f64,
@@ -56,9 +57,11 @@ pub struct IntervalUsers {
     pub active: usize,
     /// Page views ended in the interval, and per second.
     pub page_views: u64,
+    /// Page views ended per second.
     pub page_views_per_s: f64,
     /// Their page loads, and the 95th percentile.
     pub page_load_us: Latency,
+    /// Their 95th percentile.
     pub page_load_p95_us: f64,
 }
 

@@ -236,3 +236,32 @@ fn figures_are_shown_in_the_conditions_unit() {
     // Issue #35: a share measured over 23 requests read "8.695652 %".
     assert_eq!(one("errors<=1%").show(2.0 / 23.0), "8.70 %");
 }
+
+#[test]
+fn a_page_objective_is_on_a_users_runs_page_loads() {
+    let slo = Slo::parse("page_p95<=1s,errors<=1%").unwrap();
+    assert_eq!(slo.conditions[0].class.as_deref(), Some(PAGE));
+    assert_eq!(slo.conditions[0].metric, Metric::Latency { quantile: 0.95 });
+    assert_eq!(slo.to_string(), "page_p95<=1s,errors<=1%");
+    assert_eq!(
+        Slo::parse("p95[page]<=1s").unwrap().to_string(),
+        "page_p95<=1s"
+    );
+    // Judged on the report's page loads; a run without users has none: undecided.
+    let mut report = crate::Report::default();
+    let expect = Expect::default();
+    let checks = slo.judge(&Measured::of_run(&report, &slo, &expect));
+    assert_eq!(checks[0].verdict, Verdict::Undecided);
+    report.users = Some(crate::report::users::UsersReport {
+        page_load_us: crate::report::Latency {
+            count: 100,
+            p50: 200_000.0,
+            ..Default::default()
+        },
+        page_load_p95_us: 1_500_000.0,
+        ..Default::default()
+    });
+    let checks = slo.judge(&Measured::of_run(&report, &slo, &expect));
+    assert_eq!(checks[0].measured, Some(1_500_000.0));
+    assert_eq!(checks[0].verdict, Verdict::Fail);
+}

@@ -37,6 +37,8 @@ use serde::{Deserialize, Serialize};
 
 pub use dist::Dist;
 pub use logged::{of_scripts, sessions_from_logs, LoggedSessions};
+/// Seconds without a request that end a logged session (characterize's rule, 30 min).
+pub const SESSION_GAP_S: i64 = webscope_accesslog::characterize::sessions::SESSION_GAP_S;
 
 /// Connections a browser opens to one host.
 pub const BROWSER_CONNECTIONS: usize = 6;

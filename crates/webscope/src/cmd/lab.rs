@@ -122,7 +122,9 @@ pub struct Args {
     /// HTTPS and HTTP/2 side by side, keep-alive and close), capacity (the largest open-loop
     /// rate that meets --slo: grow, bisect, repeat at the boundary), replay (the --workload
     /// log on its own timing at 1×, 2×, 4× ... until it fails --slo, each beside Poisson
-    /// arrivals at the same rate).
+    /// arrivals at the same rate), users (the most closed-loop users, each going through
+    /// sessions of page views, whose page loads meet --slo, with MVA's prediction beside it;
+    /// the --workload log's sessions, or SURGE's shapes at 1/100 of its times).
     #[arg(long = "experiment", value_name = "NAME", default_value = "clients")]
     experiments: Vec<String>,
     /// Client counts of the clients sweep, e.g. 1,2,5,10,20.
@@ -161,8 +163,10 @@ pub struct Args {
     /// goodput condition is given. Each is judged on its 95 % interval: a probe runs until it
     /// holds the requests its conditions need (2 000 for a p99, 3 838 for errors<=0.1 %; at
     /// most 60 s), and one whose interval straddles a limit is taken again, longer.
-    #[arg(long, value_name = "SLO", default_value = lab::capacity::DEFAULT_SLO)]
-    slo: String,
+    /// The users experiment judges its steps on it too; its page loads are page_p95 (or
+    /// any page_pNN) [default: p99<=10ms,errors<=0.1%; users: page_p95<=10ms,errors<=1%].
+    #[arg(long, value_name = "SLO")]
+    slo: Option<String>,
     /// The capacity search's first offered rate, req/s [default: 100].
     #[arg(long, value_name = "RATE")]
     from: Option<f64>,
@@ -207,7 +211,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     lab::health::Expect::parse(&args.expect_status).map_err(anyhow::Error::msg)?;
     let capacity = lab::capacity::Settings::new(
-        &args.slo,
+        args.slo.as_deref().unwrap_or(lab::capacity::DEFAULT_SLO),
         args.from,
         args.precision,
         if args.arrivals == "poisson" {
@@ -282,6 +286,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         profile: !args.no_profile,
         repeat: usize::from(args.repeat),
         capacity,
+        users: lab::users::Settings {
+            slo: webscope_load::slo::Slo::parse(
+                args.slo.as_deref().unwrap_or(lab::users::DEFAULT_SLO),
+            )
+            .map_err(|why| anyhow::anyhow!("--slo: {why}"))?,
+            precision: args.precision.unwrap_or(lab::capacity::DEFAULT_PRECISION),
+            ..lab::users::Settings::default()
+        },
         workload: args.workload,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
@@ -352,13 +364,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The capacity search's sentence when it ended without a capacity because the machine stayed
-/// disturbed (its ending in the report.json beside `index`).
+/// The capacity (or users) search's sentence when it ended without a capacity because the
+/// machine stayed disturbed (its ending in the report.json beside `index`).
 fn disturbed(index: &std::path::Path) -> Option<String> {
     let text = std::fs::read(index.with_file_name("report.json")).ok()?;
     let report: serde_json::Value = serde_json::from_slice(&text).ok()?;
-    let capacity = report.get("capacity")?;
-    (capacity.get("ending")?.get("kind")?.as_str()? == "disturbed")
-        .then(|| capacity.get("sentence")?.as_str().map(String::from))
-        .flatten()
+    ["capacity", "users"].iter().find_map(|name| {
+        let search = report.get(name)?;
+        (search.get("ending")?.get("kind")?.as_str()? == "disturbed")
+            .then(|| search.get("sentence")?.as_str().map(String::from))
+            .flatten()
+    })
 }

@@ -323,7 +323,7 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
     t
 }
 
-fn ending_json(e: &Ending) -> Value {
+pub fn ending_json(e: &Ending) -> Value {
     match e {
         Ending::Found {
             capacity,

@@ -1,0 +1,244 @@
+//! The users experiment (issue 37): how many concurrent users a server carries within an
+//! objective on their page views. Each step runs N closed-loop users (webscope-load's
+//! `--users`: sessions of page views, each a page and its objects over up to 6 connections,
+//! then a think time) for the lab's run length; the capacity search's machinery ([`Search`],
+//! its confirmations both ways, undecided and disturbed steps taken again) grows N and
+//! bisects it until the objective (`page_p95<=10ms,errors<=1%` by default) fails. Beside the
+//! capacity in users: MVA's prediction from the service demand per page view measured at
+//! each step and the think time the users kept ([`model`]), and the interactive response
+//! time law R = N/X − Z checked on every step.
+//!
+//! The sessions: the `--workload` log's own (sampled, with its URLs and think times), or on
+//! the embedded default a built-in model ([`lab_model`]): SURGE's shapes with its times
+//! divided by 100, so that the knee falls at tens or hundreds of users, which one machine
+//! can hold (SURGE's own think times, mean 2.6 s, would put it at tens of thousands of users
+//! and 6 connections each on a server that answers a file in 50 µs); the objective's default
+//! is divided alike (a 1-s page load becomes 10 ms).
+//!
+//! Not for: open-loop rates (`capacity`) nor drawing (`render::users`).
+
+pub mod model;
+pub mod step;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use webscope_load::slo::Slo;
+use webscope_load::users::{Dist, SessionModel, Sessions};
+
+use crate::capacity::search::{Outcome, Plan, Search, CONFIRM};
+use crate::record::{read_json, write_json, RunRecord};
+use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
+use crate::Options;
+use step::{Step, StepJudged};
+
+/// The objective without `--slo`.
+pub const DEFAULT_SLO: &str = "page_p95<=10ms,errors<=1%";
+/// The first N without `--from`.
+pub const DEFAULT_FROM: usize = 4;
+/// Most steps of one search.
+pub const MOST_STEPS: usize = 36;
+
+/// What the users experiment is asked.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub slo: Slo,
+    /// The first N.
+    pub from: usize,
+    /// The bracket closes when (fail − pass) / pass is at most this.
+    pub precision: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            slo: Slo::parse(DEFAULT_SLO).unwrap_or(Slo {
+                conditions: Vec::new(),
+            }),
+            from: DEFAULT_FROM,
+            precision: crate::capacity::DEFAULT_PRECISION,
+        }
+    }
+}
+
+/// The embedded default's sessions: SURGE's distributions (Barford & Crovella 1998: page
+/// views geometric, our choice; objects per page Pareto α 2.43, k 1; think times Pareto
+/// α 1.5) with the think times' scale divided by 100 (k 10 ms, truncated at 600 ms: mean 26
+/// ms). See the module doc for why.
+pub fn lab_model() -> SessionModel {
+    SessionModel {
+        think: Dist::Pareto {
+            alpha: 1.5,
+            scale: 0.01,
+            max: Some(0.6),
+        },
+        ..SessionModel::surge()
+    }
+}
+
+/// The search's plan: doubling from `--from` users, to the precision, boundaries confirmed.
+fn plan(options: &Options) -> Plan {
+    Plan {
+        precision: options.users.precision,
+        repeat: (options.repeat as u32).max(CONFIRM),
+        max_probes: MOST_STEPS,
+        ..Plan::new(options.users.from as f64)
+    }
+}
+
+/// What the page needs to replay the search: `users.json`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Recorded {
+    /// The objective, as `--slo` reads it.
+    pub slo: String,
+    pub from: f64,
+    pub precision: f64,
+    pub repeat: u32,
+    pub max_probes: usize,
+    /// How the users' sessions were made.
+    pub sessions: String,
+}
+
+impl Recorded {
+    /// The search's plan.
+    pub fn plan(&self) -> Plan {
+        Plan {
+            precision: self.precision,
+            repeat: self.repeat,
+            max_probes: self.max_probes,
+            ..Plan::new(self.from)
+        }
+    }
+
+    /// Reads `users.json` from the experiment's folder.
+    pub fn read(dir: &std::path::Path) -> anyhow::Result<Recorded> {
+        read_json(&dir.join("users.json"))
+    }
+}
+
+/// The experiment: the search, the sessions every step runs, the steps' outcomes.
+pub struct UsersSearch {
+    search: Search,
+    sessions: Arc<Sessions>,
+    /// The distinct requests of logged sessions (None: the file set's mix).
+    requests: Option<Arc<Vec<webscope_load::replay::ReplayRequest>>>,
+    recorded: usize,
+    outcomes: HashMap<String, Outcome>,
+    last_disturbed: bool,
+    judged: Vec<StepJudged>,
+}
+
+impl Sweep for UsersSearch {
+    const NAME: &'static str = "users";
+    const FACTOR: &'static str = "users (N)";
+    type Point = Step;
+
+    fn points(_: &Options) -> Points<Step> {
+        Points::Adaptive { most: MOST_STEPS }
+    }
+
+    /// The search repeats its own boundary steps: one round.
+    fn rounds(_: &Options) -> usize {
+        1
+    }
+
+    fn start(ctx: &Ctx<'_>) -> anyhow::Result<UsersSearch> {
+        let (sessions, requests) = if ctx.options.workload.is_empty() {
+            (Sessions::Model(lab_model()), None)
+        } else {
+            let logged = webscope_load::users::sessions_from_logs(
+                &ctx.options.workload,
+                None,
+                webscope_load::users::SESSION_GAP_S,
+                step::SESSION_SAMPLE,
+                1,
+            )?;
+            (
+                Sessions::Logged(logged.logged),
+                Some(Arc::new(logged.requests)),
+            )
+        };
+        Ok(UsersSearch {
+            search: Search::new(plan(ctx.options)),
+            sessions: Arc::new(sessions),
+            requests,
+            recorded: 0,
+            outcomes: HashMap::new(),
+            last_disturbed: false,
+            judged: Vec::new(),
+        })
+    }
+
+    fn next(&mut self, so_far: &SoFar<'_, Step>, ctx: &Ctx<'_>) -> Next<Step> {
+        for done in &so_far.runs[self.recorded..] {
+            let outcome = self
+                .outcomes
+                .get(&done.name)
+                .cloned()
+                .unwrap_or_else(|| Outcome::Undecided("the step was not judged".into()));
+            self.search.record(done.point.users as f64, outcome);
+        }
+        self.recorded = so_far.runs.len();
+        match self.search.next_rate() {
+            Some(n) => Next::Run(Step {
+                number: so_far.runs.len() + 1,
+                users: n.round().max(1.0) as usize,
+                length: step::length(
+                    n,
+                    &self.sessions,
+                    ctx.duration,
+                    &ctx.options.users.slo,
+                    self.search.length_factor(n),
+                ),
+            }),
+            None if so_far.stopped.is_some() => Next::Done,
+            None => Next::Stop(
+                self.search
+                    .ending()
+                    .map_or("the search ended".into(), model::ending_sentence),
+            ),
+        }
+    }
+
+    fn name(&self, step: &Step) -> String {
+        step.name()
+    }
+
+    fn label(&self, run: &Run<'_, Step>) -> String {
+        run.point.label()
+    }
+
+    fn measure(&mut self, run: &Run<'_, Step>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        if let Some(dir) = run.dir.parent().filter(|d| !d.join("users.json").exists()) {
+            let plan = plan(ctx.options);
+            let users = webscope_load::users::Users {
+                count: 1,
+                connections: webscope_load::users::BROWSER_CONNECTIONS,
+                sessions: (*self.sessions).clone(),
+                ramp_up: std::time::Duration::ZERO,
+            };
+            write_json(
+                &dir.join("users.json"),
+                &Recorded {
+                    slo: ctx.options.users.slo.to_string(),
+                    from: plan.from,
+                    precision: plan.precision,
+                    repeat: plan.repeat,
+                    max_probes: plan.max_probes,
+                    sessions: users.describe(),
+                },
+            )?;
+        }
+        let given = step::Given {
+            sessions: &self.sessions,
+            requests: self.requests.as_deref().map(Vec::as_slice),
+            after_disturbed: self.last_disturbed,
+        };
+        let (record, judged) = step::run(run.point, run.dir, ctx, &given)?;
+        let outcome = judged.judged.outcome();
+        self.last_disturbed = matches!(outcome, Outcome::Disturbed(_));
+        self.outcomes.insert(run.name.to_string(), outcome);
+        self.judged.push(judged);
+        Ok(record)
+    }
+}

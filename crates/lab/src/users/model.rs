@@ -1,0 +1,274 @@
+//! The users search's model: each step's figures for the interactive system (throughput X
+//! of page views, mean page load R, the think time Z the users kept, the response time law
+//! R = N/X − Z, the server's CPU per page view D), and MVA's prediction of the capacity in
+//! users from them (webscope-model's exact MVA over a closed network: the users' think time
+//! as a delay, the page view's time outside the server's CPU as a second delay, the server's
+//! CPUs as one queue).
+//!
+//! Where the two part: MVA gives mean response times, and the objective is on a percentile;
+//! the model's percentile is the mean times −ln(1 − q), a response time exponential as
+//! M/M/1's (3.0 for a p95). Below the knee the page load is mostly the time outside the CPU
+//! (round trips, the objects fetched after the page), which the delay carries; past it the
+//! queue does, and a server whose demand grows with its load (contention, a generator that
+//! falls behind) bends the measured curve away from MVA's.
+
+use serde::{Deserialize, Serialize};
+use webscope_load::slo::{Metric, Slo, PAGE};
+use webscope_model::mva::{self, Options as MvaOptions};
+use webscope_model::Network;
+
+use crate::capacity::search::Ending;
+use crate::record::RunRecord;
+
+/// The model's curve goes no further than this many users.
+const MOST_USERS: f64 = 200_000.0;
+/// Points of the model's curve kept for the page.
+const CURVE_POINTS: usize = 400;
+
+/// One step's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StepFigures {
+    pub users: usize,
+    /// Page views per second (X).
+    pub page_views_per_s: f64,
+    /// Mean and 95th percentile page load, seconds.
+    pub page_load_mean_s: f64,
+    pub page_load_p95_s: f64,
+    /// The mean think time kept (Z), seconds.
+    pub think_s: f64,
+    /// N/X − Z, seconds.
+    pub law_response_s: f64,
+    /// The server's CPU seconds per page view (D = U/X), when the server's CPU was measured.
+    pub demand_s: Option<f64>,
+    /// CPUs the server may use.
+    pub server_cpus: Option<f64>,
+    /// The server's CPU use over the step, in cores (U).
+    pub server_busy: Option<f64>,
+}
+
+impl StepFigures {
+    /// The figures of a users run `record` of `users` users.
+    pub fn of(record: &RunRecord, users: usize) -> StepFigures {
+        let Some(u) = &record.load.users else {
+            return StepFigures {
+                users,
+                ..StepFigures::default()
+            };
+        };
+        let demand_s = record
+            .server
+            .as_ref()
+            .filter(|s| s.cpu_s > 0.0 && u.page_views > 0)
+            .map(|s| s.cpu_s / u.page_views as f64);
+        StepFigures {
+            users,
+            page_views_per_s: u.page_views_per_s,
+            page_load_mean_s: u.page_load_us.mean / 1e6,
+            page_load_p95_s: u.page_load_p95_us / 1e6,
+            think_s: u.think_us.mean / 1e6,
+            law_response_s: u.law_response_s,
+            demand_s,
+            server_cpus: record.env.server_cpus,
+            server_busy: record.server.as_ref().map(|s| s.busy_cores),
+        }
+    }
+}
+
+/// MVA's prediction from the steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The inputs: D, the slope of the server's CPU use over the page views per second
+    /// across the steps (the service demand law U = U₀ + D·X: a server's idle work, its
+    /// timers and wake-ups, would otherwise load the lightest steps' D), the median Z, the time of a page view
+    /// outside the server's CPU (the lightest step's page load less D), the CPUs.
+    pub demand_s: f64,
+    pub think_s: f64,
+    pub outside_s: f64,
+    pub servers: u32,
+    /// The largest N whose predicted percentile meets the objective's page limit.
+    pub capacity_users: Option<u32>,
+    /// The percentile's multiple of the mean (−ln(1 − q)) and its limit, seconds.
+    pub quantile: f64,
+    pub limit_s: f64,
+    /// (N, X, mean R) along the curve.
+    pub curve: Vec<(u32, f64, f64)>,
+}
+
+/// The objective's page-load condition: its quantile and limit in seconds.
+pub fn page_limit(slo: &Slo) -> Option<(f64, f64)> {
+    slo.conditions.iter().find_map(|c| match c.metric {
+        Metric::Latency { quantile } if c.class.as_deref() == Some(PAGE) && quantile < 1.0 => {
+            Some((quantile, c.limit / 1e6))
+        }
+        _ => None,
+    })
+}
+
+/// MVA over 1 ..= `most` users (at least three times the knee) from the steps' figures, against the objective's page limit;
+/// None when no step measured the server's CPU (a `--target` without its process) or the
+/// objective has no page percentile.
+pub fn predict(steps: &[StepFigures], slo: &Slo, most: u32) -> Option<Prediction> {
+    let (quantile, limit_s) = page_limit(slo)?;
+    let demand_s = demand(steps)?;
+    let think_s = median(steps.iter().filter(|s| s.think_s > 0.0).map(|s| s.think_s))?;
+    let lightest = steps
+        .iter()
+        .filter(|s| s.page_load_mean_s > 0.0)
+        .min_by_key(|s| s.users)?;
+    let outside_s = (lightest.page_load_mean_s - demand_s).max(0.0);
+    let servers = steps
+        .iter()
+        .find_map(|s| s.server_cpus)
+        .map_or(1, |c| c.round().max(1.0) as u32);
+    let network = Network::single_class(
+        "page views",
+        1,
+        think_s,
+        &[
+            ("outside the server", 0, outside_s),
+            ("server CPU", servers, demand_s),
+        ],
+    )
+    .ok()?;
+    // Far enough past the knee, N* = (D + Z + outside)/D per CPU, that the objective's
+    // crossing is on the curve.
+    let knee = f64::from(servers) * (demand_s + think_s + outside_s) / demand_s.max(1e-9);
+    let most = most.max((3.0 * knee).min(MOST_USERS) as u32).max(1);
+    let ns: Vec<u32> = (1..=most).collect();
+    let (_, points) = mva::curve(&network, &ns, &MvaOptions::default()).ok()?;
+    let multiple = -(1.0 - quantile).ln();
+    let capacity_users = points
+        .iter()
+        .filter(|p| p.response_time * multiple <= limit_s)
+        .map(|p| p.population)
+        .max();
+    Some(Prediction {
+        demand_s,
+        think_s,
+        outside_s,
+        servers,
+        capacity_users,
+        quantile: multiple,
+        limit_s,
+        // At most CURVE_POINTS of them on the page.
+        curve: points
+            .iter()
+            .step_by(points.len().div_ceil(CURVE_POINTS).max(1))
+            .map(|p| (p.population, p.throughput, p.response_time))
+            .collect(),
+    })
+}
+
+/// D: the least-squares slope of U over X where two steps or more measured U at different
+/// rates, else (or when the slope is not positive) the smallest U/X of a step.
+fn demand(steps: &[StepFigures]) -> Option<f64> {
+    let points: Vec<(f64, f64)> = steps
+        .iter()
+        .filter_map(|s| Some((s.page_views_per_s, s.server_busy?)))
+        .filter(|(x, u)| *x > 0.0 && u.is_finite())
+        .collect();
+    let n = points.len() as f64;
+    let (mx, mu) = (
+        points.iter().map(|p| p.0).sum::<f64>() / n,
+        points.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxu: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - mu)).sum();
+    let slope = (points.len() >= 2 && sxx > 0.0).then(|| sxu / sxx);
+    slope.filter(|d| *d > 0.0).or_else(|| {
+        steps
+            .iter()
+            .filter_map(|s| s.demand_s)
+            .filter(|d| d.is_finite() && *d > 0.0)
+            .min_by(f64::total_cmp)
+    })
+}
+
+fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The search's ending in users.
+pub fn ending_sentence(ending: &Ending) -> String {
+    ending.sentence_in("users")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(users: usize, demand: f64, think: f64, load: f64) -> StepFigures {
+        let x = users as f64 / (think + load);
+        StepFigures {
+            users,
+            page_views_per_s: x,
+            page_load_mean_s: load,
+            think_s: think,
+            demand_s: Some(demand),
+            server_cpus: Some(1.0),
+            server_busy: Some(demand * x),
+            ..StepFigures::default()
+        }
+    }
+
+    #[test]
+    fn d_is_the_slope_of_u_over_x_not_the_idle_servers_share() {
+        // U = 0.02 + 0.001·X: a server that burns 2 % of a core idle. U/X at X = 10 is 3 ms,
+        // the slope 1 ms.
+        let at = |x: f64| StepFigures {
+            page_views_per_s: x,
+            server_busy: Some(0.02 + 0.001 * x),
+            demand_s: Some((0.02 + 0.001 * x) / x),
+            ..StepFigures::default()
+        };
+        let d = demand(&[at(10.0), at(100.0), at(400.0)]).unwrap();
+        assert!((d - 0.001).abs() < 1e-9, "{d}");
+        // One step: its U/X.
+        assert!((demand(&[at(10.0)]).unwrap() - 0.003).abs() < 1e-9);
+    }
+
+    #[test]
+    fn mva_puts_the_knee_where_the_bottleneck_saturates() {
+        // D = 1 ms, Z = 99 ms, nothing outside: N* = (D + Z)/D = 100 users. The mean
+        // response time stays near D below it and grows by D per user beyond.
+        let steps = [step(4, 0.001, 0.099, 0.001), step(64, 0.001, 0.099, 0.002)];
+        let slo = Slo::parse("page_p95<=30ms").unwrap();
+        let p = predict(&steps, &slo, 400).unwrap();
+        assert_eq!(
+            (p.servers, p.quantile > 2.99 && p.quantile < 3.0),
+            (1, true)
+        );
+        let at = |n: u32| *p.curve.iter().find(|c| c.0 >= n).unwrap();
+        assert!(at(10).2 < 0.0012, "{:?}", at(10));
+        // Well past the knee: X at 1/D, R = N·D − Z.
+        let (_, x, r) = at(300);
+        assert!((x - 1000.0).abs() < 1.0, "{x}");
+        assert!((r - (0.3 - 0.099)).abs() < 0.002, "{r}");
+        // p95 = 3 R ≤ 30 ms: the asymptote R = N·D − Z would allow 109 users, but near the
+        // knee the queue is longer than the asymptote says. Exact MVA's recursion, written out
+        // here (R(n) = D(1 + Q(n−1)), X = n/(Z + R), Q = X·R), gives the largest N.
+        let (mut q, mut most) = (0.0, 0);
+        for n in 1..400 {
+            let r = 0.001 * (1.0 + q);
+            q = f64::from(n) / (0.099 + r) * r;
+            if -(0.05f64.ln()) * r <= 0.030 {
+                most = n;
+            }
+        }
+        assert_eq!(p.capacity_users, Some(most));
+        assert!((100..109).contains(&most), "{most}");
+        // No page condition: no prediction.
+        assert!(predict(&steps, &Slo::parse("p99<=5ms").unwrap(), 400).is_none());
+    }
+}

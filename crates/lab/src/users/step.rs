@@ -1,0 +1,187 @@
+//! One step of the users search: N users for a while (a warm-up first), measured as every
+//! lab run is, judged on the objective (its page conditions on the page loads the run's
+//! interval log carries under `page`), the machine's quiet checked as a capacity probe's, and
+//! the step's figures for the model ([`super::model`]). What it judged is written beside the
+//! run as `step.json`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use webscope_load::replay::ReplayRequest;
+use webscope_load::slo::Slo;
+use webscope_load::users::{Sessions, Users, BROWSER_CONNECTIONS};
+use webscope_load::{Config, Mode, Target as LoadTarget};
+
+use super::model::StepFigures;
+use crate::capacity::cooldown::{self, port_counts, Cooldown};
+use crate::capacity::probe::{warmup_length, Judged, MOST_LENGTH};
+use crate::capacity::quiet;
+use crate::measure::measure;
+use crate::objective::{judge_run, needed_requests, OnObjective};
+use crate::record::{write_json, RunRecord};
+use crate::runner::Ctx;
+
+/// Sessions a `--workload` log gives the users to draw from.
+pub const SESSION_SAMPLE: usize = 10_000;
+
+/// One step: its place in the search (from 1), its users and how long it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub number: usize,
+    pub users: usize,
+    pub length: Duration,
+}
+
+impl Step {
+    /// Its folder: the number keeps repeated steps apart.
+    pub fn name(&self) -> String {
+        format!("step-{:02}-{}users", self.number, self.users)
+    }
+
+    pub fn label(&self) -> String {
+        format!(
+            "step {} with {} users for {:.1} s",
+            self.number,
+            self.users,
+            self.length.as_secs_f64()
+        )
+    }
+}
+
+/// A step's length: the lab's `--duration`, or as long as `users` thinking the sessions'
+/// mean think time take to make the page views the objective needs ([`needed_requests`]:
+/// 400 for a p95), times `factor` (after undecided steps), at most [`MOST_LENGTH`].
+pub fn length(users: f64, sessions: &Sessions, base: Duration, slo: &Slo, factor: u32) -> Duration {
+    let think = match sessions {
+        Sessions::Model(m) => m.think.mean(),
+        Sessions::Logged(l) => l.mean_think_s(),
+    };
+    // At most N/Z page views a second (none of them taking any time).
+    let views_per_s = users.max(1.0) / think.max(1e-3);
+    let needed = needed_requests(slo) as f64 / views_per_s;
+    let wanted = base.as_secs_f64().max(needed) * f64::from(factor.max(1));
+    Duration::from_secs_f64(wanted.min(MOST_LENGTH.max(base).as_secs_f64()))
+}
+
+/// What every step is given besides its users.
+pub struct Given<'a> {
+    pub sessions: &'a Sessions,
+    /// A log's distinct requests (None: the file set's mix).
+    pub requests: Option<&'a [ReplayRequest]>,
+    /// The step before ran on a disturbed machine: wait for a quiet one first.
+    pub after_disturbed: bool,
+}
+
+/// What a step said, as `step.json` keeps it: the verdict as a capacity probe's (its `rate`
+/// is the users) and the figures the model takes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepJudged {
+    pub judged: Judged,
+    pub figures: StepFigures,
+}
+
+/// Runs `step` into `run_dir`: warm-up, the measured run, its verdict, the cool-down.
+pub fn run(
+    step: &Step,
+    run_dir: &Path,
+    ctx: &Ctx<'_>,
+    given: &Given<'_>,
+) -> anyhow::Result<(RunRecord, StepJudged)> {
+    anyhow::ensure!(
+        !ctx.target.http2,
+        "the users experiment speaks HTTP/1.1 only so far: leave --http2 out"
+    );
+    let watched = quiet::watched(ctx);
+    if given.after_disturbed {
+        ctx.bar.set_message(format!(
+            "{}: waiting for a quiet machine (at most {} s)",
+            step.label(),
+            quiet::MOST_WAIT.as_secs()
+        ));
+        quiet::wait(&watched);
+    }
+    let port = ctx.target.port();
+    let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
+    let config = users_config(step, ctx, given)?;
+    let warmup = warmup_length(ctx.duration);
+    let mut warm = config.clone();
+    warm.duration = warmup;
+    ctx.bar.set_message(format!("{}: warming up", step.label()));
+    webscope_load::run(&warm, ctx.interrupt, &mut |_| {})
+        .with_context(|| format!("the warm-up of {}", step.label()))?;
+    let label = step.label();
+    let sampler = quiet::start(&watched);
+    let measured = measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?;
+    let record = RunRecord::new(
+        step.users as f64,
+        format!(
+            "closed loop, {} users of {} connections each, keep-alive",
+            step.users, BROWSER_CONNECTIONS
+        ),
+        measured,
+    );
+    let disturbance = sampler.and_then(|s| s.stop().ok());
+    let slo = &ctx.options.users.slo;
+    let OnObjective {
+        outcome,
+        reason,
+        checks,
+        not_sent_share,
+        verdict,
+    } = judge_run(&record, run_dir, ctx, slo)?;
+    let (outcome, reason) = quiet::verdict_on(outcome, reason, disturbance.as_ref());
+    ctx.bar.set_message(format!("{label}: cooling down"));
+    // Keep-alive: the next step's connections are the users' at most twice as many.
+    let next = (2 * step.users * BROWSER_CONNECTIONS) as f64;
+    let cooldown = port.map_or_else(Cooldown::default, |p| {
+        cooldown::cool_down_for(p, open_before, Some(next))
+    });
+    let judged = StepJudged {
+        judged: Judged {
+            number: step.number,
+            rate: step.users as f64,
+            outcome,
+            reason,
+            checks,
+            not_sent_share,
+            bound: verdict.bound.label().into(),
+            bound_reading: verdict.reading,
+            warmup_s: warmup.as_secs_f64(),
+            probe_s: step.length.as_secs_f64(),
+            disturbance,
+            cooldown,
+        },
+        figures: StepFigures::of(&record, step.users),
+    };
+    write_json(&run_dir.join("step.json"), &judged)?;
+    Ok((record, judged))
+}
+
+/// The step's load: N users on the file set's mix (or the log's requests), closed loop,
+/// kept alive as browsers keep them, one generator thread as every lab run.
+fn users_config(step: &Step, ctx: &Ctx<'_>, given: &Given<'_>) -> anyhow::Result<Config> {
+    let base = &ctx.target.base_url;
+    let target = match given.requests {
+        Some(requests) => LoadTarget::logged(base, requests, "users", "with the log's users")?,
+        None => LoadTarget::fileset(ctx.fileset, base)?,
+    };
+    let mut config = Config::new(target);
+    config.threads = 1;
+    config.connections = step.users;
+    config.duration = step.length;
+    config.mode = Mode::KeepAlive;
+    config.tls = ctx.target.tls.clone();
+    let sessions = given.sessions.clone();
+    let mut users = Users {
+        count: step.users,
+        connections: BROWSER_CONNECTIONS,
+        sessions,
+        ramp_up: Duration::ZERO,
+    };
+    users.ramp_up = Duration::from_secs_f64(users.mean_think_s()).min(step.length / 4);
+    config.users = Some(Arc::new(users));
+    Ok(config)
+}
