@@ -5,7 +5,7 @@
 use std::io::{self, BufReader, Read};
 use std::sync::Arc;
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use flate2::bufread::GzDecoder;
 
 use super::header::{next_magic, plausible};
@@ -37,11 +37,19 @@ pub(super) enum Begin {
 /// The thread's body: inflates chunk `chunk` of `src` from `begin`. Returns when done, when
 /// the reader no longer listens, or at an error (sent, unless the start was a guess that
 /// the error disproves).
-pub(super) fn run(src: Arc<Source>, config: Config, chunk: u64, begin: Begin, out: Sender<Msg>) {
+/// `spares` are blocks the reader is done with, filled again rather than new ones.
+pub(super) fn run(
+    src: Arc<Source>,
+    config: Config,
+    chunk: u64,
+    begin: Begin,
+    out: Sender<Msg>,
+    spares: Receiver<Vec<u8>>,
+) {
     let stop_at = (chunk + 1).saturating_mul(config.chunk);
     let first = match begin {
-        Begin::At(at) => Some((at, Members::new(&src, at, stop_at), Vec::new())),
-        Begin::Scan => guess(&src, &config, chunk, stop_at),
+        Begin::At(at) => Some((at, Members::new(&src, at, stop_at), spare(&spares))),
+        Begin::Scan => guess(&src, &config, chunk, stop_at, &spares),
     };
     let Some((at, mut members, mut block)) = first else {
         let _ = out.send(Msg::Start(None));
@@ -58,8 +66,11 @@ pub(super) fn run(src: Arc<Source>, config: Config, chunk: u64, begin: Begin, ou
                 return;
             }
         };
-        if !block.is_empty() && out.send(Msg::Data(std::mem::take(&mut block))).is_err() {
-            return;
+        if !block.is_empty() {
+            let full = std::mem::replace(&mut block, spare(&spares));
+            if out.send(Msg::Data(full)).is_err() {
+                return;
+            }
         }
         if let Some(end) = ended {
             let _ = out.send(Msg::End(end));
@@ -75,6 +86,7 @@ fn guess(
     config: &Config,
     chunk: u64,
     stop_at: u64,
+    spares: &Receiver<Vec<u8>>,
 ) -> Option<(u64, Members, Vec<u8>)> {
     let mut buf = vec![0u8; INPUT_BUF];
     let mut from = chunk.saturating_mul(config.chunk);
@@ -85,12 +97,19 @@ fn guess(
             continue;
         }
         let mut members = Members::new(src, at, stop_at);
-        let mut trial = Vec::new();
+        let mut trial = spare(spares);
         if members.fill(&mut trial, config.block).is_ok() {
             return Some((at, members, trial));
         }
     }
     None
+}
+
+/// An empty block: a spare one when there is one.
+fn spare(spares: &Receiver<Vec<u8>>) -> Vec<u8> {
+    let mut block = spares.try_recv().unwrap_or_default();
+    block.clear();
+    block
 }
 
 /// Consecutive members of the file, inflated one after another.

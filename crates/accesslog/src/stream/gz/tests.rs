@@ -198,7 +198,8 @@ fn a_bgzf_header_whose_size_points_to_no_member_is_not_plausible() {
 fn thread_says(src: &Arc<Source>, config: Config, chunk: u64) -> (Option<u64>, usize, Option<u64>) {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let src = src.clone();
-    let thread = std::thread::spawn(move || run(src, config, chunk, Begin::Scan, tx));
+    let spares = crossbeam_channel::never();
+    let thread = std::thread::spawn(move || run(src, config, chunk, Begin::Scan, tx, spares));
     let (mut start, mut bytes, mut end) = (None, 0, None);
     for msg in rx {
         match msg {
@@ -359,7 +360,8 @@ fn a_reader_dropped_early_stops_its_threads() {
     drop(reader);
 }
 
-/// Stored members (level 0) so that the file is past the real chunk of 4 MiB with few lines.
+/// Stored members (level 0) so that the file spans several real chunks (1 MiB) with few
+/// lines.
 #[test]
 fn a_multi_member_gzip_gives_the_entries_and_summary_of_the_plain_log() {
     let text = log_text(60_000);
