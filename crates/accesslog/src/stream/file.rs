@@ -1,6 +1,7 @@
 //! One log file cut into batches of lines, and a batch parsed into entries, with what could
-//! not be read counted in a [`Tally`]. Reading (and gunzipping) a file is one thread's work;
-//! parsing its batches can be many threads' (`pipe.rs`).
+//! not be read counted in a [`Tally`]. Cutting a file into lines is one thread's work;
+//! gunzipping a file of many members (`gz.rs`) and parsing its batches (`pipe.rs`) can be
+//! many threads'.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
