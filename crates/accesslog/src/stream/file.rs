@@ -1,15 +1,17 @@
 //! One log file cut into batches of lines, and a batch parsed into entries, with what could
-//! not be read counted in a [`Tally`]. Reading (and gunzipping) a file is one thread's work;
-//! parsing its batches can be many threads' (`pipe.rs`).
+//! not be read counted in a [`Tally`]. Cutting a file into lines is one thread's work;
+//! gunzipping a file of many members (`gz.rs`) and parsing its batches (`pipe.rs`) can be
+//! many threads'.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use webscope_sys::{Line, LineReader, MAX_LINE};
 
 use super::bad::BadLine;
+use super::gz;
 use crate::error::Error;
 use crate::format::Format;
 use crate::line::{parse_line_repairing, Entry};
@@ -71,11 +73,12 @@ pub(crate) struct Lines {
 }
 
 impl Lines {
-    /// Opens the file (through gzip when it starts with gzip's magic bytes).
-    pub fn open(path: &Path) -> Result<Lines, Error> {
+    /// Opens the file (through gzip when it starts with gzip's magic bytes, its members
+    /// inflated on up to `threads` threads).
+    pub fn open(path: &Path, threads: usize) -> Result<Lines, Error> {
         Ok(Lines {
             path: path.to_path_buf(),
-            reader: LineReader::new(open(path)?, MAX_LINE),
+            reader: LineReader::new(open(path, threads)?, MAX_LINE),
         })
     }
 
@@ -189,26 +192,27 @@ impl Parser {
 }
 
 /// Opens a log, through a gzip decoder when it starts with gzip's magic bytes (rotated logs
-/// are `.gz`, and some are concatenations of gzip members: all members are read).
-fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, Error> {
+/// are `.gz`, and some are concatenations of gzip members: all members are read, on up to
+/// `threads` threads, `gz.rs`).
+fn open(path: &Path, threads: usize) -> Result<Box<dyn BufRead + Send>, Error> {
     let open_err = |source| Error::Open {
         path: path.to_path_buf(),
+        source,
+    };
+    let read_err = |source| Error::Read {
+        path: path.to_path_buf(),
+        line: 0,
         source,
     };
     let file = File::open(path).map_err(open_err)?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     let gzip = reader
         .fill_buf()
-        .map_err(|source| Error::Read {
-            path: path.to_path_buf(),
-            line: 0,
-            source,
-        })?
+        .map_err(read_err)?
         .starts_with(&[0x1f, 0x8b]);
-    Ok(if gzip {
-        let decoder: Box<dyn Read + Send> = Box::new(flate2::bufread::MultiGzDecoder::new(reader));
-        Box::new(BufReader::with_capacity(256 * 1024, decoder))
+    if gzip {
+        gz::decoder(reader, gz::Config::threads(threads)).map_err(read_err)
     } else {
-        Box::new(reader)
-    })
+        Ok(Box::new(reader))
+    }
 }

@@ -18,6 +18,7 @@
 mod bad;
 mod entries;
 mod file;
+mod gz;
 mod pipe;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -136,20 +137,20 @@ pub fn stream_logs_while(
     if paths.is_empty() {
         return Err(Error::NoFiles);
     }
+    let threads = match options.threads {
+        0 => thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
     // Every file is opened before any is read, so that a wrong path fails at once.
     let lines = paths
         .iter()
-        .map(|p| Lines::open(p))
+        .map(|p| Lines::open(p, threads))
         .collect::<Result<Vec<_>, _>>()?;
     let now = SystemTime::now();
     let parser = |file| Parser {
         file,
         format: options.format,
         now,
-    };
-    let threads = match options.threads {
-        0 => thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
     };
     let (merge, tallies) = if threads <= 1 {
         let files = lines

@@ -1,7 +1,7 @@
-//! Parsing on every CPU: each file's reader thread cuts it into batches of lines (and
-//! gunzips it: one thread's work per file), a pool parses the batches, and each file's
-//! batches come back in their order, so that the entries, the tallies and the examples kept
-//! are the same as one thread's.
+//! Parsing on every CPU: each file's reader thread cuts it into batches of lines (a gzip of
+//! many members is inflated by threads of its own, `gz.rs`), a pool parses the batches, and
+//! each file's batches come back in their order, so that the entries, the tallies and the
+//! examples kept are the same as one thread's.
 //!
 //! Written here rather than with a data-parallel crate because the order must hold across a
 //! stream of unknown length with a bound on the batches in flight: each batch gets a
