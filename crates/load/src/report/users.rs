@@ -158,7 +158,7 @@ impl UsersReport {
         use super::text::format_us;
         let load = &self.page_load_us;
         format!(
-            "  Users       {} ({} connections each); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {:.2}s, kept mean {:.2}s ({} kept; KS distance {:.3})\n  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {})\n",
+            "  Users       {} ({} connections each); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept; KS distance {:.3})\n  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {})\n",
             self.users,
             self.connections_per_user,
             self.sessions_from,
@@ -170,8 +170,8 @@ impl UsersReport {
             format_us(self.page_load_p95_us),
             format_us(load.p99),
             format_us(load.max),
-            self.think_configured_s,
-            self.think_us.mean / 1e6,
+            format_us(self.think_configured_s * 1e6),
+            format_us(self.think_us.mean),
             self.think_us.count,
             self.think_ks_distance,
             format_us(self.law_response_s * 1e6),
