@@ -468,3 +468,55 @@ fn capacity_results_compare_by_their_brackets() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("capacity is a floor"));
 }
+
+/// Two users searches (`lab --experiment users`) compare as two capacity searches do, in
+/// users: `users>-5%` crosses when the brackets are apart by more, passes when found ones
+/// overlap, cannot be decided when apart ones straddle the limit; a lab with both searches
+/// is judged on each by its own threshold.
+#[test]
+fn users_results_compare_by_their_brackets_in_users() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lab = |name: &str, users: (f64, f64)| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        let ending = serde_json::json!({"kind": "found", "capacity_users": users.0, "fails_at_users": users.1});
+        // Both searches: the capacity the same on both sides, the users as given.
+        let capacity =
+            serde_json::json!({"kind": "found", "capacity_rps": 1000.0, "fails_at_rps": 1050.0});
+        let report = serde_json::json!({
+            "capacity": { "ending": capacity },
+            "users": { "ending": ending },
+        });
+        std::fs::write(dir.join("report.json"), report.to_string()).unwrap();
+        dir
+    };
+    let base = lab("base", (120.0, 128.0));
+    let compare = |cand: &std::path::Path, threshold: &str| {
+        let out = webscope()
+            .arg("compare")
+            .arg(&base)
+            .arg(cand)
+            .args(["--threshold", threshold])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, said) = compare(&lab("drop", (96.0, 104.0)), "users>-5%,capacity>-5%");
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("users 120 → 96 users (−20.0 %, brackets do not overlap)"),
+        "{said}"
+    );
+    assert!(said.contains("users>-5%: CROSSED"), "{said}");
+    assert!(said.contains("capacity>-5%: within"), "{said}");
+    let (code, said) = compare(&lab("same", (124.0, 132.0)), "users>-5%");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("users>-5%: within ("), "{said}");
+    // 112..118 against 120..128: a drop of 1.7 % to 12.5 %, either side of 5 %.
+    let (code, said) = compare(&lab("between", (112.0, 118.0)), "users>-5%");
+    assert_eq!(code, Some(3), "{said}");
+    assert!(said.contains("users>-5%: CANNOT BE DECIDED"), "{said}");
+}

@@ -42,8 +42,16 @@ impl Bracket {
     /// From a report.json `capacity` entry's `ending`; None when the probe could not be
     /// judged or the search was cut (no interval at all).
     pub fn of(entry: &Value) -> Option<Bracket> {
+        Bracket::of_in(entry, Searched::CAPACITY)
+    }
+
+    /// [`Bracket::of`] for the search `what` (the capacity's in req/s, the users').
+    pub fn of_in(entry: &Value, what: Searched) -> Option<Bracket> {
         let e = &entry["ending"];
-        let f = |key: &str| e[key].as_f64();
+        let f = |key: &str| {
+            let name = key.strip_suffix("_rps").unwrap_or(key);
+            e[format!("{name}_{}", what.key_unit)].as_f64()
+        };
         let (low, high, capacity) = match e["kind"].as_str()? {
             "found" => (f("capacity_rps")?, f("fails_at_rps")?, f("capacity_rps")),
             "generator" => (f("above_rps").unwrap_or(0.0), f64::INFINITY, None),
@@ -74,6 +82,34 @@ impl Bracket {
     }
 }
 
+/// Which search a bracket is of: its report.json entry, its threshold's name and its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Searched {
+    /// The report.json entry and the threshold's name: `capacity`, `users`.
+    pub name: &'static str,
+    /// As people read it: `req/s`, `users`.
+    pub unit: &'static str,
+    /// The ending's keys end in `_{key_unit}`.
+    pub key_unit: &'static str,
+}
+
+impl Searched {
+    /// The capacity search, in req/s.
+    pub const CAPACITY: Searched = Searched {
+        name: "capacity",
+        unit: "req/s",
+        key_unit: "rps",
+    };
+    /// The users search, in users.
+    pub const USERS: Searched = Searched {
+        name: "users",
+        unit: "users",
+        key_unit: "users",
+    };
+    /// Both.
+    pub const ALL: [Searched; 2] = [Searched::CAPACITY, Searched::USERS];
+}
+
 /// What a threshold says about a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -85,17 +121,31 @@ pub enum Decision {
 
 /// `capacity>-5%`: the least change allowed, as a fraction (−0.05).
 pub fn parse_threshold(text: &str) -> Result<f64, String> {
-    let rest = text.trim().strip_prefix("capacity").ok_or_else(|| {
-        format!("{text:?}: a capacity threshold starts with capacity, e.g. capacity>-5%")
+    parse_threshold_of(text, Searched::CAPACITY)
+}
+
+/// `capacity>-5%` or `users>-5%`: which search, and the least change allowed.
+pub fn parse_any(text: &str) -> Result<(Searched, f64), String> {
+    let what = Searched::ALL
+        .into_iter()
+        .find(|s| text.trim().starts_with(s.name))
+        .ok_or_else(|| format!("{text:?}: give capacity>-5% or users>-5%"))?;
+    Ok((what, parse_threshold_of(text, what)?))
+}
+
+fn parse_threshold_of(text: &str, what: Searched) -> Result<f64, String> {
+    let name = what.name;
+    let rest = text.trim().strip_prefix(name).ok_or_else(|| {
+        format!("{text:?}: a {name} threshold starts with {name}, e.g. {name}>-5%")
     })?;
     let rest = rest
         .strip_prefix(">=")
         .or_else(|| rest.strip_prefix('>'))
-        .ok_or_else(|| format!("{text:?}: capacity is a floor: write capacity>-5%"))?;
+        .ok_or_else(|| format!("{text:?}: {name} is a floor: write {name}>-5%"))?;
     let pct = rest
         .trim()
         .strip_suffix('%')
-        .ok_or_else(|| format!("{text:?}: give the change in per cent, e.g. capacity>-5%"))?;
+        .ok_or_else(|| format!("{text:?}: give the change in per cent, e.g. {name}>-5%"))?;
     pct.trim()
         .parse::<f64>()
         .ok()
@@ -106,6 +156,11 @@ pub fn parse_threshold(text: &str) -> Result<f64, String> {
 
 /// The sentence for a baseline and a candidate.
 pub fn sentence(base: &Bracket, cand: &Bracket) -> String {
+    sentence_of(base, cand, Searched::CAPACITY)
+}
+
+/// [`sentence`] for the search `what`: "users 120 → 96 users (−20.0 %, ...)".
+pub fn sentence_of(base: &Bracket, cand: &Bracket, what: Searched) -> String {
     let show = |b: &Bracket| match (b.capacity, b.high.is_finite()) {
         (Some(c), _) => format!("{c:.0}"),
         (None, false) => format!("above {:.0}", b.low),
@@ -122,9 +177,11 @@ pub fn sentence(base: &Bracket, cand: &Bracket) -> String {
         "brackets do not overlap"
     };
     format!(
-        "capacity {} → {} req/s ({change}{overlap})",
+        "{} {} → {} {} ({change}{overlap})",
+        what.name,
         show(base),
-        show(cand)
+        show(cand),
+        what.unit
     )
     .replace('-', "−")
 }

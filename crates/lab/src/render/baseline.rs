@@ -1,43 +1,51 @@
 //! `lab --baseline DIR`: the report's comparison with a stored run, point by point of the
 //! clients sweep, with `webscope compare`'s tests, and the latency histograms of the largest
-//! common point overlaid; and the two capacity searches side by side by their brackets, as
-//! `webscope compare` sets them.
+//! common point overlaid; and the two capacity searches (and the two users searches) side by
+//! side by their brackets, as `webscope compare` sets them.
 
 use std::path::Path;
 
 use webscope_report::{Block, Section};
 
-use crate::capacity::compare::{sentence, Bracket};
+use crate::capacity::compare::{sentence_of, Bracket, Searched};
 use crate::compare::table::{table, Layout};
 use crate::compare::{compare, input, Comparison};
 
-/// The section comparing `dir` (this lab, whose capacity entry is `capacity` when it ran the
-/// search) with `baseline`, and its report.json entry.
+/// The section comparing `dir` (this lab, whose report.json entries so far are `ours`: its
+/// `capacity` and `users` searches when it ran them) with `baseline`, and its report.json
+/// entry.
 pub fn section(
     dir: &Path,
     baseline: &Path,
-    capacity: Option<&serde_json::Value>,
+    ours: &serde_json::Value,
 ) -> (Section, serde_json::Value) {
     let heading = format!("Against the baseline ({})", baseline.display());
-    let (capacity_blocks, capacity_json) = capacities(baseline, capacity);
     let (mut section, mut json) = sweep(dir, baseline, heading);
-    if !capacity_blocks.is_empty() {
+    let mut first = true;
+    for what in Searched::ALL {
+        let (blocks, entry) = capacities(baseline, ours.get(what.name), what);
+        if blocks.is_empty() {
+            continue;
+        }
         if json.is_null() {
-            // No clients sweep on both sides (a lab of the capacity search alone): its
-            // "nothing to compare" would only hide the comparison there is.
+            // No clients sweep on both sides (a lab of the searches alone): its "nothing to
+            // compare" would only hide the comparison there is.
             section.blocks.clear();
             json = serde_json::json!({"baseline": baseline.display().to_string()});
         }
-        section.blocks.splice(0..0, capacity_blocks);
-        json["capacity"] = capacity_json;
+        let at = if first { 0 } else { 1 };
+        section.blocks.splice(at..at, blocks);
+        json[what.name] = entry;
+        first = false;
     }
     (section, json)
 }
 
-/// The capacity searches side by side, when both labs ran one.
+/// The two labs' searches of `what` side by side, when this lab ran one.
 fn capacities(
     baseline: &Path,
     ours: Option<&serde_json::Value>,
+    what: Searched,
 ) -> (Vec<Block>, serde_json::Value) {
     let Some(ours) = ours else {
         return (Vec::new(), serde_json::Value::Null);
@@ -45,27 +53,42 @@ fn capacities(
     let theirs = std::fs::read(baseline.join("report.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .map(|r| r["capacity"].clone())
+        .map(|r| r[what.name].clone())
         .filter(|c| !c.is_null());
+    let name = what.name;
     let Some(theirs) = theirs else {
-        let why = "The baseline ran no capacity search: this lab's capacity has nothing to be compared with.";
-        return (vec![Block::Warning(why.into())], serde_json::Value::Null);
+        let why = format!(
+            "The baseline ran no {name} search: this lab's has nothing to be compared with."
+        );
+        return (vec![Block::Warning(why)], serde_json::Value::Null);
     };
-    match (Bracket::of(&theirs), Bracket::of(ours)) {
+    let u = what.key_unit;
+    match (Bracket::of_in(&theirs, what), Bracket::of_in(ours, what)) {
         (Some(base), Some(cand)) => {
-            let said = sentence(&base, &cand);
+            let said = sentence_of(&base, &cand, what);
+            let side = |b: &Bracket| {
+                serde_json::json!({
+                    format!("low_{u}"): b.low,
+                    format!("high_{u}"): finite(b.high),
+                    format!("capacity_{u}"): b.capacity,
+                })
+            };
             let json = serde_json::json!({
                 "sentence": said,
-                "baseline": {"low_rps": base.low, "high_rps": finite(base.high), "capacity_rps": base.capacity},
-                "this_lab": {"low_rps": cand.low, "high_rps": finite(cand.high), "capacity_rps": cand.capacity},
+                "baseline": side(&base),
+                "this_lab": side(&cand),
                 "overlap": base.overlaps(&cand),
             });
-            (vec![Block::Text(format!("Capacity: {said}."))], json)
+            let mut text = said;
+            if let Some(first) = text.get_mut(0..1) {
+                first.make_ascii_uppercase();
+            }
+            (vec![Block::Text(format!("{text}."))], json)
         }
         _ => (
-            vec![Block::Warning(
-                "Capacity: one of the two searches ended without a bracket (a probe that could not be judged, or a search cut short): nothing to compare.".into(),
-            )],
+            vec![Block::Warning(format!(
+                "The {name} searches: one of the two ended without a bracket (a probe that could not be judged, or a search cut short): nothing to compare."
+            ))],
             serde_json::Value::Null,
         ),
     }
@@ -155,4 +178,56 @@ fn sweep(dir: &Path, baseline: &Path, heading: String) -> (Section, serde_json::
         "comparisons": comparisons,
     });
     (Section { heading, blocks }, json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_baseline_sets_both_searches_side_by_side_each_in_its_unit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, baseline) = (tmp.path().join("now"), tmp.path().join("before"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&baseline).unwrap();
+        let entry = |c: f64, f: f64, u: &str| {
+            serde_json::json!({"ending": {
+                "kind": "found", format!("capacity_{u}"): c, format!("fails_at_{u}"): f,
+            }})
+        };
+        let before = serde_json::json!({
+            "capacity": entry(1000.0, 1050.0, "rps"),
+            "users": entry(120.0, 128.0, "users"),
+        });
+        std::fs::write(baseline.join("report.json"), before.to_string()).unwrap();
+        let ours = serde_json::json!({
+            "capacity": entry(1010.0, 1060.0, "rps"),
+            "users": entry(96.0, 104.0, "users"),
+        });
+        let (section, json) = section(&dir, &baseline, &ours);
+        assert_eq!(
+            json["users"]["sentence"],
+            "users 120 → 96 users (−20.0 %, brackets do not overlap)"
+        );
+        assert_eq!(json["users"]["baseline"]["capacity_users"], 120.0);
+        assert_eq!(json["capacity"]["overlap"], true);
+        let texts: Vec<String> = section
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.starts_with("Capacity 1000 → 1010 req/s")),
+            "{texts:?}"
+        );
+        assert!(
+            texts.iter().any(|t| t.starts_with("Users 120 → 96 users")),
+            "{texts:?}"
+        );
+    }
 }

@@ -80,7 +80,8 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
             .with_context(|| format!("cannot write {}", dir.join(name).display()))?;
     }
     if let Some(baseline) = &lab.baseline {
-        let (section, json) = baseline::section(dir, Path::new(baseline), out.json.get("capacity"));
+        let ours = serde_json::Value::Object(out.json.clone());
+        let (section, json) = baseline::section(dir, Path::new(baseline), &ours);
         out.sections.push(section);
         out.json.insert("baseline".into(), json);
     }

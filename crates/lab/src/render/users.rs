@@ -69,7 +69,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     page.summary("users", [sentence.clone()]);
     page.json(json!({
         "sentence": sentence,
-        "ending": ending.as_ref().map(super::capacity::ending_json),
+        "ending": ending.as_ref().map(|e| super::capacity::ending_json_in(e, "users")),
         "capacity_users": match &ending {
             Some(crate::capacity::search::Ending::Found { capacity, .. }) => Some(*capacity),
             _ => None,

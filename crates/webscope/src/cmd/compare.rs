@@ -18,6 +18,7 @@ EXAMPLES:
     webscope compare base/ new/                           # directories of webscope load --json results (+ .hlog)
     webscope compare before/ after/ --html diff.html      # the distributions overlaid, and their difference
     webscope compare before/ after/ --threshold 'capacity>-5%'   # two capacity searches, by their brackets
+    webscope compare before/ after/ --threshold 'users>-5%'      # two users searches (lab --experiment users)
 
 Metrics: goodput, rps, error_pct, p50, p90, p99, p999, cpu_us (server CPU per request), and
 capacity (two labs' capacity searches, by their brackets [lo, hi]: the highest rate that
@@ -28,6 +29,7 @@ favourable of these is -5 % or lower; within when even the least favourable is a
 or when both searches found a capacity and their brackets overlap or touch (no change the
 searches can tell, as for a run's change that is not significant); it CANNOT BE DECIDED
 otherwise (the brackets apart with the limit between their readings, or an open bracket).
+users>-5% judges two users searches (their capacities in users) by the same rule.
 A side is a lab report, a lab run directory, a load --json file, or a directory of load --json
 files (the repeated runs of one configuration).
 Significance: an exact rank test over the runs (Mann-Whitney, p < 0.05), which needs 4 or more
@@ -63,7 +65,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    // `capacity>-5%` is judged on the capacity searches' brackets; the rest on the runs.
+    // `capacity>-5%` and `users>-5%` are judged on the searches' brackets; the rest on the
+    // runs.
     let (capacity_limits, others): (Vec<&str>, Vec<&str>) = args
         .threshold
         .as_deref()
@@ -71,38 +74,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .partition(|t| t.starts_with("capacity"));
+        .partition(|t| t.starts_with("capacity") || t.starts_with("users"));
     let thresholds = Threshold::parse_list(&others.join(",")).map_err(anyhow::Error::msg)?;
     let capacity_limits = capacity_limits
         .iter()
-        .map(|t| capacity::parse_threshold(t).map(|least| (t.to_string(), least)))
+        .map(|t| capacity::parse_any(t).map(|(what, least)| (t.to_string(), what, least)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("--threshold {e}"))?;
     let (mut crossed, mut undecided) = (Vec::new(), Vec::new());
-    let capacities = (capacity_of(&args.baseline), capacity_of(&args.candidate));
-    if let (Some(base), Some(cand)) = capacities {
-        println!("{}", capacity::sentence(&base, &cand));
-        for (text, least) in &capacity_limits {
-            let decided = capacity::decide(&base, &cand, *least);
-            let said = match decided.decision {
-                capacity::Decision::Pass => "within",
-                capacity::Decision::Fail => "CROSSED",
-                capacity::Decision::CannotDecide => "CANNOT BE DECIDED",
-            };
-            let said = format!("{text}: {said} ({})", decided.why);
-            println!("  {said}");
-            match decided.decision {
-                capacity::Decision::Pass => {}
-                capacity::Decision::Fail => crossed.push(said),
-                capacity::Decision::CannotDecide => undecided.push(said),
-            }
-        }
-    } else if let Some(text) = capacity_limits.first().map(|(t, _)| t) {
-        undecided.push(format!(
-            "{text}: no capacity search on both sides (lab --experiment capacity)"
-        ));
+    let mut both_capacities = false;
+    for what in capacity::Searched::ALL {
+        let limits: Vec<_> = capacity_limits.iter().filter(|l| l.1 == what).collect();
+        let pair = (
+            search_of(&args.baseline, what),
+            search_of(&args.candidate, what),
+        );
+        both_capacities |= pair.0.is_some() && pair.1.is_some();
+        judge_searches(pair, what, &limits, (&mut crossed, &mut undecided));
     }
-    let both_capacities = capacities.0.is_some() && capacities.1.is_some();
     let sides =
         input::side(&args.baseline).and_then(|base| Ok((base, input::side(&args.candidate)?)));
     let (base, cand) = match sides {
@@ -183,11 +172,47 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     verdict(&crossed, &undecided)
 }
 
-/// A lab report's capacity search, read as the bracket its ending puts the capacity in.
-fn capacity_of(path: &std::path::Path) -> Option<capacity::Bracket> {
+/// A lab report's capacity (or users) search, read as the bracket its ending puts the
+/// capacity in.
+fn search_of(path: &std::path::Path, what: capacity::Searched) -> Option<capacity::Bracket> {
     let text = std::fs::read_to_string(path.join("report.json")).ok()?;
     let report: serde_json::Value = serde_json::from_str(&text).ok()?;
-    capacity::Bracket::of(report.get("capacity")?)
+    capacity::Bracket::of_in(report.get(what.name)?, what)
+}
+
+/// Two searches of `what` side by side, and their thresholds judged: a crossed one or one
+/// that cannot be decided is added to its list.
+fn judge_searches(
+    (base, cand): (Option<capacity::Bracket>, Option<capacity::Bracket>),
+    what: capacity::Searched,
+    limits: &[&(String, capacity::Searched, f64)],
+    (crossed, undecided): (&mut Vec<String>, &mut Vec<String>),
+) {
+    let (Some(base), Some(cand)) = (base, cand) else {
+        if let Some((text, _, _)) = limits.first() {
+            undecided.push(format!(
+                "{text}: no {} search on both sides (lab --experiment {})",
+                what.name, what.name
+            ));
+        }
+        return;
+    };
+    println!("{}", capacity::sentence_of(&base, &cand, what));
+    for (text, _, least) in limits {
+        let decided = capacity::decide(&base, &cand, *least);
+        let said = match decided.decision {
+            capacity::Decision::Pass => "within",
+            capacity::Decision::Fail => "CROSSED",
+            capacity::Decision::CannotDecide => "CANNOT BE DECIDED",
+        };
+        let said = format!("{text}: {said} ({})", decided.why);
+        println!("  {said}");
+        match decided.decision {
+            capacity::Decision::Pass => {}
+            capacity::Decision::Fail => crossed.push(said),
+            capacity::Decision::CannotDecide => undecided.push(said),
+        }
+    }
 }
 
 /// The exit: a crossed threshold is a definite failure (1); one that cannot be decided is

@@ -323,7 +323,18 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
     t
 }
 
+/// The ending as report.json keeps it, its figures in req/s (`capacity_rps`, ...).
 pub fn ending_json(e: &Ending) -> Value {
+    ending_json_in(e, "rps")
+}
+
+/// [`ending_json`] with the figures' keys ending in `_{unit}` (the users search's: `users`).
+pub fn ending_json_in(e: &Ending, unit: &str) -> Value {
+    let k = |name: &str| format!("{name}_{unit}");
+    let mut out = serde_json::Map::new();
+    let mut put = |key: String, value: Value| {
+        out.insert(key, value);
+    };
     match e {
         Ending::Found {
             capacity,
@@ -331,21 +342,41 @@ pub fn ending_json(e: &Ending) -> Value {
             fails_at,
             fails,
             unproven,
-        } => json!({
-            "kind": "found", "capacity_rps": capacity, "fails_at_rps": fails_at,
-            "passes": [passes.0, passes.1], "fails": [fails.0, fails.1], "unproven": unproven,
-            "bracket_pct": e.bracket_pct(),
-        }),
-        Ending::GeneratorBound { above, at } => {
-            json!({"kind": "generator", "above_rps": above, "at_rps": at})
+        } => {
+            put("kind".into(), json!("found"));
+            put(k("capacity"), json!(capacity));
+            put(k("fails_at"), json!(fails_at));
+            put("passes".into(), json!([passes.0, passes.1]));
+            put("fails".into(), json!([fails.0, fails.1]));
+            put("unproven".into(), json!(unproven));
+            put("bracket_pct".into(), json!(e.bracket_pct()));
         }
-        Ending::Below { rate } => json!({"kind": "below", "rate_rps": rate}),
-        Ending::Undecided { at, why } => json!({"kind": "undecided", "at_rps": at, "why": why}),
-        Ending::Disturbed { at, why } => json!({"kind": "disturbed", "at_rps": at, "why": why}),
+        Ending::GeneratorBound { above, at } => {
+            put("kind".into(), json!("generator"));
+            put(k("above"), json!(above));
+            put(k("at"), json!(at));
+        }
+        Ending::Below { rate } => {
+            put("kind".into(), json!("below"));
+            put(k("rate"), json!(rate));
+        }
+        Ending::Undecided { at, why } | Ending::Disturbed { at, why } => {
+            let kind = if matches!(e, Ending::Undecided { .. }) {
+                "undecided"
+            } else {
+                "disturbed"
+            };
+            put("kind".into(), json!(kind));
+            put(k("at"), json!(at));
+            put("why".into(), json!(why));
+        }
         Ending::OutOfProbes { pass, fail } => {
-            json!({"kind": "out_of_probes", "pass_rps": pass, "fail_rps": fail})
+            put("kind".into(), json!("out_of_probes"));
+            put(k("pass"), json!(pass));
+            put(k("fail"), json!(fail));
         }
     }
+    Value::Object(out)
 }
 
 fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
