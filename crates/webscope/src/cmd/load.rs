@@ -6,11 +6,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use webscope_load::slo::{Measured, Slo, Verdict};
-use webscope_load::{Arrivals, Config, Expect, Mode, Pacing, Report, Target};
+use webscope_load::slo::Slo;
+use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
 
-use super::{Exit, EXIT_THRESHOLD_CROSSED, EXIT_UNDECIDED};
+use judge::judge;
+use parse::{parse_io, parse_segment, parse_start_at, parse_threshold};
 
+mod judge;
+mod parse;
 mod users;
 mod whole;
 pub use whole::check_for_pods;
@@ -338,31 +341,6 @@ struct Output {
     replay: Option<String>,
 }
 
-/// `I/N` with 0 <= I < N.
-fn parse_segment(text: &str) -> Result<(usize, usize), String> {
-    let parsed = text
-        .split_once('/')
-        .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
-    match parsed {
-        Some((i, n)) if i < n => Ok((i, n)),
-        _ => Err(format!(
-            "{text:?} is not a segment: give I/N with 0 <= I < N, e.g. 0/3 (Kubernetes: $(JOB_COMPLETION_INDEX)/3)"
-        )),
-    }
-}
-
-/// RFC 3339 (`2026-11-24T20:00:00Z`) or Unix seconds (`1795550400`, `1795550400.5`).
-fn parse_start_at(text: &str) -> Result<std::time::SystemTime, String> {
-    if let Ok(seconds) = text.trim().parse::<f64>() {
-        if seconds.is_finite() && seconds >= 0.0 {
-            return Ok(std::time::UNIX_EPOCH + Duration::from_secs_f64(seconds));
-        }
-    }
-    humantime::parse_rfc3339_weak(text.trim()).map_err(|_| {
-        format!("{text:?} is not a time: give RFC 3339 (2026-11-24T20:00:00Z) or Unix seconds")
-    })
-}
-
 impl Flags {
     fn config(mut self) -> anyhow::Result<(Config, Output)> {
         let own = Own::take(&mut self);
@@ -568,67 +546,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     judge(&report, output.threshold.as_ref())
-}
-
-fn parse_threshold(text: &str) -> Result<Slo, String> {
-    Slo::parse(text)
-}
-
-/// After the report: no success at all is an error (exit 1, as the lab's), then the
-/// thresholds (exit 99 when one is crossed, 3 when one cannot be decided). A status of 400
-/// and above is an error (the default expectation), one the log had in a replay is not.
-fn judge(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
-    let expect = Expect::default();
-    let outcomes = report.outcomes();
-    if outcomes.good(&expect) == 0 && !report.interrupted {
-        let responses = match outcomes.responses() {
-            0 => "no response".to_string(),
-            n => format!("{n} responses, none of them expected ({expect})"),
-        };
-        anyhow::bail!(
-            "no request succeeded ({responses}; {} failed without a response; {} unfinished at the end): see the summary above",
-            outcomes.no_response(),
-            outcomes.unfinished
-        );
-    }
-    let Some(slo) = threshold else {
-        return Ok(());
-    };
-    let checks = slo.judge(&Measured::of_run(report, slo, &expect));
-    println!("Thresholds:");
-    for check in &checks {
-        println!("  {}", check.line());
-    }
-    let named = |verdict: Verdict| {
-        checks
-            .iter()
-            .filter(|c| c.verdict == verdict)
-            .map(|c| c.condition.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match Slo::verdict(&checks) {
-        Verdict::Pass => Ok(()),
-        Verdict::Fail => Err(Exit {
-            code: EXIT_THRESHOLD_CROSSED,
-            message: format!("threshold crossed: {}", named(Verdict::Fail)),
-        }
-        .into()),
-        Verdict::Undecided => Err(Exit {
-            code: EXIT_UNDECIDED,
-            message: format!(
-                "threshold cannot be decided: {} (not measured in this run)",
-                named(Verdict::Undecided)
-            ),
-        }
-        .into()),
-    }
-}
-
-fn parse_io(name: &str) -> Result<webscope_load::Io, String> {
-    match name {
-        "epoll" => Ok(webscope_load::Io::Epoll),
-        "uring" | "io-uring" | "io_uring" => Ok(webscope_load::Io::Uring),
-        _ => Err(format!("{name:?} is not an engine: give epoll or uring")),
-    }
 }
