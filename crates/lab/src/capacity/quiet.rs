@@ -77,7 +77,18 @@ pub fn verdict_on(
     reason: String,
     disturbance: Option<&Disturbance>,
 ) -> (Outcome, String) {
-    let beyond = disturbance.and_then(|d| d.beyond(&Limits::default()));
+    verdict_within(outcome, reason, disturbance, &Limits::default())
+}
+
+/// [`verdict_on`] with other limits than the defaults (a server whose own threads share its
+/// CPU by design: see the users experiment's step).
+pub fn verdict_within(
+    outcome: Outcome,
+    reason: String,
+    disturbance: Option<&Disturbance>,
+    limits: &Limits,
+) -> (Outcome, String) {
+    let beyond = disturbance.and_then(|d| d.beyond(limits));
     match (outcome, beyond) {
         (Outcome::Fail | Outcome::Undecided, Some(why)) => (
             Outcome::Disturbed,

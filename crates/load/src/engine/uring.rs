@@ -140,8 +140,18 @@ impl Engine {
             .sec((ms / 1000) as u64)
             .nsec((ms % 1000) as u32 * 1_000_000);
         let args = types::SubmitArgs::new().timespec(&ts);
-        // ETIME (the timeout) and EINTR are ordinary ends of a wait.
-        let _ = ring.ring.submitter().submit_with_args(1, &args);
+        // ETIME (the timeout) and EINTR are ordinary ends of a wait. Not counted as iowait
+        // where the kernel allows (6.15+): the generator's waits would otherwise show as I/O
+        // pressure, which the lab reads to tell a disturbed machine.
+        let flags = if ring.ring.params().is_feature_no_iowait() {
+            io_uring::EnterFlags::NO_IOWAIT
+        } else {
+            io_uring::EnterFlags::empty()
+        };
+        let _ = ring
+            .ring
+            .submitter()
+            .submit_with_args_and_flags(1, &args, flags);
         let mut completions = std::mem::take(&mut ring.completions);
         completions.extend(ring.ring.completion().map(|c| (c.user_data(), c.result())));
         for &(data, result) in &completions {

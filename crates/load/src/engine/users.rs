@@ -115,7 +115,13 @@ impl UserSet {
                 Session {
                     views: (0..views)
                         .map(|_| {
-                            let page = pick(rng);
+                            let page = match model.page {
+                                Some(request) => Request {
+                                    request,
+                                    logged: None,
+                                },
+                                None => pick(rng),
+                            };
                             let n = model.objects.sample(rng).clamp(0.0, MAX_OBJECTS) as usize;
                             View {
                                 page,

@@ -164,6 +164,7 @@ fn think_times_are_kept_as_configured_whatever_the_server_does() {
             views: Dist::Geometric { mean: 3.0 },
             objects: Dist::Constant { value: 2.0 },
             think,
+            page: None,
         }),
         ramp_up: Duration::from_millis(300),
     };

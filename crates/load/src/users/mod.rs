@@ -105,6 +105,10 @@ pub struct SessionModel {
     pub objects: Dist,
     /// Think time after each page view, seconds.
     pub think: Dist,
+    /// Every page view's page is this request of the target (a generated page, say), its
+    /// objects drawn from the target's mix; None: pages drawn from the mix too.
+    #[serde(default)]
+    pub page: Option<u32>,
 }
 
 impl SessionModel {
@@ -122,6 +126,7 @@ impl SessionModel {
                 scale: 1.0,
                 max: Some(60.0),
             },
+            page: None,
         }
     }
 }

@@ -83,6 +83,7 @@ impl UserFlags {
             views: self.views.unwrap_or(surge.views),
             objects: self.objects.unwrap_or(surge.objects),
             think: self.think.unwrap_or(surge.think),
+            page: None,
         }));
         let mut users = Users {
             count,
