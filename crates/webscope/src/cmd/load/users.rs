@@ -21,7 +21,8 @@ pub(super) struct UserFlags {
     #[arg(long, value_name = "N", conflicts_with_all = ["rate", "replay", "groups", "connections", "think_time", "http2", "requests"])]
     pub users: Option<usize>,
     /// Users: page views per session [default: geo(5)]. Distributions are written
-    /// const(X), exp(MEAN), geo(MEAN), pareto(ALPHA,SCALE[,MAX]), lognormal(MU,SIGMA[,MAX]).
+    /// const(X), exp(MEAN), geo(MEAN), pareto(ALPHA,SCALE), lognormal(MU,SIGMA), and with a
+    /// largest value drawn: pareto(ALPHA,SCALE,MAX), lognormal(MU,SIGMA,MAX).
     #[arg(long, value_name = "DIST", value_parser = Dist::parse, requires = "users")]
     pub views: Option<Dist>,
     /// Users: objects requested after each page, rounded down [default: pareto(2.43,1,150),
