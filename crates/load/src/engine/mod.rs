@@ -308,6 +308,12 @@ impl Engine {
         if now >= shared.end && shared.schedule.is_none() {
             return;
         }
+        if self.conns[i].inflight > 0 {
+            // io_uring: the last socket's operations are still completing; the request
+            // (a slot's, a user's) stays on the connection until they have.
+            self.conns[i].restart = true;
+            return;
+        }
         let entry_index = {
             let conn = &mut self.conns[i];
             // A replay's slot brings its own request and the status the log gave it.
@@ -324,11 +330,6 @@ impl Engine {
         };
         let entry = shared.requests.entry(entry_index);
         let conn = &mut self.conns[i];
-        if conn.inflight > 0 {
-            // io_uring: the last socket's operations are still completing.
-            conn.restart = true;
-            return;
-        }
         conn.entry = entry_index;
         conn.class = entry.class;
         conn.head_request = entry.head;

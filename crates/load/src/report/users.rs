@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{IntervalReport, Latency, Report};
 use crate::config::Config;
 use crate::recorder::UserStats;
-use crate::users::{Sessions, Users};
+use crate::users::Sessions;
 
 /// A users run's figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -36,10 +36,12 @@ pub struct UsersReport {
     pub think_configured_s: f64,
     /// The think times kept, as measured (from a page view's end to the next one's start).
     pub think_us: Latency,
-    /// The Kolmogorov-Smirnov distance between the think times kept and the configured
-    /// distribution (the model's, or the logged sample's): small when the users thought as
-    /// told whatever the server did.
-    pub think_ks_distance: f64,
+    /// The Kolmogorov-Smirnov distance between the think times kept and the model's
+    /// distribution: small when the users thought as told whatever the server did. None for
+    /// a log's sessions: their think times are whole seconds (CLF's resolution), a step
+    /// function that a timer's half millisecond either side puts at distance 1 from any
+    /// sample, and which says nothing.
+    pub think_ks_distance: Option<f64>,
     /// The interactive response time law's R = N/X − Z, seconds, with the measured X and
     /// the mean think time kept (Z as the run had it: a sample's mean is not the
     /// configured one), to set against the measured mean page load. They agree when every
@@ -85,7 +87,13 @@ pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
         page_load_p95_us: p95(&stats.page_load),
         think_configured_s: users.mean_think_s(),
         think_us: Latency::of(&stats.think),
-        think_ks_distance: ks_distance(&stats.think, &configured_cdf(users)),
+        think_ks_distance: match &users.sessions {
+            Sessions::Model(model) => {
+                let think = model.think;
+                Some(ks_distance(&stats.think, &|x| think.cdf(x)))
+            }
+            Sessions::Logged(_) => None,
+        },
         law_response_s: if x > 0.0 {
             users.count as f64 / x - z
         } else {
@@ -103,24 +111,6 @@ pub(crate) fn interval(report: &mut IntervalReport, stats: &UserStats, active: u
         page_load_us: Latency::of(&stats.page_load),
         page_load_p95_us: p95(&stats.page_load),
     });
-}
-
-/// The configured think times' CDF (seconds).
-fn configured_cdf(users: &Users) -> Box<dyn Fn(f64) -> f64> {
-    match &users.sessions {
-        Sessions::Model(model) => {
-            let think = model.think;
-            Box::new(move |x| think.cdf(x))
-        }
-        Sessions::Logged(logged) => {
-            let mut sample: Vec<f64> = logged.thinks().collect();
-            sample.sort_by(f64::total_cmp);
-            Box::new(move |x| {
-                let below = sample.partition_point(|&t| t <= x);
-                below as f64 / sample.len().max(1) as f64
-            })
-        }
-    }
 }
 
 /// The largest gap between the histogram's empirical CDF (nanoseconds) and `cdf`, looked at
@@ -158,7 +148,7 @@ impl UsersReport {
         use super::text::format_us;
         let load = &self.page_load_us;
         format!(
-            "  Users       {} ({} connections each); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept; KS distance {:.3})\n  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {})\n",
+            "  Users       {} ({} connections each); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept{})\n  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {})\n",
             self.users,
             self.connections_per_user,
             self.sessions_from,
@@ -173,7 +163,8 @@ impl UsersReport {
             format_us(self.think_configured_s * 1e6),
             format_us(self.think_us.mean),
             self.think_us.count,
-            self.think_ks_distance,
+            self.think_ks_distance
+                .map_or(String::new(), |d| format!("; KS distance {d:.3}")),
             format_us(self.law_response_s * 1e6),
             format_us(load.mean),
         )

@@ -175,7 +175,10 @@ fn think_times_are_kept_as_configured_whatever_the_server_does() {
     assert!(users.think_us.count >= 100, "{users:?}");
     // The kept think times against the configured distribution: the Kolmogorov-Smirnov
     // distance, within the 0.1 % critical value.
-    let (n, distance) = (users.think_us.count as f64, users.think_ks_distance);
+    let (n, distance) = (
+        users.think_us.count as f64,
+        users.think_ks_distance.unwrap(),
+    );
     let critical = 1.95 / n.sqrt();
     assert!(
         distance < critical,
