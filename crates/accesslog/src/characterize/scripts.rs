@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use compact_str::{format_compact, CompactString};
 use webscope_workload::Rng;
 
-use super::sessions::{has_ended, sweep_due, Step, Visit, OBJECT_GAP_S};
+use super::sessions::{ended, sweep_due, Step, Visit, OBJECT_GAP_S};
 use crate::line::Entry;
 use crate::stream::{stream_logs, ReadOptions, ReadSummary};
 use crate::Error;
@@ -268,14 +268,7 @@ impl ScriptCollector {
 
     /// Closes the sessions whose last request lies more than a gap before `now`.
     fn sweep(&mut self, now: i64) {
-        let gap = self.gap_s;
-        let ended: Vec<u64> = self
-            .open
-            .iter()
-            .filter(|(_, s)| has_ended(s.last, now, gap))
-            .map(|(&k, _)| k)
-            .collect();
-        for key in ended {
+        for key in ended(&self.open, now, self.gap_s, |s| s.last) {
             if let Some(s) = self.open.remove(&key) {
                 self.close(s);
             }

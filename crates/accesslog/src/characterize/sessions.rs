@@ -127,14 +127,7 @@ impl SessionCounter {
 
     /// Closes the sessions whose last request lies more than a gap before `now`.
     fn sweep(&mut self, now: i64) {
-        let gap = self.gap_s;
-        let ended: Vec<u64> = self
-            .open
-            .iter()
-            .filter(|(_, s)| has_ended(s.last, now, gap))
-            .map(|(&k, _)| k)
-            .collect();
-        for key in ended {
+        for key in ended(&self.open, now, self.gap_s, |s| s.last) {
             if let Some(s) = self.open.remove(&key) {
                 self.close(s);
             }
@@ -201,7 +194,21 @@ pub(super) fn sweep_due(swept_at: i64, t: i64, gap_s: i64) -> bool {
 }
 
 /// Whether a session whose last request was at `last` has ended at `now`.
-pub(super) fn has_ended(last: i64, now: i64, gap_s: i64) -> bool {
+/// The keys of the sessions in `open` whose last request (`last` of each) lies more than
+/// `gap_s` before `now`: the ones a sweep closes (the counter's and the scripts' alike).
+pub(super) fn ended<T, S>(
+    open: &HashMap<u64, T, S>,
+    now: i64,
+    gap_s: i64,
+    last: impl Fn(&T) -> i64,
+) -> Vec<u64> {
+    open.iter()
+        .filter(|(_, s)| has_ended(last(s), now, gap_s))
+        .map(|(&k, _)| k)
+        .collect()
+}
+
+fn has_ended(last: i64, now: i64, gap_s: i64) -> bool {
     now.saturating_sub(last) > gap_s
 }
 

@@ -126,27 +126,17 @@ pub fn run(
 ) -> anyhow::Result<(RunRecord, Judged)> {
     let watched = quiet::watched(ctx);
     if after_disturbed {
-        ctx.bar.set_message(format!(
-            "{}: waiting for a quiet machine (at most {} s)",
-            probe.label(),
-            quiet::MOST_WAIT.as_secs()
-        ));
-        quiet::wait(&watched);
+        quiet::wait_announced(&probe.label(), ctx, &watched);
     }
     let port = ctx.target.port();
     let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
     let mut config = open_loop(probe.rate, ctx, settings)?;
     config.duration = probe.length;
     let warmup = warmup_length(ctx.duration);
-    let mut warm = config.clone();
-    warm.duration = warmup;
     // Pods start from a cluster the lab's machine may not even reach the target from: their
     // Job is the probe, without a warm-up of its own.
     if settings.kubernetes.is_none() {
-        ctx.bar
-            .set_message(format!("{}: warming up", probe.label()));
-        webscope_load::run(&warm, ctx.interrupt, &mut |_| {})
-            .with_context(|| format!("the warm-up of {}", probe.label()))?;
+        warm_up(&config, ctx, &probe.label())?;
     }
     let label = probe.label();
     // Segments and pods are generator processes of their own that start within the probe
@@ -250,6 +240,17 @@ fn open_loop(rate: f64, ctx: &Ctx<'_>, settings: &Settings) -> anyhow::Result<Co
 /// An HTTP/2 probe's connections and streams on each (the concurrency its open loop may use).
 const H2_CONNECTIONS: usize = 4;
 const H2_STREAMS: usize = 100;
+
+/// Runs `config` for the warm-up's length ([`warmup_length`] of the lab's run), said on the
+/// bar as `label`'s.
+pub fn warm_up(config: &Config, ctx: &Ctx<'_>, label: &str) -> anyhow::Result<()> {
+    let mut warm = config.clone();
+    warm.duration = warmup_length(ctx.duration);
+    ctx.bar.set_message(format!("{label}: warming up"));
+    webscope_load::run(&warm, ctx.interrupt, &mut |_| {})
+        .with_context(|| format!("the warm-up of {label}"))?;
+    Ok(())
+}
 
 /// A fifth of the probe, from 0.2 s to 2 s: long enough to open connections and warm the
 /// server's caches, short enough not to double the search's time.

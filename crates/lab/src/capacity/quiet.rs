@@ -98,6 +98,16 @@ pub fn verdict_within(
     }
 }
 
+/// [`wait`], said on the bar as `label`'s: the wait before a probe (or a users step) taken
+/// after a disturbed one.
+pub fn wait_announced(label: &str, ctx: &Ctx<'_>, watched: &Watched) {
+    ctx.bar.set_message(format!(
+        "{label}: waiting for a quiet machine (at most {} s)",
+        MOST_WAIT.as_secs()
+    ));
+    wait(watched);
+}
+
 /// Waits (at most [`MOST_WAIT`]) for a quiet machine before a disturbed probe is taken again;
 /// whether it found one, and the last window's figures in words when it did not.
 pub fn wait(watched: &Watched) -> (bool, Option<String>) {

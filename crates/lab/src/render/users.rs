@@ -13,7 +13,7 @@ use webscope_report::{Block, Table};
 
 use super::page::ExperimentPage;
 use super::rendered::Rendered;
-use crate::capacity::search::{Plan, Search};
+use crate::capacity::search::Plan;
 use crate::record::{read_json, ExperimentRecord};
 use crate::users::model::{ending_sentence, predict, Prediction};
 use crate::users::step::StepJudged;
@@ -81,15 +81,11 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     Ok(())
 }
 
-/// The search replayed from the steps, as it ran: how it ended (None when it was cut).
+/// The search replayed from the steps, as the capacity page replays its probes: how it
+/// ended (None when it was cut).
 fn replay(plan: Plan, steps: &[StepJudged]) -> Option<crate::capacity::search::Ending> {
-    let mut search = Search::new(plan);
-    for s in steps {
-        search.next_rate()?;
-        search.record(s.judged.rate, s.judged.outcome());
-    }
-    search.next_rate();
-    search.ending().cloned()
+    let judged: Vec<_> = steps.iter().map(|s| s.judged.clone()).collect();
+    crate::capacity::experiment::replay(plan, &judged)
 }
 
 fn model_sentence(p: &Prediction) -> String {

@@ -111,7 +111,12 @@ pub fn page_limit(slo: &Slo) -> Option<(f64, f64)> {
 pub fn predict(steps: &[StepFigures], slo: &Slo, most: u32) -> Option<Prediction> {
     let (quantile, limit_s) = page_limit(slo)?;
     let demand_s = demand(steps)?;
-    let think_s = median(steps.iter().filter(|s| s.think_s > 0.0).map(|s| s.think_s))?;
+    let thinks: Vec<f64> = steps
+        .iter()
+        .map(|s| s.think_s)
+        .filter(|z| z.is_finite() && *z > 0.0)
+        .collect();
+    let think_s = webscope_model::stats::median(&thinks)?;
     let lightest = steps
         .iter()
         .filter(|s| s.page_load_mean_s > 0.0)
@@ -182,20 +187,6 @@ fn demand(steps: &[StepFigures]) -> Option<f64> {
             .filter_map(|s| s.demand_s)
             .filter(|d| d.is_finite() && *d > 0.0)
             .min_by(f64::total_cmp)
-    })
-}
-
-fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
 }
 

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use webscope_load::replay::ReplayRequest;
 use webscope_load::slo::Slo;
@@ -17,7 +16,7 @@ use webscope_load::{Config, Mode, Target as LoadTarget};
 
 use super::model::StepFigures;
 use crate::capacity::cooldown::{self, port_counts, Cooldown};
-use crate::capacity::probe::{warmup_length, Judged, MOST_LENGTH};
+use crate::capacity::probe::{warm_up, warmup_length, Judged, MOST_LENGTH};
 use crate::capacity::quiet;
 use crate::measure::measure;
 use crate::objective::{judge_run, needed_requests, OnObjective};
@@ -98,24 +97,15 @@ pub fn run(
         "the users experiment speaks HTTP/1.1 only so far: leave --http2 out"
     );
     let watched = quiet::watched(ctx);
+    let label = step.label();
     if given.after_disturbed {
-        ctx.bar.set_message(format!(
-            "{}: waiting for a quiet machine (at most {} s)",
-            step.label(),
-            quiet::MOST_WAIT.as_secs()
-        ));
-        quiet::wait(&watched);
+        quiet::wait_announced(&label, ctx, &watched);
     }
     let port = ctx.target.port();
     let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
     let config = users_config(step, ctx, given)?;
     let warmup = warmup_length(ctx.duration);
-    let mut warm = config.clone();
-    warm.duration = warmup;
-    ctx.bar.set_message(format!("{}: warming up", step.label()));
-    webscope_load::run(&warm, ctx.interrupt, &mut |_| {})
-        .with_context(|| format!("the warm-up of {}", step.label()))?;
-    let label = step.label();
+    warm_up(&config, ctx, &label)?;
     let sampler = quiet::start(&watched);
     let measured = measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?;
     let record = RunRecord::new(

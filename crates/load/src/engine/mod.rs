@@ -442,15 +442,9 @@ impl Engine {
         let now = Instant::now();
         let shared = Rc::clone(&self.shared);
         let refused = result.is_ok() && self.conns[i].head.is_some_and(|h| h.status == 503);
-        // A user's request went as expected: answered, with a status below 400 or the one
-        // the log gave it.
-        let expected = result.is_ok()
-            && self.conns[i]
-                .head
-                .is_some_and(|h| h.status < 400 || Some(h.status) == self.conns[i].logged);
         self.account(i, result, now);
         if self.users.is_some() {
-            self.user_done(i, expected, now);
+            self.user_done(i, result.is_ok(), now);
             return;
         }
         let backoff = matches!(

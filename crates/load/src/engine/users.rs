@@ -36,6 +36,8 @@ pub(super) struct UserSet {
     users: Vec<User>,
     /// A logged sample's think times, drawn from after a session's last view.
     thinks: Vec<f64>,
+    /// The run's account of an expected response (`outcome.rs`), for a page view's errors.
+    expect: crate::Expect,
     rng: Rng,
 }
 
@@ -87,6 +89,7 @@ impl UserSet {
                 })
                 .collect(),
             thinks,
+            expect: crate::Expect::default(),
             rng: Rng::for_stream(seed, "users"),
             plan,
         }
@@ -200,12 +203,19 @@ impl Engine {
         self.start(lead, now, None);
     }
 
-    /// The exchange on connection `i` (a user's) ended; `ok`: answered as expected. Asks the
-    /// view's next requests, or ends the view.
-    pub(super) fn user_done(&mut self, i: usize, ok: bool, now: Instant) {
+    /// The exchange on connection `i` (a user's) ended; `answered`: with a response. Asks
+    /// the view's next requests, or ends the view.
+    pub(super) fn user_done(&mut self, i: usize, answered: bool, now: Instant) {
         let Some(set) = self.users.as_mut() else {
             return;
         };
+        // As the run's account has it: a response of an expected status, or of the one the
+        // log gave the request (a replay's rule).
+        let conn = &self.conns[i];
+        let ok = answered
+            && conn
+                .head
+                .is_some_and(|h| set.expect.accepts(h.status) || conn.logged == Some(h.status));
         let per_user = set.per_user;
         let (u, lead) = (i / per_user, i / per_user * per_user);
         let user = &mut set.users[u];

@@ -62,14 +62,28 @@ impl LoggedRequest {
     /// The distinct request it is sent as; None for a body-carrying method (the log has no
     /// body).
     pub(crate) fn request(&self) -> Option<ReplayRequest> {
-        if BODY_METHODS.contains(&self.method.as_str()) {
+        ReplayRequest::as_logged(&self.method, &self.target, self.status, self.bytes)
+    }
+}
+
+impl ReplayRequest {
+    /// The request a logged `method target` answered `status` with `bytes` is sent as (a
+    /// replay's and a users run's alike): a logged 206 asks a Range of its logged length, a
+    /// logged 304 is conditional; None for a body-carrying method (the log has no body).
+    pub(crate) fn as_logged(
+        method: &str,
+        target: &str,
+        status: u16,
+        bytes: u64,
+    ) -> Option<ReplayRequest> {
+        if BODY_METHODS.contains(&method) {
             return None;
         }
         Some(ReplayRequest {
-            method: self.method.clone(),
-            target: self.target.clone(),
-            range: (self.status == 206 && self.bytes > 0).then_some(self.bytes),
-            not_modified: self.status == 304,
+            method: method.to_string(),
+            target: target.to_string(),
+            range: (status == 206 && bytes > 0).then_some(bytes),
+            not_modified: status == 304,
         })
     }
 }
@@ -147,7 +161,7 @@ pub struct Replay {
 }
 
 /// Methods whose request carries a body the log does not keep.
-pub(crate) const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
+const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
 
 impl Replay {
     /// The plan of `logged` (any order; kept stable within a second) at `speed` times the

@@ -111,15 +111,7 @@ pub fn of_scripts(scripts: &Scripts, source: String) -> LoggedSessions {
     }
 }
 
-/// The request a logged one is sent as, None for a body-carrying method.
+/// The request a logged one is sent as (the replay's rule), None for a body-carrying method.
 fn distinct(r: &ScriptRequest) -> Option<ReplayRequest> {
-    if crate::replay::BODY_METHODS.contains(&r.method.as_str()) {
-        return None;
-    }
-    Some(ReplayRequest {
-        method: r.method.to_string(),
-        target: r.target.to_string(),
-        range: (r.status == 206 && r.bytes > 0).then_some(r.bytes),
-        not_modified: r.status == 304,
-    })
+    ReplayRequest::as_logged(&r.method, &r.target, r.status, r.bytes)
 }
