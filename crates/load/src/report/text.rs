@@ -317,16 +317,7 @@ fn replay_lines(replay: &ReplayReport, intervals: &[IntervalReport]) -> String {
         replay.late_sends,
         format_us(replay.max_send_delay_us)
     );
-    if replay.status_mismatches.is_empty() {
-        let _ = writeln!(out, "  Status: every response as logged");
-    } else {
-        let pairs: Vec<String> = replay
-            .status_mismatches
-            .iter()
-            .map(|p| format!("logged {}, got {}: {}", p.logged, p.got, p.count))
-            .collect();
-        let _ = writeln!(out, "  Status differs from the log: {}", pairs.join("; "));
-    }
+    status_lines(&mut out, &replay.status_mismatches);
     let shown: Vec<String> = intervals
         .iter()
         .take(SHOWN_INTERVALS)
@@ -344,6 +335,43 @@ fn replay_lines(replay: &ReplayReport, intervals: &[IntervalReport]) -> String {
     );
     let _ = writeln!(out, "  Timing: {}", replay.note);
     out
+}
+
+/// The replay's status lines: responses that differ from the log where the set could have
+/// answered as logged, then apart those whose logged status no file set gives (5xx, 403, ...:
+/// [`webscope_workload::like::urls::set_can_give`]), which are the site's server's, not the set's.
+fn status_lines(out: &mut String, mismatches: &[crate::replay::StatusPair]) {
+    if mismatches.is_empty() {
+        let _ = writeln!(out, "  Status: every response as logged");
+        return;
+    }
+    let (set, server): (Vec<_>, Vec<_>) = mismatches
+        .iter()
+        .partition(|p| webscope_workload::like::urls::set_can_give(p.logged));
+    let list = |pairs: &[&crate::replay::StatusPair]| {
+        pairs
+            .iter()
+            .map(|p| {
+                format!(
+                    "logged {}, got {}: {}",
+                    p.logged,
+                    p.got,
+                    thousands(p.count as f64)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if !set.is_empty() {
+        let _ = writeln!(out, "  Status differs from the log: {}", list(&set));
+    }
+    if !server.is_empty() {
+        let _ = writeln!(
+            out,
+            "  Logged statuses a file set cannot give (the site's server's): {}",
+            list(&server)
+        );
+    }
 }
 
 #[cfg(test)]
@@ -421,5 +449,30 @@ mod tests {
             text.contains("class names longer than 40 characters are cut short"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_replays_mismatches_the_set_cannot_give_are_listed_apart() {
+        let pair = |logged, got, count| crate::replay::StatusPair { logged, got, count };
+        let mut out = String::new();
+        status_lines(
+            &mut out,
+            &[pair(200, 404, 1_595), pair(500, 200, 3), pair(403, 404, 2)],
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "  Status differs from the log: logged 200, got 404: 1 595",
+                "  Logged statuses a file set cannot give (the site's server's): \
+                 logged 500, got 200: 3; logged 403, got 404: 2",
+            ]
+        );
+        out.clear();
+        status_lines(&mut out, &[pair(500, 200, 3)]);
+        assert!(!out.contains("differs"), "{out}");
+        out.clear();
+        status_lines(&mut out, &[]);
+        assert_eq!(out, "  Status: every response as logged\n");
     }
 }

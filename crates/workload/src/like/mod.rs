@@ -29,6 +29,7 @@ pub mod urls;
 use crate::heavy_tail::{size_class, CLASSES};
 use crate::manifest::{File, Manifest};
 use crate::Error;
+use webscope_report::human::plural;
 
 pub use names::{MAX_NAME, MAX_PATH};
 pub use urls::{Answer, UrlCounts, UrlMap, URL_MAP};
@@ -228,23 +229,27 @@ fn ranked_files(picked: Vec<Picked>) -> Vec<File> {
 fn describe(observed: &[Observed], options: &LikeOptions, files: usize, total: u64) -> String {
     match (options.synthetic, options.model) {
         (Some(n), Some(m)) => format!(
-            "{n} files drawn from the fits of {} (Zipf {:.2}, lognormal body of ln bytes mu {:.2} sigma {:.2}{})",
+            "{} drawn from the fits of {} (Zipf {:.2}, lognormal body of ln bytes mu {:.2} sigma {:.2}{})",
+            plural(n, "file"),
             options.source,
             m.zipf,
             m.mu,
             m.sigma,
             m.tail
                 .map(|(alpha, x_min, _)| format!(", Pareto tail alpha {alpha:.2} above {x_min:.0} bytes"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
         ),
         (Some(n), None) => format!(
-            "{n} files resampled from the {} paths of {} (empirical sizes and popularity: too few for a fit)",
-            observed.len(),
+            "{} resampled from the {} of {} (empirical sizes and popularity: too few for a fit)",
+            plural(n, "file"),
+            plural(observed.len() as u64, "path"),
             options.source
         ),
         (None, _) => format!(
-            "the {files} files of {}, {total} requests",
-            options.source
+            "{} of {}, {}",
+            plural(files as u64, "file"),
+            options.source,
+            plural(total, "request")
         ),
     }
 }

@@ -96,6 +96,15 @@ fn reproducible(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308 | 404 | 410)
 }
 
+/// Whether a set made by `fileset like` can answer `status` as logged: the successes a file
+/// gives (200; 206 to a replayed range; 304 to a replayed conditional request) and the
+/// redirects and absences its URL map writes. The others (5xx, 403, 401, 400, a 416 whose
+/// asked range the log does not keep, ...) depend on the site's server, not its files: a
+/// replay lists them apart from the mismatches the set is answerable for.
+pub fn set_can_give(status: u16) -> bool {
+    matches!(status, 200 | 206 | 304) || reproducible(status)
+}
+
 /// What a target answers: None for a file (most requests succeeded), the status otherwise;
 /// `Err(())` when what it mostly got cannot be reproduced.
 fn verdict(o: &Observed) -> Result<Option<u16>, ()> {
