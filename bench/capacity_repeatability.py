@@ -15,6 +15,10 @@ random 1-4 s, off for 1-4 s) and an I/O hog writes with O_DIRECT in a loop; each
 land within 10 % of its configuration's quiet median or refuse (anything that is not a capacity:
 "no capacity ...", a bound, a search cut short). A capacity further off is a violation.
 
+The quiet table also says what `webscope compare --threshold 'capacity>-5%'` made of every ordered
+pair of one configuration's quiet searches (the same server twice: a pass is right, CROSSED a
+false alarm, "cannot be decided" a shrug).
+
 Prints two Markdown tables (quiet, disturbed) and each search's sentence, ready for a note;
 progress goes to stderr. Ctrl-C stops the search under way (the lab's own interrupt) and prints
 what was measured; nginx, the hogs and the lab are stopped on any exit.
@@ -360,9 +364,30 @@ def search(config, phase, index, ctx, args):
               "elapsed_s": round(time.time() - started, 1), **read_outcome(out, code, out + ".log")}
     if hog_share:
         record["cpu_hog_on_share"] = {f"cpu{c}": round(s, 2) for c, s in hog_share.items()}
-    if not args.keep:
-        shutil.rmtree(out, ignore_errors=True)
+    # Kept until the A/A comparisons have read it (the work directory goes at the end).
+    record["out"] = out
     return record
+
+
+def aa_compares(records, ctx, configs):
+    """What `webscope compare --threshold 'capacity>-5%'` says of every ordered pair of one
+    configuration's quiet searches that found a capacity: the same server twice, so anything
+    but a pass is a false alarm (1: CROSSED) or a shrug (3: cannot be decided)."""
+    result = {}
+    for config in configs:
+        outs = [r["out"] for r in records
+                if r["phase"] == "quiet" and r["config"] == config and r["kind"] == "capacity"]
+        counts = {"pass": 0, "crossed": 0, "undecided": 0, "error": 0}
+        for a in outs:
+            for b in outs:
+                if a == b:
+                    continue
+                code = subprocess.run([ctx["binary"], "compare", a, b, "--threshold", "capacity>-5%"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+                counts[{0: "pass", 1: "crossed", 3: "undecided"}.get(code, "error")] += 1
+        if len(outs) > 1:
+            result[config] = counts
+    return result
 
 
 def figure(r):
@@ -400,11 +425,12 @@ def details(rows):
               f"{r['sentence']}")
 
 
-def quiet_table(records, configs):
+def quiet_table(records, configs, aa):
     groups = by_config(records, "quiet", configs)
     print("\n**Quiet** (median and spread = (max - min) / median of the capacities found; goal <= 5 %)\n")
-    print("| configuration | searches | capacities, req/s (bracket) | median req/s | spread | <= 5 % |")
-    print("|---|---|---|---|---|---|")
+    print("| configuration | searches | capacities, req/s (bracket) | median req/s | spread | <= 5 % "
+          "| A/A compare 'capacity>-5%': pass, CROSSED, cannot decide |")
+    print("|---|---|---|---|---|---|---|")
     medians = {}
     for config, rows in groups.items():
         if not rows:
@@ -416,10 +442,17 @@ def quiet_table(records, configs):
         goal = "-" if spread is None else ("yes" if spread <= QUIET_SPREAD_GOAL else "**no**")
         print(f"| {CONFIGS[config][2]} | {found} of {len(rows)} found | {cells} | "
               f"{'-' if median is None else fmt_rps(median)} | "
-              f"{'-' if spread is None else f'{spread * 100:.1f} %'} | {goal} |")
+              f"{'-' if spread is None else f'{spread * 100:.1f} %'} | {goal} | {pairs(aa.get(config))} |")
     print()
     details([r for rows in groups.values() for r in rows])
     return medians
+
+
+def pairs(counts):
+    if not counts:
+        return "-"
+    text = f"{counts['pass']}, {counts['crossed']}, {counts['undecided']}"
+    return text + (f" ({counts['error']} errors)" if counts["error"] else "")
 
 
 def disturbed_table(records, configs, medians):
@@ -520,7 +553,7 @@ def main():
     args = parse_args()
     signal.signal(signal.SIGTERM, raise_interrupt)
     signal.signal(signal.SIGHUP, raise_interrupt)
-    records, interrupted, ctx = [], False, None
+    records, interrupted, ctx, aa = [], False, None, {}
     started = time.time()
     try:
         ctx = prepare(args)
@@ -528,6 +561,11 @@ def main():
     except KeyboardInterrupt:
         interrupted = True
         print("\ninterrupted: the figures below are what was measured so far", file=sys.stderr)
+    try:
+        if ctx:
+            aa = aa_compares(records, ctx, args.configs)
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
         # A second Ctrl-C must not cut the cleaning short.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -543,13 +581,14 @@ def main():
           f"generator on CPU 1; {args.searches} search(es) per configuration, alternated; {len(records)} searches, "
           f"{sum(r.get('probes', 0) for r in records)} probes, {(time.time() - started) / 60:.1f} min in all"
           f"{' (interrupted)' if interrupted else ''}.")
-    medians = quiet_table(records, args.configs)
+    medians = quiet_table(records, args.configs, aa)
     violations = disturbed_table(records, args.configs, medians)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"slo": args.slo, "duration": args.duration, "searches": args.searches,
                        "interrupted": interrupted, "quiet_medians_rps": medians,
-                       "disturbed_violations": violations, "records": records}, f, indent=2)
+                       "disturbed_violations": violations, "aa_compares": aa, "records": records},
+                      f, indent=2)
     return 130 if interrupted else 0
 
 

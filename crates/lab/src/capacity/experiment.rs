@@ -42,6 +42,10 @@ pub struct Recorded {
     #[serde(default)]
     pub need: u32,
     pub max_probes: usize,
+    /// `--every-probe`: a rate passed only when all its probes did (searches before it: the
+    /// majority).
+    #[serde(default)]
+    pub every: bool,
     /// `constant` or `poisson`.
     pub arrivals: String,
     /// Length of each probe, seconds (its warm-up not counted).
@@ -58,6 +62,7 @@ impl Recorded {
             precision: self.precision,
             repeat: self.repeat,
             max_probes: self.max_probes,
+            every: self.every,
             ..Plan::new(self.from)
         }
     }
@@ -82,6 +87,7 @@ fn plan(options: &Options) -> Plan {
         precision: options.capacity.precision,
         repeat: (options.repeat as u32).max(CONFIRM),
         max_probes: MOST_PROBES,
+        every: options.capacity.every,
         ..Plan::new(options.capacity.from)
     }
 }
@@ -179,6 +185,7 @@ fn write_plan(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<()> {
             repeat: plan.repeat,
             need: plan.repeat / 2 + 1,
             max_probes: plan.max_probes,
+            every: plan.every,
             arrivals: match settings.arrivals {
                 webscope_load::Arrivals::Constant => "constant".into(),
                 webscope_load::Arrivals::Poisson => "poisson".into(),

@@ -15,6 +15,12 @@
 //! disturbed does not count, and is taken again once the caller has waited the disturbance
 //! out. A search that cannot get undisturbed probes ends without a capacity.
 //!
+//! With [`Plan::every`] (`--every-probe`) a rate passes only when every probe there did:
+//! near a knee where slow episodes come and go, the majority of two or three probes is a
+//! coin's throw at every rate where the server meets the objective more often than not,
+//! and searches of one server landed 20 % apart; every probe asks for the rate it meets
+//! reliably, which lies where the pass share falls steeply.
+//!
 //! Pure: it only chooses rates and reads outcomes, so it is tested against servers whose
 //! capacity is known by construction. The caller runs the probes (warm-up, cool-down, the
 //! open-loop run, the objective's verdict) and hands back one [`Outcome`] each.
@@ -38,6 +44,9 @@ pub struct Plan {
     pub min_rate: f64,
     /// At most this many probes in all.
     pub max_probes: usize,
+    /// A rate passes only when every probe there passed (`--every-probe`), rather than
+    /// most of them: see [`Search`]'s rule for each.
+    pub every: bool,
 }
 
 impl Plan {
@@ -52,6 +61,7 @@ impl Plan {
             repeat: CONFIRM,
             min_rate: 1.0,
             max_probes: 60,
+            every: false,
         }
     }
 }
@@ -236,22 +246,32 @@ impl Search {
         self.probes
     }
 
-    /// A rate's verdict so far: the majority of its probes (a tie is no pass); None when
-    /// it has none.
+    /// A rate's verdict so far: the majority of its probes (a tie is no pass), or with
+    /// [`Plan::every`] a pass only while none of them failed; None when it has none.
     fn state(&self, rate: u64) -> Option<State> {
         let &(pass, fail) = self.tally.get(&rate)?;
-        (pass + fail > 0).then_some(if pass > fail {
-            State::Pass
+        let passes = if self.plan.every {
+            fail == 0
         } else {
-            State::Fail
-        })
+            pass > fail
+        };
+        (pass + fail > 0).then_some(if passes { State::Pass } else { State::Fail })
     }
 
     /// Whether a rate's verdict is confirmed: `repeat` probes (at least [`CONFIRM`]) and a
-    /// majority, or [`MOST_AT_RATE`] probes whatever they said.
+    /// majority, or [`MOST_AT_RATE`] probes whatever they said. With [`Plan::every`], a pass
+    /// by `repeat` probes that all passed, a fail by [`CONFIRM`] fails (one fail among
+    /// passes is probed again: a stall fails one probe, rarely two) or by [`MOST_AT_RATE`]
+    /// probes with a fail among them (a server that misses the objective in one probe of
+    /// five at a rate does not meet it there reliably).
     fn confirmed(&self, rate: u64) -> bool {
         let (pass, fail) = self.tally.get(&rate).copied().unwrap_or_default();
         let runs = pass + fail;
+        if self.plan.every {
+            return (fail == 0 && pass >= self.plan.repeat)
+                || fail >= CONFIRM
+                || runs >= MOST_AT_RATE;
+        }
         (runs >= self.plan.repeat && pass != fail) || runs >= MOST_AT_RATE
     }
 

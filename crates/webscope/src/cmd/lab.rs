@@ -174,6 +174,13 @@ pub struct Args {
     /// [default: 0.05].
     #[arg(long, value_name = "SHARE")]
     precision: Option<f64>,
+    /// The capacity search passes a rate only when every probe there met the objective (at
+    /// least --repeat of them, 2 or more), not the majority: the capacity is then a rate the
+    /// server meets reliably. Near a knee where slow episodes come and go, a rate met in two
+    /// probes of three is no capacity. A fail is still confirmed by a second fail, or stands
+    /// after 5 probes with a fail among them.
+    #[arg(long)]
+    every_probe: bool,
     /// The capacity probes' arrivals: evenly spaced, or a Poisson process.
     #[arg(long, value_name = "KIND", default_value = "constant", value_parser = ["constant", "poisson"])]
     arrivals: String,
@@ -223,6 +230,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)?;
     let capacity = lab::capacity::Settings {
         segments: usize::from(args.segments),
+        every: args.every_probe,
         kubernetes: args
             .kubernetes
             .clone()

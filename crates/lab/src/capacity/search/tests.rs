@@ -254,3 +254,77 @@ fn the_probe_budget_bounds_the_search() {
         }
     );
 }
+
+/// A server that meets the objective always up to 40 000 req/s, in most probes up to 60 000
+/// (each rate's second probe fails: the episodes near a knee) and never above.
+fn flaky_server() -> impl FnMut(f64) -> Outcome {
+    let mut taken: BTreeMap<u64, u32> = BTreeMap::new();
+    move |rate| {
+        let n = taken.entry(rate as u64).or_default();
+        *n += 1;
+        match rate {
+            r if r <= 40_000.0 => Outcome::Pass,
+            r if r <= 60_000.0 && *n != 2 => Outcome::Pass,
+            _ => Outcome::Fail,
+        }
+    }
+}
+
+#[test]
+fn with_every_probe_a_rate_that_fails_one_probe_in_five_is_no_capacity() {
+    let found = |every| {
+        let plan = Plan {
+            repeat: 3,
+            every,
+            ..Plan::new(1_000.0)
+        };
+        match search(plan, flaky_server()) {
+            (
+                Ending::Found {
+                    capacity,
+                    fails_at,
+                    passes,
+                    fails,
+                    ..
+                },
+                _,
+            ) => (capacity, fails_at, passes, fails),
+            (ending, _) => panic!("every {every}: {ending:?}"),
+        }
+    };
+    // Most probes: the capacity lands where the server fails one probe in three.
+    let (capacity, ..) = found(false);
+    assert!(capacity > 40_000.0 && capacity <= 60_000.0, "{capacity}");
+    // Every probe: at or under the rate the server always meets, the rate above it failing
+    // once in its five probes (not moved on that one fail until four passes had not
+    // outweighed it).
+    let (capacity, fails_at, passes, fails) = found(true);
+    assert!(
+        capacity <= 40_000.0 && fails_at > 40_000.0,
+        "{capacity}..{fails_at}"
+    );
+    assert!(
+        (fails_at - capacity) / capacity <= 0.05,
+        "{capacity}..{fails_at}"
+    );
+    assert_eq!(passes, (3, 3));
+    assert!(fails == (2, 2) || fails == (1, 5), "{fails:?}");
+}
+
+#[test]
+fn with_every_probe_one_fail_among_passes_is_probed_again_not_moved_on() {
+    let plan = Plan {
+        every: true,
+        ..Plan::new(1_000.0)
+    };
+    let mut s = Search::new(plan);
+    assert_eq!(s.next_rate(), Some(1_000.0));
+    s.record(1_000.0, Outcome::Fail);
+    // One fail: taken again, not halved.
+    assert_eq!(s.next_rate(), Some(1_000.0));
+    s.record(1_000.0, Outcome::Pass);
+    assert_eq!(s.next_rate(), Some(1_000.0));
+    s.record(1_000.0, Outcome::Fail);
+    // Two fails: confirmed, the search goes down.
+    assert_eq!(s.next_rate(), Some(500.0));
+}

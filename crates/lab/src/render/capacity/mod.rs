@@ -131,7 +131,7 @@ fn capitalise(text: &str) -> String {
 
 fn plan_sentence(r: &Recorded) -> String {
     format!(
-        "Objective: {}, each condition judged on its 95 % interval (a percentile's from the order statistics of the probe's requests, a share's by Wilson): it passes only when all of the interval meets the limit, fails only when none of it does, and a probe whose interval straddles a limit is undecided and taken again, twice as long. Open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate, longer at rates too low to offer the requests the objective needs in that time ({} for these conditions; at most 60 s). The search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; it never moves on one probe: a fail is confirmed by a second (a third when two disagree, the majority deciding), and the bracket's two rates are each confirmed by {} probes or more. A probe that failed on a machine other processes disturbed (their share of the server's or the generator's CPU, steal, CPU or I/O pressure past their limits) is disturbed, not failed: the machine is waited for and the probe taken again; three in a row end the search without a capacity. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while no condition failed) ends the search: it says nothing of the server. Goodput counts good responses over the requests that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
+        "Objective: {}, each condition judged on its 95 % interval (a percentile's from the order statistics of the probe's requests, a share's by Wilson): it passes only when all of the interval meets the limit, fails only when none of it does, and a probe whose interval straddles a limit is undecided and taken again, twice as long. Open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate, longer at rates too low to offer the requests the objective needs in that time ({} for these conditions; at most 60 s). The search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; it never moves on one probe: a fail is confirmed by a second {}, and the bracket's two rates are each confirmed by {} probes or more. A probe that failed on a machine other processes disturbed (their share of the server's or the generator's CPU, steal, CPU or I/O pressure past their limits) is disturbed, not failed: the machine is waited for and the probe taken again; three in a row end the search without a capacity. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while no condition failed) ends the search: it says nothing of the server. Goodput counts good responses over the requests that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
         r.slo,
         r.probe_s,
         r.arrivals,
@@ -141,6 +141,11 @@ fn plan_sentence(r: &Recorded) -> String {
         r.from,
         r.growth,
         100.0 * r.precision,
+        if r.every {
+            "(or stands after 5 probes with a fail among them: a rate passes only when every probe there passed, so the capacity is a rate the server meets reliably, not one it meets more often than not)"
+        } else {
+            "(a third when two disagree, the majority deciding)"
+        },
         r.repeat,
         100.0 * webscope_load::not_sent_limit(r.probe_s)
     )

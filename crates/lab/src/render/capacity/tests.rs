@@ -25,6 +25,7 @@ fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
         repeat: 2,
         need: 2,
         max_probes: 40,
+        every: false,
         arrivals: "constant".into(),
         probe_s: 1.0,
         warmup_s: 0.2,
@@ -224,4 +225,30 @@ fn a_503_limited_servers_page_says_it_refuses_load() {
             p.verdict.reading
         );
     }
+}
+
+#[test]
+fn the_plan_says_which_rule_decided_a_rate() {
+    let plan = |every| Recorded {
+        slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
+        from: 100.0,
+        growth: 2.0,
+        precision: 0.05,
+        repeat: 3,
+        need: 0,
+        max_probes: 40,
+        every,
+        arrivals: "constant".into(),
+        probe_s: 3.0,
+        warmup_s: 0.6,
+    };
+    let majority = plan_sentence(&plan(false));
+    assert!(majority.contains("the majority deciding"), "{majority}");
+    assert!(!majority.contains("every probe there passed"), "{majority}");
+    let every = plan_sentence(&plan(true));
+    assert!(
+        every.contains("a rate passes only when every probe there passed"),
+        "{every}"
+    );
+    assert!(!every.contains("the majority deciding"), "{every}");
 }
