@@ -71,7 +71,11 @@ pub fn start(watched: &Watched) -> Option<Sampler> {
 }
 
 /// The probe's outcome once the machine's figures are in: a fail or an undecided probe on a
-/// disturbed machine is `disturbed`, with the figures past their limits as its reason.
+/// disturbed machine is `disturbed`, with the figures past their limits as its reason; so is
+/// a probe the generator fell behind in while other processes took its CPUs (or steal did):
+/// it says nothing of the generator either, and ending the search there would give "above
+/// N" for a machine that was busy. Not for the waits and CPU pressure alone, which a
+/// generator at the end of its CPU causes itself.
 pub fn verdict_on(
     outcome: Outcome,
     reason: String,
@@ -88,9 +92,17 @@ pub fn verdict_within(
     disturbance: Option<&Disturbance>,
     limits: &Limits,
 ) -> (Outcome, String) {
-    let beyond = disturbance.and_then(|d| d.beyond(limits));
+    let limits = match outcome {
+        Outcome::Generator => Limits {
+            wait: f64::INFINITY,
+            cpu_pressure: f64::INFINITY,
+            ..*limits
+        },
+        _ => *limits,
+    };
+    let beyond = disturbance.and_then(|d| d.beyond(&limits));
     match (outcome, beyond) {
-        (Outcome::Fail | Outcome::Undecided, Some(why)) => (
+        (Outcome::Fail | Outcome::Undecided | Outcome::Generator, Some(why)) => (
             Outcome::Disturbed,
             format!("the machine was disturbed: {why} (the probe's own verdict: {reason})"),
         ),
@@ -122,7 +134,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_fail_or_an_undecided_probe_on_a_disturbed_machine_is_disturbed() {
+    fn only_a_fail_an_undecided_or_a_generator_bound_probe_on_a_disturbed_machine_is_disturbed() {
         let busy: Disturbance = serde_json::from_value(serde_json::json!({
             "seconds": 2.0, "cpu_pressure": 0.6,
         }))
@@ -137,6 +149,19 @@ mod tests {
         assert!(why.contains("p99<=5ms: 9ms"), "{why}");
         let (o, _) = verdict_on(Outcome::Undecided, String::new(), Some(&busy));
         assert_eq!(o, Outcome::Disturbed);
+        // A generator that fell behind: disturbed when others took CPU, not for the
+        // pressure it causes itself at the end of its CPU.
+        assert_eq!(
+            verdict_on(Outcome::Generator, String::new(), Some(&busy)).0,
+            Outcome::Generator
+        );
+        let others: Disturbance = serde_json::from_value(serde_json::json!({
+            "seconds": 2.0,
+            "regions": [{"cpus": [1], "roles": ["generator"], "others": 0.4, "steal": 0.0}],
+        }))
+        .unwrap();
+        let (o, why) = verdict_on(Outcome::Generator, "behind".into(), Some(&others));
+        assert_eq!(o, Outcome::Disturbed, "{why}");
         // A pass stands: the server met the objective with less of the machine.
         assert_eq!(
             verdict_on(Outcome::Pass, String::new(), Some(&busy)).0,
