@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use webscope_report::human::{rate, sig3};
+use webscope_report::human::{self, rate, sig3};
 use webscope_report::svg::{Axis, Series, XyChart};
 use webscope_report::{Block, Table};
 
@@ -209,17 +209,31 @@ fn table(steps: &[Step]) -> Table {
     t
 }
 
-/// One row per run and status pair that differs from the log; one row saying so when none.
+/// One row per run and status pair that differs from the log, saying whether a file set
+/// could have answered as logged (`load`'s summary lists the others apart by the same rule);
+/// one row saying so when none.
 fn mismatch_table(steps: &[Step]) -> Table {
-    let mut t = Table::new(["run", "logged", "got", "responses", "of the run's"]);
+    let mut t = Table::new([
+        "run",
+        "logged",
+        "got",
+        "responses",
+        "of the run's",
+        "a file set gives the logged status",
+    ]);
     for s in steps {
         for p in &s.mismatches {
             t.row([
                 s.name.clone(),
                 p.logged.to_string(),
                 p.got.to_string(),
-                p.count.to_string(),
-                s.answered.to_string(),
+                human::count(p.count),
+                human::count(s.answered),
+                if webscope_workload::like::urls::set_can_give(p.logged) {
+                    "yes".to_string()
+                } else {
+                    "no: the site's server's".to_string()
+                },
             ]);
         }
     }
@@ -229,7 +243,8 @@ fn mismatch_table(steps: &[Step]) -> Table {
             "as logged".to_string(),
             "as logged".to_string(),
             "0".to_string(),
-            steps.iter().map(|s| s.answered).sum::<u64>().to_string(),
+            human::count(steps.iter().map(|s| s.answered).sum::<u64>()),
+            "-".to_string(),
         ]);
     }
     t
@@ -316,7 +331,7 @@ mod tests {
         assert!(mismatches
             .rows
             .iter()
-            .all(|r| r[1] == "304" && r[2] == "200"));
+            .all(|r| r[1] == "304" && r[2] == "200" && r[5] == "yes"));
     }
 
     #[test]

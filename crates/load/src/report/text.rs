@@ -356,7 +356,7 @@ fn status_lines(out: &mut String, mismatches: &[crate::replay::StatusPair]) {
                     "logged {}, got {}: {}",
                     p.logged,
                     p.got,
-                    thousands(p.count as f64)
+                    webscope_report::human::count(p.count)
                 )
             })
             .collect::<Vec<_>>()
