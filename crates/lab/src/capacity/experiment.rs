@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::probe::{self, Judged, Probe};
-use super::search::{Ending, Outcome, Plan, Search, CONFIRM};
+use super::search::{Ending, Outcome, Plan, Rule, Search, CONFIRM};
 use super::Settings;
 use crate::record::{read_json, write_json, RunRecord};
 use crate::render::capacity::generators::said_of;
@@ -46,6 +46,10 @@ pub struct Recorded {
     /// majority).
     #[serde(default)]
     pub every: bool,
+    /// Each rate settled by a sign test, or left unsettled (#33; searches before it: the
+    /// majority).
+    #[serde(default)]
+    pub settled: bool,
     /// `constant` or `poisson`.
     pub arrivals: String,
     /// Length of each probe, seconds (its warm-up not counted).
@@ -54,6 +58,15 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// How the search decided each rate.
+    pub fn rule(&self) -> Rule {
+        match (self.every, self.settled) {
+            (true, _) => Rule::Every,
+            (false, true) => Rule::Settled,
+            (false, false) => Rule::Majority,
+        }
+    }
+
     /// The search's plan.
     pub fn plan(&self) -> Plan {
         Plan {
@@ -62,7 +75,7 @@ impl Recorded {
             precision: self.precision,
             repeat: self.repeat,
             max_probes: self.max_probes,
-            every: self.every,
+            rule: self.rule(),
             ..Plan::new(self.from)
         }
     }
@@ -87,7 +100,11 @@ fn plan(options: &Options) -> Plan {
         precision: options.capacity.precision,
         repeat: (options.repeat as u32).max(CONFIRM),
         max_probes: MOST_PROBES,
-        every: options.capacity.every,
+        rule: if options.capacity.every {
+            Rule::Every
+        } else {
+            Rule::Settled
+        },
         ..Plan::new(options.capacity.from)
     }
 }
@@ -185,7 +202,8 @@ fn write_plan(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<()> {
             repeat: plan.repeat,
             need: plan.repeat / 2 + 1,
             max_probes: plan.max_probes,
-            every: plan.every,
+            every: plan.rule == Rule::Every,
+            settled: plan.rule == Rule::Settled,
             arrivals: match settings.arrivals {
                 webscope_load::Arrivals::Constant => "constant".into(),
                 webscope_load::Arrivals::Poisson => "poisson".into(),

@@ -2,11 +2,18 @@
 //! geometrically until a probe fails, then bisect between the highest rate that passed and
 //! the lowest that failed above it until the bracket is within the precision.
 //!
-//! Never on one probe: a fail is confirmed before the search moves on it (the rate is probed
-//! again, and a third time when the two disagree: the majority decides), and the bracket's two
+//! Never on one probe: a fail is confirmed before the search moves on it, and the bracket's two
 //! boundary rates are confirmed both ways before it closes, so the bracket it reports is the
 //! capacity's uncertainty: the highest rate whose pass was confirmed and the lowest above it
-//! whose fail was (at least [`CONFIRM`] probes at each, or `repeat` with `--repeat`). A probe
+//! whose fail was. A rate's verdict is *settled* ([`Rule::Settled`], the default) when its
+//! probes agree enough that a server meeting the objective in only half its probes there would
+//! agree so rarely ([`SETTLE_ALPHA`], a sign test: 3 of 3, 4 of 4, 5 of 6). A rate whose
+//! probes keep disagreeing for [`MOST_AT_RATE`] probes is *unsettled*: the server meets the
+//! objective there in some probes and not in others, and such a rate bounds neither end. The
+//! bracket then spans the unsettled rates (its ends refined on each side of them), so that
+//! two searches of one server report brackets that share a rate, rather than each its own
+//! narrow bracket somewhere in the range where the server is a coin's throw: searches of
+//! nginx near its knee landed 20 % apart, each bracket ±1.5 %. A probe
 //! that could not be decided (a condition's interval straddles its limit) is taken again at
 //! the same rate, longer ([`Search::length_factor`]); after [`MOST_UNDECIDED`] such probes the
 //! rate is *not shown to meet* the objective and counts as a fail there: a capacity is a rate
@@ -15,7 +22,7 @@
 //! disturbed does not count, and is taken again once the caller has waited the disturbance
 //! out. A search that cannot get undisturbed probes ends without a capacity.
 //!
-//! With [`Plan::every`] (`--every-probe`) a rate passes only when every probe there did:
+//! With [`Rule::Every`] (`--every-probe`) a rate passes only when every probe there did:
 //! near a knee where slow episodes come and go, the majority of two or three probes is a
 //! coin's throw at every rate where the server meets the objective more often than not,
 //! and searches of one server landed 20 % apart; every probe asks for the rate it meets
@@ -38,15 +45,28 @@ pub struct Plan {
     pub growth: f64,
     /// The bracket closes when (fail − pass) / pass is at most this (0.05: 5 %).
     pub precision: f64,
-    /// Probes at each boundary rate, at least [`CONFIRM`]; the majority decides.
+    /// Probes at each boundary rate at least (however soon they agree).
     pub repeat: u32,
     /// Below this rate the search gives up going down.
     pub min_rate: f64,
     /// At most this many probes in all.
     pub max_probes: usize,
-    /// A rate passes only when every probe there passed (`--every-probe`), rather than
-    /// most of them: see [`Search`]'s rule for each.
-    pub every: bool,
+    /// How a rate's probes decide it.
+    pub rule: Rule,
+}
+
+/// How a rate's probes decide whether it passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rule {
+    /// Settled by a sign test at [`SETTLE_ALPHA`], or unsettled after [`MOST_AT_RATE`]
+    /// probes that kept disagreeing (bounding neither end of the bracket).
+    #[default]
+    Settled,
+    /// The majority of `repeat` probes, a third when two disagree; after [`MOST_AT_RATE`]
+    /// whatever they say. Searches before the settled rule (replayed as they were).
+    Majority,
+    /// Passes only when every probe there did (`--every-probe`).
+    Every,
 }
 
 impl Plan {
@@ -61,7 +81,7 @@ impl Plan {
             repeat: CONFIRM,
             min_rate: 1.0,
             max_probes: 60,
-            every: false,
+            rule: Rule::Settled,
         }
     }
 }
@@ -86,12 +106,19 @@ pub enum Outcome {
     Disturbed(String),
 }
 
-/// Probes at a boundary rate before its verdict counts: a fail is confirmed by a second fail
-/// before the search moves on it (a scheduler's stall fails one probe, rarely two), a pass by
-/// a second pass before it bounds the capacity; two that disagree are settled by a third.
+/// Probes at a boundary rate before its verdict counts, at least: a fail is confirmed by a
+/// second fail before the search moves on it (a scheduler's stall fails one probe, rarely
+/// two), a pass by a second pass before it bounds the capacity. The settled rule asks for
+/// more (three that agree, [`SETTLE_ALPHA`]).
 pub const CONFIRM: u32 = 2;
-/// Most probes at one rate (the majority of them decides when they keep disagreeing).
-pub const MOST_AT_RATE: u32 = 5;
+/// Most probes at one rate: then the rate is unsettled ([`Rule::Settled`]), decided by its
+/// majority ([`Rule::Majority`]) or a fail if any failed ([`Rule::Every`]). Six, so that one
+/// stalled probe among five that passed still settles the rate (5 of 6 at [`SETTLE_ALPHA`]).
+pub const MOST_AT_RATE: u32 = 6;
+/// A rate's probes settle its verdict when a server meeting the objective in exactly half its
+/// probes there would agree as much at most this often (one-sided sign test): 1/8, so three
+/// that agree settle it, and two do not (a coin agrees with itself twice in four throws).
+pub const SETTLE_ALPHA: f64 = 0.125;
 /// Most undecided probes at one rate, each twice as long as the one before, before the rate
 /// counts as failing (not shown to meet the objective).
 pub const MOST_UNDECIDED: u32 = 3;
@@ -102,13 +129,15 @@ pub const MOST_DISTURBED: u32 = 3;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
     /// The bracket closed: `capacity` passed `passes` of its probes, `fails_at` failed
-    /// (`unproven` of those fails: [`MOST_UNDECIDED`] undecided probes each).
+    /// (`unproven` of those fails: [`MOST_UNDECIDED`] undecided probes each); `unsettled`,
+    /// the rates between them whose probes kept disagreeing.
     Found {
         capacity: f64,
         passes: (u32, u32),
         fails_at: f64,
         fails: (u32, u32),
         unproven: u32,
+        unsettled: Option<Unsettled>,
     },
     /// The generator fell behind at `at`; the capacity is above `above` (the highest rate
     /// that passed), beyond what this generator can offer.
@@ -125,6 +154,19 @@ pub enum Ending {
         pass: Option<f64>,
         fail: Option<f64>,
     },
+}
+
+/// The rates inside a found bracket where the server met the objective in some probes and
+/// not in others, [`MOST_AT_RATE`] probes each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Unsettled {
+    /// The lowest and the highest of them.
+    pub from: f64,
+    pub to: f64,
+    pub rates: u32,
+    /// Probes that passed, of all probes at those rates.
+    pub passes: u32,
+    pub probes: u32,
 }
 
 /// The search's state: every probe so far, by rate.
@@ -148,6 +190,8 @@ pub struct Search {
 enum State {
     Pass,
     Fail,
+    /// [`Rule::Settled`]: [`MOST_AT_RATE`] probes that did not settle.
+    Unsettled,
 }
 
 impl Search {
@@ -185,10 +229,14 @@ impl Search {
         let next = self.choose();
         match next {
             Ok(_) if self.probes >= self.plan.max_probes => {
-                let (pass, fail) = self.bracket();
-                self.ended = Some(Ending::OutOfProbes {
-                    pass: pass.map(|r| r as f64),
-                    fail: fail.map(|r| r as f64),
+                // Both ends confirmed, the bracket only wider than the precision: that is
+                // still the capacity's uncertainty, and a finding.
+                self.ended = Some(match (self.confirmed_bracket(), self.bracket()) {
+                    ((Some(lo), Some(hi)), _) => self.found(lo, hi),
+                    (_, (pass, fail)) => Ending::OutOfProbes {
+                        pass: pass.map(|r| r as f64),
+                        fail: fail.map(|r| r as f64),
+                    },
                 });
                 None
             }
@@ -247,32 +295,46 @@ impl Search {
     }
 
     /// A rate's verdict so far: the majority of its probes (a tie is no pass), or with
-    /// [`Plan::every`] a pass only while none of them failed; None when it has none.
+    /// [`Rule::Every`] a pass only while none of them failed; [`State::Unsettled`] once
+    /// [`Rule::Settled`]'s probes there ran out without settling; None when it has none.
     fn state(&self, rate: u64) -> Option<State> {
         let &(pass, fail) = self.tally.get(&rate)?;
-        let passes = if self.plan.every {
-            fail == 0
-        } else {
-            pass > fail
+        if self.plan.rule == Rule::Settled && pass + fail >= MOST_AT_RATE && !self.settled(rate) {
+            return Some(State::Unsettled);
+        }
+        let passes = match self.plan.rule {
+            Rule::Every => fail == 0,
+            Rule::Settled | Rule::Majority => pass > fail,
         };
         (pass + fail > 0).then_some(if passes { State::Pass } else { State::Fail })
     }
 
-    /// Whether a rate's verdict is confirmed: `repeat` probes (at least [`CONFIRM`]) and a
-    /// majority, or [`MOST_AT_RATE`] probes whatever they said. With [`Plan::every`], a pass
-    /// by `repeat` probes that all passed, a fail by [`CONFIRM`] fails (one fail among
-    /// passes is probed again: a stall fails one probe, rarely two) or by [`MOST_AT_RATE`]
-    /// probes with a fail among them (a server that misses the objective in one probe of
-    /// five at a rate does not meet it there reliably).
+    /// [`Rule::Settled`]: at least `repeat` probes, and agreeing past [`SETTLE_ALPHA`].
+    fn settled(&self, rate: u64) -> bool {
+        let (pass, fail) = self.tally.get(&rate).copied().unwrap_or_default();
+        pass + fail >= self.plan.repeat
+            && pass != fail
+            && sign_test(pass.max(fail), pass + fail) <= SETTLE_ALPHA
+    }
+
+    /// Whether a rate's verdict is confirmed, so that it may bound the bracket:
+    /// - [`Rule::Settled`]: settled, or [`MOST_AT_RATE`] probes (then unsettled, bounding
+    ///   nothing);
+    /// - [`Rule::Majority`]: `repeat` probes and a majority, or [`MOST_AT_RATE`] probes;
+    /// - [`Rule::Every`]: a pass by `repeat` probes that all passed, a fail by [`CONFIRM`]
+    ///   fails (one fail among passes is probed again: a stall fails one probe, rarely two)
+    ///   or by [`MOST_AT_RATE`] probes with a fail among them (a server that misses the
+    ///   objective in one probe of six at a rate does not meet it there reliably).
     fn confirmed(&self, rate: u64) -> bool {
         let (pass, fail) = self.tally.get(&rate).copied().unwrap_or_default();
         let runs = pass + fail;
-        if self.plan.every {
-            return (fail == 0 && pass >= self.plan.repeat)
-                || fail >= CONFIRM
-                || runs >= MOST_AT_RATE;
+        match self.plan.rule {
+            Rule::Settled => self.settled(rate) || runs >= MOST_AT_RATE,
+            Rule::Majority => (runs >= self.plan.repeat && pass != fail) || runs >= MOST_AT_RATE,
+            Rule::Every => {
+                (fail == 0 && pass >= self.plan.repeat) || fail >= CONFIRM || runs >= MOST_AT_RATE
+            }
         }
-        (runs >= self.plan.repeat && pass != fail) || runs >= MOST_AT_RATE
     }
 
     /// The highest rate that passes, and the lowest that fails above it.
@@ -291,6 +353,34 @@ impl Search {
         (pass, fail)
     }
 
+    /// [`Search::bracket`] of confirmed rates only: the highest confirmed pass and the
+    /// lowest confirmed fail above it (what the probes have shown when they run out).
+    fn confirmed_bracket(&self) -> (Option<u64>, Option<u64>) {
+        let shown = |r: u64, state| self.state(r) == Some(state) && self.confirmed(r);
+        let pass = self
+            .tally
+            .keys()
+            .rev()
+            .find(|&&r| shown(r, State::Pass))
+            .copied();
+        let fail = self
+            .tally
+            .keys()
+            .find(|&&r| pass.is_none_or(|p| r > p) && shown(r, State::Fail))
+            .copied();
+        (pass, fail)
+    }
+
+    /// The unsettled rates between `pass` and `fail` (either open), lowest first.
+    fn unsettled_between(&self, pass: Option<u64>, fail: Option<u64>) -> Vec<u64> {
+        self.tally
+            .keys()
+            .copied()
+            .filter(|&r| pass.is_none_or(|p| r > p) && fail.is_none_or(|f| r < f))
+            .filter(|&r| self.state(r) == Some(State::Unsettled))
+            .collect()
+    }
+
     fn choose(&self) -> Result<u64, Ending> {
         let plan = &self.plan;
         // A disturbed or undecided probe is taken again at its rate first.
@@ -305,19 +395,25 @@ impl Search {
             return Ok(rate);
         }
         let (pass, fail) = self.bracket();
+        let gray = self.unsettled_between(pass, fail);
+        let grow = |from: u64| ((from as f64) * plan.growth).round() as u64;
         match (pass, fail) {
-            (None, None) => Ok(plan.from.round().max(1.0) as u64),
-            (Some(lo), None) => Ok(((lo as f64) * plan.growth).round() as u64),
-            (None, Some(hi)) => {
-                if !self.confirmed(hi) {
+            (None, None) if gray.is_empty() => Ok(plan.from.round().max(1.0) as u64),
+            // Nothing passes yet: down from the lowest rate that fails or would not settle.
+            (None, _) => {
+                if let Some(hi) = fail.filter(|&hi| !self.confirmed(hi)) {
                     return Ok(hi);
                 }
-                let down = ((hi as f64) / plan.growth).floor();
-                if down < plan.min_rate || down as u64 >= hi {
-                    return Err(Ending::Below { rate: hi as f64 });
+                let top = gray.first().copied().or(fail).unwrap_or(1);
+                let down = ((top as f64) / plan.growth).floor();
+                if down < plan.min_rate || down as u64 >= top {
+                    return Err(Ending::Below { rate: top as f64 });
                 }
                 Ok(down as u64)
             }
+            // Nothing fails above the highest pass yet: grow past it and past the rates
+            // that would not settle.
+            (Some(lo), None) => Ok(grow(gray.last().copied().unwrap_or(lo).max(lo))),
             (Some(lo), Some(hi)) => {
                 if !self.confirmed(hi) {
                     return Ok(hi);
@@ -325,23 +421,63 @@ impl Search {
                 if !self.confirmed(lo) {
                     return Ok(lo);
                 }
-                let mid = (lo + hi) / 2;
-                if (hi - lo) as f64 <= plan.precision * lo as f64 || mid == lo {
-                    let count = |r: u64| self.tally.get(&r).copied().unwrap_or_default();
-                    let (lp, lf) = count(lo);
-                    let (hp, hf) = count(hi);
-                    return Err(Ending::Found {
-                        capacity: lo as f64,
-                        passes: (lp, lp + lf),
-                        fails_at: hi as f64,
-                        fails: (hf, hp + hf),
-                        unproven: self.unproven.get(&hi).copied().unwrap_or(0),
-                    });
+                // Each end refined up to the unsettled rates (the lower first: it is the
+                // capacity), or the whole bracket when there are none.
+                let gaps = match (gray.first(), gray.last()) {
+                    (Some(&g0), Some(&g1)) => vec![(lo, g0), (g1, hi)],
+                    _ => vec![(lo, hi)],
+                };
+                for (a, b) in gaps {
+                    let mid = (a + b) / 2;
+                    if (b - a) as f64 > plan.precision * a as f64 && mid != a {
+                        return Ok(mid);
+                    }
                 }
-                Ok(mid)
+                Err(self.found(lo, hi))
             }
         }
     }
+
+    /// The ending of a bracket whose ends are confirmed.
+    fn found(&self, lo: u64, hi: u64) -> Ending {
+        let count = |r: u64| self.tally.get(&r).copied().unwrap_or_default();
+        let (lp, lf) = count(lo);
+        let (hp, hf) = count(hi);
+        let gray = self.unsettled_between(Some(lo), Some(hi));
+        let unsettled = (!gray.is_empty()).then(|| {
+            let (passes, probes) = gray.iter().fold((0, 0), |(p, n), &r| {
+                let (rp, rf) = count(r);
+                (p + rp, n + rp + rf)
+            });
+            Unsettled {
+                from: gray[0] as f64,
+                to: gray[gray.len() - 1] as f64,
+                rates: gray.len() as u32,
+                passes,
+                probes,
+            }
+        });
+        Ending::Found {
+            capacity: lo as f64,
+            passes: (lp, lp + lf),
+            fails_at: hi as f64,
+            fails: (hf, hp + hf),
+            unproven: self.unproven.get(&hi).copied().unwrap_or(0),
+            unsettled,
+        }
+    }
+}
+
+/// The chance that `runs` throws of a fair coin give `agree` or more heads: how often a
+/// server meeting the objective in half its probes at a rate would agree this much.
+fn sign_test(agree: u32, runs: u32) -> f64 {
+    let mut choose = 1.0; // C(runs, k), from k = runs down
+    let mut tail = 0.0;
+    for k in (agree..=runs).rev() {
+        tail += choose;
+        choose = choose * f64::from(k) / f64::from(runs - k + 1);
+    }
+    tail / 2f64.powi(runs as i32)
 }
 
 impl Ending {
@@ -369,8 +505,9 @@ impl Ending {
                 fails_at,
                 fails,
                 unproven,
+                unsettled,
             } => format!(
-                "capacity {} {unit} (passes {}/{}; {} fails {}/{}{}; bracket ±{:.1} %)",
+                "capacity {} {unit} (passes {}/{}; {} fails {}/{}{}; bracket ±{:.1} %){}",
                 thousands(*capacity),
                 passes.0,
                 passes.1,
@@ -383,7 +520,8 @@ impl Ending {
                         ", {n} of them for {MOST_UNDECIDED} undecided probes: not shown to meet the objective"
                     ),
                 },
-                self.bracket_pct().unwrap_or(0.0)
+                self.bracket_pct().unwrap_or(0.0),
+                unsettled.map_or(String::new(), |u| u.sentence(unit))
             ),
             Ending::GeneratorBound { above: Some(r), at } => format!(
                 "capacity is above {} {unit}, beyond what this generator can offer (it fell behind at {} {unit})",
@@ -412,6 +550,27 @@ impl Ending {
                 fail.map_or("none".into(), thousands)
             ),
         }
+    }
+}
+
+impl Unsettled {
+    /// "; from 68 000 to 80 000 req/s the server met the objective in 5 of 12 probes (2
+    /// rates): neither a capacity nor a limit".
+    fn sentence(&self, unit: &str) -> String {
+        let rates = if self.rates == 1 {
+            format!("at {} {unit}", thousands(self.from))
+        } else {
+            format!(
+                "from {} to {} {unit} ({} rates)",
+                thousands(self.from),
+                thousands(self.to),
+                self.rates
+            )
+        };
+        format!(
+            "; {rates} the server met the objective in {} of {} probes: neither a capacity nor a limit, so the bracket spans them",
+            self.passes, self.probes
+        )
     }
 }
 

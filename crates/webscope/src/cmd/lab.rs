@@ -149,8 +149,8 @@ pub struct Args {
     /// the median run of each point with the min-max spread as error bars (single runs on a
     /// small VM can move by 20 %). The saturation experiment, which stops where its rule
     /// says, runs once; the capacity search runs once and probes each of the bracket's two
-    /// boundary rates N times instead (at least 2, a fail confirmed before the search moves;
-    /// the majority of a rate's probes decides it).
+    /// boundary rates N times at least instead (a rate is settled when its probes agree: 3 of
+    /// 3, 4 of 4, 5 of 6; one whose 6 probes do not is unsettled, and the bracket spans it).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=20))]
     repeat: u16,
     /// No kernel profile in the filesize runs (by default perf records each one when it is
@@ -175,10 +175,10 @@ pub struct Args {
     #[arg(long, value_name = "SHARE")]
     precision: Option<f64>,
     /// The capacity search passes a rate only when every probe there met the objective (at
-    /// least --repeat of them, 2 or more), not the majority: the capacity is then a rate the
-    /// server meets reliably. Near a knee where slow episodes come and go, a rate met in two
-    /// probes of three is no capacity. A fail is still confirmed by a second fail, or stands
-    /// after 5 probes with a fail among them.
+    /// least --repeat of them, 2 or more), not when they settle it: the capacity is then a
+    /// rate the server meets reliably. Near a knee where slow episodes come and go, a rate met
+    /// in two probes of three is no capacity. A fail is still confirmed by a second fail, or
+    /// stands after 6 probes with a fail among them.
     #[arg(long)]
     every_probe: bool,
     /// The capacity probes' arrivals: evenly spaced, or a Poisson process.

@@ -16,7 +16,7 @@ use super::point::{load_points, Point};
 use super::rendered::Rendered;
 use crate::capacity::experiment::{read, replay, Recorded};
 use crate::capacity::probe::Judged;
-use crate::capacity::search::Ending;
+use crate::capacity::search::{Ending, Rule};
 use crate::objective::Outcome;
 use crate::record::ExperimentRecord;
 use generators::Needed;
@@ -141,10 +141,10 @@ fn plan_sentence(r: &Recorded) -> String {
         r.from,
         r.growth,
         100.0 * r.precision,
-        if r.every {
-            "(or stands after 5 probes with a fail among them: a rate passes only when every probe there passed, so the capacity is a rate the server meets reliably, not one it meets more often than not)"
-        } else {
-            "(a third when two disagree, the majority deciding)"
+        match r.rule() {
+            Rule::Every => "(or stands after 6 probes with a fail among them: a rate passes only when every probe there passed, so the capacity is a rate the server meets reliably, not one it meets more often than not)",
+            Rule::Majority => "(a third when two disagree, the majority deciding)",
+            Rule::Settled => "(and a third: a rate is settled only when its probes agree as a server meeting the objective in half its probes would agree at most one time in eight (3 of 3, 4 of 4, 5 of 6); a rate whose 6 probes do not settle it is unsettled, the server meeting the objective there in some probes and not in others, and the bracket spans such rates)",
         },
         r.repeat,
         100.0 * webscope_load::not_sent_limit(r.probe_s)
@@ -347,8 +347,18 @@ pub fn ending_json_in(e: &Ending, unit: &str) -> Value {
             fails_at,
             fails,
             unproven,
+            unsettled,
         } => {
             put("kind".into(), json!("found"));
+            put(
+                "unsettled".into(),
+                unsettled.map_or(Value::Null, |u| {
+                    json!({
+                        k("from"): u.from, k("to"): u.to, "rates": u.rates,
+                        "passes": u.passes, "probes": u.probes,
+                    })
+                }),
+            );
             put(k("capacity"), json!(capacity));
             put(k("fails_at"), json!(fails_at));
             put("passes".into(), json!([passes.0, passes.1]));

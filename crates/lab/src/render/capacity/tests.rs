@@ -26,6 +26,9 @@ fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
         need: 2,
         max_probes: 40,
         every: false,
+        // Recorded by the majority rule, as searches before the settled one were: the page
+        // replays such a search as it ran.
+        settled: false,
         arrivals: "constant".into(),
         probe_s: 1.0,
         warmup_s: 0.2,
@@ -229,7 +232,7 @@ fn a_503_limited_servers_page_says_it_refuses_load() {
 
 #[test]
 fn the_plan_says_which_rule_decided_a_rate() {
-    let plan = |every| Recorded {
+    let plan = |every, settled| Recorded {
         slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
         from: 100.0,
         growth: 2.0,
@@ -238,17 +241,24 @@ fn the_plan_says_which_rule_decided_a_rate() {
         need: 0,
         max_probes: 40,
         every,
+        settled,
         arrivals: "constant".into(),
         probe_s: 3.0,
         warmup_s: 0.6,
     };
-    let majority = plan_sentence(&plan(false));
+    let majority = plan_sentence(&plan(false, false));
     assert!(majority.contains("the majority deciding"), "{majority}");
     assert!(!majority.contains("every probe there passed"), "{majority}");
-    let every = plan_sentence(&plan(true));
+    let every = plan_sentence(&plan(true, false));
     assert!(
         every.contains("a rate passes only when every probe there passed"),
         "{every}"
     );
     assert!(!every.contains("the majority deciding"), "{every}");
+    let settled = plan_sentence(&plan(false, true));
+    assert!(
+        settled.contains("(3 of 3, 4 of 4, 5 of 6)") && settled.contains("unsettled"),
+        "{settled}"
+    );
+    assert!(!settled.contains("the majority deciding"), "{settled}");
 }
