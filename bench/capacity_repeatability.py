@@ -439,7 +439,11 @@ def quiet_table(records, configs, aa):
         medians[config] = median
         found = sum(r["kind"] == "capacity" for r in rows)
         cells = ", ".join(figure(r) for r in rows)
-        goal = "-" if spread is None else ("yes" if spread <= QUIET_SPREAD_GOAL else "**no**")
+        # One capacity found has no spread to judge: the goal is about searches agreeing.
+        if spread is None or found < 2:
+            goal = "- (fewer than 2 found)" if spread is not None else "-"
+        else:
+            goal = "yes" if spread <= QUIET_SPREAD_GOAL else "**no**"
         print(f"| {CONFIGS[config][2]} | {found} of {len(rows)} found | {cells} | "
               f"{'-' if median is None else fmt_rps(median)} | "
               f"{'-' if spread is None else f'{spread * 100:.1f} %'} | {goal} | {pairs(aa.get(config))} |")

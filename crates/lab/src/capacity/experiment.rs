@@ -6,7 +6,7 @@
 //! probes' `probe.json` files alone ([`replay`]).
 //!
 //! `--repeat` is the search's, not the runner's: it repeats the probes at the bracket's two
-//! boundary rates (a rate passes only when all its repeats did), and the search runs once.
+//! boundary rates (at least N probes each, however soon they agree), and the search runs once.
 //! Rounds of the whole search would give N capacities with no bracket between them; repeats
 //! at the boundary measure the noise exactly where it decides the figure.
 
@@ -38,7 +38,7 @@ pub struct Recorded {
     pub precision: f64,
     pub repeat: u32,
     /// Written by searches before #33 (their boundary rates passed on `need` of `repeat`
-    /// probes); a search now decides each rate by the majority of its probes.
+    /// probes); later ones by [`Recorded::rule`].
     #[serde(default)]
     pub need: u32,
     pub max_probes: usize,
