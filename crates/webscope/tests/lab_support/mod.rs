@@ -278,7 +278,35 @@ impl Nginx {
         limit: Option<(u32, u32)>,
     ) -> Option<Nginx> {
         let nginx = peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx-light")?;
-        let port = free_port();
+        // A port free when asked may be taken before nginx binds it (another test's server):
+        // then ours exits, and the port that answers is not ours. Taken again on a new port.
+        for _ in 0..3 {
+            let port = free_port();
+            if let Some(started) =
+                Nginx::start_on(Path::new(nginx), port, root, dir, conf, tls, http2, limit)
+            {
+                return Some(started);
+            }
+        }
+        panic!(
+            "nginx did not start on three ports: {}",
+            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+        );
+    }
+
+    /// nginx on `port`, once it listens there (its pid file written: after its sockets are
+    /// bound); None when it exited first (the port was taken).
+    #[allow(clippy::too_many_arguments)]
+    fn start_on(
+        nginx: &Path,
+        port: u16,
+        root: &Path,
+        dir: &Path,
+        conf: &NginxConf,
+        tls: Option<(&Path, &Path)>,
+        http2: bool,
+        limit: Option<(u32, u32)>,
+    ) -> Option<Nginx> {
         let user = match (conf.user, am_root()) {
             (Some(user), _) => format!("user {user};"),
             (None, true) => "user root;".into(),
@@ -328,8 +356,29 @@ impl Nginx {
         cmd.arg("-c").arg(&path).arg("-p").arg(dir);
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
         pin(&mut cmd, conf.cpu);
+        let _ = std::fs::remove_file(dir.join("nginx.pid"));
         let child = cmd.spawn().unwrap();
         let pid = child.id();
+        let mut child = child;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let ours = || {
+            std::fs::read_to_string(dir.join("nginx.pid"))
+                .is_ok_and(|text| text.trim() == pid.to_string())
+        };
+        while !ours() {
+            // Exited and reaped: not an Nginx, whose drop would signal a pid now free.
+            if child.try_wait().ok().flatten().is_some() {
+                return None;
+            }
+            if std::time::Instant::now() > deadline {
+                stop(&mut child, libc::SIGTERM);
+                panic!(
+                    "nginx did not start: {}",
+                    std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let nginx = Nginx {
             child,
             base_url: format!(
