@@ -35,6 +35,7 @@
 use std::collections::BTreeMap;
 
 use webscope_load::thousands;
+use webscope_model::stats::sign_test;
 
 /// How a search is run.
 #[derive(Debug, Clone, PartialEq)]
@@ -314,7 +315,7 @@ impl Search {
         let (pass, fail) = self.tally.get(&rate).copied().unwrap_or_default();
         pass + fail >= self.plan.repeat
             && pass != fail
-            && sign_test(pass.max(fail), pass + fail) <= SETTLE_ALPHA
+            && sign_test(pass.max(fail), pass + fail).is_some_and(|p| p <= SETTLE_ALPHA)
     }
 
     /// Whether a rate's verdict is confirmed, so that it may bound the bracket:
@@ -339,34 +340,28 @@ impl Search {
 
     /// The highest rate that passes, and the lowest that fails above it.
     fn bracket(&self) -> (Option<u64>, Option<u64>) {
-        let pass = self
-            .tally
-            .keys()
-            .rev()
-            .find(|&&r| self.state(r) == Some(State::Pass))
-            .copied();
-        let fail = self
-            .tally
-            .keys()
-            .find(|&&r| pass.is_none_or(|p| r > p) && self.state(r) == Some(State::Fail))
-            .copied();
-        (pass, fail)
+        self.bracket_of(|_| true)
     }
 
-    /// [`Search::bracket`] of confirmed rates only: the highest confirmed pass and the
-    /// lowest confirmed fail above it (what the probes have shown when they run out).
+    /// [`Search::bracket`] of confirmed rates only: what the probes have shown when they run
+    /// out.
     fn confirmed_bracket(&self) -> (Option<u64>, Option<u64>) {
-        let shown = |r: u64, state| self.state(r) == Some(state) && self.confirmed(r);
+        self.bracket_of(|r| self.confirmed(r))
+    }
+
+    /// The highest rate that passes and the lowest that fails above it, of the rates `counts`.
+    fn bracket_of(&self, counts: impl Fn(u64) -> bool) -> (Option<u64>, Option<u64>) {
+        let is = |r: u64, state| self.state(r) == Some(state) && counts(r);
         let pass = self
             .tally
             .keys()
             .rev()
-            .find(|&&r| shown(r, State::Pass))
+            .find(|&&r| is(r, State::Pass))
             .copied();
         let fail = self
             .tally
             .keys()
-            .find(|&&r| pass.is_none_or(|p| r > p) && shown(r, State::Fail))
+            .find(|&&r| pass.is_none_or(|p| r > p) && is(r, State::Fail))
             .copied();
         (pass, fail)
     }
@@ -466,18 +461,6 @@ impl Search {
             unsettled,
         }
     }
-}
-
-/// The chance that `runs` throws of a fair coin give `agree` or more heads: how often a
-/// server meeting the objective in half its probes at a rate would agree this much.
-fn sign_test(agree: u32, runs: u32) -> f64 {
-    let mut choose = 1.0; // C(runs, k), from k = runs down
-    let mut tail = 0.0;
-    for k in (agree..=runs).rev() {
-        tail += choose;
-        choose = choose * f64::from(k) / f64::from(runs - k + 1);
-    }
-    tail / 2f64.powi(runs as i32)
 }
 
 impl Ending {

@@ -21,8 +21,9 @@
 //! The intervals ([`interval`]) serve a judge that must not call a noisy figure a fail:
 //! [`quantile_ranks`] bounds a percentile by two order statistics (distribution-free, from
 //! the binomial), [`wilson`] and [`clopper_pearson`] bound a share, [`requests_for_tail`]
-//! says how many requests a percentile needs, and [`decide`] reads an interval against a
-//! limit as pass, fail or undecided.
+//! says how many requests a percentile needs, [`decide`] reads an interval against a
+//! limit as pass, fail or undecided, and [`sign_test`] says how often a fair coin agrees
+//! with itself as much as a few repeated verdicts did.
 //!
 //! Not here: a mean or a variance (a sum divided by a count, with nothing to define), rank
 //! tests (the lab's `compare::stats`), estimators of tails and fits (accesslog's Hill and
@@ -125,6 +126,25 @@ pub fn requests_for_tail(q: f64, k: u64) -> Option<u64> {
     Some(ceil_exact(k as f64 / (1.0 - q)))
 }
 
+/// The one-sided sign test: the chance that `runs` throws of a fair coin give `agree` or
+/// more heads (3 of 3: 1/8; 5 of 6: 7/64). Summed over whole binomial coefficients, so it is
+/// exact for the few probes a verdict is repeated over, and a threshold such as 1/8 is met
+/// exactly; the running-sum CDF (`binomial`), built for runs of millions, rounds at the
+/// last bit. `None` past 53 throws (the sum stops being whole in an f64) or when `agree`
+/// exceeds `runs`.
+pub fn sign_test(agree: u32, runs: u32) -> Option<f64> {
+    if runs > 53 || agree > runs {
+        return None;
+    }
+    // C(runs, k) for k from runs down to agree: each from the one above, exactly.
+    let (mut choose, mut tail) = (1u64, 0u64);
+    for k in (agree..=runs).rev() {
+        tail += choose;
+        choose = choose * u64::from(k) / u64::from(runs - k + 1);
+    }
+    Some(tail as f64 / 2f64.powi(runs as i32))
+}
+
 /// ⌈x⌉ for x ≥ 0, where an x within rounding of a whole number is that number: 1 − 0.99 is
 /// 0.010000000000000009 in binary, so 20 / (1 − 0.99) is 1 999.999…, and 0.07 × 100 is
 /// 7.000000000000001; a plain ceil would ask for one request or one rank too many.
@@ -140,6 +160,20 @@ fn ceil_exact(x: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sign_test_is_the_fair_coins_upper_tail_exactly() {
+        assert_eq!(sign_test(3, 3), Some(0.125));
+        assert_eq!(sign_test(2, 2), Some(0.25));
+        assert_eq!(sign_test(4, 5), Some(6.0 / 32.0));
+        assert_eq!(sign_test(5, 6), Some(7.0 / 64.0));
+        assert_eq!(sign_test(0, 6), Some(1.0));
+        // Half or more heads in 50 throws: just over a half (the middle counted in).
+        let half = sign_test(25, 50).unwrap();
+        assert!(half > 0.5 && half < 0.6, "{half}");
+        assert_eq!(sign_test(4, 3), None);
+        assert_eq!(sign_test(54, 54), None);
+    }
 
     #[test]
     fn the_median_averages_the_two_middle_values_of_an_even_count() {

@@ -280,116 +280,96 @@ impl Nginx {
         let nginx = peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx-light")?;
         // A port free when asked may be taken before nginx binds it (another test's server):
         // then ours exits, and the port that answers is not ours. Taken again on a new port.
-        for _ in 0..3 {
+        'port: for _ in 0..3 {
             let port = free_port();
-            if let Some(started) =
-                Nginx::start_on(Path::new(nginx), port, root, dir, conf, tls, http2, limit)
-            {
-                return Some(started);
+            let user = match (conf.user, am_root()) {
+                (Some(user), _) => format!("user {user};"),
+                (None, true) => "user root;".into(),
+                (None, false) => String::new(),
+            };
+            let log = if conf.access_log {
+                format!("access_log {}/access.log;", dir.display())
+            } else {
+                "access_log off;".into()
+            };
+            let path = dir.join("nginx.conf");
+            std::fs::write(
+                &path,
+                format!(
+                    "daemon off; master_process on; worker_processes {w}; {user}\n\
+                     pid {d}/nginx.pid; error_log {d}/error.log;\n\
+                     events {{ worker_connections 4096; }}\n\
+                     http {{ {log} sendfile on; keepalive_requests 1000000; {zone}\n\
+                     server {{ listen 127.0.0.1:{port}{ssl}; root {root}; {certs} {limit} }} }}\n",
+                    w = conf.workers,
+                    d = dir.display(),
+                    zone = limit.map_or(String::new(), |(rate, _)| format!(
+                        "limit_req_zone $binary_remote_addr zone=one:1m rate={rate}r/s;"
+                    )),
+                    limit = limit.map_or(String::new(), |(_, burst)| format!(
+                        "limit_req zone=one burst={burst} nodelay;"
+                    )),
+                    root = root.display(),
+                    ssl = match (tls.is_some(), http2) {
+                        (true, true) => " ssl http2",
+                        (true, false) => " ssl",
+                        (false, true) => " http2",
+                        (false, false) => "",
+                    },
+                    certs = match tls {
+                        Some((cert, key)) => format!(
+                            "ssl_certificate {}; ssl_certificate_key {}; ssl_session_cache shared:SSL:1m;",
+                            cert.display(),
+                            key.display()
+                        ),
+                        None => String::new(),
+                    },
+                ),
+            )
+            .unwrap();
+            let mut cmd = Command::new(nginx);
+            cmd.arg("-c").arg(&path).arg("-p").arg(dir);
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            pin(&mut cmd, conf.cpu);
+            let _ = std::fs::remove_file(dir.join("nginx.pid"));
+            let mut child = cmd.spawn().unwrap();
+            let pid = child.id();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let ours = || {
+                std::fs::read_to_string(dir.join("nginx.pid"))
+                    .is_ok_and(|text| text.trim() == pid.to_string())
+            };
+            while !ours() {
+                // Exited and reaped (not an Nginx, whose drop would signal a pid now free): the
+                // port was taken.
+                if child.try_wait().ok().flatten().is_some() {
+                    continue 'port;
+                }
+                if std::time::Instant::now() > deadline {
+                    stop(&mut child, libc::SIGTERM);
+                    panic!(
+                        "nginx did not start: {}",
+                        std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+                    );
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
             }
+            let nginx = Nginx {
+                child,
+                base_url: format!(
+                    "{}://127.0.0.1:{port}/",
+                    if tls.is_some() { "https" } else { "http" }
+                ),
+                pid,
+                dir: dir.to_path_buf(),
+            };
+            wait_for(port, &dir.join("error.log"), "nginx");
+            return Some(nginx);
         }
         panic!(
             "nginx did not start on three ports: {}",
             std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
         );
-    }
-
-    /// nginx on `port`, once it listens there (its pid file written: after its sockets are
-    /// bound); None when it exited first (the port was taken).
-    #[allow(clippy::too_many_arguments)]
-    fn start_on(
-        nginx: &Path,
-        port: u16,
-        root: &Path,
-        dir: &Path,
-        conf: &NginxConf,
-        tls: Option<(&Path, &Path)>,
-        http2: bool,
-        limit: Option<(u32, u32)>,
-    ) -> Option<Nginx> {
-        let user = match (conf.user, am_root()) {
-            (Some(user), _) => format!("user {user};"),
-            (None, true) => "user root;".into(),
-            (None, false) => String::new(),
-        };
-        let log = if conf.access_log {
-            format!("access_log {}/access.log;", dir.display())
-        } else {
-            "access_log off;".into()
-        };
-        let path = dir.join("nginx.conf");
-        std::fs::write(
-            &path,
-            format!(
-                "daemon off; master_process on; worker_processes {w}; {user}\n\
-                 pid {d}/nginx.pid; error_log {d}/error.log;\n\
-                 events {{ worker_connections 4096; }}\n\
-                 http {{ {log} sendfile on; keepalive_requests 1000000; {zone}\n\
-                 server {{ listen 127.0.0.1:{port}{ssl}; root {root}; {certs} {limit} }} }}\n",
-                w = conf.workers,
-                d = dir.display(),
-                zone = limit.map_or(String::new(), |(rate, _)| format!(
-                    "limit_req_zone $binary_remote_addr zone=one:1m rate={rate}r/s;"
-                )),
-                limit = limit.map_or(String::new(), |(_, burst)| format!(
-                    "limit_req zone=one burst={burst} nodelay;"
-                )),
-                root = root.display(),
-                ssl = match (tls.is_some(), http2) {
-                    (true, true) => " ssl http2",
-                    (true, false) => " ssl",
-                    (false, true) => " http2",
-                    (false, false) => "",
-                },
-                certs = match tls {
-                    Some((cert, key)) => format!(
-                        "ssl_certificate {}; ssl_certificate_key {}; ssl_session_cache shared:SSL:1m;",
-                        cert.display(),
-                        key.display()
-                    ),
-                    None => String::new(),
-                },
-            ),
-        )
-        .unwrap();
-        let mut cmd = Command::new(nginx);
-        cmd.arg("-c").arg(&path).arg("-p").arg(dir);
-        cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        pin(&mut cmd, conf.cpu);
-        let _ = std::fs::remove_file(dir.join("nginx.pid"));
-        let child = cmd.spawn().unwrap();
-        let pid = child.id();
-        let mut child = child;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let ours = || {
-            std::fs::read_to_string(dir.join("nginx.pid"))
-                .is_ok_and(|text| text.trim() == pid.to_string())
-        };
-        while !ours() {
-            // Exited and reaped: not an Nginx, whose drop would signal a pid now free.
-            if child.try_wait().ok().flatten().is_some() {
-                return None;
-            }
-            if std::time::Instant::now() > deadline {
-                stop(&mut child, libc::SIGTERM);
-                panic!(
-                    "nginx did not start: {}",
-                    std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let nginx = Nginx {
-            child,
-            base_url: format!(
-                "{}://127.0.0.1:{port}/",
-                if tls.is_some() { "https" } else { "http" }
-            ),
-            pid,
-            dir: dir.to_path_buf(),
-        };
-        wait_for(port, &dir.join("error.log"), "nginx");
-        Some(nginx)
     }
 
     /// Lines in the access log so far.

@@ -259,19 +259,25 @@ fn the_probe_budget_bounds_the_search() {
     );
 }
 
-/// A server that meets the objective always up to 40 000 req/s, in most probes up to 60 000
-/// (each rate's second probe fails: the episodes near a knee) and never above.
-fn flaky_server() -> impl FnMut(f64) -> Outcome {
+/// A server whose outcome at a rate depends on that rate's probe number (1, 2, ...): a
+/// pattern of passes and fails each search meets the same way.
+fn by_probe(outcome: impl Fn(f64, u32) -> Outcome) -> impl FnMut(f64) -> Outcome {
     let mut taken: BTreeMap<u64, u32> = BTreeMap::new();
     move |rate| {
         let n = taken.entry(rate as u64).or_default();
         *n += 1;
-        match rate {
-            r if r <= 40_000.0 => Outcome::Pass,
-            r if r <= 60_000.0 && *n != 2 => Outcome::Pass,
-            _ => Outcome::Fail,
-        }
+        outcome(rate, *n)
     }
+}
+
+/// A server that meets the objective always up to 40 000 req/s, in most probes up to 60 000
+/// (each rate's second probe fails: the episodes near a knee) and never above.
+fn flaky_server() -> impl FnMut(f64) -> Outcome {
+    by_probe(|rate, n| match rate {
+        r if r <= 40_000.0 => Outcome::Pass,
+        r if r <= 60_000.0 && n != 2 => Outcome::Pass,
+        _ => Outcome::Fail,
+    })
 }
 
 #[test]
@@ -336,16 +342,11 @@ fn with_every_probe_one_fail_among_passes_is_probed_again_not_moved_on() {
 /// A server that meets the objective always up to 60 000 req/s, never above 90 000, and in
 /// between in every other probe at each rate: the range where it is a coin's throw.
 fn coin_server() -> impl FnMut(f64) -> Outcome {
-    let mut taken: BTreeMap<u64, u32> = BTreeMap::new();
-    move |rate| {
-        let n = taken.entry(rate as u64).or_default();
-        *n += 1;
-        match rate {
-            r if r <= 60_000.0 => Outcome::Pass,
-            r if r <= 90_000.0 && *n % 2 == 1 => Outcome::Pass,
-            _ => Outcome::Fail,
-        }
-    }
+    by_probe(|rate, n| match rate {
+        r if r <= 60_000.0 => Outcome::Pass,
+        r if r <= 90_000.0 && n % 2 == 1 => Outcome::Pass,
+        _ => Outcome::Fail,
+    })
 }
 
 #[test]
