@@ -17,7 +17,9 @@ land within 10 % of its configuration's quiet median or refuse (anything that is
 
 The quiet table also says what `webscope compare --threshold 'capacity>-5%'` made of every ordered
 pair of one configuration's quiet searches (the same server twice: a pass is right, CROSSED a
-false alarm, "cannot be decided" a shrug).
+false alarm, "cannot be decided" a shrug). Each capacity found is shown with its search's machine
+reference (`machine_reference`: the mean of the lab's reference loop before every probe, in
+ms; higher is a slower machine), which `compare` sets side by side.
 
 Prints two Markdown tables (quiet, disturbed) and each search's sentence, ready for a note;
 progress goes to stderr. Ctrl-C stops the search under way (the lab's own interrupt) and prints
@@ -279,6 +281,8 @@ def read_outcome(out, code, log):
         "cooldown_s": sum(p["cooldown"]["waited_s"] for p in probes
                           if isinstance(p.get("cooldown"), dict) and number(p["cooldown"].get("waited_s"))),
     }
+    machine = cap.get("machine_reference") if isinstance(cap.get("machine_reference"), dict) else {}
+    result["machine_ms"] = machine.get("mean_ms") if number(machine.get("mean_ms")) else None
     rps = cap.get("capacity_rps")
     if number(rps) and rps > 0:
         result.update(kind="capacity", capacity_rps=float(rps),
@@ -393,7 +397,8 @@ def aa_compares(records, ctx, configs):
 def figure(r):
     if r["kind"] == "capacity":
         bracket = f" ±{r['bracket_pct']:.1f} %" if r.get("bracket_pct") is not None else ""
-        return f"{fmt_rps(r['capacity_rps'])}{bracket}"
+        machine = f" (machine {r['machine_ms']:.1f} ms)" if r.get("machine_ms") is not None else ""
+        return f"{fmt_rps(r['capacity_rps'])}{bracket}{machine}"
     return r["kind"]
 
 

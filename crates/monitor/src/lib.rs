@@ -27,6 +27,10 @@
 //! processes other than the server and the generator took, steal, the run-queue wait of the
 //! watched threads and CPU and I/O pressure, judged against stated limits.
 //!
+//! [`reference`] reads the machine's own speed: a fixed loop timed in its thread's CPU time on
+//! the server's CPU, which runs slower when the host's other tenants take the core's sibling,
+//! its cache or its memory bandwidth (nothing in /proc shows that).
+//!
 //! With `profile`, `perf record -a -g` runs beside it and its samples are classified into
 //! Yates et al.'s categories (low- and high-level networking and file system, timers,
 //! scheduler, other kernel, user time, idle) by a table of rules ([`profile::rules`]).
@@ -85,6 +89,7 @@ mod node_exporter;
 mod notes;
 pub mod procs;
 pub mod profile;
+pub mod reference;
 mod sources;
 mod summary;
 mod table;

@@ -258,6 +258,7 @@ mod tests {
             probe_s: 1.0,
             disturbance: None,
             cooldown: Default::default(),
+            reference: None,
         }
     }
 

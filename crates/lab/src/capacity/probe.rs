@@ -91,6 +91,47 @@ pub struct Judged {
     pub disturbance: Option<webscope_monitor::disturbance::Disturbance>,
     /// How the cool-down after it went.
     pub cooldown: Cooldown,
+    /// The machine's reference loop, read just before the probe ([`reference`]); None
+    /// when the server does not run on this machine, and in probes written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Reference>,
+}
+
+/// Readings of [`webscope_monitor::reference`]'s loop before a probe: where, and each one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    /// The server's CPU the loop ran on; None when the server is not pinned (the loop was
+    /// not either).
+    pub cpu: Option<usize>,
+    /// Each reading, ms of the loop thread's CPU time.
+    pub ms: Vec<f64>,
+}
+
+/// Readings of the reference loop before each probe: five, 20 ms apart, about 0.2 s on the
+/// machine this was written on. One reading follows the server's speed poorly; the search's
+/// mean over all its probes' readings is what [`crate::capacity::compare`] sets side by
+/// side.
+const REFERENCE_READINGS: usize = 5;
+
+/// The reference loop on the server's CPU while the server is idle (between probes), when
+/// the server runs on this machine: on another host the loop would time the wrong machine.
+pub(crate) fn reference(
+    ctx: &Ctx<'_>,
+    watched: &webscope_monitor::disturbance::Watched,
+    label: &str,
+) -> Option<Reference> {
+    if watched.server.is_empty() {
+        return None;
+    }
+    ctx.bar
+        .set_message(format!("{label}: timing the machine's reference loop"));
+    let cpu = watched
+        .server_cpus
+        .as_ref()
+        .and_then(|c| c.first().copied());
+    let ms =
+        webscope_monitor::reference::measure(cpu, REFERENCE_READINGS, Duration::from_millis(20));
+    (!ms.is_empty()).then_some(Reference { cpu, ms })
 }
 
 impl Judged {
@@ -128,6 +169,7 @@ pub fn run(
     if after_disturbed {
         quiet::wait_announced(&probe.label(), ctx, &watched);
     }
+    let reference = reference(ctx, &watched, &probe.label());
     let port = ctx.target.port();
     let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
     let mut config = open_loop(probe.rate, ctx, settings)?;
@@ -216,6 +258,7 @@ pub fn run(
         probe_s: probe.length.as_secs_f64(),
         disturbance,
         cooldown,
+        reference,
     };
     write_json(&run_dir.join("probe.json"), &judged)?;
     Ok((record, judged))

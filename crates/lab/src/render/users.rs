@@ -66,8 +66,16 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         "Every step: users, page views, page loads, the law, the model's inputs, the verdict",
         table(&steps),
     );
+    let judged: Vec<_> = steps.iter().map(|s| s.judged.clone()).collect();
+    let machine = super::capacity::reference::speed(&judged);
+    page.extend(
+        machine
+            .as_ref()
+            .map(|m| Block::Text(super::capacity::reference::sentence(m))),
+    );
     page.summary("users", [sentence.clone()]);
     page.json(json!({
+        "machine_reference": machine.as_ref().map(super::capacity::reference::json),
         "sentence": sentence,
         "ending": ending.as_ref().map(|e| super::capacity::ending_json_in(e, "users")),
         "capacity_users": match &ending {

@@ -101,6 +101,7 @@ pub fn run(
     if given.after_disturbed {
         quiet::wait_announced(&label, ctx, &watched);
     }
+    let reference = crate::capacity::probe::reference(ctx, &watched, &label);
     let port = ctx.target.port();
     let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
     let config = users_config(step, ctx, given)?;
@@ -159,6 +160,7 @@ pub fn run(
             probe_s: step.length.as_secs_f64(),
             disturbance,
             cooldown,
+            reference,
         },
         figures: StepFigures::of(&record, step.users),
     };

@@ -26,6 +26,7 @@ use webscope_load::slo::Verdict;
 mod failed;
 pub mod generators;
 mod law;
+pub mod reference;
 
 /// The search's ending as the page says it, for the lab's closing line too.
 pub use generators::said_of as ending_sentence;
@@ -61,6 +62,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     page.push(Block::Text(format!("{}.", capitalise(&sentence))));
     page.push(Block::Text(plan_sentence(&recorded)));
     page.extend(machine_warning(&probes));
+    let machine = reference::speed(&probes);
+    page.extend(
+        machine
+            .as_ref()
+            .map(|m| Block::Text(reference::sentence(m))),
+    );
     let needed = ending
         .as_ref()
         .and_then(|e| Needed::of(&points, &probes, e, recorded.growth));
@@ -100,6 +107,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             "rate_rps": n.rate, "utilisation": n.utilisation, "demand_us": n.demand_us,
             "predicted_mean_ms": n.predicted_ms, "measured_mean_ms": n.measured_ms,
         })),
+        "machine_reference": machine.as_ref().map(reference::json),
         "probes": probes_json(&points, &probes),
     }));
     page.finish(out);
@@ -407,6 +415,7 @@ fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
             })).collect::<Vec<_>>(),
             "bound": j.bound, "bound_reading": j.bound_reading, "probe_s": j.probe_s,
             "disturbance": j.disturbance,
+            "reference_ms": j.reference.as_ref().map(|r| &r.ms),
             "server_cpu_per_request_us": p.server_cpu_us(),
             "cooldown": {
                 "waited_s": j.cooldown.waited_s, "settled": j.cooldown.settled,

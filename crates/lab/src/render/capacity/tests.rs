@@ -120,6 +120,10 @@ fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
             probe_s: 1.0,
             disturbance: None,
             cooldown: Default::default(),
+            reference: Some(crate::capacity::probe::Reference {
+                cpu: Some(0),
+                ms: vec![17.0, 18.0, 19.5],
+            }),
         };
         write_json(&run_dir.join("probe.json"), &judged).unwrap();
         runs.push(name);
@@ -183,6 +187,19 @@ fn the_page_gives_the_capacity_its_bracket_every_probe_and_the_law_beside_it() {
     // refusal.
     let said = text(&out);
     assert!(!said.contains("refused load"), "{said}");
+    // The machine's speed: the mean of every probe's reference readings.
+    let m = &c["machine_reference"];
+    assert_eq!(m["median_ms"], 18.0, "{m:#}");
+    assert!(
+        (m["mean_ms"].as_f64().unwrap() - 18.1667).abs() < 1e-3,
+        "{m:#}"
+    );
+    assert_eq!(m["samples"], 3 * probes, "{m:#}");
+    assert_eq!(m["cpu"], 0, "{m:#}");
+    assert!(
+        said.contains("took 18.2 ms") && said.contains("on the server's CPU 0"),
+        "{said}"
+    );
 }
 
 /// #33: a 503-limited server's failing probes say "refuses load", and the law paragraph
