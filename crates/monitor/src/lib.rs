@@ -27,7 +27,7 @@
 //! processes other than the server and the generator took, steal, the run-queue wait of the
 //! watched threads and CPU and I/O pressure, judged against stated limits.
 //!
-//! [`reference`] reads the machine's own speed: a fixed loop timed in its thread's CPU time on
+//! [`mod@reference`] reads the machine's own speed: a fixed loop timed in its thread's CPU time on
 //! the server's CPU, which runs slower when the host's other tenants take the core's sibling,
 //! its cache or its memory bandwidth (nothing in /proc shows that).
 //!
