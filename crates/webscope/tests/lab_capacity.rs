@@ -4,32 +4,16 @@
 //! (the search must end in "beyond what this generator can offer", never a server capacity).
 //! Probes of 1 s and a coarse precision keep each search to a few seconds.
 
+mod capacity_support;
 mod lab_support;
 
-use std::path::Path;
 use std::sync::Mutex;
 
+use capacity_support::{capacity, capacity_or_refusal, failed_below, FixedCost};
 use lab_support::{webscope, Nginx, Spinner};
 
 /// The searches measure latency and CPU: they take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// Runs a capacity search and returns its report.json entry.
-/// A capacity search's result, or None when the machine was too disturbed to find one: the
-/// search then refuses (exit 4, "the machine was disturbed ..."), which is the right answer
-/// on a busy machine (#33) and is checked here, while the figures are checked only where a
-/// capacity was found. Any other failure fails the test.
-fn capacity(target: &str, fileset: &Path, out: &Path, extra: &[&str]) -> Option<serde_json::Value> {
-    let (code, c, stderr) = capacity_or_refusal(target, fileset, out, extra);
-    if code == Some(4) {
-        assert!(stderr.contains("the machine was disturbed"), "{stderr}");
-        assert_eq!(c["ending"]["kind"], "disturbed", "{c}");
-        eprintln!("no figures to check, the machine was disturbed: {stderr}");
-        return None;
-    }
-    assert_eq!(code, Some(0), "{stderr}");
-    Some(c)
-}
 
 #[test]
 fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_condition() {
@@ -225,67 +209,6 @@ fn a_generator_that_cannot_offer_the_rate_ends_the_search_without_a_server_capac
             "{needed:#}"
         );
     }
-}
-
-/// `lab_support/fixed_cost.py` on CPU 0, killed on drop: one request at a time, each costing
-/// a fixed time asleep or a fixed CPU time spinning.
-struct FixedCost {
-    child: std::process::Child,
-    base_url: String,
-}
-
-impl FixedCost {
-    /// A temporary folder with a file set in it, and the server serving it.
-    fn with_set(mode: &str, cost_ms: f64) -> (tempfile::TempDir, std::path::PathBuf, FixedCost) {
-        let tmp = tempfile::tempdir().unwrap();
-        let set = tmp.path().join("set");
-        lab_support::tiny_fileset(&set);
-        let server = FixedCost::start(mode, cost_ms, &set, tmp.path());
-        (tmp, set, server)
-    }
-
-    fn start(mode: &str, cost_ms: f64, root: &Path, dir: &Path) -> FixedCost {
-        use std::io::BufRead;
-        let script = dir.join("fixed_cost.py");
-        std::fs::write(&script, include_str!("lab_support/fixed_cost.py")).unwrap();
-        let mut child = std::process::Command::new("taskset")
-            .args(["-c", "0", "python3"])
-            .arg(&script)
-            .args([mode, &cost_ms.to_string()])
-            .arg(root)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("taskset and python3 run the fixed-cost server");
-        let mut port = String::new();
-        let stdout = child.stdout.take().unwrap();
-        std::io::BufReader::new(stdout)
-            .read_line(&mut port)
-            .unwrap();
-        let port: u16 = port.trim().parse().expect("the server prints its port");
-        FixedCost {
-            child,
-            base_url: format!("http://127.0.0.1:{port}/"),
-        }
-    }
-}
-
-impl Drop for FixedCost {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The probes below `rate` that did not pass, with what bound them: on a busy machine they
-/// must be the machine's or the generator's, never the server's.
-fn failed_below(c: &serde_json::Value, rate: f64) -> Vec<String> {
-    c["probes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["offered_rps"].as_f64().unwrap() < rate && p["verdict"] != "pass")
-        .map(|p| p["bound"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]
@@ -569,38 +492,6 @@ fn each_probe_can_run_as_a_kubernetes_job_whose_pods_results_are_merged() {
         assert!(dir.join("load.hlog").exists());
     }
     assert_eq!(calls.matches("apply -f -").count(), probes.len(), "{calls}");
-}
-
-/// A capacity search as `capacity` runs it, with its exit code: 0 with a capacity (or any
-/// ending the report gives), 4 when the machine stayed disturbed.
-fn capacity_or_refusal(
-    target: &str,
-    fileset: &Path,
-    out: &Path,
-    extra: &[&str],
-) -> (Option<i32>, serde_json::Value, String) {
-    let run = webscope()
-        .args(["lab", "--target", target, "--fileset"])
-        .arg(fileset)
-        .arg("--out")
-        .arg(out)
-        .args([
-            "--experiment",
-            "capacity",
-            "--duration",
-            "1s",
-            "--no-preflight",
-        ])
-        .args(extra)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(out.join("report.json"))
-            .unwrap_or_else(|e| panic!("no report ({e}): {stderr}")),
-    )
-    .unwrap();
-    (run.status.code(), report["capacity"].clone(), stderr)
 }
 
 #[test]

@@ -4,6 +4,11 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+mod peers;
+// Not every test binary that includes this module starts a peer.
+#[allow(unused_imports)]
+pub use peers::{Apache, NodeExporter};
+
 pub fn webscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_webscope"))
 }
@@ -385,124 +390,6 @@ fn count_lines(path: &Path) -> usize {
 impl Drop for Nginx {
     fn drop(&mut self) {
         // SIGTERM: nginx's fast shutdown, master and workers.
-        stop(&mut self.child, libc::SIGTERM);
-    }
-}
-
-/// Apache httpd (event MPM) serving `root` on 127.0.0.1 with a config of its own in `dir`,
-/// in the foreground, an access log line per request; stopped on drop. None with a note
-/// where apache2 is not installed.
-pub struct Apache {
-    child: std::process::Child,
-    pub base_url: String,
-    pub pid: u32,
-    dir: std::path::PathBuf,
-}
-
-impl Apache {
-    pub fn start(root: &Path, dir: &Path) -> Option<Apache> {
-        Apache::start_with(root, dir, "")
-    }
-
-    /// With `extra` lines at the end of the server config (`{modules}` in them: the modules'
-    /// directory).
-    pub fn start_with(root: &Path, dir: &Path, extra: &str) -> Option<Apache> {
-        let apache = peer(&["/usr/sbin/apache2"], "apache2")?;
-        let port = free_port();
-        let modules = "/usr/lib/apache2/modules";
-        // Apache refuses to run its children as root: they run as www-data, which must be
-        // able to read the root (the tests make it world-readable).
-        let user = if am_root() {
-            "User www-data\nGroup www-data\n"
-        } else {
-            ""
-        };
-        let path = dir.join("httpd.conf");
-        std::fs::write(
-            &path,
-            format!(
-                "ServerRoot {d}\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\nPidFile {d}/httpd.pid\n\
-                 LoadModule mpm_event_module {modules}/mod_mpm_event.so\n\
-                 LoadModule authz_core_module {modules}/mod_authz_core.so\n\
-                 LoadModule mime_module {modules}/mod_mime.so\n\
-                 LoadModule dir_module {modules}/mod_dir.so\n\
-                 {user}ErrorLog {d}/error.log\nLogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" common\n\
-                 CustomLog {d}/access.log common\nTypesConfig /etc/mime.types\n\
-                 KeepAlive On\nMaxKeepAliveRequests 0\nDocumentRoot {root}\n\
-                 <Directory {root}>\n  Require all granted\n</Directory>\n{extra}",
-                d = dir.display(),
-                root = root.display(),
-                extra = extra.replace("{modules}", modules),
-            ),
-        )
-        .unwrap();
-        let mut cmd = Command::new(apache);
-        cmd.arg("-f").arg(&path).arg("-DFOREGROUND");
-        cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        let child = cmd.spawn().unwrap();
-        let pid = child.id();
-        let apache = Apache {
-            child,
-            base_url: format!("http://127.0.0.1:{port}/"),
-            pid,
-            dir: dir.to_path_buf(),
-        };
-        wait_for(port, &dir.join("error.log"), "apache2");
-        Some(apache)
-    }
-
-    /// Lines in the access log so far.
-    pub fn access_log_lines(&self) -> usize {
-        count_lines(&self.dir.join("access.log"))
-    }
-}
-
-impl Drop for Apache {
-    fn drop(&mut self) {
-        // SIGWINCH is Apache's graceful stop; SIGTERM stops it at once, children included.
-        stop(&mut self.child, libc::SIGTERM);
-    }
-}
-
-/// Prometheus node_exporter on a loopback port, stopped on drop; None with a note where it is
-/// not installed (CI installs it and sets WEBSCOPE_REQUIRE_NODE_EXPORTER).
-pub struct NodeExporter {
-    child: std::process::Child,
-    pub url: String,
-}
-
-impl NodeExporter {
-    pub fn start(dir: &Path) -> Option<NodeExporter> {
-        let binary = ["/usr/bin/prometheus-node-exporter"]
-            .into_iter()
-            .find(|p| Path::new(p).exists());
-        let Some(binary) = binary else {
-            assert!(
-                std::env::var_os("WEBSCOPE_REQUIRE_NODE_EXPORTER").is_none(),
-                "WEBSCOPE_REQUIRE_NODE_EXPORTER is set but it is missing: apt-get install prometheus-node-exporter"
-            );
-            eprintln!("skipping: prometheus-node-exporter is not installed");
-            return None;
-        };
-        let port = free_port();
-        let log = dir.join("node_exporter.log");
-        let child = Command::new(binary)
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let exporter = NodeExporter {
-            child,
-            url: format!("http://127.0.0.1:{port}/metrics"),
-        };
-        wait_for(port, &log, "node_exporter");
-        Some(exporter)
-    }
-}
-
-impl Drop for NodeExporter {
-    fn drop(&mut self) {
         stop(&mut self.child, libc::SIGTERM);
     }
 }
