@@ -48,7 +48,7 @@ struct FirstPass {
     first_s: Option<u64>,
     last_s: u64,
     kept: u64,
-    skipped_no_body: u64,
+    skipped_method: u64,
     ranges: u64,
     conditional: u64,
     no_request: u64,
@@ -61,7 +61,7 @@ impl FirstPass {
             return;
         };
         let Some(request) = logged.request() else {
-            self.skipped_no_body += 1;
+            self.skipped_method += 1;
             return;
         };
         self.ranges += u64::from(request.range.is_some());
@@ -94,8 +94,8 @@ pub fn plan(
         .map_err(|e| Error::Config(format!("--replay: {e}")))?;
     let Some(first_s) = pass.first_s.filter(|_| pass.kept > 0) else {
         return Err(Error::Config(format!(
-            "--replay: no request of the log can be replayed ({} of a body-carrying method, {} without a request): replay a log with GET or HEAD requests",
-            pass.skipped_no_body, pass.no_request
+            "--replay: no request of the log can be replayed ({} neither GET nor HEAD, {} without a request): replay a log with GET or HEAD requests",
+            pass.skipped_method, pass.no_request
         )));
     };
     let span_s = pass.last_s - first_s + 1;
@@ -115,7 +115,7 @@ pub fn plan(
         period_ns: (span_s as f64 * 1e9 / speed) as u64,
         speed,
         looped,
-        skipped_no_body: pass.skipped_no_body,
+        skipped_method: pass.skipped_method,
         ranges: pass.ranges,
         conditional: pass.conditional,
         per_pass: pass.kept,
@@ -187,10 +187,10 @@ impl Plan {
             r.speed,
             if r.looped { ", looped" } else { "" }
         );
-        if r.skipped_no_body > 0 {
+        if r.skipped_method > 0 {
             line += &format!(
-                "; {} POST/PUT/PATCH skipped (the log has no body)",
-                r.skipped_no_body
+                "; {} neither GET nor HEAD skipped (a log keeps no body, and a replay changes nothing on its target)",
+                r.skipped_method
             );
         }
         if self.no_request > 0 {

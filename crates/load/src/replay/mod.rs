@@ -59,8 +59,7 @@ impl LoggedRequest {
             .map_or(0, |d| d.as_secs())
     }
 
-    /// The distinct request it is sent as; None for a body-carrying method (the log has no
-    /// body).
+    /// The distinct request it is sent as; None for a method that is not [`replayed`].
     pub(crate) fn request(&self) -> Option<ReplayRequest> {
         ReplayRequest::as_logged(&self.method, &self.target, self.status, self.bytes)
     }
@@ -69,14 +68,14 @@ impl LoggedRequest {
 impl ReplayRequest {
     /// The request a logged `method target` answered `status` with `bytes` is sent as (a
     /// replay's and a users run's alike): a logged 206 asks a Range of its logged length, a
-    /// logged 304 is conditional; None for a body-carrying method (the log has no body).
+    /// logged 304 is conditional; None for a method that is not [`replayed`].
     pub(crate) fn as_logged(
         method: &str,
         target: &str,
         status: u16,
         bytes: u64,
     ) -> Option<ReplayRequest> {
-        if BODY_METHODS.contains(&method) {
+        if !replayed(method) {
             return None;
         }
         Some(ReplayRequest {
@@ -145,8 +144,10 @@ pub struct Replay {
     pub speed: f64,
     /// Whether the log repeats until the run's end.
     pub looped: bool,
-    /// Requests of a body-carrying method (POST, PUT, PATCH) left out: the log has no body.
-    pub skipped_no_body: u64,
+    /// Requests of a method other than GET and HEAD left out (see [`replayed`]); reports
+    /// written before the rule covered every method call it `skipped_no_body`.
+    #[serde(alias = "skipped_no_body")]
+    pub skipped_method: u64,
     /// Logged 206 responses replayed as a range of their logged length from the start.
     pub ranges: u64,
     /// Logged 304 responses replayed as conditional requests.
@@ -160,8 +161,13 @@ pub struct Replay {
     pub log: Option<LogSource>,
 }
 
-/// Methods whose request carries a body the log does not keep.
-const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
+/// Whether a logged request of `method` is sent again: GET and HEAD only. A log keeps no
+/// request body (POST, PUT, PATCH), a file set answers GET and HEAD alone (`fileset like`
+/// counts the same requests), and a replay must change nothing on its target (a logged DELETE
+/// sent to a real site would delete).
+pub fn replayed(method: &str) -> bool {
+    matches!(method, "GET" | "HEAD")
+}
 
 impl Replay {
     /// The plan of `logged` (any order; kept stable within a second) at `speed` times the
@@ -184,11 +190,11 @@ impl Replay {
         looped: bool,
     ) -> Option<Replay> {
         let mut kept: Vec<(&LoggedRequest, ReplayRequest)> = Vec::with_capacity(logged.len());
-        let mut skipped_no_body = 0;
+        let mut skipped_method = 0;
         for r in logged {
             match r.request() {
                 Some(request) => kept.push((r, request)),
-                None => skipped_no_body += 1,
+                None => skipped_method += 1,
             }
         }
         if kept.is_empty() {
@@ -214,7 +220,7 @@ impl Replay {
             period_ns: (span_s.max(1) as f64 * 1e9 / speed) as u64,
             speed,
             looped,
-            skipped_no_body,
+            skipped_method,
             ranges,
             conditional,
             log: None,
@@ -296,8 +302,9 @@ pub struct ReplayReport {
     pub span_s: f64,
     /// Whether the log was repeated (`--loop`).
     pub looped: bool,
-    /// Requests of a body-carrying method left out (the log has no body), whole log.
-    pub skipped_no_body: u64,
+    /// Requests of a method other than GET and HEAD left out (see [`replayed`]), whole log.
+    #[serde(alias = "skipped_no_body")]
+    pub skipped_method: u64,
     /// Logged 206 responses replayed as ranges, whole log.
     pub ranges: u64,
     /// Logged 304 responses replayed as conditional requests, whole log.

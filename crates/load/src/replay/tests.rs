@@ -66,16 +66,18 @@ fn a_second_is_spread_evenly_and_the_speed_divides_time() {
 }
 
 #[test]
-fn body_methods_are_skipped_206_become_ranges_and_304_conditional() {
+fn only_gets_and_heads_are_sent_206_become_ranges_and_304_conditional() {
     let log = [
         logged(0, "POST", "/form", 200, 5),
+        logged(0, "DELETE", "/big", 204, 0),
+        logged(0, "OPTIONS", "/big", 200, 0),
         logged(0, "GET", "/big", 206, 1000),
         logged(0, "PUT", "/x", 201, 0),
         logged(0, "GET", "/big", 200, 5000),
         logged(0, "GET", "/big", 304, 0),
     ];
     let r = Replay::new(&log, 1.0, false).unwrap();
-    assert_eq!((r.skipped_no_body, r.ranges, r.slots.len()), (2, 1, 3));
+    assert_eq!((r.skipped_method, r.ranges, r.slots.len()), (4, 1, 3));
     assert_eq!(r.conditional, 1);
     assert_eq!(r.requests[0].range, Some(1000));
     assert_eq!(r.requests[1].range, None);

@@ -320,7 +320,7 @@ fn replay_figures(
         speed: replay.speed,
         span_s: replay.span().as_secs_f64(),
         looped: replay.looped,
-        skipped_no_body: replay.skipped_no_body,
+        skipped_method: replay.skipped_method,
         ranges: replay.ranges,
         conditional: replay.conditional,
         read_error,

@@ -296,12 +296,12 @@ fn replay_lines(replay: &ReplayReport, intervals: &[IntervalReport]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "  Replay: {} logged requests over {:.2}s at {}x{}; {} POST/PUT/PATCH skipped (the log has no body); {} logged 206 replayed as ranges; {} logged 304 sent conditional",
+        "  Replay: {} logged requests over {:.2}s at {}x{}; {} neither GET nor HEAD skipped (a log keeps no body, and a replay changes nothing on its target); {} logged 206 replayed as ranges; {} logged 304 sent conditional",
         replay.log_requests,
         replay.span_s,
         replay.speed,
         if replay.looped { ", looped" } else { "" },
-        replay.skipped_no_body,
+        replay.skipped_method,
         replay.ranges,
         replay.conditional
     );

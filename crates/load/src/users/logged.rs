@@ -3,8 +3,8 @@
 //! prebuilt as a replay's are (a logged 206 asks its Range, a logged 304 is conditional),
 //! and each session's views pointing into them.
 //!
-//! A request of a body-carrying method (POST, PUT, PATCH) is left out, as in a replay: the
-//! log has no body. A view whose page is one has its first object as its page; a view left
+//! A request of a method other than GET and HEAD is left out, as in a replay (by the one
+//! rule, `replay::replayed`). A view whose page is one has its first object as its page; a view left
 //! empty is dropped, its think time going to the view before.
 
 use std::collections::HashMap;
@@ -17,14 +17,14 @@ use crate::replay::ReplayRequest;
 use crate::Error;
 
 /// What a log's sessions give a users run: the distinct requests (the target's), the
-/// sessions over them, and how many requests were left out for want of a body.
+/// sessions over them, and how many requests were left out for their method.
 pub struct LoggedSessions {
     /// The distinct requests, in order of first use.
     pub requests: Vec<ReplayRequest>,
     /// The sample of sessions.
     pub logged: Logged,
-    /// Requests left out: of a body-carrying method.
-    pub skipped_no_body: u64,
+    /// Requests left out: of a method other than GET and HEAD.
+    pub skipped_method: u64,
 }
 
 /// Reads the sessions of `logs` (sessions ended by `gap_s` without a request), keeps a
@@ -46,8 +46,8 @@ pub fn sessions_from_logs(
     let made = of_scripts(&scripts, source);
     if made.logged.sessions.is_empty() {
         return Err(Error::Config(format!(
-            "--sessions: no session of the log can be run ({} sessions read, {} requests of a body-carrying method left out): give a log with GET or HEAD requests",
-            scripts.sessions, made.skipped_no_body
+            "--sessions: no session of the log can be run ({} sessions read, {} requests neither GET nor HEAD left out): give a log with GET or HEAD requests",
+            scripts.sessions, made.skipped_method
         )));
     }
     Ok(made)
@@ -57,10 +57,10 @@ pub fn sessions_from_logs(
 pub fn of_scripts(scripts: &Scripts, source: String) -> LoggedSessions {
     let mut interned: HashMap<ReplayRequest, u32> = HashMap::new();
     let mut requests = Vec::new();
-    let mut skipped_no_body = 0;
+    let mut skipped_method = 0;
     let mut intern = |r: &ScriptRequest| -> Option<Request> {
         let Some(distinct) = distinct(r) else {
-            skipped_no_body += 1;
+            skipped_method += 1;
             return None;
         };
         let index = *interned.entry(distinct.clone()).or_insert_with(|| {
@@ -107,7 +107,7 @@ pub fn of_scripts(scripts: &Scripts, source: String) -> LoggedSessions {
             population: scripts.sessions,
             source,
         },
-        skipped_no_body,
+        skipped_method,
     }
 }
 

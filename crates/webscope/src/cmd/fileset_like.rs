@@ -50,8 +50,8 @@ pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Res
             if let Some(c) = characterizer.as_mut() {
                 c.add(&entry);
             }
-            // A set answers GET and HEAD; the replay skips the methods with bodies.
-            if matches!(entry.method.as_str(), "GET" | "HEAD") {
+            // The requests a replay sends: a set answers those.
+            if webscope_load::replay::replayed(&entry.method) {
                 requests += 1;
                 note(&mut targets, entry);
             }

@@ -85,8 +85,9 @@ struct Flags {
     /// Replay an access log (Common or Combined, plain or gzip; repeat for more files): each
     /// logged request is sent at its logged time relative to the first, divided by --speed,
     /// open loop (latency from the intended send, as --rate); a logged second's requests are
-    /// spread evenly within it. To the server of the URL (or --base). POST/PUT/PATCH are
-    /// skipped (the log has no body); a logged 206 asks a Range of its logged length.
+    /// spread evenly within it. To the server of the URL (or --base). Only GET and HEAD
+    /// are sent (a log keeps no body, and a replay changes nothing on its target: no DELETE,
+    /// no POST); a logged 206 asks a Range of its logged length.
     #[arg(long, value_name = "LOG", conflicts_with_all = ["fileset", "groups", "rate", "think_time", "backoff_503", "body", "method", "http2"])]
     replay: Vec<PathBuf>,
     /// Replay: the speed-up (4: the log's hour in 15 minutes).
