@@ -30,8 +30,10 @@ or when both searches found a capacity and their brackets overlap or touch (no c
 searches can tell, as for a run's change that is not significant); it CANNOT BE DECIDED
 otherwise (the brackets apart with the limit between their readings, or an open bracket).
 Each search records the machine's speed (the mean of a reference loop timed on the server's
-CPU before every probe): when the two means differ by more than 5 % and the slower machine
-could explain a CROSSED (or the faster one a pass), it CANNOT BE DECIDED either.
+CPU before every probe) and its standard error: when the two means differ by more than 5 %, or
+by more than 1.645 standard errors of their difference, and the slower machine could explain a
+CROSSED (or the faster one a pass), it CANNOT BE DECIDED either (near the knee a machine a few
+per cent slower can take far more off the capacity).
 users>-5% judges two users searches (their capacities in users) by the same rule.
 A side is a lab report, a lab run directory, a load --json file, or a directory of load --json
 files (the repeated runs of one configuration).

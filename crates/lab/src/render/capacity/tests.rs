@@ -196,6 +196,9 @@ fn the_page_gives_the_capacity_its_bracket_every_probe_and_the_law_beside_it() {
     );
     assert_eq!(m["samples"], 3 * probes, "{m:#}");
     assert_eq!(m["cpu"], 0, "{m:#}");
+    // Every probe read the same three figures: their means agree, nothing to be unsure of.
+    assert_eq!(m["probes"].as_u64(), Some(probes as u64), "{m:#}");
+    assert!(m["se_ms"].as_f64().is_some_and(|se| se < 1e-9), "{m:#}");
     assert!(
         said.contains("took 18.2 ms") && said.contains("on the server's CPU 0"),
         "{said}"
