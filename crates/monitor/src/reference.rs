@@ -10,7 +10,7 @@
 //! chains of multiplies (throughput, which a busy sibling thread halves). Measured here
 //! against nginx's CPU per request at a fixed rate (45 rounds of 3 s, 2-vCPU KVM guest): a
 //! single reading says little (correlation 0.2) but the mean of five rounds follows the
-//! server (0.8-0.87), so a search's median over all its probes is the figure to compare.
+//! server (0.8-0.87), so a search's mean over all its probes is the figure to compare.
 //!
 //! Written by hand, not taken from a benchmark crate: it is the measurement itself, and it
 //! must do the same work on every machine and every build (`black_box` keeps the compiler
