@@ -25,6 +25,7 @@ use webscope_load::slo::Verdict;
 
 mod failed;
 pub mod generators;
+mod knee;
 mod law;
 pub mod reference;
 
@@ -68,6 +69,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             .as_ref()
             .map(|m| Block::Text(reference::sentence(m))),
     );
+    let tipped = knee::tipped(&probes);
+    page.extend(knee::sentence(&tipped).map(Block::Text));
     let needed = ending
         .as_ref()
         .and_then(|e| Needed::of(&points, &probes, e, recorded.growth));
@@ -108,6 +111,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             "predicted_mean_ms": n.predicted_ms, "measured_mean_ms": n.measured_ms,
         })),
         "machine_reference": machine.as_ref().map(reference::json),
+        "tipped": knee::json(&tipped),
         "probes": probes_json(&points, &probes),
     }));
     page.finish(out);
