@@ -236,7 +236,17 @@ fn capacity_over(flag: &str, extra: &[&str]) -> tempfile::TempDir {
     ];
     args.extend_from_slice(extra);
     let run = lab(tmp.path(), &args);
-    let report = report(tmp.path(), &run);
+    // A search on a machine the other tests keep busy may end "no capacity: the machine was
+    // disturbed" (exit 4, CI saw it with this binary's other tests on both CPUs): its probes
+    // still spoke the protocol, which is what is checked here.
+    let disturbed = run.status.code() == Some(4)
+        && String::from_utf8_lossy(&run.stderr).contains("the machine was disturbed");
+    let report = if disturbed {
+        serde_json::from_slice(&std::fs::read(tmp.path().join("report/report.json")).unwrap())
+            .unwrap()
+    } else {
+        report(tmp.path(), &run)
+    };
     let probes = report["capacity"]["probes"].as_array().unwrap();
     assert!(!probes.is_empty(), "{report}");
     for load in loads(tmp.path(), "capacity") {
