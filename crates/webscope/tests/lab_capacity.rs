@@ -294,17 +294,14 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
     let quiet = busy.is_empty() && failed_below(&b, 0.7 * by_construction).is_empty();
     let found_both = c["ending"]["kind"] == "found" && b["ending"]["kind"] == "found";
     // Each search timed the machine's reference loop before every probe, five readings
-    // each, on the server's machine; compare leaves undecided a pair whose machines ran
-    // more than 5 % or 1.645 standard errors apart, as a shared machine's may.
-    let speed = |r: &serde_json::Value| {
+    // each, on the server's machine, with the mean's standard error.
+    for r in [&c, &b] {
         let m = &r["machine_reference"];
         let probes = r["probes"].as_array().map_or(0, |p| p.len());
         assert_eq!(m["samples"].as_u64(), Some(5 * probes as u64), "{m:#}");
         assert_eq!(m["probes"].as_u64(), Some(probes as u64), "{m:#}");
-        (m["mean_ms"].as_f64().unwrap(), m["se_ms"].as_f64().unwrap())
-    };
-    let ((mc, sc), (mb, sb)) = (speed(&c), speed(&b));
-    let one_speed = (mc / mb - 1.0).abs() <= 0.05 && (mc - mb).abs() <= 1.645 * sc.hypot(sb);
+        assert!(m["se_ms"].as_f64().is_some_and(|se| se >= 0.0), "{m:#}");
+    }
     for (base, cand) in [(&first, &again), (&again, &first)] {
         let out = webscope()
             .arg("compare")
@@ -314,7 +311,10 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
             .output()
             .unwrap();
         let said = String::from_utf8_lossy(&out.stdout);
-        if quiet && found_both && one_speed {
+        // compare's own machine rule may leave the pair undecided (machines apart, as a
+        // shared machine's may be): it says so, and that is not the brackets' verdict.
+        let machines_apart = said.contains("the machine itself ran");
+        if quiet && found_both && !machines_apart {
             assert_eq!(out.status.code(), Some(0), "{said}\n{c:#}\n{b:#}");
         } else {
             eprintln!("note: a busy machine's pair: {said}");

@@ -339,6 +339,15 @@ mod tests {
             .unwrap()
     }
 
+    /// `b` searched on a machine whose reference loop read `ms` on average (± `se`).
+    fn on_machine(b: Bracket, ms: f64, se: Option<f64>) -> Bracket {
+        Bracket {
+            machine_ms: Some(ms),
+            machine_se_ms: se,
+            ..b
+        }
+    }
+
     fn decision(base: &Bracket, cand: &Bracket) -> Decision {
         decide(base, cand, -0.05).decision
     }
@@ -407,10 +416,7 @@ mod tests {
     /// a pass on a faster one a proof of none.
     #[test]
     fn a_change_the_machines_own_speed_could_make_is_not_decided() {
-        let on = |b: Bracket, ms: f64| Bracket {
-            machine_ms: Some(ms),
-            ..b
-        };
+        let on = |b: Bracket, ms: f64| on_machine(b, ms, None);
         let base = on(found(64_000.0, 66_000.0), 18.0);
         let drop = found(52_000.0, 54_000.0);
         // The candidate's machine ran 15 % slower: the drop may be the machine's.
@@ -457,11 +463,7 @@ mod tests {
     /// differ (six nginx searches: a loop 2.5 % slower, capacities 10-25 % lower).
     #[test]
     fn machines_apart_beyond_their_standard_errors_leave_the_change_undecided() {
-        let on = |b: Bracket, ms: f64, se: f64| Bracket {
-            machine_ms: Some(ms),
-            machine_se_ms: Some(se),
-            ..b
-        };
+        let on = |b: Bracket, ms: f64, se: f64| on_machine(b, ms, Some(se));
         let base = on(found(100_000.0, 104_000.0), 19.96, 0.21);
         let drop = found(74_000.0, 88_000.0);
         // 20.50 against 19.96 ms: 2.7 % slower, z = 0.54 / 0.29 = 1.9.
@@ -486,10 +488,7 @@ mod tests {
         let d = decide(&base, &on(same, 19.40, 0.20), -0.05);
         assert_eq!(d.decision, Decision::CannotDecide, "{}", d.why);
         // Without standard errors (searches recorded before them): the 5 % limit alone.
-        let plain = |b: Bracket, ms: f64| Bracket {
-            machine_ms: Some(ms),
-            ..b
-        };
+        let plain = |b: Bracket, ms: f64| on_machine(b, ms, None);
         assert_eq!(
             decide(&plain(base, 19.96), &plain(drop, 20.50), -0.05).decision,
             Decision::Fail

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use webscope_load::slo::Verdict;
+use webscope_load::slo::{Metric, Slo, Verdict};
 use webscope_load::thousands;
 use webscope_report::human::duration;
 
@@ -69,9 +69,13 @@ fn conditions(at: &[&Judged]) -> Vec<String> {
     out
 }
 
+/// A latency condition (`p99<=5ms`, `max<=1s`), by the objective's own grammar.
 fn is_percentile(condition: &str) -> bool {
-    let mut chars = condition.chars();
-    chars.next() == Some('p') && chars.next().is_some_and(|c| c.is_ascii_digit())
+    Slo::parse(condition).is_ok_and(|slo| {
+        slo.conditions
+            .iter()
+            .all(|c| matches!(c.metric, Metric::Latency { .. }))
+    })
 }
 
 fn split(at: &[&Judged], condition: &str) -> Option<Tipped> {
@@ -218,6 +222,12 @@ mod tests {
         // Under ten times apart: not tipped.
         let near: Vec<Judged> = [3.0, 25.0].iter().map(|ms| probe(90_000.0, *ms)).collect();
         assert!(tipped(&near).is_empty());
+        // A fail on errors, however far from the passes' figure: not a percentile's two states.
+        let mut refused = probe(80_000.0, 0.001);
+        refused.outcome = Outcome::Fail;
+        refused.checks[1].verdict = Verdict::Fail;
+        refused.checks[1].measured = Some(0.4);
+        assert!(tipped(&[probe(80_000.0, 0.001), refused]).is_empty());
         assert_eq!(sentence(&[]), None);
     }
 }
