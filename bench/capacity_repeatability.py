@@ -19,7 +19,9 @@ The quiet table also says what `webscope compare --threshold 'capacity>-5%'` mad
 pair of one configuration's quiet searches (the same server twice: a pass is right, CROSSED a
 false alarm, "cannot be decided" a shrug). Each capacity found is shown with its search's machine
 reference (`machine_reference`: the mean of the lab's reference loop before every probe, in
-ms; higher is a slower machine), which `compare` sets side by side.
+ms; higher is a slower machine), which `compare` sets side by side, and how far the server's own
+peak moved within the search (report.json `peak`: the goodput of its probes that were behind their
+rate from start to end, (max - min) / median).
 
 Prints two Markdown tables (quiet, disturbed) and each search's sentence, ready for a note;
 progress goes to stderr. Ctrl-C stops the search under way (the lab's own interrupt) and prints
@@ -283,6 +285,8 @@ def read_outcome(out, code, log):
     }
     machine = cap.get("machine_reference") if isinstance(cap.get("machine_reference"), dict) else {}
     result["machine_ms"] = machine.get("mean_ms") if number(machine.get("mean_ms")) else None
+    peak = cap.get("peak") if isinstance(cap.get("peak"), dict) else {}
+    result["peak_spread"] = peak.get("spread") if number(peak.get("spread")) else None
     rps = cap.get("capacity_rps")
     if number(rps) and rps > 0:
         result.update(kind="capacity", capacity_rps=float(rps),
@@ -397,8 +401,9 @@ def aa_compares(records, ctx, configs):
 def figure(r):
     if r["kind"] == "capacity":
         bracket = f" ±{r['bracket_pct']:.1f} %" if r.get("bracket_pct") is not None else ""
-        machine = f" (machine {r['machine_ms']:.1f} ms)" if r.get("machine_ms") is not None else ""
-        return f"{fmt_rps(r['capacity_rps'])}{bracket}{machine}"
+        said = [f"machine {r['machine_ms']:.1f} ms"] if r.get("machine_ms") is not None else []
+        said += [f"peak moved {100 * r['peak_spread']:.0f} %"] if r.get("peak_spread") is not None else []
+        return f"{fmt_rps(r['capacity_rps'])}{bracket}" + (f" ({', '.join(said)})" if said else "")
     return r["kind"]
 
 

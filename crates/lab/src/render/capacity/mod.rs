@@ -27,6 +27,7 @@ mod failed;
 pub mod generators;
 mod knee;
 mod law;
+mod peak;
 pub mod reference;
 
 /// The search's ending as the page says it, for the lab's closing line too.
@@ -71,6 +72,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     );
     let tipped = knee::tipped(&probes);
     page.extend(knee::sentence(&tipped).map(Block::Text));
+    let peak = peak::of(points.iter().zip(&probes));
+    page.extend(peak.as_ref().map(|p| Block::Text(peak::sentence(p))));
     let needed = ending
         .as_ref()
         .and_then(|e| Needed::of(&points, &probes, e, recorded.growth));
@@ -112,6 +115,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         })),
         "machine_reference": machine.as_ref().map(reference::json),
         "tipped": knee::json(&tipped),
+        "peak": peak.as_ref().map(peak::json),
         "probes": probes_json(&points, &probes),
     }));
     page.finish(out);

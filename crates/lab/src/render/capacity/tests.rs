@@ -73,6 +73,8 @@ fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
             load_description: "open loop".into(),
             load: crate::record::load_json(json!({
                 "duration_s": 1.0, "requests": achieved as u64 + refused,
+                // At its CPU's limit every request waited for the server: sent late.
+                "late_sends": if !pass && limit == Limit::Cpu { achieved as u64 } else { 0 },
                 "status_codes": {"200": achieved as u64, "503": refused},
                 "latency_us": {"p50": 200.0, "p90": 400.0, "p99": p99_us, "p999": p99_us * 1.5, "max": p99_us * 2.0},
             })),
@@ -196,6 +198,15 @@ fn the_page_gives_the_capacity_its_bracket_every_probe_and_the_law_beside_it() {
     );
     assert_eq!(m["samples"], 3 * probes, "{m:#}");
     assert_eq!(m["cpu"], 0, "{m:#}");
+    // Its failing probes carried 850 req/s each, behind their rates throughout: a steady peak.
+    let peak = &c["peak"];
+    assert_eq!(peak["median_rps"], 850.0, "{peak:#}");
+    assert_eq!(peak["spread"], 0.0, "{peak:#}");
+    assert!(peak["probes"].as_u64().unwrap() >= 8, "{peak:#}");
+    assert!(
+        said.contains("carried 850 req/s each. It held within 5 %"),
+        "{said}"
+    );
     // Every probe read the same three figures: their means agree, nothing to be unsure of.
     assert_eq!(m["probes"].as_u64(), Some(probes as u64), "{m:#}");
     assert!(m["se_ms"].as_f64().is_some_and(|se| se < 1e-9), "{m:#}");
@@ -223,6 +234,8 @@ fn a_503_limited_servers_page_says_it_refuses_load() {
     ] {
         assert!(said.contains(words), "{words:?} in {said}");
     }
+    // It answered at once what it served: never behind its rate, so no peak was reached.
+    assert!(c["peak"].is_null(), "{c:#}");
     for wrong in [
         "A latency objective binds",
         "something other than the server's CPU",
