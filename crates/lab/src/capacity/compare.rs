@@ -34,6 +34,14 @@
 //! recorded without a mean are judged on their brackets alone; without standard errors, on
 //! the limit alone.
 //!
+//! **The server's own peak.** The loop is read while the server is idle; under load the
+//! machine moves more (#33: nginx's peak 88 000-116 000 req/s between 3-s runs while the loop
+//! held within 2 %). A search records how far its overloaded probes' goodput moved within it
+//! (report.json `peak.spread`). A crossed floor whose drop (between the point capacities) is
+//! no larger than the larger of the two spreads may be the machine's: **cannot decide**. Only
+//! a crossing is held back by it: a false alarm is what #33 found (one server "CROSSED" at
+//! −34 %), while a pass already means no change these searches can tell.
+//!
 //! Pure: it reads the `capacity` entries of two report.json files. Not for: the other figures
 //! `webscope compare` sets side by side (`compare`), nor its command line.
 
@@ -51,6 +59,9 @@ pub struct Bracket {
     pub machine_ms: Option<f64>,
     /// Its standard error, ms (None: not recorded, or one probe).
     pub machine_se_ms: Option<f64>,
+    /// How far the server's own peak moved within the search, (max − min) / median of its
+    /// overloaded probes' goodput (None: fewer than two such probes, or not recorded).
+    pub peak_spread: Option<f64>,
 }
 
 /// How far apart two searches' machines may run (their reference means, as a share of the
@@ -97,6 +108,7 @@ impl Bracket {
             capacity,
             machine_ms: entry["machine_reference"]["mean_ms"].as_f64(),
             machine_se_ms: entry["machine_reference"]["se_ms"].as_f64(),
+            peak_spread: entry["peak"]["spread"].as_f64().filter(|s| s.is_finite()),
         })
     }
 
@@ -237,7 +249,44 @@ pub struct Decided {
 /// `capacity>-5%`: a drop of less than 5 %), by the rule in this module's doc: the brackets'
 /// verdict, unless the machine's own change could have made it.
 pub fn decide(base: &Bracket, cand: &Bracket, least: f64) -> Decided {
-    let decided = decide_brackets(base, cand, least);
+    let decided = on_machines(base, cand, decide_brackets(base, cand, least));
+    within_peaks(base, cand, decided)
+}
+
+/// A crossed floor whose drop is within how far either search's server peak moved: cannot
+/// decide.
+fn within_peaks(base: &Bracket, cand: &Bracket, decided: Decided) -> Decided {
+    let (Some(b), Some(c)) = (base.capacity, cand.capacity) else {
+        return decided;
+    };
+    let moved = [base.peak_spread, cand.peak_spread]
+        .into_iter()
+        .flatten()
+        .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))));
+    let drop = 1.0 - c / b;
+    match moved {
+        Some(moved) if decided.decision == Decision::Fail && b > 0.0 && drop <= moved => {
+            let whose = if base.peak_spread == Some(moved) {
+                "the baseline's"
+            } else {
+                "the candidate's"
+            };
+            Decided {
+                decision: Decision::CannotDecide,
+                why: format!(
+                    "{}; but the server's own peak moved {:.1} % within {whose} search (the goodput of its probes behind their rate, from least to most), and a drop of {:.1} % is no more than that: it may be the machine's",
+                    decided.why,
+                    100.0 * moved,
+                    100.0 * drop
+                ),
+            }
+        }
+        _ => decided,
+    }
+}
+
+/// The brackets' verdict `decided`, unless the machine's own speed could have made it.
+fn on_machines(base: &Bracket, cand: &Bracket, decided: Decided) -> Decided {
     let (Some(b), Some(c)) = (base.machine_ms, cand.machine_ms) else {
         return decided;
     };
@@ -346,6 +395,47 @@ mod tests {
             machine_se_ms: se,
             ..b
         }
+    }
+
+    /// `b` whose server's peak moved `spread` within its search.
+    fn peak_moved(b: Bracket, spread: f64) -> Bracket {
+        Bracket {
+            peak_spread: Some(spread),
+            ..b
+        }
+    }
+
+    /// #33: six nginx searches of one server, 80 000 to 96 000 req/s, each with its peak
+    /// moving 1-19 % within it: a crossing no larger than that move is not a regression.
+    #[test]
+    fn a_drop_within_how_far_the_servers_own_peak_moved_is_not_decided() {
+        let base = found(96_000.0, 100_000.0);
+        let cand = found(80_000.0, 84_000.0);
+        assert_eq!(decision(&base, &cand), Decision::Fail);
+        // −16.7 %, and the baseline's peak moved 19.3 %: maybe the machine.
+        let d = decide(&peak_moved(base, 0.193), &peak_moved(cand, 0.076), -0.05);
+        assert_eq!(d.decision, Decision::CannotDecide, "{}", d.why);
+        assert!(
+            d.why.contains("moved 19.3 % within the baseline's search")
+                && d.why.contains("a drop of 16.7 %"),
+            "{}",
+            d.why
+        );
+        // A drop beyond both moves stands; so does one with no peak recorded.
+        let far = found(60_000.0, 62_000.0);
+        let d = decide(&peak_moved(base, 0.193), &peak_moved(far, 0.05), -0.05);
+        assert_eq!(d.decision, Decision::Fail, "{}", d.why);
+        assert_eq!(decision(&base, &peak_moved(cand, 0.0)), Decision::Fail);
+        // A pass is not touched: the rule holds back alarms only.
+        let same = peak_moved(found(96_000.0, 100_000.0), 0.3);
+        assert_eq!(decision(&same, &same), Decision::Pass);
+        // Read from report.json's `peak`.
+        let read = Bracket::of(&json!({
+            "ending": {"kind": "found", "capacity_rps": 1.0, "fails_at_rps": 2.0},
+            "peak": {"spread": 0.12},
+        }))
+        .unwrap();
+        assert_eq!(read.peak_spread, Some(0.12));
     }
 
     fn decision(base: &Bracket, cand: &Bracket) -> Decision {
