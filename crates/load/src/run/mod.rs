@@ -29,6 +29,8 @@ use crate::Error;
 #[cfg(test)]
 mod replay_tests;
 #[cfg(test)]
+mod segments_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tls_tests;

@@ -2,7 +2,8 @@
 //! skipped body-carrying requests, ranges, status pairs, offered counts, segments (split by
 //! client) merged to one run's counts.
 
-use super::tests::{capture, segments};
+use super::segments_tests::segments;
+use super::tests::capture;
 use super::*;
 use crate::config::{Arrivals, Mode};
 use crate::replay::{LoggedRequest, Replay, StatusPair};
