@@ -27,10 +27,7 @@ Prints two Markdown tables (quiet, disturbed) and each search's sentence, ready 
 progress goes to stderr. Ctrl-C stops the search under way (the lab's own interrupt) and prints
 what was measured; nginx, the hogs and the lab are stopped on any exit.
 
-Usage: bench/capacity_repeatability.py [--searches 5] [--configs nginx-ka,nginx-close,serve-ka,serve-close]
-           [--duration 3s] [--slo 'p99<=5ms,errors<=0.1%'] [--quick] [--no-disturbed]
-           [--json OUT] [--webscope BIN] [--keep] [--lab-args '--repeat 3']
-Needs: nginx (nginx-light installed with apt-get if missing and running as root), taskset, dd,
+Options: see --help. Needs: nginx (nginx-light installed with apt-get if missing and running as root), taskset, dd,
 cargo (unless --webscope). Traffic stays on 127.0.0.1. A full run is 40 searches (4 configurations,
 5 searches, quiet and disturbed) of 6-15 probes each; a probe takes its --duration, a fifth more
 of warm-up and about 0.3 s between probes (more in close mode, where the lab waits for TIME_WAIT):
