@@ -90,6 +90,8 @@ fn the_users_search_finds_a_capacity_in_users_with_mvas_beside_it() {
     let sentence = users["sentence"].as_str().unwrap();
     assert!(sentence.starts_with("Measured: "), "{sentence}");
     assert!(sentence.contains("MVA from D = "), "{sentence}");
+    // The steps are read for two states at one N as the capacity page reads its probes.
+    assert!(users["tipped"].is_array(), "{users:#}");
 }
 
 /// The report's MVA prediction, when it made one.

@@ -11,6 +11,7 @@ use webscope_report::human::sig3;
 use webscope_report::svg::{Axis, Series, XyChart};
 use webscope_report::{Block, Table};
 
+use super::capacity::knee;
 use super::page::ExperimentPage;
 use super::rendered::Rendered;
 use crate::capacity::search::Plan;
@@ -67,6 +68,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         table(&steps),
     );
     let judged: Vec<_> = steps.iter().map(|s| s.judged.clone()).collect();
+    let tipped = knee::tipped(&judged);
+    page.extend(knee::sentence(&tipped, knee::Load::Users).map(Block::Text));
     let machine = super::capacity::reference::speed(&judged);
     page.extend(
         machine
@@ -77,6 +80,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     page.json(json!({
         "machine_reference": machine.as_ref().map(super::capacity::reference::json),
         "sentence": sentence,
+        "tipped": knee::json(&tipped),
         "ending": ending.as_ref().map(|e| super::capacity::ending_json_in(e, "users")),
         "capacity_users": match &ending {
             Some(crate::capacity::search::Ending::Found { capacity, .. }) => Some(*capacity),

@@ -6,7 +6,8 @@
 //! ones are counted). Near such a knee repeated searches land anywhere among these
 //! rates (#33: nginx on 2 vCPUs, p99 2-4 ms or 140-380 ms at one rate, capacities from
 //! 74 000 to 104 000 req/s from one search to the next), and the page says so, so that the
-//! bracket is read rather than the point.
+//! bracket is read rather than the point. The users page asks the same of its steps, whose
+//! `rate` is a number of users.
 //!
 //! Not for: deciding a rate (the search's rule does), nor any condition but a percentile.
 
@@ -36,7 +37,7 @@ pub struct Tipped {
     pub pass_us: (f64, f64),
     /// Probes that failed on this condition.
     pub failed: usize,
-    /// Of those, the ones [`APART`] times past the passing probes, and their range, µs.
+    /// Of those, the ones ten times (`APART`) past the passing probes, and their range, µs.
     pub far: usize,
     pub far_us: (f64, f64),
 }
@@ -122,23 +123,50 @@ fn split(at: &[&Judged], condition: &str) -> Option<Tipped> {
     })
 }
 
-/// The page's sentence: the rate with the most probes, and how many others tipped.
-pub fn sentence(tipped: &[Tipped]) -> Option<String> {
+/// What a search varied: the capacity search an offered rate, the users search a number of
+/// closed-loop users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    Rate,
+    Users,
+}
+
+/// The page's sentence: the load with the most probes, and how many others tipped.
+pub fn sentence(tipped: &[Tipped], load: Load) -> Option<String> {
     let most = tipped.iter().max_by_key(|t| t.passed + t.failed)?;
     let name = most.condition.split("<").next().unwrap_or(&most.condition);
+    let (at, other, others, unit, probe, why) = match load {
+        Load::Rate => (
+            format!("{} req/s", thousands(most.rate)),
+            "rate",
+            "rates",
+            "probe",
+            "probes",
+            "Near its capacity it either keeps up or falls into a backlog it does not drain within a probe, so repeated searches land anywhere among such rates",
+        ),
+        Load::Users => (
+            format!("{} users", thousands(most.rate)),
+            "number of users",
+            "numbers of users",
+            "step",
+            "steps",
+            "With that many users it was in one of two states, so repeated searches land anywhere among such numbers",
+        ),
+    };
     let others = match tipped.len() - 1 {
         0 => String::new(),
-        1 => " (and at one other rate)".into(),
-        n => format!(" (and at {n} other rates)"),
+        1 => format!(" (and at one other {other})"),
+        n => format!(" (and at {n} other {others})"),
+    };
+    let (passed, far, failed) = (most.passed, most.far, most.failed);
+    let passed = match passed {
+        1 => unit.to_string(),
+        n => format!("{n} {probe}"),
     };
     Some(format!(
-        "The server tipped: at {} req/s{others} its {name} was {} in the {} that met the objective, and {} in {} of the {} that failed on it, ten times and more past them. Near its capacity it either keeps up or falls into a backlog it does not drain within a probe, so repeated searches land anywhere among such rates: read the bracket, not the point.",
-        thousands(most.rate),
+        "The server tipped: at {at}{others} its {name} was {} in the {passed} that met the objective, and {} in {far} of the {failed} that failed on it, ten times and more past them. {why}: read the bracket, not the point.",
         span(most.pass_us),
-        probes(most.passed),
         span(most.far_us),
-        most.far,
-        most.failed,
     ))
 }
 
@@ -148,13 +176,6 @@ fn span((low_us, high_us): (f64, f64)) -> String {
         low
     } else {
         format!("{low} to {high}")
-    }
-}
-
-fn probes(n: usize) -> String {
-    match n {
-        1 => "probe".into(),
-        n => format!("{n} probes"),
     }
 }
 
@@ -212,7 +233,7 @@ mod tests {
             (96_000.0, 4, 3, 2)
         );
         assert_eq!((t[0].pass_us.1, t[0].far_us.0), (3_800.0, 172_000.0));
-        let said = sentence(&t).unwrap();
+        let said = sentence(&t, Load::Rate).unwrap();
         assert!(
             said.contains("at 96 000 req/s its p99 was 2.20 ms to 3.80 ms in the 4 probes")
                 && said.contains("172 ms to 384 ms in 2 of the 3 that failed on it"),
@@ -228,6 +249,29 @@ mod tests {
         refused.checks[1].verdict = Verdict::Fail;
         refused.checks[1].measured = Some(0.4);
         assert!(tipped(&[probe(80_000.0, 0.001), refused]).is_empty());
-        assert_eq!(sentence(&[]), None);
+        assert_eq!(sentence(&[], Load::Rate), None);
+    }
+
+    #[test]
+    fn a_users_search_that_tipped_is_told_in_users_and_steps() {
+        // A users step is judged as a capacity probe, its `rate` the number of users.
+        let step = |ms: f64| {
+            let mut j = probe(40.0, ms);
+            j.checks[0].condition = "page_p95<=10ms".into();
+            if ms > 10.0 {
+                j.outcome = Outcome::Fail;
+                j.checks[0].verdict = Verdict::Fail;
+            } else {
+                j.outcome = Outcome::Pass;
+                j.checks[0].verdict = Verdict::Pass;
+            }
+            j
+        };
+        let t = tipped(&[step(4.0), step(900.0), step(5.0), step(700.0)]);
+        let said = sentence(&t, Load::Users).unwrap();
+        assert!(
+            said.contains("at 40 users its page_p95 was 4 ms to 5 ms in the 2 steps that met the objective, and 700 ms to 900 ms in 2 of the 2 that failed on it"),
+            "{said}"
+        );
     }
 }

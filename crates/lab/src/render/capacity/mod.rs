@@ -25,7 +25,7 @@ use webscope_load::slo::Verdict;
 
 mod failed;
 pub mod generators;
-mod knee;
+pub mod knee;
 mod law;
 mod peak;
 pub mod reference;
@@ -71,7 +71,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             .map(|m| Block::Text(reference::sentence(m))),
     );
     let tipped = knee::tipped(&probes);
-    page.extend(knee::sentence(&tipped).map(Block::Text));
+    page.extend(knee::sentence(&tipped, knee::Load::Rate).map(Block::Text));
     let peak = peak::of(points.iter().zip(&probes));
     page.extend(peak.as_ref().map(|p| Block::Text(peak::sentence(p))));
     let needed = ending

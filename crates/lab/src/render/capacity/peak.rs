@@ -4,8 +4,8 @@
 //! doubling overshoots, and each fail is confirmed), minutes apart; their spread is how far
 //! the server itself moved under load within one search. The reference loop, read while the
 //! server is idle, misses this: #33 measured nginx (1 worker, 2-vCPU VM, 64 connections, 3-s
-//! runs half a second apart) carrying 87 000 to 116 000 req/s at its peak from one run to the
-//! next (about 88 000 to 116 000), in spells that last minutes, while the loop held within 2 %. A capacity found near
+//! runs half a second apart) carrying 87 500 to 116 000 req/s at its peak from one run to the
+//! next, in spells that last minutes, while the loop held within 2 %. A capacity found near
 //! that peak is no steadier than it, whatever its bracket says, and the page says so.
 //!
 //! Not for: a figure of capacity (the objective decides that), nor judging a probe.
