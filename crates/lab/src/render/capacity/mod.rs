@@ -74,6 +74,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     page.extend(knee::sentence(&tipped, knee::Load::Rate).map(Block::Text));
     let peak = peak::of(points.iter().zip(&probes));
     page.extend(peak.as_ref().map(|p| Block::Text(peak::sentence(p))));
+    page.extend(
+        peak.as_ref()
+            .zip(capacity)
+            .and_then(|(p, c)| peak::above(p, c))
+            .map(Block::Text),
+    );
     let needed = ending
         .as_ref()
         .and_then(|e| Needed::of(&points, &probes, e, recorded.growth));
@@ -115,7 +121,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         })),
         "machine_reference": machine.as_ref().map(reference::json),
         "tipped": knee::json(&tipped),
-        "peak": peak.as_ref().map(peak::json),
+        "peak": peak.as_ref().map(|p| peak::json(p, capacity)),
         "probes": probes_json(&points, &probes),
     }));
     page.finish(out);
