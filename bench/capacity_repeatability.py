@@ -23,16 +23,12 @@ ms; higher is a slower machine), which `compare` sets side by side, and how far 
 peak moved within the search (report.json `peak`: the goodput of its probes that were behind their
 rate from start to end, (max - min) / median).
 
-Prints two Markdown tables (quiet, disturbed) and each search's sentence, ready for a note;
-progress goes to stderr. Ctrl-C stops the search under way (the lab's own interrupt) and prints
-what was measured; nginx, the hogs and the lab are stopped on any exit.
-
-Options: see --help. Needs: nginx (nginx-light installed with apt-get if missing and running as root), taskset, dd,
-cargo (unless --webscope). Traffic stays on 127.0.0.1. A full run is 40 searches (4 configurations,
-5 searches, quiet and disturbed) of 6-15 probes each; a probe takes its --duration, a fifth more
-of warm-up and about 0.3 s between probes (more in close mode, where the lab waits for TIME_WAIT):
-about 4 s at 3s, so half an hour to an hour, more where the search lengthens or repeats probes.
-The progress line says how long is left. --quick is a smoke run.
+Prints two Markdown tables (quiet, disturbed; a search the generator bound shows the rate it
+passed, "above N (generator-bound)") and each search's sentence; progress goes to stderr.
+Ctrl-C stops the search under way and prints what was measured; nginx, the hogs and the lab are
+stopped on any exit. Needs nginx (nginx-light, installed as root if missing), taskset, dd and
+cargo (unless --webscope); traffic stays on 127.0.0.1. A full run (40 searches of 6-40 probes of
+--duration, a fifth more of warm-up, and the TIME_WAIT wait in close mode) takes about an hour.
 """
 import argparse
 import json
@@ -291,6 +287,8 @@ def read_outcome(out, code, log):
                       bracket_pct=ending.get("bracket_pct") if number(ending.get("bracket_pct")) else None)
     else:
         result["kind"] = "refused"
+        if number(ending.get("above_rps")):
+            result["above_rps"] = float(ending["above_rps"])
     return result
 
 
@@ -401,7 +399,10 @@ def figure(r):
         said = [f"machine {r['machine_ms']:.1f} ms"] if r.get("machine_ms") is not None else []
         said += [f"peak moved {100 * r['peak_spread']:.0f} %"] if r.get("peak_spread") is not None else []
         return f"{fmt_rps(r['capacity_rps'])}{bracket}" + (f" ({', '.join(said)})" if said else "")
-    return r["kind"]
+    # A search the generator bound found no capacity, but a floor under it: say which.
+    if r.get("ending") == "generator" and r.get("above_rps") is not None:
+        return f"above {fmt_rps(r['above_rps'])} (generator-bound)"
+    return f"{r['kind']} ({r['ending']})" if r.get("ending") else r["kind"]
 
 
 def quiet_stats(records):
