@@ -25,8 +25,9 @@
 //!
 //! **The machine's speed.** A search records the mean of its reference loop's readings
 //! (`machine_reference`: [`webscope_monitor::reference`]) and its standard error. On a shared
-//! machine that mean moves from one search to the next, and near the knee the capacity moves
-//! several times as far (#33's notes: 3 % on the loop, 10-25 % on nginx's capacity). When
+//! machine that mean moves from one search to the next, and the capacity can move with it
+//! (#33: between hosts, 1.8 times on the loop and 1.9 times on nginx's capacity; within one
+//! host, 3 % on the loop and 10-25 % on the capacity in one run, not in the next). When
 //! the two means are apart (by more than [`MACHINE_LIMIT`], or by more than their standard
 //! errors allow: z above [`MACHINE_Z`]) and the machine's change runs the way the verdict
 //! would (a crossed floor whose candidate ran on the slower machine, a pass whose candidate
@@ -550,7 +551,7 @@ mod tests {
     }
 
     /// #33: within 5 % but beyond what the two means' standard errors allow, the machines
-    /// differ (six nginx searches: a loop 2.5 % slower, capacities 10-25 % lower).
+    /// differ (one run of six nginx searches: a loop 2.5 % slower, capacities 10-25 % lower).
     #[test]
     fn machines_apart_beyond_their_standard_errors_leave_the_change_undecided() {
         let on = |b: Bracket, ms: f64, se: f64| on_machine(b, ms, Some(se));
