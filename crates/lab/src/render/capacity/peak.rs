@@ -141,11 +141,12 @@ pub fn sentence(p: &Peak) -> String {
 /// makes a knee bistable: a burst or a stall tips the server, its backlog grows its
 /// connections, each request then costs it more (#33: nginx passed 88 000 req/s at 97 % of
 /// its core, 11.0 µs a request, and carried 77 600-82 400 at 100 % once behind, 12.5 µs), and
-/// it stays behind while the load stays. None otherwise.
+/// it may stay behind while the load stays (the overloaded probes ran at higher rates than the
+/// capacity, so the sentence says may). None otherwise.
 pub fn above(p: &Peak, capacity: f64) -> Option<String> {
     (capacity > p.median_rps).then(|| {
         format!(
-            "The capacity, {} req/s, is above what the server carried in most of the probes it had fallen behind in ({} to {} req/s, median {}): it keeps up at that rate only while nothing tips it, and after a burst or a stall it would not catch up while the load stayed there. The most it carried in every one of those probes is {} req/s: a rate to stake a decision on is no higher.",
+            "The capacity, {} req/s, is above what the server carried in most of the probes it had fallen behind in ({} to {} req/s, median {}): it keeps up at that rate only while nothing tips it, and after a burst or a stall it may not catch up while the load stays there (those probes were offered more than this rate, so this is what they suggest, not what was measured at it). It carried at least {} req/s in every one of those probes: a rate to stake a decision on is no higher.",
             thousands(capacity),
             thousands(p.low_rps),
             thousands(p.high_rps),
@@ -238,7 +239,7 @@ mod tests {
         let said = above(&peak, 88_000.0).unwrap();
         assert!(
             said.contains("The capacity, 88 000 req/s, is above what the server carried in most of the probes it had fallen behind in (77 600 to 82 400 req/s, median 81 700)")
-                && said.contains("The most it carried in every one of those probes is 77 600 req/s"),
+                && said.contains("It carried at least 77 600 req/s in every one of those probes"),
             "{said}"
         );
         assert_eq!(json(&peak, Some(88_000.0))["capacity_above_median"], true);
