@@ -137,7 +137,7 @@ pub fn sentence(p: &Peak) -> String {
 
 /// When the capacity found lies above what the server carried in most of the probes it had
 /// fallen behind in (their median: one slow probe alone does not say it): a rate it keeps up
-/// with from a standing start but cannot catch up at once it is behind. Such a window is what
+/// with from a standing start but may not catch up in once behind. Such a window is what
 /// makes a knee bistable: a burst or a stall tips the server, its backlog grows its
 /// connections, each request then costs it more (#33: nginx passed 88 000 req/s at 97 % of
 /// its core, 11.0 µs a request, and carried 77 600-82 400 at 100 % once behind, 12.5 µs), and
