@@ -23,15 +23,19 @@
 //! the binomial), [`wilson`] and [`clopper_pearson`] bound a share, [`requests_for_tail`]
 //! says how many requests a percentile needs, [`decide`] reads an interval against a
 //! limit as pass, fail or undecided, and [`sign_test`] says how often a fair coin agrees
-//! with itself as much as a few repeated verdicts did.
+//! with itself as much as a few repeated verdicts did. [`change`] is the one rule for "did
+//! B change against A" over repeated runs: the change with its interval, within, crossed or
+//! undecided against a limit, for `compare` and the interleaved A/B experiment alike.
 //!
 //! Not here: a mean or a variance (a sum divided by a count, with nothing to define), rank
 //! tests (the lab's `compare::stats`), estimators of tails and fits (accesslog's Hill and
 //! lognormal code: they sort for their own reasons).
 
 mod binomial;
+pub mod change;
 pub mod interval;
 
+pub use change::{change, Change, NoInterval, Pairing};
 pub use interval::{
     batch_share, clopper_pearson, decide, quantile_ranks, wilson, Confidence, Decision, Interval,
     Limit, RankInterval,
