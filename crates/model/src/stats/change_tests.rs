@@ -39,7 +39,7 @@ fn verdicts(
     limit: Limit,
     mut experiment: impl FnMut(&mut Draw) -> (Vec<f64>, Vec<f64>, Pairing),
 ) -> (usize, usize, usize) {
-    let mut draw = Draw(0x5eed_0f_c4a7);
+    let mut draw = Draw(0x5eed_0fc4_a700);
     let mut counts = (0, 0, 0);
     for _ in 0..trials {
         let (a, b, pairing) = experiment(&mut draw);
