@@ -89,6 +89,34 @@ pub fn pct(share: f64) -> String {
     format!("{} %", sig3(100.0 * share))
 }
 
+/// A change (−0.151 for 15.1 % lower) as a signed percentage to one decimal, with a true
+/// minus sign: `+2.0 %`, `−15.1 %`, `+0.0 %`; `any rise` and `any drop` for a change the data
+/// leave unbounded (+∞, or −100 % reached through an open bound). One decimal, not three
+/// significant figures: a change is read against a limit written in whole per cent.
+pub fn change(fraction: f64) -> String {
+    if fraction.is_nan() {
+        return "-".into();
+    }
+    if fraction == f64::INFINITY {
+        return "any rise".into();
+    }
+    if fraction <= -1.0 {
+        return "any drop".into();
+    }
+    format!("{:+.1} %", 100.0 * fraction).replace('-', "\u{2212}")
+}
+
+/// An interval of changes: `−22.0 .. −8.0 %`, `−3.1 .. +2.0 %`, `−4.0 % .. any rise`.
+pub fn change_interval(low: f64, high: f64) -> String {
+    let (lo, hi) = (change(low), change(high));
+    // The unit once, at the end, when both ends carry it.
+    let lo = match lo.strip_suffix(" %") {
+        Some(bare) if hi.ends_with(" %") => bare.to_string(),
+        _ => lo,
+    };
+    format!("{lo} .. {hi}")
+}
+
 /// A rate of requests per second: `334 req/s`, `0.0300 req/s`, `41 800 req/s`.
 pub fn rate(per_s: f64) -> String {
     format!("{} req/s", sig3(per_s))
@@ -214,5 +242,23 @@ mod tests {
         assert_eq!(duration(0.0), "0 s");
         assert_eq!(duration(400.0 * 86_400.0), "400 d");
         assert_eq!(duration(f64::NAN), "-");
+    }
+
+    #[test]
+    fn changes_are_signed_to_one_decimal_with_a_true_minus() {
+        assert_eq!(change(-0.151), "\u{2212}15.1 %");
+        assert_eq!(change(0.02), "+2.0 %");
+        assert_eq!(change(0.0), "+0.0 %");
+        assert_eq!(change(f64::INFINITY), "any rise");
+        assert_eq!(change(-1.0), "any drop");
+        assert_eq!(
+            change_interval(-0.22, -0.08),
+            "\u{2212}22.0 .. \u{2212}8.0 %"
+        );
+        assert_eq!(
+            change_interval(-0.04, f64::INFINITY),
+            "\u{2212}4.0 % .. any rise"
+        );
+        assert_eq!(change_interval(-1.0, 0.05), "any drop .. +5.0 %");
     }
 }

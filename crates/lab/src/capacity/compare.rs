@@ -1,5 +1,5 @@
 //! Two capacity results side by side (issue #25 §2): "capacity 41 800 → 37 100 req/s
-//! (−11.2 %, brackets do not overlap)", and a threshold on the change (`capacity>-5%`) judged
+//! (−11.2 %; the brackets allow −15.7 .. −6.9 %)", and a threshold on the change (`capacity>-5%`) judged
 //! from the two searches' uncertainty (issue #33 §5) with three answers — within, crossed,
 //! or cannot decide — as `compare` judges runs.
 //!
@@ -13,15 +13,14 @@
 //!
 //! - **crossed** when even the most favourable change is at or below the limit: the brackets
 //!   are apart, and by more than the limit;
-//! - **within** when even the least favourable change is above the limit; or when both
-//!   searches found a capacity and their brackets overlap (share a rate): no change the
-//!   searches can tell, which passes as a run's change that is not significant does. Two
-//!   searches of one server whose brackets touch (one passed the rate the other failed) are
-//!   such a pair;
-//! - **cannot decide** otherwise: the brackets are apart but the change may lie either side
-//!   of the limit, or an open bracket (a search the generator ended, or one that failed at
-//!   its lowest rate) overlaps the other and so says nothing of the change. `compare` exits 3
-//!   then, as for runs: never a pass.
+//! - **within** when even the least favourable change is above the limit;
+//! - **cannot decide** otherwise: the changes the brackets allow lie on both sides of the
+//!   limit. `compare` exits 3 then, as for runs: never a pass.
+//!
+//! This is the rule `compare` judges runs by (`webscope_model::stats::change`, #53): the
+//! allowed changes are the interval, and only an interval wholly on one side of the limit
+//! decides. Brackets that overlap are no longer a pass by themselves: an A/A pair of
+//! searches was called "within" `capacity>-10%` while its own brackets allowed −14.8 %.
 //!
 //! **The machine's speed.** A search records the mean of its reference loop's readings
 //! (`machine_reference`: [`webscope_monitor::reference`]) and its standard error. On a shared
@@ -47,6 +46,7 @@
 //! `webscope compare` sets side by side (`compare`), nor its command line.
 
 use serde_json::Value;
+use webscope_report::human;
 
 /// The interval a result puts the capacity in, and its point figure.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,11 +117,6 @@ impl Bracket {
     /// and the other failed is shared).
     pub fn overlaps(&self, other: &Bracket) -> bool {
         self.low.max(other.low) <= self.high.min(other.high)
-    }
-
-    /// Whether the search found a capacity: a bracket closed at both ends by its own probes.
-    fn found(&self) -> bool {
-        self.capacity.is_some() && self.high.is_finite()
     }
 }
 
@@ -211,22 +206,18 @@ pub fn sentence_of(base: &Bracket, cand: &Bracket, what: Searched) -> String {
         (None, true) => format!("{:.0}..{:.0}", b.low, b.high),
     };
     let change = match (base.capacity, cand.capacity) {
-        (Some(b), Some(c)) if b > 0.0 => format!("{:+.1} %, ", 100.0 * (c - b) / b),
+        (Some(b), Some(c)) if b > 0.0 => format!("{}; ", human::change(c / b - 1.0)),
         _ => String::new(),
     };
-    let overlap = if base.overlaps(cand) {
-        "brackets overlap: no significant change"
-    } else {
-        "brackets do not overlap"
-    };
+    let (worst, best) = changes(base, cand);
     format!(
-        "{} {} → {} {} ({change}{overlap})",
+        "{} {} → {} {} ({change}the brackets allow {})",
         what.name,
         show(base),
         show(cand),
-        what.unit
+        what.unit,
+        human::change_interval(worst, best)
     )
-    .replace('-', "−")
 }
 
 /// The changes of the candidate against the baseline that their brackets allow, as
@@ -330,19 +321,11 @@ fn on_machines(base: &Bracket, cand: &Bracket, decided: Decided) -> Decided {
     }
 }
 
-/// [`decide`] on the brackets alone.
+/// [`decide`] on the brackets alone: the changes they allow are the interval.
 fn decide_brackets(base: &Bracket, cand: &Bracket, least: f64) -> Decided {
     let (worst, best) = changes(base, cand);
-    let span = format!(
-        "{} to {}",
-        pct(worst),
-        if best.is_finite() {
-            pct(best)
-        } else {
-            "any rise".into()
-        }
-    );
-    let limit = pct(least);
+    let span = human::change_interval(worst, best);
+    let limit = human::change(least);
     let (decision, why) = if best <= least {
         (
             Decision::Fail,
@@ -353,30 +336,13 @@ fn decide_brackets(base: &Bracket, cand: &Bracket, least: f64) -> Decided {
             Decision::Pass,
             format!("the brackets allow {span}: even the least favourable is above {limit}"),
         )
-    } else if base.found() && cand.found() && base.overlaps(cand) {
-        (
-            Decision::Pass,
-            format!("the brackets overlap, allowing {span}: no change the two searches can tell"),
-        )
-    } else if base.overlaps(cand) {
-        (
-            Decision::CannotDecide,
-            format!(
-                "the brackets allow {span}, and an open one (no capacity found) overlaps the other"
-            ),
-        )
     } else {
         (
             Decision::CannotDecide,
-            format!("the brackets are apart and allow {span}: either side of {limit}"),
+            format!("the brackets allow {span}: either side of {limit}"),
         )
     };
     Decided { decision, why }
-}
-
-/// A change for people: "−7.4 %", "+2.0 %".
-fn pct(change: f64) -> String {
-    format!("{:+.1} %", 100.0 * change).replace('-', "−")
 }
 
 #[cfg(test)]
@@ -449,14 +415,14 @@ mod tests {
         let drop = found(37_100.0, 38_900.0);
         assert_eq!(
             sentence(&base, &drop),
-            "capacity 41800 → 37100 req/s (−11.2 %, brackets do not overlap)"
+            "capacity 41800 → 37100 req/s (−11.2 %; the brackets allow −15.7 .. −6.9 %)"
         );
         // Even 38 900 against 41 800 is −6.9 %: crossed.
         let d = decide(&base, &drop, -0.05);
         assert_eq!(d.decision, Decision::Fail);
-        assert!(d.why.contains("allow −15.7 % to −6.9 %"), "{}", d.why);
+        assert!(d.why.contains("allow −15.7 .. −6.9 %"), "{}", d.why);
         let same = found(42_900.0, 45_000.0);
-        assert!(sentence(&base, &same).contains("no significant change"));
+        assert!(sentence(&base, &same).contains("allow −2.5 .. +7.7 %"));
         assert_eq!(decision(&base, &same), Decision::Pass);
         // Apart, but 39 000..41 000 against 41 800..44 000 is −11.4 % to −1.9 %: the drop
         // may be within 5 % or beyond it.
@@ -478,24 +444,40 @@ mod tests {
         assert_eq!(Bracket::of(&json!({"ending": null})), None);
     }
 
-    /// #33: two searches of one server pass `capacity>-5%` both ways round: the same
-    /// bracket, overlapping brackets, and brackets that touch (one search passed the rate the
-    /// other failed), as the search's grid makes them.
+    /// #33 and #53: two searches of one server pass `capacity>-5%` only when their brackets
+    /// rule out a drop of 5 % (the same narrow bracket, or the candidate's above); brackets
+    /// that overlap or touch but allow a larger drop cannot decide it (they were a pass before
+    /// #53: an A/A pair was "within" `capacity>-10%` while allowing −14.8 %). Never a fail.
     #[test]
-    fn two_searches_of_one_server_pass_both_ways_round() {
+    fn two_searches_of_one_server_are_never_a_regression() {
+        let same = found(43_200.0, 44_800.0);
+        assert_eq!(decision(&same, &same), Decision::Pass);
         let pairs = [
-            (found(43_200.0, 44_800.0), found(43_200.0, 44_800.0)),
             (found(43_200.0, 44_800.0), found(44_000.0, 46_400.0)),
             (found(43_200.0, 44_800.0), found(44_800.0, 46_400.0)),
-            // Wide brackets that overlap: no change the searches can tell.
+            // Wide brackets that overlap: they allow −18.2 % .. +14.8 %.
             (found(41_800.0, 44_000.0), found(36_000.0, 48_000.0)),
         ];
         for (a, b) in pairs {
-            for (base, cand) in [(&a, &b), (&b, &a)] {
-                let d = decide(base, cand, -0.05);
-                assert_eq!(d.decision, Decision::Pass, "{base:?} → {cand:?}: {}", d.why);
-            }
+            // Whichever way round allows the larger drop cannot decide; neither is a fail.
+            let both = [decide(&a, &b, -0.05), decide(&b, &a, -0.05)];
+            assert!(
+                both.iter().all(|d| d.decision != Decision::Fail),
+                "{both:?}"
+            );
+            assert!(
+                both.iter().any(|d| d.decision == Decision::CannotDecide),
+                "{both:?}"
+            );
         }
+        // The same search compared with itself, an open bracket: no percentage it cannot
+        // support (#52: "−100.0 %").
+        let open =
+            Bracket::of(&json!({"ending": {"kind": "generator", "above_rps": 16_000.0}})).unwrap();
+        assert_eq!(
+            sentence(&open, &open),
+            "capacity above 16000 → above 16000 req/s (the brackets allow any drop .. any rise)"
+        );
         // #33's pair, 25 600 → 16 800 with ±2 % brackets, is a drop the brackets cannot
         // hide: crossed. That it came from two searches of one server is the brackets'
         // fault (the search's), not the rule's.

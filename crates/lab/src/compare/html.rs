@@ -212,7 +212,7 @@ pub fn page(title: &str, comparisons: &[(Comparison, &[Run], &[Run])]) -> String
                 "{} baseline run(s), {} candidate run(s)",
                 c.runs.0, c.runs.1
             ),
-            table: table([c], &Layout::PAGE),
+            table: table([c], &Layout::ONE_POINT),
         }];
         blocks.extend(charts(&c.scope, base, cand));
         if let Some(d) = &c.distributions {

@@ -1,14 +1,19 @@
 //! `webscope compare`: did the candidate get slower than the baseline? Per metric (goodput,
-//! responses per second, error share, p50/p90/p99/p99.9, server CPU per request) the change
-//! and whether it is significant: an exact rank test over repeated runs; or, where the data
-//! cannot support a test (one run a side, too few runs, too few requests beyond a
-//! percentile), that it cannot be decided. A single run's intervals are no substitute for
-//! repeats: runs of one server differ by more than one run's intervals do (a rank test over
-//! intervals flagged 8 to 11 of 20 pairs of runs of one server, `bench/compare_aa.py`), as
-//! Kalibera and Jones found for benchmarks generally (the run, not the iteration, is what to
-//! repeat). The latency distributions compared as wholes (Kolmogorov-Smirnov);
-//! thresholds (`p99<+5%,rps>-3%`) that fail the command when a significant change crosses
-//! them, for CI, and that are never passed when their row could not be decided.
+//! responses per second, error share, p50/p90/p99/p99.9, server CPU per request) the size of
+//! the change with its 95 % interval over repeated runs, and thresholds (`p99<+5%,rps>-3%`)
+//! judged by that interval, for CI: **within** when the whole interval lies on the limit's
+//! good side, **CROSSED** when it lies wholly beyond, **cannot be decided** otherwise, with
+//! the runs that would likely decide it. The rule is `webscope_model::stats::change` (the
+//! equivalence test, TOST), the one the interleaved A/B experiment decides by too: a rank
+//! test's "no significant change" passed 9-15 % regressions against a 3 % limit in four of six
+//! trials (#53), because failing to see a change does not show that it is small.
+//!
+//! Runs taken interleaved (A, B, A, B ... by their start times) are paired: a pair's ratio is
+//! far steadier than either side on a shared machine. One run a side decides nothing: runs of
+//! one server differ by more than one run's intervals do (a test over intervals flagged 8 to
+//! 11 of 20 pairs of runs of one server, `bench/compare_aa.py`), as Kalibera and Jones found
+//! for benchmarks generally (the run, not the iteration, is what to repeat). The latency
+//! distributions are also compared as wholes (Kolmogorov-Smirnov).
 //!
 //! Inputs are what webscope writes: a lab run directory (`run.json`, `load.hlog`), a lab
 //! report (its clients sweep, point by point: the runs of a point are its repeats), or a
@@ -20,7 +25,10 @@ pub mod stats;
 pub mod table;
 
 use serde::Serialize;
-use webscope_model::stats::{median, requests_for_tail};
+use webscope_model::stats::{
+    change, requests_for_tail, Change, Confidence, Decision, Limit, NoInterval, Pairing,
+};
+use webscope_report::human;
 
 use input::Run;
 
@@ -58,28 +66,38 @@ fn higher_is_better(name: &str) -> bool {
     matches!(name, "goodput" | "rps")
 }
 
+/// The level of every interval `compare` gives.
+pub const CONFIDENCE: Confidence = Confidence::P95;
+
 /// One metric compared.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     /// The metric.
     pub metric: String,
-    /// Baseline (median of its runs).
+    /// Baseline: the geometric mean of its runs (their mean where a figure is 0), so that
+    /// baseline × (1 + change) is the candidate.
     pub baseline: f64,
-    /// Candidate (median of its runs).
+    /// Candidate, likewise.
     pub candidate: f64,
-    /// candidate / baseline − 1, per cent.
+    /// candidate / baseline − 1, per cent: the centre of `interval_pct`.
     pub change_pct: f64,
-    /// How significance was judged.
+    /// The change's 95 % interval, per cent, [low, high]; none when the runs cannot give
+    /// one (then `test` says why).
+    pub interval_pct: Option<[f64; 2]>,
+    /// How the change was measured ("4 and 4 runs", "6 interleaved pairs"), or why it
+    /// cannot be decided.
     pub test: String,
-    /// The rank test's p-value, when it ran.
-    pub p: Option<f64>,
-    /// Whether a test could run at all: false when the data cannot support one (then `test`
-    /// says why, and `significant` is false without meaning "no change").
+    /// Whether the runs were paired by the order they were taken in.
+    pub paired: bool,
+    /// Whether there is an interval at all: false when the data cannot support one.
     pub decided: bool,
-    /// Whether the change is beyond the noise.
+    /// Whether the interval leaves out "no change".
     pub significant: bool,
     /// Whether the change is for the worse.
     pub worse: bool,
+    /// The change with its interval, for the thresholds' verdicts.
+    #[serde(skip)]
+    pub change: Option<Change>,
 }
 
 /// The two latency distributions as wholes.
@@ -98,35 +116,17 @@ pub struct Comparison {
     pub scope: String,
     /// Runs on each side.
     pub runs: (usize, usize),
+    /// Whether the runs were taken interleaved, and so compared pair by pair.
+    pub paired: bool,
     /// Per metric.
     pub rows: Vec<Row>,
     /// The distributions, when both sides have interval logs.
     pub distributions: Option<Distributions>,
 }
 
-/// Below this p-value (rank test) a change is significant.
-pub const ALPHA: f64 = 0.05;
-
-/// How a metric's change was judged.
-struct Decision {
-    test: String,
-    p: Option<f64>,
-    decided: bool,
-}
-
-impl Decision {
-    fn undecided(why: String) -> Decision {
-        Decision {
-            test: format!("cannot be decided: {why}"),
-            p: None,
-            decided: false,
-        }
-    }
-}
-
 /// A run counts for a percentile only with at least this many requests beyond it: with
 /// fewer, its "p99.9" is the latency of a request or two (the run's maximum, not its tail),
-/// and a test on it would test something else than its name says.
+/// and a change in it would be a change in something else than its name says.
 pub const MIN_BEYOND: u64 = 10;
 
 /// The percentile a latency metric names, and how people write it.
@@ -148,79 +148,156 @@ pub const ONE_RUN_WHY: &str = "one run a side decides nothing: runs of one serve
                                more than one run's intervals do; repeat them (lab --repeat 4, \
                                or a directory of 4 or more load --json results a side)";
 
-/// Judges one metric over the runs (`a`, `b`: its value in each run that has it), or says
-/// why it cannot: a test that can only say "no" is no test.
-fn judge(name: &str, base: &[Run], cand: &[Run], a: &[f64], b: &[f64]) -> Decision {
-    if base.len() < 2 || cand.len() < 2 {
-        return Decision::undecided(ONE_RUN.into());
+/// Whether the two sides' runs were taken interleaved: as many on each side (two or more),
+/// every one with its start time, and, in the order they started, each consecutive two one
+/// of each side (A B, B A, A B ...). Then run i of each side, by start, make a pair.
+pub fn interleaved(base: &[Run], cand: &[Run]) -> bool {
+    if base.len() != cand.len() || base.len() < 2 {
+        return false;
     }
-    let (a, b, why) = match percentile(name) {
-        // Only the runs that carry the percentile: enough requests beyond it.
-        Some((q, label)) => {
-            // A percentile here is one of `percentile`'s, below 1: there is always a count.
-            let need = requests_for_tail(q, MIN_BEYOND).map_or(f64::INFINITY, |n| n as f64);
-            let carry = |runs: &[Run]| -> Vec<f64> {
-                runs.iter()
-                    .filter(|r| r.load.total.requests as f64 >= need)
-                    .filter_map(|r| metric(r, name))
-                    .collect()
-            };
-            let (x, y) = (carry(base), carry(cand));
-            let why = format!(
-                "{} and {} runs of {need}+ requests ({MIN_BEYOND} beyond {label})",
-                x.len(),
-                y.len()
-            );
-            (x, y, why)
-        }
-        None => (
-            a.to_vec(),
-            b.to_vec(),
-            format!("{} and {} runs", a.len(), b.len()),
-        ),
-    };
-    if stats::smallest_p(a.len(), b.len()) >= ALPHA {
-        return Decision::undecided(format!("{why}, too few for p < {ALPHA}"));
+    let mut all: Vec<(f64, bool)> = base
+        .iter()
+        .map(|r| (r.load.started_unix_s, false))
+        .chain(cand.iter().map(|r| (r.load.started_unix_s, true)))
+        .collect();
+    if all.iter().any(|(t, _)| !(t.is_finite() && *t > 0.0)) {
+        return false;
     }
-    Decision {
-        test: format!("rank test, {} and {} runs", a.len(), b.len()),
-        p: stats::mann_whitney(&b, &a),
-        decided: true,
-    }
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    all.chunks(2).all(|pair| pair[0].1 != pair[1].1)
 }
 
-/// Compares `base` with `cand` (each a set of repeated runs of one configuration).
-pub fn compare(scope: &str, base: &[Run], cand: &[Run]) -> Comparison {
-    let mut rows = Vec::new();
-    for name in METRICS {
-        let a: Vec<f64> = base.iter().filter_map(|r| metric(r, name)).collect();
-        let b: Vec<f64> = cand.iter().filter_map(|r| metric(r, name)).collect();
-        let (Some(ma), Some(mb)) = (median(&a), median(&b)) else {
-            continue;
-        };
-        let change_pct = if ma != 0.0 {
-            100.0 * (mb / ma - 1.0)
-        } else {
-            0.0
-        };
-        let judged = judge(name, base, cand, &a, &b);
-        let worse = if higher_is_better(name) {
-            change_pct < 0.0
-        } else {
-            change_pct > 0.0
-        };
-        rows.push(Row {
-            metric: name.to_string(),
-            baseline: ma,
-            candidate: mb,
-            change_pct,
-            significant: judged.p.is_some_and(|p| p < ALPHA),
-            test: judged.test,
-            p: judged.p,
-            decided: judged.decided,
-            worse,
-        });
+/// `runs` in the order they started.
+fn by_start(runs: &[Run]) -> Vec<&Run> {
+    let mut v: Vec<&Run> = runs.iter().collect();
+    v.sort_by(|x, y| x.load.started_unix_s.total_cmp(&y.load.started_unix_s));
+    v
+}
+
+/// A side's level: the geometric mean of `v`, or the mean where a figure is not positive.
+fn level(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
     }
+    let n = v.len() as f64;
+    Some(if v.iter().all(|x| *x > 0.0) {
+        (v.iter().map(|x| x.ln()).sum::<f64>() / n).exp()
+    } else {
+        v.iter().sum::<f64>() / n
+    })
+}
+
+/// The figures of metric `name` that count, one per run (paired: per pair, both sides
+/// carrying it), and what they are in words: a percentile counts only in runs with
+/// [`MIN_BEYOND`] requests beyond it.
+fn figures(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> (Vec<f64>, Vec<f64>, String) {
+    let need = percentile(name)
+        .and_then(|(q, _)| requests_for_tail(q, MIN_BEYOND))
+        .map_or(0.0, |n| n as f64);
+    let of = |r: &Run| metric(r, name).filter(|_| r.load.total.requests as f64 >= need);
+    let (a, b): (Vec<f64>, Vec<f64>) = if paired {
+        base.iter()
+            .zip(cand)
+            .filter_map(|(x, y)| Some((of(x)?, of(y)?)))
+            .unzip()
+    } else {
+        (
+            base.iter().filter_map(|r| of(r)).collect(),
+            cand.iter().filter_map(|r| of(r)).collect(),
+        )
+    };
+    let runs = if paired {
+        format!("{} interleaved pairs", a.len())
+    } else {
+        format!("{} and {} runs", a.len(), b.len())
+    };
+    let what = match percentile(name) {
+        Some((_, label)) => format!("{runs} of {need}+ requests ({MIN_BEYOND} beyond {label})"),
+        None => runs,
+    };
+    (a, b, what)
+}
+
+/// One metric's row, or none when neither side measured it.
+fn row(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> Option<Row> {
+    let all = |runs: &[&Run]| {
+        runs.iter()
+            .filter_map(|r| metric(r, name))
+            .collect::<Vec<_>>()
+    };
+    let (ma, mb) = (level(&all(base))?, level(&all(cand))?);
+    let (a, b, what) = figures(name, base, cand, paired);
+    let pairing = if paired {
+        Pairing::Paired
+    } else {
+        Pairing::Unpaired
+    };
+    let measured = if base.len() < 2 || cand.len() < 2 {
+        Err(ONE_RUN.to_string())
+    } else {
+        change(&a, &b, pairing, CONFIDENCE).map_err(|why| match why {
+            NoInterval::TooFewRuns => format!("{what}, too few for an interval"),
+            other => format!("{what}: {other}"),
+        })
+    };
+    let higher = higher_is_better(name);
+    Some(match measured {
+        Ok(c) => {
+            let estimate = 100.0 * c.estimate;
+            Row {
+                metric: name.to_string(),
+                baseline: level(&a).unwrap_or(ma),
+                candidate: level(&b).unwrap_or(mb),
+                change_pct: estimate,
+                interval_pct: Some([100.0 * c.interval.low, 100.0 * c.interval.high]),
+                test: what,
+                paired,
+                decided: true,
+                significant: c.excludes_zero(),
+                worse: if higher {
+                    estimate < 0.0
+                } else {
+                    estimate > 0.0
+                },
+                change: Some(c),
+            }
+        }
+        Err(why) => {
+            let estimate = if ma != 0.0 {
+                100.0 * (mb / ma - 1.0)
+            } else {
+                0.0
+            };
+            Row {
+                metric: name.to_string(),
+                baseline: ma,
+                candidate: mb,
+                change_pct: estimate,
+                interval_pct: None,
+                test: format!("cannot be decided: {why}"),
+                paired,
+                decided: false,
+                significant: false,
+                worse: if higher {
+                    estimate < 0.0
+                } else {
+                    estimate > 0.0
+                },
+                change: None,
+            }
+        }
+    })
+}
+
+/// Compares `base` with `cand` (each a set of repeated runs of one configuration), pair by
+/// pair when they were taken interleaved.
+pub fn compare(scope: &str, base: &[Run], cand: &[Run]) -> Comparison {
+    let paired = interleaved(base, cand);
+    let (a, b) = (by_start(base), by_start(cand));
+    let rows = METRICS
+        .iter()
+        .filter_map(|name| row(name, &a, &b, paired))
+        .collect();
     let merged = |runs: &[Run]| {
         let mut total: Option<hdrhistogram::Histogram<u64>> = None;
         for r in runs {
@@ -242,6 +319,7 @@ pub fn compare(scope: &str, base: &[Run], cand: &[Run]) -> Comparison {
     Comparison {
         scope: scope.to_string(),
         runs: (base.len(), cand.len()),
+        paired,
         rows,
         distributions,
     }
@@ -296,20 +374,32 @@ impl Threshold {
             .collect()
     }
 
-    /// Whether `row` crosses it: a significant change past the limit.
-    pub fn crossed(&self, row: &Row) -> bool {
-        let past = if self.below {
-            row.change_pct >= self.limit_pct
+    /// The limit on the change, as a fraction: a ceiling for `<`, a floor for `>`.
+    pub fn limit(&self) -> Limit {
+        let at = self.limit_pct / 100.0;
+        if self.below {
+            Limit::AtMost(at)
         } else {
-            row.change_pct <= self.limit_pct
-        };
-        past && row.significant
+            Limit::AtLeast(at)
+        }
     }
 
-    /// Whether it cannot be judged: its figure was not measured on both sides (no row), or
-    /// the data could not support a test of it. Such a threshold is never passed.
+    /// What `row`'s interval says of the limit: within (pass), crossed (fail), or undecided
+    /// (no row: the figure was not measured on both sides; or no interval; or one that
+    /// straddles the limit). An undecided threshold is never passed.
+    pub fn judge(&self, row: Option<&Row>) -> Decision {
+        row.and_then(|r| r.change.as_ref())
+            .map_or(Decision::Undecided, |c| c.decide(self.limit()))
+    }
+
+    /// Whether `row`'s whole interval lies beyond the limit.
+    pub fn crossed(&self, row: &Row) -> bool {
+        self.judge(Some(row)) == Decision::Fail
+    }
+
+    /// Whether it cannot be judged (see [`Threshold::judge`]).
     pub fn undecided(&self, row: Option<&Row>) -> bool {
-        row.is_none_or(|r| !r.decided)
+        self.judge(row) == Decision::Undecided
     }
 
     /// The threshold as written: `p99<+5%`.
@@ -322,8 +412,9 @@ impl Threshold {
         )
     }
 
-    /// One line: the threshold, the change, and the verdict (`row`: the metric's row, none
-    /// when the figure was not measured on both sides).
+    /// One sentence: the change with its interval and runs, and the verdict, e.g.
+    /// "goodput −15.1 % (95 % interval −22.0 .. −8.0 %, 4 and 4 runs): CROSSED goodput>-3%"
+    /// (`row`: the metric's row, none when the figure was not measured on both sides).
     pub fn verdict(&self, row: Option<&Row>) -> String {
         let Some(row) = row else {
             return format!(
@@ -331,24 +422,38 @@ impl Threshold {
                 self.written()
             );
         };
-        let how = match row.p {
-            Some(p) => format!("{}, p = {p:.3}", row.test),
-            None => row.test.clone(),
+        let change = human::change(row.change_pct / 100.0);
+        let Some(c) = &row.change else {
+            return format!(
+                "{} {change} ({}): CANNOT BE DECIDED against {}",
+                row.metric,
+                row.test,
+                self.written()
+            );
         };
-        format!(
-            "{}: {:+.1} % ({how}): {}",
-            self.written(),
-            row.change_pct,
-            if !row.decided {
-                "CANNOT BE DECIDED"
-            } else if self.crossed(row) {
-                "CROSSED"
-            } else if row.significant {
-                "within"
-            } else {
-                "within (no significant change)"
+        let measured = format!(
+            "{} {change} ({} interval {}, {})",
+            row.metric,
+            human::pct(c.confidence.level()),
+            human::change_interval(c.interval.low, c.interval.high),
+            row.test
+        );
+        match c.decide(self.limit()) {
+            Decision::Pass => format!("{measured}: within {}", self.written()),
+            Decision::Fail => format!("{measured}: CROSSED {}", self.written()),
+            Decision::Undecided => {
+                let more = match c.runs_to_decide(self.limit()) {
+                    Some(n) if row.paired => format!(" (about {n} pairs would likely decide it)"),
+                    Some(n) => format!(" (about {n} runs a side would likely decide it)"),
+                    None => " (the change sits on the limit: more runs are unlikely to decide it)"
+                        .into(),
+                };
+                format!(
+                    "{measured}: CANNOT BE DECIDED against {}{more}",
+                    self.written()
+                )
             }
-        )
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! points. Where it is shown decides only its layout ([`Layout`]). Not for the verdicts on
 //! thresholds (`Threshold::verdict` words its own line).
 
-use webscope_report::Table;
+use webscope_report::{human, Table};
 
 use super::{Comparison, Row};
 
@@ -14,28 +14,18 @@ pub struct Layout<'a> {
     pub scope: Option<&'a str>,
     /// The candidate's column heading.
     pub candidate: &'a str,
-    /// The test's p-value or interval beside its name: the terminal has room for it.
-    pub test_detail: bool,
 }
 
 impl Layout<'static> {
-    /// `webscope compare`'s output: one point a table, the test with its figures.
-    pub const TERMINAL: Layout<'static> = Layout {
+    /// `webscope compare`'s output and `compare --html`: one point a table.
+    pub const ONE_POINT: Layout<'static> = Layout {
         scope: None,
         candidate: "candidate",
-        test_detail: true,
-    };
-    /// `compare --html`: one point a table, the test by name.
-    pub const PAGE: Layout<'static> = Layout {
-        scope: None,
-        candidate: "candidate",
-        test_detail: false,
     };
     /// The lab's `--baseline` section: all client counts in one table, against this lab.
     pub const LAB_BASELINE: Layout<'static> = Layout {
         scope: Some("clients"),
         candidate: "this lab",
-        test_detail: false,
     };
 }
 
@@ -46,8 +36,9 @@ pub fn table<'c>(comparisons: impl IntoIterator<Item = &'c Comparison>, layout: 
         "baseline",
         layout.candidate,
         "change",
-        "significant",
-        "test",
+        "95 % interval",
+        "beyond noise",
+        "runs",
     ];
     let mut t = Table::new(layout.scope.into_iter().chain(columns));
     for c in comparisons {
@@ -56,13 +47,12 @@ pub fn table<'c>(comparisons: impl IntoIterator<Item = &'c Comparison>, layout: 
                 r.metric.clone(),
                 value(&r.metric, r.baseline),
                 value(&r.metric, r.candidate),
-                format!("{:+.1} %", r.change_pct),
+                human::change(r.change_pct / 100.0),
+                r.interval_pct.map_or("-".into(), |[lo, hi]| {
+                    human::change_interval(lo / 100.0, hi / 100.0)
+                }),
                 significance(r).to_string(),
-                if layout.test_detail {
-                    test_with_figures(r)
-                } else {
-                    r.test.clone()
-                },
+                r.test.clone(),
             ];
             let scope = layout.scope.map(|_| c.scope.clone());
             t.row(scope.into_iter().chain(cells));
@@ -83,7 +73,7 @@ pub fn value(metric: &str, v: f64) -> String {
     }
 }
 
-/// Whether the change is beyond the noise, and which way; or that no test could say.
+/// Whether the interval leaves out "no change", and which way; or that there is none.
 fn significance(r: &Row) -> &'static str {
     match (r.decided, r.significant, r.worse) {
         (false, _, _) => "cannot be decided",
@@ -93,36 +83,31 @@ fn significance(r: &Row) -> &'static str {
     }
 }
 
-/// The test's name with its p-value.
-fn test_with_figures(r: &Row) -> String {
-    match r.p {
-        Some(p) => format!("{} (p = {p:.3})", r.test),
-        None => r.test.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn comparison(scope: &str) -> Comparison {
-        let row = |metric: &str, p, decided, significant, worse| Row {
+        let row = |metric: &str, interval_pct, decided, significant, worse| Row {
             metric: metric.into(),
             baseline: 100.0,
             candidate: 1100.0,
             change_pct: 10.0,
-            test: "a test".into(),
-            p,
+            interval_pct,
+            test: "4 and 4 runs".into(),
+            paired: false,
             decided,
             significant,
             worse,
+            change: None,
         };
         Comparison {
             scope: scope.into(),
             runs: (2, 2),
+            paired: false,
             rows: vec![
-                row("p99", Some(0.03), true, true, true),
-                row("goodput", Some(0.01), true, true, false),
+                row("p99", Some([4.0, 16.0]), true, true, true),
+                row("goodput", Some([-2.0, 12.5]), true, false, false),
                 row("rps", None, false, false, false),
             ],
             distributions: None,
@@ -132,17 +117,16 @@ mod tests {
     #[test]
     fn each_place_lays_the_same_rows_out_its_way() {
         let (one, two) = (comparison("1 client"), comparison("2 clients"));
-        let terminal = table([&one], &Layout::TERMINAL);
+        let terminal = table([&one], &Layout::ONE_POINT);
         assert_eq!(terminal.rows.len(), 3);
-        assert_eq!(terminal.rows[0][4], "yes, worse");
-        assert_eq!(terminal.rows[0][5], "a test (p = 0.030)");
-        assert_eq!(terminal.rows[1][4], "yes, better");
-        assert_eq!(terminal.rows[1][5], "a test (p = 0.010)");
-        assert_eq!(terminal.rows[2][4..], ["cannot be decided", "a test"]);
+        assert_eq!(
+            terminal.rows[0][3..],
+            ["+10.0 %", "+4.0 .. +16.0 %", "yes, worse", "4 and 4 runs"]
+        );
+        assert_eq!(terminal.rows[1][4..6], ["\u{2212}2.0 .. +12.5 %", "no"]);
+        assert_eq!(terminal.rows[2][4..6], ["-", "cannot be decided"]);
         assert_eq!(terminal.rows[0][1..3], ["100.0 µs", "1.10 ms"]);
         assert_eq!(terminal.rows[1][1..3], ["100.0/s", "1100.0/s"]);
-        let page = table([&one], &Layout::PAGE);
-        assert_eq!(page.rows[0][5], "a test");
         let lab = table([&one, &two], &Layout::LAB_BASELINE);
         assert_eq!(lab.rows.len(), 6);
         assert_eq!(lab.rows[3][..3], ["2 clients", "p99", "100.0 µs"]);

@@ -8,6 +8,7 @@ use webscope_workload::Rng;
 use super::input::Run;
 use super::*;
 use crate::health::{Expect, Health};
+use webscope_model::stats::Decision;
 
 /// A run of `intervals` one-second intervals of `per` latencies each, drawn from a log-normal
 /// whose upper sixth (above one standard deviation) is stretched by `tail` (1.0: none): the
@@ -81,7 +82,12 @@ fn one_run_a_side_decides_nothing_however_large_the_change() {
     assert_eq!(p99.test, format!("cannot be decided: {ONE_RUN}"));
     let t = &Threshold::parse_list("p99<+5%").unwrap()[0];
     assert!(!t.crossed(p99) && t.undecided(Some(p99)));
-    assert!(t.verdict(Some(p99)).ends_with("CANNOT BE DECIDED"));
+    assert!(
+        t.verdict(Some(p99))
+            .ends_with("(cannot be decided: one run a side): CANNOT BE DECIDED against p99<+5%"),
+        "{}",
+        t.verdict(Some(p99))
+    );
 }
 
 #[test]
@@ -99,13 +105,101 @@ fn two_samples_of_one_distribution_are_not_told_apart() {
 }
 
 #[test]
-fn repeated_runs_use_the_rank_test() {
+fn repeated_runs_give_the_change_with_its_interval() {
     let base: Vec<Run> = (0..5).map(|s| run(10 + s, 3, 20_000, 1.0)).collect();
     let cand: Vec<Run> = (0..5).map(|s| run(20 + s, 3, 20_000, 1.3)).collect();
     let c = compare("run", &base, &cand);
+    assert!(!c.paired, "runs with no start times are not paired");
     let p99 = row(&c, "p99");
-    assert_eq!(p99.test, "rank test, 5 and 5 runs");
-    assert!(p99.significant && p99.p.unwrap() < 0.05, "{p99:?}");
+    assert_eq!(p99.test, "5 and 5 runs of 1000+ requests (10 beyond p99)");
+    let [lo, hi] = p99.interval_pct.unwrap();
+    assert!(
+        p99.significant && lo > 0.0 && lo <= p99.change_pct && p99.change_pct <= hi,
+        "{p99:?}"
+    );
+    let t = &Threshold::parse_list("p99<+5%").unwrap()[0];
+    assert!(t.crossed(p99), "{}", t.verdict(Some(p99)));
+    assert!(
+        t.verdict(Some(p99)).starts_with("p99 +")
+            && t.verdict(Some(p99)).ends_with("): CROSSED p99<+5%"),
+        "{}",
+        t.verdict(Some(p99))
+    );
+}
+
+/// #53's table, rebuilt: runs with 3 % of luck each, four a side, of a server 10 % slower
+/// (goodput 0.90 of A's). The rank test called four of six such trials "within" a 3 %
+/// limit; the interval never does, in 200 trials, and calls most of them CROSSED.
+#[test]
+fn a_ten_per_cent_regression_is_never_within_a_three_per_cent_limit() {
+    let mut rng = Rng::new(0x53);
+    let t = &Threshold::parse_list("rps>-3%").unwrap()[0];
+    let (mut within, mut crossed) = (0, 0);
+    for _ in 0..200 {
+        let base = server_runs(&mut rng, 4, 1.0, 0.03);
+        let cand = server_runs(&mut rng, 4, 1.0 / 0.90, 0.03);
+        let c = compare("run", &base, &cand);
+        let r = row(&c, "rps");
+        within += usize::from(t.judge(Some(r)) == Decision::Pass);
+        crossed += usize::from(t.crossed(r));
+    }
+    eprintln!("10 % slower, 4 runs a side: within {within}, crossed {crossed} of 200");
+    assert_eq!(within, 0);
+    assert!(crossed >= 120, "crossed {crossed} of 200");
+}
+
+/// Runs taken A B, B A, A B ... (by their start times) are compared pair by pair: a drift
+/// of the machine that moves both runs of a pair cancels in their ratio.
+#[test]
+fn interleaved_runs_pair_and_cancel_a_drift() {
+    let mut rng = Rng::new(0x48);
+    let (mut base, mut cand) = (Vec::new(), Vec::new());
+    for round in 0..8 {
+        // The machine's speed drifts 20 % over the rounds; B is 5 % slower in each.
+        let drift = 1.0 + 0.2 * round as f64 / 7.0;
+        let mut a = server_runs(&mut rng, 1, drift, 0.01).remove(0);
+        let mut b = server_runs(&mut rng, 1, drift * 1.05, 0.01).remove(0);
+        let t0 = 1_000_000.0 + 10.0 * round as f64;
+        let (first, second) = if round % 3 == 0 {
+            (t0 + 5.0, t0)
+        } else {
+            (t0, t0 + 5.0)
+        };
+        a.load.started_unix_s = first;
+        b.load.started_unix_s = second;
+        base.push(a);
+        cand.push(b);
+    }
+    assert!(interleaved(&base, &cand));
+    let c = compare("run", &base, &cand);
+    assert!(c.paired);
+    let rps = row(&c, "rps");
+    assert_eq!(rps.test, "8 interleaved pairs");
+    let t = &Threshold::parse_list("rps>-2%").unwrap()[0];
+    assert!(t.crossed(rps), "{}", t.verdict(Some(rps)));
+    // The same runs, their times forgotten: the drift swamps the 5 %.
+    for r in base.iter_mut().chain(cand.iter_mut()) {
+        r.load.started_unix_s = 0.0;
+    }
+    let unpaired = compare("run", &base, &cand);
+    assert!(!unpaired.paired);
+    assert!(
+        t.undecided(Some(row(&unpaired, "rps"))),
+        "{}",
+        t.verdict(Some(row(&unpaired, "rps")))
+    );
+    // Two of one side back to back are not interleaved.
+    base[1].load.started_unix_s = 5.0;
+    base[0].load.started_unix_s = 4.0;
+    cand[0].load.started_unix_s = 6.0;
+    cand[1].load.started_unix_s = 7.0;
+    for (i, r) in base.iter_mut().enumerate().skip(2) {
+        r.load.started_unix_s = 100.0 + 2.0 * i as f64;
+    }
+    for (i, r) in cand.iter_mut().enumerate().skip(2) {
+        r.load.started_unix_s = 101.0 + 2.0 * i as f64;
+    }
+    assert!(!interleaved(&base, &cand));
 }
 
 #[test]
@@ -184,8 +278,8 @@ fn server_runs(rng: &mut Rng, runs: usize, slowdown: f64, run_sd: f64) -> Vec<Ru
 }
 
 /// For `pairs` comparisons of 5 runs of one server against 5 of one `slowdown` times slower
-/// (1.0: the same server), how many found a significant change, per metric; and how many
-/// rows could not be decided.
+/// (1.0: the same server), how many found a significant change (an interval without 0), per
+/// metric; and how many rows could not be decided.
 fn significant_counts(seed: u64, pairs: usize, slowdown: f64) -> Vec<(&'static str, usize, usize)> {
     const TESTED: [&str; 5] = ["rps", "p50", "p90", "p99", "p999"];
     let mut rng = Rng::new(seed);
@@ -219,11 +313,10 @@ fn at_most_five_per_cent(alarms: usize, trials: usize) -> bool {
 }
 
 /// The false-alarm rate, counted, not assumed: 150 comparisons of 5 runs of one server
-/// against 5 more (each run with its own luck) find a significant change in 5 % or fewer for
-/// every tested metric, and every row is decided (20 000 requests a run carry p99.9). The
-/// rank test over runs is exact (`stats` counts its own size), so the rate stays at or under
-/// the level whatever the latencies' distribution. `COMPARE_PAIRS=2000 cargo test --release
-/// -p webscope-lab compare::tests -- --nocapture` counts more.
+/// against 5 more (each run with its own luck) find a change (an interval without 0) in 5 %
+/// or fewer for every tested metric, and every row is decided (20 000 requests a run carry
+/// p99.9). `COMPARE_PAIRS=2000 cargo test --release -p webscope-lab compare::tests --
+/// --nocapture` counts more.
 #[test]
 fn identical_servers_raise_at_most_five_per_cent_false_alarms() {
     let pairs = pairs_or(150);
@@ -262,28 +355,28 @@ fn a_ten_per_cent_slower_server_is_caught() {
     }
 }
 
-/// What cannot be tested is said, never passed: three runs a side (a rank test can reach no
-/// p below 0.1), p99.9 on runs of 2 000 requests (2 beyond it); and a threshold on such a row
-/// is undecided, as one on a figure not measured on both sides (no row).
+/// What cannot be measured is said, never passed: p99.9 on runs of 2 000 requests (2
+/// beyond it), and a small change against a limit near it with two runs a side; and a
+/// threshold on such a row is undecided, as one on a figure not measured on both sides (no
+/// row).
 #[test]
 fn what_the_data_cannot_support_is_undecided_not_passed() {
     let mut rng = Rng::new(9);
-    let base = server_runs(&mut rng, 3, 1.0, 0.03);
-    let cand = server_runs(&mut rng, 3, 2.0, 0.03);
+    let base = server_runs(&mut rng, 2, 1.0, 0.03);
+    let cand = server_runs(&mut rng, 2, 1.02, 0.03);
     let c = compare("run", &base, &cand);
     let rps = row(&c, "rps");
-    assert!(rps.change_pct < -40.0, "{rps:?}");
-    assert!(!rps.decided && !rps.significant, "{rps:?}");
-    assert_eq!(
-        rps.test,
-        "cannot be decided: 3 and 3 runs, too few for p < 0.05"
-    );
-    let t = &Threshold::parse_list("rps>-10%").unwrap()[0];
+    assert!(rps.decided, "{rps:?}");
+    let t = &Threshold::parse_list("rps>-3%").unwrap()[0];
     assert!(t.undecided(Some(rps)) && !t.crossed(rps));
+    let said = t.verdict(Some(rps));
     assert!(
-        t.verdict(Some(rps)).ends_with("CANNOT BE DECIDED"),
-        "{}",
-        t.verdict(Some(rps))
+        said.contains("CANNOT BE DECIDED against rps>-3% (about "),
+        "{said}"
+    );
+    assert!(
+        said.contains("runs a side would likely decide it)"),
+        "{said}"
     );
     let small = |rng: &mut Rng| {
         let mut runs = server_runs(rng, 5, 1.0, 0.03);
@@ -297,7 +390,7 @@ fn what_the_data_cannot_support_is_undecided_not_passed() {
     assert!(!p999.decided, "{p999:?}");
     assert_eq!(
         p999.test,
-        "cannot be decided: 0 and 0 runs of 10000+ requests (10 beyond p99.9), too few for p < 0.05"
+        "cannot be decided: 0 and 0 runs of 10000+ requests (10 beyond p99.9), too few for an interval"
     );
     assert!(row(&c, "p99").decided, "20 beyond p99 a run is enough");
     assert!(Threshold::parse_list("cpu_us<+5%").unwrap()[0].undecided(None));

@@ -136,7 +136,14 @@ fn sweep(dir: &Path, baseline: &Path, heading: String) -> (Section, serde_json::
             c.rows
                 .iter()
                 .filter(|r| r.significant && r.worse)
-                .map(move |r| format!("{} at {} ({:+.1} %)", r.metric, c.scope, r.change_pct))
+                .map(move |r| {
+                    format!(
+                        "{} at {} ({})",
+                        r.metric,
+                        c.scope,
+                        webscope_report::human::change(r.change_pct / 100.0)
+                    )
+                })
         })
         .collect();
     let undecided = comparisons
@@ -147,20 +154,23 @@ fn sweep(dir: &Path, baseline: &Path, heading: String) -> (Section, serde_json::
     blocks.push(Block::Text(if worse.is_empty() && undecided > 0 {
         // "No figure is worse" would read as a pass of what no test could judge.
         format!(
-            "{undecided} figure{} cannot be decided (the table says why; a test needs 4 or more runs a side: lab --repeat 4), and none of the others is significantly worse than the baseline's.",
+            "{undecided} figure{} cannot be decided (the table says why; an interval needs 2 or more runs a side, and 4 or more make one narrow enough to decide: lab --repeat 4), and none of the others is worse than the baseline's beyond its interval.",
             if undecided == 1 { "" } else { "s" }
         )
     } else if worse.is_empty() {
         format!(
-            "No figure is significantly worse than the baseline's at the {} client count{} both swept.",
+            "No figure is worse than the baseline's beyond its interval at the {} client count{} both swept.",
             comparisons.len(),
             if comparisons.len() == 1 { "" } else { "s" }
         )
     } else {
-        format!("Significantly worse than the baseline: {}.", worse.join(", "))
+        format!(
+            "Worse than the baseline, the whole 95 % interval of the change: {}.",
+            worse.join(", ")
+        )
     }));
     blocks.push(Block::Table {
-        caption: "Per client count and metric (medians over repeats; rank test over repeats, 4 or more a side)".into(),
+        caption: "Per client count and metric (geometric means over repeats; the change with its 95 % interval, pair by pair where the runs were interleaved)".into(),
         table: table(&comparisons, &Layout::LAB_BASELINE),
     });
     // The largest common point's distributions, overlaid as the paper draws them.
@@ -207,7 +217,7 @@ mod tests {
         let (section, json) = section(&dir, &baseline, &ours);
         assert_eq!(
             json["users"]["sentence"],
-            "users 120 → 96 users (−20.0 %, brackets do not overlap)"
+            "users 120 → 96 users (−20.0 %; the brackets allow −25.0 .. −13.3 %)"
         );
         assert_eq!(json["users"]["baseline"]["capacity_users"], 120.0);
         assert_eq!(json["capacity"]["overlap"], true);

@@ -1,5 +1,5 @@
-//! `webscope compare`: a baseline against a candidate, per metric, with significance, and
-//! thresholds that fail the command (for CI).
+//! `webscope compare`: a baseline against a candidate, per metric, each change with its
+//! interval, and thresholds that fail the command (for CI).
 
 use std::path::PathBuf;
 
@@ -25,10 +25,8 @@ capacity (two labs' capacity searches, by their brackets [lo, hi]: the highest r
 passed and the lowest that failed; [R, inf) for a search the generator ended, [0, R] for one
 that failed at its lowest rate). The candidate's change may be anything from its lo over the
 baseline's hi to its hi over the baseline's lo. capacity>-5% is CROSSED when even the most
-favourable of these is -5 % or lower; within when even the least favourable is above -5 %,
-or when both searches found a capacity and their brackets overlap or touch (no change the
-searches can tell, as for a run's change that is not significant); it CANNOT BE DECIDED
-otherwise (the brackets apart with the limit between their readings, or an open bracket).
+favourable of these is -5 % or lower; within when even the least favourable is above -5 %;
+it CANNOT BE DECIDED otherwise.
 Each search records the machine's speed (the mean of a reference loop timed on the server's
 CPU before every probe) and its standard error: when the two means differ by more than 5 %, or
 by more than 1.645 standard errors of their difference, and the slower machine could explain a
@@ -37,16 +35,19 @@ per cent slower can take far more off the capacity).
 users>-5% judges two users searches (their capacities in users) by the same rule.
 A side is a lab report, a lab run directory, a load --json file, or a directory of load --json
 files (the repeated runs of one configuration).
-Significance: an exact rank test over the runs (Mann-Whitney, p < 0.05), which needs 4 or more
-runs a side (lab --repeat 4, or a directory of load results). One run a side decides nothing
-(runs of one server differ by more than one run's intervals do), nor do 3 runs a side (the
-test cannot reach p < 0.05), nor a percentile on runs with fewer than 10 requests beyond it
-(p99.9: 10 000 requests a run): such rows say \"cannot be decided\".
-Exit codes: 0 every threshold held; 1 a significant change crossed one (or an error); 3 a
-threshold cannot be decided (never a pass).";
+The verdict on a run metric rests on the change's 95 % interval over the repeated runs (a t
+interval on the runs' logarithms; pair by pair when the runs were taken interleaved, A B A B,
+by their start times): p99<+5% is within when the whole interval lies below +5 %, CROSSED when
+it lies wholly above, and CANNOT BE DECIDED otherwise, with the runs that would likely decide
+it. An interval needs 2 or more runs a side (4 or more to be narrow: lab --repeat 4, or a
+directory of load results); one run a side decides nothing (runs of one server differ by more
+than one run's intervals do), nor does a percentile on runs with fewer than 10 requests
+beyond it (p99.9: 10 000 requests a run).
+Exit codes: 0 every threshold held; 1 the whole interval of a change crossed one (or an
+error); 3 a threshold cannot be decided (never a pass).";
 
 /// Compare a baseline with a candidate: throughput, goodput, errors, latency percentiles and
-/// server CPU per request, each with its change and whether it is significant, and the latency
+/// server CPU per request, each with its change and its 95 % interval, and the latency
 /// distributions as wholes (Kolmogorov-Smirnov).
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
@@ -58,7 +59,7 @@ pub struct Args {
     #[arg(value_name = "CANDIDATE")]
     candidate: PathBuf,
     /// Limits on the change in per cent (the % is required), e.g. 'p99<+5%,goodput>-3%': exit 1
-    /// when a significant change crosses one, 3 when one cannot be decided.
+    /// when the change's whole interval crosses one, 3 when one cannot be decided.
     #[arg(long, value_name = "LIST")]
     threshold: Option<String>,
     /// Write the comparison as JSON to this file.
@@ -94,7 +95,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             search_of(&args.baseline, what),
             search_of(&args.candidate, what),
         );
-        both_capacities |= pair.0.is_some() && pair.1.is_some();
+        // Two labs that each ran the search, found or not: their brackets say what there is.
+        both_capacities |= pair.0 != Search::None && pair.1 != Search::None;
         judge_searches(pair, what, &limits, (&mut crossed, &mut undecided));
     }
     let sides =
@@ -143,7 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 undecided.push(format!("{}: {verdict}", c.scope));
             }
         }
-        print!("{}", table([c], &Layout::TERMINAL).to_text());
+        print!("{}", table([c], &Layout::ONE_POINT).to_text());
         if c.runs.0 < 2 || c.runs.1 < 2 {
             println!("  {}", compare::ONE_RUN_WHY);
         }
@@ -177,30 +179,72 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     verdict(&crossed, &undecided)
 }
 
+/// What a lab report says of its capacity (or users) search.
+#[derive(Debug, PartialEq)]
+enum Search {
+    /// It put the capacity in a bracket.
+    Bracket(capacity::Bracket),
+    /// It ran and ended without one (disturbed, cut): how it ended, in words.
+    Ended(String),
+    /// There is no such search.
+    None,
+}
+
 /// A lab report's capacity (or users) search, read as the bracket its ending puts the
 /// capacity in.
-fn search_of(path: &std::path::Path, what: capacity::Searched) -> Option<capacity::Bracket> {
-    let text = std::fs::read_to_string(path.join("report.json")).ok()?;
-    let report: serde_json::Value = serde_json::from_str(&text).ok()?;
-    capacity::Bracket::of_in(report.get(what.name)?, what)
+fn search_of(path: &std::path::Path, what: capacity::Searched) -> Search {
+    let Some(entry) = std::fs::read_to_string(path.join("report.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|report| report.get(what.name).cloned())
+        .filter(|entry| !entry.is_null())
+    else {
+        return Search::None;
+    };
+    match capacity::Bracket::of_in(&entry, what) {
+        Some(b) => Search::Bracket(b),
+        None => {
+            let e = &entry["ending"];
+            let kind = e["kind"].as_str().unwrap_or("no ending");
+            Search::Ended(match e["why"].as_str() {
+                Some(why) => format!("{kind}: {why}"),
+                None => kind.to_string(),
+            })
+        }
+    }
 }
 
 /// Two searches of `what` side by side, and their thresholds judged: a crossed one or one
 /// that cannot be decided is added to its list.
 fn judge_searches(
-    (base, cand): (Option<capacity::Bracket>, Option<capacity::Bracket>),
+    (base, cand): (Search, Search),
     what: capacity::Searched,
     limits: &[&(String, capacity::Searched, f64)],
     (crossed, undecided): (&mut Vec<String>, &mut Vec<String>),
 ) {
-    let (Some(base), Some(cand)) = (base, cand) else {
-        if let Some((text, _, _)) = limits.first() {
-            undecided.push(format!(
-                "{text}: no {} search on both sides (lab --experiment {})",
-                what.name, what.name
-            ));
+    let (base, cand) = match (base, cand) {
+        (Search::Bracket(b), Search::Bracket(c)) => (b, c),
+        (base, cand) => {
+            // Name the side that has no bracket, and how its search ended.
+            let why = [("the baseline", base), ("the candidate", cand)]
+                .into_iter()
+                .filter_map(|(side, s)| match s {
+                    Search::Bracket(_) => None,
+                    Search::Ended(how) => Some(format!("{side} found no {} ({how})", what.name)),
+                    Search::None => Some(format!(
+                        "{side} has no {} search (lab --experiment {})",
+                        what.name, what.name
+                    )),
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            for (text, _, _) in limits {
+                let said = format!("{text}: CANNOT BE DECIDED ({why})");
+                println!("  {said}");
+                undecided.push(said);
+            }
+            return;
         }
-        return;
     };
     println!("{}", capacity::sentence_of(&base, &cand, what));
     for (text, _, least) in limits {
