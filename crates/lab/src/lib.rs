@@ -40,6 +40,7 @@ pub mod protocols;
 pub mod record;
 pub mod render;
 pub mod replay;
+pub mod results;
 pub mod runner;
 pub mod saturation;
 pub mod session;

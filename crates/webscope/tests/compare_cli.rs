@@ -476,6 +476,50 @@ fn capacity_results_compare_by_their_brackets() {
         said.contains("capacity>-5%: CANNOT BE DECIDED (the candidate found no capacity (disturbed: the machine stayed busy))"),
         "{said}"
     );
+    // Compared with itself it is no regression either: 3 with a threshold, 0 without.
+    for (threshold, code) in [("capacity>-5%", 3), ("", 0)] {
+        let out = webscope()
+            .arg("compare")
+            .arg(&disturbed)
+            .arg(&disturbed)
+            .args(["--threshold", threshold])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{said}");
+        assert!(said.contains("the baseline found no capacity"), "{said}");
+    }
+    // #52: what a disturbed search had passed is a floor, an open bracket: never "−100 %".
+    let floor = lab(
+        "floor",
+        serde_json::json!({"kind": "disturbed", "at_rps": 16000.0, "why": "busy",
+                           "passed_rps": 8000.0, "passes": [2, 2]}),
+    );
+    let (code, said) = compare(&floor, "capacity>-5%");
+    assert_eq!(code, Some(3), "{said}");
+    assert!(
+        said.contains("capacity 41800 → above 8000 req/s (the brackets allow −81.8 % .. any rise)"),
+        "{said}"
+    );
+    // #51: a tampered report is refused, naming the file and the field.
+    let tampered = lab(
+        "tampered",
+        serde_json::json!({"kind": "found", "capacity_rps": 16500.0, "fails_at_rps": 10.0}),
+    );
+    let out = webscope()
+        .arg("compare")
+        .arg(&base)
+        .arg(&tampered)
+        .args(["--threshold", "capacity>-5%"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("tampered/report.json: capacity.ending.capacity_rps (16500) is above ending.fails_at_rps (10): a bracket upside down"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
     let out = webscope()
         .arg("compare")
         .arg(&base)

@@ -42,10 +42,9 @@
 //! a crossing is held back by it: a false alarm is what #33 found (one server "CROSSED" at
 //! −34 %), while a pass already means no change these searches can tell.
 //!
-//! Pure: it reads the `capacity` entries of two report.json files. Not for: the other figures
+//! Pure: it judges two brackets, read from report.json by `results::SearchEntry`. Not for: the other figures
 //! `webscope compare` sets side by side (`compare`), nor its command line.
 
-use serde_json::Value;
 use webscope_report::human;
 
 /// The interval a result puts the capacity in, and its point figure.
@@ -79,40 +78,6 @@ pub const MACHINE_LIMIT: f64 = 0.05;
 pub const MACHINE_Z: f64 = 1.645;
 
 impl Bracket {
-    /// From a report.json `capacity` entry's `ending`; None when the probe could not be
-    /// judged or the search was cut (no interval at all).
-    pub fn of(entry: &Value) -> Option<Bracket> {
-        Bracket::of_in(entry, Searched::CAPACITY)
-    }
-
-    /// [`Bracket::of`] for the search `what` (the capacity's in req/s, the users').
-    pub fn of_in(entry: &Value, what: Searched) -> Option<Bracket> {
-        let e = &entry["ending"];
-        let f = |key: &str| {
-            let name = key.strip_suffix("_rps").unwrap_or(key);
-            e[format!("{name}_{}", what.key_unit)].as_f64()
-        };
-        let (low, high, capacity) = match e["kind"].as_str()? {
-            "found" => (f("capacity_rps")?, f("fails_at_rps")?, f("capacity_rps")),
-            "generator" => (f("above_rps").unwrap_or(0.0), f64::INFINITY, None),
-            "below" => (0.0, f("rate_rps")?, None),
-            "out_of_probes" => (
-                f("pass_rps").unwrap_or(0.0),
-                f("fail_rps").unwrap_or(f64::INFINITY),
-                None,
-            ),
-            _ => return None,
-        };
-        Some(Bracket {
-            low,
-            high,
-            capacity,
-            machine_ms: entry["machine_reference"]["mean_ms"].as_f64(),
-            machine_se_ms: entry["machine_reference"]["se_ms"].as_f64(),
-            peak_spread: entry["peak"]["spread"].as_f64().filter(|s| s.is_finite()),
-        })
-    }
-
     /// Whether the two brackets share a rate (both ends included: a rate one search passed
     /// and the other failed is shared).
     pub fn overlaps(&self, other: &Bracket) -> bool {
@@ -348,11 +313,20 @@ fn decide_brackets(base: &Bracket, cand: &Bracket, least: f64) -> Decided {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn found(c: f64, f: f64) -> Bracket {
-        Bracket::of(&json!({"ending": {"kind": "found", "capacity_rps": c, "fails_at_rps": f}}))
-            .unwrap()
+        bracket(c, f, Some(c))
+    }
+
+    fn bracket(low: f64, high: f64, capacity: Option<f64>) -> Bracket {
+        Bracket {
+            low,
+            high,
+            capacity,
+            machine_ms: None,
+            machine_se_ms: None,
+            peak_spread: None,
+        }
     }
 
     /// `b` searched on a machine whose reference loop read `ms` on average (± `se`).
@@ -396,13 +370,6 @@ mod tests {
         // A pass is not touched: the rule holds back alarms only.
         let same = peak_moved(found(96_000.0, 100_000.0), 0.3);
         assert_eq!(decision(&same, &same), Decision::Pass);
-        // Read from report.json's `peak`.
-        let read = Bracket::of(&json!({
-            "ending": {"kind": "found", "capacity_rps": 1.0, "fails_at_rps": 2.0},
-            "peak": {"spread": 0.12},
-        }))
-        .unwrap();
-        assert_eq!(read.peak_spread, Some(0.12));
     }
 
     fn decision(base: &Bracket, cand: &Bracket) -> Decision {
@@ -431,17 +398,15 @@ mod tests {
         assert_eq!(d.decision, Decision::CannotDecide, "{}", d.why);
         assert!(d.why.contains("either side of −5.0 %"), "{}", d.why);
         // A generator-bound candidate above the baseline's bracket is no drop.
-        let above =
-            Bracket::of(&json!({"ending": {"kind": "generator", "above_rps": 50_000.0}})).unwrap();
+        let above = bracket(50_000.0, f64::INFINITY, None);
         assert_eq!(decision(&base, &above), Decision::Pass);
         assert!(sentence(&base, &above).contains("above 50000"));
         // A generator-bound baseline leaves an open top: a candidate below its floor by more
         // than the limit has dropped, and two open brackets say nothing of the change.
         assert_eq!(decision(&above, &base), Decision::Fail);
         assert_eq!(decision(&above, &above), Decision::CannotDecide);
-        let below = Bracket::of(&json!({"ending": {"kind": "below", "rate_rps": 100.0}})).unwrap();
+        let below = bracket(0.0, 100.0, None);
         assert_eq!(decision(&below, &below), Decision::CannotDecide);
-        assert_eq!(Bracket::of(&json!({"ending": null})), None);
     }
 
     /// #33 and #53: two searches of one server pass `capacity>-5%` only when their brackets
@@ -472,8 +437,7 @@ mod tests {
         }
         // The same search compared with itself, an open bracket: no percentage it cannot
         // support (#52: "−100.0 %").
-        let open =
-            Bracket::of(&json!({"ending": {"kind": "generator", "above_rps": 16_000.0}})).unwrap();
+        let open = bracket(16_000.0, f64::INFINITY, None);
         assert_eq!(
             sentence(&open, &open),
             "capacity above 16000 → above 16000 req/s (the brackets allow any drop .. any rise)"
@@ -520,16 +484,6 @@ mod tests {
         );
         // Recorded on one side only: the brackets alone.
         assert_eq!(decide(&base, &drop, -0.05).decision, Decision::Fail);
-        // As report.json keeps it.
-        let read = Bracket::of(&json!({
-            "ending": {"kind": "found", "capacity_rps": 1.0, "fails_at_rps": 2.0},
-            "machine_reference": {"mean_ms": 18.5, "se_ms": 0.2},
-        }))
-        .unwrap();
-        assert_eq!(
-            (read.machine_ms, read.machine_se_ms),
-            (Some(18.5), Some(0.2))
-        );
     }
 
     /// #33: within 5 % but beyond what the two means' standard errors allow, the machines

@@ -149,12 +149,27 @@ pub enum Ending {
     /// as failing; kept so that a stored report that has it still reads).
     Undecided { at: f64, why: String },
     /// The machine stayed disturbed: no probe at `at` could run on a quiet machine.
-    Disturbed { at: f64, why: String },
+    /// `passed`: what the search had established before it (#52: a refused search still
+    /// says the rates it passed), the highest rate its probes passed, with their count.
+    Disturbed {
+        at: f64,
+        why: String,
+        passed: Option<Passed>,
+    },
     /// The probe budget ran out with the bracket still open.
     OutOfProbes {
         pass: Option<f64>,
         fail: Option<f64>,
     },
+}
+
+/// A rate the search confirmed as a pass before it ended without a capacity, and its
+/// probes there.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Passed {
+    pub rate: f64,
+    pub passes: u32,
+    pub probes: u32,
 }
 
 /// The rates inside a found bracket where the server met the objective in some probes and
@@ -279,7 +294,21 @@ impl Search {
             Outcome::Disturbed(why) => {
                 self.disturbed = (self.disturbed.0 + 1, key);
                 if self.disturbed.0 >= MOST_DISTURBED {
-                    self.ended = Some(Ending::Disturbed { at: rate, why });
+                    // The highest rate its probes passed so far, confirmed or not: the
+                    // count says how firmly.
+                    let passed = self.bracket().0.map(|r| {
+                        let (passes, fails) = self.tally.get(&r).copied().unwrap_or_default();
+                        Passed {
+                            rate: r as f64,
+                            passes,
+                            probes: passes + fails,
+                        }
+                    });
+                    self.ended = Some(Ending::Disturbed {
+                        at: rate,
+                        why,
+                        passed,
+                    });
                 }
             }
         }
@@ -523,9 +552,15 @@ impl Ending {
                 "no capacity: the probes at {} {unit} could not be decided, {MOST_UNDECIDED} times, each longer ({why})",
                 thousands(*at)
             ),
-            Ending::Disturbed { at, why } => format!(
-                "no capacity: the machine was disturbed ({why}); {MOST_DISTURBED} probes in a row at {} {unit} ran on a disturbed machine",
-                thousands(*at)
+            Ending::Disturbed { at, why, passed } => format!(
+                "no capacity: the machine was disturbed ({why}); {MOST_DISTURBED} probes in a row at {} {unit} ran on a disturbed machine{}",
+                thousands(*at),
+                passed.map_or(String::new(), |p| format!(
+                    "; it had passed {} {unit} in {} of {} probes: the capacity is at least that, above it unsettled",
+                    thousands(p.rate),
+                    p.passes,
+                    p.probes
+                ))
             ),
             Ending::OutOfProbes { pass, fail } => format!(
                 "no capacity: the probes ran out with the bracket open (passed at {}, failed at {})",

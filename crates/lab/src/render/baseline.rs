@@ -10,6 +10,7 @@ use webscope_report::{Block, Section};
 use crate::capacity::compare::{sentence_of, Bracket, Searched};
 use crate::compare::table::{table, Layout};
 use crate::compare::{compare, input, Comparison};
+use crate::results::{search_in, Search, Searches};
 
 /// The section comparing `dir` (this lab, whose report.json entries so far are `ours`: its
 /// `capacity` and `users` searches when it ran them) with `baseline`, and its report.json
@@ -50,21 +51,23 @@ fn capacities(
     let Some(ours) = ours else {
         return (Vec::new(), serde_json::Value::Null);
     };
-    let theirs = std::fs::read(baseline.join("report.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .map(|r| r[what.name].clone())
-        .filter(|c| !c.is_null());
+    let theirs = match Searches::of_lab(baseline) {
+        Ok(searches) => searches.get(what),
+        Err(e) => {
+            let why = format!("The baseline's {} search cannot be read: {e:#}.", what.name);
+            return (vec![Block::Warning(why)], serde_json::Value::Null);
+        }
+    };
     let name = what.name;
-    let Some(theirs) = theirs else {
+    if theirs == Search::None {
         let why = format!(
             "The baseline ran no {name} search: this lab's has nothing to be compared with."
         );
         return (vec![Block::Warning(why)], serde_json::Value::Null);
-    };
+    }
     let u = what.key_unit;
-    match (Bracket::of_in(&theirs, what), Bracket::of_in(ours, what)) {
-        (Some(base), Some(cand)) => {
+    match (theirs, search_in(ours, what)) {
+        (Search::Bracket(base), Search::Bracket(cand)) => {
             let said = sentence_of(&base, &cand, what);
             let side = |b: &Bracket| {
                 serde_json::json!({

@@ -81,7 +81,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         "machine_reference": machine.as_ref().map(super::capacity::reference::json),
         "sentence": sentence,
         "tipped": knee::json(&tipped),
-        "ending": ending.as_ref().map(|e| super::capacity::ending_json_in(e, "users")),
+        "ending": ending.as_ref().map(crate::results::UsersEnding::from),
         "capacity_users": match &ending {
             Some(crate::capacity::search::Ending::Found { capacity, .. }) => Some(*capacity),
             _ => None,

@@ -7,6 +7,7 @@ use anyhow::{bail, Context};
 use webscope_lab::capacity::compare as capacity;
 use webscope_lab::compare::table::{table, Layout};
 use webscope_lab::compare::{self, input, Comparison, Threshold};
+use webscope_lab::results::{Search, Searches};
 
 use super::{Exit, EXIT_UNDECIDED};
 
@@ -89,12 +90,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("--threshold {e}"))?;
     let (mut crossed, mut undecided) = (Vec::new(), Vec::new());
     let mut both_capacities = false;
+    let searches = (
+        Searches::of_lab(&args.baseline)?,
+        Searches::of_lab(&args.candidate)?,
+    );
     for what in capacity::Searched::ALL {
         let limits: Vec<_> = capacity_limits.iter().filter(|l| l.1 == what).collect();
-        let pair = (
-            search_of(&args.baseline, what),
-            search_of(&args.candidate, what),
-        );
+        let pair = (searches.0.get(what), searches.1.get(what));
         // Two labs that each ran the search, found or not: their brackets say what there is.
         both_capacities |= pair.0 != Search::None && pair.1 != Search::None;
         judge_searches(pair, what, &limits, (&mut crossed, &mut undecided));
@@ -179,41 +181,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     verdict(&crossed, &undecided)
 }
 
-/// What a lab report says of its capacity (or users) search.
-#[derive(Debug, PartialEq)]
-enum Search {
-    /// It put the capacity in a bracket.
-    Bracket(capacity::Bracket),
-    /// It ran and ended without one (disturbed, cut): how it ended, in words.
-    Ended(String),
-    /// There is no such search.
-    None,
-}
-
-/// A lab report's capacity (or users) search, read as the bracket its ending puts the
-/// capacity in.
-fn search_of(path: &std::path::Path, what: capacity::Searched) -> Search {
-    let Some(entry) = std::fs::read_to_string(path.join("report.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .and_then(|report| report.get(what.name).cloned())
-        .filter(|entry| !entry.is_null())
-    else {
-        return Search::None;
-    };
-    match capacity::Bracket::of_in(&entry, what) {
-        Some(b) => Search::Bracket(b),
-        None => {
-            let e = &entry["ending"];
-            let kind = e["kind"].as_str().unwrap_or("no ending");
-            Search::Ended(match e["why"].as_str() {
-                Some(why) => format!("{kind}: {why}"),
-                None => kind.to_string(),
-            })
-        }
-    }
-}
-
 /// Two searches of `what` side by side, and their thresholds judged: a crossed one or one
 /// that cannot be decided is added to its list.
 fn judge_searches(
@@ -238,6 +205,9 @@ fn judge_searches(
                 })
                 .collect::<Vec<_>>()
                 .join("; ");
+            if limits.is_empty() && !why.is_empty() {
+                println!("{}: nothing to compare ({why})", what.name);
+            }
             for (text, _, _) in limits {
                 let said = format!("{text}: CANNOT BE DECIDED ({why})");
                 println!("  {said}");

@@ -375,12 +375,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// The capacity (or users) search's sentence when it ended without a capacity because the
 /// machine stayed disturbed (its ending in the report.json beside `index`).
 fn disturbed(index: &std::path::Path) -> Option<String> {
-    let text = std::fs::read(index.with_file_name("report.json")).ok()?;
-    let report: serde_json::Value = serde_json::from_slice(&text).ok()?;
-    ["capacity", "users"].iter().find_map(|name| {
-        let search = report.get(name)?;
-        (search.get("ending")?.get("kind")?.as_str()? == "disturbed")
-            .then(|| search.get("sentence")?.as_str().map(String::from))
-            .flatten()
-    })
+    let dir = index.parent()?;
+    webscope_lab::results::Searches::of_lab(dir)
+        .ok()?
+        .disturbed()
 }

@@ -240,6 +240,40 @@ fn disturbed_probes_do_not_count_and_a_machine_that_stays_disturbed_ends_the_sea
         text.starts_with("no capacity: the machine was disturbed (steal 30 %)"),
         "{text}"
     );
+    assert!(matches!(ending, Ending::Disturbed { passed: None, .. }));
+}
+
+/// #52: a search the machine ended still says what it had established: the highest rate
+/// its probes confirmed as a pass, with their count.
+#[test]
+fn a_disturbed_search_keeps_the_rates_it_passed() {
+    // Passes to 8 000, then the machine stays busy.
+    let probe = |rate: f64| {
+        if rate > 8_000.0 {
+            Outcome::Disturbed("other processes took 60 % of CPU 0".into())
+        } else {
+            Outcome::Pass
+        }
+    };
+    let (ending, _) = search(Plan::new(1_000.0), probe);
+    let Ending::Disturbed {
+        passed: Some(passed),
+        ..
+    } = &ending
+    else {
+        panic!("{ending:?}");
+    };
+    assert_eq!(passed.rate, 8_000.0);
+    assert_eq!(passed.passes, passed.probes);
+    assert!(passed.probes >= 1, "{passed:?}");
+    let text = ending.sentence();
+    assert!(
+        text.ends_with(&format!(
+            "; it had passed 8 000 req/s in {0} of {0} probes: the capacity is at least that, above it unsettled",
+            passed.probes
+        )),
+        "{text}"
+    );
 }
 
 #[test]

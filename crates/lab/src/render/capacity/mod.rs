@@ -105,7 +105,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         "repeat": recorded.repeat,
         "probe_s": recorded.probe_s,
         "sentence": sentence,
-        "ending": ending.as_ref().map(ending_json),
+        "ending": ending.as_ref().map(crate::results::RpsEnding::from),
         "capacity_rps": capacity,
         "server_cpu_per_request_us": law.cpu_us,
         "operational_bound_rps": law.bound,
@@ -348,72 +348,6 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
         t.row(row);
     }
     t
-}
-
-/// The ending as report.json keeps it, its figures in req/s (`capacity_rps`, ...).
-pub fn ending_json(e: &Ending) -> Value {
-    ending_json_in(e, "rps")
-}
-
-/// [`ending_json`] with the figures' keys ending in `_{unit}` (the users search's: `users`).
-pub fn ending_json_in(e: &Ending, unit: &str) -> Value {
-    let k = |name: &str| format!("{name}_{unit}");
-    let mut out = serde_json::Map::new();
-    let mut put = |key: String, value: Value| {
-        out.insert(key, value);
-    };
-    match e {
-        Ending::Found {
-            capacity,
-            passes,
-            fails_at,
-            fails,
-            unproven,
-            unsettled,
-        } => {
-            put("kind".into(), json!("found"));
-            put(
-                "unsettled".into(),
-                unsettled.map_or(Value::Null, |u| {
-                    json!({
-                        k("from"): u.from, k("to"): u.to, "rates": u.rates,
-                        "passes": u.passes, "probes": u.probes,
-                    })
-                }),
-            );
-            put(k("capacity"), json!(capacity));
-            put(k("fails_at"), json!(fails_at));
-            put("passes".into(), json!([passes.0, passes.1]));
-            put("fails".into(), json!([fails.0, fails.1]));
-            put("unproven".into(), json!(unproven));
-            put("bracket_pct".into(), json!(e.bracket_pct()));
-        }
-        Ending::GeneratorBound { above, at } => {
-            put("kind".into(), json!("generator"));
-            put(k("above"), json!(above));
-            put(k("at"), json!(at));
-        }
-        Ending::Below { rate } => {
-            put("kind".into(), json!("below"));
-            put(k("rate"), json!(rate));
-        }
-        Ending::Undecided { at, why } | Ending::Disturbed { at, why } => {
-            let kind = if matches!(e, Ending::Undecided { .. }) {
-                "undecided"
-            } else {
-                "disturbed"
-            };
-            put("kind".into(), json!(kind));
-            put(k("at"), json!(at));
-            put("why".into(), json!(why));
-        }
-        Ending::OutOfProbes { pass, fail } => {
-            put("kind".into(), json!("out_of_probes"));
-            put(k("pass"), json!(pass));
-            put(k("fail"), json!(fail));
-        }
-    }
-    Value::Object(out)
 }
 
 fn probes_json(points: &[Point], probes: &[Judged]) -> Value {

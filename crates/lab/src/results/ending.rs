@@ -1,0 +1,350 @@
+//! A search's ending as report.json keeps it: `{"kind": "found", "capacity_rps": 41800,
+//! "fails_at_rps": 44000, ...}` for the capacity search, the same with `_users` for the users
+//! search. One record type per unit, made by one macro, so that the keys are spelt once and
+//! a stored report reads back into the same type that wrote it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::capacity::search::{Ending, Passed, Unsettled};
+
+/// What every ending record says, whatever its unit.
+pub trait EndingRecord {
+    /// The bracket the capacity lies in, (low, high, the capacity found), both ends
+    /// included, `high` infinite when open; `None` when the search established nothing.
+    fn bracket(&self) -> Option<(f64, f64, Option<f64>)>;
+    /// Whether the machine stayed disturbed and ended the search.
+    fn disturbed(&self) -> bool;
+    /// How it ended, in a few words ("disturbed: steal 30 %").
+    fn how(&self) -> String;
+    /// Every figure finite and non-negative, and a found bracket not upside down; else the
+    /// field at fault.
+    fn check(&self) -> Result<(), String>;
+}
+
+/// No search offers a trillion requests (or users) a second: a figure at or above it in a
+/// report is not one webscope wrote, and would print as a percentage hundreds of digits long.
+const MOST: f64 = 1e12;
+
+/// Defines the record of an ending in one unit: `$unit` is the keys' suffix.
+macro_rules! ending_record {
+    ($name:ident, $unsettled:ident, $doc:literal,
+     capacity = $capacity:tt, fails_at = $fails_at:tt, above = $above:tt, at = $at:tt,
+     rate = $rate:tt, pass = $pass:tt, fail = $fail:tt, from = $from:tt, to = $to:tt,
+     passed = $passed:tt) => {
+        #[doc = $doc]
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        pub enum $name {
+            /// A bracket closed by the search's own probes.
+            Found {
+                #[serde(rename = $capacity)]
+                capacity: f64,
+                #[serde(rename = $fails_at)]
+                fails_at: f64,
+                // What the bracket rests on; a hand-made report may leave them out.
+                #[serde(default)]
+                passes: (u32, u32),
+                #[serde(default)]
+                fails: (u32, u32),
+                #[serde(default)]
+                unproven: u32,
+                #[serde(default)]
+                unsettled: Option<$unsettled>,
+                #[serde(default)]
+                bracket_pct: Option<f64>,
+            },
+            /// The generator fell behind.
+            Generator {
+                #[serde(rename = $above, default)]
+                above: Option<f64>,
+                #[serde(rename = $at, default)]
+                at: f64,
+            },
+            /// The lowest rate tried failed.
+            Below {
+                #[serde(rename = $rate)]
+                rate: f64,
+            },
+            /// A probe that could not be judged (older reports).
+            Undecided {
+                #[serde(rename = $at)]
+                at: f64,
+                why: String,
+            },
+            /// The machine stayed disturbed; `passed`: what the search had passed before.
+            Disturbed {
+                #[serde(rename = $at)]
+                at: f64,
+                why: String,
+                #[serde(rename = $passed, default, skip_serializing_if = "Option::is_none")]
+                passed: Option<f64>,
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                passes: Option<(u32, u32)>,
+            },
+            /// The probes ran out with the bracket open.
+            OutOfProbes {
+                #[serde(rename = $pass)]
+                pass: Option<f64>,
+                #[serde(rename = $fail)]
+                fail: Option<f64>,
+            },
+        }
+
+        /// The rates of a found bracket whose probes kept disagreeing.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct $unsettled {
+            #[serde(rename = $from)]
+            pub from: f64,
+            #[serde(rename = $to)]
+            pub to: f64,
+            pub rates: u32,
+            pub passes: u32,
+            pub probes: u32,
+        }
+
+        impl From<&Ending> for $name {
+            fn from(e: &Ending) -> $name {
+                match e {
+                    Ending::Found {
+                        capacity,
+                        passes,
+                        fails_at,
+                        fails,
+                        unproven,
+                        unsettled,
+                    } => $name::Found {
+                        capacity: *capacity,
+                        fails_at: *fails_at,
+                        passes: *passes,
+                        fails: *fails,
+                        unproven: *unproven,
+                        unsettled: unsettled.map(|u: Unsettled| $unsettled {
+                            from: u.from,
+                            to: u.to,
+                            rates: u.rates,
+                            passes: u.passes,
+                            probes: u.probes,
+                        }),
+                        bracket_pct: e.bracket_pct(),
+                    },
+                    Ending::GeneratorBound { above, at } => $name::Generator {
+                        above: *above,
+                        at: *at,
+                    },
+                    Ending::Below { rate } => $name::Below { rate: *rate },
+                    Ending::Undecided { at, why } => $name::Undecided {
+                        at: *at,
+                        why: why.clone(),
+                    },
+                    Ending::Disturbed { at, why, passed } => $name::Disturbed {
+                        at: *at,
+                        why: why.clone(),
+                        passed: passed.map(|p: Passed| p.rate),
+                        passes: passed.map(|p| (p.passes, p.probes)),
+                    },
+                    Ending::OutOfProbes { pass, fail } => $name::OutOfProbes {
+                        pass: *pass,
+                        fail: *fail,
+                    },
+                }
+            }
+        }
+
+        impl EndingRecord for $name {
+            fn bracket(&self) -> Option<(f64, f64, Option<f64>)> {
+                match self {
+                    $name::Found {
+                        capacity, fails_at, ..
+                    } => Some((*capacity, *fails_at, Some(*capacity))),
+                    $name::Generator { above, .. } => {
+                        Some((above.unwrap_or(0.0), f64::INFINITY, None))
+                    }
+                    $name::Below { rate } => Some((0.0, *rate, None)),
+                    $name::OutOfProbes { pass, fail } => Some((
+                        pass.unwrap_or(0.0),
+                        fail.unwrap_or(f64::INFINITY),
+                        None,
+                    )),
+                    // What a disturbed search passed is a floor; above it, nothing is known.
+                    $name::Disturbed {
+                        passed: Some(p), ..
+                    } => Some((*p, f64::INFINITY, None)),
+                    $name::Disturbed { .. } | $name::Undecided { .. } => None,
+                }
+            }
+
+            fn disturbed(&self) -> bool {
+                matches!(self, $name::Disturbed { .. })
+            }
+
+            fn how(&self) -> String {
+                match self {
+                    $name::Found { .. } => "found".into(),
+                    $name::Generator { .. } => "generator-bound".into(),
+                    $name::Below { .. } => "below the lowest rate".into(),
+                    $name::OutOfProbes { .. } => "out of probes".into(),
+                    $name::Undecided { why, .. } => format!("undecided: {why}"),
+                    $name::Disturbed { why, .. } => format!("disturbed: {why}"),
+                }
+            }
+
+            fn check(&self) -> Result<(), String> {
+                let figure = |name: &str, v: f64| {
+                    if (0.0..MOST).contains(&v) {
+                        Ok(())
+                    } else {
+                        Err(format!("ending.{name} is {v}: a rate is at least 0 and below 1e12"))
+                    }
+                };
+                match self {
+                    $name::Found {
+                        capacity, fails_at, ..
+                    } => {
+                        figure($capacity, *capacity)?;
+                        figure($fails_at, *fails_at)?;
+                        if capacity > fails_at {
+                            return Err(format!(
+                                "ending.{} ({capacity}) is above ending.{} ({fails_at}): a bracket upside down",
+                                $capacity, $fails_at
+                            ));
+                        }
+                        Ok(())
+                    }
+                    $name::Generator { above, at } => {
+                        above.map_or(Ok(()), |a| figure($above, a))?;
+                        figure($at, *at)
+                    }
+                    $name::Below { rate } => figure($rate, *rate),
+                    $name::Undecided { at, .. } => figure($at, *at),
+                    $name::Disturbed { at, passed, .. } => {
+                        passed.map_or(Ok(()), |p| figure($passed, p))?;
+                        figure($at, *at)
+                    }
+                    $name::OutOfProbes { pass, fail } => {
+                        pass.map_or(Ok(()), |p| figure($pass, p))?;
+                        fail.map_or(Ok(()), |f| figure($fail, f))?;
+                        match (pass, fail) {
+                            (Some(p), Some(f)) if p > f => Err(format!(
+                                "ending.{} ({p}) is above ending.{} ({f}): a bracket upside down",
+                                $pass, $fail
+                            )),
+                            _ => Ok(()),
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
+ending_record!(
+    RpsEnding,
+    RpsUnsettled,
+    "A capacity search's ending, its rates in req/s.",
+    capacity = "capacity_rps",
+    fails_at = "fails_at_rps",
+    above = "above_rps",
+    at = "at_rps",
+    rate = "rate_rps",
+    pass = "pass_rps",
+    fail = "fail_rps",
+    from = "from_rps",
+    to = "to_rps",
+    passed = "passed_rps"
+);
+
+ending_record!(
+    UsersEnding,
+    UsersUnsettled,
+    "A users search's ending, in users.",
+    capacity = "capacity_users",
+    fails_at = "fails_at_users",
+    above = "above_users",
+    at = "at_users",
+    rate = "rate_users",
+    pass = "pass_users",
+    fail = "fail_users",
+    from = "from_users",
+    to = "to_users",
+    passed = "passed_users"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The record writes the keys report.json has always had, and reads them back.
+    #[test]
+    fn a_found_ending_round_trips_with_its_units_keys() {
+        let e = Ending::Found {
+            capacity: 41_800.0,
+            passes: (3, 3),
+            fails_at: 44_000.0,
+            fails: (3, 3),
+            unproven: 0,
+            unsettled: None,
+        };
+        let written = serde_json::to_value(RpsEnding::from(&e)).unwrap();
+        assert_eq!(
+            written,
+            json!({
+                "kind": "found", "capacity_rps": 41_800.0, "fails_at_rps": 44_000.0,
+                "passes": [3, 3], "fails": [3, 3], "unproven": 0, "unsettled": null,
+                "bracket_pct": e.bracket_pct(),
+            })
+        );
+        let users = serde_json::to_value(UsersEnding::from(&e)).unwrap();
+        assert_eq!(users["capacity_users"], 41_800.0);
+        let read: RpsEnding = serde_json::from_value(written).unwrap();
+        assert_eq!(read.bracket(), Some((41_800.0, 44_000.0, Some(41_800.0))));
+        assert_eq!(read.check(), Ok(()));
+    }
+
+    /// #52: a disturbed search's floor is an open bracket; without one, no bracket.
+    #[test]
+    fn a_disturbed_ending_keeps_its_floor() {
+        let e = Ending::Disturbed {
+            at: 16_000.0,
+            why: "steal 30 %".into(),
+            passed: Some(Passed {
+                rate: 8_000.0,
+                passes: 2,
+                probes: 2,
+            }),
+        };
+        let r = RpsEnding::from(&e);
+        let written = serde_json::to_value(&r).unwrap();
+        assert_eq!(written["passed_rps"], 8_000.0);
+        assert_eq!(written["passes"], json!([2, 2]));
+        assert_eq!(r.bracket(), Some((8_000.0, f64::INFINITY, None)));
+        assert!(r.disturbed());
+        // As stored before #52: no floor.
+        let old: RpsEnding =
+            serde_json::from_value(json!({"kind": "disturbed", "at_rps": 100.0, "why": "busy"}))
+                .unwrap();
+        assert_eq!(old.bracket(), None);
+        assert_eq!(old.how(), "disturbed: busy");
+    }
+
+    /// #51: a tampered ending names its field.
+    #[test]
+    fn a_tampered_ending_names_the_field() {
+        let upside_down: RpsEnding = serde_json::from_value(
+            json!({"kind": "found", "capacity_rps": 16_500.0, "fails_at_rps": 10.0,
+                   "passes": [1, 1], "fails": [1, 1], "unproven": 0, "unsettled": null,
+                   "bracket_pct": 1.0}),
+        )
+        .unwrap();
+        assert_eq!(
+            upside_down.check(),
+            Err("ending.capacity_rps (16500) is above ending.fails_at_rps (10): a bracket upside down".into())
+        );
+        let negative: RpsEnding =
+            serde_json::from_value(json!({"kind": "below", "rate_rps": -5.0})).unwrap();
+        assert_eq!(
+            negative.check(),
+            Err("ending.rate_rps is -5: a rate is at least 0 and below 1e12".into())
+        );
+    }
+}
