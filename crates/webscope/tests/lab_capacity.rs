@@ -97,10 +97,10 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
     }
     let ending = &c["ending"];
     if ending["kind"] == "generator" {
-        eprintln!(
-            "note: the generator could not offer a rate on this busy machine: {}",
+        lab_support::unchecked(&format!(
+            "the generator could not offer a rate on this busy machine: {}",
             c["sentence"]
-        );
+        ));
     } else if busy.is_empty() {
         // A machine that kept up: the capacity is the limit, within the burst's 10 % above
         // it and the precision's 10 % below.
@@ -116,11 +116,11 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
             "bracket {found}..{fails_at}"
         );
     } else {
-        eprintln!(
-            "note: the machine was busy ({} probes at or below the limit failed, bound by the machine or the generator): {}",
+        lab_support::unchecked(&format!(
+            "the machine was busy ({} probes at or below the limit failed, bound by the machine or the generator): {}",
             busy.len(),
             c["sentence"]
-        );
+        ));
     }
     // The report's figures and files: every probe in the CSV, the SLO, the sentence.
     assert_eq!(c["slo"], "p90<=200ms,errors<=1%,goodput>=90%");
@@ -154,7 +154,9 @@ fn a_rate_limited_nginx_has_its_limit_as_capacity_and_errors_as_the_failing_cond
 fn a_generator_that_cannot_offer_the_rate_ends_the_search_without_a_server_capacity() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
-        eprintln!("skipping: the lab pins server and generator to two CPUs");
+        lab_support::unchecked(
+            "the lab pins server and generator to two CPUs; this machine has one",
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -288,9 +290,11 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
     }
     let by_construction = 1000.0 / COST_MS;
     let busy = failed_below(&c, 0.7 * by_construction);
-    // #33: two searches of one server pass `compare --threshold 'capacity>-5%'` both ways
-    // round, when the machine let both find a capacity (a busy one may not: then the
-    // searches' brackets are the search's to make honest, and the pair is only printed).
+    // #33, #53: two searches of one server are never a regression by `compare --threshold
+    // 'capacity>-5%'` either way round, when the machine let both find a capacity (a busy
+    // one may not: then the searches' brackets are the search's to make honest, and the pair
+    // is only printed). Within (0), or, brackets allowing a larger drop than 5 % (the grid's
+    // steps), cannot be decided (3).
     let quiet = busy.is_empty() && failed_below(&b, 0.7 * by_construction).is_empty();
     let found_both = c["ending"]["kind"] == "found" && b["ending"]["kind"] == "found";
     // Each search timed the machine's reference loop before every probe, five readings
@@ -315,9 +319,12 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
         // shared machine's may be): it says so, and that is not the brackets' verdict.
         let machines_apart = said.contains("the machine itself ran");
         if quiet && found_both && !machines_apart {
-            assert_eq!(out.status.code(), Some(0), "{said}\n{c:#}\n{b:#}");
+            assert!(
+                matches!(out.status.code(), Some(0 | 3)),
+                "{said}\n{c:#}\n{b:#}"
+            );
         } else {
-            eprintln!("note: a busy machine's pair: {said}");
+            lab_support::unchecked(&format!("a busy machine's pair: {}", said.trim()));
         }
     }
     assert!(
@@ -325,7 +332,10 @@ fn a_server_that_waits_10ms_a_request_one_at_a_time_carries_100_per_second_not_w
         "a probe well below capacity failed with the server as its bound: {c:#}"
     );
     if !busy.is_empty() {
-        eprintln!("note: the machine was busy ({busy:?}): {}", c["sentence"]);
+        lab_support::unchecked(&format!(
+            "the machine was busy ({busy:?}): {}",
+            c["sentence"]
+        ));
         return;
     }
     assert_eq!(c["ending"]["kind"], "found", "{c:#}");
@@ -380,7 +390,10 @@ fn a_server_that_spends_4ms_of_cpu_a_request_has_the_operational_law_bound_of_25
             !busy.is_empty() && busy.iter().all(|b| b == "machine CPU" || b == "generator"),
             "no bound, and the machine was not to blame: {c:#}"
         );
-        eprintln!("note: the machine was busy ({busy:?}): {}", c["sentence"]);
+        lab_support::unchecked(&format!(
+            "the machine was busy ({busy:?}): {}",
+            c["sentence"]
+        ));
         return;
     };
     assert!(
@@ -500,7 +513,9 @@ fn each_probe_can_run_as_a_kubernetes_job_whose_pods_results_are_merged() {
 fn a_cpu_hog_on_the_servers_cpu_makes_the_search_wait_or_refuse_never_a_wrong_capacity() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipping: the lab pins server and generator to two CPUs");
+        lab_support::unchecked(
+            "the lab pins server and generator to two CPUs; this machine has one",
+        );
         return;
     }
     // The 250-req/s server (4 ms of CPU a request on CPU 0) shares its CPU with a hog of
@@ -538,7 +553,7 @@ fn a_cpu_hog_on_the_servers_cpu_makes_the_search_wait_or_refuse_never_a_wrong_ca
         );
         assert!(stderr.contains(sentence), "{stderr}");
         assert!(c["capacity_rps"].is_null(), "{c:#}");
-        eprintln!("note: the machine stayed disturbed: {sentence}");
+        lab_support::unchecked(&format!("the machine stayed disturbed: {sentence}"));
         return;
     }
     assert_eq!(code, Some(0), "{stderr}");

@@ -14,7 +14,9 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 fn two_cores() -> bool {
     let n = std::thread::available_parallelism().map_or(1, usize::from);
     if n < 2 {
-        eprintln!("skipping: the verdict tests pin server and generator to two CPUs; this machine has {n}");
+        lab_support::unchecked(&format!(
+            "the verdict tests pin server and generator to two CPUs; this machine has {n}"
+        ));
     }
     n >= 2
 }
@@ -221,7 +223,10 @@ fn in_netns(script: &str) -> Option<std::process::Output> {
                 std::env::var_os("WEBSCOPE_REQUIRE_NETNS").is_none(),
                 "WEBSCOPE_REQUIRE_NETNS is set but no network namespace could be made: {why}"
             );
-            eprintln!("skipping: no network namespace here (needs root, unshare and ip): {why}");
+            lab_support::unchecked(&format!(
+                "no network namespace here (needs root, unshare and ip): {}",
+                why.trim()
+            ));
             None
         }
     }

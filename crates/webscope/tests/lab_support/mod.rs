@@ -9,6 +9,10 @@ mod peers;
 #[allow(unused_imports)]
 pub use peers::{Apache, NodeExporter};
 
+mod unchecked;
+#[allow(unused_imports)]
+pub use unchecked::unchecked;
+
 pub fn webscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_webscope"))
 }
