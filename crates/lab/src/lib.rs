@@ -22,6 +22,7 @@
 //! itself (the `webscope-load`, `-server`, `-monitor` and `-model` crates do; the lab only
 //! orchestrates them and reads what they wrote).
 
+pub mod ab;
 pub mod bottleneck;
 pub mod capacity;
 pub mod clients;
@@ -102,6 +103,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment::of::<capacity::experiment::Capacity>(render::capacity::render),
     Experiment::of::<replay::ReplaySweep>(render::replay::render),
     Experiment::of::<users::UsersSearch>(render::users::render),
+    Experiment::of::<ab::trial::AbTrials>(render::ab::render),
 ];
 
 /// Experiments the lab issue plans that are not built yet.
@@ -152,6 +154,8 @@ pub struct Options {
     pub capacity: capacity::Settings,
     /// The users experiment's objective, first N and precision.
     pub users: users::Settings,
+    /// The A/B experiment's candidate, thresholds and time.
+    pub ab: ab::Settings,
     /// `--workload`: access logs the replay experiment replays, and whose sessions the users
     /// experiment's users go through.
     pub workload: Vec<PathBuf>,
@@ -198,6 +202,7 @@ pub fn tests_options(quick: bool) -> Options {
         repeat: 1,
         capacity: capacity::Settings::default(),
         users: users::Settings::default(),
+        ab: ab::Settings::default(),
         workload: Vec::new(),
         command: "webscope lab".into(),
     }

@@ -39,6 +39,9 @@ pub fn check(options: &Options) -> anyhow::Result<(Vec<&'static Experiment>, Exp
         }
     }
     check_protocol(options, &chosen)?;
+    if options.experiments.iter().any(|e| e == "ab") {
+        crate::ab::check(options)?;
+    }
     let expect = Expect::parse(&options.judge.expect_status).map_err(anyhow::Error::msg)?;
     check_out(&options.out)?;
     if let Some(baseline) = &options.baseline {

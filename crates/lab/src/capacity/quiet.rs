@@ -42,6 +42,11 @@ pub fn watched(ctx: &Ctx<'_>) -> Watched {
     }
 }
 
+/// The CPUs process `pid` may run on, when that is fewer than the machine's.
+pub fn pinned_cpus(pid: u32) -> Option<Vec<usize>> {
+    pinned(pid)
+}
+
 /// The CPUs `pid` (0: this thread) may run on, when that is fewer than the machine's.
 fn pinned(pid: u32) -> Option<Vec<usize>> {
     // SAFETY: a zeroed cpu_set_t filled in by sched_getaffinity with its size.

@@ -41,7 +41,8 @@ fn intervals(hlog: &Path) -> anyhow::Result<Vec<webscope_load::LoggedInterval>> 
         .with_context(|| format!("cannot read the interval log {}", hlog.display()))
 }
 
-fn lab_run(dir: &Path, judge: &Judge) -> anyhow::Result<Run> {
+/// A lab run directory (`run.json`, `load.hlog`), judged by `judge`.
+pub fn lab_run(dir: &Path, judge: &Judge) -> anyhow::Result<Run> {
     let record: RunRecord = read_json(&dir.join("run.json"))?;
     let cpu_us_per_request = record.server_cpu_us_per_request();
     let (load, health) = judged(record.load, judge)?;

@@ -219,7 +219,13 @@ fn figures(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> (Vec<f64>,
 }
 
 /// One metric's row, or none when neither side measured it.
-fn row(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> Option<Row> {
+fn row(
+    name: &str,
+    base: &[&Run],
+    cand: &[&Run],
+    paired: bool,
+    confidence: Confidence,
+) -> Option<Row> {
     let all = |runs: &[&Run]| {
         runs.iter()
             .filter_map(|r| metric(r, name))
@@ -235,7 +241,7 @@ fn row(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> Option<Row> {
     let measured = if base.len() < 2 || cand.len() < 2 {
         Err(ONE_RUN.to_string())
     } else {
-        change(&a, &b, pairing, CONFIDENCE).map_err(|why| match why {
+        change(&a, &b, pairing, confidence).map_err(|why| match why {
             NoInterval::TooFewRuns => format!("{what}, too few for an interval"),
             other => format!("{what}: {other}"),
         })
@@ -290,13 +296,19 @@ fn row(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> Option<Row> {
 }
 
 /// Compares `base` with `cand` (each a set of repeated runs of one configuration), pair by
-/// pair when they were taken interleaved.
+/// pair when they were taken interleaved, with 95 % intervals.
 pub fn compare(scope: &str, base: &[Run], cand: &[Run]) -> Comparison {
+    compare_at(scope, base, cand, CONFIDENCE)
+}
+
+/// [`compare`] with intervals at `confidence` (the interleaved A/B experiment looks at its
+/// rounds several times, and spends its 5 % over the looks).
+pub fn compare_at(scope: &str, base: &[Run], cand: &[Run], confidence: Confidence) -> Comparison {
     let paired = interleaved(base, cand);
     let (a, b) = (by_start(base), by_start(cand));
     let rows = METRICS
         .iter()
-        .filter_map(|name| row(name, &a, &b, paired))
+        .filter_map(|name| row(name, &a, &b, paired, confidence))
         .collect();
     let merged = |runs: &[Run]| {
         let mut total: Option<hdrhistogram::Histogram<u64>> = None;
@@ -404,12 +416,7 @@ impl Threshold {
 
     /// The threshold as written: `p99<+5%`.
     fn written(&self) -> String {
-        format!(
-            "{}{}{:+}%",
-            self.metric,
-            if self.below { "<" } else { ">" },
-            self.limit_pct
-        )
+        self.to_string()
     }
 
     /// One sentence: the change with its interval and runs, and the verdict, e.g.
@@ -454,6 +461,18 @@ impl Threshold {
                 )
             }
         }
+    }
+}
+
+impl std::fmt::Display for Threshold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}{}{:+}%",
+            self.metric,
+            if self.below { "<" } else { ">" },
+            self.limit_pct
+        )
     }
 }
 

@@ -16,6 +16,7 @@
 //!
 //! Not for measuring (the experiments' run loops) nor for the HTML itself (`webscope_report`).
 
+pub mod ab;
 pub mod baseline;
 pub mod capacity;
 pub mod cells;

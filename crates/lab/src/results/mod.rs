@@ -13,6 +13,7 @@
 //! this layer sits between them. Not yet here: the other experiments' entries, still written
 //! by their pages (#47 goes on).
 
+pub mod ab;
 pub mod ending;
 pub mod search;
 

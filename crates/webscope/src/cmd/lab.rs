@@ -207,6 +207,20 @@ pub struct Args {
     /// (scheduling and the image's pull)
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = crate::cmd::positive_duration)]
     start_margin: std::time::Duration,
+    /// The ab experiment's B (A is --target): a server of yours, pinned to the same CPUs as A
+    #[arg(long, value_name = "URL")]
+    candidate: Option<String>,
+    /// The ab experiment's B as a second embedded server started with these `serve` flags,
+    /// e.g. '--no-sendfile' (A is the embedded server as it is; both pinned to one CPU)
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    candidate_serve_args: Option<String>,
+    /// The ab experiment's limits on B's change against A, in per cent (metrics as compare's):
+    /// exit 1 when one is crossed, 3 when one cannot be decided
+    #[arg(long, value_name = "LIST", default_value = lab::ab::DEFAULT_THRESHOLDS)]
+    threshold: String,
+    /// The ab experiment stops here, decided or not
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::cmd::positive_duration)]
+    max_time: std::time::Duration,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -303,6 +317,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ..lab::users::Settings::default()
         },
         workload: args.workload,
+        ab: lab::ab::Settings {
+            candidate: args.candidate,
+            candidate_serve_args: args
+                .candidate_serve_args
+                .as_deref()
+                .map(|a| a.split_whitespace().map(String::from).collect())
+                .unwrap_or_default(),
+            thresholds: args.threshold,
+            max_time: args.max_time,
+        },
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     // What cannot work is refused before the first line says where the report goes.
@@ -361,6 +385,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             message: format!("{why}; the report is at {}", outcome.index.display()),
         }
         .into());
+    }
+    if let Some(dir) = outcome.index.parent() {
+        if let Some(ab) = lab::results::ab::AbEntry::of_lab(dir) {
+            match ab.worst() {
+                Some((lab::results::ab::Said::Crossed, why)) => {
+                    anyhow::bail!("{why}; the report is at {}", outcome.index.display())
+                }
+                Some((_, why)) => {
+                    return Err(Exit {
+                        code: super::EXIT_UNDECIDED,
+                        message: format!(
+                            "{why} (exit {}, never a pass); the report is at {}",
+                            super::EXIT_UNDECIDED,
+                            outcome.index.display()
+                        ),
+                    }
+                    .into())
+                }
+                None => {}
+            }
+        }
     }
     if outcome.nothing_valid() {
         anyhow::bail!(

@@ -1,0 +1,300 @@
+//! The `ab` experiment as the runner takes it: the candidate started (or found), the rounds'
+//! order drawn, each trial warmed up and measured with the machine watched, and the looks
+//! that decide when to stop.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use webscope_load::{Config, Mode, Target as LoadTarget};
+use webscope_monitor::disturbance::{Limits, Watched};
+
+use super::{Settings, Side, CLIENTS, MOST_ROUNDS, TRIAL};
+use crate::capacity::probe::warm_up;
+use crate::capacity::quiet;
+use crate::measure::measure;
+use crate::record::RunRecord;
+use crate::runner::{Ctx, Next, OnFailure, Points, Run, SoFar, Sweep};
+use crate::target::{Find, Target};
+use crate::Options;
+
+/// One trial: a round's run of one side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trial {
+    pub round: usize,
+    pub side: Side,
+}
+
+/// The experiment's state between trials.
+pub struct AbTrials {
+    candidate: Target,
+    thresholds: Vec<crate::compare::Threshold>,
+    settings: Settings,
+    rng: webscope_workload::Rng,
+    /// The next trials of the round under way.
+    queue: VecDeque<Trial>,
+    /// The round under way (taken again under a new number when disturbed).
+    round: usize,
+    /// The order of the second round of a pair: the other one of the first's.
+    pending_b_first: Option<bool>,
+    started: Instant,
+    /// It has stopped.
+    stopped: bool,
+    /// The experiment's folder (the runs' parent), once a run has been measured.
+    dir: Option<std::path::PathBuf>,
+}
+
+/// The file a trial's disturbance goes to, when the machine was disturbed beyond the limits.
+const DISTURBED: &str = "disturbed.txt";
+
+/// Why the trial in `run_dir` was disturbed, if it was.
+pub fn disturbed(run_dir: &Path) -> Option<String> {
+    std::fs::read_to_string(run_dir.join(DISTURBED)).ok()
+}
+
+impl AbTrials {
+    /// A's and B's watched processes, each with the CPUs it is pinned to.
+    fn watched(&self, ctx: &Ctx<'_>, side: Side) -> Watched {
+        let mut w = quiet::watched(ctx);
+        if side == Side::B {
+            w.server = webscope_monitor::procs::tree(&self.candidate.pids)
+                .iter()
+                .map(|p| p.pid)
+                .collect();
+        }
+        w
+    }
+
+    /// Queues the next round's two trials, in a random order balanced over pairs of rounds.
+    fn next_round(&mut self) -> Trial {
+        self.round += 1;
+        let b_first = match self.pending_b_first.take() {
+            Some(b_first) => b_first,
+            None => {
+                let b_first = self.rng.below(2) == 1;
+                self.pending_b_first = Some(!b_first);
+                b_first
+            }
+        };
+        let (first, second) = if b_first {
+            (Side::B, Side::A)
+        } else {
+            (Side::A, Side::B)
+        };
+        for side in [first, second] {
+            self.queue.push_back(Trial {
+                round: self.round,
+                side,
+            });
+        }
+        self.queue.pop_front().unwrap_or(Trial {
+            round: self.round,
+            side: first,
+        })
+    }
+}
+
+impl Sweep for AbTrials {
+    const NAME: &'static str = "ab";
+    const FACTOR: &'static str = "round";
+    type Point = Trial;
+
+    fn points(_: &Options) -> Points<Trial> {
+        Points::Adaptive {
+            most: 2 * MOST_ROUNDS,
+        }
+    }
+
+    fn rounds(_: &Options) -> usize {
+        1
+    }
+
+    fn start(ctx: &Ctx<'_>) -> anyhow::Result<AbTrials> {
+        let settings = ctx.options.ab.clone();
+        let thresholds = super::thresholds(&settings)?;
+        let candidate = match (&settings.candidate, ctx.target.admin.is_some()) {
+            (Some(url), _) => {
+                let same = url.trim_end_matches('/') == ctx.target.base_url.trim_end_matches('/');
+                anyhow::ensure!(
+                    !same,
+                    "--candidate {url} is the --target itself: give B another server (or --candidate-serve-args to start one)"
+                );
+                let mut b = Target::external(url, Find::Port, Vec::new())?;
+                b.tls = ctx.target.tls.clone();
+                crate::preflight::check(&b.base_url, ctx.fileset, &ctx.options.judge.expect()?, &b.tls)
+                    .with_context(|| format!("the candidate {url} failed its preflight"))?;
+                b
+            }
+            (None, true) => Target::embedded(
+                ctx.exe,
+                ctx.fileset,
+                1,
+                ctx.server_cpu,
+                &settings.candidate_serve_args,
+            )
+            .with_context(|| {
+                format!(
+                    "cannot start the candidate, webscope serve {} (webscope serve --help lists its flags)",
+                    settings.candidate_serve_args.join(" ")
+                )
+            })?,
+            (None, false) => anyhow::bail!(
+                "lab --experiment ab needs B: --candidate URL beside --target, or --candidate-serve-args '...' for a second embedded server"
+            ),
+        };
+        let plan = crate::results::ab::AbPlan {
+            thresholds: settings.thresholds.clone(),
+            max_time_s: settings.max_time.as_secs_f64(),
+            candidate: settings.candidate.clone().unwrap_or_else(|| {
+                format!("webscope serve {}", settings.candidate_serve_args.join(" "))
+            }),
+        };
+        crate::record::write_json(
+            &ctx.options
+                .out
+                .join(<AbTrials as Sweep>::NAME)
+                .join("plan.json"),
+            &plan,
+        )?;
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        Ok(AbTrials {
+            candidate,
+            thresholds,
+            settings,
+            rng: webscope_workload::Rng::new(seed),
+            queue: VecDeque::new(),
+            round: 0,
+            pending_b_first: None,
+            started: Instant::now(),
+            stopped: false,
+            dir: None,
+        })
+    }
+
+    fn next(&mut self, so_far: &SoFar<'_, Trial>, ctx: &Ctx<'_>) -> Next<Trial> {
+        if self.stopped || so_far.stopped.is_some() {
+            return Next::Done;
+        }
+        if let Some(next) = self.queue.pop_front() {
+            return Next::Run(next);
+        }
+        if self.round > 0 {
+            let dir = self.dir.clone().unwrap_or_default();
+            let names: Vec<String> = so_far.runs.iter().map(|d| d.name.clone()).collect();
+            let decided = match super::rounds(&dir, &names, &ctx.options.judge) {
+                Ok((kept, _)) => {
+                    let n = kept.len();
+                    let lookable = super::LOOK_AT.contains(&n);
+                    let decided = lookable && {
+                        let (c, _) = super::judge(kept);
+                        super::all_decided(&c, &self.thresholds)
+                    };
+                    super::stop(n, decided, self.started, self.settings.max_time)
+                }
+                Err(e) => Some(format!("the rounds cannot be read back: {e:#}")),
+            };
+            if let Some(why) = decided {
+                self.stopped = true;
+                return Next::Stop(why);
+            }
+        }
+        Next::Run(self.next_round())
+    }
+
+    fn name(&self, trial: &Trial) -> String {
+        super::run_name(trial.round, trial.side)
+    }
+
+    fn label(&self, run: &Run<'_, Trial>) -> String {
+        format!(
+            "round {} {}",
+            run.point.round,
+            match run.point.side {
+                Side::A => "A",
+                Side::B => "B",
+            }
+        )
+    }
+
+    fn measure(&mut self, run: &Run<'_, Trial>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        self.dir = run.dir.parent().map(Path::to_path_buf);
+        let side = run.point.side;
+        let target = match side {
+            Side::A => ctx.target,
+            Side::B => &self.candidate,
+        };
+        let label = self.label(run);
+        let mut config = Config::new(LoadTarget::fileset(ctx.fileset, &target.base_url)?);
+        config.connections = ctx
+            .options
+            .clients
+            .as_ref()
+            .and_then(|c| c.first().copied())
+            .unwrap_or(CLIENTS);
+        config.threads = 1;
+        config.duration = ctx.options.duration.unwrap_or(TRIAL);
+        config.mode = Mode::KeepAlive;
+        config.timeout = Duration::from_secs(10);
+        crate::measure::speak(&mut config, target);
+        let watched = self.watched(ctx, side);
+        warm_up(&config, ctx, &label)?;
+        let sampler = quiet::start(&watched);
+        let measured = measure(run.dir, config, target, ctx.interrupt, ctx.bar, &label)?;
+        if let Some(why) = sampler
+            .and_then(|s| s.stop().ok())
+            .and_then(|d| d.beyond(&Limits::default()))
+        {
+            std::fs::write(run.dir.join(DISTURBED), &why)
+                .with_context(|| format!("cannot write {}", run.dir.display()))?;
+            // The other trial of this round is not taken: the round is taken again.
+            self.queue.clear();
+            ctx.bar.set_message(format!(
+                "{label}: disturbed ({why}); the round is taken again"
+            ));
+            quiet::wait(&watched);
+        }
+        Ok(RunRecord::new(
+            run.point.round as f64,
+            format!(
+                "{}: round {}, {} closed-loop keep-alive clients, SPECweb96 mix",
+                match side {
+                    Side::A => "A",
+                    Side::B => "B",
+                },
+                run.point.round,
+                measured.load.connections
+            ),
+            measured,
+        ))
+    }
+
+    fn on_failure(&self, _: &Trial) -> OnFailure {
+        OnFailure::Stop
+    }
+
+    fn finish(&mut self, ctx: &Ctx<'_>) -> Vec<String> {
+        let placed = placement(ctx, &self.candidate);
+        self.candidate.stop();
+        placed.into_iter().collect()
+    }
+}
+
+/// Whether A and B ran on the same CPUs; a line for the page when they did not (or it could
+/// not be told).
+fn placement(ctx: &Ctx<'_>, candidate: &Target) -> Option<String> {
+    let cpus = |pids: &[u32]| -> Option<Vec<usize>> {
+        pids.first().and_then(|&pid| quiet::pinned_cpus(pid))
+    };
+    let (a, b) = (cpus(&ctx.target.pids), cpus(&candidate.pids));
+    match (&a, &b) {
+        (Some(a), Some(b)) if a == b => None,
+        _ => Some(format!(
+            "A and B were not pinned to the same CPUs (A: {}, B: {}): each ran where the scheduler put it, so a difference may be the CPUs' as much as the servers' (pin both, e.g. taskset -c 0 for each, or compare two embedded servers)",
+            a.map_or("any".into(), |c| format!("{c:?}")),
+            b.map_or("any".into(), |c| format!("{c:?}"))
+        )),
+    }
+}

@@ -1,0 +1,192 @@
+//! The `ab` experiment's page: one verdict sentence per threshold (B against A, the change
+//! with its interval over the rounds as pairs), how the rounds went (their number, order,
+//! the disturbed ones taken again, why it stopped), each round's B/A ratio over time, each
+//! side's absolute figures drifting (why interleaving was needed), and every round in a
+//! table. Read back from the rounds' run folders, so `webscope report` redraws it.
+
+use std::path::Path;
+
+use serde_json::json;
+use webscope_report::human;
+use webscope_report::svg::{Axis, Series, XyChart};
+use webscope_report::{Block, Table};
+
+use super::page::ExperimentPage;
+use super::rendered::Rendered;
+use crate::ab::{self, Round};
+use crate::compare::{self, table::table, table::Layout, Comparison, Threshold};
+use crate::record::{read_json, ExperimentRecord, LabRecord};
+use crate::results::ab::{AbEntry, AbPlan, Verdict};
+
+/// Adds the A/B experiment to the report.
+pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
+    let mut page = ExperimentPage::new(exp, "Which is faster: B against A, interleaved");
+    let judge = dir
+        .parent()
+        .and_then(|lab| read_json::<LabRecord>(&lab.join("lab.json")).ok())
+        .map(|l| l.judge)
+        .unwrap_or_default();
+    let (rounds, disturbed) = ab::rounds(dir, &exp.runs, &judge)?;
+    let thresholds = ab::thresholds(&settings_of(dir))?;
+    if rounds.len() < 2 {
+        page.push(Block::Text(format!(
+            "{} round{} kept ({disturbed} disturbed): too few to compare B with A. Every threshold cannot be decided.",
+            rounds.len(),
+            if rounds.len() == 1 { "" } else { "s" }
+        )));
+        let entry = AbEntry::undecided(&thresholds, rounds.len(), disturbed);
+        page.summary("ab", entry.verdicts.iter().map(|v| v.sentence.clone()));
+        page.json(json!({ "verdict": serde_json::to_value(&entry)?, "comparison": null }));
+        page.finish(out);
+        return Ok(());
+    }
+    let (c, rounds) = ab::judge(rounds);
+    let verdicts: Vec<Verdict> = thresholds.iter().map(|t| verdict(t, &c)).collect();
+    for v in &verdicts {
+        page.push(Block::Text(format!("{}.", v.sentence)));
+    }
+    page.push(Block::Text(how_it_went(exp, &rounds, disturbed)));
+    page.push(ratio_chart(&rounds));
+    page.push(drift_chart(&rounds));
+    page.table(
+        format!(
+            "B against A over the rounds as pairs ({} intervals: 95 % spent over up to {} looks)",
+            human::pct(ab::CONFIDENCE),
+            ab::LOOKS
+        ),
+        table([&c], &Layout::ONE_POINT),
+    );
+    page.table("Every round kept, in order", rounds_table(&rounds));
+    let entry = AbEntry {
+        thresholds: thresholds.iter().map(Threshold::to_string).collect(),
+        verdicts,
+        rounds: rounds.len(),
+        disturbed,
+        confidence: ab::CONFIDENCE,
+        stopped: exp.stopped.first().cloned(),
+    };
+    page.summary("ab", entry.verdicts.iter().map(|v| v.sentence.clone()));
+    page.json(json!({
+        "verdict": serde_json::to_value(&entry)?,
+        "comparison": c,
+    }));
+    page.finish(out);
+    Ok(())
+}
+
+/// What the experiment was asked (its `plan.json`); the defaults for a folder without one.
+fn settings_of(dir: &Path) -> ab::Settings {
+    let plan = read_json::<AbPlan>(&dir.join("plan.json")).ok();
+    ab::Settings {
+        thresholds: plan.map_or_else(|| ab::DEFAULT_THRESHOLDS.into(), |p| p.thresholds),
+        ..ab::Settings::default()
+    }
+}
+
+/// One threshold's verdict on the comparison.
+fn verdict(t: &Threshold, c: &Comparison) -> Verdict {
+    let row = c.rows.iter().find(|r| r.metric == t.metric);
+    Verdict::new(t, t.judge(row), format!("B against A: {}", t.verdict(row)))
+}
+
+/// The rounds in words: how many, their order, the disturbed ones, why it stopped.
+fn how_it_went(exp: &ExperimentRecord, rounds: &[Round], disturbed: usize) -> String {
+    let b_first = rounds.iter().filter(|r| r.b_first).count();
+    let seconds: f64 = rounds
+        .iter()
+        .map(|r| r.a.load.duration_s + r.b.load.duration_s)
+        .sum();
+    let stopped = exp.stopped.first().map_or_else(
+        || "it was cut short before a look decided".to_string(),
+        |s| s.clone(),
+    );
+    format!(
+        "{} rounds kept, each A and B back to back under the same load, in a random order balanced over pairs of rounds (A first in {}, B first in {}); {} disturbed round{} taken again and not used; {} of measuring. Stopped: {stopped}. The rounds are compared as pairs, so a drift of the machine that moves both runs of a round cancels in their ratio.",
+        rounds.len(),
+        rounds.len() - b_first,
+        b_first,
+        disturbed,
+        if disturbed == 1 { "" } else { "s" },
+        human::duration(seconds)
+    )
+}
+
+/// Each round's change of B against A, per cent, for goodput and server CPU per request.
+fn ratio_chart(rounds: &[Round]) -> Block {
+    let change = |metric: &str| -> Vec<(f64, f64)> {
+        rounds
+            .iter()
+            .filter_map(|r| {
+                let (a, b) = (
+                    compare::metric(&r.a, metric)?,
+                    compare::metric(&r.b, metric)?,
+                );
+                (a > 0.0).then(|| (r.number as f64, 100.0 * (b / a - 1.0)))
+            })
+            .collect()
+    };
+    let series = ["goodput", "cpu_us", "p99"]
+        .into_iter()
+        .map(|m| Series::line(m, change(m)))
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    Block::Chart {
+        svg: XyChart {
+            title: "B against A, round by round".into(),
+            x: Axis::linear("round"),
+            y: Axis::linear("change of B against A, %"),
+            series,
+        }
+        .to_svg(),
+        reading: "Each round's change of B against A: the pairs' spread is what the interval rests on, and it is far narrower than either side's drift below.".into(),
+    }
+}
+
+/// Each side's goodput over the rounds: what a single measurement of either would have met.
+fn drift_chart(rounds: &[Round]) -> Block {
+    let of = |pick: fn(&Round) -> &compare::input::Run| -> Vec<(f64, f64)> {
+        rounds
+            .iter()
+            .map(|r| (r.number as f64, pick(r).health.goodput_rps))
+            .collect()
+    };
+    Block::Chart {
+        svg: XyChart {
+            title: "Each side's goodput, round by round".into(),
+            x: Axis::linear("round"),
+            y: Axis::linear("goodput req/s"),
+            series: vec![Series::line("A", of(|r| &r.a)), Series::line("B", of(|r| &r.b))],
+        }
+        .to_svg(),
+        reading: "Each server's own figure drifts with the machine; two searches minutes apart would compare the drift, interleaved rounds compare the servers.".into(),
+    }
+}
+
+/// Every round kept: its order and each side's figures.
+fn rounds_table(rounds: &[Round]) -> Table {
+    let mut t = Table::new([
+        "round",
+        "first",
+        "A goodput",
+        "B goodput",
+        "A cpu µs/req",
+        "B cpu µs/req",
+        "A p99",
+        "B p99",
+    ]);
+    let cpu = |r: &compare::input::Run| r.cpu_us_per_request.map_or("-".into(), human::sig3);
+    let p99 = |r: &compare::input::Run| compare::table::value("p99", r.load.total.latency_us.p99);
+    for r in rounds {
+        t.row([
+            r.number.to_string(),
+            if r.b_first { "B" } else { "A" }.to_string(),
+            human::rate(r.a.health.goodput_rps),
+            human::rate(r.b.health.goodput_rps),
+            cpu(&r.a),
+            cpu(&r.b),
+            p99(&r.a),
+            p99(&r.b),
+        ]);
+    }
+    t
+}

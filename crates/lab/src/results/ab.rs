@@ -1,0 +1,127 @@
+//! The `ab` experiment's plan and verdicts as files keep them: `ab/plan.json` (what it was
+//! asked, written when it starts) and report.json's `ab.verdict` (each threshold's verdict
+//! with its sentence), which the binary reads for its exit code: 1 when B crossed a
+//! threshold, 3 when one cannot be decided.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use webscope_model::stats::Decision;
+
+use crate::compare::Threshold;
+
+/// What the experiment was asked, for its page to judge by the same limits.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AbPlan {
+    /// `--threshold`, as given.
+    pub thresholds: String,
+    /// `--max-time`, seconds.
+    pub max_time_s: f64,
+    /// B: the candidate's URL, or the embedded server's extra flags.
+    pub candidate: String,
+}
+
+/// A threshold's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Said {
+    /// B's whole interval lies on the threshold's good side.
+    Within,
+    /// B's whole interval lies beyond it.
+    Crossed,
+    /// Neither: more rounds, not a verdict.
+    Undecided,
+}
+
+/// One threshold judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// As written: `goodput>-3%`.
+    pub threshold: String,
+    pub verdict: Said,
+    /// The sentence the page and the console say.
+    pub sentence: String,
+}
+
+impl Verdict {
+    /// `t` judged `decision`, said as `sentence`.
+    pub fn new(t: &Threshold, decision: Decision, sentence: String) -> Verdict {
+        Verdict {
+            threshold: t.to_string(),
+            verdict: match decision {
+                Decision::Pass => Said::Within,
+                Decision::Fail => Said::Crossed,
+                Decision::Undecided => Said::Undecided,
+            },
+            sentence,
+        }
+    }
+}
+
+/// report.json's `ab.verdict`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbEntry {
+    pub thresholds: Vec<String>,
+    pub verdicts: Vec<Verdict>,
+    /// Rounds kept (pairs of trials on a quiet machine).
+    pub rounds: usize,
+    /// Rounds disturbed, taken again, not used.
+    pub disturbed: usize,
+    /// The intervals' level.
+    pub confidence: f64,
+    /// Why it stopped, when it stopped by itself.
+    pub stopped: Option<String>,
+}
+
+impl AbEntry {
+    /// Every threshold undecided: too few rounds to compare.
+    pub fn undecided(thresholds: &[Threshold], rounds: usize, disturbed: usize) -> AbEntry {
+        AbEntry {
+            thresholds: thresholds.iter().map(Threshold::to_string).collect(),
+            verdicts: thresholds
+                .iter()
+                .map(|t| {
+                    Verdict::new(
+                        t,
+                        Decision::Undecided,
+                        format!(
+                            "B against A: {t}: CANNOT BE DECIDED ({rounds} round{} kept, {disturbed} disturbed and not used: too few to compare)",
+                            if rounds == 1 { "" } else { "s" }
+                        ),
+                    )
+                })
+                .collect(),
+            rounds,
+            disturbed,
+            confidence: crate::ab::CONFIDENCE,
+            stopped: None,
+        }
+    }
+
+    /// The A/B verdict of the lab report in `dir`, when it ran the experiment.
+    pub fn of_lab(dir: &Path) -> Option<AbEntry> {
+        #[derive(Deserialize)]
+        struct Report {
+            ab: Option<Entry>,
+        }
+        #[derive(Deserialize)]
+        struct Entry {
+            verdict: AbEntry,
+        }
+        let bytes = std::fs::read(dir.join("report.json")).ok()?;
+        let report: Report = serde_json::from_slice(&bytes).ok()?;
+        Some(report.ab?.verdict)
+    }
+
+    /// The first crossed threshold's sentence, else the first undecided one's.
+    pub fn worst(&self) -> Option<(Said, &str)> {
+        [Said::Crossed, Said::Undecided]
+            .into_iter()
+            .find_map(|said| {
+                self.verdicts
+                    .iter()
+                    .find(|v| v.verdict == said)
+                    .map(|v| (said, v.sentence.as_str()))
+            })
+    }
+}

@@ -1,0 +1,206 @@
+//! `lab --experiment ab` (#48): randomized interleaved trials of A and B, decided by the
+//! rounds as pairs. Two identical nginx are never a regression (0 or 3); the paper's naive
+//! server against the embedded default is found slower (exit 1); each pair of rounds runs in
+//! both orders; bad input is one line before anything runs.
+
+mod lab_support;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use lab_support::{webscope, Nginx};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Runs the experiment; its exit code, its report.json `ab` entry and its stderr.
+fn ab(out: &Path, set: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let run = webscope()
+        .args([
+            "lab",
+            "--experiment",
+            "ab",
+            "--duration",
+            "1s",
+            "--clients",
+            "8",
+        ])
+        .args(["--max-time", "40s", "--fileset"])
+        .arg(set)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let report: serde_json::Value = std::fs::read(out.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| panic!("no report.json: {stderr}"));
+    (run.status.code(), report["ab"].clone(), stderr)
+}
+
+/// The rounds' order, from the trials' start times: B first or not, by round.
+fn orders(out: &Path) -> Vec<(usize, bool)> {
+    let dir = out.join("ab");
+    let started = |name: &str| -> Option<f64> {
+        let run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join(name).join("run.json")).ok()?).ok()?;
+        run["load"]["started_unix_s"].as_f64()
+    };
+    (1..=64)
+        .filter_map(|round| {
+            let (a, b) = (
+                started(&format!("round-{round:03}-a"))?,
+                started(&format!("round-{round:03}-b"))?,
+            );
+            Some((round, b < a))
+        })
+        .collect()
+}
+
+#[test]
+fn identical_servers_are_never_a_regression_and_the_order_is_balanced() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    lab_support::tiny_fileset(&set);
+    for d in ["a", "b"] {
+        std::fs::create_dir(tmp.path().join(d)).unwrap();
+    }
+    // Both on CPU 0, one worker each: the lab's generator runs on CPU 1.
+    let Some(a) = Nginx::start_with(&set, &tmp.path().join("a"), Some(0), 1) else {
+        return;
+    };
+    let Some(b) = Nginx::start_with(&set, &tmp.path().join("b"), Some(0), 1) else {
+        return;
+    };
+    let out = tmp.path().join("r");
+    let (code, entry, stderr) = ab(
+        &out,
+        &set,
+        &["--target", &a.base_url, "--candidate", &b.base_url],
+    );
+    assert!(
+        matches!(code, Some(0 | 3)),
+        "exit {code:?}: {stderr}\n{entry:#}"
+    );
+    let verdict = &entry["verdict"];
+    let said: Vec<&str> = verdict["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(said.len(), 3, "{verdict:#}");
+    assert!(!said.contains(&"crossed"), "{verdict:#}");
+    // Exit 0 exactly when every threshold was within.
+    assert_eq!(
+        code == Some(0),
+        said.iter().all(|s| *s == "within"),
+        "{verdict:#}"
+    );
+    let rounds = verdict["rounds"].as_u64().unwrap();
+    if rounds < 2 {
+        lab_support::unchecked(&format!(
+            "only {rounds} rounds kept ({} disturbed): the machine was busy",
+            verdict["disturbed"]
+        ));
+        return;
+    }
+    // Each pair of rounds ran once A first and once B first.
+    let orders = orders(&out);
+    let b_first = orders.iter().filter(|o| o.1).count();
+    assert!(
+        b_first > 0 && b_first < orders.len(),
+        "every round in one order: {orders:?}"
+    );
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        page.contains("B against A, round by round"),
+        "no strip chart"
+    );
+    assert!(
+        page.contains("Each side&#39;s goodput, round by round")
+            || page.contains("Each side's goodput, round by round")
+    );
+}
+
+#[test]
+fn the_naive_server_is_found_slower_than_the_default() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    lab_support::tiny_fileset(&set);
+    let log = tmp.path().join("naive.log");
+    let naive = format!(
+        "--baseline --hostname-lookups --access-log {}",
+        log.display()
+    );
+    let out = tmp.path().join("r");
+    let (code, entry, stderr) = ab(
+        &out,
+        &set,
+        &[
+            "--candidate-serve-args",
+            &naive,
+            "--threshold",
+            "cpu_us<+30%",
+        ],
+    );
+    let verdict = &entry["verdict"];
+    let rounds = verdict["rounds"].as_u64().unwrap_or(0);
+    if rounds < 4 {
+        assert!(matches!(code, Some(1 | 3)), "exit {code:?}: {stderr}");
+        lab_support::unchecked(&format!(
+            "only {rounds} rounds kept ({} disturbed): the machine was busy",
+            verdict["disturbed"]
+        ));
+        return;
+    }
+    assert_eq!(code, Some(1), "{stderr}\n{verdict:#}");
+    let sentence = verdict["verdicts"][0]["sentence"].as_str().unwrap();
+    assert!(
+        sentence.starts_with("B against A: cpu_us +") && sentence.ends_with("CROSSED cpu_us<+30%"),
+        "{sentence}"
+    );
+    assert!(sentence.contains("interleaved pairs"), "{sentence}");
+    assert!(stderr.contains("CROSSED cpu_us<+30%"), "{stderr}");
+}
+
+#[test]
+fn bad_input_is_one_line_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    lab_support::tiny_fileset(&set);
+    let out = tmp.path().join("r");
+    // No B at all.
+    let run = webscope()
+        .args(["lab", "--experiment", "ab", "--fileset"])
+        .arg(&set)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("lab --experiment ab needs B"), "{stderr}");
+    // A threshold that does not parse.
+    let run = webscope()
+        .args([
+            "lab",
+            "--experiment",
+            "ab",
+            "--candidate-serve-args",
+            "--disable sendfile",
+        ])
+        .args(["--threshold", "p99<5"])
+        .arg("--fileset")
+        .arg(&set)
+        .arg("--out")
+        .arg(tmp.path().join("s"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is not a change in per cent"), "{stderr}");
+}
