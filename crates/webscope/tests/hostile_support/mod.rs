@@ -178,8 +178,9 @@ pub async fn read_frame<R: AsyncRead + Unpin>(io: &mut R) -> Option<Frame> {
     })
 }
 
-/// The status of a response header block from h2's encoder: an indexed `:status` (RFC 7541
-/// Appendix A, entries 8-14) or a literal with the indexed name 8.
+/// The status at the head of a response header block from h2's encoder: an indexed
+/// `:status` (RFC 7541 Appendix A, entries 8-14) or a literal with the indexed name 8, its
+/// value plain or Huffman-coded.
 pub fn status_of(block: &[u8]) -> Option<u16> {
     const INDEXED: [u16; 7] = [200, 204, 206, 304, 400, 404, 500];
     let first = *block.first()?;
@@ -194,14 +195,43 @@ pub fn status_of(block: &[u8]) -> Option<u16> {
     } else {
         first & 0x0f
     };
-    if name != 8 || block.get(1)? & 0x80 != 0 {
+    let length = *block.get(1)?;
+    let value = block.get(2..2 + usize::from(length & 0x7f))?;
+    if name != 8 {
         return None;
     }
-    let len = usize::from(*block.get(1)?);
-    std::str::from_utf8(block.get(2..2 + len)?)
-        .ok()?
-        .parse()
-        .ok()
+    if length & 0x80 == 0 {
+        return std::str::from_utf8(value).ok()?.parse().ok();
+    }
+    huffman_digits(value)
+}
+
+/// Decodes a Huffman-coded string of digits (RFC 7541 Appendix B: '0'-'2' are the 5-bit
+/// codes 0-2, '3'-'9' the 6-bit codes 25-31); the padding is the end-of-string code's
+/// leading ones.
+fn huffman_digits(bytes: &[u8]) -> Option<u16> {
+    let bits: Vec<u8> = bytes
+        .iter()
+        .flat_map(|b| (0..8).rev().map(move |i| (b >> i) & 1))
+        .collect();
+    let (mut at, mut n) = (0, 0u16);
+    while bits[at..].contains(&0) {
+        if bits.len() - at < 5 {
+            return None;
+        }
+        let code = |len: usize| {
+            let end = (at + len).min(bits.len());
+            bits[at..end].iter().fold(0u8, |c, &b| c << 1 | b)
+        };
+        let (digit, len) = match (code(5), code(6)) {
+            (c @ 0..=2, _) => (c, 5),
+            (_, c @ 25..=31) if bits.len() - at >= 6 => (c - 22, 6),
+            _ => return None,
+        };
+        n = n * 10 + u16::from(digit);
+        at += len;
+    }
+    Some(n)
 }
 
 /// Reads frames until stream `stream`'s response has ended: its status, or `None` if the
