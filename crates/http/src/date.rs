@@ -162,6 +162,12 @@ fn with_slot<R>(f: impl FnOnce(&Slot) -> R) -> R {
     })
 }
 
+/// The current second as this thread's cache has it (the event loop's turn, where one sets
+/// it; else the clock), for comparisons that need no finer time.
+pub fn cached_now() -> i64 {
+    with_slot(|slot| slot.second)
+}
+
 /// Appends the current time as an HTTP date, from this thread's once-per-second cache.
 pub fn write_cached_http_date(out: &mut Vec<u8>) {
     with_slot(|slot| out.extend_from_slice(&slot.http));

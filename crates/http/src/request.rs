@@ -110,6 +110,10 @@ pub struct Request<'b> {
     pub conn_keep_alive: bool,
     /// How the body is framed.
     pub body: Body,
+    /// `If-Match`, raw.
+    pub if_match: Option<&'b [u8]>,
+    /// `If-Unmodified-Since`, raw.
+    pub if_unmodified_since: Option<&'b [u8]>,
     /// `If-Modified-Since`, raw.
     pub if_modified_since: Option<&'b [u8]>,
     /// `If-None-Match`, raw.
@@ -238,6 +242,8 @@ pub fn parse<'b>(buf: &'b [u8], limits: &Limits) -> Result<Option<Request<'b>>, 
         conn_close: false,
         conn_keep_alive: false,
         body: Body::None,
+        if_match: None,
+        if_unmodified_since: None,
         if_modified_since: None,
         if_none_match: None,
         range: None,
@@ -286,6 +292,7 @@ impl Fields {
                 5 if is("range") => out.range = Some(trim_ows(value)),
                 7 if is("referer") => out.referer = Some(trim_ows(value)),
                 8 if is("if-range") => out.if_range = Some(trim_ows(value)),
+                8 if is("if-match") => out.if_match = Some(trim_ows(value)),
                 10 if is("connection") => {
                     for token in value.split(|&b| b == b',').map(trim_ows) {
                         if token.eq_ignore_ascii_case(b"close") {
@@ -309,6 +316,7 @@ impl Fields {
                         Some(transfer_encoding(value, fields.transfer_encoding));
                 }
                 17 if is("if-modified-since") => out.if_modified_since = Some(trim_ows(value)),
+                19 if is("if-unmodified-since") => out.if_unmodified_since = Some(trim_ows(value)),
                 _ => {}
             }
         }

@@ -130,6 +130,13 @@ pub fn prometheus(stats: &Stats, info: &Info) -> String {
             "webscope_http2_connections_total {}",
             stats.h2_connections
         );
+        header(
+            &mut out,
+            "webscope_http2_floods_total",
+            "counter",
+            "HTTP/2 connections ended (GOAWAY ENHANCE_YOUR_CALM) for more control frames than their requests allow.",
+        );
+        let _ = writeln!(out, "webscope_http2_floods_total {}", stats.h2_floods);
     }
     header(
         &mut out,
@@ -383,6 +390,7 @@ pub fn json(stats: &Stats, info: &Info) -> Value {
                 "failed": stats.tls_failed,
             },
             "http2_connections": stats.h2_connections,
+            "http2_floods": stats.h2_floods,
         })),
     })
 }

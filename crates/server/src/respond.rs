@@ -177,6 +177,9 @@ fn file_response(
 ) -> Reply {
     let head_only = req.method == Method::Head;
     let strings = site.techniques.string_cache;
+    if !preconditions_hold(req, &file.etag, file.mtime) {
+        return error(out, 412, conn, head_only, &[], strings);
+    }
     if not_modified(req, &file.etag, file.mtime) {
         begin(out, 304, strings);
         validators(out, file, strings);
@@ -322,16 +325,34 @@ fn content_range(out: &mut Vec<u8>, start: u64, len: u64, size: u64) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// RFC 9110 §13.1.2-3: If-None-Match (weak comparison) decides when present; otherwise
-/// If-Modified-Since with a valid date.
+/// RFC 9110 §13.2.2, steps 1-2: If-Match (strong comparison) decides when present;
+/// otherwise If-Unmodified-Since with a valid date. False: 412. The file exists here, so
+/// `If-Match: *` holds.
+fn preconditions_hold(req: &Request<'_>, etag: &[u8], mtime: i64) -> bool {
+    if let Some(list) = req.if_match {
+        return list == b"*" || list.split(|&b| b == b',').any(|tag| trim_ows(tag) == etag);
+    }
+    // An invalid date is ignored (§13.1.4).
+    http_date(req.if_unmodified_since).is_none_or(|since| mtime <= since)
+}
+
+/// RFC 9110 §13.2.2, steps 3-4: If-None-Match (weak comparison) decides when present;
+/// otherwise If-Modified-Since with a valid date no later than now (§13.1.3: a later date is
+/// invalid, and ignored: a client whose clock runs ahead must not be told 304 for a file
+/// changed since its last copy).
 fn not_modified(req: &Request<'_>, etag: &[u8], mtime: i64) -> bool {
     if let Some(list) = req.if_none_match {
         return list == b"*" || list.split(|&b| b == b',').any(|tag| weak_eq(tag, etag));
     }
-    req.if_modified_since
-        .and_then(|value| std::str::from_utf8(value).ok())
+    http_date(req.if_modified_since)
+        .is_some_and(|since| mtime <= since && since <= webscope_http::date::cached_now())
+}
+
+/// A field's value as an HTTP date (Unix seconds), if it is one.
+fn http_date(value: Option<&[u8]>) -> Option<i64> {
+    std::str::from_utf8(value?)
+        .ok()
         .and_then(webscope_http::date::parse_http_date)
-        .is_some_and(|since| mtime <= since)
 }
 
 /// RFC 9110 §13.1.5: a Range is used only if If-Range (when present) matches the current

@@ -66,6 +66,8 @@ pub struct Stats {
     pub tls_failed: u64,
     /// Connections that spoke HTTP/2.
     pub h2_connections: u64,
+    /// HTTP/2 connections ended for a flood of control frames (`epoll/h2_guard.rs`).
+    pub h2_floods: u64,
 }
 
 impl Default for Stats {
@@ -86,6 +88,7 @@ impl Default for Stats {
             tls_resumed: 0,
             tls_failed: 0,
             h2_connections: 0,
+            h2_floods: 0,
         }
     }
 }
@@ -152,6 +155,7 @@ impl Stats {
         self.tls_resumed += other.tls_resumed;
         self.tls_failed += other.tls_failed;
         self.h2_connections += other.h2_connections;
+        self.h2_floods += other.h2_floods;
         self.active += other.active;
         let _ = self.connection_life.add(&other.connection_life);
         let _ = self
@@ -238,6 +242,15 @@ impl Timing {
         if self.clock.is_some() {
             if let Ok(mut stats) = self.stats.lock() {
                 stats.h2_connections += 1;
+            }
+        }
+    }
+
+    /// Counts an HTTP/2 connection ended for a flood of control frames.
+    pub(crate) fn h2_flood(&self) {
+        if self.clock.is_some() {
+            if let Ok(mut stats) = self.stats.lock() {
+                stats.h2_floods += 1;
             }
         }
     }

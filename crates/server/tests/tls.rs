@@ -154,6 +154,13 @@ fn http2_answers_as_http1_does() {
 
         let (status, _, body) = h2_get(&h2, "GET", "/hello.txt", &[("if-none-match", &etag)]).await;
         assert_eq!((status, body.len()), (304, 0));
+        // #51 §4: the preconditions reach HTTP/2 too.
+        let past = [("if-unmodified-since", "Thu, 01 Jan 1970 00:00:00 GMT")];
+        assert_eq!(h2_get(&h2, "GET", "/hello.txt", &past).await.0, 412);
+        let other = [("if-match", "\"other\"")];
+        assert_eq!(h2_get(&h2, "GET", "/hello.txt", &other).await.0, 412);
+        let matching = [("if-match", etag.as_str())];
+        assert_eq!(h2_get(&h2, "GET", "/hello.txt", &matching).await.0, 200);
         let (status, headers, body) =
             h2_get(&h2, "GET", "/big.bin", &[("range", "bytes=10-19")]).await;
         assert_eq!(status, 206);
@@ -187,7 +194,7 @@ fn http2_answers_as_http1_does() {
     let stats = fx.stats();
     assert_eq!(stats.h2_connections, 1);
     assert_eq!((stats.tls_full, stats.tls_failed), (1, 0));
-    assert_eq!(stats.requests(), 30);
+    assert_eq!(stats.requests(), 33);
     // The handshake is recorded once, with the connection's first request.
     let tls: u64 = stats.phases.iter().map(|p| p[4].len()).sum();
     assert_eq!(tls, 1);

@@ -209,6 +209,62 @@ fn conditional_requests_get_304() {
     );
 }
 
+/// #51 §4 (RFC 9110 §13.2.2): If-Unmodified-Since in the past gives 412 (it gave 200, or
+/// 206 with a Range), as does an If-Match that names no current ETag; an If-Modified-Since
+/// later than the server's clock is invalid and ignored (200: it gave 304).
+#[test]
+fn failed_preconditions_get_412_and_a_future_if_modified_since_is_ignored() {
+    let site = Site::new();
+    let server = Server::start(site.root(), &[]);
+    let first = get(&server, "/1k.bin");
+    let etag = first.header("ETag").unwrap().to_string();
+    let modified = first.header("Last-Modified").unwrap().to_string();
+    let ask = |method: &str, fields: &str| {
+        exchange(
+            &server,
+            format!("{method} /1k.bin HTTP/1.1\r\nHost: t\r\n{fields}Connection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .status
+    };
+    let past = "Thu, 01 Jan 1970 00:00:00 GMT";
+    assert_eq!(ask("GET", &format!("If-Unmodified-Since: {past}\r\n")), 412);
+    assert_eq!(
+        ask("HEAD", &format!("If-Unmodified-Since: {past}\r\n")),
+        412
+    );
+    let ranged = "Range: bytes=0-9\r\n";
+    assert_eq!(
+        ask("GET", &format!("If-Unmodified-Since: {past}\r\n{ranged}")),
+        412
+    );
+    assert_eq!(
+        ask(
+            "GET",
+            &format!("If-Unmodified-Since: {modified}\r\n{ranged}")
+        ),
+        206
+    );
+    assert_eq!(ask("GET", "If-Unmodified-Since: not a date\r\n"), 200);
+    assert_eq!(ask("GET", &format!("If-Match: {etag}\r\n")), 200);
+    assert_eq!(ask("GET", &format!("If-Match: \"x\", {etag}\r\n")), 200);
+    assert_eq!(ask("GET", "If-Match: *\r\n"), 200);
+    assert_eq!(ask("GET", "If-Match: \"other\"\r\n"), 412);
+    // If-Match compares strongly: a weak tag never matches.
+    assert_eq!(ask("GET", &format!("If-Match: W/{etag}\r\n")), 412);
+    // If-Match decides when present: If-Unmodified-Since is not looked at.
+    let both = format!("If-Match: {etag}\r\nIf-Unmodified-Since: {past}\r\n");
+    assert_eq!(ask("GET", &both), 200);
+    // A year ahead of the server's clock.
+    let ahead = std::time::SystemTime::now() + Duration::from_secs(365 * 86_400);
+    let future = httpdate::fmt_http_date(ahead);
+    assert_eq!(ask("GET", &format!("If-Modified-Since: {future}\r\n")), 200);
+    assert_eq!(
+        ask("GET", &format!("If-Modified-Since: {modified}\r\n")),
+        304
+    );
+}
+
 #[test]
 fn a_single_range_gets_206_and_others_are_handled() {
     let site = Site::new();

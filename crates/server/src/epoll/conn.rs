@@ -71,6 +71,9 @@ pub(crate) async fn serve_over(
     };
     match conn.run().await {
         Ok(End::Close) => conn.socket.close(LINGER).await,
+        // The send timeout (reads time out into a 408 or a close, in `run`): the client
+        // stopped reading, and a plain close would leave the kernel holding its unsent bytes.
+        Err(err) if err.kind() == io::ErrorKind::TimedOut => conn.socket.reset_on_close(),
         Err(_) => {}
         Ok(End::Linger) => conn.linger().await,
     }

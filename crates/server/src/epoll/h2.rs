@@ -12,7 +12,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -96,13 +96,20 @@ where
     let config = &worker.config;
     worker.timing.h2_connection();
     let mut builder = h2::server::Builder::new();
+    // A header block is capped as an HTTP/1.1 head is (#51 §1): over it, h2 answers 431 on the
+    // stream, and ends the connection (GOAWAY) whose block grows past four times the cap or
+    // runs to more CONTINUATION frames than the cap needs. Left at h2's default (16 MiB), a
+    // block that never ended held 18-29 MB per connection.
+    let max_head = u32::try_from(config.limits.max_head).unwrap_or(u32::MAX);
     builder
+        .max_header_list_size(max_head)
         .max_concurrent_streams(MAX_STREAMS)
         .initial_window_size(WINDOW)
         .initial_connection_window_size(WINDOW)
         .max_send_buffer_size(SEND_BUFFER);
     let ledger = Rc::new(RefCell::new(Ledger::default()));
-    let io = Meter::new(io, Rc::clone(&ledger));
+    let flood = Rc::new(Notify::new());
+    let io = Meter::new(io, Rc::clone(&ledger), Rc::clone(&flood));
     let start = tokio::time::timeout(config.header_timeout, builder.handshake::<_, Bytes>(io));
     let Ok(Ok(mut connection)) = start.await else {
         return 0;
@@ -113,6 +120,7 @@ where
     let mut served = 0u64;
     // Set once GOAWAY is sent: from then on the connection ends with its last stream.
     let mut closing: Option<Instant> = None;
+    let mut flooded = false;
     loop {
         // Idle means no stream open, whatever else the client sends (PINGs, SETTINGS,
         // WINDOW_UPDATEs do not keep a connection alive): the keep-alive timeout runs from
@@ -125,6 +133,15 @@ where
         };
         let next = tokio::select! {
             biased;
+            // More control frames than its requests allow (`h2_guard.rs`): no more is read
+            // from this client, and it is told why.
+            () = flood.notified(), if !flooded => {
+                flooded = true;
+                worker.timing.h2_flood();
+                connection.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
+                closing.get_or_insert_with(Instant::now);
+                continue;
+            }
             next = connection.accept() => next,
             () = worker.shutdown_signal(), if closing.is_none() => {
                 connection.graceful_shutdown();
@@ -141,7 +158,7 @@ where
                 // Bytes acknowledged that woke nothing (room below the EPOLLOUT mark) count.
                 open.look_for_progress();
                 if open.progress.get() + config.send_timeout <= Instant::now() {
-                    reset_on_close(socket);
+                    crate::io::reset_on_close(socket);
                     break;
                 }
                 continue;
@@ -183,19 +200,6 @@ where
         trim_soon();
     }
     served
-}
-
-/// Makes the coming close a reset (SO_LINGER 0). A plain close of a connection whose client
-/// reads nothing queues the FIN behind the bytes the kernel still holds (its whole send
-/// buffer, 3.9 MB here): the socket lives on, orphaned in FIN-WAIT-1 and probing a zero
-/// window, and the client, which never reads up to the FIN, sees its connection ESTABLISHED
-/// long after the server let it go (a client that sent PINGs left unread input, so its close
-/// was already a reset). The reset frees those bytes at once and tells the client, as nginx's
-/// `reset_timedout_connection` does.
-fn reset_on_close(socket: RawFd) {
-    // SAFETY: `socket` is the connection's, open until the connection drops after this.
-    let fd = unsafe { BorrowedFd::borrow_raw(socket) };
-    let _ = socket2::SockRef::from(&fd).set_linger(Some(Duration::ZERO));
 }
 
 /// Has glibc's allocator give the worker's free memory back to the kernel, `TRIM_DELAY` from
@@ -386,6 +390,8 @@ impl Stream {
             conn_close: false,
             conn_keep_alive: false,
             body: Body::None,
+            if_match: field(http::header::IF_MATCH),
+            if_unmodified_since: field(http::header::IF_UNMODIFIED_SINCE),
             if_modified_since: field(http::header::IF_MODIFIED_SINCE),
             if_none_match: field(http::header::IF_NONE_MATCH),
             range: field(http::header::RANGE),

@@ -11,8 +11,11 @@
 //! the kernel's buffers); nothing finer is known without the kernel's per-byte
 //! acknowledgements.
 //!
+//! The same wrapper counts what the client sends, for the flood rule (`h2_guard.rs`): the
+//! frames read, and the DATA frames written, which allow the client more WINDOW_UPDATEs.
+//!
 //! Not here: the streams (`h2.rs`), which wait for their bytes to be flushed before their line
-//! is logged.
+//! is logged; the frame walk (`h2_frames.rs`).
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -22,20 +25,16 @@ use std::rc::Rc;
 use std::task::{ready, Context, Poll, Waker};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
 
-/// An HTTP/2 frame header's length (RFC 9113 §4.1), and DATA's type.
-const FRAME_HEADER: usize = 9;
-const DATA: u8 = 0;
+use super::h2_frames::{Seen, Walk, DATA};
+use super::h2_guard::Guard;
 
 /// The connection's account of DATA bytes per stream, shared by the transport and the streams.
 #[derive(Default)]
 pub(crate) struct Ledger {
-    /// The frame header being read, and the payload bytes of the current frame still to come
-    /// (with its stream when it is DATA).
-    header: [u8; FRAME_HEADER],
-    have: usize,
-    payload_left: usize,
-    data_of: Option<u32>,
+    /// Where the frames h2 writes are.
+    walk: Walk,
     /// DATA bytes written to the transport and not yet flushed out of it, by stream, in order.
     unflushed: VecDeque<(u32, u64)>,
     /// Per stream: bytes flushed, and the stream waiting for a count (its total, its waker).
@@ -51,43 +50,20 @@ struct Account {
 }
 
 impl Ledger {
-    /// Counts what h2 wrote (`bytes`, in order) to the streams whose DATA it carries.
-    fn written(&mut self, mut bytes: &[u8]) {
-        while !bytes.is_empty() {
-            if self.payload_left == 0 && self.have < FRAME_HEADER {
-                let take = (FRAME_HEADER - self.have).min(bytes.len());
-                self.header[self.have..self.have + take].copy_from_slice(&bytes[..take]);
-                self.have += take;
-                bytes = &bytes[take..];
-                if self.have == FRAME_HEADER {
-                    self.begin_frame();
-                }
-                continue;
-            }
-            let take = self.payload_left.min(bytes.len());
-            if let (Some(stream), true) = (self.data_of, take > 0) {
-                match self.unflushed.back_mut() {
-                    Some((last, n)) if *last == stream => *n += take as u64,
-                    _ => self.unflushed.push_back((stream, take as u64)),
-                }
-            }
-            self.payload_left -= take;
-            bytes = &bytes[take..];
-            if self.payload_left == 0 {
-                self.have = 0;
-            }
-        }
-    }
-
-    fn begin_frame(&mut self) {
-        let h = &self.header;
-        let length = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
-        let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
-        self.data_of = (h[3] == DATA).then_some(stream);
-        self.payload_left = length;
-        if length == 0 {
-            self.have = 0;
-        }
+    /// Counts what h2 wrote (`bytes`, in order) to the streams whose DATA it carries;
+    /// returns how many DATA frames began in them.
+    fn written(&mut self, bytes: &[u8]) -> u64 {
+        let mut frames = 0;
+        let unflushed = &mut self.unflushed;
+        self.walk.feed(bytes, |seen| match seen {
+            Seen::Head(head) if head.kind == DATA => frames += 1,
+            Seen::Payload(head, n) if head.kind == DATA && n > 0 => match unflushed.back_mut() {
+                Some((last, count)) if *last == head.stream => *count += n as u64,
+                _ => unflushed.push_back((head.stream, n as u64)),
+            },
+            _ => {}
+        });
+        frames
     }
 
     /// The transport flushed: what was written has left for the socket.
@@ -132,15 +108,28 @@ impl Ledger {
     }
 }
 
-/// The transport under h2, counting into a [`Ledger`].
+/// The transport under h2, counting into a [`Ledger`] and a [`Guard`].
 pub(crate) struct Meter<T> {
     io: T,
     ledger: Rc<RefCell<Ledger>>,
+    guard: Guard,
+    /// Told once the guard finds a flood: the connection's loop ends the connection.
+    flood: Rc<Notify>,
 }
 
 impl<T> Meter<T> {
-    pub(crate) fn new(io: T, ledger: Rc<RefCell<Ledger>>) -> Meter<T> {
-        Meter { io, ledger }
+    pub(crate) fn new(io: T, ledger: Rc<RefCell<Ledger>>, flood: Rc<Notify>) -> Meter<T> {
+        Meter {
+            io,
+            ledger,
+            guard: Guard::default(),
+            flood,
+        }
+    }
+
+    fn wrote(&mut self, bytes: &[u8]) {
+        let frames = self.ledger.borrow_mut().written(bytes);
+        self.guard.sent_data(frames);
     }
 }
 
@@ -160,7 +149,16 @@ impl<T: AsyncRead + Unpin> AsyncRead for Meter<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        // A flooding client is read no more: h2 sends its GOAWAY and closes.
+        if self.guard.tripped() {
+            return Poll::Pending;
+        }
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut self.io).poll_read(cx, buf))?;
+        if self.guard.read(&buf.filled()[before..]) {
+            self.flood.notify_one();
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -171,7 +169,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Meter<T> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let n = ready!(Pin::new(&mut self.io).poll_write(cx, buf))?;
-        self.ledger.borrow_mut().written(&buf[..n]);
+        self.wrote(&buf[..n]);
         self.try_flush(cx);
         Poll::Ready(Ok(n))
     }
@@ -183,13 +181,11 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Meter<T> {
     ) -> Poll<io::Result<usize>> {
         let n = ready!(Pin::new(&mut self.io).poll_write_vectored(cx, bufs))?;
         let mut left = n;
-        let mut ledger = self.ledger.borrow_mut();
         for buf in bufs {
             let take = left.min(buf.len());
-            ledger.written(&buf[..take]);
+            self.wrote(&buf[..take]);
             left -= take;
         }
-        drop(ledger);
         self.try_flush(cx);
         Poll::Ready(Ok(n))
     }
@@ -211,14 +207,11 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Meter<T> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::h2_frames::tests;
     use super::*;
 
     fn frame(kind: u8, stream: u32, payload: usize) -> Vec<u8> {
-        let mut out = (payload as u32).to_be_bytes()[1..].to_vec();
-        out.extend_from_slice(&[kind, 0]);
-        out.extend_from_slice(&stream.to_be_bytes());
-        out.resize(out.len() + payload, 7);
-        out
+        tests::frame(kind, 0, stream, payload)
     }
 
     #[test]

@@ -8,6 +8,8 @@
 
 mod conn;
 mod h2;
+mod h2_frames;
+mod h2_guard;
 mod h2_meter;
 mod tls;
 mod transport;

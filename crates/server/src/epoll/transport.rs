@@ -8,6 +8,7 @@
 
 use std::fs::File;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -97,6 +98,16 @@ impl Transport {
     pub(crate) async fn close(&mut self, timeout: Duration) {
         if !matches!(self, Transport::Tcp(_)) {
             self.shutdown_write(timeout).await;
+        }
+    }
+
+    /// Makes the coming close a reset: the client stopped reading (`io::reset_on_close`).
+    /// Under TLS nothing more is said (no close_notify): it would only queue behind the rest.
+    pub(crate) fn reset_on_close(&self) {
+        match self {
+            Transport::Tcp(socket) => socket.reset_on_close(),
+            Transport::Tls(stream) => rawio::reset_on_close(stream.get_ref().0.as_raw_fd()),
+            Transport::Ktls(stream) => rawio::reset_on_close(stream.get_ref().as_raw_fd()),
         }
     }
 

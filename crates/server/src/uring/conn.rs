@@ -556,7 +556,12 @@ impl Conn {
                 self.deadline = cx.now + cx.worker.config.send_timeout;
                 self.send_next(cx, slot);
             }
-            State::Writing => self.abort(cx, slot),
+            // The send timeout: the client stopped reading. The close is a reset, so that
+            // the kernel does not keep its unsent bytes (`io::reset_on_close`).
+            State::Writing => {
+                crate::io::reset_on_close(self.fd.as_raw_fd());
+                self.abort(cx, slot);
+            }
             // A job takes what it takes (as on epoll); the shutdown timeout still cuts it.
             State::Serving => self.deadline = cx.now + cx.worker.config.send_timeout,
             State::Lingering => self.close(cx, slot),

@@ -190,7 +190,8 @@ pub struct Args {
     /// Longest request target in bytes (414 beyond).
     #[arg(long, value_name = "BYTES", default_value_t = 8192)]
     max_target: usize,
-    /// Largest request head in bytes (431 beyond).
+    /// Largest request head in bytes (431 beyond); over HTTP/2, the largest header list
+    /// (431 on the stream; GOAWAY for a block four times larger or one that never ends).
     #[arg(long, value_name = "BYTES", default_value_t = 16384)]
     max_head: usize,
     /// Most header fields in a request (431 beyond; at most 128).

@@ -97,8 +97,9 @@ impl Server {
             let _ = child.kill();
             panic!("webscope serve printed no address; stderr: {err}");
         };
+        // http:// or, with --tls-cert, https://.
         let addr = first
-            .split("http://")
+            .split("://")
             .nth(1)
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or_else(|| panic!("no address in {first:?}"))
