@@ -34,7 +34,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             rounds.len(),
             if rounds.len() == 1 { "" } else { "s" }
         )));
-        let entry = AbEntry::undecided(&thresholds, rounds.len(), disturbed);
+        let entry = AbEntry::undecided(
+            &thresholds,
+            rounds.len(),
+            disturbed,
+            exp.stopped.first().cloned(),
+        );
         page.summary("ab", entry.verdicts.iter().map(|v| v.sentence.clone()));
         page.json(json!({ "verdict": serde_json::to_value(&entry)?, "comparison": null }));
         page.finish(out);

@@ -75,7 +75,12 @@ pub struct AbEntry {
 
 impl AbEntry {
     /// Every threshold undecided: too few rounds to compare.
-    pub fn undecided(thresholds: &[Threshold], rounds: usize, disturbed: usize) -> AbEntry {
+    pub fn undecided(
+        thresholds: &[Threshold],
+        rounds: usize,
+        disturbed: usize,
+        stopped: Option<String>,
+    ) -> AbEntry {
         AbEntry {
             thresholds: thresholds.iter().map(Threshold::to_string).collect(),
             verdicts: thresholds
@@ -94,7 +99,7 @@ impl AbEntry {
             rounds,
             disturbed,
             confidence: crate::ab::CONFIDENCE,
-            stopped: None,
+            stopped,
         }
     }
 
