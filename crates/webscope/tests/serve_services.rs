@@ -247,13 +247,21 @@ fn admission_refuses_with_503_and_retry_after_while_light_is_served() {
         ],
     );
     let stop = Arc::new(AtomicBool::new(false));
-    // One running, four waiting (the queue holds 4 per slot): a sixth is refused at once.
+    // One running, four waiting (the queue holds 4 per slot): a sixth is refused at once,
+    // once the five are in. On a busy machine they take a while to get there: the sixth is
+    // asked again (a request that got in is answered, not refused) until it is refused.
     let middle = clients(&server, "/svc/middle", 5, &stop);
-    std::thread::sleep(Duration::from_millis(300));
-    let refused = exchange(
-        &server,
-        b"GET /svc/middle HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let refused = loop {
+        let r = exchange(
+            &server,
+            b"GET /svc/middle HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        );
+        if r.status == 503 || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let light = clients(&server, "/svc/light", 1, &stop);
     let done = run_for(Duration::from_millis(1000), vec![middle, light], &stop);
     assert_eq!(refused.status, 503);
