@@ -29,6 +29,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     }
     page.repeats_note(&points);
     let valid = valid(&points);
+    page.extend(machine_bound(&valid));
     if valid.is_empty() {
         // Empty axes would read as a measurement of nothing; the table says what each run got.
         page.push(Block::Text(
@@ -56,6 +57,20 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     page.paper(super::paper_panels::clients(&points, sat.as_ref()));
     page.finish(out);
     Ok(())
+}
+
+/// A warning when every valid run was bound by the machine's CPUs (#52): other work on the
+/// machine set the figures as much as the server did, and a quieter machine is the fix.
+fn machine_bound(valid: &[Point]) -> Option<Block> {
+    let all = !valid.is_empty()
+        && valid
+            .iter()
+            .all(|p| p.verdict.bound == crate::bottleneck::Bound::MachineCpu);
+    all.then(|| {
+        Block::Warning(
+            "Every run was bound by the machine's CPUs: work other than the server's and the generator's took them, so these figures measure this machine's neighbours as much as the server. Rerun on a quieter machine (webscope monitor shows who else runs), or compare two servers with lab --experiment ab, whose interleaved rounds cancel a drift of the machine.".into(),
+        )
+    })
 }
 
 /// The sweep's charts, from its valid points: goodput with the USL, bandwidth, response time
@@ -439,5 +454,21 @@ mod tests {
             !last.iter().any(|c| c == "server CPU"),
             "no verdict on an invalid run"
         );
+    }
+
+    /// #52: every run bound by the machine's CPUs gets one warning that says to rerun on a
+    /// quieter machine; one run bound by the server does not.
+    #[test]
+    fn runs_all_bound_by_the_machine_say_to_rerun_elsewhere() {
+        let mut pts = test_sweep(&[(1.0, 1000.0), (5.0, 3000.0)], 0.3, Some(0.5));
+        for p in &mut pts {
+            p.verdict.bound = crate::bottleneck::Bound::MachineCpu;
+        }
+        let Some(Block::Warning(w)) = machine_bound(&pts) else {
+            panic!("no warning");
+        };
+        assert!(w.contains("Rerun on a quieter machine"), "{w}");
+        pts[1].verdict.bound = crate::bottleneck::Bound::ServerCpu;
+        assert!(machine_bound(&pts).is_none());
     }
 }

@@ -45,13 +45,20 @@ pub fn clients(points: &[Point], sat: Option<&Saturation>) -> Vec<Comparison> {
         // "keep one server busy" only where the knee's verdict is the server.
         let server_bound =
             at.is_some_and(|p| p.verdict.bound == crate::bottleneck::Bound::ServerCpu);
-        // A sweep that still grows at its largest load, with nothing at its limit there, has
-        // no saturation point to set beside the paper's.
-        let unsaturated = sat.shape == super::sweep::Shape::Grows
-            && at.is_some_and(|p| p.verdict.bound == crate::bottleneck::Bound::Latency);
-        let reading = if unsaturated {
+        // A sweep that still grows at its largest load has no saturation point to set beside
+        // the paper's, whatever bounds it there (#52: "saturates at 20" beside "still grows at
+        // 20" on one page).
+        let unsaturated = sat.shape == super::sweep::Shape::Grows;
+        let latency_bound =
+            at.is_some_and(|p| p.verdict.bound == crate::bottleneck::Bound::Latency);
+        let reading = if unsaturated && latency_bound {
             format!(
                 "The paper saturates at {paper:.0} clients; ours still grows at {} clients, the largest load measured, where no resource is at its limit (its verdict: latency): more clients are needed to find our saturation point.",
+                sat.knee
+            )
+        } else if unsaturated {
+            format!(
+                "The paper saturates at {paper:.0} clients; ours still grows at {} clients, the largest load measured{why}: no saturation point to set beside the paper's.",
                 sat.knee
             )
         } else if sat.knee <= 2.0 * paper {
@@ -433,6 +440,30 @@ pub fn degradation(lost_pct: &[(String, f64)]) -> Vec<Comparison> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #52: a sweep that still grows at its largest load, bound by the machine's CPUs there,
+    /// is not said to saturate at that load (the sweep's own sentence says it still grows).
+    #[test]
+    fn a_sweep_that_still_grows_is_not_said_to_saturate() {
+        let mut pts = super::super::point::test_sweep(
+            &[(1.0, 1000.0), (5.0, 3000.0), (20.0, 9000.0)],
+            0.3,
+            Some(0.5),
+        );
+        for p in &mut pts {
+            p.verdict.bound = crate::bottleneck::Bound::MachineCpu;
+        }
+        let sat = super::super::sweep::saturation(&pts).unwrap();
+        assert_eq!(sat.shape, super::super::sweep::Shape::Grows);
+        let c = clients(&pts, Some(&sat));
+        let reading = &c[0].reading;
+        assert!(
+            reading.contains("ours still grows at 20 clients, the largest load measured")
+                && !reading.contains("saturates later"),
+            "{reading}"
+        );
+        assert_eq!(c[0].ours[0], None);
+    }
 
     #[test]
     fn each_experiments_panel_draws_the_papers_numbers() {
