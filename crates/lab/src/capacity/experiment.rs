@@ -124,6 +124,11 @@ impl Sweep for Capacity {
     }
 
     fn start(ctx: &Ctx<'_>) -> anyhow::Result<Capacity> {
+        if !ctx.options.quiet {
+            if let Some(line) = long_first_probes(ctx.options, ctx.duration) {
+                ctx.bar.println(line);
+            }
+        }
         Ok(Capacity {
             settings: ctx.options.capacity.clone(),
             search: Search::new(plan(ctx.options)),
@@ -238,9 +243,60 @@ pub fn read(dir: &Path, runs: &[String]) -> anyhow::Result<(Recorded, Vec<Judged
     Ok((recorded, probes))
 }
 
+/// #52: why the first probes are long, said once on the console before they run: a low
+/// first rate needs many seconds to offer the requests the objective is decided on (a p99
+/// needs 2 000, errors<=0.1 % 3 838), so a user who asked for 2-s probes is not left
+/// wondering at 38-s ones.
+pub fn long_first_probes(
+    options: &crate::Options,
+    duration: std::time::Duration,
+) -> Option<String> {
+    let settings = &options.capacity;
+    let first = probe::length(settings.from, duration, &settings.slo, 1);
+    if first <= duration + std::time::Duration::from_millis(50) {
+        return None;
+    }
+    let needed = crate::objective::needed_requests(&settings.slo);
+    let short = needed as f64 / duration.as_secs_f64().max(1e-3);
+    Some(format!(
+        "capacity: the first probes, at {} req/s, run {} rather than {}: {} needs {} requests to be decided; the probes shorten as the rate grows (--from {} starts where a probe takes {})",
+        webscope_report::human::sig3(settings.from),
+        webscope_report::human::duration(first.as_secs_f64()),
+        webscope_report::human::duration(duration.as_secs_f64()),
+        settings.slo,
+        webscope_report::human::count(needed),
+        short.ceil(),
+        webscope_report::human::duration(duration.as_secs_f64()),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #52: the README's example (the default objective, 2-s probes from 100 req/s) ran
+    /// 38-s probes without a word; the console now says why, and where probes are short.
+    #[test]
+    fn long_first_probes_are_explained_once() {
+        let options = crate::tests_options(false);
+        let line = long_first_probes(&options, std::time::Duration::from_secs(2)).unwrap();
+        assert!(
+            line.starts_with(
+                "capacity: the first probes, at 100 req/s, run 38.4 s rather than 2 s: "
+            ),
+            "{line}"
+        );
+        assert!(line.contains("needs 3 838 requests"), "{line}");
+        assert!(
+            line.contains("--from 1919 starts where a probe takes 2 s"),
+            "{line}"
+        );
+        // Probes as long as asked: nothing to say.
+        assert_eq!(
+            long_first_probes(&options, std::time::Duration::from_secs(60)),
+            None
+        );
+    }
 
     use crate::objective::Outcome;
 
