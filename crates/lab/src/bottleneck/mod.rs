@@ -99,6 +99,25 @@ pub enum Bound {
 }
 
 impl Bound {
+    /// Every bound, in the order verdicts weigh them.
+    pub const ALL: [Bound; 10] = [
+        Bound::ServerCpu,
+        Bound::Generator,
+        Bound::MachineCpu,
+        Bound::Network,
+        Bound::Disk,
+        Bound::Ports,
+        Bound::AcceptQueue,
+        Bound::Refused,
+        Bound::Latency,
+        Bound::Offered,
+    ];
+
+    /// The bound whose [`Bound::label`] is `label`.
+    pub fn from_label(label: &str) -> Option<Bound> {
+        Bound::ALL.into_iter().find(|b| b.label() == label)
+    }
+
     /// A short name for table cells.
     pub fn label(self) -> &'static str {
         match self {
@@ -310,3 +329,22 @@ pub fn judge(e: &Evidence) -> Verdict {
 mod rules;
 #[cfg(test)]
 mod tests;
+
+/// A [`Bound`] kept as its label ("machine CPU"), as probe.json and step.json always kept it:
+/// `#[serde(with = "crate::bottleneck::as_label")]`.
+pub mod as_label {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Bound;
+
+    pub fn serialize<S: Serializer>(bound: &Bound, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(bound.label())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bound, D::Error> {
+        let label = String::deserialize(d)?;
+        Bound::from_label(&label).ok_or_else(|| {
+            serde::de::Error::custom(format!("{label:?} is no bound webscope names"))
+        })
+    }
+}

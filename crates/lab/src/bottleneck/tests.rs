@@ -380,3 +380,20 @@ fn refusals_bind_only_when_they_are_most_of_the_errors_and_past_their_limit() {
         None
     );
 }
+
+/// #47: a bound is an enum in memory and its label on disk, as probe.json always kept it;
+/// a label webscope never wrote is refused, not read as some bound.
+#[test]
+fn a_bound_is_kept_as_its_label() {
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Kept {
+        #[serde(with = "crate::bottleneck::as_label")]
+        bound: Bound,
+    }
+    for b in Bound::ALL {
+        let text = serde_json::to_string(&Kept { bound: b }).unwrap();
+        assert_eq!(text, format!("{{\"bound\":\"{}\"}}", b.label()));
+        assert_eq!(serde_json::from_str::<Kept>(&text).unwrap().bound, b);
+    }
+    assert!(serde_json::from_str::<Kept>(r#"{"bound":"machine-cpu"}"#).is_err());
+}

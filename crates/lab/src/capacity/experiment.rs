@@ -308,7 +308,7 @@ mod tests {
             reason: String::new(),
             checks: Vec::new(),
             not_sent_share: None,
-            bound: "latency".into(),
+            bound: crate::bottleneck::Bound::Latency,
             bound_reading: String::new(),
             warmup_s: 0.2,
             probe_s: 1.0,

@@ -79,7 +79,8 @@ pub struct Judged {
     #[serde(alias = "late_share")]
     pub not_sent_share: Option<f64>,
     /// The lab's verdict on what bounds the probe, and its reading.
-    pub bound: String,
+    #[serde(with = "crate::bottleneck::as_label")]
+    pub bound: crate::bottleneck::Bound,
     pub bound_reading: String,
     pub warmup_s: f64,
     /// How long it ran, seconds (longer than `--duration` at rates too low to offer the
@@ -252,7 +253,7 @@ pub fn run(
         reason,
         checks,
         not_sent_share,
-        bound: verdict.bound.label().into(),
+        bound: verdict.bound,
         bound_reading: verdict.reading,
         warmup_s: warmup.as_secs_f64(),
         probe_s: probe.length.as_secs_f64(),

@@ -154,7 +154,7 @@ pub fn run(
             reason,
             checks,
             not_sent_share,
-            bound: verdict.bound.label().into(),
+            bound: verdict.bound,
             bound_reading: verdict.reading,
             warmup_s: warmup.as_secs_f64(),
             probe_s: step.length.as_secs_f64(),

@@ -127,7 +127,7 @@ pub fn said_of(
 /// (its reading quotes the busy share and the limit), else the objective's reason (requests
 /// never sent past their limit).
 fn trigger(judged: &Judged) -> &str {
-    if judged.bound == Bound::Generator.label() {
+    if judged.bound == Bound::Generator {
         &judged.bound_reading
     } else {
         &judged.reason
@@ -187,7 +187,7 @@ mod tests {
             test_point(12_800.0, 12_776.0, 0.91, Some(0.4)),
         ];
         let mut busy = judged(12_800.0, "generator");
-        busy.bound = Bound::Generator.label().into();
+        busy.bound = Bound::Generator;
         busy.bound_reading = "the load generator's busiest thread is 91 % busy (limit 90 %): this run measures the generator, not the server".into();
         let probes = vec![judged(6_400.0, "pass"), busy];
         let ending = Ending::GeneratorBound {

@@ -135,7 +135,10 @@ fn machine_warning(probes: &[Judged]) -> Option<Block> {
         .iter()
         .filter(|j| j.outcome == Outcome::Fail)
         .collect();
-    let machine = failed.iter().filter(|j| j.bound == "machine CPU").count();
+    let machine = failed
+        .iter()
+        .filter(|j| j.bound == crate::bottleneck::Bound::MachineCpu)
+        .count();
     (machine > 0).then(|| {
         Block::Warning(format!(
             "{machine} of the {} failing probes were bound by the machine's CPUs, not the server's: whatever else runs on this machine (and loopback's kernel work) weighs on the capacity found; a quieter machine, or the server on a host of its own, may carry more.",
@@ -344,7 +347,7 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
             Verdict::Undecided => "?".to_string(),
         }));
         row.push(j.outcome.cell().into());
-        row.push(j.bound.clone());
+        row.push(j.bound.label().to_string());
         t.row(row);
     }
     t
@@ -361,7 +364,7 @@ fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
             "conditions": j.checks.iter().map(|c| json!({
                 "condition": c.condition, "measured": c.measured, "verdict": c.verdict,
             })).collect::<Vec<_>>(),
-            "bound": j.bound, "bound_reading": j.bound_reading, "probe_s": j.probe_s,
+            "bound": j.bound.label(), "bound_reading": j.bound_reading, "probe_s": j.probe_s,
             "disturbance": j.disturbance,
             "reference_ms": j.reference.as_ref().map(|r| &r.ms),
             "server_cpu_per_request_us": p.server_cpu_us(),

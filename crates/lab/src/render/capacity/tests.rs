@@ -112,11 +112,10 @@ fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
             ],
             not_sent_share: Some(0.0),
             bound: if refused > 0 {
-                "refuses load"
+                crate::bottleneck::Bound::Refused
             } else {
-                "server CPU"
-            }
-            .into(),
+                crate::bottleneck::Bound::ServerCpu
+            },
             bound_reading: String::new(),
             warmup_s: 0.2,
             probe_s: 1.0,
