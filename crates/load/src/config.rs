@@ -249,7 +249,10 @@ impl Config {
     /// Thread `index`'s share of `n` (connections, say) when the whole run's threads share it
     /// as one process with that many threads would.
     pub fn thread_share(&self, index: usize, n: usize) -> usize {
-        let all_threads = self.threads * self.segment_or_whole().1;
+        let all_threads = self
+            .threads
+            .saturating_mul(self.segment_or_whole().1)
+            .max(1);
         let global = self.global_thread(index);
         n / all_threads + usize::from(global < n % all_threads)
     }
@@ -285,7 +288,7 @@ impl Config {
         if !self.target.groups.is_empty() {
             return bad("--users with --group: give one or the other");
         }
-        let threads = self.threads * self.segment_or_whole().1;
+        let threads = self.threads.saturating_mul(self.segment_or_whole().1);
         if users.count < threads {
             return Err(Error::Config(format!(
                 "--users {} over {threads} threads: each thread needs a user; give -t {} or fewer",
@@ -298,6 +301,8 @@ impl Config {
     /// Checks the settings against each other; the message says which flag to change.
     pub fn check(&self) -> Result<(), Error> {
         let bad = |m: &str| Err(Error::Config(m.to_string()));
+        self.check_lengths()?;
+        self.check_threads()?;
         self.check_users()?;
         if self.users.is_some() {
             // Users bring their own connections; -c is not read.
@@ -313,7 +318,7 @@ impl Config {
                 "--segment {index}/{count}: give I/N with 0 <= I < N, e.g. --segment 0/3"
             )));
         }
-        if self.users.is_none() && self.threads * count > self.connections {
+        if self.users.is_none() && self.threads.saturating_mul(count) > self.connections {
             return Err(Error::Config(if count == 1 {
                 "-t/--threads must not exceed -c/--connections (each thread needs a connection)"
                     .to_string()
@@ -322,7 +327,7 @@ impl Config {
                     "-c {} over {count} segments of {} threads each: each thread needs a connection, so -c must be at least {}",
                     self.connections,
                     self.threads,
-                    self.threads * count
+                    self.threads.saturating_mul(count)
                 )
             }));
         }
@@ -411,6 +416,7 @@ impl Config {
                 )));
             }
         }
-        Ok(())
+        // Last: what this machine allows, once the settings agree with each other.
+        self.check_resources()
     }
 }

@@ -53,6 +53,7 @@ mod engine;
 mod error;
 mod hdr_text;
 mod hlog;
+pub mod limits;
 mod merge;
 pub mod outcome;
 mod pace;

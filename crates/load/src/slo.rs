@@ -494,21 +494,14 @@ impl Metric {
             .filter(|n: &f64| n.is_finite())
             .ok_or_else(|| format!("{value:?} is not a number with a unit"))?;
         match self {
-            Metric::Latency { .. } => {
-                let scale = match unit.trim() {
-                    "ns" => 1e-3,
-                    "us" | "µs" => 1.0,
-                    "ms" => 1e3,
-                    "s" => 1e6,
-                    "" => {
-                        return Err(format!(
-                            "{value:?} has no unit: write {number}ms (or us, s)"
-                        ))
-                    }
-                    other => return Err(format!("{other:?} is not a time unit: use us, ms or s")),
-                };
-                Ok(n * scale)
-            }
+            // The one grammar of lengths (`webscope_sys::duration`), but with its unit: a
+            // bare `p99<10` could be read as seconds or as milliseconds, so it is asked for.
+            Metric::Latency { .. } if unit.trim().is_empty() => Err(format!(
+                "{value:?} has no unit: write {number}ms (or us, s)"
+            )),
+            Metric::Latency { .. } => webscope_sys::duration::parse(value)
+                .map(|limit| limit.as_nanos() as f64 / 1e3)
+                .map_err(|e| e.to_string()),
             _ => match unit.trim() {
                 "%" if n <= 100.0 => Ok(n / 100.0),
                 "%" => Err(format!("{value:?} is more than 100 %")),

@@ -13,7 +13,9 @@
 //!   a new file beside the target renamed over it, so that a symlink planted at the name is
 //!   replaced, never followed. Every file webscope writes goes through one of the two;
 //! - reading lines of input with a bound on a line's length ([`LineReader`]): an over-long
-//!   line is a bad line, never a buffer that grows with it.
+//!   line is a bad line, never a buffer that grows with it;
+//! - the one grammar of lengths of time ([`duration`]): `10s`, `1m30s`, a bare number as
+//!   seconds, at most a year, for every flag, config and objective.
 //!
 //! What it is not for: hot-path I/O. The server's and the generator's own syscall paths
 //! (accept, recv, send, sendfile, epoll, io_uring) stay in their crates, because they are
@@ -22,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod clock;
+pub mod duration;
 mod lines;
 mod replace;
 mod sockopt;

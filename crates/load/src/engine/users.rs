@@ -147,7 +147,14 @@ impl UserSet {
             None if self.thinks.is_empty() => 0.0,
             None => self.thinks[self.rng.below(self.thinks.len() as u64) as usize],
         };
-        Duration::from_secs_f64(seconds.max(0.0))
+        // A draw of a heavy tail may be past any clock (a lognormal without a max): at most
+        // the longest length webscope takes, never a panic.
+        let most = webscope_sys::duration::MAX.as_secs_f64();
+        Duration::from_secs_f64(if seconds.is_finite() {
+            seconds.clamp(0.0, most)
+        } else {
+            most
+        })
     }
 }
 

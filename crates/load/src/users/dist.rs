@@ -153,8 +153,10 @@ impl Dist {
     }
 
     /// Parses `const(3)`, `exp(2s)`, `geo(5)`, `pareto(1.5,1s)`, `pareto(1.5,1s,60s)`,
-    /// `lognormal(0.5,1.2)`, `lognormal(0.5,1.2,60s)`: times may carry `ms`, `s` or `m`
-    /// (seconds without), counts are plain numbers. The error says what is wrong.
+    /// `lognormal(0.5,1.2)`, `lognormal(0.5,1.2,60s)`: times are in the one grammar of
+    /// lengths (`500ms`, `2s`, `1m30s`; seconds without a unit), counts are plain numbers.
+    /// No value may pass a year ([`webscope_sys::duration::MAX`], in seconds). The error says
+    /// what is wrong.
     pub fn parse(text: &str) -> Result<Dist, String> {
         let bad = |why: &str| {
             format!("{text:?}: {why} (write const(X), exp(MEAN), geo(MEAN), pareto(ALPHA,SCALE[,MAX]) or lognormal(MU,SIGMA[,MAX]))")
@@ -168,9 +170,7 @@ impl Dist {
             .ok_or_else(|| bad("no closing parenthesis"))?;
         let values: Vec<f64> = args
             .split(',')
-            .map(|a| {
-                seconds(a.trim()).ok_or_else(|| bad(&format!("{:?} is not a number", a.trim())))
-            })
+            .map(|a| seconds(a.trim()).map_err(|why| bad(&why)))
             .collect::<Result<_, _>>()?;
         let need = |n: std::ops::RangeInclusive<usize>| {
             if n.contains(&values.len()) {
@@ -203,6 +203,21 @@ impl Dist {
         Ok(dist)
     }
 
+    /// Its parameters, in the order they are written.
+    fn parameters(&self) -> Vec<f64> {
+        match *self {
+            Dist::Constant { value } => vec![value],
+            Dist::Exponential { mean } | Dist::Geometric { mean } => vec![mean],
+            Dist::Pareto { alpha, scale, max } => [Some(alpha), Some(scale), max]
+                .into_iter()
+                .flatten()
+                .collect(),
+            Dist::Lognormal { mu, sigma, max } => {
+                [Some(mu), Some(sigma), max].into_iter().flatten().collect()
+            }
+        }
+    }
+
     /// Whether the parameters make a distribution of finite, non-negative values.
     fn check(&self) -> Result<(), String> {
         let ok = match *self {
@@ -216,6 +231,12 @@ impl Dist {
         };
         if !ok {
             return Err("parameters out of range (means and scales > 0, geo's mean ≥ 1, a max above the scale)".into());
+        }
+        let most = webscope_sys::duration::MAX.as_secs_f64();
+        if let Some(big) = self.parameters().into_iter().find(|v| v.abs() > most) {
+            return Err(format!(
+                "{big} is more than a year's seconds ({most}), the longest length webscope takes"
+            ));
         }
         if let Dist::Pareto {
             alpha, max: None, ..
@@ -252,19 +273,16 @@ fn std_normal() -> Normal {
     Normal::standard()
 }
 
-/// A number, or a time with `ms`, `s` or `m`, in seconds.
-fn seconds(text: &str) -> Option<f64> {
-    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = text.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = text.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (text, 1.0)
-    };
-    let value: f64 = number.trim().parse().ok()?;
-    value.is_finite().then_some(value * scale)
+/// A plain number (a count, a shape, or seconds), or a time in the one grammar of lengths
+/// (`webscope_sys::duration`: `500ms`, `2s`, `1m30s`), in seconds.
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if value.is_finite() => Ok(value),
+        Ok(_) => Err(format!("{text:?} is not a number")),
+        Err(_) => webscope_sys::duration::parse(text)
+            .map(|d| d.as_secs_f64())
+            .map_err(|e| e.to_string()),
+    }
 }
 
 /// The mean of a Pareto truncated at `max` (∫ x dF over [scale, max] / F(max)).
@@ -318,6 +336,29 @@ mod tests {
         }
         let d = Dist::parse("lognormal(0.5,1.2,60s)").unwrap();
         assert_eq!(Dist::parse(&d.to_string()), Ok(d));
+        // Times in the one grammar of lengths; a bare number is seconds.
+        assert_eq!(
+            Dist::parse("const(1m30s)"),
+            Ok(Dist::Constant { value: 90.0 })
+        );
+        assert_eq!(Dist::parse("const(1.5)"), Ok(Dist::Constant { value: 1.5 }));
+    }
+
+    /// Issue 51, item 8: a think time past any clock panicked when it became a `Duration`.
+    #[test]
+    fn a_value_past_a_year_is_refused_in_one_line() {
+        for bad in [
+            "const(1e300)",
+            "exp(500000000000years)",
+            "pareto(1.5,1s,400d)",
+        ] {
+            let e = Dist::parse(bad).unwrap_err();
+            assert!(
+                e.contains("a year") || e.contains("longest length"),
+                "{bad}: {e}"
+            );
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 
     #[test]

@@ -113,7 +113,7 @@ pub struct Args {
     live: Option<String>,
     /// How long the live page stays up after the lab, so that open browsers get its end
     /// (Ctrl-C ends it sooner).
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = humantime::parse_duration, requires = "live")]
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = crate::cmd::duration, requires = "live")]
     live_linger: Duration,
     /// Experiments to run (repeatable): clients (the sweep of Yates and Mughal), filesize
     /// (WebStone A/4 .. A*4), techniques (Hu's cumulative ablation), saturation (Chiarini's

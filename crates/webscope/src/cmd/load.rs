@@ -126,14 +126,16 @@ struct Flags {
     /// server a --replay goes to.
     #[arg(long, value_name = "URL")]
     base: Option<String>,
-    /// Connections at the start (spread over the threads) [default: 10].
+    /// Connections at the start (spread over the threads) [default: 10]; at most what the
+    /// open-files limit (ulimit -n) and the memory allow, 33 KiB each.
     #[arg(short = 'c', long, value_name = "N")]
     connections: Option<usize>,
     /// How long to run [default: 10s; a replay: the log's span divided by --speed, then up
     /// to --timeout for the answers to its last requests].
     #[arg(short = 'd', long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     duration: Option<Duration>,
-    /// Worker threads, each with its own event loop [default: number of cores, at most -c].
+    /// Worker threads, each with its own event loop [default: number of cores, at most -c];
+    /// at most 4 per core (and at least 16 allowed).
     #[arg(short = 't', long, value_name = "N")]
     threads: Option<usize>,
     /// Open loop: send this many requests per second whatever the responses do. A run that
@@ -145,24 +147,24 @@ struct Flags {
     /// Open loop: evenly spaced sends, or a Poisson process.
     #[arg(long, value_name = "KIND", default_value = "constant", value_parser = ["constant", "poisson"], requires = "rate")]
     arrivals: String,
-    /// Open loop: connections may grow to this many when all are busy (HTTP/2: the -c × -M streams are the limit) [default: max(1000, -c)].
+    /// Open loop: connections may grow to this many when all are busy (HTTP/2: the -c × -M streams are the limit) [default: max(1000, -c), within the open-files limit].
     #[arg(long, value_name = "N", requires = "rate")]
     max_connections: Option<usize>,
     /// A new TCP connection per request (Connection: close), as WebStone's HTTP/1.0 clients.
     #[arg(long)]
     close: bool,
     /// Closed loop: pause between a response and the next request on a connection.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with = "rate")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::cmd::duration, conflicts_with = "rate")]
     think_time: Option<Duration>,
     /// Closed loop: after a 503, the connection waits this long before its next request, as
     /// a client honouring Retry-After would [default: 0, ask again at once, as wrk].
-    #[arg(long = "backoff-503", value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with = "rate")]
+    #[arg(long = "backoff-503", value_name = "DURATION", value_parser = crate::cmd::duration, conflicts_with = "rate")]
     backoff_503: Option<Duration>,
     /// Longest a request may take (connect included) before it counts as a timeout.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::cmd::duration)]
     timeout: Duration,
     /// Length of the reporting intervals (live line, --hlog, per-interval figures).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::cmd::duration)]
     interval: Duration,
     /// Judge the run against limits, as k6 does: e.g. 'p99<10ms,errors<1%' (any percentile
     /// p50..p99.99 and max from the whole histogram; errors: failures without a response and
@@ -254,7 +256,7 @@ struct Flags {
     live: Option<String>,
     /// How long the live page stays up after the run, so that open browsers get the final
     /// figures (Ctrl-C ends it sooner).
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = humantime::parse_duration, requires = "live")]
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = crate::cmd::duration, requires = "live")]
     live_linger: Duration,
     /// No live line while running.
     #[arg(short = 'q', long)]
@@ -426,9 +428,11 @@ impl Flags {
                 } else {
                     Arrivals::Constant
                 },
-                max_connections: self
-                    .max_connections
-                    .unwrap_or_else(|| connections.max(1000)),
+                // By default up to 1000, or what the open-files limit leaves room for.
+                max_connections: self.max_connections.unwrap_or_else(|| {
+                    let budget = webscope_load::limits::socket_budget(config.threads);
+                    connections.max(1000.min(budget))
+                }),
             },
             None => Pacing::Closed {
                 think: self.think_time.unwrap_or(Duration::ZERO),

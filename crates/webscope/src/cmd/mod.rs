@@ -38,17 +38,15 @@ impl std::fmt::Display for Exit {
 
 impl std::error::Error for Exit {}
 
-/// A length flag's value: humantime's grammar (10s, 500ms, 1m30s), longer than zero. Given
-/// with `allow_hyphen_values`, so that `-d -3s` reaches here and is refused as negative in one
-/// line instead of clap taking `-3s` for a flag.
+/// A length flag's value, longer than zero, in the one grammar of lengths
+/// (`webscope_sys::duration`: 10s, 500ms, 1m30s, a bare number as seconds, at most a year).
+/// Given with `allow_hyphen_values`, so that `-d -3s` reaches here and is refused as negative
+/// in one line instead of clap taking `-3s` for a flag.
 pub fn positive_duration(text: &str) -> Result<std::time::Duration, String> {
-    if text.trim_start().starts_with('-') {
-        return Err(format!("{text} is negative: give a length such as 10s"));
-    }
-    let length = humantime::parse_duration(text)
-        .map_err(|e| format!("{text} is not a length ({e}): e.g. 10s, 500ms, 2m"))?;
-    if length.is_zero() {
-        return Err(format!("{text} is zero: give a length such as 10s"));
-    }
-    Ok(length)
+    webscope_sys::duration::parse_positive(text).map_err(|e| e.to_string())
+}
+
+/// A length flag's value that may be zero, in the same grammar.
+pub fn duration(text: &str) -> Result<std::time::Duration, String> {
+    webscope_sys::duration::parse(text).map_err(|e| e.to_string())
 }

@@ -135,10 +135,10 @@ pub struct Args {
     #[arg(long, value_name = "LIST", help_heading = "Services")]
     limit: Option<String>,
     /// Queueing-delay target under --policy admission: refuse (503) when exceeded for --interval.
-    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = humantime::parse_duration, help_heading = "Services")]
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = crate::cmd::duration, help_heading = "Services")]
     target: Duration,
     /// Interval of the admission rule.
-    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = humantime::parse_duration, help_heading = "Services")]
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = crate::cmd::duration, help_heading = "Services")]
     interval: Duration,
     /// OS threads of --policy threads (Tomcat's default).
     #[arg(
@@ -152,7 +152,7 @@ pub struct Args {
     #[arg(long, value_name = "N", help_heading = "Services")]
     executors: Option<usize>,
     /// Slice length under fair and priority.
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = humantime::parse_duration, help_heading = "Services")]
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = crate::cmd::duration, help_heading = "Services")]
     slice: Duration,
     /// Items in the heavy service's XML catalogue (about 8 nodes each).
     #[arg(
@@ -176,16 +176,16 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_connections: usize,
     /// Time for a started request head to arrive completely (slowloris guard; 408 after).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::cmd::duration)]
     header_timeout: Duration,
     /// Time a keep-alive connection may stay idle between requests.
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::cmd::duration)]
     keepalive_timeout: Duration,
     /// Time a response may make no progress because the client stopped reading.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::cmd::duration)]
     send_timeout: Duration,
     /// On SIGINT/SIGTERM, time allowed for responses in flight before connections are cut.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::cmd::duration)]
     shutdown_timeout: Duration,
     /// Longest request target in bytes (414 beyond).
     #[arg(long, value_name = "BYTES", default_value_t = 8192)]

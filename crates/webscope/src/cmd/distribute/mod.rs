@@ -51,7 +51,7 @@ pub struct Args {
     memory: String,
     /// Time from writing the Job to the common start: enough for scheduling and pulling the
     /// image; a pod that starts after it says how late it was.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::cmd::duration)]
     start_margin: Duration,
     /// Manifest format.
     #[arg(long, value_name = "FORMAT", default_value = "yaml", value_parser = ["yaml", "json"])]

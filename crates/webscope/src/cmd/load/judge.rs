@@ -1,15 +1,30 @@
 //! `webscope load`'s verdict after the report: no success at all is an error, then the
-//! `--threshold` conditions with their exit codes.
+//! `--threshold` conditions with their exit codes; a run stopped by Ctrl-C exits 130 after
+//! all of it, as the lab does.
 
 use webscope_load::slo::{Measured, Slo, Verdict};
 use webscope_load::{Expect, Report};
 
-use crate::cmd::{Exit, EXIT_THRESHOLD_CROSSED, EXIT_UNDECIDED};
+use crate::cmd::{Exit, EXIT_INTERRUPTED, EXIT_THRESHOLD_CROSSED, EXIT_UNDECIDED};
 
 /// After the report: no success at all is an error (exit 1, as the lab's), then the
 /// thresholds (exit 99 when one is crossed, 3 when one cannot be decided). A status of 400
 /// and above is an error (the default expectation), one the log had in a replay is not.
+/// A run stopped by Ctrl-C exits 130 (128 + SIGINT, as shells report it, issue 52) whatever
+/// its thresholds say: they were judged on part of a run, and are printed for what they are.
 pub(super) fn judge(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
+    let verdict = judge_run(report, threshold);
+    if report.interrupted {
+        return Err(Exit {
+            code: EXIT_INTERRUPTED,
+            message: "interrupted: what was measured is above".to_string(),
+        }
+        .into());
+    }
+    verdict
+}
+
+fn judge_run(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
     let expect = Expect::default();
     let outcomes = report.outcomes();
     if outcomes.good(&expect) == 0 && !report.interrupted {

@@ -38,7 +38,7 @@ pub(super) struct UserFlags {
     pub user_connections: Option<usize>,
     /// Users: start them evenly over this long [default: the mean think time, at most a
     /// quarter of the run], so that their page views do not come in step.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "users")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::cmd::duration, requires = "users")]
     pub ramp_up: Option<Duration>,
     /// Users: sample their sessions from this access log (repeat for more files; Common or
     /// Combined, plain or gzip), with the log's URLs, order and think times, sent to the
@@ -47,7 +47,7 @@ pub(super) struct UserFlags {
     #[arg(long, value_name = "LOG", requires = "users", conflicts_with_all = ["views", "objects", "think", "fileset"])]
     pub sessions: Vec<PathBuf>,
     /// Users: the pause that ends a logged session.
-    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration, requires = "sessions")]
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::cmd::duration, requires = "sessions")]
     pub session_gap: Duration,
 }
 

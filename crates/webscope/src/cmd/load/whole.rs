@@ -140,13 +140,50 @@ fn replace_source(load: &[String], json: &str) -> Vec<String> {
     out
 }
 
-/// The JSON of `--config SOURCE` and how to name it in a message.
+/// The most bytes a `--config` file may hold: a config is a few KiB, and one that carries a
+/// log's sessions ([`super::users::SESSION_BUDGET`] of them) a few tens of MiB; `/dev/zero`
+/// was read to 4.1 GB before anything said no (issue 51, item 7).
+pub(super) const MAX_CONFIG: u64 = 64 << 20;
+
+/// The JSON of `--config SOURCE` and how to name it in a message. A file must be a regular
+/// file of at most [`MAX_CONFIG`] bytes: a device, a FIFO or a directory is refused before it
+/// is read, and the reading stops past the cap whatever the file claims.
 fn text_of(source: &str) -> anyhow::Result<(String, String)> {
+    use std::io::Read;
     if source.trim_start().starts_with('{') {
         return Ok((source.to_string(), "--config's JSON".to_string()));
     }
-    let text = std::fs::read_to_string(Path::new(source))
-        .with_context(|| format!("--config {source}: cannot read it"))?;
+    let not_regular = || {
+        anyhow::anyhow!("--config {source} is not a regular file: give a config written as a file, or the JSON itself")
+    };
+    // Looked at before it is opened: opening a FIFO waits for a writer.
+    let cannot = || format!("--config {source}: cannot read it");
+    if !std::fs::metadata(source).with_context(cannot)?.is_file() {
+        return Err(not_regular());
+    }
+    let file = std::fs::File::open(Path::new(source)).with_context(cannot)?;
+    let meta = file.metadata().with_context(cannot)?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    let too_big = || {
+        anyhow::anyhow!(
+            "--config {source} is larger than a config may be ({} MiB): is it the right file?",
+            MAX_CONFIG >> 20
+        )
+    };
+    if meta.len() > MAX_CONFIG {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG + 1)
+        .read_to_end(&mut bytes)
+        .with_context(cannot)?;
+    if bytes.len() as u64 > MAX_CONFIG {
+        return Err(too_big());
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("--config {source} is not text: give a JSON config"))?;
     Ok((text, format!("--config {source}")))
 }
 
