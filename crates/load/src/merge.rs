@@ -11,8 +11,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hdrhistogram::Histogram;
-
 use crate::hlog::{tag_of, Hlog};
 use crate::recorder::{histogram, ClassStats, Recorder, FAILURES, STATUSES};
 use crate::replay::ReplayReport;
@@ -230,6 +228,33 @@ pub fn merge(parts: &[Part], hlog: Option<&Path>) -> Result<Report, Error> {
     Ok(report)
 }
 
+/// Checks, before anything is written, that each segment's log has an interval for each of
+/// its report's intervals with requests (a log of another run, or cut short, has fewer).
+fn check_logs(parts: &[Part]) -> Result<(), Error> {
+    for part in parts {
+        let segment = part.report.segment.as_deref().unwrap_or("?");
+        let reported = part
+            .report
+            .intervals
+            .iter()
+            .filter(|r| r.requests > 0)
+            .count();
+        let mut in_log = 0;
+        for logged in crate::hlog::Intervals::new(&part.log, None) {
+            let logged = logged.map_err(|why| {
+                Error::Config(format!("segment {segment}: its interval log: {why}"))
+            })?;
+            in_log += usize::from(!logged.histogram.is_empty());
+        }
+        if in_log < reported {
+            return Err(Error::Config(format!(
+                "segment {segment}: its interval log has {in_log} intervals with requests, its report {reported}: give each result's own .hlog beside its .json"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a segment whose counts would take the merged ones past u64 (histograms add
 /// saturating, and a saturated count reads as a real one).
 fn fits(totals: &Recorder, more: &Recorder) -> Result<(), String> {
@@ -318,8 +343,9 @@ fn warnings(parts: &[Part], generators: &[Generator]) -> Vec<String> {
 
 /// The merged intervals: the segments' i-th intervals added (counters from their reports,
 /// latencies from their logs), written to the merged log one tag after the other (all
-/// requests, then each class), so that memory holds one tag's intervals and one segment's log
-/// at a time, whatever the number of segments.
+/// requests, then each class). Memory holds one interval's sum and one decoded interval per
+/// segment at a time, whatever the run's length (it held every interval of a tag, 150 KB
+/// each: issue 51), beside the logs' text.
 fn intervals(
     parts: &[Part],
     names: &[String],
@@ -327,6 +353,7 @@ fn intervals(
     hlog: Option<&Path>,
     target: &str,
 ) -> Result<Vec<IntervalReport>, Error> {
+    check_logs(parts)?;
     let count = parts
         .iter()
         .map(|p| p.report.intervals.len())
@@ -382,43 +409,37 @@ fn intervals(
         })
         .collect();
     for (t, tag) in tags.iter().enumerate() {
-        let mut sums: Vec<Histogram<u64>> = (0..count).map(|_| histogram()).collect();
-        for part in parts {
-            let segment = part.report.segment.as_deref().unwrap_or("?");
-            let logged =
-                crate::hlog::parse_intervals(&part.log, tag.as_deref()).map_err(|why| {
+        // Interval by interval, every segment's log read alongside the others': one sum
+        // and one decoded interval per segment in memory, whatever the run's length.
+        let mut logs: Vec<(&str, crate::hlog::Intervals)> = parts
+            .iter()
+            .map(|p| {
+                let segment = p.report.segment.as_deref().unwrap_or("?");
+                (segment, crate::hlog::Intervals::new(&p.log, tag.as_deref()))
+            })
+            .collect();
+        for (i, interval) in out.iter_mut().enumerate() {
+            let mut sum = histogram();
+            for (segment, logged) in logs.iter_mut() {
+                let Some(logged) = logged.next() else {
+                    continue;
+                };
+                let logged = logged.map_err(|why| {
                     Error::Config(format!("segment {segment}: its interval log: {why}"))
                 })?;
-            let reported = part
-                .report
-                .intervals
-                .iter()
-                .filter(|r| r.requests > 0)
-                .count();
-            let in_log = logged.iter().filter(|l| !l.histogram.is_empty()).count();
-            if t == 0 && in_log < reported {
-                return Err(Error::Config(format!(
-                    "segment {segment}: its interval log has {in_log} intervals with requests, its report {reported}: give each result's own .hlog beside its .json"
-                )));
-            }
-            for (i, (sum, interval)) in sums.iter_mut().zip(&logged).enumerate() {
-                crate::hdr_text::add(sum, &interval.histogram).map_err(|why| {
+                crate::hdr_text::add(&mut sum, &logged.histogram).map_err(|why| {
                     Error::Config(format!(
                         "segment {segment}: its interval log's interval {i}, added to the others': {why}"
                     ))
                 })?;
             }
-        }
-        if let Some(log) = log.as_mut() {
-            for (sum, interval) in sums.iter().zip(&out) {
+            if let Some(log) = log.as_mut() {
                 let offset = std::time::Duration::from_secs_f64(interval.start_s.max(0.0));
                 let length = std::time::Duration::from_secs_f64(interval.duration_s.max(1e-6));
-                log.write(sum, offset, length, tag.as_deref())?;
+                log.write(&sum, offset, length, tag.as_deref())?;
             }
-        }
-        if t == 0 {
-            for (interval, sum) in out.iter_mut().zip(&sums) {
-                interval.latency_us = Latency::of(sum);
+            if t == 0 {
+                interval.latency_us = Latency::of(&sum);
             }
         }
     }

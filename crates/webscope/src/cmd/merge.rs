@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use webscope_load::{parse_intervals, tag_of, Part, Report};
+use webscope_load::{tag_of, Intervals, Part, Report};
 
 /// Every framed line starts so; anything before it on the line (`kubectl logs --prefix`) and
 /// every other line is ignored.
@@ -106,8 +106,11 @@ fn part(report: Report, log: &[u8]) -> anyhow::Result<Part> {
     if report.classes.len() > 1 {
         tags.extend(report.classes.iter().map(|c| Some(tag_of(&c.name))));
     }
-    for tag in tags {
-        parse_intervals(log, tag.as_deref()).map_err(anyhow::Error::msg)?;
+    // Decoded one interval at a time and dropped: a log's intervals are never all held.
+    for tag in &tags {
+        for interval in Intervals::new(log, tag.as_deref()) {
+            interval.map_err(anyhow::Error::msg)?;
+        }
     }
     Ok(Part {
         report,
