@@ -52,4 +52,6 @@ pub use format::{Format, TimeUnit};
 pub use line::{parse_line, Entry};
 pub use plausible::{implausible_time, AHEAD, EARLIEST_UNIX};
 pub use read::{read_logs, read_logs_with_progress, Parsed};
-pub use stream::{stream_logs, stream_logs_while, BadLine, ReadOptions, ReadSummary, MAX_BUFFERED};
+pub use stream::{
+    stream_logs, stream_logs_while, BadLine, CutShort, ReadOptions, ReadSummary, MAX_BUFFERED,
+};

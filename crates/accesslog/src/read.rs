@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::error::Error;
 use crate::format::Format;
 use crate::line::Entry;
-use crate::stream::{stream_logs, BadLine, ReadOptions};
+use crate::stream::{stream_logs, BadLine, CutShort, ReadOptions};
 
 /// The entries of a set of logs, and what could not be read.
 #[derive(Debug, Clone, Default)]
@@ -30,11 +30,15 @@ pub struct Parsed {
     pub bad_examples: Vec<BadLine>,
     /// All lines read, good, bad and blank.
     pub lines: u64,
+    /// Gzip files whose data stopped being readable: read up to there (see
+    /// [`crate::ReadSummary::cut_short`]).
+    pub cut_short: Vec<CutShort>,
 }
 
 /// Reads and parses `paths` (plain or gzip, told apart by their first bytes) into memory,
 /// sorted by time. `format` `None` auto-detects Common/Combined per line. Unparseable lines
-/// are counted, never fatal; a file that cannot be opened or read, or logs of which no line
+/// are counted, never fatal; a gzip file cut short or corrupt is read up to there
+/// ([`Parsed::cut_short`]); a file that cannot be opened or read, or logs of which no line
 /// parses, are errors. For small logs and tests: a whole log's work streams through
 /// [`crate::stream_logs`] instead.
 pub fn read_logs(paths: &[PathBuf], format: Option<Format>) -> Result<Parsed, Error> {
@@ -69,6 +73,7 @@ pub fn read_logs_with_progress(
         repaired_lines: summary.repaired_lines,
         bad_examples: summary.bad_examples,
         lines: summary.lines,
+        cut_short: summary.cut_short,
     })
 }
 

@@ -101,15 +101,36 @@ fn a_missing_file_is_named() {
     assert!(read_logs(&[], None).is_err());
 }
 
+/// Issue 51, item 12: a gzip file cut short was refused whole; its lines before the cut are
+/// read now, as zcat reads them, and the summary says where it stopped.
 #[test]
-fn a_truncated_gzip_is_a_read_error() {
+fn a_truncated_gzip_keeps_its_lines_before_the_cut_and_says_where() {
     let dir = tempfile::tempdir().unwrap();
     let text: String = (0..2000).map(|i| line(i % 60, &format!("/f{i}"))).collect();
     let gz = gzip(&text);
     let p = write(dir.path(), "cut.gz", &gz[..gz.len() / 2]);
+    let parsed = read_logs(std::slice::from_ref(&p), None).unwrap();
+    assert!(
+        parsed.entries.len() > 500 && parsed.entries.len() < 2000,
+        "{} entries",
+        parsed.entries.len()
+    );
+    let cut = &parsed.cut_short;
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    assert_eq!(cut[0].line, parsed.lines);
+    assert_eq!(parsed.lines, parsed.entries.len() as u64);
+    assert!(
+        cut[0]
+            .why
+            .contains("ends inside the deflate data of the gzip member at byte 0"),
+        "{cut:?}"
+    );
+    // Cut before a line could be read: that is the error, not the format.
+    let p = write(dir.path(), "stub.gz", &gz[..30]);
     let err = read_logs(&[p], None).unwrap_err().to_string();
     assert!(
-        err.starts_with("cannot read access log") && err.contains("cut.gz"),
+        err.starts_with("cannot read access log")
+            && err.contains("stub.gz after line 0: the file ends inside"),
         "{err}"
     );
 }

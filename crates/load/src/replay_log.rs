@@ -23,6 +23,8 @@ pub struct Plan {
     pub no_request: u64,
     /// Entries later than the reader's look-back after a later one: sent in the order read.
     pub out_of_order: u64,
+    /// Gzip files whose data stopped being readable, and where: replayed up to there.
+    pub cut_note: Option<String>,
 }
 
 /// A log entry as the replay takes it: its time, client, method, target with query, status,
@@ -131,6 +133,7 @@ pub fn plan(
         first_bad,
         no_request: pass.no_request,
         out_of_order: summary.out_of_order,
+        cut_note: summary.cut_note(logs),
     })
 }
 
@@ -211,6 +214,9 @@ impl Plan {
                 plural(self.bad_lines, "line"),
                 self.first_bad.as_deref().unwrap_or("?")
             );
+        }
+        if let Some(note) = &self.cut_note {
+            line += &format!("; {note}");
         }
         line
     }

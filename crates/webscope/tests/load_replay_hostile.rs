@@ -183,3 +183,47 @@ fn a_request_list_with_a_2_mb_line_is_refused_with_its_number() {
         done.max_rss_mib
     );
 }
+
+/// Issue 51, item 12: a gzip log cut short was refused whole ("cannot read access log");
+/// its requests before the cut are replayed now, and the run's first lines say where the
+/// log stopped.
+#[test]
+fn a_gzip_log_cut_short_replays_its_requests_before_the_cut_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = server(tmp.path());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+    gz.write_all(a_minute().as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    let log = tmp.path().join("cut.log.gz");
+    std::fs::write(&log, &gz[..gz.len() * 2 / 3]).unwrap();
+    let json = tmp.path().join("r.json");
+    let mut cmd = webscope();
+    cmd.args(["load", "--replay"])
+        .arg(&log)
+        .args([
+            "--base",
+            &served.base_url,
+            "--speed",
+            "60",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-q",
+        ])
+        .arg("--json")
+        .arg(&json);
+    let done = run(&mut cmd, None, |_, _| {}, Duration::from_secs(60));
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(
+        done.stdout.contains("cut.log.gz was read up to line ")
+            && done.stdout.contains(
+                " only: the file ends inside the deflate data of the gzip member at byte 0"
+            ),
+        "{}",
+        done.stdout
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    let sent = report["requests"].as_u64().unwrap();
+    assert!(sent > 100 && sent < 1200, "{sent} requests replayed");
+}

@@ -212,6 +212,7 @@ impl Characterizer {
             bad_examples: read.bad_examples.iter().map(redacted).collect(),
             repaired_lines: read.repaired_lines,
             out_of_order: read.out_of_order,
+            cut_short: read.cut_short.clone(),
             first_unix: first,
             last_unix: last,
             span_s,

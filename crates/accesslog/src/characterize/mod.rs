@@ -92,6 +92,9 @@ pub struct Characterization {
     /// ([`crate::ReadSummary::out_of_order`]): counted everywhere, but their second may have
     /// been drawn among later ones in the inter-reference times.
     pub out_of_order: u64,
+    /// Gzip files whose data stopped being readable (cut short, corrupt): characterized up to
+    /// there ([`crate::ReadSummary::cut_short`], said by [`crate::ReadSummary::cut_note`]).
+    pub cut_short: Vec<crate::CutShort>,
     /// First logged instant, Unix seconds.
     pub first_unix: i64,
     /// Last logged instant, Unix seconds.
@@ -191,6 +194,7 @@ pub fn characterize_with(parsed: &Parsed, options: Options) -> Characterization 
         blank_lines: parsed.blank_lines,
         repaired_lines: parsed.repaired_lines,
         bad_examples: parsed.bad_examples.clone(),
+        cut_short: parsed.cut_short.clone(),
         ..crate::ReadSummary::default()
     })
 }

@@ -1,4 +1,5 @@
-//! Lines that did not parse, and the error when none did.
+//! Lines that did not parse, a gzip file whose data stopped being readable, and the error
+//! when no line parsed.
 
 use std::path::PathBuf;
 
@@ -18,17 +19,40 @@ pub struct BadLine {
     pub why: &'static str,
 }
 
+/// A gzip file whose data stopped being readable (cut short, or corrupt): its lines up to
+/// `line` were read, as `zcat` reads them, and nothing after (issue 51, item 12: the whole
+/// file was refused).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CutShort {
+    /// Index of the file, into the paths given.
+    pub file: usize,
+    /// The last line read whole.
+    pub line: u64,
+    /// Where and why the data stops (`the file ends inside the deflate data of the gzip
+    /// member at byte 1234`).
+    pub why: String,
+}
+
 pub(crate) fn nothing_parsed(
     paths: &[PathBuf],
     format: Option<Format>,
     lines: u64,
     first_bad: Option<&BadLine>,
+    cut: Option<&CutShort>,
 ) -> Error {
     let files = paths
         .iter()
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
+    if let Some(cut) = cut {
+        // The data stopped before a line could be read: that is why, not the format.
+        return Error::Read {
+            path: paths[cut.file].clone(),
+            line: cut.line,
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, cut.why.clone()),
+        };
+    }
     let Some(bad) = first_bad else {
         return Error::NoLogLine { files, lines };
     };

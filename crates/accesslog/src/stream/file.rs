@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use webscope_sys::{Line, LineReader, MAX_LINE};
 
-use super::bad::BadLine;
+use super::bad::{BadLine, CutShort};
 use super::gz;
 use crate::error::Error;
 use crate::format::Format;
@@ -40,6 +40,8 @@ pub(crate) struct Tally {
     pub blank_lines: u64,
     pub repaired_lines: u64,
     pub bad_examples: Vec<BadLine>,
+    /// The file's gzip data stopped being readable after the lines counted.
+    pub cut: Option<CutShort>,
 }
 
 impl Tally {
@@ -54,6 +56,7 @@ impl Tally {
         let room = EXAMPLES.saturating_sub(self.bad_examples.len());
         self.bad_examples
             .extend(next.bad_examples.into_iter().take(room));
+        self.cut = self.cut.take().or(next.cut);
     }
 }
 
@@ -64,12 +67,17 @@ pub(crate) struct Batch {
     text: Vec<u8>,
     /// Each line's start and end in `text`, and whether it was cut at [`MAX_LINE`].
     lines: Vec<(usize, usize, bool)>,
+    /// The file's gzip data stopped being readable after these lines: the last line read
+    /// whole, and why.
+    cut: Option<(u64, String)>,
 }
 
 /// A file's lines, batch by batch.
 pub(crate) struct Lines {
     path: PathBuf,
     reader: LineReader<Box<dyn BufRead + Send>>,
+    /// Its gzip data stopped being readable: nothing more is read.
+    cut: bool,
 }
 
 impl Lines {
@@ -79,23 +87,41 @@ impl Lines {
         Ok(Lines {
             path: path.to_path_buf(),
             reader: LineReader::new(open(path, threads)?, MAX_LINE),
+            cut: false,
         })
     }
 
-    /// The next batch of lines, `None` at the end of the file.
+    /// The next batch of lines, `None` at the end of the file. A gzip file whose data stops
+    /// being readable ends there: its last batch holds the lines before, and says where.
     pub fn next_batch(&mut self) -> Result<Option<Batch>, Error> {
+        if self.cut {
+            return Ok(None);
+        }
         let mut batch = Batch {
             after_line: self.reader.line_number(),
             text: Vec::with_capacity(BATCH_BYTES + MAX_LINE),
             lines: Vec::with_capacity(BATCH_LINES),
+            cut: None,
         };
         while batch.lines.len() < BATCH_LINES && batch.text.len() < BATCH_BYTES {
             let line_no = self.reader.line_number();
-            let line = self.reader.next_line().map_err(|source| Error::Read {
-                path: self.path.clone(),
-                line: line_no,
-                source,
-            })?;
+            let line = match self.reader.next_line() {
+                Ok(line) => line,
+                Err(source) => match gz::stop_of(&source) {
+                    Some(stop) => {
+                        batch.cut = Some((line_no, stop.0.clone()));
+                        self.cut = true;
+                        break;
+                    }
+                    None => {
+                        return Err(Error::Read {
+                            path: self.path.clone(),
+                            line: line_no,
+                            source,
+                        })
+                    }
+                },
+            };
             let (bytes, too_long) = match line {
                 None => break,
                 Some(Line::Text(bytes)) => (bytes, false),
@@ -105,7 +131,7 @@ impl Lines {
             batch.text.extend_from_slice(bytes);
             batch.lines.push((start, batch.text.len(), too_long));
         }
-        Ok((!batch.lines.is_empty()).then_some(batch))
+        Ok((!batch.lines.is_empty() || batch.cut.is_some()).then_some(batch))
     }
 }
 
@@ -131,6 +157,11 @@ impl Parser {
             entries: Vec::with_capacity(batch.lines.len()),
             tally: Tally::default(),
         };
+        out.tally.cut = batch.cut.as_ref().map(|(line, why)| CutShort {
+            file: self.file,
+            line: *line,
+            why: why.clone(),
+        });
         for (i, &(start, end, too_long)) in batch.lines.iter().enumerate() {
             let line_no = batch.after_line + i as u64 + 1;
             if let Some(entry) =

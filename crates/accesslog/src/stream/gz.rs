@@ -1,12 +1,15 @@
 //! A gzip file of many members inflated on several threads, its bytes handed out in order
-//! as a [`BufRead`], byte for byte what `flate2`'s `MultiGzDecoder` gives, errors included.
+//! as a [`BufRead`], byte for byte what `flate2`'s `MultiGzDecoder` gives for a sound file,
+//! and byte for byte what the sequential reader gives for a damaged one: both read members
+//! with one member reader (`member.rs`), keep what was inflated before the damage (as `zcat`
+//! does) and stop with the same [`GzStop`](member::GzStop) error.
 //!
 //! For: rotated logs made of many members (`cat a.gz b.gz`, the `gzip` of split pieces
 //! concatenated, BGZF from `bgzip`), so that inflating is not one thread's work per file.
 //! Not for: a file of one member, which is inflated by one thread, as before (deflate data
 //! cannot be cut without a block-level decoder, as rapidgzip does: the threads ahead find no
 //! member start in their chunks and end); nor a pipe, which cannot be read at offsets and
-//! goes through `MultiGzDecoder`.
+//! goes through the same member reader on one thread ([`Sequential`]).
 //!
 //! How: the compressed file is cut into chunks ([`Config::chunk`]). A thread per chunk looks
 //! for the first plausible member header in it (`header.rs`; a BGZF member's `BC` field says
@@ -31,7 +34,10 @@
 //! young (0.3) and not yet proven beside ours.
 
 mod header;
+mod member;
 mod task;
+
+pub(crate) use member::stop_of;
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -75,21 +81,110 @@ impl Config {
 
 /// A gzip file's reader: members inflated on `config.threads` threads (and the one read)
 /// when the file is a regular file of more than one chunk and there is more than one
-/// thread; otherwise `MultiGzDecoder` over `reader`.
+/// thread; otherwise on this one ([`Sequential`]).
 pub(crate) fn decoder(
     reader: BufReader<File>,
     config: Config,
 ) -> io::Result<Box<dyn BufRead + Send>> {
     let meta = reader.get_ref().metadata()?;
     if config.threads <= 1 || !meta.is_file() || meta.len() <= config.chunk {
-        let decoder = flate2::bufread::MultiGzDecoder::new(reader);
-        return Ok(Box::new(BufReader::with_capacity(config.block, decoder)));
+        return Ok(Box::new(Sequential::new(reader, config.block)));
     }
     let src = Arc::new(Source {
         len: meta.len(),
         file: reader.into_inner(),
     });
     Ok(Box::new(Parallel::new(src, config)))
+}
+
+/// The members of a file (or a pipe) read one after another on the calling thread, with the
+/// member reader the parallel one's threads use.
+pub(crate) struct Sequential<R> {
+    members: member::Members<R>,
+    block: Vec<u8>,
+    size: usize,
+    pos: usize,
+    /// The last member ended: what is in `block` is the rest.
+    ended: bool,
+    /// The error that came after `block`'s bytes, returned once they are read (and again
+    /// after).
+    failed: Option<Failure>,
+}
+
+impl<R: Read> Sequential<R> {
+    /// Reads `input` from its start, `block` inflated bytes at a time.
+    pub(crate) fn new(input: R, block: usize) -> Sequential<R> {
+        Sequential {
+            members: member::Members::new(input, 0, u64::MAX),
+            block: Vec::with_capacity(block),
+            size: block,
+            pos: 0,
+            ended: false,
+            failed: None,
+        }
+    }
+}
+
+impl<R: Read> Read for Sequential<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = {
+            let available = self.fill_buf()?;
+            let n = available.len().min(buf.len());
+            buf[..n].copy_from_slice(&available[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: Read> BufRead for Sequential<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.pos == self.block.len() {
+            if let Some(failure) = &self.failed {
+                return Err(failure.again());
+            }
+            if self.ended {
+                return Ok(&[]);
+            }
+            self.block.clear();
+            self.pos = 0;
+            match self.members.fill(&mut self.block, self.size) {
+                Ok(end) => self.ended = end.is_some(),
+                Err(e) => self.failed = Some(Failure::of(&e)),
+            }
+        }
+        Ok(&self.block[self.pos..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.block.len());
+    }
+}
+
+/// An error kept to be returned again (an `io::Error` is not `Clone`): a damaged member's
+/// stays a [`member::GzStop`].
+struct Failure {
+    kind: io::ErrorKind,
+    what: String,
+    stop: bool,
+}
+
+impl Failure {
+    fn of(e: &io::Error) -> Failure {
+        Failure {
+            kind: e.kind(),
+            what: e.to_string(),
+            stop: member::stop_of(e).is_some(),
+        }
+    }
+
+    fn again(&self) -> io::Error {
+        match self.stop {
+            true => io::Error::new(self.kind, member::GzStop(self.what.clone())),
+            false => io::Error::new(self.kind, self.what.clone()),
+        }
+    }
 }
 
 /// The compressed file, read at offsets by every thread.
@@ -167,7 +262,7 @@ enum State {
     Reading,
     Done,
     /// An error was returned; it is returned again to any later read.
-    Failed(io::ErrorKind, String),
+    Failed(Failure),
 }
 
 impl Parallel {
@@ -249,7 +344,7 @@ impl Parallel {
     }
 
     fn fail(&mut self, e: io::Error) -> io::Error {
-        self.state = State::Failed(e.kind(), e.to_string());
+        self.state = State::Failed(Failure::of(&e));
         e
     }
 }
@@ -273,7 +368,7 @@ impl BufRead for Parallel {
             match &self.state {
                 State::Reading => {}
                 State::Done => return Ok(&[]),
-                State::Failed(kind, what) => return Err(io::Error::new(*kind, what.clone())),
+                State::Failed(failure) => return Err(failure.again()),
             }
             match self.head.out.recv() {
                 Ok(Msg::Data(block)) => {

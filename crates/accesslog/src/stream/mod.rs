@@ -12,6 +12,10 @@
 //! holds at most [`MAX_BUFFERED`] entries whatever the look-back (a log of a million
 //! requests a second), past which the earliest goes out.
 //!
+//! A gzip file whose data stops being readable (cut short, or corrupt) is read up to there, as
+//! `zcat` reads it, and [`ReadSummary::cut_short`] says where; an I/O error of a file is still
+//! an error.
+//!
 //! This is the one reader of logs: `characterize`, `fileset like` and `--replay` all take
 //! their entries from [`stream_logs`]; [`crate::read_logs`] is it collected into a vector.
 
@@ -31,7 +35,7 @@ use crate::error::Error;
 use crate::format::Format;
 use crate::line::Entry;
 
-pub use bad::BadLine;
+pub use bad::{BadLine, CutShort};
 use entries::{FileEntries, Source};
 use file::Tally;
 use file::{Lines, Parser, EXAMPLES};
@@ -105,6 +109,30 @@ pub struct ReadSummary {
     /// The caller stopped the reading before the logs' end ([`stream_logs_while`]): the
     /// counts are of what was read up to there.
     pub stopped: bool,
+    /// Gzip files whose data stopped being readable (cut short or corrupt): the lines before
+    /// were read and delivered, as `zcat` reads them, and nothing after. Say so with
+    /// [`ReadSummary::cut_note`].
+    pub cut_short: Vec<CutShort>,
+}
+
+impl ReadSummary {
+    /// One sentence per file cut short, joined, naming the file (from `paths`, the paths read),
+    /// the last line read and why; `None` when every file was read to its end.
+    pub fn cut_note(&self, paths: &[PathBuf]) -> Option<String> {
+        let notes: Vec<String> = self
+            .cut_short
+            .iter()
+            .map(|cut| {
+                format!(
+                    "{} was read up to line {} only: {}; the lines before were kept, as zcat keeps them",
+                    paths.get(cut.file).map_or(String::from("?"), |p| p.display().to_string()),
+                    cut.line,
+                    cut.why
+                )
+            })
+            .collect();
+        (!notes.is_empty()).then(|| notes.join("; "))
+    }
 }
 
 /// Reads `paths` and hands each entry to `sink` in time order (within the look-back), calling
@@ -181,6 +209,7 @@ pub fn stream_logs_while(
             options.format,
             summary.lines,
             summary.bad_examples.first(),
+            summary.cut_short.first(),
         ));
     }
     Ok(summary)
@@ -240,6 +269,7 @@ fn summarize<'a>(
         let room = EXAMPLES - s.bad_examples.len().min(EXAMPLES);
         s.bad_examples
             .extend(t.bad_examples.iter().take(room).cloned());
+        s.cut_short.extend(t.cut.iter().cloned());
     }
     s
 }

@@ -204,35 +204,53 @@ fn every_thread_count_gives_the_same_entries_and_summary_as_one_thread() {
     }
 }
 
+/// Issue 51, item 12: a gzip file cut short ends the stream's reading of it after its lines
+/// before the cut, on any number of threads alike, and the summary says where; an error of
+/// the file itself (here, a directory) is still an error.
 #[test]
-fn a_read_error_in_a_later_batch_ends_the_stream_with_it_after_the_entries_before() {
+fn a_gzip_cut_short_ends_the_file_after_its_lines_before_the_cut() {
     let dir = tempfile::tempdir().unwrap();
     let text: String = (0..10_000).map(|s| line(s, "/x")).collect();
     let mut bytes = gzip(&text);
     bytes.truncate(bytes.len() * 3 / 4);
     let gz = dir.path().join("cut.gz");
     std::fs::write(&gz, bytes).unwrap();
+    let mut first = None;
     for threads in [1, 2] {
         let options = ReadOptions {
             threads,
             ..ReadOptions::default()
         };
         let mut seen = 0;
-        let result = stream_logs(
+        let summary = stream_logs(
             std::slice::from_ref(&gz),
             &options,
             &mut |_| seen += 1,
             &mut |_| {},
-        );
-        assert!(
-            matches!(result, Err(Error::Read { .. })),
-            "{threads} threads: {result:?}"
-        );
+        )
+        .unwrap();
         assert!(
             seen > 2000,
-            "{threads} threads: {seen} entries before the error"
+            "{threads} threads: {seen} entries before the cut"
         );
+        assert_eq!(summary.cut_short.len(), 1, "{summary:?}");
+        assert_eq!(summary.cut_short[0].line, seen, "{threads} threads");
+        let note = summary.cut_note(std::slice::from_ref(&gz)).unwrap();
+        assert!(
+            note.contains(&format!(
+                "cut.gz was read up to line {seen} only: the file ends inside"
+            )),
+            "{note}"
+        );
+        assert_eq!(*first.get_or_insert(seen), seen, "{threads} threads");
     }
+    let result = stream_logs(
+        &[dir.path().to_path_buf()],
+        &ReadOptions::default(),
+        &mut |_| {},
+        &mut |_| {},
+    );
+    assert!(matches!(result, Err(Error::Read { .. })), "{result:?}");
 }
 
 #[test]

@@ -2,13 +2,13 @@
 //! chunk) it inflates member after member, in blocks sent through a bounded channel, up to
 //! the first member that ends at or past its chunk's end, and says where that was.
 
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
-use flate2::bufread::GzDecoder;
 
 use super::header::{next_magic, plausible};
+use super::member::Members;
 use super::{Config, Source};
 
 /// Compressed bytes read at a time, by a thread's inflater and by its scan.
@@ -48,7 +48,7 @@ pub(super) fn run(
 ) {
     let stop_at = (chunk + 1).saturating_mul(config.chunk);
     let first = match begin {
-        Begin::At(at) => Some((at, Members::new(&src, at, stop_at), spare(&spares))),
+        Begin::At(at) => Some((at, members(&src, at, stop_at), spare(&spares))),
         Begin::Scan => guess(&src, &config, chunk, stop_at, &spares),
     };
     let Some((at, mut members, mut block)) = first else {
@@ -62,6 +62,11 @@ pub(super) fn run(
         let ended = match members.fill(&mut block, config.block) {
             Ok(ended) => ended,
             Err(e) => {
+                // What was inflated before the damage goes out first, as the sequential
+                // reader hands it out: the two stop at the same byte.
+                if !block.is_empty() {
+                    let _ = out.send(Msg::Data(block));
+                }
                 let _ = out.send(Msg::Failed(e));
                 return;
             }
@@ -87,7 +92,7 @@ fn guess(
     chunk: u64,
     stop_at: u64,
     spares: &Receiver<Vec<u8>>,
-) -> Option<(u64, Members, Vec<u8>)> {
+) -> Option<(u64, Members<At>, Vec<u8>)> {
     let mut buf = vec![0u8; INPUT_BUF];
     let mut from = chunk.saturating_mul(config.chunk);
     let to = stop_at.min(src.len);
@@ -96,7 +101,7 @@ fn guess(
         if !plausible(src, at) {
             continue;
         }
-        let mut members = Members::new(src, at, stop_at);
+        let mut members = members(src, at, stop_at);
         let mut trial = spare(spares);
         if members.fill(&mut trial, config.block).is_ok() {
             return Some((at, members, trial));
@@ -112,67 +117,17 @@ fn spare(spares: &Receiver<Vec<u8>>) -> Vec<u8> {
     block
 }
 
-/// Consecutive members of the file, inflated one after another.
-struct Members {
-    src: Arc<Source>,
-    decoder: Option<GzDecoder<BufReader<At>>>,
-    /// The thread ends after the member that ends at or past this offset.
-    stop_at: u64,
-    /// Where the thread's last member ended, once it has.
-    end: Option<u64>,
-}
-
-impl Members {
-    fn new(src: &Arc<Source>, at: u64, stop_at: u64) -> Members {
-        let input = BufReader::with_capacity(
-            INPUT_BUF,
-            At {
-                src: src.clone(),
-                pos: at,
-            },
-        );
-        Members {
-            src: src.clone(),
-            decoder: Some(GzDecoder::new(input)),
-            stop_at,
-            end: None,
-        }
-    }
-
-    /// Appends inflated bytes to `block` until it holds `size`, or the thread's last member
-    /// ended (then its end is returned).
-    fn fill(&mut self, block: &mut Vec<u8>, size: usize) -> io::Result<Option<u64>> {
-        block.reserve_exact(size.saturating_sub(block.len()));
-        while block.len() < size {
-            let Some(decoder) = self.decoder.as_mut() else {
-                return Ok(self.end);
-            };
-            let room = (size - block.len()) as u64;
-            let before = block.len();
-            decoder.take(room).read_to_end(block)?;
-            if block.len() - before == room as usize {
-                continue;
-            }
-            // Short of the room: the member is over, its trailer checked. MultiGzDecoder
-            // reads the next member from here: so does this thread, unless it is past its
-            // chunk or at the file's end.
-            let Some(decoder) = self.decoder.take() else {
-                break;
-            };
-            let input = decoder.into_inner();
-            let at = input.get_ref().pos - input.buffer().len() as u64;
-            if at >= self.stop_at || at >= self.src.len {
-                self.end = Some(at);
-                return Ok(self.end);
-            }
-            self.decoder = Some(GzDecoder::new(input));
-        }
-        Ok(self.end)
-    }
+/// The members of the file from `at`, read by positioned reads.
+fn members(src: &Arc<Source>, at: u64, stop_at: u64) -> Members<At> {
+    let input = At {
+        src: src.clone(),
+        pos: at,
+    };
+    Members::new(input, at, stop_at)
 }
 
 /// The file read from an offset on, by positioned reads: each thread has its own offset.
-struct At {
+pub(super) struct At {
     src: Arc<Source>,
     pos: u64,
 }

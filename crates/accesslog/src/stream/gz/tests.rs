@@ -306,36 +306,113 @@ fn a_thread_starts_at_the_first_member_in_its_chunk_and_ends_past_its_chunk() {
     }
 }
 
+/// What the sequential reader gives for `gz`, `block` bytes at a time: as [`parallel`].
+fn sequential(gz: &[u8], block: usize) -> (Vec<u8>, Option<std::io::Error>) {
+    let mut reader = Sequential::new(gz, block);
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1000];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return (out, None),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => return (out, Some(e)),
+        }
+    }
+}
+
+/// What `MultiGzDecoder` gives before its error.
+fn multi_gz_prefix(gz: &[u8]) -> Vec<u8> {
+    let mut reader = flate2::read::MultiGzDecoder::new(gz);
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1000];
+    while let Ok(n) = reader.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
+/// Issue 51, item 12: the parallel reader's errors named another line than the sequential
+/// one's (it dropped the block it was filling). Both read members with one member reader
+/// now: the same bytes before the damage, the same error after them, whatever the chunks,
+/// blocks and threads; and at least what `MultiGzDecoder` gave before its error.
 #[test]
-fn truncated_and_corrupt_files_are_errors_after_a_true_prefix() {
+fn damaged_files_read_the_same_on_one_thread_as_on_many() {
     let text = log_text(3000);
     let (gz, starts) = members(text.as_bytes(), &cuts(text.len(), 20_000));
     let middle = starts[starts.len() / 2] as usize;
+    let next = starts[starts.len() / 2 + 1] as usize;
     let mut damaged = vec![
-        ("cut in a member", gz[..gz.len() * 2 / 3].to_vec()),
-        ("cut in a header", gz[..middle + 5].to_vec()),
-        ("cut in a trailer", gz[..gz.len() - 3].to_vec()),
+        (
+            "cut in a member",
+            gz[..gz.len() * 2 / 3].to_vec(),
+            "ends inside the deflate data",
+        ),
+        (
+            "cut in a header",
+            gz[..middle + 5].to_vec(),
+            "ends inside the header",
+        ),
+        (
+            "cut in a trailer",
+            gz[..gz.len() - 3].to_vec(),
+            "ends inside the trailer",
+        ),
         (
             "garbage after the end",
             [gz.clone(), b"junk".to_vec()].concat(),
+            "are not a gzip member",
+        ),
+        (
+            "a middle member cut short, the next ones whole",
+            [&gz[..(middle + next) / 2], &gz[next..]].concat(),
+            "gzip member at byte",
         ),
     ];
     let mut flipped = gz.clone();
     flipped[middle + 40] ^= 0x55; // in the deflate data
-    damaged.push(("a flipped byte", flipped));
+    damaged.push(("a flipped byte", flipped, "gzip member at byte"));
     let mut bad_crc = gz.clone();
     bad_crc[middle - 6] ^= 1; // in the trailer of the member before
-    damaged.push(("a wrong CRC", bad_crc));
+    damaged.push(("a wrong CRC", bad_crc, "fails its CRC check"));
     let want = reference(&gz).unwrap();
-    for (what, bytes) in &damaged {
+    // The text of the members before the middle one.
+    let before_middle = reference(&gz[..middle]).unwrap().len();
+    for (what, bytes, says) in &damaged {
         assert!(reference(bytes).is_err(), "{what}: MultiGzDecoder errs too");
+        let (got, error) = sequential(bytes, 4096);
+        let error = error.unwrap_or_else(|| panic!("{what}: no error"));
+        assert!(member::stop_of(&error).is_some(), "{what}: {error}");
+        assert!(error.to_string().contains(says), "{what}: {error}");
+        assert!(
+            got.len() >= multi_gz_prefix(bytes).len(),
+            "{what}: less than MultiGzDecoder gave"
+        );
+        // The members before the damaged one are whole; what the damaged one inflated
+        // before its damage was found follows them, as zcat gives it (garbage, when its
+        // deflate data ran on into the next member's bytes).
+        assert!(
+            got.starts_with(&want[..before_middle]),
+            "{what}: wrong bytes before the damaged member"
+        );
+        for block in [100, 777] {
+            let (other, e) = sequential(bytes, block);
+            assert!(other == got, "{what}, block {block}: other bytes");
+            assert_eq!(e.map(|e| e.to_string()), Some(error.to_string()));
+        }
         for config in configs() {
-            let (got, error) = parallel(bytes, config);
-            assert!(error.is_some(), "{what}, {config:?}: no error");
+            let (other, e) = parallel(bytes, config);
+            let e = e.unwrap_or_else(|| panic!("{what}, {config:?}: no error"));
             assert!(
-                want.starts_with(&got),
-                "{what}, {config:?}: wrong bytes before the error"
+                other == got,
+                "{what}, {config:?}: {} bytes, not {}",
+                other.len(),
+                got.len()
             );
+            assert_eq!(e.to_string(), error.to_string(), "{what}, {config:?}");
+            assert!(member::stop_of(&e).is_some(), "{what}, {config:?}");
         }
     }
 }
@@ -404,5 +481,64 @@ fn a_multi_member_gzip_gives_the_entries_and_summary_of_the_plain_log() {
         let (got, summary) = read(&packed, threads);
         assert_eq!(summary, want_summary, "{threads} threads");
         assert!(got == want, "{threads} threads: entries differ");
+    }
+}
+
+/// Issue 51, item 12, at the real chunk size: a file of stored members over several chunks
+/// with a member cut short in the middle (the issue's lines 104 192 and 104 547) and one cut
+/// at its end (222 580 and 224 992): one thread and four give the same entries and stop at
+/// the same line, after the lines before the cut.
+#[test]
+fn a_member_cut_short_stops_one_thread_and_four_at_the_same_line() {
+    let text = log_text(60_000);
+    let cuts: Vec<usize> = (1..40).map(|i| i * text.len() / 40 + i).collect();
+    let (gz, starts) = {
+        let mut gz = Vec::new();
+        let mut starts = Vec::new();
+        let mut from = 0;
+        for (i, &to) in cuts.iter().chain([text.len()].iter()).enumerate() {
+            starts.push(gz.len());
+            gz.extend(gzip(
+                &text.as_bytes()[from..to],
+                if i % 5 == 0 { 1 } else { 0 },
+            ));
+            from = to;
+        }
+        (gz, starts)
+    };
+    let middle = (starts[20] + starts[21]) / 2;
+    let cut_middle = [&gz[..middle], &gz[starts[21]..]].concat();
+    let cut_end = gz[..gz.len() - 1000].to_vec();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [("middle.gz", cut_middle), ("end.gz", cut_end)] {
+        let path = write(dir.path(), name, &bytes);
+        let mut seen: Option<(Vec<crate::Entry>, u64)> = None;
+        for threads in [1, 4] {
+            let options = ReadOptions {
+                threads,
+                ..ReadOptions::default()
+            };
+            let mut entries = Vec::new();
+            let summary = stream_logs(
+                std::slice::from_ref(&path),
+                &options,
+                &mut |e| entries.push(e),
+                &mut |_| {},
+            )
+            .unwrap();
+            assert_eq!(summary.cut_short.len(), 1, "{name}, {threads} threads");
+            let line = summary.cut_short[0].line;
+            assert!(line > 20_000, "{name}: {line}");
+            match &seen {
+                None => seen = Some((entries, line)),
+                Some((want, want_line)) => {
+                    assert_eq!(line, *want_line, "{name}, {threads} threads");
+                    assert!(
+                        entries == *want,
+                        "{name}, {threads} threads: entries differ"
+                    );
+                }
+            }
+        }
     }
 }
