@@ -44,7 +44,8 @@ mod read;
 mod stream;
 
 pub use characterize::scripts::{
-    session_scripts, Script, ScriptCollector, ScriptRequest, ScriptView, Scripts,
+    session_scripts, Script, ScriptCollector, ScriptRequest, ScriptView, Scripts, REQUEST_BYTES,
+    SCRIPT_BUDGET,
 };
 pub use compact_str::CompactString;
 pub use error::Error;

@@ -349,3 +349,83 @@ fn scripts_read_from_a_file_are_the_same_whatever_the_threads() {
     let err = session_scripts(&[missing], &ReadOptions::default(), SESSION_GAP_S, 50, 5);
     assert!(matches!(err, Err(Error::Open { .. })), "{err:?}");
 }
+
+/// `n` sessions of one client each, `views` page views of one request each, every target
+/// `url_bytes` long.
+fn long_urls(n: u64, views: u64, url_bytes: usize) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for k in 0..views {
+        for c in 0..n {
+            let target = format!("/{c}/{k}/{}", "u".repeat(url_bytes));
+            entries.push(entry(
+                &format!("10.1.{}.{}", c / 250, c % 250),
+                "a",
+                (k * 60) as i64,
+                &target,
+            ));
+        }
+    }
+    entries
+}
+
+/// Issue 51, item 9: the scripts held every URL of the sessions sampled (5.3 GB for a log of
+/// 3 000 sessions with 60 KB URLs). They stay within the budget now: the sample is made
+/// smaller, uniformly, and says so; one session's script is cut at its share.
+#[test]
+fn the_scripts_stay_within_their_byte_budget_and_say_when_the_sample_was_cut() {
+    let budget = 4 << 20;
+    let entries = long_urls(400, 10, 6_000);
+    let mut c = ScriptCollector::new(SESSION_GAP_S, 10_000, 3).with_budget(budget);
+    for e in &entries {
+        c.add(e);
+    }
+    let s = c.finish();
+    let bytes: usize = s
+        .scripts
+        .iter()
+        .flat_map(|script| &script.views)
+        .map(|v| v.page.target.len() + REQUEST_BYTES)
+        .sum();
+    assert!(bytes <= budget, "{bytes} bytes held, budget {budget}");
+    assert!(s.budget_cut, "the sample was cut and says so");
+    assert_eq!(s.sessions, 400, "every session counted");
+    assert!(
+        s.scripts.len() > 20 && s.scripts.len() < 400,
+        "{} sessions kept",
+        s.scripts.len()
+    );
+    assert_eq!(s.limit, s.scripts.len());
+    // Whole sessions, from all over the log (a uniform sample): no script was cut.
+    assert!(s
+        .scripts
+        .iter()
+        .all(|script| script.views.len() == 10 && !script.cut));
+    let clients: Vec<u64> = s
+        .scripts
+        .iter()
+        .map(|script| {
+            script.views[0].page.target[1..]
+                .split('/')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let mean = clients.iter().sum::<u64>() as f64 / clients.len() as f64;
+    assert!(
+        (120.0..280.0).contains(&mean),
+        "mean client {mean} of 0..400"
+    );
+    // One session longer than a sixteenth of the budget is cut there.
+    let one = long_urls(1, 200, 6_000);
+    let mut c = ScriptCollector::new(SESSION_GAP_S, 10_000, 3).with_budget(budget);
+    for e in &one {
+        c.add(e);
+    }
+    let s = c.finish();
+    assert_eq!((s.scripts.len(), s.cut_for_bytes), (1, 1));
+    let script = &s.scripts[0];
+    assert!(script.cut && script.views.len() < 200 && script.views.len() > 20);
+    assert!(s.budget_cut);
+}

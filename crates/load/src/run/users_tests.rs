@@ -109,6 +109,7 @@ fn logged(sessions: Vec<Session>) -> Sessions {
         population: sessions.len() as u64,
         sessions,
         source: "a test".into(),
+        note: None,
     })
 }
 

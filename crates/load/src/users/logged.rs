@@ -10,7 +10,10 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use webscope_accesslog::{session_scripts, Format, ReadOptions, ScriptRequest, Scripts};
+use webscope_accesslog::{
+    session_scripts, Format, ReadOptions, ReadSummary, ScriptRequest, Scripts,
+};
+use webscope_report::human::plural;
 
 use super::{Logged, Request, Session, View};
 use crate::replay::ReplayRequest;
@@ -27,6 +30,13 @@ pub struct LoggedSessions {
     pub skipped_method: u64,
 }
 
+impl LoggedSessions {
+    /// The line said before the run: what was sampled, and what was left out or cut.
+    pub fn describe(&self) -> String {
+        self.logged.describe()
+    }
+}
+
 /// Reads the sessions of `logs` (sessions ended by `gap_s` without a request), keeps a
 /// uniform sample of at most `limit` drawn with `seed`.
 pub fn sessions_from_logs(
@@ -36,14 +46,15 @@ pub fn sessions_from_logs(
     limit: usize,
     seed: u64,
 ) -> Result<LoggedSessions, Error> {
-    let (scripts, _) = session_scripts(logs, &ReadOptions::format(format), gap_s, limit, seed)
+    let (scripts, read) = session_scripts(logs, &ReadOptions::format(format), gap_s, limit, seed)
         .map_err(|e| Error::Config(format!("--sessions: {e}")))?;
     let source = logs
         .iter()
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let made = of_scripts(&scripts, source);
+    let mut made = of_scripts(&scripts, source);
+    made.logged.note = left_out(&scripts, &read, logs, made.skipped_method);
     if made.logged.sessions.is_empty() {
         return Err(Error::Config(format!(
             "--sessions: no session of the log can be run ({} sessions read, {} requests neither GET nor HEAD left out): give a log with GET or HEAD requests",
@@ -51,6 +62,59 @@ pub fn sessions_from_logs(
         )));
     }
     Ok(made)
+}
+
+/// What the sample leaves out, in words, or `None` when nothing was: lines that did not
+/// parse (issue 51, item 9: 200 future-dated lines of 400 went unmentioned), requests of
+/// another method than GET and HEAD, a gzip file cut short, and a sample the byte budget
+/// made smaller or whose sessions it cut.
+fn left_out(
+    scripts: &Scripts,
+    read: &ReadSummary,
+    logs: &[PathBuf],
+    skipped_method: u64,
+) -> Option<String> {
+    let mut notes = Vec::new();
+    if read.bad_lines > 0 {
+        let first = read.bad_examples.first().map_or(String::new(), |bad| {
+            format!(
+                " (first: {} line {}: {})",
+                logs.get(bad.file)
+                    .map_or(String::new(), |p| p.display().to_string()),
+                bad.line,
+                bad.why
+            )
+        });
+        notes.push(format!(
+            "{} of {} unreadable, left out{first}",
+            plural(read.bad_lines, "line"),
+            read.lines
+        ));
+    }
+    if skipped_method > 0 {
+        notes.push(format!(
+            "{} neither GET nor HEAD left out (a log keeps no body)",
+            plural(skipped_method, "request")
+        ));
+    }
+    if let Some(cut) = read.cut_note(logs) {
+        notes.push(cut);
+    }
+    if scripts.budget_cut {
+        let mut why = format!(
+            "the sample was made smaller to keep its scripts within {} MiB",
+            scripts.budget >> 20
+        );
+        if scripts.cut_for_bytes > 0 {
+            why += &format!(
+                " ({} cut at {} KiB each)",
+                plural(scripts.cut_for_bytes, "session"),
+                (scripts.budget / 16) >> 10
+            );
+        }
+        notes.push(why);
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 /// The users' sessions of `scripts`.
@@ -106,6 +170,7 @@ pub fn of_scripts(scripts: &Scripts, source: String) -> LoggedSessions {
             sessions,
             population: scripts.sessions,
             source,
+            note: None,
         },
         skipped_method,
     }

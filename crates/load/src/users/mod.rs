@@ -75,12 +75,7 @@ impl Users {
                 "sessions drawn from a model: page views {}, objects per page {}, think time {}",
                 m.views, m.objects, m.think
             ),
-            Sessions::Logged(l) => format!(
-                "sessions sampled from {}: {} of its {} sessions",
-                l.source,
-                l.sessions.len(),
-                l.population
-            ),
+            Sessions::Logged(l) => l.describe(),
         }
     }
 }
@@ -141,9 +136,27 @@ pub struct Logged {
     pub population: u64,
     /// The log, as given.
     pub source: String,
+    /// What the sample left out or cut, in words (bad lines, other methods, a gzip file cut
+    /// short, the byte budget), said with the sample.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 impl Logged {
+    /// What was sampled from where, and what the sample left out or cut.
+    pub fn describe(&self) -> String {
+        let mut line = format!(
+            "sessions sampled from {}: {} of its {} sessions",
+            self.source,
+            self.sessions.len(),
+            self.population
+        );
+        if let Some(note) = &self.note {
+            line += &format!("; {note}");
+        }
+        line
+    }
+
     /// The mean of the sample's think times, seconds (what a user waits between sessions,
     /// too: a think time drawn from the sample's).
     pub fn mean_think_s(&self) -> f64 {

@@ -303,7 +303,7 @@ impl Own {
     }
 
     /// Sets them on `config`, checks it, and says what `run` does beside it.
-    fn apply(self, mut config: Config, replay: Option<String>) -> anyhow::Result<(Config, Output)> {
+    fn apply(self, mut config: Config, read: Option<String>) -> anyhow::Result<(Config, Output)> {
         config.hlog = self.hlog;
         config.samples = self.samples;
         config.segment = self.segment;
@@ -324,7 +324,7 @@ impl Own {
             live_line: !self.quiet,
             live_page: self.live,
             linger: self.live_linger,
-            replay,
+            read,
         };
         Ok((config, output))
     }
@@ -340,8 +340,9 @@ struct Output {
     linger: Duration,
     /// `--emit` without `--hlog`: the log written for it, removed after.
     temporary_hlog: Option<PathBuf>,
-    /// A replay: what is replayed, said before the run.
-    replay: Option<String>,
+    /// A replay or a log's sessions: what was read and what was left out, said before the
+    /// run.
+    read: Option<String>,
 }
 
 impl Flags {
@@ -465,13 +466,16 @@ impl Flags {
             cacert: self.cacert,
             no_resume: self.no_tls_resume,
         };
+        let read_line = plan
+            .as_ref()
+            .map(webscope_load::replay_log::Plan::describe)
+            .or_else(|| sessions.as_ref().map(|s| s.describe()));
         config.users = self.users.plan(
             config.duration,
             sessions.map(|s| webscope_load::users::Sessions::Logged(s.logged)),
         );
-        let replay_line = plan.as_ref().map(webscope_load::replay_log::Plan::describe);
         config.replay = plan.map(|plan| std::sync::Arc::new(plan.replay));
-        own.apply(config, replay_line)
+        own.apply(config, read_line)
     }
 }
 
@@ -502,7 +506,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if config.threads == 1 { "" } else { "s" },
         if live { " (Ctrl-C stops early)" } else { "" }
     );
-    if let Some(line) = &output.replay {
+    if let Some(line) = &output.read {
         println!("  {line}");
     }
     let began = Instant::now();

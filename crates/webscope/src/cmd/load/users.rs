@@ -52,7 +52,8 @@ pub(super) struct UserFlags {
 }
 
 /// Sessions kept from a log: enough for the users to draw varied sessions from, few enough
-/// to carry in a config (a few MB).
+/// to carry in a config (a few MB; their scripts are kept within
+/// `webscope_accesslog::SCRIPT_BUDGET` whatever the log's URLs).
 pub(super) const SESSION_SAMPLE: usize = 10_000;
 
 impl UserFlags {

@@ -141,8 +141,9 @@ fn replace_source(load: &[String], json: &str) -> Vec<String> {
 }
 
 /// The most bytes a `--config` file may hold: a config is a few KiB, and one that carries a
-/// log's sessions ([`super::users::SESSION_BUDGET`] of them) a few tens of MiB; `/dev/zero`
-/// was read to 4.1 GB before anything said no (issue 51, item 7).
+/// log's sessions (whose scripts are kept within `webscope_accesslog::SCRIPT_BUDGET`, 32 MiB)
+/// a few tens of MiB; `/dev/zero` was read to 4.1 GB before anything said no (issue 51, item
+/// 7).
 pub(super) const MAX_CONFIG: u64 = 64 << 20;
 
 /// The JSON of `--config SOURCE` and how to name it in a message. A file must be a regular
