@@ -18,7 +18,8 @@ pub enum Error {
         /// What the OS said.
         source: io::Error,
     },
-    /// A log cannot be read to its end (an I/O error, or a gzip file cut short or corrupt).
+    /// A log cannot be read to its end (an I/O error), or a gzip file was cut short or is
+    /// corrupt before its first line.
     #[error("cannot read access log {} after line {line}: {source}", .path.display())]
     Read {
         /// The file.
