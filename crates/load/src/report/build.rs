@@ -141,6 +141,8 @@ pub(crate) struct RunFigures<'a> {
     pub late: Duration,
     /// Why the kernel refused `--busy-poll`, if it did.
     pub busy_poll_refused: Option<String>,
+    /// The open loop's `--max-connections` cut to what this process may open, said.
+    pub ceiling_cut: Option<String>,
     /// The generator's CPU time over the run.
     pub cpu: Duration,
     /// The busiest thread's CPU share, and the largest share a thread ran or waited for a CPU.
@@ -170,6 +172,9 @@ pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
     replay_figures(config, &mut report, run.totals, run.fed);
     super::users::fill(config, &mut report, &run.totals.users);
     report.start_late_s = run.late.as_secs_f64();
+    if let Some(said) = run.ceiling_cut {
+        report.warnings.push(said);
+    }
     if let Some(why) = run.busy_poll_refused {
         report
             .warnings
@@ -443,6 +448,7 @@ mod tests {
                 started: UNIX_EPOCH + Duration::from_secs_f64(1_700_000_000.5),
                 late: Duration::ZERO,
                 busy_poll_refused: None,
+                ceiling_cut: None,
                 cpu: Duration::from_millis(750),
                 busiest: 0.5,
                 least_idle: 0.625,

@@ -113,6 +113,7 @@ pub fn run(
             started: wall_start,
             late,
             busy_poll_refused,
+            ceiling_cut: config.growth_ceiling(0).1,
             cpu,
             busiest,
             least_idle,
@@ -217,15 +218,11 @@ fn start_workers(
         let global = config.global_thread(index);
         let share = |n: usize| config.thread_share(index, n);
         let open = match config.pacing {
-            Pacing::Open {
-                rate,
-                arrivals,
-                max_connections,
-            } => Some((
+            Pacing::Open { rate, arrivals, .. } => Some((
                 rate / all_threads as f64,
                 arrivals,
                 global as f64 * 1e9 / rate,
-                share(max_connections),
+                config.growth_ceiling(index).0,
             )),
             Pacing::Closed { .. } => None,
         };

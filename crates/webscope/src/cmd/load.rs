@@ -417,6 +417,15 @@ impl Flags {
         } else {
             Mode::KeepAlive
         };
+        if let Some(max) = self.max_connections {
+            let budget = webscope_load::limits::socket_budget(config.threads);
+            if max > budget {
+                anyhow::bail!(
+                    "--max-connections {max}: more connections than this process may open ({budget}: {}): give fewer, or raise the limit (ulimit -n, or LimitNOFILE)",
+                    webscope_load::limits::files_said(config.threads)
+                );
+            }
+        }
         let rate = match &plan {
             Some(plan) => Some(plan.replay.mean_rate()),
             None => self.rate,
