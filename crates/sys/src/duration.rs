@@ -59,10 +59,10 @@ const EXAMPLE: &str = "e.g. 10s, 500ms, 1m30s, or 3 for seconds";
 
 /// Reads a length (see the module's grammar); zero is allowed.
 pub fn parse(text: &str) -> Result<Duration, DurationError> {
-    let bad = |why: String| Err(DurationError(format!("{text:?} {why}")));
     let trimmed = text.trim();
+    let bad = |why: String| Err(DurationError(format!("{trimmed} {why}")));
     if trimmed.is_empty() {
-        return bad(format!("is not a length: {EXAMPLE}"));
+        return Err(DurationError(format!("an empty text is not a length: {EXAMPLE}")));
     }
     if trimmed.starts_with('-') {
         return bad(format!("is negative: give a length, {EXAMPLE}"));
@@ -113,7 +113,8 @@ pub fn parse_positive(text: &str) -> Result<Duration, DurationError> {
     let length = parse(text)?;
     if length.is_zero() {
         return Err(DurationError(format!(
-            "{text:?} is zero: give a length, {EXAMPLE}"
+            "{} is zero: give a length, {EXAMPLE}",
+            text.trim()
         )));
     }
     Ok(length)
