@@ -62,7 +62,9 @@ pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let trimmed = text.trim();
     let bad = |why: String| Err(DurationError(format!("{trimmed} {why}")));
     if trimmed.is_empty() {
-        return Err(DurationError(format!("an empty text is not a length: {EXAMPLE}")));
+        return Err(DurationError(format!(
+            "an empty text is not a length: {EXAMPLE}"
+        )));
     }
     if trimmed.starts_with('-') {
         return bad(format!("is negative: give a length, {EXAMPLE}"));
