@@ -90,7 +90,7 @@ fn a_set_like_a_log_serves_the_logs_mix_and_keeps_nothing_private() {
     let stdout = like(&log, &set, &[]);
     // POST /form is left out: a set answers GET and HEAD (the replay skips bodies).
     assert!(
-        stdout.contains("102 GET and HEAD requests, 4 distinct URLs"),
+        stdout.contains("102 GET and HEAD requests to 4 distinct URLs"),
         "{stdout}"
     );
 

@@ -11,6 +11,7 @@ use std::time::SystemTime;
 use webscope_sys::{Line, LineReader, MAX_LINE};
 
 use super::bad::BadLine;
+use super::endless::LineEnds;
 use super::gz;
 use crate::error::Error;
 use crate::format::Format;
@@ -69,7 +70,7 @@ pub(crate) struct Batch {
 /// A file's lines, batch by batch.
 pub(crate) struct Lines {
     path: PathBuf,
-    reader: LineReader<Box<dyn BufRead + Send>>,
+    reader: LineReader<LineEnds<Box<dyn BufRead + Send>>>,
 }
 
 impl Lines {
@@ -78,7 +79,7 @@ impl Lines {
     pub fn open(path: &Path, threads: usize) -> Result<Lines, Error> {
         Ok(Lines {
             path: path.to_path_buf(),
-            reader: LineReader::new(open(path, threads)?, MAX_LINE),
+            reader: LineReader::new(LineEnds::new(open(path, threads)?), MAX_LINE),
         })
     }
 

@@ -16,6 +16,7 @@
 //! their entries from [`stream_logs`]; [`crate::read_logs`] is it collected into a vector.
 
 mod bad;
+mod endless;
 mod entries;
 mod file;
 mod gz;
@@ -24,6 +25,7 @@ mod pipe;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, SystemTime};
 
@@ -102,8 +104,8 @@ pub struct ReadSummary {
     pub out_of_order: u64,
     /// The look-back used, seconds.
     pub look_back_s: f64,
-    /// The caller stopped the reading before the logs' end ([`stream_logs_while`]): the
-    /// counts are of what was read up to there.
+    /// The caller stopped the reading before the logs' end ([`stream_logs_while`], or
+    /// [`stream_logs_until`] from outside): the counts are of what was read up to there.
     pub stopped: bool,
 }
 
@@ -134,6 +136,35 @@ pub fn stream_logs_while(
     sink: &mut dyn FnMut(Entry) -> ControlFlow<()>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ReadSummary, Error> {
+    stream(paths, options, None, sink, progress)
+}
+
+/// [`stream_logs`] for a caller stopped from outside (a signal handler raising `stop`):
+/// reading stops at the next entry or batch of lines after `stop` is raised, even in a log of
+/// lines that do not parse, and the summary counts what was read up to there
+/// ([`ReadSummary::stopped`]). Stopped before any entry, that is no error: the summary says
+/// how many lines were read.
+pub fn stream_logs_until(
+    paths: &[PathBuf],
+    options: &ReadOptions,
+    stop: &AtomicBool,
+    sink: &mut dyn FnMut(Entry),
+    progress: &mut dyn FnMut(u64),
+) -> Result<ReadSummary, Error> {
+    let mut go_on = |entry| {
+        sink(entry);
+        ControlFlow::Continue(())
+    };
+    stream(paths, options, Some(stop), &mut go_on, progress)
+}
+
+fn stream(
+    paths: &[PathBuf],
+    options: &ReadOptions,
+    stop: Option<&AtomicBool>,
+    sink: &mut dyn FnMut(Entry) -> ControlFlow<()>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ReadSummary, Error> {
     if paths.is_empty() {
         return Err(Error::NoFiles);
     }
@@ -158,7 +189,7 @@ pub fn stream_logs_while(
             .enumerate()
             .map(|(i, l)| FileEntries::new(Source::Inline(l, parser(i))))
             .collect();
-        merged(files, options.look_back, sink, progress)?
+        merged(files, options.look_back, stop, sink, progress)?
     } else {
         thread::scope(|scope| {
             let jobs = pipe::workers(scope, threads);
@@ -171,11 +202,12 @@ pub fn stream_logs_while(
                 })
                 .collect();
             drop(jobs);
-            merged(files, options.look_back, sink, progress)
+            merged(files, options.look_back, stop, sink, progress)
         })?
     };
     let summary = summarize(tallies.iter(), &merge, options.look_back);
-    if summary.entries == 0 {
+    let stopped_from_outside = stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    if summary.entries == 0 && !stopped_from_outside {
         return Err(bad::nothing_parsed(
             paths,
             options.format,
@@ -192,6 +224,7 @@ pub fn stream_logs_while(
 fn merged(
     mut files: Vec<FileEntries>,
     look_back: Duration,
+    stop: Option<&AtomicBool>,
     sink: &mut dyn FnMut(Entry) -> ControlFlow<()>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(Merge, Vec<Tally>), Error> {
@@ -199,7 +232,12 @@ fn merged(
     let mut lines_reported = 0;
     let mut steps = 0u64;
     while let Some(i) = merge.next_file().filter(|_| !merge.stopped) {
-        match files[i].next_entry()? {
+        let next = files[i].next_entry(stop)?;
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            merge.stopped = true;
+            break;
+        }
+        match next {
             Some(entry) => merge.push(i, entry, sink),
             None => merge.finished(i, sink),
         }

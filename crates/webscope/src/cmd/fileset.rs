@@ -218,10 +218,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// What the logs held, in one line.
 fn print_counted(counted: &super::fileset_like::Counted) {
     let mut line = format!(
-        "webscope fileset like: {}, {}",
+        "webscope fileset like: {} to {}, {} of them referenced (answered 2xx or 304: the distinct URLs `webscope characterize` counts)",
         plural(counted.requests, "GET and HEAD request"),
-        plural(counted.observed.len() as u64, "distinct URL")
+        plural(counted.observed.len() as u64, "distinct URL"),
+        human::count(super::fileset_like::referenced(&counted.observed) as u64)
     );
+    if counted.left_out > 0 {
+        line += &format!(
+            "; {} of other methods or unreadable left out (a replay sends GET and HEAD only)",
+            plural(counted.left_out, "request")
+        );
+    }
     if counted.bad_lines > 0 {
         line += &format!("; {} unreadable", plural(counted.bad_lines, "line"));
     }
