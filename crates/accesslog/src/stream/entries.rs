@@ -30,6 +30,11 @@ impl FileEntries {
         }
     }
 
+    /// The entries of the batch at hand not yet taken (its lines are in the tally already).
+    pub fn parsed_rest(&mut self) -> std::vec::IntoIter<Entry> {
+        std::mem::take(&mut self.current)
+    }
+
     /// The next entry of the file, counting the lines that are not one; `None` at its end,
     /// or before the next batch once `stop` is raised (a file of lines that do not parse
     /// would otherwise be read to its end before the caller could look).

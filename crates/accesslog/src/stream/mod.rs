@@ -231,10 +231,22 @@ fn merged(
     let mut merge = Merge::new(files.len(), look_back);
     let mut lines_reported = 0;
     let mut steps = 0u64;
+    let mut halted = false;
     while let Some(i) = merge.next_file().filter(|_| !merge.stopped) {
         let next = files[i].next_entry(stop)?;
         if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-            merge.stopped = true;
+            // Stopped from outside: the entries read and waiting in the reorder buffer are
+            // still delivered (below), so that the caller's figures are of every line read.
+            // So are the rest of each file's batch at hand, whose lines are counted already.
+            halted = true;
+            if let Some(entry) = next {
+                merge.push(i, entry, sink);
+            }
+            for (j, file) in files.iter_mut().enumerate() {
+                for entry in file.parsed_rest() {
+                    merge.push(j, entry, sink);
+                }
+            }
             break;
         }
         match next {
@@ -253,6 +265,7 @@ fn merged(
     if !merge.stopped {
         merge.drain(sink);
     }
+    merge.stopped |= halted;
     Ok((merge, files.into_iter().map(|f| f.tally).collect()))
 }
 

@@ -172,8 +172,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             format,
             common,
         } => {
-            let counted = super::fileset_like::count(&logs, format, synthetic.is_some())?;
+            let reading = super::reading::Reading::start("fileset like")?;
+            let counted = super::fileset_like::count(&logs, format, synthetic.is_some(), &reading)?;
             print_counted(&counted);
+            if counted.interrupted {
+                return Err(super::reading::Reading::interrupted(format!(
+                    "fileset like interrupted after {}: the counts above are of those; nothing written",
+                    plural(counted.lines, "line")
+                )));
+            }
             let options = webscope_workload::like::LikeOptions {
                 keep_paths,
                 synthetic,
@@ -279,6 +286,13 @@ fn write_set(
         &mut progress,
     );
     bar.finish_and_clear();
+    if let Err(webscope_workload::Error::Interrupted) = result {
+        // As the lab and the reading of logs end on a signal: 130, nothing half-written left.
+        return Err(super::reading::Reading::interrupted(format!(
+            "fileset interrupted: nothing written to {} (the part written was removed)",
+            common.out.display()
+        )));
+    }
     result?;
     print_summary(&manifest, &common.out, "wrote");
     Ok(())

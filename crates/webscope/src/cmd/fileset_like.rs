@@ -14,6 +14,8 @@ use webscope_accesslog::characterize::{
 use webscope_accesslog::{CompactString, Entry, Format, ReadOptions};
 use webscope_workload::like::{Model, Observed};
 
+use super::reading::Reading;
+
 /// Statuses that count as a request for the file: a whole response, a part of it, or the
 /// client's copy confirmed. Each is a reference (`is_reference_status`); the other 2xx (a 204
 /// to a GET) are references that no file answers, counted by status like the 404s.
@@ -31,6 +33,10 @@ pub struct Counted {
     pub left_out: u64,
     pub bad_lines: u64,
     pub out_of_order: u64,
+    /// Lines read, and whether a signal stopped the reading before the logs' end (the counts
+    /// are then of the lines read).
+    pub lines: u64,
+    pub interrupted: bool,
     /// The characterization's fits (Zipf popularity, lognormal body and Pareto tail of the
     /// documents' sizes), when asked for and the log has enough for them.
     pub model: Option<Model>,
@@ -38,8 +44,14 @@ pub struct Counted {
 
 /// Reads `logs` once, as a stream, and counts each target's statuses and largest 200 and 206
 /// bodies; with `fit`, characterizes the same stream for its fits (by path, as the set's
-/// files are counted here), so memory follows the distinct URLs either way.
-pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Result<Counted> {
+/// files are counted here), so memory follows the distinct URLs either way. A signal stops
+/// the reading (`reading`): the counts are then of what was read, and say so.
+pub fn count(
+    logs: &[PathBuf],
+    format: Option<Format>,
+    fit: bool,
+    reading: &Reading,
+) -> anyhow::Result<Counted> {
     let mut targets: HashMap<(CompactString, Option<CompactString>), Observed> = HashMap::new();
     let (mut requests, mut left_out) = (0, 0);
     let mut characterizer = fit.then(|| {
@@ -48,9 +60,10 @@ pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Res
             ..Options::default()
         })
     });
-    let summary = webscope_accesslog::stream_logs(
+    let summary = webscope_accesslog::stream_logs_until(
         logs,
         &ReadOptions::format(format),
+        &reading.stop,
         &mut |entry| {
             if let Some(c) = characterizer.as_mut() {
                 c.add(&entry);
@@ -63,10 +76,14 @@ pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Res
                 left_out += 1;
             }
         },
-        &mut |_| {},
-    )
-    .context("fileset like")?;
-    let model = characterizer.and_then(|c| fitted(&c.finish(&summary)));
+        &mut |lines| reading.progress(lines),
+    );
+    let interrupted = reading.finished();
+    let summary = summary.context("fileset like")?;
+    // Interrupted, no set is made: the fits are not drawn.
+    let model = characterizer
+        .filter(|_| !interrupted)
+        .and_then(|c| fitted(&c.finish(&summary)));
     let mut observed: Vec<Observed> = targets.into_values().collect();
     observed.sort_by(|a, b| (&a.path, &a.query).cmp(&(&b.path, &b.query)));
     Ok(Counted {
@@ -75,6 +92,8 @@ pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Res
         left_out,
         bad_lines: summary.bad_lines,
         out_of_order: summary.out_of_order,
+        lines: summary.lines,
+        interrupted,
         model,
     })
 }
