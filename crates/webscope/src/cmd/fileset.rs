@@ -192,6 +192,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 model: counted.model,
             };
             let planned = webscope_workload::like::plan(&counted.observed, &options, common.seed)?;
+            if synthetic.is_some() {
+                print_request_sizes(&counted.observed, &planned.manifest);
+            }
             if !keep_paths {
                 return write_set(planned.manifest, &[], common);
             }
@@ -246,6 +249,26 @@ fn print_counted(counted: &super::fileset_like::Counted) {
         );
     }
     println!("{line}");
+}
+
+/// A synthetic set's requests' sizes beside the log's: what `--synthetic` is drawn to match.
+fn print_request_sizes(observed: &[webscope_workload::like::Observed], manifest: &Manifest) {
+    use webscope_workload::like::RequestSizes;
+    const UNDER: u64 = 10 * 1024;
+    let (Some(set), Some(log)) = (
+        RequestSizes::of_set(manifest, UNDER),
+        RequestSizes::of_log(observed, UNDER),
+    ) else {
+        return;
+    };
+    println!(
+        "  requests' sizes: median {}, {} under {}; the log's: median {}, {} (its documents' sizes weighted by their 200, 206 and 304 requests)",
+        format_size(set.median),
+        human::pct(set.under),
+        format_size(UNDER),
+        format_size(log.median),
+        human::pct(log.under)
+    );
 }
 
 /// Replicates, writes (or, dry, only describes) a planned set, with the files it carries
