@@ -9,7 +9,7 @@ use webscope_workload::{format_size, parse_size, Manifest, Spec, WriteOptions};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
-    webscope fileset specweb96 --out /tmp/spec --ops 10            # 69 MiB, 14 directories
+    webscope fileset specweb96 --out /tmp/spec --ops 10            # 69 MiB: 14 directories and a part
     webscope fileset webstone-a --out /tmp/wsA                     # WebStone workload A
     webscope fileset webstone-a --out /tmp/wsA4 --scale 4          # A*4 (mean 117 KB)
     webscope fileset heavy-tail --out /tmp/surge --files 10000 --mean 12k --seed 7
