@@ -82,7 +82,7 @@ impl Entry {
 /// and HEAD alone, and a replay must change nothing on its target (a logged DELETE sent to a
 /// real site would delete). The one rule of which requests count: `load --replay` sends
 /// these, `fileset like` makes files for them, and `characterize` counts references among
-/// them ([`crate::characterize::is_reference`]).
+/// them (`characterize::is_reference`).
 pub fn replayed(method: &str) -> bool {
     matches!(method, "GET" | "HEAD")
 }
