@@ -12,10 +12,8 @@
 //! as [`super::clients`] (a visitor kept when the top `level` bits of its hash are zero),
 //! with its error: about 1/√kept relative.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::hash::BuildHasher;
-
-use foldhash::HashSet;
+use std::collections::{BTreeSet, HashSet};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 /// GoAccess's unique visitors of a log.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
@@ -28,17 +26,45 @@ pub struct Visitors {
     pub exact: bool,
 }
 
+/// A hasher that passes a `u64` through: the visitors' keys are foldhash's output already,
+/// so hashing them again is work for nothing on the thread that counts them.
+#[derive(Debug, Clone, Copy, Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the keys are u64); any other input is folded in.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Keys = HashSet<u64, BuildHasherDefault<PassThrough>>;
+
 /// Distinct visitors a day, counted as the entries stream by.
 #[derive(Debug, Clone)]
 pub struct VisitorDays {
     max: usize,
     level: u32,
-    open: BTreeMap<i64, HashSet<u64>>,
+    /// The days still open, earliest first (one or two: the entries come in time order).
+    open: Vec<(i64, Keys)>,
+    /// Keys held in `open`.
+    held: usize,
     /// Visitors of the days closed, each scaled by its sample's share.
     closed: f64,
     /// The days seen: at most one a day of the log's span, which the reader bounds (1990 to
     /// a day ahead of the clock).
     days: BTreeSet<i64>,
+    last_day: Option<i64>,
 }
 
 impl VisitorDays {
@@ -47,41 +73,57 @@ impl VisitorDays {
         VisitorDays {
             max: max.max(1),
             level: 0,
-            open: BTreeMap::new(),
+            open: Vec::new(),
+            held: 0,
             closed: 0.0,
             days: BTreeSet::new(),
+            last_day: None,
         }
     }
 
     /// Counts a request of the client–agent pair hashed as `pair`, on `day` (days since
     /// 1970-01-01 in the log's zone).
     pub fn add(&mut self, pair: u64, day: i64) {
-        self.days.insert(day);
+        if self.last_day != Some(day) {
+            self.days.insert(day);
+            self.last_day = Some(day);
+            self.close_before(day - 1);
+        }
         let key = foldhash::fast::FixedState::with_seed(0x0d15_7001).hash_one((pair, day));
         if !kept(key, self.level) {
             return;
         }
         // A day counted already that comes back opens again: its late visitors count anew.
-        self.open.entry(day).or_default().insert(key);
-        self.close_before(day - 1);
-        while self.held() > self.max && self.level < 63 {
+        let at = match self.open.iter().position(|(d, _)| *d >= day) {
+            Some(i) if self.open[i].0 == day => i,
+            Some(i) => {
+                self.open.insert(i, (day, Keys::default()));
+                i
+            }
+            None => {
+                self.open.push((day, Keys::default()));
+                self.open.len() - 1
+            }
+        };
+        if self.open[at].1.insert(key) {
+            self.held += 1;
+        }
+        while self.held > self.max && self.level < 63 {
             self.level += 1;
             let level = self.level;
-            self.open
-                .values_mut()
-                .for_each(|s| s.retain(|&k| kept(k, level)));
+            for (_, keys) in &mut self.open {
+                keys.retain(|&k| kept(k, level));
+            }
+            self.held = self.open.iter().map(|(_, k)| k.len()).sum();
         }
-    }
-
-    fn held(&self) -> usize {
-        self.open.values().map(HashSet::len).sum()
     }
 
     /// Counts and drops the days before `day`.
     fn close_before(&mut self, day: i64) {
-        while let Some(entry) = self.open.first_entry().filter(|e| *e.key() < day) {
-            let set = entry.remove();
-            self.closed += set.len() as f64 * (1u64 << self.level) as f64;
+        let ended = self.open.iter().take_while(|(d, _)| *d < day).count();
+        for (_, keys) in self.open.drain(..ended) {
+            self.held -= keys.len();
+            self.closed += keys.len() as f64 * (1u64 << self.level) as f64;
         }
     }
 
