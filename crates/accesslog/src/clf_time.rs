@@ -13,7 +13,14 @@ const MONTHS: [&[u8; 3]; 12] = [
 const MAX_ZONE_MINUTES: i64 = 14 * 60;
 
 /// Seconds since the Unix epoch (UTC) of a CLF timestamp without its brackets.
+#[cfg(test)]
 pub(crate) fn parse(text: &str) -> Option<i64> {
+    parse_zoned(text).map(|(secs, _)| secs)
+}
+
+/// [`parse`], with the logged zone's offset east of UTC in seconds (`-0700` is -25 200): the
+/// day the log itself names is that of `secs + offset`.
+pub(crate) fn parse_zoned(text: &str) -> Option<(i64, i32)> {
     let b = text.as_bytes();
     // dd/Mon/yyyy:HH:MM:SS +zzzz
     if b.len() != 26 || b[2] != b'/' || b[6] != b'/' || b[11] != b':' || b[14] != b':' {
@@ -46,7 +53,7 @@ pub(crate) fn parse(text: &str) -> Option<i64> {
         return None;
     }
     let local = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
-    Some(local - offset)
+    Some((local - offset, offset as i32))
 }
 
 fn digits(b: &[u8]) -> Option<i64> {

@@ -40,6 +40,7 @@ mod error;
 mod format;
 mod line;
 mod plausible;
+mod printable;
 mod read;
 mod stream;
 
@@ -50,9 +51,11 @@ pub use characterize::scripts::{
 pub use compact_str::CompactString;
 pub use error::Error;
 pub use format::{Format, TimeUnit};
-pub use line::{parse_line, Entry};
+pub use line::{parse_line, replayed, Entry};
 pub use plausible::{implausible_time, AHEAD, EARLIEST_UNIX};
+pub use printable::printable;
 pub use read::{read_logs, read_logs_with_progress, Parsed};
 pub use stream::{
-    stream_logs, stream_logs_while, BadLine, CutShort, ReadOptions, ReadSummary, MAX_BUFFERED,
+    stream_logs, stream_logs_until, stream_logs_while, BadLine, CutShort, ReadOptions,
+    ReadSummary, MAX_BUFFERED,
 };

@@ -31,6 +31,9 @@ use crate::format::{Format, TimeUnit};
 pub struct Entry {
     /// The logged instant (one-second resolution in CLF).
     pub time: SystemTime,
+    /// The logged time zone's offset east of UTC, seconds (`-0700` is -25 200): the day the
+    /// log names is that of the instant in this zone, as GoAccess counts a day's visitors.
+    pub zone_s: i32,
     /// The client as logged (`%h`: an IPv4 or IPv6 address, or a host name). Webscope never
     /// writes it out: it is used only to count requests per client.
     pub client: CompactString,
@@ -63,6 +66,25 @@ impl Entry {
     pub fn has_request(&self) -> bool {
         self.method != "-"
     }
+
+    /// The day the log names for this entry, in its own time zone: days since 1970-01-01.
+    pub fn logged_day(&self) -> i64 {
+        let secs = match self.time.duration_since(UNIX_EPOCH) {
+            Ok(d) => d.as_secs() as i64,
+            Err(before) => -(before.duration().as_secs() as i64),
+        };
+        (secs + i64::from(self.zone_s)).div_euclid(86_400)
+    }
+}
+
+/// Whether a logged request of `method` is one webscope sends again and a file set answers:
+/// GET and HEAD only. A log keeps no request body (POST, PUT, PATCH), a file set answers GET
+/// and HEAD alone, and a replay must change nothing on its target (a logged DELETE sent to a
+/// real site would delete). The one rule of which requests count: `load --replay` sends
+/// these, `fileset like` makes files for them, and `characterize` counts references among
+/// them (`characterize::is_reference`).
+pub fn replayed(method: &str) -> bool {
+    matches!(method, "GET" | "HEAD")
 }
 
 /// Parses one line (without its line end). `None` for `format` auto-detects Common and
@@ -91,7 +113,7 @@ pub(crate) fn parse_line_repairing(
     let open = rest.find('[').ok_or("no [time] field")?;
     let rest = &rest[open + 1..];
     let close = rest.find(']').ok_or("no [time] field")?;
-    let secs = clf_time::parse(&rest[..close]).ok_or("bad [time] field")?;
+    let (secs, zone_s) = clf_time::parse_zoned(&rest[..close]).ok_or("bad [time] field")?;
     let time = to_system_time(secs).ok_or("time out of range")?;
     let rest = rest[close + 1..]
         .strip_prefix(" \"")
@@ -111,6 +133,7 @@ pub(crate) fn parse_line_repairing(
     let (method, path, query, protocol) = split_request(&request);
     let entry = Entry {
         time,
+        zone_s,
         client: CompactString::new(client),
         method,
         path,

@@ -102,11 +102,28 @@ impl Table {
     }
 }
 
+/// A cell as RFC 4180 writes it, guarded against formula injection: a spreadsheet runs a
+/// cell that begins with `=`, `+`, `-` or `@` (or a tab or carriage return before one) as a
+/// formula, so a URL from a log such as `=HYPERLINK(...)` would run when the CSV is opened.
+/// Such a cell is written after a `'`, OWASP's rule, which spreadsheets show as text. A cell
+/// that begins with `+` or `-` is guarded only when it could call something (a `(`, `|`, `!`,
+/// `=` or `@` in it: a function, a DDE link, another formula): the lab's tables are full of
+/// signed figures (`-2.5`, `-3.1 %`, `-`), which notebooks must read as they are.
 fn csv_cell(cell: &str) -> String {
+    let risky = match cell.chars().next() {
+        Some('=' | '@' | '\t' | '\r') => true,
+        Some('+' | '-') => cell.contains(['(', '|', '!', '=', '@']),
+        _ => false,
+    };
+    let cell = if risky {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    };
     if cell.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", cell.replace('"', "\"\""))
     } else {
-        cell.to_string()
+        cell.into_owned()
     }
 }
 
@@ -244,6 +261,43 @@ mod tests {
         assert_eq!(
             table().to_csv(),
             "clients,req/s,note\r\n1,1200,\"warm, \"\"first\"\"\"\r\n10,9800,\r\n"
+        );
+    }
+
+    #[test]
+    fn csv_cells_that_a_spreadsheet_would_run_are_written_as_text() {
+        // #51 §11: CSV injection. Numbers and the "not measured" dash are kept as they are.
+        let mut t = Table::new(["cell"]);
+        for cell in [
+            "=HYPERLINK(\"http://x/\",\"y\")",
+            "+cmd|' /C calc'!A0",
+            "-2+SUM(A1)",
+            "@SUM(A1)",
+            "\t=1+1",
+            "-2.5",
+            "-3.1 %",
+            "-",
+            "1e-3",
+            "/a=b",
+        ] {
+            t.row([cell]);
+        }
+        let csv = t.to_csv();
+        let cells: Vec<&str> = csv.split("\r\n").skip(1).collect();
+        assert_eq!(
+            cells[..10],
+            [
+                "\"'=HYPERLINK(\"\"http://x/\"\",\"\"y\"\")\"",
+                "'+cmd|' /C calc'!A0",
+                "'-2+SUM(A1)",
+                "'@SUM(A1)",
+                "'\t=1+1",
+                "-2.5",
+                "-3.1 %",
+                "-",
+                "1e-3",
+                "/a=b",
+            ]
         );
     }
 

@@ -283,7 +283,7 @@ fn sessions_and_page_views_are_counted_as_the_page_defines_them() {
     let mean = s["think"]["mean_s"].as_f64().unwrap();
     assert!((mean - (20.0 + 7.0 + 900.0) / 3.0).abs() < 1e-9, "{s}");
     assert!(
-        stdout.contains("Sessions:  4 (25 % single-request), 7 page views"),
+        stdout.contains("Sessions:  4 (one client address with one user agent, ended by 30 m without a request; 25 % single-request), 7 page views"),
         "{stdout}"
     );
     assert!(

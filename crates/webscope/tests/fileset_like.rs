@@ -90,7 +90,7 @@ fn a_set_like_a_log_serves_the_logs_mix_and_keeps_nothing_private() {
     let stdout = like(&log, &set, &[]);
     // POST /form is left out: a set answers GET and HEAD (the replay skips bodies).
     assert!(
-        stdout.contains("102 GET and HEAD requests, 4 distinct URLs"),
+        stdout.contains("102 GET and HEAD requests to 4 distinct URLs"),
         "{stdout}"
     );
 
@@ -277,4 +277,68 @@ fn a_synthetic_set_is_drawn_from_the_logs_fits() {
         .as_str()
         .unwrap()
         .contains("drawn from the fits"));
+}
+
+#[test]
+fn characterize_and_fileset_like_count_distinct_urls_by_one_rule() {
+    // #52 §5: "1 390 distinct in 9 616 references" against "1 496 in 9 994 GET and HEAD":
+    // each counted by a rule of its own. A log with every kind the rules tell apart.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("access.log");
+    let mut text = String::new();
+    let mut add = |request: &str, status: u16| {
+        text += &format!(
+            "192.0.2.1 - - [25/Nov/2026:10:00:00 +0000] \"{request} HTTP/1.1\" {status} 10 \"-\" \"a\"\n"
+        );
+    };
+    add("GET /a.html", 200); // referenced
+    add("GET /a.html", 304);
+    add("HEAD /b.html", 200); // referenced (HEAD)
+    add("GET /c.html", 206); // referenced (a part)
+    add("GET /d", 204); // referenced (2xx, no file answers it)
+    add("GET /e.html", 404); // a GET URL, not referenced
+    add("GET /f.html", 301); // a GET URL, not referenced
+    add("POST /g", 200); // neither: a replay does not send it
+    add("OPTIONS /h", 200);
+    add("DELETE /i", 204);
+    text += "192.0.2.1 - - [25/Nov/2026:10:00:01 +0000] \"-\" 400 0 \"-\" \"-\"\n";
+    std::fs::write(&log, text).unwrap();
+
+    let report = tmp.path().join("report");
+    let run = webscope()
+        .args(["characterize", "-q", "--out"])
+        .arg(&report)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let said = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        said.contains("URLs:      4 distinct in 5 references"),
+        "{said}"
+    );
+    assert!(said.contains("a GET or HEAD answered 2xx or 304"), "{said}");
+    assert!(
+        said.contains("9 distinct URLs with any method and status"),
+        "{said}"
+    );
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(report.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["popularity"]["distinct_urls"], 4);
+
+    let stdout = like(&log, &tmp.path().join("set"), &["--dry-run"]);
+    assert!(
+        stdout.contains(
+            "7 GET and HEAD requests to 6 distinct URLs, 4 of them referenced (answered 2xx or 304: the distinct URLs `webscope characterize` counts)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("4 requests of other methods or unreadable left out"),
+        "{stdout}"
+    );
 }

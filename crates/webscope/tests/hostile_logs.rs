@@ -1,6 +1,7 @@
 //! Access logs and model inputs built to hurt (issue #34): a line dated year 1 or 9999, a
-//! log spanning decades, a stream of zeros without a newline, a gzip bomb of zeros, a 100 MB
-//! line, a time zone of +9999, a gzip of newlines, a population too large. Each is made here,
+//! log spanning decades, a stream of zeros without a newline (and /dev/zero itself, #51), a
+//! gzip bomb of zeros, a 100 MB line, a time zone of +9999, a gzip of newlines, a population
+//! too large. Each is made here,
 //! and each run must end with an exit code (never an abort) in bounded memory.
 
 mod lab_support;
@@ -109,8 +110,9 @@ fn a_log_spanning_decades_gets_wider_bins_and_says_so() {
 }
 
 #[test]
-fn a_stream_of_zeros_without_a_newline_is_one_bad_line_read_in_bounded_memory() {
-    // /dev/zero, bounded: 256 MiB through a pipe (before: memory grew with every byte).
+fn a_stream_of_zeros_without_a_newline_is_refused_in_bounded_memory() {
+    // /dev/zero, bounded: 256 MiB through a pipe (before #34: memory grew with every byte;
+    // before #51: read to its end as one bad line, so /dev/zero itself never ended).
     let tmp = tempfile::tempdir().unwrap();
     let feed = Box::new(|mut stdin: std::process::ChildStdin| {
         let zeros = vec![0u8; 1 << 20];
@@ -124,10 +126,35 @@ fn a_stream_of_zeros_without_a_newline_is_one_bad_line_read_in_bounded_memory() 
     drop(tmp);
     assert_eq!(done.code, Some(1), "{done:?}");
     assert!(
-        done.stderr.contains("(1 lines)") && done.stderr.contains("longer than 64 KiB"),
+        done.stderr
+            .contains("no line end in the first 16 MiB: not an access log"),
         "{}",
         done.stderr
     );
+}
+
+#[test]
+fn dev_zero_itself_is_refused_at_once() {
+    // #51, left open: `characterize /dev/zero` never ended.
+    let done = characterize(Path::new("/dev/zero"), None);
+    assert_eq!(done.code, Some(1), "{done:?}");
+    assert!(
+        done.stderr.contains(
+            "cannot read access log /dev/zero after line 0: no line end in the first 16 MiB"
+        ),
+        "{}",
+        done.stderr
+    );
+    // `fileset like` reads logs the same way.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = webscope()
+        .args(["fileset", "like", "/dev/zero", "-q", "--out"])
+        .arg(tmp.path().join("set"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no line end in the first 16 MiB"));
+    assert!(!tmp.path().join("set").exists());
 }
 
 #[test]
@@ -148,7 +175,7 @@ fn a_gzip_bomb_of_zeros_is_read_in_bounded_memory() {
     let done = characterize(&log, None);
     assert_eq!(done.code, Some(1), "{done:?}");
     assert!(
-        done.stderr.contains("longer than 64 KiB"),
+        done.stderr.contains("no line end in the first 16 MiB"),
         "{}",
         done.stderr
     );

@@ -139,3 +139,99 @@ fn a_synthetic_set_has_the_logs_sizes_and_popularity() {
     assert!((s - 1.0).abs() < 0.1, "Zipf {s:.3}");
     std::fs::remove_dir_all(&set).unwrap();
 }
+
+/// The request-weighted median size and share of requests under 10 KiB of `(size, weight)`.
+fn request_weighted(mut pairs: Vec<(f64, f64)>) -> (f64, f64) {
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = pairs.iter().map(|p| p.1).sum();
+    let mut acc = 0.0;
+    let median = pairs
+        .iter()
+        .find(|p| {
+            acc += p.1;
+            acc >= total / 2.0
+        })
+        .unwrap()
+        .0;
+    let under = pairs
+        .iter()
+        .filter(|p| p.0 < 10_240.0)
+        .map(|p| p.1)
+        .sum::<f64>()
+        / total;
+    (median, under)
+}
+
+#[test]
+fn a_synthetic_sets_requests_have_the_logs_sizes_when_a_few_pages_take_most() {
+    // #52 §5: the set's requests were smaller than the log's (median 4.7 KB against 12.3 KB,
+    // 56 % under 10 KB against 43.5 %). Three pages of 15-40 KB take over half the requests;
+    // 600 documents of lognormal sizes (median 6.6 KB) take a few each.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("access.log");
+    let mut u = Uniform(52);
+    let mut docs: Vec<(u64, u64)> = vec![(15_000, 900), (24_000, 900), (40_000, 900)];
+    for _ in 0..600 {
+        let size = (u.size() as f64 * (-0.5f64).exp()) as u64 + 1;
+        docs.push((size, 1 + (u.next() * 5.0) as u64));
+    }
+    let mut text = String::new();
+    let mut second = 0u64;
+    for (i, &(size, requests)) in docs.iter().enumerate() {
+        for _ in 0..requests {
+            second += 1;
+            text += &format!(
+                "10.1.0.{} - - [25/Nov/2026:{:02}:{:02}:{:02} +0000] \"GET /doc{i}.html HTTP/1.1\" 200 {size} \"-\" \"agent\"\n",
+                second % 9,
+                second / 3600,
+                second / 60 % 60,
+                second % 60
+            );
+        }
+    }
+    std::fs::write(&log, text).unwrap();
+    let set = tmp.path().join("set");
+    let out = webscope()
+        .args(["fileset", "like", "--synthetic", "2000", "-q", "--out"])
+        .arg(&set)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("requests' sizes: median "), "{stdout}");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(set.join("manifest.json")).unwrap()).unwrap();
+    let drawn: Vec<(f64, f64)> = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["size"].as_f64().unwrap(),
+                f["probability"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let logged: Vec<(f64, f64)> = docs.iter().map(|&(s, n)| (s as f64, n as f64)).collect();
+    let ((set_median, set_under), (log_median, log_under)) =
+        (request_weighted(drawn), request_weighted(logged));
+    eprintln!(
+        "set: median {set_median}, {set_under:.3} under 10 KiB; log: {log_median}, {log_under:.3}"
+    );
+    // Stated tolerances: the share under 10 KiB within 5 points; the median within 25 % (it
+    // falls on one of the three pages' sizes in the log, on the drawn size nearest in the set).
+    assert!(
+        (set_under - log_under).abs() < 0.05,
+        "{set_under} vs {log_under}"
+    );
+    assert!(
+        (0.8..1.25).contains(&(set_median / log_median)),
+        "{set_median} vs {log_median}"
+    );
+    std::fs::remove_dir_all(&set).unwrap();
+}

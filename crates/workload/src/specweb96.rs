@@ -113,9 +113,7 @@ pub fn plan(ops: f64, seed: u64) -> Result<Manifest, Error> {
             }
         }
     }
-    let description = format!(
-        "SPECweb96 file set for {ops} ops/s: {dirs:.2} directories of 36 files (10*sqrt({ops}/5))"
-    );
+    let description = describe(ops, dirs, full, partial);
     Ok(Manifest::assemble(
         "specweb96",
         description,
@@ -124,6 +122,26 @@ pub fn plan(ops: f64, seed: u64) -> Result<Manifest, Error> {
         &CLASSES,
         files,
     ))
+}
+
+/// The set in words: the benchmark's directory count, and the directories that hold it. The
+/// count is of bytes (SPEC's 10·√(N/5) keeps its fraction in a partial directory of the
+/// smallest files), so it is not the files over 36: 4.47 directories at 1 op/s are 4 full
+/// ones and a fifth of 24 files, 168 in all, which a reader dividing by 36 takes for 4.67.
+fn describe(ops: f64, dirs: f64, full: usize, partial: usize) -> String {
+    let formula = format!("10*sqrt({ops}/5) = {dirs:.2} directories' worth of bytes");
+    let fulls = match full {
+        1 => "1 full directory of 36 files".to_string(),
+        n => format!("{n} full directories of 36 files"),
+    };
+    if partial == 0 {
+        return format!("SPECweb96 file set for {ops} ops/s: {formula}, {fulls}");
+    }
+    format!(
+        "SPECweb96 file set for {ops} ops/s: {formula}, {fulls} and one of {} (the {partial} smallest of each class, {:.3} of a directory's bytes)",
+        4 * partial,
+        (partial * (partial + 1)) as f64 / 90.0
+    )
 }
 
 #[cfg(test)]
@@ -227,6 +245,27 @@ mod tests {
                 .filter(|f| f.path.starts_with("dir00004/"))
                 .count(),
             4 * 6
+        );
+    }
+
+    #[test]
+    fn the_description_counts_the_directories_and_files_it_holds() {
+        // #52 §6: "4.47 directories of 36 files" for 168 files, which read as 4.67.
+        let m = plan(1.0, 1).unwrap();
+        assert_eq!(m.files.len(), 168);
+        assert_eq!(
+            m.description,
+            "SPECweb96 file set for 1 ops/s: 10*sqrt(1/5) = 4.47 directories' worth of bytes, 4 full directories of 36 files and one of 24 (the 6 smallest of each class, 0.467 of a directory's bytes)"
+        );
+        // A whole number of directories has no partial one to explain.
+        let m = plan(5.0, 1).unwrap();
+        assert_eq!(m.files.len(), 360);
+        assert!(
+            m.description.ends_with(
+                "10*sqrt(5/5) = 10.00 directories' worth of bytes, 10 full directories of 36 files"
+            ),
+            "{}",
+            m.description
         );
     }
 

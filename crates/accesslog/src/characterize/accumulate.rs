@@ -6,13 +6,14 @@
 use super::bins::Bins;
 use super::clients::ClientCounter;
 use super::coverage::{self, Coverage};
+use super::daily::Visitors;
 use super::hosts::HostTally;
 use super::service::TimeSketch;
 use super::sessions::{Sessions, SESSION_GAP_S};
 use super::sketch::SizeSketch;
 use super::traffic::MixCounter;
 use super::urls::UrlCounter;
-use super::visitors::VisitorThread;
+use super::visitors::{PerClient, VisitorThread};
 use super::{
     burst, invariants, is_reference, popularity, redacted, unix, Characterization, Popularity,
     Series, SizeFigures, Sizes, MAX_BINS, MAX_SERIES_BINS,
@@ -129,18 +130,24 @@ impl Characterizer {
         self.times.add(e);
         if let Some(visitors) = self.visitors.as_mut() {
             let agent = e.user_agent.as_deref().unwrap_or("");
-            visitors.add(&e.client, e.has_request().then_some((agent, t, &*e.path)));
+            let path = e.has_request().then_some(&*e.path);
+            visitors.add(&e.client, agent, t, e.logged_day(), path);
         }
     }
 
     /// The figures, with what reading found (`read`).
     pub fn finish(mut self, read: &ReadSummary) -> Characterization {
-        let (clients, sessions) = match self.visitors.take() {
+        let per_client = match self.visitors.take() {
             Some(visitors) => visitors.finish(),
-            None => (ClientCounter::new(1), Sessions::default()),
+            None => PerClient {
+                clients: ClientCounter::new(1),
+                sessions: Sessions::default(),
+                visitors: Visitors::default(),
+            },
         };
-        let mut c = self.figures_with_popularity(read, &clients);
-        c.sessions = sessions;
+        let mut c = self.figures_with_popularity(read, &per_client.clients);
+        c.sessions = per_client.sessions;
+        c.visitors = per_client.visitors;
         c
     }
 
@@ -227,8 +234,9 @@ impl Characterizer {
             clients: clients.figures(),
             hosts,
             request_times: self.times.figures(),
-            // Set by `finish`, from the sessions' own thread.
+            // Set by `finish`, from the per-client counters' own thread.
             sessions: Default::default(),
+            visitors: Visitors::default(),
             popularity: popularity(),
             coverage: Coverage::default(),
             invariants: Vec::new(),

@@ -10,11 +10,12 @@
 //!
 //! Which entries count where:
 //! - requests, rate, methods, statuses, clients, burstiness: every entry;
-//! - references (popularity, distinct URLs, document types): entries with a readable request
-//!   and a 2xx or 304 status, keyed by URL: path and query, or path alone when the queries
-//!   are folded ([`Options::fold_query`]);
+//! - references (popularity, distinct URLs, document types): GET and HEAD requests — the
+//!   requests a replay sends and a file set answers, one rule for all three
+//!   ([`crate::replayed`]) — answered 2xx or 304 ([`is_reference`]), keyed by URL: path and
+//!   query, or path alone when the queries are folded ([`Options::fold_query`]);
 //! - transfer sizes: 2xx responses with a body; document sizes: each referenced URL's
-//!   largest 200 response;
+//!   largest 200 response to a GET ([`document_size`], as `fileset like` sizes its files);
 //! - sessions and page views: entries with a readable request, whatever their status.
 //!
 //! How: a [`Characterizer`] takes the entries one by one as [`crate::stream_logs`] hands
@@ -31,6 +32,7 @@ mod bins;
 mod burst;
 mod clients;
 mod coverage;
+mod daily;
 mod hill;
 mod hosts;
 pub mod invariants;
@@ -53,6 +55,7 @@ pub use accumulate::{Bounds, Characterizer, Options};
 pub use burst::{Burstiness, IdcPeak, WindowFigure, NEAR_PEAK};
 pub use clients::Clients;
 pub use coverage::{Coverage, Gap, MAX_GAPS};
+pub use daily::Visitors;
 pub use hill::{HillPoint, TailFit};
 pub use hosts::{HostTally, Hosts};
 pub use invariants::{Invariant, Verdict};
@@ -125,6 +128,8 @@ pub struct Characterization {
     pub arrivals_bin_s: u64,
     /// Requests per client.
     pub clients: Clients,
+    /// Visitors as GoAccess counts them: distinct (client, day in the log's zone, user agent).
+    pub visitors: Visitors,
     /// Remote and local requests, and requests by domain (Arlitt & Williamson's last two
     /// invariants).
     pub hosts: Hosts,
@@ -150,9 +155,22 @@ pub struct Sizes {
     pub files_over_1k: SizeFigures,
 }
 
-/// Whether an entry is a reference to a document.
+/// Whether an entry is a reference to a document: a request a replay sends
+/// ([`crate::replayed`]: GET or HEAD) answered 2xx or 304. `characterize` counts its distinct
+/// URLs among these, and `fileset like` says how many of its URLs these are.
 pub fn is_reference(e: &Entry) -> bool {
-    e.has_request() && ((200..300).contains(&e.status) || e.status == 304)
+    crate::replayed(&e.method) && is_reference_status(e.status)
+}
+
+/// Whether a response of `status` to a GET or HEAD makes a reference: 2xx or 304.
+pub fn is_reference_status(status: u16) -> bool {
+    (200..300).contains(&status) || status == 304
+}
+
+/// What an entry says of its document's size: the body of a 200 response to a GET (a HEAD's
+/// has none, a 206's is a part). A document's size is the largest of them.
+pub fn document_size(e: &Entry) -> Option<u64> {
+    (e.status == 200 && e.method == "GET").then_some(e.bytes)
 }
 
 fn unix(e: &Entry) -> i64 {

@@ -11,7 +11,8 @@ use super::burst::mean_var;
 use super::points::log_spaced;
 use super::zipf::{self, ZipfFit};
 
-/// The popularity figures of the references (successful requests naming a URL).
+/// The popularity figures of the references (GET and HEAD requests answered 2xx or 304:
+/// [`super::is_reference`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Popularity {
     /// References counted.
@@ -47,7 +48,8 @@ pub struct Document {
     pub path: String,
     /// Successful references to it.
     pub references: u64,
-    /// Its size: the largest body of a 200 response to it (0 if it had none, e.g. only 304s).
+    /// Its size: the largest body of a 200 response to a GET of it (0 if it had none, e.g.
+    /// only 304s).
     pub bytes: u64,
 }
 

@@ -18,6 +18,7 @@ fn entry(client: &str, agent: &str, t: i64, target: &str) -> Entry {
     };
     Entry {
         time: UNIX_EPOCH + Duration::from_secs(t as u64),
+        zone_s: 0,
         client: client.into(),
         method: "GET".into(),
         path: path.into(),

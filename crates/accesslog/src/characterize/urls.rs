@@ -14,8 +14,8 @@ use compact_str::CompactString;
 use foldhash::HashMap;
 
 use super::clients::hash;
-use super::is_reference;
 use super::popularity::Ranked;
+use super::{document_size, is_reference};
 use crate::line::Entry;
 
 /// Most URLs each list of [`UrlTable`] names.
@@ -40,8 +40,8 @@ impl UrlStats {
         self.requests += 1;
         self.bytes_sent += e.bytes;
         self.not_found += u64::from(e.status == 404);
-        if e.status == 200 {
-            self.size = Some(self.size.map_or(e.bytes, |s| s.max(e.bytes)));
+        if let Some(bytes) = document_size(e) {
+            self.size = Some(self.size.map_or(bytes, |s| s.max(bytes)));
         }
         if !is_reference(e) {
             return None;

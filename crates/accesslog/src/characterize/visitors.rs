@@ -1,41 +1,67 @@
-//! The figures kept per client — requests per client ([`ClientCounter`]) and sessions
-//! ([`SessionCounter`]) — counted on a thread of their own. Each is a lookup in a table of
-//! up to a million entries per request, a cache miss apiece; together they were a fifth of
-//! the reader's one consumer thread, and nothing else needs them. The consumer hands the
-//! client (inline: an address fits a `CompactString`), the hashed visitor and the time over
-//! in batches; the order is kept, so the figures are those of the counters alone (a test
-//! checks it). Counted inline, on the caller's thread, where no thread can be started.
+//! The figures kept per client — requests per client ([`ClientCounter`]), sessions
+//! ([`SessionCounter`]) and GoAccess's visitors ([`VisitorDays`]) — counted on a thread of
+//! their own. Each is a lookup in a table of up to a million entries per request, a cache
+//! miss apiece; together they were a fifth of the reader's one consumer thread, and nothing
+//! else needs them. The consumer hands the client (inline: an address fits a
+//! `CompactString`), the hashed client–agent pair, the day and the time over in batches; the
+//! order is kept, so the figures are those of the counters alone (a test checks it). Counted
+//! inline, on the caller's thread, where no thread can be started.
 
 use compact_str::CompactString;
 
 use super::clients::ClientCounter;
+use super::daily::{VisitorDays, Visitors};
 use super::sessions::{SessionCounter, Sessions, Visit};
 
 /// Requests handed over at a time: the channel's cost is per batch.
 pub(super) const BATCH: usize = 8192;
 
-/// One entry as the per-client figures see it: its client, and for an entry with a readable
-/// request its visit.
+/// One entry as the per-client figures see it: its client, its visit (client and agent
+/// hashed, time, page), its day in the log's zone, and whether it had a readable request
+/// (a session counts only those; a visitor and a client, every entry).
 #[derive(Debug)]
 struct Seen {
     client: CompactString,
-    visit: Option<Visit>,
+    visit: Visit,
+    day: i64,
+    request: bool,
 }
 
-/// The two counters, wherever they run.
+/// The three counters, wherever they run.
 #[derive(Debug)]
 struct Counters {
     clients: ClientCounter,
     sessions: SessionCounter,
+    visitors: VisitorDays,
 }
 
 impl Counters {
-    fn count(&mut self, seen: Seen) {
-        self.clients.add(&seen.client);
-        if let Some(v) = seen.visit {
-            self.sessions.visit(v);
+    fn new(max_clients: usize, gap_s: i64) -> Counters {
+        Counters {
+            clients: ClientCounter::new(max_clients),
+            sessions: SessionCounter::new(gap_s),
+            visitors: VisitorDays::new(max_clients),
         }
     }
+
+    fn count(&mut self, seen: Seen) {
+        self.clients.add(&seen.client);
+        self.visitors.add(seen.visit.key, seen.day);
+        if seen.request {
+            self.sessions.visit(seen.visit);
+        }
+    }
+}
+
+/// What the per-client counters found.
+#[derive(Debug)]
+pub struct PerClient {
+    /// Requests per client.
+    pub clients: ClientCounter,
+    /// Sessions and page views.
+    pub sessions: Sessions,
+    /// GoAccess's visitors.
+    pub visitors: Visitors,
 }
 
 /// The per-client figures being counted.
@@ -51,10 +77,7 @@ impl VisitorThread {
     /// Clients counted exactly up to `max_clients`; sessions ended by `gap_s` seconds without
     /// a request.
     pub fn new(max_clients: usize, gap_s: i64) -> VisitorThread {
-        let counters = move || Counters {
-            clients: ClientCounter::new(max_clients),
-            sessions: SessionCounter::new(gap_s),
-        };
+        let counters = move || Counters::new(max_clients, gap_s);
         let (tx, rx) = crossbeam_channel::bounded::<Vec<Seen>>(4);
         let spawned = std::thread::Builder::new()
             .name("visitors".into())
@@ -82,12 +105,15 @@ impl VisitorThread {
         }
     }
 
-    /// Counts an entry of `client`; `request`: its user agent, time and path when it has a
-    /// readable request (a session counts only those).
-    pub fn add(&mut self, client: &str, request: Option<(&str, i64, &str)>) {
+    /// Counts an entry of `client` with user agent `agent` at Unix second `t`, on `day` of
+    /// the log's zone; `path`: its path when it has a readable request (a session counts only
+    /// those).
+    pub fn add(&mut self, client: &str, agent: &str, t: i64, day: i64, path: Option<&str>) {
         let seen = Seen {
             client: CompactString::from(client),
-            visit: request.map(|(agent, t, path)| Visit::of(client, agent, t, path)),
+            visit: Visit::of(client, agent, t, path.unwrap_or("-")),
+            day,
+            request: path.is_some(),
         };
         if let Some(counters) = self.inline.as_mut() {
             counters.count(seen);
@@ -107,8 +133,9 @@ impl VisitorThread {
         }
     }
 
-    /// The clients counted and the sessions, every session closed (the log has ended).
-    pub fn finish(mut self) -> (ClientCounter, Sessions) {
+    /// The clients counted, the sessions and the visitors, every session and day closed (the
+    /// log has ended).
+    pub fn finish(mut self) -> PerClient {
         let counters = match self.inline.take() {
             Some(counters) => counters,
             None => {
@@ -118,14 +145,15 @@ impl VisitorThread {
                     Some(Ok(counters)) => counters,
                     Some(Err(panic)) => std::panic::resume_unwind(panic),
                     // `new` gives a thread or inline counters; `finish` takes either once.
-                    None => Counters {
-                        clients: ClientCounter::new(1),
-                        sessions: SessionCounter::new(1),
-                    },
+                    None => Counters::new(1, 1),
                 }
             }
         };
-        (counters.clients, counters.sessions.finish())
+        PerClient {
+            clients: counters.clients,
+            sessions: counters.sessions.finish(),
+            visitors: counters.visitors.finish(),
+        }
     }
 }
 
@@ -136,25 +164,33 @@ mod tests {
     #[test]
     fn the_thread_counts_as_the_counters_alone_do() {
         // More entries than a batch, from many clients, some without a request.
-        let mut alone = Counters {
-            clients: ClientCounter::new(1_000),
-            sessions: SessionCounter::new(1_800),
-        };
+        let mut alone = Counters::new(1_000, 1_800);
         let mut threaded = VisitorThread::new(1_000, 1_800);
         for i in 0..3 * BATCH as u64 {
             let client = format!("10.0.{}.{}", (i * 7919) % 13, (i * 104_729) % 250);
-            let t = 1_700_000_000 + (i / 3) as i64;
+            // Spread over three days, so that visitors are more than clients.
+            let t = 1_700_000_000 + (i * 10) as i64;
+            let day = t.div_euclid(86_400);
             let path = if i % 4 == 0 { "/page" } else { "/img.png" };
-            let request = (i % 50 != 0).then_some(("agent", t, path));
+            let request = (i % 50 != 0).then_some(path);
             alone.count(Seen {
                 client: CompactString::from(client.as_str()),
-                visit: request.map(|(a, t, p)| Visit::of(&client, a, t, p)),
+                visit: Visit::of(&client, "agent", t, request.unwrap_or("-")),
+                day,
+                request: request.is_some(),
             });
-            threaded.add(&client, request);
+            threaded.add(&client, "agent", t, day, request);
         }
-        let (clients, sessions) = threaded.finish();
-        assert_eq!(clients.figures(), alone.clients.figures());
-        assert_eq!(sessions, alone.sessions.finish());
-        assert!(sessions.sessions > 0);
+        let threaded = threaded.finish();
+        assert_eq!(threaded.clients.figures(), alone.clients.figures());
+        assert_eq!(threaded.sessions, alone.sessions.finish());
+        assert_eq!(threaded.visitors, alone.visitors.finish());
+        assert!(threaded.sessions.sessions > 0);
+        let clients = threaded.clients.figures().distinct as u64;
+        assert!(
+            threaded.visitors.distinct > clients,
+            "{:?}",
+            threaded.visitors
+        );
     }
 }

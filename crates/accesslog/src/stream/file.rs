@@ -11,6 +11,7 @@ use std::time::SystemTime;
 use webscope_sys::{Line, LineReader, MAX_LINE};
 
 use super::bad::{BadLine, CutShort};
+use super::endless::LineEnds;
 use super::gz;
 use crate::error::Error;
 use crate::format::Format;
@@ -75,7 +76,7 @@ pub(crate) struct Batch {
 /// A file's lines, batch by batch.
 pub(crate) struct Lines {
     path: PathBuf,
-    reader: LineReader<Box<dyn BufRead + Send>>,
+    reader: LineReader<LineEnds<Box<dyn BufRead + Send>>>,
     /// Its gzip data stopped being readable: nothing more is read.
     cut: bool,
 }
@@ -86,7 +87,7 @@ impl Lines {
     pub fn open(path: &Path, threads: usize) -> Result<Lines, Error> {
         Ok(Lines {
             path: path.to_path_buf(),
-            reader: LineReader::new(open(path, threads)?, MAX_LINE),
+            reader: LineReader::new(LineEnds::new(open(path, threads)?), MAX_LINE),
             cut: false,
         })
     }

@@ -20,6 +20,7 @@
 //! their entries from [`stream_logs`]; [`crate::read_logs`] is it collected into a vector.
 
 mod bad;
+mod endless;
 mod entries;
 mod file;
 mod gz;
@@ -28,6 +29,7 @@ mod pipe;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, SystemTime};
 
@@ -106,8 +108,8 @@ pub struct ReadSummary {
     pub out_of_order: u64,
     /// The look-back used, seconds.
     pub look_back_s: f64,
-    /// The caller stopped the reading before the logs' end ([`stream_logs_while`]): the
-    /// counts are of what was read up to there.
+    /// The caller stopped the reading before the logs' end ([`stream_logs_while`], or
+    /// [`stream_logs_until`] from outside): the counts are of what was read up to there.
     pub stopped: bool,
     /// Gzip files whose data stopped being readable (cut short or corrupt): the lines before
     /// were read and delivered, as `zcat` reads them, and nothing after. Say so with
@@ -162,6 +164,35 @@ pub fn stream_logs_while(
     sink: &mut dyn FnMut(Entry) -> ControlFlow<()>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ReadSummary, Error> {
+    stream(paths, options, None, sink, progress)
+}
+
+/// [`stream_logs`] for a caller stopped from outside (a signal handler raising `stop`):
+/// reading stops at the next entry or batch of lines after `stop` is raised, even in a log of
+/// lines that do not parse, and the summary counts what was read up to there
+/// ([`ReadSummary::stopped`]). Stopped before any entry, that is no error: the summary says
+/// how many lines were read.
+pub fn stream_logs_until(
+    paths: &[PathBuf],
+    options: &ReadOptions,
+    stop: &AtomicBool,
+    sink: &mut dyn FnMut(Entry),
+    progress: &mut dyn FnMut(u64),
+) -> Result<ReadSummary, Error> {
+    let mut go_on = |entry| {
+        sink(entry);
+        ControlFlow::Continue(())
+    };
+    stream(paths, options, Some(stop), &mut go_on, progress)
+}
+
+fn stream(
+    paths: &[PathBuf],
+    options: &ReadOptions,
+    stop: Option<&AtomicBool>,
+    sink: &mut dyn FnMut(Entry) -> ControlFlow<()>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ReadSummary, Error> {
     if paths.is_empty() {
         return Err(Error::NoFiles);
     }
@@ -186,7 +217,7 @@ pub fn stream_logs_while(
             .enumerate()
             .map(|(i, l)| FileEntries::new(Source::Inline(l, parser(i))))
             .collect();
-        merged(files, options.look_back, sink, progress)?
+        merged(files, options.look_back, stop, sink, progress)?
     } else {
         thread::scope(|scope| {
             let jobs = pipe::workers(scope, threads);
@@ -199,11 +230,12 @@ pub fn stream_logs_while(
                 })
                 .collect();
             drop(jobs);
-            merged(files, options.look_back, sink, progress)
+            merged(files, options.look_back, stop, sink, progress)
         })?
     };
     let summary = summarize(tallies.iter(), &merge, options.look_back);
-    if summary.entries == 0 {
+    let stopped_from_outside = stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    if summary.entries == 0 && !stopped_from_outside {
         return Err(bad::nothing_parsed(
             paths,
             options.format,
@@ -221,14 +253,32 @@ pub fn stream_logs_while(
 fn merged(
     mut files: Vec<FileEntries>,
     look_back: Duration,
+    stop: Option<&AtomicBool>,
     sink: &mut dyn FnMut(Entry) -> ControlFlow<()>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(Merge, Vec<Tally>), Error> {
     let mut merge = Merge::new(files.len(), look_back);
     let mut lines_reported = 0;
     let mut steps = 0u64;
+    let mut halted = false;
     while let Some(i) = merge.next_file().filter(|_| !merge.stopped) {
-        match files[i].next_entry()? {
+        let next = files[i].next_entry(stop)?;
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            // Stopped from outside: the entries read and waiting in the reorder buffer are
+            // still delivered (below), so that the caller's figures are of every line read.
+            // So are the rest of each file's batch at hand, whose lines are counted already.
+            halted = true;
+            if let Some(entry) = next {
+                merge.push(i, entry, sink);
+            }
+            for (j, file) in files.iter_mut().enumerate() {
+                for entry in file.parsed_rest() {
+                    merge.push(j, entry, sink);
+                }
+            }
+            break;
+        }
+        match next {
             Some(entry) => merge.push(i, entry, sink),
             None => merge.finished(i, sink),
         }
@@ -244,6 +294,7 @@ fn merged(
     if !merge.stopped {
         merge.drain(sink);
     }
+    merge.stopped |= halted;
     Ok((merge, files.into_iter().map(|f| f.tally).collect()))
 }
 

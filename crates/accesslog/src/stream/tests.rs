@@ -283,3 +283,66 @@ fn a_sink_that_has_enough_stops_the_reading_and_its_threads() {
         );
     }
 }
+
+#[test]
+fn a_stop_raised_from_outside_ends_the_reading_with_what_was_read() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..20_000).map(|i| line(i, "/a")).collect();
+    let log = write(dir.path(), "access.log", &text);
+    for threads in [1, 4] {
+        let options = ReadOptions {
+            threads,
+            ..ReadOptions::default()
+        };
+        // Raised by the sink at the 100th entry, as a signal handler would raise it.
+        let stop = AtomicBool::new(false);
+        let mut seen = 0u64;
+        let summary = stream_logs_until(
+            std::slice::from_ref(&log),
+            &options,
+            &stop,
+            &mut |_| {
+                seen += 1;
+                if seen == 100 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(summary.stopped);
+        assert_eq!(summary.entries, seen);
+        assert!((100..20_000).contains(&seen), "{seen}");
+        // Every line read reached the sink: none was left in the reorder buffer or in a
+        // batch parsed but not yet taken.
+        assert_eq!(summary.lines, seen, "{summary:?}");
+    }
+    // A log of lines that do not parse stops as well, before it is read to its end; stopped
+    // before any entry, that is a summary, not the "nothing parses" error.
+    let garbage = write(dir.path(), "garbage", &"not a log line\n".repeat(100_000));
+    let stop = AtomicBool::new(true);
+    let summary = stream_logs_until(
+        &[garbage],
+        &ReadOptions::default(),
+        &stop,
+        &mut |_| panic!("no entry"),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(summary.stopped && summary.entries == 0, "{summary:?}");
+    assert!(summary.lines < 100_000, "{summary:?}");
+}
+
+#[test]
+fn an_input_without_line_ends_is_refused_not_read_for_ever() {
+    // #51: `characterize /dev/zero` never ended. 40 MiB of NULs, no line end.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("zeros.log");
+    std::fs::write(&path, vec![0u8; 40 << 20]).unwrap();
+    let err = stream_logs(&[path], &ReadOptions::default(), &mut |_| {}, &mut |_| {})
+        .expect_err("refused");
+    let said = err.to_string();
+    assert!(said.contains("no line end in the first 16 MiB"), "{said}");
+    assert!(said.contains("zeros.log after line 0"), "{said}");
+}

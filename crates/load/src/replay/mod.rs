@@ -165,8 +165,11 @@ pub struct Replay {
 /// request body (POST, PUT, PATCH), a file set answers GET and HEAD alone (`fileset like`
 /// counts the same requests), and a replay must change nothing on its target (a logged DELETE
 /// sent to a real site would delete).
+///
+/// The rule itself is the access-log crate's ([`webscope_accesslog::replayed`]), so that
+/// `characterize` counts its references among the same requests.
 pub fn replayed(method: &str) -> bool {
-    matches!(method, "GET" | "HEAD")
+    webscope_accesslog::replayed(method)
 }
 
 impl Replay {

@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use webscope_accesslog::characterize::{Characterization, Characterizer, Options};
-use webscope_accesslog::{stream_logs, Format, ReadOptions};
+use webscope_accesslog::{stream_logs_until, Format, ReadOptions};
+
+use super::reading::Reading;
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -28,7 +30,9 @@ EXAMPLES:
 Lines that do not parse are counted and the first few shown; the files may be given in any
 order (they are merged by time; an entry more than a minute out of order is counted and said).
 The logs are read once, in memory that follows the distinct URLs and clients, not the lines.
-Client addresses are used only for counting and are written nowhere.";
+Client addresses are used only for counting and are written nowhere. An input with no line
+end in 16 MiB is not a log: it is refused. Ctrl-C (or SIGTERM) stops the reading: what was read
+is summarised, --out is not written, and the exit code is 130.";
 
 /// Characterize access logs (Common or Combined Log Format, plain or gzip): requests, rate
 /// over time, methods and statuses, popularity with a Zipf exponent fitted by maximum
@@ -84,28 +88,73 @@ struct ReportFile<'a> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Before the logs are read, which may take minutes: an --out that cannot be written is
     // said at once.
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| {
-            format!("cannot create {} (choose a writable --out)", dir.display())
-        })?;
-    }
+    let made_out = match &args.out {
+        Some(dir) => {
+            let existed = dir.exists();
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!("cannot create {} (choose a writable --out)", dir.display())
+            })?;
+            !existed
+        }
+        None => false,
+    };
     let progress = progress_bar(args.quiet);
     let mut characterizer = Characterizer::new(Options {
         fold_query: args.fold_query,
         session_gap_s: i64::try_from(args.session_gap.as_secs().max(1)).unwrap_or(i64::MAX),
         ..Options::default()
     });
-    let read = stream_logs(
+    let reading = Reading::start("characterize")?;
+    let read = stream_logs_until(
         &args.logs,
         &ReadOptions::format(args.format.0),
+        &reading.stop,
         &mut |entry| characterizer.add(&entry),
-        &mut |lines| progress.set_message(format!("{lines} lines read")),
+        &mut |lines| {
+            reading.progress(lines);
+            progress.set_message(format!("{lines} lines read"));
+        },
     );
+    let interrupted = reading.finished();
     progress.finish_and_clear();
-    let figures = characterizer.finish(&read?);
+    let read = read?;
+    let unwritten = || {
+        // An --out made for this run and left empty goes too: nothing of it was written.
+        if let Some(dir) = args.out.as_ref().filter(|_| made_out) {
+            let _ = std::fs::remove_dir(dir);
+        }
+    };
+    if interrupted && read.entries == 0 {
+        unwritten();
+        return Err(Reading::interrupted(format!(
+            "characterize interrupted after {}, before any entry: nothing to summarise, nothing written",
+            webscope_report::human::plural(read.lines, "line")
+        )));
+    }
+    let figures = characterizer.finish(&read);
     let names: Vec<String> = args.logs.iter().map(|p| p.display().to_string()).collect();
     let mut out = std::io::stdout().lock();
+    if interrupted {
+        writeln!(
+            out,
+            "Interrupted after {}: the figures below are those of the logs up to there.",
+            webscope_report::human::plural(read.lines, "line")
+        )?;
+    }
     out.write_all(summary::text(&figures, &names).as_bytes())?;
+    out.flush()?;
+    // A signal while the figures were drawn stops the run here too, before anything is written.
+    if interrupted || reading.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        unwritten();
+        let not_written = match &args.out {
+            Some(dir) => format!("; {} not written", dir.display()),
+            None => String::new(),
+        };
+        return Err(Reading::interrupted(format!(
+            "characterize interrupted after {}: the summary above is of those{not_written}",
+            webscope_report::human::plural(read.lines, "line")
+        )));
+    }
     if let Some(dir) = &args.out {
         let report = ReportFile {
             logs: names.clone(),

@@ -9,7 +9,7 @@ use webscope_workload::{format_size, parse_size, Manifest, Spec, WriteOptions};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
-    webscope fileset specweb96 --out /tmp/spec --ops 10            # 69 MiB, 14 directories
+    webscope fileset specweb96 --out /tmp/spec --ops 10            # 69 MiB: 14 directories and a part
     webscope fileset webstone-a --out /tmp/wsA                     # WebStone workload A
     webscope fileset webstone-a --out /tmp/wsA4 --scale 4          # A*4 (mean 117 KB)
     webscope fileset heavy-tail --out /tmp/surge --files 10000 --mean 12k --seed 7
@@ -172,8 +172,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             format,
             common,
         } => {
-            let counted = super::fileset_like::count(&logs, format, synthetic.is_some())?;
+            let reading = super::reading::Reading::start("fileset like")?;
+            let counted = super::fileset_like::count(&logs, format, synthetic.is_some(), &reading)?;
             print_counted(&counted);
+            if counted.interrupted {
+                return Err(super::reading::Reading::interrupted(format!(
+                    "fileset like interrupted after {}: the counts above are of those; nothing written",
+                    plural(counted.lines, "line")
+                )));
+            }
             let options = webscope_workload::like::LikeOptions {
                 keep_paths,
                 synthetic,
@@ -185,6 +192,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 model: counted.model,
             };
             let planned = webscope_workload::like::plan(&counted.observed, &options, common.seed)?;
+            if synthetic.is_some() {
+                print_request_sizes(&counted.observed, &planned.manifest);
+            }
             if !keep_paths {
                 return write_set(planned.manifest, &[], common);
             }
@@ -218,10 +228,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// What the logs held, in one line.
 fn print_counted(counted: &super::fileset_like::Counted) {
     let mut line = format!(
-        "webscope fileset like: {}, {}",
+        "webscope fileset like: {} to {}, {} of them referenced (answered 2xx or 304: the distinct URLs `webscope characterize` counts)",
         plural(counted.requests, "GET and HEAD request"),
-        plural(counted.observed.len() as u64, "distinct URL")
+        plural(counted.observed.len() as u64, "distinct URL"),
+        human::count(super::fileset_like::referenced(&counted.observed) as u64)
     );
+    if counted.left_out > 0 {
+        line += &format!(
+            "; {} of other methods or unreadable left out (a replay sends GET and HEAD only)",
+            plural(counted.left_out, "request")
+        );
+    }
     if counted.bad_lines > 0 {
         line += &format!("; {} unreadable", plural(counted.bad_lines, "line"));
     }
@@ -232,6 +249,26 @@ fn print_counted(counted: &super::fileset_like::Counted) {
         );
     }
     println!("{line}");
+}
+
+/// A synthetic set's requests' sizes beside the log's: what `--synthetic` is drawn to match.
+fn print_request_sizes(observed: &[webscope_workload::like::Observed], manifest: &Manifest) {
+    use webscope_workload::like::RequestSizes;
+    const UNDER: u64 = 10 * 1024;
+    let (Some(set), Some(log)) = (
+        RequestSizes::of_set(manifest, UNDER),
+        RequestSizes::of_log(observed, UNDER),
+    ) else {
+        return;
+    };
+    println!(
+        "  requests' sizes: median {}, {} under {}; the log's: median {}, {} (its documents' sizes weighted by their 200, 206 and 304 requests)",
+        format_size(set.median),
+        human::pct(set.under),
+        format_size(UNDER),
+        format_size(log.median),
+        human::pct(log.under)
+    );
 }
 
 /// Replicates, writes (or, dry, only describes) a planned set, with the files it carries
@@ -272,6 +309,13 @@ fn write_set(
         &mut progress,
     );
     bar.finish_and_clear();
+    if let Err(webscope_workload::Error::Interrupted) = result {
+        // As the lab and the reading of logs end on a signal: 130, nothing half-written left.
+        return Err(super::reading::Reading::interrupted(format!(
+            "fileset interrupted: nothing written to {} (the part written was removed)",
+            common.out.display()
+        )));
+    }
     result?;
     print_summary(&manifest, &common.out, "wrote");
     Ok(())

@@ -8,12 +8,17 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use webscope_accesslog::characterize::{Characterization, Characterizer, Options};
+use webscope_accesslog::characterize::{
+    document_size, is_reference_status, Characterization, Characterizer, Options,
+};
 use webscope_accesslog::{CompactString, Entry, Format, ReadOptions};
 use webscope_workload::like::{Model, Observed};
 
+use super::reading::Reading;
+
 /// Statuses that count as a request for the file: a whole response, a part of it, or the
-/// client's copy confirmed.
+/// client's copy confirmed. Each is a reference (`is_reference_status`); the other 2xx (a 204
+/// to a GET) are references that no file answers, counted by status like the 404s.
 fn is_success(status: u16) -> bool {
     matches!(status, 200 | 206 | 304)
 }
@@ -21,11 +26,17 @@ fn is_success(status: u16) -> bool {
 /// What the logs said, target by target.
 pub struct Counted {
     pub observed: Vec<Observed>,
-    /// GET and HEAD requests read, lines that did not parse, and entries delivered out of time
-    /// order.
+    /// GET and HEAD requests read (the requests a replay sends: `webscope_accesslog::replayed`),
+    /// the entries of other methods or with no readable request left out, lines that did not
+    /// parse, and entries delivered out of time order.
     pub requests: u64,
+    pub left_out: u64,
     pub bad_lines: u64,
     pub out_of_order: u64,
+    /// Lines read, and whether a signal stopped the reading before the logs' end (the counts
+    /// are then of the lines read).
+    pub lines: u64,
+    pub interrupted: bool,
     /// The characterization's fits (Zipf popularity, lognormal body and Pareto tail of the
     /// documents' sizes), when asked for and the log has enough for them.
     pub model: Option<Model>,
@@ -33,40 +44,56 @@ pub struct Counted {
 
 /// Reads `logs` once, as a stream, and counts each target's statuses and largest 200 and 206
 /// bodies; with `fit`, characterizes the same stream for its fits (by path, as the set's
-/// files are counted here), so memory follows the distinct URLs either way.
-pub fn count(logs: &[PathBuf], format: Option<Format>, fit: bool) -> anyhow::Result<Counted> {
+/// files are counted here), so memory follows the distinct URLs either way. A signal stops
+/// the reading (`reading`): the counts are then of what was read, and say so.
+pub fn count(
+    logs: &[PathBuf],
+    format: Option<Format>,
+    fit: bool,
+    reading: &Reading,
+) -> anyhow::Result<Counted> {
     let mut targets: HashMap<(CompactString, Option<CompactString>), Observed> = HashMap::new();
-    let mut requests = 0;
+    let (mut requests, mut left_out) = (0, 0);
     let mut characterizer = fit.then(|| {
         Characterizer::new(Options {
             fold_query: true,
             ..Options::default()
         })
     });
-    let summary = webscope_accesslog::stream_logs(
+    let summary = webscope_accesslog::stream_logs_until(
         logs,
         &ReadOptions::format(format),
+        &reading.stop,
         &mut |entry| {
             if let Some(c) = characterizer.as_mut() {
                 c.add(&entry);
             }
             // The requests a replay sends: a set answers those.
-            if webscope_load::replay::replayed(&entry.method) {
+            if webscope_accesslog::replayed(&entry.method) {
                 requests += 1;
                 note(&mut targets, entry);
+            } else {
+                left_out += 1;
             }
         },
-        &mut |_| {},
-    )
-    .context("fileset like")?;
-    let model = characterizer.and_then(|c| fitted(&c.finish(&summary)));
+        &mut |lines| reading.progress(lines),
+    );
+    let interrupted = reading.finished();
+    let summary = summary.context("fileset like")?;
+    // Interrupted, no set is made: the fits are not drawn.
+    let model = characterizer
+        .filter(|_| !interrupted)
+        .and_then(|c| fitted(&c.finish(&summary)));
     let mut observed: Vec<Observed> = targets.into_values().collect();
     observed.sort_by(|a, b| (&a.path, &a.query).cmp(&(&b.path, &b.query)));
     Ok(Counted {
         observed,
         requests,
+        left_out,
         bad_lines: summary.bad_lines,
         out_of_order: summary.out_of_order,
+        lines: summary.lines,
+        interrupted,
         model,
     })
 }
@@ -92,13 +119,28 @@ fn fitted(c: &Characterization) -> Option<Model> {
     })
 }
 
+/// The distinct URLs among `observed` that were referenced — answered 2xx or 304 at least
+/// once — by the rule `characterize` counts its distinct URLs with
+/// (`webscope_accesslog::characterize::is_reference`), so that the two commands agree.
+pub fn referenced(observed: &[Observed]) -> usize {
+    observed
+        .iter()
+        .filter(|o| {
+            o.requests > 0
+                || o.other
+                    .iter()
+                    .any(|&(status, _)| is_reference_status(status))
+        })
+        .count()
+}
+
 fn note(targets: &mut HashMap<(CompactString, Option<CompactString>), Observed>, entry: Entry) {
+    let size = document_size(&entry);
     let Entry {
         path,
         query,
         status,
         bytes,
-        method,
         ..
     } = entry;
     let seen = targets
@@ -116,9 +158,10 @@ fn note(targets: &mut HashMap<(CompactString, Option<CompactString>), Observed>,
             None => seen.other.push((status, 1)),
         }
     }
-    match status {
-        200 if method == "GET" => seen.size = Some(seen.size.map_or(bytes, |s| s.max(bytes))),
-        206 => seen.partial = seen.partial.max(bytes),
-        _ => {}
+    if let Some(size) = size {
+        seen.size = Some(seen.size.map_or(size, |s| s.max(size)));
+    }
+    if status == 206 {
+        seen.partial = seen.partial.max(bytes);
     }
 }

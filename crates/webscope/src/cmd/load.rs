@@ -12,6 +12,7 @@ use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
 use judge::judge;
 use parse::{parse_io, parse_segment, parse_start_at, parse_threshold};
 
+mod cpu;
 mod judge;
 mod parse;
 mod users;
@@ -126,6 +127,10 @@ struct Flags {
     /// server a --replay goes to.
     #[arg(long, value_name = "URL")]
     base: Option<String>,
+    /// Pin the generator to these CPUs, as `taskset -c` does: `1`, `2,3`, `0-3`. With a
+    /// server on this machine, the summary says whether it may run on them too.
+    #[arg(long, value_name = "LIST", value_parser = cpu::CpuList::parse)]
+    cpu: Option<cpu::CpuList>,
     /// Connections at the start (spread over the threads) [default: 10]; at most what the
     /// open-files limit (ulimit -n) and the memory allow, 33 KiB each.
     #[arg(short = 'c', long, value_name = "N")]
@@ -488,7 +493,12 @@ impl Flags {
     }
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(mut args: Args) -> anyhow::Result<()> {
+    // Before any thread starts (the threads' default count included): all inherit the set.
+    let cpus = args.flags.cpu.take();
+    if let Some(cpus) = &cpus {
+        cpu::pin(cpus)?;
+    }
     let (config, output) = args.flags.config()?;
     let interrupt = crate::signals::interrupt_flag()?;
     let live = output.live_line && std::io::stderr().is_terminal();
@@ -533,6 +543,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         eprint!("\r\x1b[K");
     }
     print!("{}", report.summary());
+    if let Some(line) = cpus.and_then(|c| cpu::beside_server(&c, config.target.addr)) {
+        println!("{line}");
+    }
     std::io::stdout().flush()?;
     if let Some(path) = &output.json {
         report.write_json(path)?;

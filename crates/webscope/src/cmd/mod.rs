@@ -11,6 +11,7 @@ pub mod load;
 pub mod merge;
 pub mod model;
 pub mod monitor;
+pub mod reading;
 pub mod report;
 pub mod serve;
 

@@ -51,6 +51,59 @@ pub struct Observed {
     pub other: Vec<(u16, u64)>,
 }
 
+/// The sizes requests ask for: the median of sizes weighted by requests, and the share of
+/// requests for less than `under` bytes. Of a log's documents (`Observed`: size, requests) or
+/// of a set's files (size, probability) alike, so that the two can be set side by side.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestSizes {
+    /// The request-weighted median size, bytes (the smallest size at which half the weight
+    /// is reached).
+    pub median: u64,
+    /// The share of the weight on sizes under `under` bytes.
+    pub under: f64,
+}
+
+impl RequestSizes {
+    /// Of `(size, weight)` pairs; None when the weights sum to nothing.
+    pub fn of(pairs: impl IntoIterator<Item = (u64, f64)>, under: u64) -> Option<RequestSizes> {
+        let mut pairs: Vec<(u64, f64)> = pairs.into_iter().filter(|p| p.1 > 0.0).collect();
+        pairs.sort_by_key(|p| p.0);
+        let total: f64 = pairs.iter().map(|p| p.1).sum();
+        if total <= 0.0 {
+            return None;
+        }
+        let mut acc = 0.0;
+        let median = pairs
+            .iter()
+            .find(|p| {
+                acc += p.1;
+                acc >= total / 2.0
+            })
+            .map_or(0, |p| p.0);
+        let small: f64 = pairs.iter().filter(|p| p.0 < under).map(|p| p.1).sum();
+        Some(RequestSizes {
+            median,
+            under: small / total,
+        })
+    }
+
+    /// Of a log's documents with a size, weighted by their successful requests.
+    pub fn of_log(observed: &[Observed], under: u64) -> Option<RequestSizes> {
+        let docs = observed
+            .iter()
+            .filter_map(|o| o.size.map(|s| (s, o.requests as f64)));
+        RequestSizes::of(docs, under)
+    }
+
+    /// Of a set's files, weighted by their probability.
+    pub fn of_set(manifest: &Manifest, under: u64) -> Option<RequestSizes> {
+        RequestSizes::of(
+            manifest.files.iter().map(|f| (f.size, f.probability)),
+            under,
+        )
+    }
+}
+
 /// How to make the set.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LikeOptions {

@@ -3,6 +3,7 @@
 //! the lab's pages are.
 
 use webscope_accesslog::characterize::{invariants, Characterization, SizeFigures, UrlRow};
+use webscope_accesslog::printable;
 use webscope_report::human::{self, count, plural, sig3};
 use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Page, Section, Table};
@@ -49,7 +50,7 @@ pub fn page(c: &Characterization, logs: &[String]) -> Page {
         title: "Access-log characterization".into(),
         subtitle: format!(
             "{} · {} from {} to {} · webscope characterize",
-            logs.join(", "),
+            printable(&logs.join(", ")),
             plural(c.requests, "request"),
             date(c.first_unix),
             date(c.last_unix)
@@ -84,7 +85,14 @@ fn summary(c: &Characterization, logs: &[String]) -> Section {
             "peak/mean, per hour",
             c.per_hour.peak_to_mean.map_or("-".into(), sig3),
         ),
-        ("distinct URLs", count(p.distinct_urls as u64)),
+        (
+            "distinct URLs referenced (GET or HEAD answered 2xx or 304)",
+            count(p.distinct_urls as u64),
+        ),
+        (
+            "distinct URLs, any method and status",
+            count(c.urls.distinct as u64),
+        ),
         ("requested once", pct(p.one_time_share)),
         ("top 10 % of URLs get", pct(p.top10_share)),
         (
@@ -110,7 +118,15 @@ fn summary(c: &Characterization, logs: &[String]) -> Section {
             "Hurst (aggregated variance)",
             c.arrivals.hurst.map_or("-".into(), |v| format!("{v:.2}")),
         ),
-        ("clients", count(c.clients.distinct as u64)),
+        ("clients (addresses)", count(c.clients.distinct as u64)),
+        (
+            "visitors (GoAccess's: address, user agent and day)",
+            count(c.visitors.distinct),
+        ),
+        (
+            "sessions (address and user agent, ended by a gap)",
+            count(c.sessions.sessions),
+        ),
         ("busiest 10 % of clients send", pct(c.clients.top10_share)),
         ("bad lines", count(c.bad_lines)),
         (
@@ -139,10 +155,10 @@ fn summary(c: &Characterization, logs: &[String]) -> Section {
             // The index is into the paths the command was given, so it names one of them.
             let file = logs.get(b.file).map_or("?", String::as_str);
             bad.row([
-                file.to_string(),
+                printable(file).into_owned(),
                 count(b.line),
                 b.why.to_string(),
-                b.text.clone(),
+                printable(&b.text).into_owned(),
             ]);
         }
         blocks.push(Block::Table {
@@ -198,7 +214,7 @@ fn mix(c: &Characterization) -> Section {
     let n = c.requests.max(1) as f64;
     let mut methods = Table::new(["method", "requests", "share"]);
     for (m, k) in &c.mix.methods {
-        methods.row([m.clone(), count(*k), pct(*k as f64 / n)]);
+        methods.row([printable(m).into_owned(), count(*k), pct(*k as f64 / n)]);
     }
     let mut statuses = Table::new(["status", "requests", "share"]);
     for (s, k) in &c.mix.statuses {
@@ -260,7 +276,11 @@ fn popularity(c: &Characterization) -> Section {
     let equal = vec![(0.0, 0.0), (1.0, 1.0)];
     let mut top = Table::new(["rank", "URL", "references"]);
     for (i, d) in p.documents.iter().take(10).enumerate() {
-        top.row([(i + 1).to_string(), d.path.clone(), count(d.references)]);
+        top.row([
+            (i + 1).to_string(),
+            printable(&d.path).into_owned(),
+            count(d.references),
+        ]);
     }
     Section {
         heading: "Popularity".into(),
@@ -289,7 +309,7 @@ fn url_lists(c: &Characterization) -> Section {
         let mut t = Table::new(["URL", "requests", "bytes sent", "404s"]);
         for r in rows.iter().take(10) {
             t.row([
-                r.url.clone(),
+                printable(&r.url).into_owned(),
                 r.requests.to_string(),
                 size(r.bytes_sent as f64),
                 r.not_found.to_string(),

@@ -102,8 +102,9 @@ pub fn section(c: &Characterization) -> Section {
 pub fn line(c: &Characterization) -> String {
     let s = &c.sessions;
     format!(
-        "Sessions:  {} ({} single-request), {} page views; a session makes {} requests and {} page views on average; think time mean {} s, median {} s ({})",
+        "Sessions:  {} (one client address with one user agent, ended by {} without a request; {} single-request), {} page views; a session makes {} requests and {} page views on average; think time mean {} s, median {} s ({})",
         count(s.sessions),
+        webscope_report::human::duration(s.gap_s as f64),
         pct(share(s.single_request, s.sessions)),
         count(s.page_views),
         sig3(s.requests_per_session.mean),

@@ -6,6 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use webscope_accesslog::characterize::{
     Burstiness, Characterization, Invariant, Series, UrlRow, Verdict, MAX_SERIES_BINS, NEAR_PEAK,
 };
+use webscope_accesslog::printable;
 use webscope_report::human::{count, plural, rate, sig3};
 use webscope_workload::format_size;
 
@@ -212,7 +213,7 @@ fn url_lines(c: &Characterization) -> String {
     let top = |rows: &[UrlRow], n: fn(&UrlRow) -> u64| {
         rows.iter()
             .take(3)
-            .map(|r| format!("{} ({})", r.url, count(n(r))))
+            .map(|r| format!("{} ({})", printable(&r.url), count(n(r))))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -270,13 +271,72 @@ fn estimated(c: &Characterization) -> String {
     s
 }
 
+/// Every method, most frequent first, as a share of the requests: the first five named, the
+/// rest counted (a hostile log can hold thousands of made-up methods).
+fn methods(c: &Characterization) -> String {
+    let mut methods: Vec<(&String, u64)> = c.mix.methods.iter().map(|(k, v)| (k, *v)).collect();
+    methods.sort_by_key(|m| std::cmp::Reverse(m.1));
+    let share = |n: u64| pct(n as f64 / c.requests.max(1) as f64);
+    let mut said: Vec<String> = methods
+        .iter()
+        .take(5)
+        .map(|(m, n)| format!("{} {}", printable(m), share(*n)))
+        .collect();
+    let rest = &methods[methods.len().min(5)..];
+    if !rest.is_empty() {
+        let n: u64 = rest.iter().map(|m| m.1).sum();
+        said.push(format!("{} other methods {}", rest.len(), share(n)));
+    }
+    said.join(", ")
+}
+
+/// Every status present, most frequent first, with its share and count: a status of three
+/// requests in ten thousand is what a reader looks for (a 500, a 416), so none is left out.
+pub fn statuses(c: &Characterization) -> String {
+    let mut statuses: Vec<(u16, u64)> = c.mix.statuses.iter().map(|(k, v)| (*k, *v)).collect();
+    statuses.sort_by_key(|s| (std::cmp::Reverse(s.1), s.0));
+    statuses
+        .iter()
+        .map(|(status, n)| {
+            format!(
+                "{status} {} ({})",
+                pct(*n as f64 / c.requests.max(1) as f64),
+                count(*n)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What the distinct URLs count, and how many URLs any request named: the rule is the one
+/// `fileset like` and `load --replay` use, so the three agree on a log.
+pub fn references_counted(c: &Characterization) -> String {
+    format!(
+        "(a reference: a GET or HEAD answered 2xx or 304, the requests `load --replay` sends and `fileset like` makes files for; {} distinct URLs with any method and status)",
+        count(c.urls.distinct as u64)
+    )
+}
+
+/// GoAccess's visitors, named with their definition beside the clients and sessions.
+pub fn visitors(c: &Characterization) -> String {
+    let v = &c.visitors;
+    format!(
+        "{}{} (as GoAccess counts unique visitors: one client address with one user agent on one day of the log, its own time zone; {}), beside {} client addresses and {} sessions",
+        if v.exact { "" } else { "about " },
+        count(v.distinct),
+        plural(v.days, "day"),
+        count(c.clients.distinct as u64),
+        count(c.sessions.sessions)
+    )
+}
+
 /// The summary printed on the terminal.
 pub fn text(c: &Characterization, logs: &[String]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "{}: {} over {} ({} .. {}), {} on average",
-        logs.join(", "),
+        printable(&logs.join(", ")),
         plural(c.requests, "request"),
         span(c.span_s),
         date(c.first_unix),
@@ -290,24 +350,8 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         peak(&c.per_hour, &c.per_hour.bin_name()),
         widened(c)
     );
-    let top = |m: Vec<(String, u64)>| {
-        m.iter()
-            .take(5)
-            .map(|(k, v)| format!("{k} {}", pct(*v as f64 / c.requests.max(1) as f64)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut methods: Vec<(String, u64)> = c.mix.methods.clone().into_iter().collect();
-    methods.sort_by_key(|m| std::cmp::Reverse(m.1));
-    let mut statuses: Vec<(String, u64)> = c
-        .mix
-        .statuses
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
-    statuses.sort_by_key(|s| std::cmp::Reverse(s.1));
-    let _ = writeln!(s, "Methods:   {}", top(methods));
-    let _ = writeln!(s, "Statuses:  {}", top(statuses));
+    let _ = writeln!(s, "Methods:   {}", methods(c));
+    let _ = writeln!(s, "Statuses:  {}", statuses(c));
     let p = &c.popularity;
     let zipf = p
         .zipf
@@ -322,6 +366,7 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         pct(p.one_time_share),
         pct(p.top10_share)
     );
+    let _ = writeln!(s, "           {}", references_counted(c));
     s.push_str(&url_lines(c));
     let t = &c.sizes.transfer;
     let tail = match t.tail {
@@ -355,12 +400,13 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
     );
     let _ = writeln!(
         s,
-        "Clients:   {}{} (median {} requests each; the busiest 10 % send {})",
+        "Clients:   {}{} addresses (median {} requests each; the busiest 10 % send {})",
         if c.clients.exact { "" } else { "about " },
         count(c.clients.distinct as u64),
         sig3(c.clients.median_requests),
         pct(c.clients.top10_share)
     );
+    let _ = writeln!(s, "Visitors:  {}", visitors(c));
     s.push_str(&estimated(c));
     let _ = writeln!(s, "{}", super::sessions::line(c));
     if let Some(t) = c.request_times {
@@ -390,7 +436,15 @@ pub fn text(c: &Characterization, logs: &[String]) -> String {
         );
         for b in &c.bad_examples {
             let name = logs.get(b.file).map_or("?", String::as_str);
-            let _ = writeln!(s, "  {name}:{}: {}: {}", b.line, b.why, b.text);
+            // The line is the log's: its escapes are shown, never sent to the terminal.
+            let _ = writeln!(
+                s,
+                "  {}:{}: {}: {}",
+                printable(name),
+                b.line,
+                b.why,
+                printable(&b.text)
+            );
         }
     }
     s

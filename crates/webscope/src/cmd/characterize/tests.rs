@@ -74,3 +74,110 @@ fn rates_and_shares_have_three_significant_figures() {
     assert!(text.contains("in 3 references (33.3 %)"), "{text}");
     assert!(text.contains("(median 3 requests each"), "{text}");
 }
+
+/// Characterizes `text`, written to a log file first (the reader's own path).
+fn of_text(text: &str) -> webscope_accesslog::characterize::Characterization {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("access.log");
+    std::fs::write(&path, text).expect("the log is written");
+    let parsed =
+        webscope_accesslog::read_logs(std::slice::from_ref(&path), None).expect("the log parses");
+    characterize(&parsed)
+}
+
+/// A Combined line of `client` with `agent` on October `day` at `hour` (-0700, the log's
+/// zone), GET `path` answered `status`.
+fn combined(client: &str, agent: &str, day: u32, hour: u32, path: &str, status: u16) -> String {
+    format!(
+        "{client} - - [{day:02}/Oct/2024:{hour:02}:00:00 -0700] \"GET {path} HTTP/1.1\" {status} 100 \"-\" \"{agent}\"\n"
+    )
+}
+
+#[test]
+fn every_status_present_is_said_however_rare() {
+    // #52 §5: 500 ×3, 403 ×2 and 416 ×2 among thousands of 200s were left out.
+    let mut text = String::new();
+    for i in 0..2000 {
+        text += &combined("192.0.2.1", "a", 1, i % 24, "/a.html", 200);
+    }
+    for (status, n) in [(500, 3), (403, 2), (416, 2), (304, 40), (404, 30), (206, 9)] {
+        for _ in 0..n {
+            text += &combined("192.0.2.1", "a", 1, 5, "/a.html", status);
+        }
+    }
+    let c = of_text(&text);
+    let said = super::summary::text(&c, &["access.log".into()]);
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("Statuses:"))
+        .expect("a status line");
+    for status in ["200 ", "304 ", "404 ", "206 ", "500 ", "403 ", "416 "] {
+        assert!(line.contains(status), "{status} missing: {line}");
+    }
+    assert!(line.contains("500 0.144 % (3)"), "{line}");
+    // Most frequent first.
+    assert!(line.find("200 ") < line.find("304 "), "{line}");
+    assert!(line.find("500 ") < line.find("403 "), "{line}");
+}
+
+#[test]
+fn visitors_are_counted_as_goaccess_counts_them_beside_clients_and_sessions() {
+    // Two addresses. 192.0.2.1 with two agents on Oct 1, and one of them again on Oct 2: 3
+    // visitors. 192.0.2.2 at 23:00 and 23:30 of Oct 1 in the log's zone (-0700): that is
+    // Oct 2 in UTC, yet one day of the log, so 1 visitor. 4 visitors, 2 addresses.
+    let mut text = String::new();
+    text += &combined("192.0.2.1", "firefox", 1, 9, "/a.html", 200);
+    text += &combined("192.0.2.1", "firefox", 1, 10, "/b.png", 200);
+    text += &combined("192.0.2.1", "curl", 1, 11, "/a.html", 404);
+    text += &combined("192.0.2.1", "firefox", 2, 9, "/a.html", 200);
+    text += &combined("192.0.2.2", "firefox", 1, 23, "/a.html", 200);
+    text += "192.0.2.2 - - [01/Oct/2024:23:30:00 -0700] \"GET /c.html HTTP/1.1\" 200 1 \"-\" \"firefox\"\n";
+    let c = of_text(&text);
+    assert_eq!(c.visitors.distinct, 4, "{:?}", c.visitors);
+    assert_eq!(c.visitors.days, 2);
+    assert!(c.visitors.exact);
+    assert_eq!(c.clients.distinct, 2);
+    // Sessions (30 min without a request ends one): firefox on 192.0.2.1 three times (9:00,
+    // 10:00, the next day), curl once, 192.0.2.2 once.
+    assert_eq!(c.sessions.sessions, 5);
+    let said = super::summary::text(&c, &["access.log".into()]);
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("Visitors:"))
+        .expect("a visitors line");
+    assert!(
+        line.starts_with("Visitors:  4 (as GoAccess counts"),
+        "{line}"
+    );
+    assert!(
+        line.contains("one client address with one user agent on one day"),
+        "{line}"
+    );
+    assert!(line.contains("2 client addresses and 5 sessions"), "{line}");
+    let html = super::page::page(&c, &["access.log".into()]).to_html();
+    assert!(html.contains("visitors (GoAccess"), "{html}");
+}
+
+#[test]
+fn a_logs_control_characters_never_reach_the_terminal_or_the_page() {
+    // #51 §11: a bad line's user agent that clears the terminal and turns it red.
+    let mut text = combined("192.0.2.1", "a", 1, 9, "/a.html", 200);
+    text +=
+        "192.0.2.9 - - [garbage] \"GET / HTTP/1.1\" 200 1 \"-\" \"\u{1b}[2J\u{1b}[31m\u{9b}6n\"\n";
+    text += &combined("192.0.2.1", "a", 1, 9, "/b\u{202e}lmth.exe", 200);
+    let c = of_text(&text);
+    assert_eq!(c.bad_lines, 1);
+    let said = super::summary::text(&c, &["access.log".into()]);
+    let html = super::page::page(&c, &["access.log".into()]).to_html();
+    for shown in [&said, &html] {
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\u{9b}') && !shown.contains('\u{202e}'),
+            "a raw control character is printed"
+        );
+    }
+    assert!(said.contains(r"\x1b[2J\x1b[31m\x9b6n"), "{said}");
+    assert!(said.contains(r"/b\u{202e}lmth.exe"), "{said}");
+    // The JSON report keeps the text as logged (JSON escapes it itself).
+    let json = serde_json::to_string(&c).expect("serialisable");
+    assert!(json.contains(r"\u001b[2J"), "{json}");
+}
