@@ -83,6 +83,7 @@ mod cost;
 mod csv;
 pub mod disturbance;
 mod error;
+pub mod kernel;
 mod live;
 mod monitor;
 mod node_exporter;
