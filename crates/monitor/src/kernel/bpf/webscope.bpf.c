@@ -48,7 +48,7 @@ enum counter {
 	C_CLOSED_WAITING,    /* closed while still in the accept queue (never accepted) */
 	C_TIME_WAIT,         /* closed from FIN_WAIT1/2 or CLOSING without an error: TIME_WAIT */
 	C_RETRANS_SEGS,      /* segments retransmitted (as TcpRetransSegs counts them) */
-	C_RETRANS_EVENTS,    /* retransmissions (one per skb sent again) */
+	C_RETRANS_EVENTS,    /* retransmissions (one per skb sent again, or tried) */
 	C_RTO,               /* entries into the Loss state: retransmission timeouts */
 	C_SYNACK_RETRANS,    /* SYN-ACKs retransmitted */
 	C_OVERFLOW_ACK,      /* handshakes completed into a full accept queue, dropped */
@@ -84,6 +84,8 @@ struct conn {
 	__u64 born;     /* ns, bpf_ktime_get_ns */
 	__u32 slot;
 	__u32 waiting;  /* still in the accept queue (not seen leaving it) */
+	__u32 retrans_seen; /* its total_retrans at the last retransmit seen */
+	__u32 pad;
 };
 
 /* Connections of watched ports from ESTABLISHED to CLOSE. LRU: a close this program never
@@ -203,6 +205,7 @@ int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int news
 	__u64 key = (__u64)sk;
 	if (newstate == TCP_ESTABLISHED && oldstate == TCP_SYN_RECV) {
 		struct conn c = { .born = bpf_ktime_get_ns(), .slot = slot, .waiting = 1 };
+		c.retrans_seen = BPF_CORE_READ((const struct tcp_sock *)sk, total_retrans);
 		bpf_map_update_elem(&conns, &key, &c, BPF_ANY);
 		count(slot, C_ESTABLISHED);
 		return 0;
@@ -292,19 +295,31 @@ int BPF_PROG(on_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 	return 0;
 }
 
+/* Since 6.15 the tracepoint fires for every attempt, failed ones too, while TcpRetransSegs
+ * counts the attempts that got as far as the transmit (a packet then dropped by a filter
+ * included), as the connection's total_retrans does: so the segments counted are the
+ * growth of total_retrans, for the connections born while watched. */
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(on_retransmit, const struct sock *sk, const struct sk_buff *skb, int err)
 {
-	if (err)
-		return 0;
 	__u32 s;
 	if (!slot_of(sk, &s))
 		return 0;
-	__u16 segs = 1;
-	const struct tcp_skb_cb *cb = (const void *)skb->cb;
-	bpf_probe_read_kernel(&segs, sizeof(segs), &cb->tcp_gso_segs);
-	if (segs == 0)
-		segs = 1;
+	__u64 key = (__u64)sk;
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	__u32 segs = 0;
+	if (c) {
+		__u32 total = BPF_CORE_READ((const struct tcp_sock *)sk, total_retrans);
+		segs = total - c->retrans_seen;
+		c->retrans_seen = total;
+	} else if (!err) {
+		__u16 n = 1;
+		const struct tcp_skb_cb *cb = (const void *)skb->cb;
+		bpf_probe_read_kernel(&n, sizeof(n), &cb->tcp_gso_segs);
+		segs = n ? n : 1;
+	}
+	if (!segs)
+		return 0;
 	__sync_fetch_and_add(&ports[s].counters[C_RETRANS_SEGS], segs);
 	count(s, C_RETRANS_EVENTS);
 	return 0;
