@@ -17,6 +17,16 @@ use std::time::{Duration, Instant};
 use webscope_monitor::kernel::{KernelSummary, PortFigures};
 use webscope_monitor::{Config, Monitor};
 
+/// A system tool, from /usr/sbin where it is there (root's PATH may lack it).
+fn tool(name: &str) -> Command {
+    let sbin = format!("/usr/sbin/{name}");
+    if std::path::Path::new(&sbin).exists() {
+        Command::new(sbin)
+    } else {
+        Command::new(name)
+    }
+}
+
 /// One kernel test at a time: each loads its own program, and the leak test counts them.
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -127,7 +137,7 @@ fn a_server_that_sleeps_20_ms_before_each_accept_shows_a_20_ms_queue_wait() {
 
 /// `ss`'s count of TIME_WAIT sockets whose local port is `port`.
 fn ss_time_wait(port: u16) -> usize {
-    let out = Command::new("ss")
+    let out = tool("ss")
         .args(["-Htan", "state", "time-wait", &format!("sport = :{port}")])
         .output()
         .expect("ss (iproute2) runs");
@@ -212,9 +222,7 @@ fn in_netns<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static) -> Opt
             return None;
         }
         // A child started from this thread is in its namespace.
-        let up = Command::new("ip")
-            .args(["link", "set", "lo", "up"])
-            .status();
+        let up = tool("ip").args(["link", "set", "lo", "up"]).status();
         assert!(
             matches!(&up, Ok(s) if s.success()),
             "ip link set lo up: {up:?}"
@@ -291,7 +299,7 @@ fn a_flooded_backlog_of_one_counts_its_drops_as_the_kernels_listen_overflows() {
 
 /// Runs `nft` with `args` (in the calling thread's namespace); panics with its error.
 fn nft(rules: &str) {
-    let out = Command::new("nft")
+    let out = tool("nft")
         .args(["-f", "-"])
         .stdin(std::process::Stdio::piped())
         .spawn();
@@ -315,7 +323,7 @@ fn retransmits_under_two_percent_loss_are_the_kernels_retransmitted_segments() {
     let result = in_netns(|| {
         // One segment per packet (loopback would send 64 KiB ones), so that 2 % of
         // packets is 2 % of segments, and there are enough of them to lose.
-        let ip = Command::new("ip")
+        let ip = tool("ip")
             .args(["link", "set", "lo", "mtu", "1500", "gso_max_segs", "1"])
             .status();
         assert!(
@@ -430,7 +438,7 @@ fn a_cpu_hog_beside_a_watched_thread_moves_its_run_queue_p99_above_1_ms() {
 /// How many programs named `on_state` (the module's state hook) the kernel holds now, from
 /// `bpftool prog` (None, with a note, where bpftool is missing).
 fn loaded_programs() -> Option<usize> {
-    let out = Command::new("bpftool").args(["prog", "show"]).output();
+    let out = tool("bpftool").args(["prog", "show"]).output();
     match out {
         Ok(out) if out.status.success() => Some(
             String::from_utf8_lossy(&out.stdout)

@@ -35,7 +35,8 @@ pub struct PortFigures {
     pub closed: u64,
     /// Connections closed that were open before the monitor started (no lifetime).
     pub closed_unseen: u64,
-    /// Connections closed while still in the accept queue (never accepted).
+    /// Connections closed while still in the accept queue (never accepted); for a server
+    /// accepting through io_uring, also those accepted and closed without a read.
     pub closed_waiting: u64,
     /// Connections closed into TIME_WAIT (this side closed first).
     pub time_wait: u64,
