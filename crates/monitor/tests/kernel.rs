@@ -200,6 +200,13 @@ fn n_connections_give_n_lifetimes_and_time_wait_entries_agree_with_ss() {
         );
         assert_eq!(p.transitions["last_ack"], (N / 5) as u64, "{p:?}");
     }
+    // Every accept was an accept(): the first-read hook, which runs at every receive on the
+    // machine, was detached.
+    assert!(
+        k.detached.len() == 1 && k.detached[0].starts_with("sock_recv_length"),
+        "{:?}",
+        k.detached
+    );
     let idle = port_of(&k, idle_port);
     assert_eq!(
         (idle.established, idle.closed, idle.listen_drops),

@@ -44,7 +44,7 @@ pub struct Reading {
 /// The loaded, attached program.
 pub struct Probe {
     // Declared first: dropped (detached) before the object they attach.
-    links: Vec<Link>,
+    links: Vec<(&'static str, Link)>,
     _skel: WebscopeSkel<'static>,
     bss: *mut types::bss,
     ports: usize,
@@ -171,7 +171,7 @@ impl Probe {
         let mut unattached = Vec::new();
         for (name, prog) in hooks {
             match prog.attach() {
-                Ok(link) => links.push(link),
+                Ok(link) => links.push((name, link)),
                 Err(e) => unattached.push(explain(name, &e)),
             }
         }
@@ -234,6 +234,13 @@ impl Probe {
     /// How many hooks are attached.
     pub fn attached(&self) -> usize {
         self.links.len()
+    }
+
+    /// Detaches the hook on tracepoint `name`; false if it was not attached.
+    pub fn detach(&mut self, name: &str) -> bool {
+        let before = self.links.len();
+        self.links.retain(|(hook, _)| *hook != name);
+        self.links.len() < before
     }
 }
 

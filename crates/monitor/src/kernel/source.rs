@@ -83,7 +83,13 @@ pub struct Kernel {
     last: Reading,
     drops_first: Vec<Option<u64>>,
     drops_last: Vec<Option<u64>>,
+    /// Hooks detached once the server showed which way it accepts, and why.
+    detached: Vec<String>,
 }
+
+/// Connections seen leaving the accept queue one way, none the other, before the hook of the
+/// other way is detached (it costs every system call, or every receive, on the machine).
+const ACCEPTS_TO_DECIDE: u64 = 20;
 
 impl Kernel {
     /// Loads the program for `ports`, timing the run-queue waits of `pids` (and with
@@ -106,6 +112,7 @@ impl Kernel {
             first,
             drops_last: drops_first.clone(),
             drops_first,
+            detached: Vec::new(),
         };
         kernel.refresh_tgids();
         Ok(kernel)
@@ -114,6 +121,37 @@ impl Kernel {
     /// Hooks that would not attach, each with why.
     pub fn unattached(&self) -> &[String] {
         &self.probe.unattached
+    }
+
+    /// Once one way of accepting has shown itself and the other not at all, detaches the
+    /// other's hook: an io_uring server never returns from accept(), so the hook on every
+    /// system call's return costs and finds nothing; a server that accepts by system call
+    /// has no use for the hook on every receive.
+    fn settle_accept_hooks(&mut self, now: &Reading) {
+        if !self.detached.is_empty() {
+            return;
+        }
+        let total = |which: Counter| -> u64 {
+            now.ports
+                .iter()
+                .zip(&self.first.ports)
+                .map(|(b, a)| b.counters[which as usize].wrapping_sub(a.counters[which as usize]))
+                .sum()
+        };
+        let (by_syscall, by_read) = (
+            total(Counter::AcceptedSyscall),
+            total(Counter::AcceptedRead),
+        );
+        let (hook, why) = if by_syscall == 0 && by_read >= ACCEPTS_TO_DECIDE {
+            ("sys_exit", format!("sys_exit (accept()'s return): the first {by_read} accepts were seen at first reads only (io_uring)"))
+        } else if by_read == 0 && by_syscall >= ACCEPTS_TO_DECIDE {
+            ("sock_recv_length", format!("sock_recv_length (first reads): the first {by_syscall} accepts were all seen at accept()'s return"))
+        } else {
+            return;
+        };
+        if self.probe.detach(hook) {
+            self.detached.push(why);
+        }
     }
 
     fn refresh_tgids(&mut self) {
@@ -198,6 +236,7 @@ impl Kernel {
             dequeue: "accept()/accept4() returning; for io_uring's accepts, the first receive"
                 .into(),
             unattached: self.probe.unattached.clone(),
+            detached: self.detached.clone(),
             ports,
             runq: RunQueue {
                 pids: self.tgids.clone(),
@@ -251,6 +290,7 @@ impl Source for Kernel {
             self.refresh_tgids();
         }
         let now = self.probe.read();
+        self.settle_accept_hooks(&now);
         let drops_now = drops(&mut self.diag, &self.ports);
         if ctx.dt <= 0.0 {
             self.last = now;

@@ -13,6 +13,9 @@ pub struct KernelSummary {
     pub dequeue: String,
     /// Hooks that would not attach, each with why; their figures are missing (zero).
     pub unattached: Vec<String>,
+    /// Hooks detached during the run once the server showed how it accepts, each with why.
+    #[serde(default)]
+    pub detached: Vec<String>,
     /// One per watched port, in the order given.
     pub ports: Vec<PortFigures>,
     /// The run-queue latency of the watched processes' threads.
@@ -177,6 +180,9 @@ impl KernelSummary {
                 self.runq.wait.map_or(0, |w| w.count),
                 spread(&self.runq.wait)
             ));
+        }
+        for why in &self.detached {
+            out.push_str(&format!("  kernel   hook detached: {why}\n"));
         }
         for why in &self.unattached {
             out.push_str(&format!("  kernel   hook not attached: {why}\n"));

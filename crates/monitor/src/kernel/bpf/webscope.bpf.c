@@ -97,11 +97,13 @@ struct {
 	__type(value, struct conn);
 } conns SEC(".maps");
 
-/* When each watched thread became runnable. */
+/* When each watched thread became runnable (0: not waiting), kept in the task itself:
+ * task-local storage is a few loads where a hash map update took the better part of a
+ * microsecond here. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, __u64);
 } woken SEC(".maps");
 
@@ -156,7 +158,11 @@ static __always_inline bool slot_of(const struct sock *sk, __u32 *slot)
 {
 	if (!sk)
 		return false;
-	__u16 port = bpf_ntohs(BPF_CORE_READ((const struct inet_sock *)sk, inet_sport));
+	/* Direct loads, not BPF_CORE_READ: a tp_btf program may read kernel memory through a
+	 * BTF pointer with a plain load (the JIT guards it), where bpf_probe_read_kernel is a
+	 * helper call; this runs for every socket event on the machine. */
+	const struct inet_sock *inet = bpf_core_cast(sk, struct inet_sock);
+	__u16 port = bpf_ntohs(inet->inet_sport);
 	__u32 s = port_slot[port];
 	if (s == 0 || s > MAX_PORTS)
 		return false;
@@ -195,7 +201,7 @@ static __always_inline void dequeued(const struct sock *sk, int how)
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int newstate)
 {
-	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	if (sk->sk_protocol != IPPROTO_TCP)
 		return 0;
 	__u32 slot;
 	if (!slot_of(sk, &slot))
@@ -205,7 +211,7 @@ int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int news
 	__u64 key = (__u64)sk;
 	if (newstate == TCP_ESTABLISHED && oldstate == TCP_SYN_RECV) {
 		struct conn c = { .born = bpf_ktime_get_ns(), .slot = slot, .waiting = 1 };
-		c.retrans_seen = BPF_CORE_READ((const struct tcp_sock *)sk, total_retrans);
+		c.retrans_seen = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
 		bpf_map_update_elem(&conns, &key, &c, BPF_ANY);
 		count(slot, C_ESTABLISHED);
 		return 0;
@@ -214,9 +220,9 @@ int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int news
 		return 0;
 
 	if ((oldstate == TCP_FIN_WAIT1 || oldstate == TCP_FIN_WAIT2 || oldstate == TCP_CLOSING) &&
-	    BPF_CORE_READ(sk, sk_err) == 0)
+	    sk->sk_err == 0)
 		count(slot, C_TIME_WAIT);
-	__u32 retrans = BPF_CORE_READ((const struct tcp_sock *)sk, total_retrans);
+	__u32 retrans = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
 	if (retrans) {
 		count(slot, C_CONNS_RETRANS);
 		record(ports[slot].retrans_per_conn, retrans);
@@ -249,9 +255,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
 	if (ret < 0 || NR_ACCEPT < 0)
 		return 0;
-	long nr = BPF_CORE_READ(regs, orig_ax);
+	long nr = regs->orig_ax;
 	if (nr != NR_ACCEPT && nr != NR_ACCEPT4)
 		return 0;
+	/* Only accept()'s returns get here: the fd table walk need not be cheap. */
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
 	if (!fdt || (__u64)ret >= BPF_CORE_READ(fdt, max_fds))
@@ -275,7 +282,7 @@ SEC("tp_btf/sock_recv_length")
 int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 {
 	__u32 slot;
-	if (!slot_of(sk, &slot) || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	if (!slot_of(sk, &slot) || sk->sk_protocol != IPPROTO_TCP)
 		return 0;
 	dequeued(sk, C_ACCEPTED_READ);
 	return 0;
@@ -309,7 +316,7 @@ int BPF_PROG(on_retransmit, const struct sock *sk, const struct sk_buff *skb, in
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);
 	__u32 segs = 0;
 	if (c) {
-		__u32 total = BPF_CORE_READ((const struct tcp_sock *)sk, total_retrans);
+		__u32 total = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
 		segs = total - c->retrans_seen;
 		c->retrans_seen = total;
 	} else if (!err) {
@@ -345,18 +352,18 @@ int BPF_PROG(on_synack, const struct sock *sk, const struct request_sock *req)
 	return 0;
 }
 
-static __always_inline void runnable(const struct task_struct *p)
+static __always_inline void runnable(struct task_struct *p)
 {
-	__u32 pid = BPF_CORE_READ(p, pid);
-	__u64 now = bpf_ktime_get_ns();
+	__u64 *since = bpf_task_storage_get(&woken, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
-	bpf_map_update_elem(&woken, &pid, &now, BPF_ANY);
+	if (since)
+		*since = bpf_ktime_get_ns();
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_wakeup, struct task_struct *p)
 {
-	if (ntgids && watched_tgid(BPF_CORE_READ(p, tgid)))
+	if (ntgids && watched_tgid(p->tgid))
 		runnable(p);
 	return 0;
 }
@@ -364,7 +371,7 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(on_wakeup_new, struct task_struct *p)
 {
-	if (ntgids && watched_tgid(BPF_CORE_READ(p, tgid)))
+	if (ntgids && watched_tgid(p->tgid))
 		runnable(p);
 	return 0;
 }
@@ -376,19 +383,18 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (!ntgids)
 		return 0;
 	/* Preempted while runnable: it waits in the run queue from now. */
-	if (prev_state == 0 && watched_tgid(BPF_CORE_READ(prev, tgid)))
+	if (prev_state == 0 && watched_tgid(prev->tgid))
 		runnable(prev);
-	if (!watched_tgid(BPF_CORE_READ(next, tgid)))
+	if (!watched_tgid(next->tgid))
 		return 0;
-	__u32 pid = BPF_CORE_READ(next, pid);
-	__u64 *since = bpf_map_lookup_elem(&woken, &pid);
-	if (!since) {
+	__u64 *since = bpf_task_storage_get(&woken, next, 0, 0);
+	if (!since || !*since) {
 		__sync_fetch_and_add(&runq_counters[R_MISSED], 1);
 		return 0;
 	}
 	__u64 now = bpf_ktime_get_ns();
 	record(runq, now > *since ? now - *since : 0);
+	*since = 0;
 	__sync_fetch_and_add(&runq_counters[R_WAITS], 1);
-	bpf_map_delete_elem(&woken, &pid);
 	return 0;
 }
