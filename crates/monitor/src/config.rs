@@ -49,6 +49,11 @@ pub struct Config {
     /// columns, NaN where the exporter has no figure. Processes, ports and the profile are
     /// this machine's only, so they are refused beside it.
     pub node_exporter: Option<String>,
+    /// Load the kernel module ([`crate::kernel`]): per port, the accept-queue wait,
+    /// lifetimes, state changes, listen drops and retransmits, and the watched threads'
+    /// run-queue waits, summed in the kernel by eBPF. Where it cannot load (not root, no
+    /// BTF...) a note says why and everything else runs as before.
+    pub kernel: bool,
 }
 
 impl Default for Config {
@@ -65,6 +70,7 @@ impl Default for Config {
             tcp_budget: 0.003,
             children: false,
             node_exporter: None,
+            kernel: false,
         }
     }
 }
@@ -95,9 +101,9 @@ impl Config {
             )));
         }
         if let Some(url) = &self.node_exporter {
-            if !self.pids.is_empty() || !self.ports.is_empty() || self.profile {
+            if !self.pids.is_empty() || !self.ports.is_empty() || self.profile || self.kernel {
                 return Err(Error::Config(format!(
-                    "--node-exporter {url} samples another host: --pid, --port and --profile watch this one; run a second monitor for them"
+                    "--node-exporter {url} samples another host: --pid, --port, --profile and --kernel watch this one; run a second monitor for them"
                 )));
             }
             if self.interval < NODE_EXPORTER_MIN_INTERVAL {
@@ -107,6 +113,18 @@ impl Config {
                 )));
             }
             crate::node_exporter::split(url).map_err(Error::Config)?;
+        }
+        if self.kernel && self.ports.is_empty() && self.pids.is_empty() {
+            return Err(Error::Config(
+                "--kernel follows a server's connections and threads: give its --port (e.g. --port 8080), and --pid for its threads' run-queue waits".into(),
+            ));
+        }
+        if self.kernel && self.ports.len() > crate::kernel::layout::MAX_PORTS {
+            return Err(Error::Config(format!(
+                "--kernel follows at most {} ports, {} given (e.g. --port 8080 --port 8443)",
+                crate::kernel::layout::MAX_PORTS,
+                self.ports.len()
+            )));
         }
         if self.profile && !(1..=20_000).contains(&self.profile_hz) {
             return Err(Error::Config(format!(
@@ -145,6 +163,15 @@ mod tests {
             Config {
                 profile: true,
                 profile_hz: 0,
+                ..Config::default()
+            },
+            Config {
+                kernel: true,
+                ..Config::default()
+            },
+            Config {
+                kernel: true,
+                ports: (1..=9).collect(),
                 ..Config::default()
             },
         ];

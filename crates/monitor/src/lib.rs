@@ -19,6 +19,12 @@
 //!   the time running on a CPU against the time waiting for one (`schedstat`); with
 //!   `children`, their descendants too as they come and go, summed in an `all/all` row.
 //!
+//! With `kernel`, [`kernel`] loads an eBPF program that follows each connection of the
+//! ports inside the kernel: how long it waited in the accept queue, how long it lived, its
+//! state changes and retransmits, the listen drops, and how long the watched threads waited
+//! for a CPU at each wake-up, summed in the kernel and read at each sample (root and a kernel
+//! with BTF; elsewhere one line says why and the rest runs as before).
+//!
 //! [`procs`] finds a server's processes: a PID and all its descendants, or every process
 //! holding the listening socket of a port (sock_diag for the listener's inode, `/proc/*/fd`
 //! for its holders), and the CPU time of such a set, reaped children included.
@@ -43,7 +49,8 @@
 //! [`Monitor::sample`], [`Monitor::stop`]) and [`run`] loops it; [`spawn`] runs it on its own
 //! thread and [`Running::stop`] ends it. Each [`Sample`] holds [`GroupRows`] of
 //! [`Row`]s (one group per CSV file: `cpu`, `system`, `memory`, `disk`, `net`, `tcp`,
-//! `sockets`, `ports`, `listen`, `process`, `threads`); [`Results`] hold the [`Summary`]
+//! `sockets`, `ports`, `listen`, `process`, `threads`; with `kernel` also `kernel`,
+//! `kernel_states`, `runq`); [`Results`] hold the [`Summary`]
 //! written as `monitor.json` (mean, min, max, last of every value; the profile; notes; the
 //! monitor's own cost).
 //!
@@ -83,6 +90,7 @@ mod cost;
 mod csv;
 pub mod disturbance;
 mod error;
+pub mod kernel;
 mod live;
 mod monitor;
 mod node_exporter;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::cost::CostBook;
 use crate::csv::{number, CsvFiles};
+use crate::kernel::{Kernel, KERNEL, KERNEL_STATES, RUNQ};
 use crate::notes::Notes;
 use crate::profile::perf::Recording;
 use crate::profile::Profile;
@@ -22,7 +23,7 @@ use crate::tcp::TcpTable;
 use crate::{Config, Error, Note};
 
 /// Every group the monitor can write, in the order of the live line and listings.
-pub static GROUPS: [&Group; 12] = [
+pub static GROUPS: [&Group; 15] = [
     &cpu::CPU,
     &cpu::SYSTEM,
     &memory::MEMORY,
@@ -34,6 +35,9 @@ pub static GROUPS: [&Group; 12] = [
     &LISTEN,
     &PROCESS,
     &THREADS,
+    &KERNEL,
+    &KERNEL_STATES,
+    &RUNQ,
     &PROFILE_GROUP,
 ];
 
@@ -52,6 +56,8 @@ pub struct Monitor {
     config: Config,
     sources: Vec<Box<dyn Source>>,
     ports: Option<Ports>,
+    kernel: Option<Kernel>,
+    kernel_error: Option<String>,
     notes: Notes,
     csv: Option<CsvFiles>,
     stats: Accumulator,
@@ -157,6 +163,19 @@ impl Monitor {
             }
             Some(Ports::new(table, config.ports.clone(), config.tcp_budget))
         };
+        let (kernel, kernel_error) = if config.kernel {
+            match Kernel::start(&config.ports, &config.pids, config.children) {
+                Ok(kernel) => {
+                    for why in kernel.unattached() {
+                        notes.add(0.0, "kernel", format!("hook not attached: {why}"));
+                    }
+                    (Some(kernel), None)
+                }
+                Err(why) => (None, Some(format!("no kernel figures: {why}"))),
+            }
+        } else {
+            (None, None)
+        };
         let (recording, perf_temporary, profile_error) = if config.profile {
             let (data, temporary) = match &config.out {
                 Some(dir) => (dir.join("perf.data"), false),
@@ -179,6 +198,8 @@ impl Monitor {
             config,
             sources,
             ports,
+            kernel,
+            kernel_error,
             notes,
             stats: Accumulator::default(),
             cost: CostBook::default(),
@@ -196,6 +217,11 @@ impl Monitor {
         monitor.read_sources(0.0, 0.0);
         monitor.cost.add_sample(webscope_sys::thread_time() - began);
         Ok(monitor)
+    }
+
+    /// Why `--kernel` gives no kernel figures (not root, no BTF...), in one line.
+    pub fn kernel_error(&self) -> Option<&str> {
+        self.kernel_error.as_deref()
     }
 
     /// Why `--profile` gives no profile (perf missing or refused), in one line.
@@ -240,7 +266,8 @@ impl Monitor {
             .sources
             .iter_mut()
             .map(|s| s.as_mut())
-            .chain(self.ports.as_mut().map(|p| p as &mut dyn Source));
+            .chain(self.ports.as_mut().map(|p| p as &mut dyn Source))
+            .chain(self.kernel.as_mut().map(|k| k as &mut dyn Source));
         for source in all {
             let began = webscope_sys::thread_time();
             if let Err(message) = source.sample(&mut ctx, &mut out) {
@@ -331,6 +358,8 @@ impl Monitor {
             tcp_walks: self.ports.as_ref().map(Ports::stats),
             profile,
             profile_error: self.profile_error.clone(),
+            kernel: self.kernel.as_ref().map(Kernel::summary),
+            kernel_error: self.kernel_error.clone(),
             notes: self.notes.all().to_vec(),
             cost,
         };

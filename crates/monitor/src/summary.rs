@@ -45,6 +45,12 @@ pub struct Summary {
     pub profile: Option<Profile>,
     /// Why there is no profile although one was asked for (one line).
     pub profile_error: Option<String>,
+    /// The kernel module's figures (with `kernel`, where it loaded).
+    #[serde(default)]
+    pub kernel: Option<crate::kernel::KernelSummary>,
+    /// Why there are no kernel figures although they were asked for (one line).
+    #[serde(default)]
+    pub kernel_error: Option<String>,
     /// Problems met while sampling.
     pub notes: Vec<Note>,
     /// What sampling cost.

@@ -176,6 +176,12 @@ impl Summary {
                 );
             }
         }
+        if let Some(k) = &self.kernel {
+            out.push_str(&k.text());
+        }
+        if let Some(why) = &self.kernel_error {
+            let _ = writeln!(out, "  kernel   {why}");
+        }
         self.profile_text(&mut out);
         let _ = writeln!(
             out,

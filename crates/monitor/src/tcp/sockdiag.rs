@@ -30,6 +30,10 @@ const INET_DIAG_BC_S_LE: u8 = 3;
 const INET_DIAG_BC_D_GE: u8 = 4;
 const INET_DIAG_BC_D_LE: u8 = 5;
 const INET_DIAG_BC_JMP: u8 = 1;
+/// The reply attribute with the socket's memory counters, drops among them.
+const INET_DIAG_SKMEMINFO: u16 = 7;
+/// The request's extension bit asking for it (`1 << (INET_DIAG_SKMEMINFO - 1)`).
+const SKMEMINFO_EXT: u8 = 1 << (INET_DIAG_SKMEMINFO - 1);
 /// `struct inet_diag_msg`: 4 bytes of family/state/timer/retrans, the 48-byte socket id, then
 /// expires, rqueue, wqueue, uid, inode.
 const DIAG_MSG_LEN: usize = 72;
@@ -127,6 +131,15 @@ impl SockDiag {
 
     /// Sends one dump request and reads replies until the kernel says it is done.
     fn dump(&mut self, request: &[u8], mut visit: impl FnMut(SocketSeen)) -> io::Result<()> {
+        self.dump_raw(request, &mut |msg| {
+            if let Some(socket) = parse_diag_msg(msg) {
+                visit(socket);
+            }
+        })
+    }
+
+    /// [`SockDiag::dump`] handing each reply's whole `inet_diag_msg`, attributes included.
+    fn dump_raw(&mut self, request: &[u8], visit: &mut impl FnMut(&[u8])) -> io::Result<()> {
         self.socket.send(request, 0)?;
         let seq = self.seq;
         loop {
@@ -137,7 +150,7 @@ impl SockDiag {
             if len > self.buf.len() {
                 return Err(io::Error::other("sock_diag reply larger than the buffer"));
             }
-            match walk_replies(&self.buf[..len], seq, &mut visit) {
+            match walk_raw(&self.buf[..len], seq, visit) {
                 Walk::More => continue,
                 Walk::Done => return Ok(()),
                 Walk::Failed(err) => {
@@ -147,6 +160,41 @@ impl SockDiag {
                 }
             }
         }
+    }
+
+    /// Each port's listen sockets' drop counters summed (`sk_drops`, as `ss -m` shows it
+    /// as `d`): `None` for a port nothing listens on. A listener counts every SYN it refuses
+    /// and every handshake it drops (an overflow at the last ACK counts twice: once where the
+    /// kernel counts ListenDrops, once where it discards the packet).
+    pub fn listen_drops(&mut self, ports: &[u16]) -> io::Result<Vec<Option<u64>>> {
+        let filter = port_filter(ports);
+        let mut drops: Vec<Option<u64>> = vec![None; ports.len()];
+        let mut visit = |msg: &[u8]| {
+            let Some(socket) = parse_diag_msg(msg) else {
+                return;
+            };
+            if socket.state != TcpState::Listen {
+                return;
+            }
+            let Some(d) = meminfo_drops(msg) else {
+                return;
+            };
+            if let Some(i) = ports.iter().position(|p| *p == socket.local_port) {
+                drops[i] = Some(drops[i].unwrap_or(0) + u64::from(d));
+            }
+        };
+        if self.legacy {
+            let mut request = legacy_request(LISTEN_ONLY, &filter, self.next_seq());
+            request[NLMSG_HDRLEN + 3] = SKMEMINFO_EXT;
+            self.dump_raw(&request, &mut visit)?;
+        } else {
+            for family in [libc::AF_INET, libc::AF_INET6] {
+                let mut request = v2_request(family as u8, LISTEN_ONLY, &filter, self.next_seq());
+                request[NLMSG_HDRLEN + 2] = SKMEMINFO_EXT;
+                self.dump_raw(&request, &mut visit)?;
+            }
+        }
+        Ok(drops)
     }
 
     fn reopen(&mut self) -> io::Result<()> {
@@ -174,7 +222,17 @@ pub(crate) enum Walk {
 }
 
 /// Visits the sockets in one datagram of dump replies (several netlink messages).
-pub(crate) fn walk_replies(mut data: &[u8], seq: u32, visit: &mut impl FnMut(SocketSeen)) -> Walk {
+#[cfg(test)]
+pub(crate) fn walk_replies(data: &[u8], seq: u32, visit: &mut impl FnMut(SocketSeen)) -> Walk {
+    walk_raw(data, seq, &mut |msg: &[u8]| {
+        if let Some(socket) = parse_diag_msg(msg) {
+            visit(socket);
+        }
+    })
+}
+
+/// [`walk_replies`] handing each socket's whole message.
+fn walk_raw(mut data: &[u8], seq: u32, visit: &mut impl FnMut(&[u8])) -> Walk {
     while data.len() >= NLMSG_HDRLEN {
         let len = u32_ne(data, 0) as usize;
         let kind = u16::from_ne_bytes([data[4], data[5]]);
@@ -206,11 +264,7 @@ pub(crate) fn walk_replies(mut data: &[u8], seq: u32, visit: &mut impl FnMut(Soc
                         io::Error::other("sock_diag acknowledged a dump without replying")
                     });
                 }
-                _ => {
-                    if let Some(socket) = parse_diag_msg(payload) {
-                        visit(socket);
-                    }
-                }
+                _ => visit(payload),
             }
         }
         let aligned = (len + 3) & !3;
@@ -233,6 +287,24 @@ pub(crate) fn parse_diag_msg(msg: &[u8]) -> Option<SocketSeen> {
         wqueue: Some(u32_ne(msg, 60)),
         inode: u64::from(u32_ne(msg, 68)),
     })
+}
+
+/// `sk_drops` from a reply's `INET_DIAG_SKMEMINFO` attribute (`SK_MEMINFO_DROPS`, the 9th
+/// u32), if the reply has one.
+fn meminfo_drops(msg: &[u8]) -> Option<u32> {
+    let mut at = DIAG_MSG_LEN;
+    while at + 4 <= msg.len() {
+        let len = usize::from(u16::from_ne_bytes([msg[at], msg[at + 1]]));
+        let kind = u16::from_ne_bytes([msg[at + 2], msg[at + 3]]);
+        if len < 4 || at + len > msg.len() {
+            return None;
+        }
+        if kind == INET_DIAG_SKMEMINFO && len >= 4 + 9 * 4 {
+            return Some(u32_ne(msg, at + 4 + 8 * 4));
+        }
+        at += (len + 3) & !3;
+    }
+    None
 }
 
 fn u32_ne(data: &[u8], at: usize) -> u32 {
@@ -499,5 +571,16 @@ mod tests {
         assert_eq!(u32_ne(&req, 0) as usize, req.len());
         assert_eq!(u16::from_ne_bytes([req[4], req[5]]), TCPDIAG_GETSOCK);
         assert_eq!(u32_ne(&req, NLMSG_HDRLEN + 52), ALL_STATES);
+    }
+}
+#[cfg(test)]
+mod drops_tests {
+    #[test]
+    fn a_listeners_drops_are_read() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let mut d = super::SockDiag::open().unwrap();
+        let got = d.listen_drops(&[port]);
+        assert_eq!(got.unwrap(), vec![Some(0)]);
     }
 }

@@ -17,11 +17,13 @@ EXAMPLES:
     webscope monitor --port 80 --tcp-budget 100 -d 5s        # count TCP states at every sample
     webscope monitor --port 80 --pid $(cat /run/nginx.pid) --children   # nginx's master and workers
     webscope monitor --node-exporter http://10.0.0.5:9100/metrics --out run/server   # every 1s
+    webscope monitor --port 8080 --pid $(pgrep -n webscope) --kernel -d 30s   # eBPF, as root
 
 Files in --out: one CSV per group (cpu, system, memory, disk, net, tcp, sockets, ports,
-listen, process, threads; a header row, then time_s and unix_time, the key columns and the
+listen, process, threads; with --kernel also kernel, kernel_states, runq; a header row, then time_s and unix_time, the key columns and the
 values, units in the column names), monitor.json (means, minima, maxima and last values,
-the profile, notes, the monitor's own cost), and with --profile profile.csv and perf.data.
+the profile, the kernel module's run figures, notes, the monitor's own cost), and with
+--profile profile.csv and perf.data.
 Ctrl-C stops sampling; what was sampled is kept and summarised.";
 
 /// Sample the operating system while a server runs: CPU per core, memory and paging,
@@ -78,6 +80,13 @@ pub struct Args {
         requires = "profile"
     )]
     perf: PathBuf,
+    /// Follow each connection of the --port(s) in the kernel with eBPF (needs root and a
+    /// kernel with BTF): how long connections wait in the accept queue, listen drops,
+    /// lifetimes, TIME_WAIT entries, state changes and retransmits, and how long the --pid's
+    /// threads wait for a CPU (without --pid: the processes holding the port's listener).
+    /// Where it cannot load, one line says why and the rest runs as before.
+    #[arg(long, conflicts_with = "node_exporter")]
+    kernel: bool,
     /// Percent of one core the per-port TCP state counts may use; 100 or more: count at
     /// every sample whatever it costs.
     #[arg(long, value_name = "PCT", default_value_t = 0.3)]
@@ -104,6 +113,7 @@ impl Args {
             tcp_budget: self.tcp_budget / 100.0,
             children: self.children,
             node_exporter: self.node_exporter,
+            kernel: self.kernel,
         };
         (config, !self.quiet)
     }
@@ -136,6 +146,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("webscope monitor: {}", what.join(", "));
     std::io::stdout().flush()?;
     if let Some(why) = monitor.profile_error() {
+        eprintln!("webscope monitor: {why}");
+    }
+    if let Some(why) = monitor.kernel_error() {
         eprintln!("webscope monitor: {why}");
     }
     let mut on_sample = |monitor: &mut Monitor, _sample: &Sample| {

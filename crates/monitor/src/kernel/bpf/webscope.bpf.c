@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0
+/* webscope's kernel module: a view of each connection of the server's ports, summed in the
+ * kernel as WebMonitor's did (Yates, Almeida & Almeida), with tracepoints instead of new
+ * system calls.
+ *
+ * Every hook is a tp_btf program (a BTF-typed raw tracepoint): it needs no kprobes (this
+ * machine's kernel has none), no tracefs and no fentry trampoline (refused here with EPERM).
+ * Nothing is sent to user space per event: each event lands in a counter or a histogram
+ * bucket in the global data below, which the monitor reads through a memory mapping at each
+ * sample and differences against the previous reading.
+ *
+ *   inet_sock_set_state   SYN_RECV -> ESTABLISHED on a watched port: the connection enters
+ *                         the accept queue (its birth); -> CLOSE: its lifetime; every
+ *                         transition counted by the state entered.
+ *   sys_exit              accept()/accept4() returning an fd: the fd's socket through the
+ *                         task's fd table; it left the accept queue now.
+ *   sock_recv_length      the first receive on a connection not seen leaving by accept():
+ *                         io_uring's accepts (the embedded server's), which no syscall shows.
+ *   kfree_skb             the last ACK of a handshake dropped for a full accept queue.
+ *   tcp_retransmit_skb    retransmitted segments; tcp_cong_state_set into Loss: a timeout.
+ *   tcp_retransmit_synack SYN-ACKs sent again (the client's ACK lost, or dropped on overflow).
+ *   sched_wakeup(_new), sched_switch
+ *                         run-queue latency of the watched processes' threads: from the
+ *                         wake-up (or a preemption) to running.
+ */
+#include "kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Keep in step with kernel/layout.rs. */
+#define MAX_PORTS 8
+#define MAX_TGIDS 64
+#define SUB_BITS 4
+#define SUB (1 << SUB_BITS)
+#define BUCKETS 1024
+#define STATES 13
+
+enum counter {
+	C_ESTABLISHED,       /* SYN_RECV -> ESTABLISHED: entered the accept queue */
+	C_ACCEPTED_SYSCALL,  /* left it, seen at accept()/accept4()'s return */
+	C_ACCEPTED_READ,     /* left it, seen at the connection's first receive */
+	C_CLOSED,            /* -> CLOSE of a connection born while watched (a lifetime) */
+	C_CLOSED_UNSEEN,     /* -> CLOSE of one born before the monitor started */
+	C_CLOSED_WAITING,    /* closed while still in the accept queue (never accepted) */
+	C_TIME_WAIT,         /* closed from FIN_WAIT1/2 or CLOSING without an error: TIME_WAIT */
+	C_RETRANS_SEGS,      /* segments retransmitted (as TcpRetransSegs counts them) */
+	C_RETRANS_EVENTS,    /* retransmissions (one per skb sent again, or tried) */
+	C_RTO,               /* entries into the Loss state: retransmission timeouts */
+	C_SYNACK_RETRANS,    /* SYN-ACKs retransmitted */
+	C_OVERFLOW_ACK,      /* handshakes completed into a full accept queue, dropped */
+	C_CONNS_RETRANS,     /* closed connections that retransmitted at least once */
+	COUNTERS = 16,
+};
+
+enum runq_counter {
+	R_WAITS,             /* run-queue waits recorded */
+	R_MISSED,            /* switched in without a wake-up seen (started before us) */
+	RUNQ_COUNTERS = 4,
+};
+
+struct port_stats {
+	__u64 counters[COUNTERS];
+	__u64 states[16];              /* transitions, by the state entered (TCP_*) */
+	__u64 accept_wait[BUCKETS];    /* ns from ESTABLISHED to leaving the queue */
+	__u64 lifetime[BUCKETS];       /* ns from ESTABLISHED to CLOSE */
+	__u64 retrans_per_conn[BUCKETS]; /* retransmits of each closed connection that had any */
+};
+
+/* Written by user space through the mapping: which ports and processes to watch. */
+__u8 port_slot[65536];        /* a port's slot + 1; 0: not watched */
+__u32 tgids[MAX_TGIDS];
+__u32 ntgids;
+
+/* Read by user space. */
+struct port_stats ports[MAX_PORTS];
+__u64 runq[BUCKETS];          /* ns from wake-up to running */
+__u64 runq_counters[RUNQ_COUNTERS];
+
+struct conn {
+	__u64 born;     /* ns, bpf_ktime_get_ns */
+	__u32 slot;
+	__u32 waiting;  /* still in the accept queue (not seen leaving it) */
+	__u32 retrans_seen; /* its total_retrans at the last retransmit seen */
+	__u32 pad;
+};
+
+/* Connections of watched ports from ESTABLISHED to CLOSE. LRU: a close this program never
+ * saw (none is expected) cannot fill it for good. 64 Ki connections open at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct conn);
+} conns SEC(".maps");
+
+/* When each watched thread became runnable (0: not waiting), kept in the task itself:
+ * task-local storage is a few loads where a hash map update took the better part of a
+ * microsecond here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} woken SEC(".maps");
+
+#define TCP_ESTABLISHED 1
+#define TCP_SYN_SENT 2
+#define TCP_SYN_RECV 3
+#define TCP_FIN_WAIT1 4
+#define TCP_FIN_WAIT2 5
+#define TCP_CLOSE 7
+#define TCP_LISTEN 10
+#define TCP_CLOSING 11
+#define TCP_CA_LOSS 4
+#define IPPROTO_TCP 6
+
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { r += 1; }
+	return r;
+}
+
+/* Log-linear buckets: exact below 16, then 16 per power of two (at most 1/16 wide, so a
+ * bucket's midpoint is within 3.2 % of any value in it). kernel/layout.rs inverts this. */
+static __always_inline __u32 bucket_of(__u64 v)
+{
+	if (v < SUB)
+		return v;
+	__u32 k = log2_u64(v);
+	__u32 b = ((k - SUB_BITS + 1) << SUB_BITS) + ((v >> (k - SUB_BITS)) & (SUB - 1));
+	return b < BUCKETS ? b : BUCKETS - 1;
+}
+
+static __always_inline void record(__u64 *hist, __u64 v)
+{
+	__sync_fetch_and_add(&hist[bucket_of(v) & (BUCKETS - 1)], 1);
+}
+
+static __always_inline void count(__u32 slot, int which)
+{
+	__sync_fetch_and_add(&ports[slot & (MAX_PORTS - 1)].counters[which & (COUNTERS - 1)], 1);
+}
+
+/* The watched slot of a socket's local port, in *slot; false if the port is not watched.
+ * The mask keeps the verifier sure of the bound whatever clang makes of the checks. */
+static __always_inline bool slot_of(const struct sock *sk, __u32 *slot)
+{
+	if (!sk)
+		return false;
+	/* Direct loads, not BPF_CORE_READ: a tp_btf program may read kernel memory through a
+	 * BTF pointer with a plain load (the JIT guards it), where bpf_probe_read_kernel is a
+	 * helper call; this runs for every socket event on the machine. */
+	const struct inet_sock *inet = bpf_core_cast(sk, struct inet_sock);
+	__u16 port = bpf_ntohs(inet->inet_sport);
+	__u32 s = port_slot[port];
+	if (s == 0 || s > MAX_PORTS)
+		return false;
+	*slot = (s - 1) & (MAX_PORTS - 1);
+	return true;
+}
+
+static __always_inline bool watched_tgid(__u32 tgid)
+{
+	__u32 n = ntgids;
+
+	for (__u32 i = 0; i < MAX_TGIDS; i++) {
+		if (i >= n)
+			return false;
+		if (tgids[i] == tgid)
+			return true;
+	}
+	return false;
+}
+
+/* The connection left the accept queue now: its wait, once. */
+static __always_inline void dequeued(const struct sock *sk, int how)
+{
+	__u64 key = (__u64)sk;
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+
+	if (!c || !c->waiting)
+		return;
+	c->waiting = 0;
+	__u32 slot = c->slot & (MAX_PORTS - 1);
+	__u64 now = bpf_ktime_get_ns();
+	record(ports[slot].accept_wait, now > c->born ? now - c->born : 0);
+	count(slot, how);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	if (sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	__u32 slot;
+	if (!slot_of(sk, &slot))
+		return 0;
+	__sync_fetch_and_add(&ports[slot].states[newstate & 15], 1);
+
+	__u64 key = (__u64)sk;
+	if (newstate == TCP_ESTABLISHED && oldstate == TCP_SYN_RECV) {
+		struct conn c = { .born = bpf_ktime_get_ns(), .slot = slot, .waiting = 1 };
+		c.retrans_seen = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
+		bpf_map_update_elem(&conns, &key, &c, BPF_ANY);
+		count(slot, C_ESTABLISHED);
+		return 0;
+	}
+	if (newstate != TCP_CLOSE || oldstate == TCP_LISTEN || oldstate == TCP_SYN_SENT)
+		return 0;
+
+	if ((oldstate == TCP_FIN_WAIT1 || oldstate == TCP_FIN_WAIT2 || oldstate == TCP_CLOSING) &&
+	    sk->sk_err == 0)
+		count(slot, C_TIME_WAIT);
+	__u32 retrans = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
+	if (retrans) {
+		count(slot, C_CONNS_RETRANS);
+		record(ports[slot].retrans_per_conn, retrans);
+	}
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	if (!c) {
+		count(slot, C_CLOSED_UNSEEN);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	record(ports[slot].lifetime, now > c->born ? now - c->born : 0);
+	count(slot, C_CLOSED);
+	if (c->waiting)
+		count(slot, C_CLOSED_WAITING);
+	bpf_map_delete_elem(&conns, &key);
+	return 0;
+}
+
+/* accept() and accept4() by number: x86-64's and arm64's tables. */
+#if defined(__TARGET_ARCH_x86)
+#define NR_ACCEPT 43
+#define NR_ACCEPT4 288
+#else
+#define NR_ACCEPT -1
+#define NR_ACCEPT4 -1
+#endif
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (ret < 0 || NR_ACCEPT < 0)
+		return 0;
+	long nr = regs->orig_ax;
+	if (nr != NR_ACCEPT && nr != NR_ACCEPT4)
+		return 0;
+	/* Only accept()'s returns get here: the fd table walk need not be cheap. */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || (__u64)ret >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = 0;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[ret]) || !f)
+		return 0;
+	struct socket *sock = BPF_CORE_READ(f, private_data);
+	if (!sock)
+		return 0;
+	const struct sock *sk = BPF_CORE_READ(sock, sk);
+	__u32 slot;
+	if (!slot_of(sk, &slot))
+		return 0;
+	dequeued(sk, C_ACCEPTED_SYSCALL);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
+{
+	__u32 slot;
+	if (!slot_of(sk, &slot) || sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	dequeued(sk, C_ACCEPTED_READ);
+	return 0;
+}
+
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(on_drop, struct sk_buff *skb, void *location, enum skb_drop_reason reason,
+	     struct sock *rx_sk)
+{
+	if (!bpf_core_enum_value_exists(enum skb_drop_reason, SKB_DROP_REASON_TCP_LISTEN_OVERFLOW))
+		return 0;
+	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_TCP_LISTEN_OVERFLOW))
+		return 0;
+	__u32 slot;
+	if (slot_of(rx_sk, &slot))
+		count(slot, C_OVERFLOW_ACK);
+	return 0;
+}
+
+/* Since 6.15 the tracepoint fires for every attempt, failed ones too, while TcpRetransSegs
+ * counts the attempts that got as far as the transmit (a packet then dropped by a filter
+ * included), as the connection's total_retrans does: so the segments counted are the
+ * growth of total_retrans, for the connections born while watched. */
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(on_retransmit, const struct sock *sk, const struct sk_buff *skb, int err)
+{
+	__u32 s;
+	if (!slot_of(sk, &s))
+		return 0;
+	__u64 key = (__u64)sk;
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	__u32 segs = 0;
+	if (c) {
+		__u32 total = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
+		segs = total - c->retrans_seen;
+		c->retrans_seen = total;
+	} else if (!err) {
+		__u16 n = 1;
+		const struct tcp_skb_cb *cb = (const void *)skb->cb;
+		bpf_probe_read_kernel(&n, sizeof(n), &cb->tcp_gso_segs);
+		segs = n ? n : 1;
+	}
+	if (!segs)
+		return 0;
+	__sync_fetch_and_add(&ports[s].counters[C_RETRANS_SEGS], segs);
+	count(s, C_RETRANS_EVENTS);
+	return 0;
+}
+
+SEC("tp_btf/tcp_cong_state_set")
+int BPF_PROG(on_ca_state, struct sock *sk, const __u8 ca_state)
+{
+	if (ca_state != TCP_CA_LOSS)
+		return 0;
+	__u32 slot;
+	if (slot_of(sk, &slot))
+		count(slot, C_RTO);
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_synack")
+int BPF_PROG(on_synack, const struct sock *sk, const struct request_sock *req)
+{
+	__u32 slot;
+	if (slot_of(sk, &slot))
+		count(slot, C_SYNACK_RETRANS);
+	return 0;
+}
+
+static __always_inline void runnable(struct task_struct *p)
+{
+	__u64 *since = bpf_task_storage_get(&woken, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (since)
+		*since = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	if (ntgids && watched_tgid(p->tgid))
+		runnable(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(on_wakeup_new, struct task_struct *p)
+{
+	if (ntgids && watched_tgid(p->tgid))
+		runnable(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	if (!ntgids)
+		return 0;
+	/* Preempted while runnable: it waits in the run queue from now. */
+	if (prev_state == 0 && watched_tgid(prev->tgid))
+		runnable(prev);
+	if (!watched_tgid(next->tgid))
+		return 0;
+	__u64 *since = bpf_task_storage_get(&woken, next, 0, 0);
+	if (!since || !*since) {
+		__sync_fetch_and_add(&runq_counters[R_MISSED], 1);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	record(runq, now > *since ? now - *since : 0);
+	*since = 0;
+	__sync_fetch_and_add(&runq_counters[R_WAITS], 1);
+	return 0;
+}

@@ -1,0 +1,74 @@
+//! The kernel module (`Config::kernel`, `webscope monitor --kernel`): what happens to each
+//! connection of the server's ports inside the kernel, summed there by an eBPF program, as
+//! WebMonitor's kernel module summed it through system calls of its own. Per port, per
+//! interval and per run:
+//!
+//! - **accept-queue wait**: from the handshake's completion (the connection's SYN_RECV ->
+//!   ESTABLISHED, when the kernel queues it on the listener) to its leaving the queue. That
+//!   leaving is seen at `accept()`/`accept4()`'s return, the returned descriptor followed to
+//!   its socket through the task's fd table. An io_uring accept (the embedded server's
+//!   multishot ACCEPT) makes no system call: for those the leaving is the connection's
+//!   **first receive** (`sock_recv_length`), which adds the server's time from the accept's
+//!   completion to its first read, microseconds on a server that reads what it accepts at
+//!   once. `accepted_syscall` and `accepted_read` count which way each was seen. The
+//!   completion's own tracepoint (`io_uring_complete`) was not used: a multishot accept's
+//!   completion there carries no request to tell an accept from a receive, and a direct
+//!   descriptor is no fd to follow.
+//! - **listen overflows**: handshakes completed into a full accept queue and dropped (the
+//!   `kfree_skb` reason `TCP_LISTEN_OVERFLOW`, kernel 6.15 on). A SYN refused because the
+//!   queue was already full is dropped without any tracepoint; the listen sockets' own drop
+//!   counter (sock_diag, [`listen_drops`]) counts those, and the `listen` group shows it.
+//! - **connection lifetimes**: ESTABLISHED to CLOSE (the SYN is not visible for a passive
+//!   open: the request socket makes no state change); entries into TIME_WAIT (a close from
+//!   FIN_WAIT1/2 or CLOSING with no error: the kernel swaps in a timewait socket, which
+//!   makes no state change either); connections closed while still queued;
+//! - **TCP state transitions**, counted by the state entered;
+//! - **retransmitted segments** (as `TcpRetransSegs` counts them), retransmission timeouts
+//!   (entries into the Loss state), SYN-ACK retransmits, and per connection the number
+//!   retransmitted by each connection that closed having retransmitted;
+//! - **run-queue latency** of the server's threads (`Config::pids`, with `children` their
+//!   descendants; else the processes holding the ports' listeners): from a wake-up, or a
+//!   preemption that left the thread runnable, to its running again.
+//!
+//! Nothing goes to user space per event. Each event adds to a counter or a histogram bucket
+//! (16 per power of two, so within 3.2 % of the value) in the program's global data, which
+//! this module reads through its memory mapping at each sample: interval figures are the
+//! differences, run figures the last reading, both as HdrHistograms ([`layout::to_hdr`]).
+//!
+//! **Why libbpf-rs** (0.27, with libbpf-cargo building the program at `cargo build`): the
+//! program is CO-RE C compiled by Debian's clang 14 against the few kernel fields it names
+//! (`bpf/kernel.h`, no vmlinux.h of one kernel), relocated by libbpf against the running
+//! kernel's BTF; it builds on stable Rust with apt packages only (clang, libelf-dev,
+//! zlib1g-dev, pkg-config), libbpf itself vendored by libbpf-sys. aya, the pure-Rust choice,
+//! needs nightly Rust and bpf-linker built against nightly's own LLVM for the kernel side,
+//! and its user-space crate wanted a newer rustc than the workspace's: fragile here.
+//!
+//! **Hooks**: tp_btf programs only (BTF-typed raw tracepoints). This kernel has no kprobes
+//! and refuses fentry with EPERM, so `inet_csk_accept` cannot be hooked; tp_btf needs neither
+//! kprobes nor tracefs. See `bpf/webscope.bpf.c` for each hook.
+//!
+//! **Where it cannot load** (not root, no BTF, locked down, an old kernel): [`Kernel::start`]
+//! returns one line saying why; the monitor notes it and runs as before.
+//!
+//! **Cost**: every hook filters first on a byte array indexed by port (or a short list of
+//! process IDs) and returns; see `docs/architecture.md` for the measured cost per request.
+
+pub mod layout;
+pub mod probe;
+mod source;
+mod summary;
+
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    missing_docs,
+    dead_code,
+    unused_imports,
+    unsafe_op_in_unsafe_fn
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/webscope.skel.rs"));
+}
+
+pub use source::{listen_drops, Kernel, KERNEL, KERNEL_STATES, RUNQ};
+pub use summary::{KernelSummary, Latency, PortFigures, RunQueue};

@@ -1,0 +1,264 @@
+//! Loading the BPF program, attaching its hooks, and reading its global data.
+//!
+//! Everything the kernel holds for a run (programs, maps, links) belongs to file descriptors
+//! of this process and to nothing else: nothing is pinned in bpffs. Dropping the [`Probe`]
+//! closes them, and so does the kernel when the process dies, however it dies, so a crash
+//! or two monitors at once leave nothing behind (`bpftool prog` shows no `on_state` after).
+
+use std::mem::MaybeUninit;
+use std::ptr::{addr_of, addr_of_mut};
+use std::sync::Mutex;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, OpenObject, PrintLevel};
+
+use super::layout::{BUCKETS, COUNTERS, MAX_PORTS, MAX_TGIDS};
+use super::skel::{types, WebscopeSkel, WebscopeSkelBuilder};
+
+/// One port's figures as read: counters and histograms, cumulative since the load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortReading {
+    /// `port_stats.counters`, by [`super::layout::Counter`].
+    pub counters: [u64; COUNTERS],
+    /// Transitions by the state entered (the kernel's TCP state numbers).
+    pub states: [u64; 16],
+    /// Accept-queue wait, nanoseconds, by bucket.
+    pub accept_wait: Vec<u64>,
+    /// Lifetime, nanoseconds, by bucket.
+    pub lifetime: Vec<u64>,
+    /// Retransmits of each closed connection that had any, by bucket.
+    pub retrans_per_conn: Vec<u64>,
+}
+
+/// Everything the program has summed, cumulative since the load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// One per watched port, in the order given.
+    pub ports: Vec<PortReading>,
+    /// Run-queue wait, nanoseconds, by bucket.
+    pub runq: Vec<u64>,
+    /// `runq_counters`.
+    pub runq_counters: [u64; 4],
+}
+
+/// The loaded, attached program.
+pub struct Probe {
+    // Declared first: dropped (detached) before the object they attach.
+    links: Vec<(&'static str, Link)>,
+    _skel: WebscopeSkel<'static>,
+    bss: *mut types::bss,
+    ports: usize,
+    /// Hooks that would not attach, with why (the others still run).
+    pub unattached: Vec<String>,
+}
+
+// SAFETY: the skeleton's object and the mapping of its global data are plain kernel
+// resources (file descriptors and a shared mapping), not tied to the thread that made them;
+// the Probe is used by one thread at a time (the monitor's), never shared.
+unsafe impl Send for Probe {}
+
+/// libbpf's last warnings, to say in one line why a load failed (libbpf would otherwise
+/// print its whole verifier log to stderr).
+static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn keep_libbpf_message(_level: PrintLevel, message: String) {
+    // WEBSCOPE_BPF_LOG=1 shows libbpf's messages (the verifier's log on a failed load).
+    if std::env::var_os("WEBSCOPE_BPF_LOG").is_some() {
+        eprint!("{message}");
+    }
+    if let Ok(mut log) = LIBBPF_LOG.lock() {
+        if log.len() >= 64 {
+            log.remove(0);
+        }
+        log.push(message.trim_end().to_string());
+    }
+}
+
+fn libbpf_says() -> String {
+    let log = LIBBPF_LOG.lock().map(|mut l| std::mem::take(&mut *l));
+    let lines = log.unwrap_or_default();
+    // The most telling line is usually the last "libbpf:" one.
+    lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("libbpf:"))
+        .map(|l| l.trim_start_matches("libbpf: ").to_string())
+        .unwrap_or_default()
+}
+
+/// Why the program cannot load here, found before trying, in one line.
+pub fn precheck() -> Result<(), String> {
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Err(
+            "the kernel has no BTF (/sys/kernel/btf/vmlinux; CONFIG_DEBUG_INFO_BTF is off)".into(),
+        );
+    }
+    if let Ok(lockdown) = std::fs::read_to_string("/sys/kernel/security/lockdown") {
+        if lockdown.contains("[confidentiality]") {
+            return Err(
+                "the kernel is locked down (confidentiality): BPF may not read kernel memory"
+                    .into(),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn explain(what: &str, err: &libbpf_rs::Error) -> String {
+    let detail = libbpf_says();
+    let errno = err.kind();
+    let hint = match errno {
+        libbpf_rs::ErrorKind::PermissionDenied => {
+            " (not permitted: needs root, or CAP_BPF and CAP_PERFMON)"
+        }
+        _ => "",
+    };
+    if detail.is_empty() {
+        format!("{what}: {err}{hint}")
+    } else {
+        format!("{what}: {err}{hint}; libbpf: {detail}")
+    }
+}
+
+impl Probe {
+    /// Loads the program for `ports` (at most [`MAX_PORTS`]) and attaches every hook. An
+    /// error is one line saying why.
+    pub fn load(ports: &[u16]) -> Result<Probe, String> {
+        precheck()?;
+        if ports.len() > MAX_PORTS {
+            return Err(format!(
+                "watches at most {MAX_PORTS} ports, {} given",
+                ports.len()
+            ));
+        }
+        libbpf_rs::set_print(Some((PrintLevel::Warn, keep_libbpf_message)));
+        // The skeleton borrows its object's storage for its whole life; the monitor keeps the
+        // probe until it stops, so the storage (one pointer) is leaked rather than made
+        // self-referential.
+        let storage: &'static mut MaybeUninit<OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
+        let open = WebscopeSkelBuilder::default()
+            .open(storage)
+            .map_err(|e| explain("cannot open the BPF program", &e))?;
+        let mut skel = open
+            .load()
+            .map_err(|e| explain("cannot load the BPF program", &e))?;
+        let bss: *mut types::bss = match skel.maps.bss_data.as_deref_mut() {
+            Some(bss) => bss,
+            None => return Err("the BPF program's global data is not mapped".into()),
+        };
+        // SAFETY: `bss` points into the mapping the skeleton keeps for its life; the program
+        // reads these fields, nothing else writes them.
+        unsafe {
+            for (i, port) in ports.iter().enumerate() {
+                (*bss).port_slot[usize::from(*port)] = (i + 1) as u8;
+            }
+        }
+        let progs = &skel.progs;
+        let hooks = [
+            ("inet_sock_set_state", &progs.on_state),
+            ("sys_exit", &progs.on_sys_exit),
+            ("sock_recv_length", &progs.on_recv),
+            ("kfree_skb", &progs.on_drop),
+            ("tcp_retransmit_skb", &progs.on_retransmit),
+            ("tcp_cong_state_set", &progs.on_ca_state),
+            ("tcp_retransmit_synack", &progs.on_synack),
+            ("sched_wakeup", &progs.on_wakeup),
+            ("sched_wakeup_new", &progs.on_wakeup_new),
+            ("sched_switch", &progs.on_switch),
+        ];
+        let mut links = Vec::new();
+        let mut unattached = Vec::new();
+        for (name, prog) in hooks {
+            match prog.attach() {
+                Ok(link) => links.push((name, link)),
+                Err(e) => unattached.push(explain(name, &e)),
+            }
+        }
+        if links.is_empty() {
+            return Err(format!(
+                "no hook would attach: {}",
+                unattached.first().map_or("", String::as_str)
+            ));
+        }
+        Ok(Probe {
+            links,
+            _skel: skel,
+            bss,
+            ports: ports.len(),
+            unattached,
+        })
+    }
+
+    /// Sets the processes whose threads' run-queue waits are timed (at most [`MAX_TGIDS`];
+    /// none turns the timing off).
+    pub fn set_tgids(&mut self, tgids: &[u32]) {
+        let n = tgids.len().min(MAX_TGIDS);
+        // SAFETY: as in `load`; the program reads `ntgids` entries, so the count is written
+        // after them (a hook may see the old count with new entries, never past them).
+        unsafe {
+            let bss = self.bss;
+            for (i, t) in tgids.iter().take(n).enumerate() {
+                std::ptr::write_volatile(addr_of_mut!((*bss).tgids[i]), *t);
+            }
+            std::ptr::write_volatile(addr_of_mut!((*bss).ntgids), n as u32);
+        }
+    }
+
+    /// Reads everything the program has summed so far.
+    pub fn read(&self) -> Reading {
+        let bss = self.bss;
+        // SAFETY: the mapping lives as long as the skeleton, which `self` holds; the kernel
+        // updates these u64s in place (aligned, so never torn), hence volatile reads.
+        unsafe {
+            let ports = (0..self.ports)
+                .map(|i| {
+                    let p = addr_of!((*bss).ports[i]);
+                    PortReading {
+                        counters: read_array(addr_of!((*p).counters)),
+                        states: read_array(addr_of!((*p).states)),
+                        accept_wait: read_vec(addr_of!((*p).accept_wait).cast(), BUCKETS),
+                        lifetime: read_vec(addr_of!((*p).lifetime).cast(), BUCKETS),
+                        retrans_per_conn: read_vec(addr_of!((*p).retrans_per_conn).cast(), BUCKETS),
+                    }
+                })
+                .collect();
+            Reading {
+                ports,
+                runq: read_vec(addr_of!((*bss).runq).cast(), BUCKETS),
+                runq_counters: read_array(addr_of!((*bss).runq_counters)),
+            }
+        }
+    }
+
+    /// How many hooks are attached.
+    pub fn attached(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Detaches the hook on tracepoint `name`; false if it was not attached.
+    pub fn detach(&mut self, name: &str) -> bool {
+        let before = self.links.len();
+        self.links.retain(|(hook, _)| *hook != name);
+        self.links.len() < before
+    }
+}
+
+/// # Safety
+/// `src` must point to `N` readable, aligned u64s.
+unsafe fn read_array<const N: usize>(src: *const [u64; N]) -> [u64; N] {
+    let mut out = [0u64; N];
+    let first = src.cast::<u64>();
+    for (i, v) in out.iter_mut().enumerate() {
+        *v = std::ptr::read_volatile(first.add(i));
+    }
+    out
+}
+
+/// # Safety
+/// `src` must point to `n` readable, aligned u64s.
+unsafe fn read_vec(src: *const u64, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|i| std::ptr::read_volatile(src.add(i)))
+        .collect()
+}

@@ -1,0 +1,389 @@
+//! The kernel module as a monitor source: at each sample, the program's sums since the
+//! previous one become rows (`kernel`, `kernel_states`, `runq`), and at the end the run's
+//! figures ([`KernelSummary`]).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use super::layout::{to_hdr, Counter, RUNQ_MISSED, RUNQ_WAITS};
+use super::probe::{Probe, Reading};
+use super::summary::{KernelSummary, Latency, PortFigures, RunQueue};
+use crate::sources::{Ctx, Source};
+use crate::table::{Group, GroupRows, Row};
+use crate::tcp::{SockDiag, TcpState};
+
+/// Per port and interval: the connections' passage through the kernel.
+pub static KERNEL: Group = Group {
+    name: "kernel",
+    about: "with --kernel, per --port (the server's side), from eBPF: connections entering the accept queue and leaving it, the wait between (ms), closes and lifetimes, TIME_WAIT entries, listen drops, retransmits",
+    keys: &["port"],
+    columns: &[
+        "established_per_s",
+        "accepted_per_s",
+        "accept_wait_p50_ms",
+        "accept_wait_p99_ms",
+        "accept_wait_max_ms",
+        "closed_per_s",
+        "lifetime_p50_ms",
+        "lifetime_p99_ms",
+        "time_wait_per_s",
+        "closed_waiting_per_s",
+        "listen_drops_per_s",
+        "overflows_ack_per_s",
+        "retrans_segs_per_s",
+        "rtos_per_s",
+        "synack_retrans_per_s",
+    ],
+};
+
+/// Per port and interval: state changes by the state entered.
+pub static KERNEL_STATES: Group = Group {
+    name: "kernel_states",
+    about: "with --kernel, per --port (the server's side), from eBPF: TCP state changes per second, by the state entered (time_wait: closes into TIME_WAIT)",
+    keys: &["port"],
+    columns: &[
+        "established",
+        "syn_sent",
+        "syn_recv",
+        "fin_wait1",
+        "fin_wait2",
+        "time_wait",
+        "close",
+        "close_wait",
+        "last_ack",
+        "listen",
+        "closing",
+    ],
+};
+
+/// Per interval: the watched threads' waits for a CPU.
+pub static RUNQ: Group = Group {
+    name: "runq",
+    about: "with --kernel, from eBPF: the watched processes' threads, each wait from wake-up (or preemption) to running: how many per second, and their spread (ms)",
+    keys: &[],
+    columns: &["waits_per_s", "wait_p50_ms", "wait_p99_ms", "wait_max_ms"],
+};
+
+/// How often the set of processes whose threads are timed is looked up again (it follows
+/// children and a server that restarts); a lookup reads every `/proc/PID/stat`.
+const PIDS_EVERY: Duration = Duration::from_secs(1);
+
+/// The kernel source: the loaded program and the previous reading.
+pub struct Kernel {
+    probe: Probe,
+    ports: Vec<u16>,
+    pids: Vec<u32>,
+    children: bool,
+    tgids: Vec<u32>,
+    tgids_at: Instant,
+    diag: Option<SockDiag>,
+    first: Reading,
+    last: Reading,
+    drops_first: Vec<Option<u64>>,
+    drops_last: Vec<Option<u64>>,
+    /// Hooks detached once the server showed which way it accepts, and why.
+    detached: Vec<String>,
+}
+
+/// Connections seen leaving the accept queue one way, none the other, before the hook of the
+/// other way is detached (it costs every system call, or every receive, on the machine).
+const ACCEPTS_TO_DECIDE: u64 = 20;
+
+impl Kernel {
+    /// Loads the program for `ports`, timing the run-queue waits of `pids` (and with
+    /// `children` their descendants; with no pids, of the processes holding the ports'
+    /// listeners). Err: one line saying why it cannot load here.
+    pub fn start(ports: &[u16], pids: &[u32], children: bool) -> Result<Kernel, String> {
+        let probe = Probe::load(ports)?;
+        let first = probe.read();
+        let mut diag = SockDiag::open().ok();
+        let drops_first = drops(&mut diag, ports);
+        let mut kernel = Kernel {
+            probe,
+            ports: ports.to_vec(),
+            pids: pids.to_vec(),
+            children,
+            tgids: Vec::new(),
+            tgids_at: Instant::now(),
+            diag,
+            last: first.clone(),
+            first,
+            drops_last: drops_first.clone(),
+            drops_first,
+            detached: Vec::new(),
+        };
+        kernel.refresh_tgids();
+        Ok(kernel)
+    }
+
+    /// Hooks that would not attach, each with why.
+    pub fn unattached(&self) -> &[String] {
+        &self.probe.unattached
+    }
+
+    /// Once one way of accepting has shown itself and the other not at all, detaches the
+    /// other's hook: an io_uring server never returns from accept(), so the hook on every
+    /// system call's return costs and finds nothing; a server that accepts by system call
+    /// has no use for the hook on every receive.
+    fn settle_accept_hooks(&mut self, now: &Reading) {
+        if !self.detached.is_empty() {
+            return;
+        }
+        let total = |which: Counter| -> u64 {
+            now.ports
+                .iter()
+                .zip(&self.first.ports)
+                .map(|(b, a)| b.counters[which as usize].wrapping_sub(a.counters[which as usize]))
+                .sum()
+        };
+        let (by_syscall, by_read) = (
+            total(Counter::AcceptedSyscall),
+            total(Counter::AcceptedRead),
+        );
+        let (hook, why) = if by_syscall == 0 && by_read >= ACCEPTS_TO_DECIDE {
+            ("sys_exit", format!("sys_exit (accept()'s return): the first {by_read} accepts were seen at first reads only (io_uring)"))
+        } else if by_read == 0 && by_syscall >= ACCEPTS_TO_DECIDE {
+            ("sock_recv_length", format!("sock_recv_length (first reads): the first {by_syscall} accepts were all seen at accept()'s return"))
+        } else {
+            return;
+        };
+        if self.probe.detach(hook) {
+            self.detached.push(why);
+        }
+    }
+
+    fn refresh_tgids(&mut self) {
+        let mut tgids: Vec<u32> = if self.pids.is_empty() {
+            self.ports
+                .iter()
+                .filter_map(|p| crate::procs::listeners(*p).ok())
+                .flatten()
+                .map(|p| p.pid)
+                .collect()
+        } else if self.children {
+            crate::procs::tree(&self.pids)
+                .into_iter()
+                .map(|p| p.pid)
+                .collect()
+        } else {
+            self.pids.clone()
+        };
+        tgids.sort_unstable();
+        tgids.dedup();
+        if tgids != self.tgids {
+            self.probe.set_tgids(&tgids);
+            self.tgids = tgids;
+        }
+        self.tgids_at = Instant::now();
+    }
+
+    /// The run's figures: everything summed since the start.
+    pub fn summary(&self) -> KernelSummary {
+        let now = self.probe.read();
+        let drops_now = self.drops_last.clone();
+        let ports = self
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, &port)| {
+                let (a, b) = (&self.first.ports[i], &now.ports[i]);
+                let c = |which: Counter| {
+                    b.counters[which as usize].wrapping_sub(a.counters[which as usize])
+                };
+                let transitions: BTreeMap<String, u64> = TcpState::ALL
+                    .iter()
+                    .map(|s| {
+                        let n = if *s == TcpState::TimeWait {
+                            c(Counter::TimeWait)
+                        } else {
+                            b.states[*s as usize].wrapping_sub(a.states[*s as usize])
+                        };
+                        (s.name().to_string(), n)
+                    })
+                    .collect();
+                let retrans = to_hdr(&diff(&b.retrans_per_conn, &a.retrans_per_conn));
+                PortFigures {
+                    port,
+                    established: c(Counter::Established),
+                    accepted_syscall: c(Counter::AcceptedSyscall),
+                    accepted_read: c(Counter::AcceptedRead),
+                    closed: c(Counter::Closed),
+                    closed_unseen: c(Counter::ClosedUnseen),
+                    closed_waiting: c(Counter::ClosedWaiting),
+                    time_wait: c(Counter::TimeWait),
+                    retrans_segs: c(Counter::RetransSegs),
+                    retransmissions: c(Counter::RetransEvents),
+                    rtos: c(Counter::Rto),
+                    synack_retrans: c(Counter::SynackRetrans),
+                    overflows_ack: c(Counter::OverflowAck),
+                    listen_drops: listen_drops(
+                        self.drops_first[i],
+                        drops_now[i],
+                        c(Counter::OverflowAck),
+                    ),
+                    conns_retransmitting: c(Counter::ConnsRetrans),
+                    most_retrans_per_conn: if retrans.is_empty() { 0 } else { retrans.max() },
+                    transitions,
+                    accept_wait: Latency::of(&to_hdr(&diff(&b.accept_wait, &a.accept_wait))),
+                    lifetime: Latency::of(&to_hdr(&diff(&b.lifetime, &a.lifetime))),
+                }
+            })
+            .collect();
+        let runq = to_hdr(&diff(&now.runq, &self.first.runq));
+        KernelSummary {
+            dequeue: "accept()/accept4() returning; for io_uring's accepts, the first receive"
+                .into(),
+            unattached: self.probe.unattached.clone(),
+            detached: self.detached.clone(),
+            ports,
+            runq: RunQueue {
+                pids: self.tgids.clone(),
+                untimed: now.runq_counters[RUNQ_MISSED]
+                    .wrapping_sub(self.first.runq_counters[RUNQ_MISSED]),
+                wait: Latency::of(&runq),
+            },
+        }
+    }
+}
+
+/// The kernel's ListenDrops for a port's listeners over a run, from their drop counters at
+/// its two ends and the handshakes dropped on overflow meanwhile: the kernel adds those to a
+/// listener's counter twice (where it counts ListenDrops, and again where it discards the
+/// packet), every other listen drop once. `None` unless a listener was seen at both ends.
+pub fn listen_drops(first: Option<u64>, last: Option<u64>, overflows_ack: u64) -> Option<u64> {
+    let (first, last) = (first?, last?);
+    // The counter is 32 bits in the kernel: a difference modulo 2^32.
+    let counted = (last.wrapping_sub(first)) & 0xffff_ffff;
+    Some(counted.saturating_sub(overflows_ack))
+}
+
+fn drops(diag: &mut Option<SockDiag>, ports: &[u16]) -> Vec<Option<u64>> {
+    match diag.as_mut().map(|d| d.listen_drops(ports)) {
+        Some(Ok(d)) => d,
+        _ => vec![None; ports.len()],
+    }
+}
+
+fn diff(b: &[u64], a: &[u64]) -> Vec<u64> {
+    b.iter().zip(a).map(|(b, a)| b.wrapping_sub(*a)).collect()
+}
+
+fn ms(h: &Histogram<u64>, q: f64) -> f64 {
+    if h.is_empty() {
+        f64::NAN
+    } else if q >= 1.0 {
+        h.max() as f64 / 1e6
+    } else {
+        h.value_at_quantile(q) as f64 / 1e6
+    }
+}
+
+impl Source for Kernel {
+    fn name(&self) -> &'static str {
+        "kernel"
+    }
+
+    fn sample(&mut self, ctx: &mut Ctx<'_>, out: &mut Vec<GroupRows>) -> Result<(), String> {
+        if self.tgids_at.elapsed() >= PIDS_EVERY && (self.children || self.pids.is_empty()) {
+            self.refresh_tgids();
+        }
+        let now = self.probe.read();
+        self.settle_accept_hooks(&now);
+        let drops_now = drops(&mut self.diag, &self.ports);
+        if ctx.dt <= 0.0 {
+            self.last = now;
+            self.drops_last = drops_now;
+            return Ok(());
+        }
+        let rate = |n: u64| n as f64 / ctx.dt;
+        let mut kernel = Vec::new();
+        let mut states = Vec::new();
+        for (i, &port) in self.ports.iter().enumerate() {
+            let (a, b) = (&self.last.ports[i], &now.ports[i]);
+            let c = |which: Counter| {
+                b.counters[which as usize].wrapping_sub(a.counters[which as usize])
+            };
+            let wait = to_hdr(&diff(&b.accept_wait, &a.accept_wait));
+            let life = to_hdr(&diff(&b.lifetime, &a.lifetime));
+            let dropped = listen_drops(self.drops_last[i], drops_now[i], c(Counter::OverflowAck));
+            kernel.push(Row::new(
+                [port.to_string()],
+                vec![
+                    rate(c(Counter::Established)),
+                    rate(c(Counter::AcceptedSyscall) + c(Counter::AcceptedRead)),
+                    ms(&wait, 0.5),
+                    ms(&wait, 0.99),
+                    ms(&wait, 1.0),
+                    rate(c(Counter::Closed) + c(Counter::ClosedUnseen)),
+                    ms(&life, 0.5),
+                    ms(&life, 0.99),
+                    rate(c(Counter::TimeWait)),
+                    rate(c(Counter::ClosedWaiting)),
+                    dropped.map_or(f64::NAN, rate),
+                    rate(c(Counter::OverflowAck)),
+                    rate(c(Counter::RetransSegs)),
+                    rate(c(Counter::Rto)),
+                    rate(c(Counter::SynackRetrans)),
+                ],
+            ));
+            states.push(Row::new(
+                [port.to_string()],
+                TcpState::ALL
+                    .iter()
+                    .map(|s| {
+                        rate(if *s == TcpState::TimeWait {
+                            c(Counter::TimeWait)
+                        } else {
+                            b.states[*s as usize].wrapping_sub(a.states[*s as usize])
+                        })
+                    })
+                    .collect(),
+            ));
+        }
+        out.push(GroupRows {
+            group: &KERNEL,
+            rows: kernel,
+        });
+        out.push(GroupRows {
+            group: &KERNEL_STATES,
+            rows: states,
+        });
+        if !self.tgids.is_empty() {
+            let runq = to_hdr(&diff(&now.runq, &self.last.runq));
+            let waits =
+                now.runq_counters[RUNQ_WAITS].wrapping_sub(self.last.runq_counters[RUNQ_WAITS]);
+            out.push(GroupRows {
+                group: &RUNQ,
+                rows: vec![Row::new(
+                    Vec::<String>::new(),
+                    vec![rate(waits), ms(&runq, 0.5), ms(&runq, 0.99), ms(&runq, 1.0)],
+                )],
+            });
+        }
+        self.last = now;
+        // A listener that vanished keeps its last count, so the run's figure still spans it.
+        for (last, now) in self.drops_last.iter_mut().zip(drops_now) {
+            if now.is_some() {
+                *last = now;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listen_drops;
+
+    #[test]
+    fn listen_drops_take_out_the_overflows_the_kernel_counts_twice() {
+        // 144 SYNs refused (once each) and 3 handshakes dropped on overflow (twice each).
+        assert_eq!(listen_drops(Some(10), Some(10 + 144 + 6), 3), Some(147));
+        // The 32-bit counter wrapped.
+        assert_eq!(listen_drops(Some(u64::from(u32::MAX)), Some(4), 0), Some(5));
+        assert_eq!(listen_drops(None, Some(4), 0), None);
+        assert_eq!(listen_drops(Some(4), None, 0), None);
+    }
+}

@@ -1,0 +1,192 @@
+//! The kernel module's figures for a whole run, as `monitor.json` holds them.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// What the kernel module saw over a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelSummary {
+    /// How a connection's leaving the accept queue is seen (accept()'s return, or the first
+    /// receive for io_uring's accepts), in words.
+    pub dequeue: String,
+    /// Hooks that would not attach, each with why; their figures are missing (zero).
+    pub unattached: Vec<String>,
+    /// Hooks detached during the run once the server showed how it accepts, each with why.
+    #[serde(default)]
+    pub detached: Vec<String>,
+    /// One per watched port, in the order given.
+    pub ports: Vec<PortFigures>,
+    /// The run-queue latency of the watched processes' threads.
+    pub runq: RunQueue,
+}
+
+/// One port's figures over a run (the server's side: sockets whose local port it is).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortFigures {
+    /// The port.
+    pub port: u16,
+    /// Connections that finished their handshake and entered the accept queue.
+    pub established: u64,
+    /// Of those, seen leaving the queue at accept()/accept4()'s return.
+    pub accepted_syscall: u64,
+    /// Seen leaving it at their first receive (io_uring's accepts, or any accept not made by
+    /// a system call).
+    pub accepted_read: u64,
+    /// Connections closed that were born while watched: one lifetime each.
+    pub closed: u64,
+    /// Connections closed that were open before the monitor started (no lifetime).
+    pub closed_unseen: u64,
+    /// Connections closed while still in the accept queue (never accepted); for a server
+    /// accepting through io_uring, also those accepted and closed without a read.
+    pub closed_waiting: u64,
+    /// Connections closed into TIME_WAIT (this side closed first).
+    pub time_wait: u64,
+    /// Segments retransmitted (as the kernel's TcpRetransSegs counts them).
+    pub retrans_segs: u64,
+    /// Retransmissions (packets sent again, each one or more segments).
+    pub retransmissions: u64,
+    /// Retransmission timeouts (entries into the Loss state).
+    pub rtos: u64,
+    /// SYN-ACKs retransmitted.
+    pub synack_retrans: u64,
+    /// Handshakes completed into a full accept queue, dropped (kernel 6.15 on).
+    pub overflows_ack: u64,
+    /// The kernel's ListenDrops for this port's listeners: SYNs refused and handshakes
+    /// dropped because the accept queue was full (ListenOverflows), or the SYN queue without
+    /// syncookies, or memory. From the listen sockets' own drop counter (sock_diag); `None`
+    /// when no listener was seen at both ends of the run.
+    pub listen_drops: Option<u64>,
+    /// Closed connections that had retransmitted, and the most one of them retransmitted.
+    pub conns_retransmitting: u64,
+    /// See `conns_retransmitting`.
+    pub most_retrans_per_conn: u64,
+    /// State changes, by the state entered (`established`, `fin_wait1`, ...; `time_wait`
+    /// is `time_wait` above, as the kernel traces no change into it).
+    pub transitions: BTreeMap<String, u64>,
+    /// Accept-queue wait.
+    pub accept_wait: Option<Latency>,
+    /// Lifetime, ESTABLISHED to CLOSE.
+    pub lifetime: Option<Latency>,
+}
+
+/// The run-queue latency of the watched threads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunQueue {
+    /// The processes whose threads were timed (the last set; it follows children).
+    pub pids: Vec<u32>,
+    /// Threads switched in whose wake-up came before the monitor watched them (untimed).
+    pub untimed: u64,
+    /// The waits timed.
+    pub wait: Option<Latency>,
+}
+
+/// A distribution of times, milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// How many.
+    pub count: u64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Largest (within the bucket's 3.2 %).
+    pub max_ms: f64,
+}
+
+impl Latency {
+    /// The distribution of a histogram of nanoseconds; `None` if it is empty.
+    pub fn of(h: &Histogram<u64>) -> Option<Latency> {
+        if h.is_empty() {
+            return None;
+        }
+        let ms = |ns: u64| ns as f64 / 1e6;
+        Some(Latency {
+            count: h.len(),
+            mean_ms: h.mean() / 1e6,
+            p50_ms: ms(h.value_at_quantile(0.5)),
+            p90_ms: ms(h.value_at_quantile(0.9)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            p999_ms: ms(h.value_at_quantile(0.999)),
+            max_ms: ms(h.max()),
+        })
+    }
+}
+
+fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn spread(l: &Option<Latency>) -> String {
+    match l {
+        Some(l) => format!(
+            "p50 {} ms, p99 {} ms, max {} ms",
+            ms(l.p50_ms),
+            ms(l.p99_ms),
+            ms(l.max_ms)
+        ),
+        None => "-".into(),
+    }
+}
+
+impl KernelSummary {
+    /// A few lines per port for the terminal, each starting with two spaces.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for p in &self.ports {
+            let accepted = p.accepted_syscall + p.accepted_read;
+            out.push_str(&format!(
+                "  kernel   :{} {} queued, {} accepted ({} at accept(), {} at first read); queue wait {}\n",
+                p.port,
+                p.established,
+                accepted,
+                p.accepted_syscall,
+                p.accepted_read,
+                spread(&p.accept_wait)
+            ));
+            out.push_str(&format!(
+                "           :{} {} closed (lifetime {}), {} into TIME_WAIT, {} closed while queued, listen drops {}\n",
+                p.port,
+                p.closed,
+                spread(&p.lifetime),
+                p.time_wait,
+                p.closed_waiting,
+                p.listen_drops.map_or("-".into(), |d| d.to_string()),
+            ));
+            if p.retrans_segs + p.rtos + p.synack_retrans > 0 {
+                out.push_str(&format!(
+                    "           :{} {} segments retransmitted, {} timeouts, {} SYN-ACKs again; {} connections retransmitted (at most {} each)\n",
+                    p.port, p.retrans_segs, p.rtos, p.synack_retrans, p.conns_retransmitting, p.most_retrans_per_conn
+                ));
+            }
+        }
+        if !self.runq.pids.is_empty() {
+            out.push_str(&format!(
+                "  kernel   run queue of {} process(es): {} waits, {}\n",
+                self.runq.pids.len(),
+                self.runq.wait.map_or(0, |w| w.count),
+                spread(&self.runq.wait)
+            ));
+        }
+        for why in &self.detached {
+            out.push_str(&format!("  kernel   hook detached: {why}\n"));
+        }
+        for why in &self.unattached {
+            out.push_str(&format!("  kernel   hook not attached: {why}\n"));
+        }
+        out
+    }
+}

@@ -1,0 +1,630 @@
+//! The kernel module against known truth: servers whose accept delay, connection count,
+//! listen backlog or packet loss the test sets, compared with what the kernel's own counters
+//! (nstat's) and `ss` say, and a CPU hog beside a watched thread.
+//!
+//! They need root (CI runs as root and sets WEBSCOPE_REQUIRE_KERNEL, so there they must
+//! run); elsewhere each says why it is skipped. The ones that read the kernel's TCP counters
+//! run in a network namespace of their own (one thread moved into it), so no other process's
+//! traffic is in those counters; they need unshare's privilege too (WEBSCOPE_REQUIRE_NETNS).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use webscope_monitor::kernel::{KernelSummary, PortFigures};
+use webscope_monitor::{Config, Monitor};
+
+/// A system tool, from /usr/sbin where it is there (root's PATH may lack it).
+fn tool(name: &str) -> Command {
+    let sbin = format!("/usr/sbin/{name}");
+    if std::path::Path::new(&sbin).exists() {
+        Command::new(sbin)
+    } else {
+        Command::new(name)
+    }
+}
+
+/// One kernel test at a time: each loads its own program, and the leak test counts them.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A monitor with the kernel module on `ports` (and `pids`' run-queue waits); None, with the
+/// reason printed, where the module cannot load, unless WEBSCOPE_REQUIRE_KERNEL is set.
+fn kernel_monitor(ports: &[u16], pids: &[u32]) -> Option<Monitor> {
+    let monitor = Monitor::start(Config {
+        ports: ports.to_vec(),
+        pids: pids.to_vec(),
+        kernel: true,
+        interval: Duration::from_millis(100),
+        ..Config::default()
+    })
+    .expect("the monitor starts whether or not the kernel module loads");
+    if let Some(why) = monitor.kernel_error() {
+        assert!(
+            std::env::var_os("WEBSCOPE_REQUIRE_KERNEL").is_none(),
+            "WEBSCOPE_REQUIRE_KERNEL is set but {why}"
+        );
+        eprintln!("skipping: {why}");
+        return None;
+    }
+    Some(monitor)
+}
+
+/// Samples once more and stops: the run's kernel figures.
+fn finish(mut monitor: Monitor) -> KernelSummary {
+    monitor.sample().unwrap();
+    let results = monitor.stop().unwrap();
+    results.summary.kernel.expect("kernel figures")
+}
+
+fn port_of(summary: &KernelSummary, port: u16) -> &PortFigures {
+    summary.ports.iter().find(|p| p.port == port).unwrap()
+}
+
+fn listener(addr: &str, backlog: i32) -> (TcpListener, u16) {
+    let addr: SocketAddr = addr.parse().unwrap();
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )
+    .unwrap();
+    socket.bind(&addr.into()).unwrap();
+    socket.listen(backlog).unwrap();
+    let listener: TcpListener = socket.into();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+/// Waits until `listener` has a connection queued (poll), without taking it.
+fn wait_readable(listener: &TcpListener) {
+    let mut fds = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut fds, 1, 10_000) };
+    assert_eq!(n, 1, "a connection arrives within 10 s");
+}
+
+#[test]
+fn a_server_that_sleeps_20_ms_before_each_accept_shows_a_20_ms_queue_wait() {
+    let _serial = serial();
+    const N: usize = 12;
+    const DELAY: Duration = Duration::from_millis(20);
+    let (listener, port) = listener("127.0.0.1:0", 128);
+    let Some(monitor) = kernel_monitor(&[port], &[]) else {
+        return;
+    };
+    let server = std::thread::spawn(move || {
+        for _ in 0..N {
+            wait_readable(&listener);
+            std::thread::sleep(DELAY);
+            let (mut s, _) = listener.accept().unwrap();
+            s.write_all(b"x").unwrap();
+        }
+    });
+    // One client at a time: each waits in the queue for the server's sleep alone.
+    for _ in 0..N {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut byte = [0u8; 1];
+        c.read_exact(&mut byte).unwrap();
+    }
+    server.join().unwrap();
+    let k = finish(monitor);
+    let p = port_of(&k, port);
+    assert_eq!(p.established, N as u64, "{p:?}");
+    assert_eq!(
+        p.accepted_syscall, N as u64,
+        "seen at accept()'s return: {p:?}"
+    );
+    let wait = p.accept_wait.expect("queue waits");
+    eprintln!("accept-queue wait behind a 20 ms sleep: {wait:?}");
+    assert_eq!(wait.count, N as u64, "{wait:?}");
+    assert!(
+        (18.0..=22.0).contains(&wait.p50_ms),
+        "the median wait is the server's 20 ms sleep, within 10 %: {wait:?}"
+    );
+}
+
+/// `ss`'s count of TIME_WAIT sockets whose local port is `port`.
+fn ss_time_wait(port: u16) -> usize {
+    let out = tool("ss")
+        .args(["-Htan", "state", "time-wait", &format!("sport = :{port}")])
+        .output()
+        .expect("ss (iproute2) runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+#[test]
+fn n_connections_give_n_lifetimes_and_time_wait_entries_agree_with_ss() {
+    let _serial = serial();
+    const N: usize = 25;
+    let (v4, port4) = listener("127.0.0.1:0", 128);
+    let (v6, port6) = listener("[::1]:0", 128);
+    // A port nothing listens on: watched, and nothing is counted for it.
+    let idle = TcpListener::bind("127.0.0.1:0").unwrap();
+    let idle_port = idle.local_addr().unwrap().port();
+    drop(idle);
+    let Some(monitor) = kernel_monitor(&[port4, port6, idle_port], &[]) else {
+        return;
+    };
+    for (listener, addr) in [(&v4, "127.0.0.1"), (&v6, "::1")] {
+        let port = listener.local_addr().unwrap().port();
+        for i in 0..N {
+            let mut c = TcpStream::connect((addr, port)).unwrap();
+            let (mut s, _) = listener.accept().unwrap();
+            s.write_all(b"hello").unwrap();
+            // The server closes first (into TIME_WAIT), except for every fifth connection,
+            // which the client closes first (the server then passes through LAST_ACK).
+            if i % 5 == 4 {
+                // What the client got is read first: closing with unread data would reset.
+                let mut hello = [0u8; 5];
+                c.read_exact(&mut hello).unwrap();
+                drop(c);
+                std::thread::sleep(Duration::from_millis(2));
+                drop(s);
+            } else {
+                drop(s);
+                let mut rest = Vec::new();
+                c.read_to_end(&mut rest).unwrap();
+            }
+        }
+    }
+    // Let the last FINs and ACKs land.
+    std::thread::sleep(Duration::from_millis(200));
+    let k = finish(monitor);
+    for port in [port4, port6] {
+        let p = port_of(&k, port);
+        assert_eq!(p.established, N as u64, "{p:?}");
+        assert_eq!(p.closed, N as u64, "one lifetime per connection: {p:?}");
+        assert_eq!(p.lifetime.map(|l| l.count), Some(N as u64), "{p:?}");
+        assert_eq!(p.closed_unseen + p.closed_waiting, 0, "{p:?}");
+        let server_closed_first = N - N / 5;
+        assert_eq!(p.time_wait, server_closed_first as u64, "{p:?}");
+        assert_eq!(
+            ss_time_wait(port),
+            server_closed_first,
+            "the TIME_WAIT entries are the sockets ss lists in TIME_WAIT ({p:?})"
+        );
+        assert_eq!(p.transitions["last_ack"], (N / 5) as u64, "{p:?}");
+    }
+    // Every accept was an accept(): the first-read hook, which runs at every receive on the
+    // machine, was detached.
+    assert!(
+        k.detached.len() == 1 && k.detached[0].starts_with("sock_recv_length"),
+        "{:?}",
+        k.detached
+    );
+    let idle = port_of(&k, idle_port);
+    assert_eq!(
+        (idle.established, idle.closed, idle.listen_drops),
+        (0, 0, None)
+    );
+}
+
+/// Runs `body` on a thread moved into a network namespace of its own, loopback up. None
+/// (with a note) where none can be made, unless WEBSCOPE_REQUIRE_NETNS is set.
+fn in_netns<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    std::thread::spawn(move || {
+        // SAFETY: unshare moves only this thread, which the closure then uses alone.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            let why = std::io::Error::last_os_error();
+            assert!(
+                std::env::var_os("WEBSCOPE_REQUIRE_NETNS").is_none(),
+                "WEBSCOPE_REQUIRE_NETNS is set but no network namespace could be made: {why}"
+            );
+            eprintln!("skipping: no network namespace here (needs root): {why}");
+            return None;
+        }
+        // A child started from this thread is in its namespace.
+        let up = tool("ip").args(["link", "set", "lo", "up"]).status();
+        assert!(
+            matches!(&up, Ok(s) if s.success()),
+            "ip link set lo up: {up:?}"
+        );
+        Some(body())
+    })
+    .join()
+    .unwrap()
+}
+
+/// The namespace's counter `name` of `table` ("TcpExt", "Tcp") in /proc/thread-self/net's
+/// `file` (netstat, snmp), as nstat reads it.
+fn mib(file: &str, table: &str, name: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/thread-self/net/{file}")).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with(table)).collect();
+    for pair in lines.chunks(2) {
+        let (head, values) = (pair[0], pair[1]);
+        if head.split_whitespace().next() != Some(&format!("{table}:")) {
+            continue;
+        }
+        if let Some(i) = head.split_whitespace().position(|h| h == name) {
+            return values.split_whitespace().nth(i).unwrap().parse().unwrap();
+        }
+    }
+    panic!("no {table} {name} in {file}");
+}
+
+#[test]
+fn a_flooded_backlog_of_one_counts_its_drops_as_the_kernels_listen_overflows() {
+    let _serial = serial();
+    let result = in_netns(|| {
+        let (listener, port) = listener("127.0.0.1:0", 1);
+        let monitor = kernel_monitor(&[port], &[])?;
+        let before = (
+            mib("netstat", "TcpExt", "ListenOverflows"),
+            mib("netstat", "TcpExt", "ListenDrops"),
+        );
+        // 40 connects at once to a queue of two (the kernel allows backlog + 1) that
+        // nobody accepts: SYNs are refused, and those refused again when retried at 1 s.
+        let mut clients = Vec::new();
+        for _ in 0..40 {
+            let c =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            c.set_nonblocking(true).unwrap();
+            let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+            let _ = c.connect(&addr.into());
+            clients.push(c);
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        let after = (
+            mib("netstat", "TcpExt", "ListenOverflows"),
+            mib("netstat", "TcpExt", "ListenDrops"),
+        );
+        let k = finish(monitor);
+        drop(listener);
+        Some((k, port, after.0 - before.0, after.1 - before.1))
+    });
+    let Some(Some((k, port, overflows, drops))) = result else {
+        return;
+    };
+    let p = port_of(&k, port);
+    assert!(
+        overflows >= 38,
+        "the flood overflowed the queue: {overflows}"
+    );
+    assert_eq!(
+        p.listen_drops,
+        Some(overflows),
+        "listen drops are nstat's ListenOverflows ({overflows}) and ListenDrops ({drops}): {p:?}"
+    );
+    assert_eq!(drops, overflows, "no drop here but overflows");
+    assert_eq!(p.established, 2, "two fit in the queue: {p:?}");
+}
+
+/// Runs `nft` with `args` (in the calling thread's namespace); panics with its error.
+fn nft(rules: &str) {
+    let out = tool("nft")
+        .args(["-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match out {
+        Ok(child) => child,
+        Err(err) => panic!("nft (Debian: nftables) is needed to drop packets: {err}"),
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(rules.as_bytes())
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "nft -f - failed on:\n{rules}");
+}
+
+#[test]
+fn retransmits_under_two_percent_loss_are_the_kernels_retransmitted_segments() {
+    let _serial = serial();
+    let result = in_netns(|| {
+        // One segment per packet (loopback would send 64 KiB ones), so that 2 % of
+        // packets is 2 % of segments, and there are enough of them to lose.
+        let ip = tool("ip")
+            .args(["link", "set", "lo", "mtu", "1500", "gso_max_segs", "1"])
+            .status();
+        assert!(
+            matches!(&ip, Ok(s) if s.success()),
+            "ip link set lo: {ip:?}"
+        );
+        let (listener, port) = listener("127.0.0.1:0", 16);
+        let monitor = kernel_monitor(&[port], &[])?;
+        // netem is not in this kernel: nftables drops 2 % of what the server sends, at
+        // random, on arrival (its retransmissions included). Not on the way out: a packet
+        // dropped there fails the server's send, which TCP simply sends again, unlost.
+        nft(&format!(
+            "table inet loss {{\n chain lose {{\n  type filter hook input priority 0;\n  \
+             tcp sport {port} numgen random mod 100 < 2 drop\n }}\n}}\n"
+        ));
+        let before = mib("snmp", "Tcp", "RetransSegs");
+        let server = std::thread::spawn(move || {
+            for _ in 0..4 {
+                let (mut s, _) = listener.accept().unwrap();
+                let chunk = vec![7u8; 64 * 1024];
+                for _ in 0..8 {
+                    s.write_all(&chunk).unwrap();
+                }
+            }
+        });
+        for _ in 0..4 {
+            let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).unwrap();
+            assert_eq!(got.len(), 512 << 10);
+        }
+        server.join().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let retrans = mib("snmp", "Tcp", "RetransSegs") - before;
+
+        Some((finish(monitor), port, retrans))
+    });
+    let Some(Some((k, port, retrans))) = result else {
+        return;
+    };
+    let p = port_of(&k, port);
+    // nstat's figure counts SYN-ACKs sent again too (2 % of them are lost as well).
+    let ours = p.retrans_segs + p.synack_retrans;
+    eprintln!(
+        "retransmitted segments: {ours} by the kernel module ({} SYN-ACKs), {retrans} by nstat; {} timeouts",
+        p.synack_retrans, p.rtos
+    );
+    assert!(retrans > 0, "2 % loss made retransmits");
+    let off = (ours as f64 - retrans as f64).abs() / retrans as f64;
+    assert!(
+        off <= 0.05,
+        "retransmitted segments {ours} vs nstat's TcpRetransSegs {retrans}: {p:?}"
+    );
+    assert!(p.conns_retransmitting >= 1, "{p:?}");
+}
+
+fn pin(pid: libc::pid_t, cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t with one CPU set, passed by pointer with its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set),
+            0
+        );
+    }
+}
+
+#[test]
+fn a_cpu_hog_beside_a_watched_thread_moves_its_run_queue_p99_above_1_ms() {
+    let _serial = serial();
+    // The test process is the watched one; the hogs are other processes on its CPU.
+    let Some(monitor) = kernel_monitor(&[], &[std::process::id()]) else {
+        return;
+    };
+    let hogs: Vec<std::process::Child> = (0..3)
+        .map(|_| {
+            let child = Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap();
+            pin(child.id() as libc::pid_t, 0);
+            child
+        })
+        .collect();
+    let worker = std::thread::spawn(|| {
+        pin(0, 0);
+        let until = Instant::now() + Duration::from_millis(600);
+        let mut x = 0u64;
+        while Instant::now() < until {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        x
+    });
+    let spun = worker.join().unwrap();
+    for mut hog in hogs {
+        let _ = hog.kill();
+        let _ = hog.wait();
+    }
+    assert!(spun > 0);
+    let k = finish(monitor);
+    let wait = k.runq.wait.expect("run-queue waits were timed");
+    eprintln!("run-queue wait beside three hogs: {wait:?}");
+    assert!(wait.count >= 10, "{wait:?}");
+    assert!(
+        wait.p99_ms > 1.0,
+        "three hogs on its CPU keep a spinning thread waiting: {wait:?}"
+    );
+}
+
+/// How many programs named `on_state` (the module's state hook) the kernel holds now, from
+/// `bpftool prog` (None, with a note, where bpftool is missing).
+fn loaded_programs() -> Option<usize> {
+    let out = tool("bpftool").args(["prog", "show"]).output();
+    match out {
+        Ok(out) if out.status.success() => Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.contains(" name on_state "))
+                .count(),
+        ),
+        other => {
+            assert!(
+                std::env::var_os("WEBSCOPE_REQUIRE_KERNEL").is_none(),
+                "WEBSCOPE_REQUIRE_KERNEL is set but bpftool (Debian: bpftool) cannot list programs: {other:?}"
+            );
+            eprintln!("skipping: no bpftool to list the kernel's programs: {other:?}");
+            None
+        }
+    }
+}
+
+/// Polls until `loaded_programs()` is `n` (a closed program is freed after an RCU grace
+/// period, not at once), for at most 5 s.
+fn programs_become(n: usize) -> usize {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = loaded_programs().unwrap_or(n);
+        if now == n || Instant::now() > until {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// This test binary again, running only `child_process` in `mode`.
+fn child(mode: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "child_process",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("WEBSCOPE_KERNEL_CHILD", mode)
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+#[test]
+#[ignore = "a child of the tests below, run by them with WEBSCOPE_KERNEL_CHILD"]
+fn child_process() {
+    let mode = std::env::var("WEBSCOPE_KERNEL_CHILD").expect("run by the tests below");
+    let monitor = Monitor::start(Config {
+        ports: vec![9],
+        pids: vec![std::process::id()],
+        kernel: true,
+        ..Config::default()
+    })
+    .unwrap();
+    match mode.as_str() {
+        // Holds the program until killed.
+        "hold" => {
+            assert!(
+                monitor.kernel_error().is_none(),
+                "{:?}",
+                monitor.kernel_error()
+            );
+            println!("loaded");
+            std::io::stdout().flush().unwrap();
+            std::thread::sleep(Duration::from_secs(60));
+            panic!("not killed within 60 s");
+        }
+        // Unprivileged: says why in one line, and samples everything else.
+        _ => {
+            let mut monitor = monitor;
+            std::thread::sleep(Duration::from_millis(50));
+            let sample = monitor.sample().unwrap();
+            let busy = sample.value("cpu", "all", "busy_pct").unwrap();
+            let summary = monitor.stop().unwrap().summary;
+            println!("kernel_error={}", summary.kernel_error.unwrap_or_default());
+            println!("busy={busy}");
+            println!("kernel_figures={}", summary.kernel.is_some());
+        }
+    }
+}
+
+#[test]
+fn a_monitor_that_stops_or_is_killed_leaves_no_program_loaded() {
+    let _serial = serial();
+    if loaded_programs().is_none() {
+        return;
+    }
+    // The tests before this one unloaded theirs; the kernel frees them after a grace period.
+    let before = programs_become(0);
+    // Stopped in order.
+    let Some(monitor) = kernel_monitor(&[9], &[]) else {
+        return;
+    };
+    assert_eq!(
+        loaded_programs(),
+        Some(before + 1),
+        "the monitor's program is loaded"
+    );
+    finish(monitor);
+    assert_eq!(programs_become(before), before, "stopping unloads it");
+    // Killed (SIGKILL, as a crash): the kernel closes its descriptors and frees it.
+    let mut holder = child("hold").spawn().unwrap();
+    let mut out = holder.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&seen).contains("loaded") {
+        match out.read(&mut byte) {
+            Ok(1) => seen.push(byte[0]),
+            _ => {
+                let mut err = String::new();
+                let _ = holder.stderr.take().unwrap().read_to_string(&mut err);
+                panic!(
+                    "the child ended before loading: {}{err}",
+                    String::from_utf8_lossy(&seen)
+                );
+            }
+        }
+    }
+    assert_eq!(
+        loaded_programs(),
+        Some(before + 1),
+        "the child's program is loaded"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(
+        programs_become(before),
+        before,
+        "a killed monitor leaves nothing behind"
+    );
+}
+
+#[test]
+fn without_privilege_one_line_says_why_and_the_rest_is_sampled() {
+    let _serial = serial();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: this process is the case itself.
+        let monitor = Monitor::start(Config {
+            ports: vec![9],
+            kernel: true,
+            ..Config::default()
+        })
+        .unwrap();
+        let why = monitor
+            .kernel_error()
+            .expect("no kernel module without privilege");
+        assert!(!why.contains('\n'), "{why}");
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let out = child("unprivileged")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |key: &str| {
+        // libtest prints "test child_process ... " before the child's first line.
+        text.lines()
+            .find_map(|l| l.find(key).map(|at| &l[at + key.len()..]))
+            .unwrap_or_else(|| panic!("no {key} in {text}"))
+            .to_string()
+    };
+    let why = line("kernel_error=");
+    assert!(
+        why.starts_with("no kernel figures: ") && why.contains("not permitted"),
+        "one line says why: {why}"
+    );
+    assert_eq!(line("kernel_figures="), "false");
+    let busy: f64 = line("busy=").parse().unwrap();
+    assert!(busy.is_finite(), "the CPU was sampled as before: {busy}");
+}
