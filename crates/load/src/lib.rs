@@ -56,6 +56,7 @@ mod hlog;
 mod merge;
 pub mod outcome;
 mod pace;
+mod quic;
 mod recorder;
 pub mod replay;
 pub mod replay_log;
