@@ -4,17 +4,19 @@
 //!
 //! The trust decision is the https one (`tls.rs`: `--cacert`, `-k`, or the bundled roots), on
 //! rustls with ring as everywhere in the generator, with ALPN `h3` only and early data on for
-//! `--0rtt`. Each connection gets its own copy of the rustls configuration (the session store
-//! stays shared, so tickets from one connection resume the next) whose verifier is wrapped to
-//! note whether it was asked: a full handshake checks the server's certificate, a resumed one
-//! does not, and neither quinn nor h3 says which one a connection made. The copy costs a few
-//! allocations per connection, against a handshake's tens of microseconds of signatures.
+//! `--0rtt`. One rustls configuration serves every connection: rustls resumes a ticket only
+//! with the very verifier it was issued under. Whether a handshake was full or resumed,
+//! which neither quinn nor h3 says, is read from its messages: each connection's crypto
+//! session is rustls's wrapped (`Watched`) to note a Certificate message from the server,
+//! which a full TLS 1.3 handshake sends and a resumed one does not (RFC 8446 §2.2).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quinn::crypto::rustls::QuicClientConfig;
+use quinn::crypto::{ExportKeyingMaterialError, HeaderKey, KeyPair, Keys, PacketKey, Session};
+use quinn_proto::transport_parameters::TransportParameters;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
@@ -29,8 +31,9 @@ const CONNECTION_WINDOW: u32 = 16 << 20;
 /// What every connection of an HTTP/3 run is made from.
 pub(crate) struct Client {
     /// ALPN h3, TLS 1.3 only (QUIC has no other), early data on with `--0rtt`.
-    tls: ClientConfig,
-    verifier: Arc<dyn ServerCertVerifier>,
+    crypto: Arc<QuicClientConfig>,
+    /// Why the server's certificate was last refused.
+    refused: Arc<Mutex<Option<String>>>,
     transport: Arc<quinn::TransportConfig>,
     /// The name sent (SNI) and checked.
     pub(crate) name: String,
@@ -38,24 +41,36 @@ pub(crate) struct Client {
     pub(crate) zero_rtt: bool,
 }
 
-/// What one connection's handshake told its verifier.
-#[derive(Default)]
+/// What one connection's handshake showed.
+#[derive(Debug, Default)]
 pub(crate) struct Verified {
-    /// The server's certificate was checked: a full handshake.
-    asked: AtomicBool,
-    /// Why the check failed, in words a user can act on.
-    refused: Mutex<Option<String>>,
+    /// The server sent its certificate: a full handshake.
+    full: AtomicBool,
+    /// The server sent a session ticket (NewSessionTicket), and when it did.
+    ticket: AtomicBool,
+    ticket_came: tokio::sync::Notify,
+    /// Why the certificate was refused, if it was (any connection's, the last).
+    refused: Arc<Mutex<Option<String>>>,
 }
 
 impl Verified {
-    /// Whether the handshake was a full one (it checked a certificate).
+    /// Whether the handshake was a full one (the server sent a certificate).
     pub(crate) fn full(&self) -> bool {
-        self.asked.load(Ordering::Relaxed)
+        self.full.load(Ordering::Relaxed)
     }
 
     /// Why the certificate was refused, if it was.
     pub(crate) fn refused(&self) -> Option<String> {
         self.refused.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// Completes once the server has sent a session ticket on this connection.
+    pub(crate) async fn ticket(&self) {
+        let came = self.ticket_came.notified();
+        if self.ticket.load(Ordering::Acquire) {
+            return;
+        }
+        came.await;
     }
 }
 
@@ -74,62 +89,202 @@ impl Client {
             ))
         })?;
         let (verifier, provider) = crate::tls::verifier(settings)?;
+        let refused = Arc::new(Mutex::new(None));
+        let noting = Arc::new(Noting {
+            inner: verifier,
+            refused: Arc::clone(&refused),
+        });
         let mut tls = ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| Error::Config(format!("TLS: {e}")))?
             .dangerous()
-            .with_custom_certificate_verifier(Arc::clone(&verifier))
+            .with_custom_certificate_verifier(noting)
             .with_no_client_auth();
         tls.alpn_protocols = vec![b"h3".to_vec()];
         tls.enable_early_data = zero_rtt;
         if settings.no_resume {
             tls.resumption = rustls::client::Resumption::disabled();
         }
-        // Checked once here, so that a connection's copy cannot fail.
-        QuicClientConfig::try_from(tls.clone()).map_err(|e| Error::Config(format!("QUIC: {e}")))?;
+        let crypto =
+            QuicClientConfig::try_from(tls).map_err(|e| Error::Config(format!("QUIC: {e}")))?;
         let mut transport = quinn::TransportConfig::default();
         transport
             .stream_receive_window(STREAM_WINDOW.into())
             .receive_window(CONNECTION_WINDOW.into())
             .max_idle_timeout(quinn::IdleTimeout::try_from(timeout).ok());
         Ok(Client {
-            tls,
-            verifier,
+            crypto: Arc::new(crypto),
+            refused,
             transport: Arc::new(transport),
             name: name.to_string(),
             zero_rtt,
         })
     }
 
-    /// A connection's quinn configuration, and what its handshake will tell about itself.
+    /// A connection's quinn configuration, and what its handshake will show.
     pub(crate) fn connection(&self) -> (quinn::ClientConfig, Arc<Verified>) {
-        let verified = Arc::new(Verified::default());
-        let mut tls = self.tls.clone();
-        tls.dangerous().set_certificate_verifier(Arc::new(Noting {
-            inner: Arc::clone(&self.verifier),
+        let verified = Arc::new(Verified {
+            full: AtomicBool::new(false),
+            ticket: AtomicBool::new(false),
+            ticket_came: tokio::sync::Notify::new(),
+            refused: Arc::clone(&self.refused),
+        });
+        let watched = Watched {
+            inner: Arc::clone(&self.crypto),
             verified: Arc::clone(&verified),
-        }));
-        // The same configuration as the one checked in `new`, but for its verifier.
-        let quic = QuicClientConfig::try_from(tls).expect("checked in Client::new");
-        let mut config = quinn::ClientConfig::new(Arc::new(quic));
+        };
+        let mut config = quinn::ClientConfig::new(Arc::new(watched));
         config.transport_config(Arc::clone(&self.transport));
         (config, verified)
     }
 }
 
-/// A verifier that notes that it was asked, and why it refused.
-#[derive(Debug)]
-struct Noting {
-    inner: Arc<dyn ServerCertVerifier>,
+/// One connection's crypto: rustls's, with the server's handshake messages watched.
+struct Watched {
+    inner: Arc<QuicClientConfig>,
     verified: Arc<Verified>,
 }
 
-impl std::fmt::Debug for Verified {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Verified")
-            .field("full", &self.full())
-            .finish()
+impl quinn::crypto::ClientConfig for Watched {
+    fn start_session(
+        self: Arc<Self>,
+        version: u32,
+        server_name: &str,
+        params: &TransportParameters,
+    ) -> Result<Box<dyn Session>, quinn::ConnectError> {
+        let inner = Arc::clone(&self.inner).start_session(version, server_name, params)?;
+        Ok(Box::new(WatchedSession {
+            inner,
+            messages: Messages::default(),
+            verified: Arc::clone(&self.verified),
+        }))
     }
+}
+
+/// A crypto session that notes a Certificate among the handshake messages it reads.
+struct WatchedSession {
+    inner: Box<dyn Session>,
+    messages: Messages,
+    verified: Arc<Verified>,
+}
+
+impl Session for WatchedSession {
+    fn read_handshake(&mut self, buf: &[u8]) -> Result<bool, quinn_proto::TransportError> {
+        let seen = self.messages.feed(buf);
+        let read = self.inner.read_handshake(buf);
+        if seen.certificate {
+            self.verified.full.store(true, Ordering::Relaxed);
+        }
+        if seen.ticket && read.is_ok() {
+            self.verified.ticket.store(true, Ordering::Release);
+            self.verified.ticket_came.notify_waiters();
+        }
+        read
+    }
+
+    fn initial_keys(&self, dst_cid: &quinn::ConnectionId, side: quinn::Side) -> Keys {
+        self.inner.initial_keys(dst_cid, side)
+    }
+    fn handshake_data(&self) -> Option<Box<dyn std::any::Any>> {
+        self.inner.handshake_data()
+    }
+    fn peer_identity(&self) -> Option<Box<dyn std::any::Any>> {
+        self.inner.peer_identity()
+    }
+    fn early_crypto(&self) -> Option<(Box<dyn HeaderKey>, Box<dyn PacketKey>)> {
+        self.inner.early_crypto()
+    }
+    fn early_data_accepted(&self) -> Option<bool> {
+        self.inner.early_data_accepted()
+    }
+    fn is_handshaking(&self) -> bool {
+        self.inner.is_handshaking()
+    }
+    fn transport_parameters(
+        &self,
+    ) -> Result<Option<TransportParameters>, quinn_proto::TransportError> {
+        self.inner.transport_parameters()
+    }
+    fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
+        self.inner.write_handshake(buf)
+    }
+    fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
+        self.inner.next_1rtt_keys()
+    }
+    fn is_valid_retry(
+        &self,
+        orig_dst_cid: &quinn::ConnectionId,
+        header: &[u8],
+        payload: &[u8],
+    ) -> bool {
+        self.inner.is_valid_retry(orig_dst_cid, header, payload)
+    }
+    fn export_keying_material(
+        &self,
+        output: &mut [u8],
+        label: &[u8],
+        context: &[u8],
+    ) -> Result<(), ExportKeyingMaterialError> {
+        self.inner.export_keying_material(output, label, context)
+    }
+}
+
+/// TLS handshake message types of NewSessionTicket and Certificate (RFC 8446 §4).
+const NEW_SESSION_TICKET: u8 = 4;
+const CERTIFICATE: u8 = 11;
+
+/// The messages of interest that began in a piece of the handshake stream.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    /// A Certificate: the server's, in a full handshake.
+    certificate: bool,
+    /// A NewSessionTicket: what the next connection may resume with.
+    ticket: bool,
+}
+
+/// A reader of TLS handshake message headers (type, 24-bit length) in a stream of handshake
+/// bytes given in pieces, skipping the bodies. Written here because no crate exposes it
+/// (rustls keeps its parser private); the server has its twin for what it writes.
+#[derive(Default)]
+struct Messages {
+    header: [u8; 4],
+    have: usize,
+    skip: usize,
+}
+
+impl Messages {
+    /// Reads `bytes`; which messages of interest began in them.
+    fn feed(&mut self, mut bytes: &[u8]) -> Seen {
+        let mut seen = Seen::default();
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let n = self.skip.min(bytes.len());
+                self.skip -= n;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let n = (4 - self.have).min(bytes.len());
+            self.header[self.have..self.have + n].copy_from_slice(&bytes[..n]);
+            self.have += n;
+            bytes = &bytes[n..];
+            if self.have == 4 {
+                seen.certificate |= self.header[0] == CERTIFICATE;
+                seen.ticket |= self.header[0] == NEW_SESSION_TICKET;
+                self.skip = u32::from_be_bytes([0, self.header[1], self.header[2], self.header[3]])
+                    as usize;
+                self.have = 0;
+            }
+        }
+        seen
+    }
+}
+
+/// A verifier that keeps why it refused, in words a user can act on (quinn's error says only
+/// "the cryptographic handshake failed").
+#[derive(Debug)]
+struct Noting {
+    inner: Arc<dyn ServerCertVerifier>,
+    refused: Arc<Mutex<Option<String>>>,
 }
 
 impl ServerCertVerifier for Noting {
@@ -141,12 +296,11 @@ impl ServerCertVerifier for Noting {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.verified.asked.store(true, Ordering::Relaxed);
         let result =
             self.inner
                 .verify_server_cert(end_entity, intermediates, server_name, ocsp, now);
         if let Err(e) = &result {
-            if let Ok(mut refused) = self.verified.refused.lock() {
+            if let Ok(mut refused) = self.refused.lock() {
                 *refused = Some(crate::tls::cause(e));
             }
         }
@@ -218,11 +372,28 @@ mod tests {
             ..TlsSettings::default()
         };
         let client = Client::new(&settings, "localhost", true, Duration::from_secs(5)).unwrap();
-        assert_eq!(client.tls.alpn_protocols, vec![b"h3".to_vec()]);
-        assert!(client.tls.enable_early_data);
+        assert!(client.zero_rtt);
         let (_, verified) = client.connection();
         assert!(!verified.full());
         assert_eq!(verified.refused(), None);
+    }
+
+    #[test]
+    fn a_certificate_is_seen_in_handshake_messages_cut_anywhere() {
+        // EncryptedExtensions (8, 2 bytes), Certificate (11, 3 bytes), Finished (20, 1 byte).
+        let full = [8, 0, 0, 2, 0, 0, 11, 0, 0, 3, 1, 2, 3, 20, 0, 0, 1, 9];
+        for cut in 0..full.len() {
+            let mut messages = Messages::default();
+            let (a, b) = (messages.feed(&full[..cut]), messages.feed(&full[cut..]));
+            assert!(a.certificate | b.certificate, "cut at {cut}");
+            assert!(!(a.ticket | b.ticket), "cut at {cut}");
+        }
+        // A resumed handshake: EncryptedExtensions, Finished; a body byte of 11 is no header.
+        let resumed = [8, 0, 0, 2, 11, 11, 20, 0, 0, 1, 11];
+        assert_eq!(Messages::default().feed(&resumed), Seen::default());
+        // A NewSessionTicket after the handshake.
+        let ticket = Messages::default().feed(&[4, 0, 0, 2, 11, 11]);
+        assert!(ticket.ticket && !ticket.certificate);
     }
 
     #[test]

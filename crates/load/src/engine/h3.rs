@@ -37,6 +37,9 @@ use crate::shared::{Intervals, Shared};
 /// hammered).
 const BACKOFF: Duration = Duration::from_millis(10);
 
+/// `--close`: how long a connection waits for the server's session ticket before closing.
+const TICKET_WAIT: Duration = Duration::from_millis(50);
+
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// Runs `connections` HTTP/3 connections of `streams` streams each until the run ends or is
@@ -101,7 +104,7 @@ async fn connection(
         in_flight.borrow_mut()[base] = Some((Instant::now(), 0));
         let opened = open(&shared, &endpoint, &client).await;
         in_flight.borrow_mut()[base] = None;
-        let (quic, sender) = match opened {
+        let (quic, sender, verified) = match opened {
             Ok(opened) => opened,
             Err(failure) => {
                 count_failure(&mut shared.recorder.borrow_mut(), 0, failure);
@@ -122,6 +125,13 @@ async fn connection(
         let mut graceful = true;
         for task in tasks {
             graceful &= task.await.unwrap_or(false);
+        }
+        // A connection per request: the next one resumes with a ticket from this one, which
+        // a server sends once its handshake has ended (after a 0-RTT request's answer, as
+        // like as not); a browser's connection stays open long enough to get it. Waited for
+        // a little (a server may send none).
+        if shared.mode == Mode::Close && graceful {
+            let _ = tokio::time::timeout(TICKET_WAIT, verified.ticket()).await;
         }
         // Closed by us: the server frees the connection at once, rather than at its idle
         // timeout (H3_NO_ERROR, RFC 9114 §8.1).
@@ -148,7 +158,7 @@ async fn open(
     shared: &Rc<Shared>,
     endpoint: &quinn::Endpoint,
     client: &Client,
-) -> Result<(quinn::Connection, SendRequest), Failure> {
+) -> Result<(quinn::Connection, SendRequest, Arc<quic::Verified>), Failure> {
     let (config, verified) = client.connection();
     let began = Instant::now();
     let connecting = endpoint
@@ -211,7 +221,7 @@ async fn open(
             note_h3(&watching, format!("the connection ended: {e}"));
         }
     });
-    Ok((quic, sender))
+    Ok((quic, sender, verified))
 }
 
 /// One stream's closed loop: a request, its whole response, the next request (`--close`: one
