@@ -35,7 +35,7 @@ pub struct Server {
     busy_poll: Option<Result<u32, String>>,
     engine: Engine,
     /// `--http3`: a UDP socket per worker and the QUIC set-up.
-    quic: Option<(Vec<std::net::UdpSocket>, Arc<crate::quic::Setup>)>,
+    quic: Option<(Vec<std::net::UdpSocket>, Arc<crate::quic::setup::Setup>)>,
 }
 
 /// A running server. Dropping it without `shutdown` leaves the workers running until the
@@ -119,7 +119,10 @@ impl Server {
             }
             (Some((tls, _)), true) => {
                 let sockets = crate::quic::bind(local_addr, config.workers)?;
-                Some((sockets, Arc::new(crate::quic::Setup::new(tls, &config)?)))
+                Some((
+                    sockets,
+                    Arc::new(crate::quic::setup::Setup::new(tls, &config)?),
+                ))
             }
         };
         let admin_listener = match config.admin {

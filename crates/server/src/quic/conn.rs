@@ -14,6 +14,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
+use super::shared::Shared;
 use super::stream::Stream;
 use super::{Live, Setup};
 use crate::exchange::Peer;
@@ -57,16 +58,6 @@ impl Drop for Handshaking {
     fn drop(&mut self) {
         self.0.handshaking.set(self.0.handshaking.get() - 1);
     }
-}
-
-/// What a connection's streams share: whether the handshake has ended (requests before it
-/// came as 0-RTT early data) and its time for the first request after it, the streams open.
-pub(super) struct Shared {
-    pub handshake_done: Cell<bool>,
-    pub handshake_ns: Cell<u64>,
-    pub open: Cell<usize>,
-    pub idle_since: Cell<Instant>,
-    pub went_idle: Notify,
 }
 
 impl Conn {

@@ -25,7 +25,8 @@
 //! answered 425 Too Early (RFC 8470) and tickets resume once: a replayed one does nothing.
 
 mod conn;
-mod setup;
+pub(crate) mod setup;
+mod shared;
 mod stream;
 
 use std::cell::Cell;
@@ -36,7 +37,7 @@ use std::sync::Arc;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::Notify;
 
-pub(crate) use setup::Setup;
+use setup::Setup;
 
 use crate::error::Error;
 use crate::slots::Slots;

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use h3::server::{RequestResolver, RequestStream};
 use webscope_http::request::Request;
 
-use super::conn::Shared;
+use super::shared::Shared;
 use crate::exchange::{self, Exchange, Peer, Terms};
 use crate::fields::{request, translate};
 use crate::files::read_at;
