@@ -241,3 +241,177 @@ fn streams_never_read_are_cut_and_hold_bounded_memory_and_resets_free_theirs() {
     );
     honest_run(&serve, &cert, tmp.path());
 }
+
+/// A two-way relay between one client and `server` that keeps every datagram the client sent,
+/// in order. Runs until `stop`.
+fn recording_relay(
+    server: SocketAddr,
+    stop: Arc<AtomicBool>,
+) -> (SocketAddr, Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+    let inbound = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let outbound = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for socket in [&inbound, &outbound] {
+        socket.set_nonblocking(true).unwrap();
+    }
+    let addr = inbound.local_addr().unwrap();
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = Arc::clone(&sent);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut client = None;
+        while !stop.load(Ordering::Relaxed) {
+            let mut idle = true;
+            if let Ok((n, from)) = inbound.recv_from(&mut buf) {
+                client = Some(from);
+                kept.lock().unwrap().push(buf[..n].to_vec());
+                let _ = outbound.send_to(&buf[..n], server);
+                idle = false;
+            }
+            if let (Ok((n, _)), Some(client)) = (outbound.recv_from(&mut buf), client) {
+                let _ = inbound.send_to(&buf[..n], client);
+                idle = false;
+            }
+            if idle {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    });
+    (addr, sent)
+}
+
+/// A QUIC variable-length integer at `at` (RFC 9000 §16): its value and the next offset.
+fn varint(bytes: &[u8], at: usize) -> Option<(u64, usize)> {
+    let first = *bytes.get(at)?;
+    let len = 1usize << (first >> 6);
+    let mut value = u64::from(first & 0x3f);
+    for i in 1..len {
+        value = (value << 8) | u64::from(*bytes.get(at + i)?);
+    }
+    Some((value, at + len))
+}
+
+/// The long-header packets coalesced in a datagram (RFC 9000 §17.2, §12.2): each one's type
+/// (0 Initial, 1 0-RTT, 2 Handshake) and destination connection ID; a short-header packet
+/// ends the walk.
+fn long_packets(datagram: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut packets = Vec::new();
+    let mut at = 0;
+    while let Some(&first) = datagram.get(at) {
+        if first & 0x80 == 0 {
+            break;
+        }
+        let kind = (first >> 4) & 0x3;
+        let Some(&dcid_len) = datagram.get(at + 5) else {
+            break;
+        };
+        let dcid_at = at + 6;
+        let Some(dcid) = datagram.get(dcid_at..dcid_at + dcid_len as usize) else {
+            break;
+        };
+        let scid_len_at = dcid_at + dcid_len as usize;
+        let Some(&scid_len) = datagram.get(scid_len_at) else {
+            break;
+        };
+        let mut next = scid_len_at + 1 + scid_len as usize;
+        if kind == 0 {
+            let Some((token, after)) = varint(datagram, next) else {
+                break;
+            };
+            next = after + token as usize;
+        }
+        let Some((length, payload)) = varint(datagram, next) else {
+            break;
+        };
+        packets.push((kind, dcid.to_vec()));
+        at = payload + length as usize;
+    }
+    packets
+}
+
+#[test]
+fn a_replayed_0rtt_flight_does_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(
+        &root,
+        tmp.path(),
+        (&cert, &key),
+        &["--http3", "--header-timeout", "1s"],
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let (relay, sent) = recording_relay(serve.addr, Arc::clone(&stop));
+    // A client that POSTs, a connection per request, in 0-RTT when it can.
+    let url = format!("https://127.0.0.1:{}/1k.bin", relay.port());
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "--close",
+            "--0rtt",
+            "-m",
+            "POST",
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "--cacert",
+            cert.to_str().unwrap(),
+        ],
+        &tmp.path().join("r.json"),
+        1,
+    );
+    stop.store(true, Ordering::Relaxed);
+    assert!(r["tls"]["early"].as_u64().unwrap_or(0) > 0, "{text}");
+    // The last connection's first flight: the datagrams to the connection ID its Initial
+    // chose, among them 0-RTT packets (alone or coalesced after the Initial).
+    let sent = sent.lock().unwrap().clone();
+    let flight_of = |chosen: &[u8]| -> Vec<&Vec<u8>> {
+        sent.iter()
+            .filter(|d| long_packets(d).iter().any(|(_, dcid)| dcid == chosen))
+            .collect()
+    };
+    let has_0rtt = |flight: &[&Vec<u8>]| {
+        flight
+            .iter()
+            .flat_map(|d| long_packets(d))
+            .any(|(kind, _)| kind == 1)
+    };
+    let flight = sent
+        .iter()
+        .rev()
+        .flat_map(|d| long_packets(d))
+        .filter(|(kind, _)| *kind == 0)
+        .map(|(_, dcid)| flight_of(&dcid))
+        .find(|flight| has_0rtt(flight))
+        .expect("a first flight with 0-RTT packets");
+    let posts = |lines: &[String]| lines.iter().filter(|l| l.contains("\"POST ")).count();
+    let requests = r["requests"].as_u64().unwrap() as usize;
+    let before = posts(&serve.log_lines(requests));
+    let failed = |s: &Serve| {
+        s.metrics()
+            .lines()
+            .find(|l| l.starts_with("webscope_tls_handshakes_total{result=\"failed\"}"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let failed_before = failed(&serve);
+    // The attacker's copy, from another address: the ticket was used once already, so the
+    // server makes it a full handshake without the early data, which the replayer can never
+    // finish.
+    let attacker = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in &flight {
+        attacker.send_to(datagram, serve.addr).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while failed(&serve) <= failed_before {
+        assert!(
+            Instant::now() < deadline,
+            "the replay never reached a handshake"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    let after = posts(&serve.log_lines(0));
+    assert_eq!(after, before, "the replayed POST was processed");
+}
