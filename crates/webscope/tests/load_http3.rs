@@ -337,3 +337,38 @@ fn aioquic_fetches_from_serve_http3_byte_for_byte() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn a_server_going_away_after_its_request_limit_is_reconnected_to_without_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    // GOAWAY after 50 requests, with up to 8 more already sent on the connection: those are
+    // rejected unprocessed (H3_REQUEST_REJECTED), which is no error of theirs.
+    let serve = Serve::start(
+        &root,
+        tmp.path(),
+        (&cert, &key),
+        &["--http3", "--keepalive-requests", "50"],
+    );
+    let url = serve.url("/1k.bin");
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "-M",
+            "8",
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "--cacert",
+            cert.to_str().unwrap(),
+        ],
+        &tmp.path().join("r.json"),
+        0,
+    );
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    assert!(r["connects"].as_u64().unwrap() > 1, "{text}");
+    assert_eq!(r["status_codes"]["200"], r["requests"], "{text}");
+}

@@ -341,6 +341,13 @@ fn stream_failure(shared: &Shared, e: h3::error::StreamError) -> Option<Failure>
     // Display: a connection's timeout or close is told by it.
     match &e {
         StreamError::RemoteClosing { .. } => None,
+        // A request past the server's GOAWAY, rejected unprocessed (RFC 9114 §4.1.1, §5.2):
+        // the connection's end, as HTTP/2's REFUSED_STREAM.
+        StreamError::RemoteTerminate { code, .. }
+            if *code == h3::error::Code::H3_REQUEST_REJECTED =>
+        {
+            None
+        }
         StreamError::RemoteTerminate { .. } => Some(Failure::StreamReset),
         _ if e.is_h3_no_error() => None,
         StreamError::ConnectionError { .. } => {
