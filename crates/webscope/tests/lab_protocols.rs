@@ -95,7 +95,7 @@ fn the_protocols_experiment_sets_http1_https_http2_and_http3_side_by_side() {
     let tmp = tempfile::tempdir().unwrap();
     let run = lab(
         tmp.path(),
-        &["--experiment", "protocols", "--duration", "700ms"],
+        &["--experiment", "protocols", "--duration", "1500ms"],
     );
     let report = report(tmp.path(), &run);
     let rows = report["protocols"]["rows"].as_array().unwrap();
