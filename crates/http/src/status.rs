@@ -34,6 +34,7 @@ pub fn reason(code: u16) -> &'static str {
         417 => "Expectation Failed",
         421 => "Misdirected Request",
         422 => "Unprocessable Content",
+        425 => "Too Early",
         426 => "Upgrade Required",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",

@@ -144,6 +144,11 @@ pub fn speak(config: &mut Config, target: &Target) {
         config.http2 = Some(config.http2.unwrap_or(1));
         config.mode = webscope_load::Mode::KeepAlive;
     }
+    if target.http3 {
+        // As HTTP/2: each client one QUIC connection with one stream.
+        config.http3 = Some(config.http3.unwrap_or(1));
+        config.mode = webscope_load::Mode::KeepAlive;
+    }
 }
 
 /// Requests an open-loop run may have in flight at once (the load command's default):

@@ -1,6 +1,6 @@
 //! The `protocols` experiment: what the protocols of 2026 cost the server next to the HTTP/1.1
-//! of the papers. The same SPECweb96 mix and clients over plain HTTP/1.1, HTTPS and HTTP/2
-//! (over TLS), each with connections kept alive, and the first two also with a connection per
+//! of the papers. The same SPECweb96 mix and clients over plain HTTP/1.1, HTTPS, HTTP/2
+//! (over TLS) and HTTP/3 (over QUIC, the same server's UDP port), each with connections kept alive, and the first two also with a connection per
 //! request (where HTTPS pays a handshake for each). Each row is its own embedded server, pinned
 //! as the lab pins it; the figure that matters is the server's CPU time per request, and in
 //! close mode the handshake's share of the client's time.
@@ -19,44 +19,57 @@ use crate::Options;
 /// Closed-loop clients of every row: enough to keep one server core busy.
 const CLIENTS: usize = 20;
 
-/// One row: its label, whether over TLS, HTTP/2, a connection per request.
+/// One row: its label, whether over TLS, HTTP/2, HTTP/3 (QUIC), a connection per request.
 pub struct Row {
     pub label: &'static str,
     pub tls: bool,
     pub http2: bool,
+    pub http3: bool,
     pub close: bool,
 }
 
 /// The rows, in the order they run and are shown.
-pub const ROWS: [Row; 5] = [
+pub const ROWS: [Row; 6] = [
     Row {
         label: "HTTP/1.1",
         tls: false,
         http2: false,
+        http3: false,
         close: false,
     },
     Row {
         label: "HTTP/1.1 close",
         tls: false,
         http2: false,
+        http3: false,
         close: true,
     },
     Row {
         label: "HTTPS",
         tls: true,
         http2: false,
+        http3: false,
         close: false,
     },
     Row {
         label: "HTTPS close",
         tls: true,
         http2: false,
+        http3: false,
         close: true,
     },
     Row {
         label: "HTTP/2",
         tls: true,
         http2: true,
+        http3: false,
+        close: false,
+    },
+    Row {
+        label: "HTTP/3",
+        tls: true,
+        http2: false,
+        http3: true,
         close: false,
     },
 ];
@@ -105,6 +118,7 @@ fn one_run(
     let row = &ROWS[index];
     let secure = Secure {
         http2: row.http2,
+        http3: row.http3,
         ..secure.clone()
     };
     let mut target = Target::embedded_over(
@@ -137,9 +151,10 @@ fn one_run(
             } else {
                 "keep-alive"
             },
-            match (row.tls, row.http2) {
-                (true, true) => ", HTTP/2 over TLS (ALPN h2), one stream per connection",
-                (true, false) => ", TLS 1.3 (rustls), sessions resumed",
+            match (row.tls, row.http2, row.http3) {
+                (true, true, _) => ", HTTP/2 over TLS (ALPN h2), one stream per connection",
+                (true, _, true) => ", HTTP/3 over QUIC (ALPN h3), one stream per connection",
+                (true, false, false) => ", TLS 1.3 (rustls), sessions resumed",
                 _ => "",
             }
         ),

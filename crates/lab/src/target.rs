@@ -34,6 +34,8 @@ pub struct Target {
     pub tls: webscope_load::TlsSettings,
     /// Runs speak HTTP/2 (`lab --http2`): each client a connection with one stream.
     pub http2: bool,
+    /// Runs speak HTTP/3 over QUIC (the protocols experiment's HTTP/3 row).
+    pub http3: bool,
 }
 
 /// The embedded server over TLS (`lab --tls`, `--http2`, the protocols experiment): the
@@ -43,6 +45,8 @@ pub struct Secure {
     pub cert: PathBuf,
     pub key: PathBuf,
     pub http2: bool,
+    /// The server serves HTTP/3 too (`serve --http3`), and runs speak it.
+    pub http3: bool,
 }
 
 impl Secure {
@@ -59,7 +63,12 @@ impl Secure {
             .with_context(|| format!("cannot write {}", cert.display()))?;
         webscope_sys::write_file(&key, made.key_pair.serialize_pem().as_bytes())
             .with_context(|| format!("cannot write {}", key.display()))?;
-        Ok(Secure { cert, key, http2 })
+        Ok(Secure {
+            cert,
+            key,
+            http2,
+            http3: false,
+        })
     }
 }
 
@@ -109,6 +118,9 @@ impl Target {
                 .arg(&secure.cert)
                 .arg("--tls-key")
                 .arg(&secure.key);
+            if secure.http3 {
+                cmd.arg("--http3");
+            }
         }
         if !extra.iter().any(|a| a == "--access-log") {
             // The access log is written (to /dev/null): its cost is part of what is measured,
@@ -196,6 +208,7 @@ impl Target {
                 ..Default::default()
             },
             http2: secure.is_some_and(|s| s.http2),
+            http3: secure.is_some_and(|s| s.http3),
         })
     }
 
@@ -216,6 +229,7 @@ impl Target {
             server_metrics,
             tls: Default::default(),
             http2: false,
+            http3: false,
         };
         match find {
             Find::Pid(pid) => {

@@ -119,6 +119,11 @@ pub struct Config {
     /// HTTP/2 with this many concurrent streams per connection (h2load's -m): over TLS with
     /// ALPN h2 for https, with prior knowledge (h2c) for http. None: HTTP/1.1.
     pub http2: Option<usize>,
+    /// HTTP/3 over QUIC with this many concurrent streams per connection (`--http3`, `-M`);
+    /// https URLs only. None: not HTTP/3.
+    pub http3: Option<usize>,
+    /// HTTP/3: a resumed connection's first requests go as 0-RTT early data (`--0rtt`).
+    pub zero_rtt: bool,
     /// Busy-poll each connection's socket for up to this many microseconds before sleeping
     /// (SO_BUSY_POLL, SO_PREFER_BUSY_POLL); None: off.
     pub busy_poll: Option<u32>,
@@ -227,6 +232,8 @@ impl Config {
             method: "GET".to_string(),
             body: Vec::new(),
             http2: None,
+            http3: None,
+            zero_rtt: false,
             busy_poll: None,
             io: Io::Epoll,
             replay: None,
@@ -294,6 +301,39 @@ impl Config {
                 "--users {} over {threads} threads: each thread needs a user; give -t {} or fewer",
                 users.count, users.count
             )));
+        }
+        Ok(())
+    }
+
+    /// Checks `--http3` and `--0rtt` against the rest.
+    fn check_http3(&self) -> Result<(), Error> {
+        let bad = |m: &str| Err(Error::Config(m.to_string()));
+        let Some(streams) = self.http3 else {
+            if self.zero_rtt {
+                return bad("--0rtt is HTTP/3's early data: give it with --http3");
+            }
+            return Ok(());
+        };
+        if streams == 0 {
+            return bad("-M/--max-streams must be at least 1");
+        }
+        if self.http2.is_some() {
+            return bad("--http2 and --http3: give one of them");
+        }
+        if self.target.tls_name.is_none() {
+            return bad("--http3 runs over QUIC, which is always encrypted: give an https:// URL (its port is the server's UDP port)");
+        }
+        if self.io == Io::Uring {
+            return bad("--io uring is for the HTTP/1.1 engine: leave it out with --http3");
+        }
+        if self.users.is_some() {
+            return bad("--users speaks HTTP/1.1 only so far: leave --http3 out");
+        }
+        if self.replay.is_some() {
+            return bad("--replay speaks HTTP/1.1 only so far: leave --http3 out");
+        }
+        if !self.target.groups.is_empty() {
+            return bad("--group with HTTP/3 is not supported yet");
         }
         Ok(())
     }
@@ -404,6 +444,7 @@ impl Config {
                 return bad("--group with HTTP/2 is not supported yet");
             }
         }
+        self.check_http3()?;
         for header in &self.headers {
             let ok = header.split_once(':').is_some_and(|(name, value)| {
                 !name.is_empty()

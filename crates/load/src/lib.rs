@@ -57,6 +57,7 @@ pub mod limits;
 mod merge;
 pub mod outcome;
 mod pace;
+mod quic;
 mod recorder;
 pub mod replay;
 pub mod replay_log;

@@ -91,6 +91,7 @@ fn recorder_of(report: &Report) -> Result<Recorder, String> {
     if let Some(tls) = &report.tls {
         recorder.tls_full = tls.full;
         recorder.tls_resumed = tls.resumed;
+        recorder.tls_early = tls.early;
     }
     Ok(recorder)
 }

@@ -148,6 +148,9 @@ pub(crate) struct Recorder {
     /// https: handshakes completed, in full and by resuming a session.
     pub tls_full: u64,
     pub tls_resumed: u64,
+    /// HTTP/3 with `--0rtt`: resumed handshakes whose early data (the first requests) the
+    /// server accepted.
+    pub tls_early: u64,
     /// https: why the first failed handshake failed, in words a user can act on.
     pub tls_error: Option<String>,
     /// HTTP/2: why the first connection that failed for a protocol reason failed (a GOAWAY
@@ -213,6 +216,7 @@ impl Recorder {
             connections: 0,
             tls_full: 0,
             tls_resumed: 0,
+            tls_early: 0,
             tls_error: None,
             h2_error: None,
             samples: Vec::new(),
@@ -243,6 +247,7 @@ impl Recorder {
         self.connections += other.connections;
         self.tls_full += other.tls_full;
         self.tls_resumed += other.tls_resumed;
+        self.tls_early += other.tls_early;
         if self.tls_error.is_none() {
             self.tls_error.clone_from(&other.tls_error);
         }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -34,33 +35,13 @@ pub(crate) fn client(
     settings: &TlsSettings,
     name: &str,
 ) -> Result<(Arc<ClientConfig>, ServerName<'static>), Error> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+    let (verifier, provider) = verifier(settings)?;
+    let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Config(format!("TLS: {e}")))?;
-    let mut config = if settings.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-            .with_no_client_auth()
-    } else if let Some(path) = &settings.cacert {
-        let (anchors, roots) = anchors_from(path)?;
-        let chain = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-            .build()
-            .map_err(|e| Error::Config(format!("--cacert {}: {e}", path.display())))?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(crate::anchor::AnchorOrChain {
-                anchors,
-                chain,
-            }))
-            .with_no_client_auth()
-    } else {
-        let roots = RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        builder.with_root_certificates(roots).with_no_client_auth()
-    };
+        .map_err(|e| Error::Config(format!("TLS: {e}")))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     if settings.no_resume {
         config.resumption = rustls::client::Resumption::disabled();
@@ -71,6 +52,35 @@ pub(crate) fn client(
         ))
     })?;
     Ok((Arc::new(config), name))
+}
+
+/// The trust decision `settings` ask for (`--insecure`, `--cacert`, or the bundled Mozilla
+/// roots through webpki, as `with_root_certificates` would build it), and the provider it
+/// checks signatures with. Apart from the configuration so that the HTTP/3 engine can wrap it
+/// per connection (`quic.rs`: whether a handshake checked a certificate tells a full one from
+/// a resumed one, which quinn does not say).
+pub(crate) fn verifier(
+    settings: &TlsSettings,
+) -> Result<(Arc<dyn ServerCertVerifier>, Arc<CryptoProvider>), Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier: Arc<dyn ServerCertVerifier> = if settings.insecure {
+        Arc::new(AnyCertificate(Arc::clone(&provider)))
+    } else if let Some(path) = &settings.cacert {
+        let (anchors, roots) = anchors_from(path)?;
+        let chain =
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+                .build()
+                .map_err(|e| Error::Config(format!("--cacert {}: {e}", path.display())))?;
+        Arc::new(crate::anchor::AnchorOrChain { anchors, chain })
+    } else {
+        let roots = RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+            .build()
+            .map_err(|e| Error::Config(format!("TLS: {e}")))?
+    };
+    Ok((verifier, provider))
 }
 
 /// The certificates of a `--cacert` PEM file, as given and as trust anchors.

@@ -55,6 +55,8 @@ pub(crate) struct Setup {
     pub tls: Option<TlsClient>,
     /// HTTP/2: streams per connection.
     pub http2: Option<usize>,
+    /// HTTP/3: streams per connection, and what its connections are made from.
+    pub http3: Option<(usize, Arc<crate::quic::Client>)>,
     /// SO_BUSY_POLL microseconds for every connection (the kernel took it in a probe).
     pub busy_poll: Option<u32>,
     /// How the HTTP/1.1 engine waits for its sockets.
@@ -83,15 +85,17 @@ pub(crate) fn run(mut setup: Setup, tx: Sender<Message>, stop: watch::Receiver<b
         .open
         .map_or(setup.connections, |(_, _, _, limit)| limit);
     let seed = setup.seed ^ (setup.global as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let engine = match setup.http2 {
-        Some(_) => None,
-        None => match Engine::new(Rc::clone(&shared), setup.connections, limit, seed, setup.io) {
-            Ok(engine) => Some(engine),
-            Err(e) => {
-                let _ = tx.send(Message::Failed(e));
-                return;
+    let engine = match (setup.http2, &setup.http3) {
+        (Some(_), _) | (_, Some(_)) => None,
+        (None, None) => {
+            match Engine::new(Rc::clone(&shared), setup.connections, limit, seed, setup.io) {
+                Ok(engine) => Some(engine),
+                Err(e) => {
+                    let _ = tx.send(Message::Failed(e));
+                    return;
+                }
             }
-        },
+        }
     };
     let intervals = Intervals::new(
         setup.index,
@@ -104,12 +108,16 @@ pub(crate) fn run(mut setup: Setup, tx: Sender<Message>, stop: watch::Receiver<b
     );
     runtime.block_on(async {
         tokio::time::sleep_until(setup.start.into()).await;
-        match (engine, setup.http2) {
-            (Some(engine), _) => engine.run(intervals).await,
-            (None, Some(streams)) => {
+        match (engine, setup.http2, setup.http3) {
+            (Some(engine), _, _) => engine.run(intervals).await,
+            (None, Some(streams), _) => {
                 crate::engine::h2::run(shared, intervals, setup.connections, streams, seed).await
             }
-            (None, None) => {}
+            (None, None, Some((streams, client))) => {
+                let shape = (setup.connections, streams);
+                crate::engine::h3::run(shared, intervals, shape, client, seed).await
+            }
+            (None, None, None) => {}
         }
     });
     // The engine is gone: its sockets are closed (requests in flight are not counted).

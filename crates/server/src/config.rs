@@ -105,6 +105,8 @@ pub struct Config {
     /// Serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with this certificate and key; None: plain
     /// HTTP/1.1.
     pub tls: Option<TlsFiles>,
+    /// Serve HTTP/3 over QUIC too, on the UDP port of the same address (needs `tls`).
+    pub http3: bool,
     /// Busy-poll the sockets for up to this many microseconds before sleeping in epoll
     /// (SO_BUSY_POLL with SO_PREFER_BUSY_POLL); None: off. Helps only on NICs with NAPI,
     /// not on loopback.
@@ -146,6 +148,7 @@ impl Config {
             file_cache_bytes: 64 * 1024 * 1024,
             file_cache_entries: 10_000,
             tls: None,
+            http3: false,
             busy_poll: None,
             io: None,
             url_map: None,

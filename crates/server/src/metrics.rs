@@ -137,6 +137,24 @@ pub fn prometheus(stats: &Stats, info: &Info) -> String {
             "HTTP/2 connections ended (GOAWAY ENHANCE_YOUR_CALM) for more control frames than their requests allow.",
         );
         let _ = writeln!(out, "webscope_http2_floods_total {}", stats.h2_floods);
+        header(
+            &mut out,
+            "webscope_http3_connections_total",
+            "counter",
+            "QUIC connections that spoke HTTP/3 (serve --http3).",
+        );
+        let _ = writeln!(
+            out,
+            "webscope_http3_connections_total {}",
+            stats.h3_connections
+        );
+        header(
+            &mut out,
+            "webscope_quic_retries_total",
+            "counter",
+            "QUIC connection attempts answered with a Retry (address validation under a flood of handshakes).",
+        );
+        let _ = writeln!(out, "webscope_quic_retries_total {}", stats.quic_retries);
     }
     header(
         &mut out,
@@ -391,6 +409,8 @@ pub fn json(stats: &Stats, info: &Info) -> Value {
             },
             "http2_connections": stats.h2_connections,
             "http2_floods": stats.h2_floods,
+            "http3_connections": stats.h3_connections,
+            "quic_retries": stats.quic_retries,
         })),
     })
 }

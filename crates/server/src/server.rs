@@ -34,6 +34,8 @@ pub struct Server {
     tls: Option<(Arc<Tls>, KtlsState)>,
     busy_poll: Option<Result<u32, String>>,
     engine: Engine,
+    /// `--http3`: a UDP socket per worker and the QUIC set-up.
+    quic: Option<(Vec<std::net::UdpSocket>, Arc<crate::quic::setup::Setup>)>,
 }
 
 /// A running server. Dropping it without `shutdown` leaves the workers running until the
@@ -108,6 +110,21 @@ impl Server {
         let local_addr = listeners[0]
             .local_addr()
             .map_err(|e| Error::bind(config.listen, e))?;
+        let quic = match (&tls, config.http3) {
+            (_, false) => None,
+            (None, true) => {
+                return Err(Error::Config(
+                    "--http3 needs --tls-cert and --tls-key: QUIC is always encrypted".into(),
+                ))
+            }
+            (Some((tls, _)), true) => {
+                let sockets = crate::quic::bind(local_addr, config.workers)?;
+                Some((
+                    sockets,
+                    Arc::new(crate::quic::setup::Setup::new(tls, &config)?),
+                ))
+            }
+        };
         let admin_listener = match config.admin {
             Some(addr) => {
                 Some(std::net::TcpListener::bind(addr).map_err(|e| Error::bind(addr, e))?)
@@ -124,6 +141,7 @@ impl Server {
             tls,
             busy_poll,
             engine,
+            quic,
         })
     }
 
@@ -145,6 +163,11 @@ impl Server {
     /// The address the server listens on (with the real port when 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Whether HTTP/3 is served too (on the UDP port of [`Server::local_addr`]).
+    pub fn http3(&self) -> bool {
+        self.quic.is_some()
     }
 
     /// Starts the workers and returns once every one of them is accepting.
@@ -176,6 +199,10 @@ impl Server {
         let stats: Vec<SharedStats> = (0..self.listeners.len())
             .map(|_| SharedStats::default())
             .collect();
+        let (mut quic_sockets, quic_setup) = match self.quic {
+            Some((sockets, setup)) => (sockets.into_iter(), Some(setup)),
+            None => (Vec::new().into_iter(), None),
+        };
         for (id, listener) in self.listeners.into_iter().enumerate() {
             let start = worker::Start {
                 listener,
@@ -192,6 +219,9 @@ impl Server {
                 tls: self.tls.as_ref().map(|(tls, _)| Arc::clone(tls)),
                 slots: Arc::clone(&slots),
                 shutdown: stop_rx.clone(),
+                quic: quic_setup
+                    .as_ref()
+                    .and_then(|setup| Some((quic_sockets.next()?, Arc::clone(setup)))),
                 ready: ready_tx.clone(),
             };
             let uring = self.engine == Engine::Uring;

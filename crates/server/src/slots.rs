@@ -57,6 +57,12 @@ impl Slots {
         }
     }
 
+    /// A slot held until the guard drops, if one is free now (a QUIC connection is refused
+    /// rather than kept waiting: its client retries on its own schedule).
+    pub(crate) fn try_slot(self: &Arc<Self>) -> Option<Slot> {
+        self.try_take().then(|| Slot(Arc::clone(self)))
+    }
+
     /// A slot, held until the guard drops; waits for one to free when all are taken.
     pub(crate) async fn take(self: &Arc<Self>) -> Slot {
         loop {

@@ -68,6 +68,11 @@ pub struct Stats {
     pub h2_connections: u64,
     /// HTTP/2 connections ended for a flood of control frames (`epoll/h2_guard.rs`).
     pub h2_floods: u64,
+    /// QUIC connections that spoke HTTP/3.
+    pub h3_connections: u64,
+    /// QUIC: connection attempts answered with a Retry (their address unproven while many
+    /// handshakes were in progress).
+    pub quic_retries: u64,
 }
 
 impl Default for Stats {
@@ -89,6 +94,8 @@ impl Default for Stats {
             tls_failed: 0,
             h2_connections: 0,
             h2_floods: 0,
+            h3_connections: 0,
+            quic_retries: 0,
         }
     }
 }
@@ -156,6 +163,8 @@ impl Stats {
         self.tls_failed += other.tls_failed;
         self.h2_connections += other.h2_connections;
         self.h2_floods += other.h2_floods;
+        self.h3_connections += other.h3_connections;
+        self.quic_retries += other.quic_retries;
         self.active += other.active;
         let _ = self.connection_life.add(&other.connection_life);
         let _ = self
@@ -251,6 +260,19 @@ impl Timing {
         if self.clock.is_some() {
             if let Ok(mut stats) = self.stats.lock() {
                 stats.h2_floods += 1;
+            }
+        }
+    }
+
+    /// Counts a QUIC connection that speaks HTTP/3 (`retry`: false), or a Retry sent.
+    pub(crate) fn quic(&self, retry: bool) {
+        if self.clock.is_some() {
+            if let Ok(mut stats) = self.stats.lock() {
+                if retry {
+                    stats.quic_retries += 1;
+                } else {
+                    stats.h3_connections += 1;
+                }
             }
         }
     }

@@ -139,6 +139,8 @@ pub(crate) struct Start {
     /// `--max-connections`, shared by all workers.
     pub slots: Arc<Slots>,
     pub shutdown: watch::Receiver<bool>,
+    /// `--http3`: the worker's UDP socket and the QUIC set-up (epoll workers only).
+    pub quic: Option<(std::net::UdpSocket, Arc<crate::quic::setup::Setup>)>,
     /// Told once the worker runs (or why it could not start).
     pub ready: std::sync::mpsc::Sender<io::Result<()>>,
 }

@@ -91,11 +91,11 @@ fn the_clients_sweep_runs_over_https_and_over_http2() {
 }
 
 #[test]
-fn the_protocols_experiment_sets_http1_https_and_http2_side_by_side() {
+fn the_protocols_experiment_sets_http1_https_http2_and_http3_side_by_side() {
     let tmp = tempfile::tempdir().unwrap();
     let run = lab(
         tmp.path(),
-        &["--experiment", "protocols", "--duration", "700ms"],
+        &["--experiment", "protocols", "--duration", "1500ms"],
     );
     let report = report(tmp.path(), &run);
     let rows = report["protocols"]["rows"].as_array().unwrap();
@@ -110,7 +110,8 @@ fn the_protocols_experiment_sets_http1_https_and_http2_side_by_side() {
             "HTTP/1.1 close",
             "HTTPS",
             "HTTPS close",
-            "HTTP/2"
+            "HTTP/2",
+            "HTTP/3"
         ]
     );
     for r in rows {
@@ -134,7 +135,9 @@ fn the_protocols_experiment_sets_http1_https_and_http2_side_by_side() {
     );
     let reading = report["protocols"]["reading"].as_str().unwrap();
     assert!(
-        reading.contains("Over TLS a keep-alive request costs") && reading.contains("HTTP/2 costs"),
+        reading.contains("Over TLS a keep-alive request costs")
+            && reading.contains("HTTP/2 costs")
+            && reading.contains("HTTP/3 costs"),
         "{reading}"
     );
     // The HTTP/2 row's requests went over HTTP/2, one stream per connection.
@@ -143,6 +146,10 @@ fn the_protocols_experiment_sets_http1_https_and_http2_side_by_side() {
         h2["config"].to_string().contains("http2") || h2.to_string().contains("HTTP/2"),
         "{h2}"
     );
+    // The HTTP/3 row's over QUIC: the server's UDP port, one stream per connection.
+    let h3 = &loads(tmp.path(), "protocols")[5];
+    assert_eq!(h3["protocol"], "HTTP/3 (1 stream per connection)", "{h3}");
+    assert_eq!(h3["errors"]["total"], 0, "{h3}");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The protocols experiment's page: goodput and the server's CPU time per request over
-//! HTTP/1.1, HTTPS and HTTP/2, the handshakes the clients made, and what a handshake costs.
+//! HTTP/1.1, HTTPS, HTTP/2 and HTTP/3, the handshakes the clients made, and what a handshake costs.
 
 use std::path::Path;
 
@@ -97,6 +97,12 @@ pub fn reading(rows: &[Row]) -> String {
             h2 / tls
         ));
     }
+    if let (Some(h2), Some(h3)) = (cpu("HTTP/2"), cpu("HTTP/3")) {
+        parts.push(format!(
+            "HTTP/3 costs {h3:.1} µs per request, {:.2}× HTTP/2 (QUIC encrypts and frames every packet in user space)",
+            h3 / h2
+        ));
+    }
     if parts.is_empty() {
         return "No server CPU figures for the rows to compare: what each protocol costs cannot be shown.".into();
     }
@@ -138,7 +144,7 @@ fn table(rows: &[Row]) -> Table {
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
     let points = load_pooled(dir, exp, out)?;
     let rows: Vec<Row> = points.iter().map(Row::of).collect();
-    let mut page = ExperimentPage::new(exp, "Protocols: HTTP/1.1, HTTPS, HTTP/2");
+    let mut page = ExperimentPage::new(exp, "Protocols: HTTP/1.1, HTTPS, HTTP/2, HTTP/3");
     page.repeats_note(&points);
     let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
     let reading = reading(&rows);
@@ -195,8 +201,13 @@ mod tests {
             row("HTTPS", Some(15.0), Some(0.1)),
             row("HTTPS close", Some(95.0), Some(42.0)),
             row("HTTP/2", Some(18.0), Some(0.1)),
+            row("HTTP/3", Some(27.0), Some(0.1)),
         ];
         let r = reading(&rows);
+        assert!(
+            r.contains("HTTP/3 costs 27.0 µs") && r.contains("1.50× HTTP/2"),
+            "{r}"
+        );
         assert!(
             r.contains("15.0 CPU-µs against 10.0") && r.contains("(1.50×)"),
             "{r}"

@@ -45,7 +45,7 @@ const STOP_POLL: Duration = Duration::from_millis(5);
 /// `c × streams + s`) holding when its request began and its class. A connection still
 /// opening (connect, TLS, the HTTP/2 preface) holds its first stream's slot under the first
 /// class, where its handshake is counted: its first request is waiting on it.
-type InFlight = Rc<RefCell<Vec<Option<(Instant, usize)>>>>;
+pub(super) type InFlight = Rc<RefCell<Vec<Option<(Instant, usize)>>>>;
 
 /// Runs `connections` HTTP/2 connections of `streams` streams each until the run ends or is
 /// stopped, handing the figures over at each interval boundary.
@@ -66,35 +66,42 @@ pub(crate) async fn run(
                 let slots = (Rc::clone(&in_flight), c * streams);
                 tokio::task::spawn_local(connection(Rc::clone(&shared), streams, rng, slots));
             }
-            loop {
-                let now = Instant::now();
-                if intervals.stop_requested() {
-                    count_unfinished(&shared, &in_flight, now);
-                    intervals.snapshot(&shared, now, true);
-                    return;
-                }
-                let boundary = intervals.boundary();
-                if now >= boundary {
-                    let last = intervals.is_last(boundary);
-                    if last {
-                        count_unfinished(&shared, &in_flight, boundary);
-                    }
-                    if !intervals.snapshot(&shared, boundary, last) {
-                        return;
-                    }
-                    continue;
-                }
-                // Past the last send with nothing in flight: a drain has nothing to wait for.
-                if now >= shared.end && in_flight.borrow().iter().all(Option::is_none) {
-                    intervals.snapshot(&shared, now, true);
-                    return;
-                }
-                tokio::time::sleep_until(boundary.min(now + STOP_POLL).into()).await;
-            }
+            keep_time(&shared, &mut intervals, &in_flight).await;
         })
         .await;
     // The LocalSet is dropped here: streams still in flight are cancelled, counted above as
     // unfinished.
+}
+
+/// The interval clock of a multiplexing engine's thread (HTTP/2, HTTP/3), while its
+/// connections run as tasks beside it: snapshots at each boundary, the requests in flight at
+/// the end counted as unfinished; returns when the run ends or is stopped.
+pub(super) async fn keep_time(shared: &Shared, intervals: &mut Intervals, in_flight: &InFlight) {
+    loop {
+        let now = Instant::now();
+        if intervals.stop_requested() {
+            count_unfinished(shared, in_flight, now);
+            intervals.snapshot(shared, now, true);
+            return;
+        }
+        let boundary = intervals.boundary();
+        if now >= boundary {
+            let last = intervals.is_last(boundary);
+            if last {
+                count_unfinished(shared, in_flight, boundary);
+            }
+            if !intervals.snapshot(shared, boundary, last) {
+                return;
+            }
+            continue;
+        }
+        // Past the last send with nothing in flight: a drain has nothing to wait for.
+        if now >= shared.end && in_flight.borrow().iter().all(Option::is_none) {
+            intervals.snapshot(shared, now, true);
+            return;
+        }
+        tokio::time::sleep_until(boundary.min(now + STOP_POLL).into()).await;
+    }
 }
 
 /// Counts the requests in flight at `at`, the run's end, with their ages.
@@ -243,23 +250,8 @@ async fn stream_loop(
         "http"
     };
     while Instant::now() < shared.end {
-        // Open loop: the next slot, sent at its time. A stream that was still busy when its
-        // slot fell due kept the request waiting: its latency counts from the due time.
-        let waited = match &shared.schedule {
-            Some(schedule) => {
-                if schedule.peek() >= shared.end {
-                    break;
-                }
-                let free_at = Instant::now();
-                let (intended, _) = schedule.claim();
-                if intended > free_at {
-                    tokio::time::sleep_until(intended.into()).await;
-                }
-                let mut recorder = shared.recorder.borrow_mut();
-                recorder.sent_after(Instant::now(), intended);
-                (free_at > intended).then_some(intended)
-            }
-            None => None,
+        let Some(waited) = next_slot(&shared).await else {
+            break;
         };
         let index = shared.requests.pick_index(&mut rng);
         let entry = shared.requests.entry(index);
@@ -314,6 +306,27 @@ async fn stream_loop(
         }
     }
     true
+}
+
+/// Open loop: waits for the next slot of the schedule and returns Some(its due time) if the
+/// stream was still busy when it fell due (the request waited: its latency counts from the
+/// due time), Some(None) if it is sent on time; None when no slot is left before the end.
+/// Closed loop: Some(None) at once.
+pub(super) async fn next_slot(shared: &Shared) -> Option<Option<Instant>> {
+    let Some(schedule) = &shared.schedule else {
+        return Some(None);
+    };
+    if schedule.peek() >= shared.end {
+        return None;
+    }
+    let free_at = Instant::now();
+    let (intended, _) = schedule.claim();
+    if intended > free_at {
+        tokio::time::sleep_until(intended.into()).await;
+    }
+    let mut recorder = shared.recorder.borrow_mut();
+    recorder.sent_after(Instant::now(), intended);
+    Some((free_at > intended).then_some(intended))
 }
 
 /// Sends request `index` on a new stream and reads its response whole: (status, bytes of the

@@ -31,6 +31,7 @@
 mod conn;
 mod epoll;
 pub(crate) mod h2;
+pub(crate) mod h3;
 mod tls;
 mod uring;
 mod users;

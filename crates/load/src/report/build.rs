@@ -80,6 +80,7 @@ pub(crate) fn fill(
     report.tls = (totals.tls_full + totals.tls_resumed > 0).then(|| TlsReport {
         full: totals.tls_full,
         resumed: totals.tls_resumed,
+        early: totals.tls_early,
         handshake_us: Latency::of(&all.handshake),
     });
     report.status_codes = totals
@@ -184,7 +185,12 @@ pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
         report.warnings.push(format!("TLS: {cause}"));
     }
     if let Some(cause) = &run.totals.h2_error {
-        report.warnings.push(format!("HTTP/2: {cause}"));
+        let protocol = if config.http3.is_some() {
+            "HTTP/3"
+        } else {
+            "HTTP/2"
+        };
+        report.warnings.push(format!("{protocol}: {cause}"));
     }
     if run.late > LATE {
         report.warnings.push(format!(
@@ -270,10 +276,12 @@ fn described(
             Mode::Close => "close".to_string(),
         },
         pacing: if open_loop { "open" } else { "closed" }.to_string(),
-        protocol: match config.http2 {
-            Some(1) => "HTTP/2 (1 stream per connection)".to_string(),
-            Some(streams) => format!("HTTP/2 ({streams} streams per connection)"),
-            None => "HTTP/1.1".to_string(),
+        protocol: match (config.http2, config.http3) {
+            (Some(1), _) => "HTTP/2 (1 stream per connection)".to_string(),
+            (Some(streams), _) => format!("HTTP/2 ({streams} streams per connection)"),
+            (None, Some(1)) => "HTTP/3 (1 stream per connection)".to_string(),
+            (None, Some(streams)) => format!("HTTP/3 ({streams} streams per connection)"),
+            (None, None) => "HTTP/1.1".to_string(),
         },
         // A segment's share of the rate and of the connections.
         rate: rate.map(|r| r / segments as f64),

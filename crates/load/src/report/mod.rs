@@ -290,6 +290,10 @@ pub struct IntervalReport {
     pub users: Option<users::IntervalUsers>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The TLS handshakes of an https run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -298,6 +302,11 @@ pub struct TlsReport {
     pub full: u64,
     /// Handshakes that resumed a session (a ticket or an ID).
     pub resumed: u64,
+    /// HTTP/3 with `--0rtt`: resumed handshakes whose 0-RTT early data the server accepted,
+    /// so that their first requests did not wait for the handshake's round trip. Not
+    /// written when none (every run but one with `--0rtt`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub early: u64,
     /// Handshake time, from the ClientHello's send to the handshake's end.
     pub handshake_us: Latency,
 }

@@ -91,7 +91,7 @@ impl Report {
                 (None, 1) => " connection",
                 (None, _) => " connections",
             },
-            if self.protocol.starts_with("HTTP/2") {
+            if self.protocol.starts_with("HTTP/2") || self.protocol.starts_with("HTTP/3") {
                 self.protocol.as_str()
             } else {
                 self.mode.as_str()
@@ -170,11 +170,19 @@ impl Report {
             out.push_str(&line);
         }
         if let Some(tls) = &self.tls {
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "  TLS handshakes: {} full, {} resumed",
                 tls.full, tls.resumed
             );
+            if tls.early > 0 {
+                let _ = write!(
+                    out,
+                    " ({} with 0-RTT accepted: requests sent before the handshake's end)",
+                    tls.early
+                );
+            }
+            out.push('\n');
         }
         // As wrk says it: the responses a success rate must not count (in a replay too, where
         // the judges also expect the logged statuses).

@@ -59,6 +59,14 @@ pub fn run(
         Some(name) => Some(crate::tls::client(&config.tls, name)?),
         None => None,
     };
+    let http3 = match (config.http3, &config.target.tls_name) {
+        (Some(streams), Some(name)) => {
+            let client =
+                crate::quic::Client::new(&config.tls, name, config.zero_rtt, config.timeout)?;
+            Some((streams, Arc::new(client)))
+        }
+        _ => None,
+    };
     let (start, wall_start, late) = start_instant(config.start_at);
     let mut outputs = Outputs::create(config, wall_start)?;
     let cpu_before = cpu::process_time();
@@ -73,6 +81,7 @@ pub fn run(
     let common = Common {
         requests,
         tls,
+        http3,
         busy_poll,
         start,
         end: start + config.duration,
@@ -175,6 +184,8 @@ impl Outputs {
 struct Common {
     requests: Arc<Requests>,
     tls: Option<TlsClient>,
+    /// HTTP/3: streams per connection and the QUIC client.
+    http3: Option<(usize, Arc<crate::quic::Client>)>,
     busy_poll: Option<u32>,
     start: Instant,
     /// The last send, and the end of the wait for the answers still in flight after it.
@@ -242,6 +253,7 @@ fn start_workers(
             requests: Arc::clone(&common.requests),
             tls: common.tls.clone(),
             http2: config.http2,
+            http3: common.http3.clone(),
             busy_poll: common.busy_poll,
             io: config.io,
             replay,

@@ -20,7 +20,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::SendStream;
-use http::{HeaderMap, Response, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
@@ -29,6 +28,7 @@ use webscope_http::request::{Body, Method, Request, Version};
 use super::h2_meter::{Ledger, Meter};
 use super::transport::Transport;
 use crate::exchange::{self, Exchange, Peer, Terms};
+use crate::fields::translate;
 use crate::files::read_at;
 use crate::respond::{Reply, Scratch, Tail};
 use crate::worker::Worker;
@@ -486,32 +486,6 @@ async fn send(
         }
     }
     Ok(Some(stream))
-}
-
-/// Reads an HTTP/1.1 response head into an HTTP/2 response; returns it and the head's length.
-fn translate(out: &[u8]) -> Option<(Response<()>, usize)> {
-    let mut fields = [httparse::EMPTY_HEADER; 32];
-    let mut head = httparse::Response::new(&mut fields);
-    let httparse::Status::Complete(len) = head.parse(out).ok()? else {
-        return None;
-    };
-    let status = StatusCode::from_u16(head.code?).ok()?;
-    let mut headers = HeaderMap::with_capacity(head.headers.len());
-    for field in head.headers.iter() {
-        let name = http::HeaderName::from_bytes(field.name.as_bytes()).ok()?;
-        // RFC 9113 §8.2.2: connection-specific fields are not sent in HTTP/2.
-        if matches!(
-            name.as_str(),
-            "connection" | "keep-alive" | "transfer-encoding" | "upgrade" | "proxy-connection"
-        ) {
-            continue;
-        }
-        headers.append(name, http::HeaderValue::from_bytes(field.value).ok()?);
-    }
-    let mut response = Response::new(());
-    *response.status_mut() = status;
-    *response.headers_mut() = headers;
-    Some((response, len))
 }
 
 /// Sends `len` bytes of a file from `offset`, each chunk read only once h2 has room for it,

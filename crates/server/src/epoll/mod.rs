@@ -77,6 +77,7 @@ async fn serve(mut start: Start) {
         slots,
         mut shutdown,
         ready,
+        quic,
         ..
     } = start;
     // SAFETY: the AsyncFd owns the listener, whose descriptor stays open and the same for
@@ -93,6 +94,11 @@ async fn serve(mut start: Start) {
     let _ = ready.send(Ok(()));
     let flusher = tokio::task::spawn_local(flush_log_every_second(Rc::clone(&worker)));
     let open = Rc::new(Open::default());
+    // HTTP/3 beside the TCP listener, on this worker's runtime and state.
+    let quic = quic.map(|(socket, setup)| {
+        let serving = crate::quic::serve(socket, Rc::clone(&worker), setup, Arc::clone(&slots));
+        tokio::task::spawn_local(serving)
+    });
     tokio::select! {
         biased;
         _ = shutdown.wait_for(|&stop| stop) => {}
@@ -100,10 +106,15 @@ async fn serve(mut start: Start) {
     }
     drop(listener);
     worker.begin_shutdown();
-    if open.count.get() > 0 {
-        let drained = open.drained.notified();
-        let _ = tokio::time::timeout(config.shutdown_timeout, drained).await;
-    }
+    let drain = async {
+        if open.count.get() > 0 {
+            open.drained.notified().await;
+        }
+        if let Some(quic) = quic {
+            let _ = quic.await;
+        }
+    };
+    let _ = tokio::time::timeout(config.shutdown_timeout, drain).await;
     flusher.abort();
     worker.flush_log();
 }

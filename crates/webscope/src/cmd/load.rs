@@ -31,6 +31,8 @@ EXAMPLES:
     webscope load http://127.0.0.1:8080/x -c 20 --samples requests.csv      # one line per request
     webscope load http://127.0.0.1:8080/ -d 5m --live                       # watch at http://127.0.0.1:8089/
     webscope load https://127.0.0.1:8443/ --cacert ca.pem -c 50 --close     # handshakes: full and resumed
+    webscope load https://127.0.0.1:8443/ --http3 -M 16 -c 4 --cacert ca.pem   # HTTP/3 over QUIC (UDP 8443)
+    webscope load https://127.0.0.1:8443/ --http3 --close --0rtt -k          # 0-RTT resumption, counted
     webscope load http://127.0.0.1:8080/api -m POST --body @order.json -H 'Content-Type: application/json'
     webscope load --requests targets.txt -c 20                              # vegeta's format, a class each
     webscope load --replay access.log --base http://127.0.0.1:8080/ --speed 4  # the log's own timing, 4x
@@ -43,7 +45,7 @@ EXAMPLES:
 Ctrl-C ends the run early; what was measured is still printed and written.";
 
 /// Drive a server with load and measure it: HTTP/1.1 over plain TCP or TLS (https URLs), or
-/// HTTP/2 (--http2 over TLS, --h2c with prior knowledge).
+/// HTTP/2 (--http2 over TLS, --h2c with prior knowledge), or HTTP/3 over QUIC (--http3).
 ///
 /// Closed loop (default): each connection sends its next request when the last response ends,
 /// like WebStone's clients and wrk. Open loop (--rate): requests are sent on a clock whatever
@@ -69,6 +71,7 @@ struct Cli {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("multiplexed").args(["http2", "http3"])))]
 struct Flags {
     /// The URL to request (http:// or https://); or use --fileset and --base. With --group, the
     /// server's URL that the groups' paths are on.
@@ -196,13 +199,24 @@ struct Flags {
     /// loop with --rate (at most -c × -M requests in flight).
     #[arg(long, visible_alias = "h2c")]
     http2: bool,
-    /// HTTP/2: concurrent streams per connection (h2load's -m).
+    /// HTTP/3 over QUIC (UDP) for https URLs, the port being the server's UDP port: -c
+    /// connections of -M streams each, in closed loop, or in open loop with --rate; the QUIC
+    /// handshake timed apart, full or resumed; --cacert and -k as for https.
+    #[arg(long, conflicts_with = "http2")]
+    http3: bool,
+    /// HTTP/3: send a resumed connection's first requests as 0-RTT early data; the summary
+    /// counts the handshakes whose early data the server accepted (with --close, every
+    /// connection after the first resumes).
+    #[arg(long = "0rtt", requires = "http3")]
+    zero_rtt: bool,
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m).
     #[arg(
         short = 'M',
         long,
+        visible_alias = "streams",
         value_name = "N",
         default_value_t = 1,
-        requires = "http2"
+        requires = "multiplexed"
     )]
     max_streams: usize,
     /// Busy-poll each connection for up to USECS microseconds before sleeping (SO_BUSY_POLL
@@ -465,6 +479,8 @@ impl Flags {
         config.seed = self.seed;
         config.method = self.method;
         config.http2 = self.http2.then_some(self.max_streams);
+        config.http3 = self.http3.then_some(self.max_streams);
+        config.zero_rtt = self.zero_rtt;
         config.busy_poll = self.busy_poll;
         config.io = self.io;
         config.body = match self.body.as_deref() {

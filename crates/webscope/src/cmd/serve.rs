@@ -20,6 +20,7 @@ EXAMPLES:
     webscope serve --root ./public --io epoll                              # tokio/epoll, not io_uring
     webscope serve --root ./public --admin 127.0.0.1:9090                  # /metrics, /stats.json
     webscope serve --root ./public --tls-cert cert.pem --tls-key key.pem   # HTTPS, HTTP/2 by ALPN
+    webscope serve --root ./public --tls-cert cert.pem --tls-key key.pem --http3  # and HTTP/3 (UDP)
 
 TECHNIQUES (Hu, Nanda & Yang 1999; all on by default, --disable LIST or --baseline turns them off):
     dns-cache     with --hostname-lookups, reverse lookups cached (bounded) and done off the
@@ -93,6 +94,11 @@ pub struct Args {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Serve HTTP/3 over QUIC too, on the UDP port of --listen (needs --tls-cert): the same
+    /// files, log, timing and /metrics; 0-RTT accepted, its non-idempotent requests answered
+    /// 425 Too Early.
+    #[arg(long, requires = "tls_cert")]
+    http3: bool,
     /// Busy-poll sockets for up to USECS microseconds before sleeping (SO_BUSY_POLL and
     /// SO_PREFER_BUSY_POLL on the listeners, inherited by every connection). Helps on NICs
     /// with NAPI, not on loopback; the kernel may refuse it without CAP_NET_ADMIN, and the
@@ -324,6 +330,7 @@ impl Args {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             _ => None,
         };
+        config.http3 = self.http3;
         Ok(config)
     }
 }
@@ -383,6 +390,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let addr = server.local_addr();
     let ktls = server.ktls().cloned();
+    let http3 = server.http3();
     let busy_poll = server.busy_poll().cloned();
     let engine = server.engine().clone();
     let running = server.start()?;
@@ -418,6 +426,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             said,
             "webscope serve: TLS 1.2/1.3, ALPN h2 and http/1.1; {records}"
         );
+        if http3 {
+            let _ = writeln!(
+                said,
+                "webscope serve: HTTP/3 on QUIC at udp {addr} (TLS 1.3, ALPN h3, 0-RTT)"
+            );
+        }
     }
     let engine = match engine {
         Engine::Uring => "io_uring (multishot accept and receive, provided buffers, SEND; large files by sendfile)".to_string(),

@@ -1,0 +1,384 @@
+//! The HTTP/3 engine (`--http3`): QUIC connections from quinn, HTTP/3 on them from h3, on the
+//! worker thread's runtime, in the HTTP/2 engine's shape (`h2.rs`): `-c` connections of `-M`
+//! streams each, a request a stream, in closed loop or taking the open-loop schedule's slots
+//! as they fall due (latency from the due time when every stream was busy). The thread's
+//! connections share one UDP socket (one quinn endpoint per thread), as a browser's do.
+//!
+//! Why quinn and h3: QUIC is a transport's worth of state (loss recovery, congestion control,
+//! flow control, stream and connection IDs, the TLS 1.3 handshake inside it), and HTTP/3 adds
+//! QPACK and its own framing; quinn is the QUIC most used from Rust, on rustls (with ring
+//! here, as the rest of the generator) and tokio, and h3 is the hyper project's HTTP/3 over
+//! it (through h3-quinn). Tried here: both build with a C compiler alone, and fetched a
+//! thousand files of a thousand from Caddy's HTTP/3. quiche (Cloudflare) would bring BoringSSL
+//! and cmake; s2n-quic its own TLS stack.
+//!
+//! What is counted as for TLS: the handshake's time apart from the requests' (a QUIC
+//! handshake is the transport's and TLS's at once, so there is no separate connect time),
+//! full or resumed (`quic.rs` tells them apart), and with `--0rtt` the connections whose
+//! first requests went as early data and were accepted: the handshakes whose round trip the
+//! requests did not wait for. `--close`: each stream makes one request, then the connection
+//! closes and the next one resumes.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use webscope_workload::Rng;
+
+use super::conn::{count_failure, count_handshake, count_response, note_tls_error, Response};
+use super::h2::{keep_time, next_slot, InFlight};
+use crate::config::Mode;
+use crate::quic::{self, Client};
+use crate::recorder::{record, Failure};
+use crate::shared::{Intervals, Shared};
+
+/// After a failed connection, wait this long before the next (a server that is down is not
+/// hammered).
+const BACKOFF: Duration = Duration::from_millis(10);
+
+/// `--close`: how long a connection waits for the server's session ticket before closing.
+const TICKET_WAIT: Duration = Duration::from_millis(50);
+
+type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// Runs `connections` HTTP/3 connections of `streams` streams each until the run ends or is
+/// stopped, handing the figures over at each interval boundary.
+pub(crate) async fn run(
+    shared: Rc<Shared>,
+    mut intervals: Intervals,
+    (connections, streams): (usize, usize),
+    client: Arc<Client>,
+    seed: u64,
+) {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            intervals.begin();
+            let in_flight: InFlight =
+                Rc::new(std::cell::RefCell::new(vec![None; connections * streams]));
+            let bind: std::net::SocketAddr = if shared.addr.is_ipv6() {
+                (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+            } else {
+                (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+            };
+            match quinn::Endpoint::client(bind) {
+                Ok(endpoint) => {
+                    for c in 0..connections {
+                        let rng =
+                            Rng::new(seed ^ (c as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                        let slots = (Rc::clone(&in_flight), c * streams);
+                        tokio::task::spawn_local(connection(
+                            Rc::clone(&shared),
+                            (endpoint.clone(), Arc::clone(&client)),
+                            streams,
+                            rng,
+                            slots,
+                        ));
+                    }
+                }
+                Err(e) => {
+                    let mut recorder = shared.recorder.borrow_mut();
+                    note_tls_error(&mut recorder, || format!("cannot open a UDP socket: {e}"));
+                    count_failure(&mut recorder, 0, Failure::Connect);
+                }
+            }
+            keep_time(&shared, &mut intervals, &in_flight).await;
+        })
+        .await;
+    // The LocalSet is dropped here: streams still in flight are cancelled, counted as
+    // unfinished; the endpoint goes with its last connection.
+}
+
+/// One connection: the QUIC handshake, HTTP/3's set-up, `streams` request loops; again after
+/// a failure or (`--close`) after each stream's one request, until the run's end.
+async fn connection(
+    shared: Rc<Shared>,
+    (endpoint, client): (quinn::Endpoint, Arc<Client>),
+    streams: usize,
+    mut rng: Rng,
+    (in_flight, base): (InFlight, usize),
+) {
+    while Instant::now() < shared.end {
+        shared.recorder.borrow_mut().connections += 1;
+        in_flight.borrow_mut()[base] = Some((Instant::now(), 0));
+        let opened = open(&shared, &endpoint, &client).await;
+        in_flight.borrow_mut()[base] = None;
+        let (quic, sender, verified) = match opened {
+            Ok(opened) => opened,
+            Err(failure) => {
+                count_failure(&mut shared.recorder.borrow_mut(), 0, failure);
+                tokio::time::sleep(BACKOFF).await;
+                continue;
+            }
+        };
+        let mut tasks = Vec::with_capacity(streams);
+        for s in 0..streams {
+            tasks.push(tokio::task::spawn_local(stream_loop(
+                Rc::clone(&shared),
+                sender.clone(),
+                Rng::new(rng.next_u64()),
+                (Rc::clone(&in_flight), base + s),
+            )));
+        }
+        drop(sender);
+        let mut graceful = true;
+        for task in tasks {
+            graceful &= task.await.unwrap_or(false);
+        }
+        // A connection per request: the next one resumes with a ticket from this one, which
+        // a server sends once its handshake has ended (after a 0-RTT request's answer, as
+        // like as not); a browser's connection stays open long enough to get it. Waited for
+        // a little (a server may send none).
+        if shared.mode == Mode::Close && graceful {
+            let _ = tokio::time::timeout(TICKET_WAIT, verified.ticket()).await;
+        }
+        // Closed by us: the server frees the connection at once, rather than at its idle
+        // timeout (H3_NO_ERROR, RFC 9114 §8.1).
+        quic.close(0x100u32.into(), b"");
+        // Open loop with no slot left before the end: nothing more to connect for.
+        if shared
+            .schedule
+            .as_ref()
+            .is_some_and(|s| s.peek() >= shared.end)
+        {
+            break;
+        }
+        if !graceful && Instant::now() < shared.end {
+            tokio::time::sleep(BACKOFF).await;
+        }
+    }
+}
+
+/// Makes the QUIC handshake (sending the first requests as 0-RTT early data when `--0rtt`
+/// and a ticket allow) and HTTP/3's set-up; the connection's driver runs as a task of its
+/// own. The handshake's time and kind are recorded under the first class (a connection
+/// serves every class).
+async fn open(
+    shared: &Rc<Shared>,
+    endpoint: &quinn::Endpoint,
+    client: &Client,
+) -> Result<(quinn::Connection, SendRequest, Arc<quic::Verified>), Failure> {
+    let (config, verified) = client.connection();
+    let began = Instant::now();
+    let connecting = endpoint
+        .connect_with(config, shared.addr, &client.name)
+        .map_err(|e| {
+            note(shared, format!("cannot start a QUIC connection: {e}"));
+            Failure::Connect
+        })?;
+    let early = if client.zero_rtt {
+        connecting.into_0rtt()
+    } else {
+        Err(connecting)
+    };
+    let quic = match early {
+        Ok((quic, accepted)) => {
+            // Usable at once; the handshake's end, and whether the server took the early
+            // data, come later.
+            let shared = Rc::clone(shared);
+            tokio::task::spawn_local(async move {
+                let accepted = accepted.await;
+                let mut recorder = shared.recorder.borrow_mut();
+                count_handshake(&mut recorder, 0, began.elapsed(), true);
+                if accepted {
+                    recorder.tls_early += 1;
+                }
+            });
+            quic
+        }
+        Err(connecting) => {
+            let done = tokio::time::timeout(shared.timeout, connecting).await;
+            let quic = match done {
+                Ok(Ok(quic)) => quic,
+                Ok(Err(e)) => {
+                    note(shared, quic::cause(&e, &verified, shared.addr.port()));
+                    return Err(match e {
+                        quinn::ConnectionError::TimedOut => Failure::Timeout,
+                        _ => Failure::Tls,
+                    });
+                }
+                Err(_) => {
+                    note(shared, quic::silent(shared.addr.port()));
+                    return Err(Failure::Timeout);
+                }
+            };
+            let mut recorder = shared.recorder.borrow_mut();
+            count_handshake(&mut recorder, 0, began.elapsed(), !verified.full());
+            quic
+        }
+    };
+    let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
+        .await
+        .map_err(|e| {
+            note_h3(shared, format!("HTTP/3's set-up failed: {e}"));
+            Failure::Parse
+        })?;
+    let watching = Rc::clone(shared);
+    tokio::task::spawn_local(async move {
+        let e = driver.wait_idle().await;
+        if !e.is_h3_no_error() && !matches!(e, h3::error::ConnectionError::Local { .. }) {
+            note_h3(&watching, format!("the connection ended: {e}"));
+        }
+    });
+    Ok((quic, sender, verified))
+}
+
+/// One stream's closed loop: a request, its whole response, the next request (`--close`: one
+/// request). Returns whether it ended for a reason other than a failure of the connection.
+async fn stream_loop(
+    shared: Rc<Shared>,
+    mut sender: SendRequest,
+    mut rng: Rng,
+    (in_flight, slot): (InFlight, usize),
+) -> bool {
+    while Instant::now() < shared.end {
+        let Some(waited) = next_slot(&shared).await else {
+            break;
+        };
+        let index = shared.requests.pick_index(&mut rng);
+        let class = shared.requests.entry(index).class as usize;
+        let sent = Instant::now();
+        let from = waited.unwrap_or(sent);
+        in_flight.borrow_mut()[slot] = Some((from, class));
+        let result = tokio::time::timeout(shared.timeout, exchange(&shared, &mut sender, index))
+            .await
+            .unwrap_or(Err(Some(Failure::Timeout)));
+        in_flight.borrow_mut()[slot] = None;
+        let now = Instant::now();
+        let mut recorder = shared.recorder.borrow_mut();
+        match result {
+            Ok((status, bytes, first)) => {
+                count_response(
+                    &mut recorder,
+                    Response {
+                        class,
+                        status,
+                        bytes,
+                        latency: (now - from).as_nanos() as u64,
+                        ttfb: (first - sent).as_nanos() as u64,
+                    },
+                );
+                if shared.schedule.is_some() {
+                    record(
+                        &mut recorder.classes[class].uncorrected,
+                        (now - sent).as_nanos() as u64,
+                    );
+                }
+                if shared.mode == Mode::Close {
+                    return true;
+                }
+            }
+            // The server is closing the connection (GOAWAY) and did not take this request:
+            // the end of the connection, not a failure of the request.
+            Err(None) => return true,
+            Err(Some(failure)) => {
+                count_failure(&mut recorder, class, failure);
+                // A stream reset leaves the connection usable; anything else ends it.
+                if failure != Failure::StreamReset {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Sends request `index` on a new stream and reads its response whole: (status, bytes of the
+/// body, when the response's head came). `Err(None)`: the server is going away and refused
+/// the request unprocessed (GOAWAY, RFC 9114 §5.2).
+async fn exchange(
+    shared: &Shared,
+    sender: &mut SendRequest,
+    index: usize,
+) -> Result<(u16, u64, Instant), Option<Failure>> {
+    let entry = shared.requests.entry(index);
+    let uri = format!("https://{}{}", shared.requests.authority(), entry.path);
+    let mut request = http::Request::builder()
+        .method(entry.method.as_str())
+        .uri(uri);
+    for (name, value) in &entry.fields {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let request = request.body(()).map_err(|_| Some(Failure::Parse))?;
+    let mut stream = sender
+        .send_request(request)
+        .await
+        .map_err(|e| stream_failure(shared, e))?;
+    if !entry.body.is_empty() {
+        stream
+            .send_data(entry.body.clone())
+            .await
+            .map_err(|e| stream_failure(shared, e))?;
+    }
+    stream
+        .finish()
+        .await
+        .map_err(|e| stream_failure(shared, e))?;
+    let response = stream
+        .recv_response()
+        .await
+        .map_err(|e| stream_failure(shared, e))?;
+    let first = Instant::now();
+    let mut bytes = 0u64;
+    while let Some(mut chunk) = stream
+        .recv_data()
+        .await
+        .map_err(|e| stream_failure(shared, e))?
+    {
+        let n = chunk.remaining();
+        bytes += n as u64;
+        chunk.advance(n);
+    }
+    Ok((response.status().as_u16(), bytes, first))
+}
+
+/// The failure a stream error counts as (None: the server is going away and did not take the
+/// request); a protocol error is kept for the report's warnings.
+fn stream_failure(shared: &Shared, e: h3::error::StreamError) -> Option<Failure> {
+    use h3::error::StreamError;
+    // h3's error variants are non-exhaustive, their contents out of reach but through
+    // Display: a connection's timeout or close is told by it.
+    match &e {
+        StreamError::RemoteClosing { .. } => None,
+        // A request past the server's GOAWAY, rejected unprocessed (RFC 9114 §4.1.1, §5.2):
+        // the connection's end, as HTTP/2's REFUSED_STREAM.
+        StreamError::RemoteTerminate { code, .. }
+            if *code == h3::error::Code::H3_REQUEST_REJECTED =>
+        {
+            None
+        }
+        StreamError::RemoteTerminate { .. } => Some(Failure::StreamReset),
+        _ if e.is_h3_no_error() => None,
+        StreamError::ConnectionError { .. } => {
+            let text = e.to_string();
+            if text.ends_with("Timeout") {
+                note(shared, quic::silent(shared.addr.port()));
+                Some(Failure::Timeout)
+            } else if text.contains("ApplicationClose") {
+                note_h3(shared, format!("the server closed the connection: {e}"));
+                Some(Failure::GoAway)
+            } else {
+                note_h3(shared, format!("the connection failed: {e}"));
+                Some(Failure::Reset)
+            }
+        }
+        _ => {
+            note_h3(shared, format!("a stream failed: {e}"));
+            Some(Failure::Parse)
+        }
+    }
+}
+
+fn note(shared: &Shared, why: String) {
+    note_tls_error(&mut shared.recorder.borrow_mut(), || why);
+}
+
+/// Keeps the first HTTP/3 protocol failure for the report's warnings (with HTTP/2's: a run
+/// speaks one of them).
+fn note_h3(shared: &Shared, why: String) {
+    let mut recorder = shared.recorder.borrow_mut();
+    if recorder.h2_error.is_none() {
+        recorder.h2_error = Some(why);
+    }
+}

@@ -1,0 +1,418 @@
+//! QUIC for the HTTP/3 engine (`engine/h3.rs`): the client configuration an HTTP/3 target is
+//! run with, made once per run, and a quinn configuration per connection; the one-line causes
+//! of failed QUIC connections.
+//!
+//! The trust decision is the https one (`tls.rs`: `--cacert`, `-k`, or the bundled roots), on
+//! rustls with ring as everywhere in the generator, with ALPN `h3` only and early data on for
+//! `--0rtt`. One rustls configuration serves every connection: rustls resumes a ticket only
+//! with the very verifier it was issued under. Whether a handshake was full or resumed,
+//! which neither quinn nor h3 says, is read from its messages: each connection's crypto
+//! session is rustls's wrapped (`Watched`) to note a Certificate message from the server,
+//! which a full TLS 1.3 handshake sends and a resumed one does not (RFC 8446 §2.2).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use quinn::crypto::rustls::QuicClientConfig;
+use quinn::crypto::{ExportKeyingMaterialError, HeaderKey, KeyPair, Keys, PacketKey, Session};
+use quinn_proto::transport_parameters::TransportParameters;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+
+use crate::{Error, TlsSettings};
+
+/// A stream's receive window and the connection's, as the HTTP/2 engine opens them: large
+/// bodies are not throttled by the client.
+const STREAM_WINDOW: u32 = 4 << 20;
+const CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// What every connection of an HTTP/3 run is made from.
+pub(crate) struct Client {
+    /// ALPN h3, TLS 1.3 only (QUIC has no other), early data on with `--0rtt`.
+    crypto: Arc<QuicClientConfig>,
+    /// Why the server's certificate was last refused.
+    refused: Arc<Mutex<Option<String>>>,
+    transport: Arc<quinn::TransportConfig>,
+    /// The name sent (SNI) and checked.
+    pub(crate) name: String,
+    /// `--0rtt`: a resumed connection's first requests go before the handshake ends.
+    pub(crate) zero_rtt: bool,
+}
+
+/// What one connection's handshake showed.
+#[derive(Debug, Default)]
+pub(crate) struct Verified {
+    /// The server sent its certificate: a full handshake.
+    full: AtomicBool,
+    /// The server sent a session ticket (NewSessionTicket), and when it did.
+    ticket: AtomicBool,
+    ticket_came: tokio::sync::Notify,
+    /// Why the certificate was refused, if it was (any connection's, the last).
+    refused: Arc<Mutex<Option<String>>>,
+}
+
+impl Verified {
+    /// Whether the handshake was a full one (the server sent a certificate).
+    pub(crate) fn full(&self) -> bool {
+        self.full.load(Ordering::Relaxed)
+    }
+
+    /// Why the certificate was refused, if it was.
+    pub(crate) fn refused(&self) -> Option<String> {
+        self.refused.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// Completes once the server has sent a session ticket on this connection.
+    pub(crate) async fn ticket(&self) {
+        let came = self.ticket_came.notified();
+        if self.ticket.load(Ordering::Acquire) {
+            return;
+        }
+        came.await;
+    }
+}
+
+impl Client {
+    /// The client for `settings` towards server `name`; `timeout` bounds a silent server
+    /// (QUIC's idle timeout, so that quinn gives up when the request would).
+    pub(crate) fn new(
+        settings: &TlsSettings,
+        name: &str,
+        zero_rtt: bool,
+        timeout: Duration,
+    ) -> Result<Client, Error> {
+        ServerName::try_from(name.to_string()).map_err(|_| {
+            Error::Config(format!(
+                "{name:?} is not a name TLS can check a certificate against"
+            ))
+        })?;
+        let (verifier, provider) = crate::tls::verifier(settings)?;
+        let refused = Arc::new(Mutex::new(None));
+        let noting = Arc::new(Noting {
+            inner: verifier,
+            refused: Arc::clone(&refused),
+        });
+        let mut tls = ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(|e| Error::Config(format!("TLS: {e}")))?
+            .dangerous()
+            .with_custom_certificate_verifier(noting)
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        tls.enable_early_data = zero_rtt;
+        if settings.no_resume {
+            tls.resumption = rustls::client::Resumption::disabled();
+        }
+        let crypto =
+            QuicClientConfig::try_from(tls).map_err(|e| Error::Config(format!("QUIC: {e}")))?;
+        let mut transport = quinn::TransportConfig::default();
+        transport
+            .stream_receive_window(STREAM_WINDOW.into())
+            .receive_window(CONNECTION_WINDOW.into())
+            .max_idle_timeout(quinn::IdleTimeout::try_from(timeout).ok());
+        Ok(Client {
+            crypto: Arc::new(crypto),
+            refused,
+            transport: Arc::new(transport),
+            name: name.to_string(),
+            zero_rtt,
+        })
+    }
+
+    /// A connection's quinn configuration, and what its handshake will show.
+    pub(crate) fn connection(&self) -> (quinn::ClientConfig, Arc<Verified>) {
+        let verified = Arc::new(Verified {
+            full: AtomicBool::new(false),
+            ticket: AtomicBool::new(false),
+            ticket_came: tokio::sync::Notify::new(),
+            refused: Arc::clone(&self.refused),
+        });
+        let watched = Watched {
+            inner: Arc::clone(&self.crypto),
+            verified: Arc::clone(&verified),
+        };
+        let mut config = quinn::ClientConfig::new(Arc::new(watched));
+        config.transport_config(Arc::clone(&self.transport));
+        (config, verified)
+    }
+}
+
+/// One connection's crypto: rustls's, with the server's handshake messages watched.
+struct Watched {
+    inner: Arc<QuicClientConfig>,
+    verified: Arc<Verified>,
+}
+
+impl quinn::crypto::ClientConfig for Watched {
+    fn start_session(
+        self: Arc<Self>,
+        version: u32,
+        server_name: &str,
+        params: &TransportParameters,
+    ) -> Result<Box<dyn Session>, quinn::ConnectError> {
+        let inner = Arc::clone(&self.inner).start_session(version, server_name, params)?;
+        Ok(Box::new(WatchedSession {
+            inner,
+            messages: Messages::default(),
+            verified: Arc::clone(&self.verified),
+        }))
+    }
+}
+
+/// A crypto session that notes a Certificate among the handshake messages it reads.
+struct WatchedSession {
+    inner: Box<dyn Session>,
+    messages: Messages,
+    verified: Arc<Verified>,
+}
+
+impl Session for WatchedSession {
+    fn read_handshake(&mut self, buf: &[u8]) -> Result<bool, quinn_proto::TransportError> {
+        let seen = self.messages.feed(buf);
+        let read = self.inner.read_handshake(buf);
+        if seen.certificate {
+            self.verified.full.store(true, Ordering::Relaxed);
+        }
+        if seen.ticket && read.is_ok() {
+            self.verified.ticket.store(true, Ordering::Release);
+            self.verified.ticket_came.notify_waiters();
+        }
+        read
+    }
+
+    fn initial_keys(&self, dst_cid: &quinn::ConnectionId, side: quinn::Side) -> Keys {
+        self.inner.initial_keys(dst_cid, side)
+    }
+    fn handshake_data(&self) -> Option<Box<dyn std::any::Any>> {
+        self.inner.handshake_data()
+    }
+    fn peer_identity(&self) -> Option<Box<dyn std::any::Any>> {
+        self.inner.peer_identity()
+    }
+    fn early_crypto(&self) -> Option<(Box<dyn HeaderKey>, Box<dyn PacketKey>)> {
+        self.inner.early_crypto()
+    }
+    fn early_data_accepted(&self) -> Option<bool> {
+        self.inner.early_data_accepted()
+    }
+    fn is_handshaking(&self) -> bool {
+        self.inner.is_handshaking()
+    }
+    fn transport_parameters(
+        &self,
+    ) -> Result<Option<TransportParameters>, quinn_proto::TransportError> {
+        self.inner.transport_parameters()
+    }
+    fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
+        self.inner.write_handshake(buf)
+    }
+    fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
+        self.inner.next_1rtt_keys()
+    }
+    fn is_valid_retry(
+        &self,
+        orig_dst_cid: &quinn::ConnectionId,
+        header: &[u8],
+        payload: &[u8],
+    ) -> bool {
+        self.inner.is_valid_retry(orig_dst_cid, header, payload)
+    }
+    fn export_keying_material(
+        &self,
+        output: &mut [u8],
+        label: &[u8],
+        context: &[u8],
+    ) -> Result<(), ExportKeyingMaterialError> {
+        self.inner.export_keying_material(output, label, context)
+    }
+}
+
+/// TLS handshake message types of NewSessionTicket and Certificate (RFC 8446 §4).
+const NEW_SESSION_TICKET: u8 = 4;
+const CERTIFICATE: u8 = 11;
+
+/// The messages of interest that began in a piece of the handshake stream.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    /// A Certificate: the server's, in a full handshake.
+    certificate: bool,
+    /// A NewSessionTicket: what the next connection may resume with.
+    ticket: bool,
+}
+
+/// A reader of TLS handshake message headers (type, 24-bit length) in a stream of handshake
+/// bytes given in pieces, skipping the bodies. Written here because no crate exposes it
+/// (rustls keeps its parser private); the server has its twin for what it writes.
+#[derive(Default)]
+struct Messages {
+    header: [u8; 4],
+    have: usize,
+    skip: usize,
+}
+
+impl Messages {
+    /// Reads `bytes`; which messages of interest began in them.
+    fn feed(&mut self, mut bytes: &[u8]) -> Seen {
+        let mut seen = Seen::default();
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let n = self.skip.min(bytes.len());
+                self.skip -= n;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let n = (4 - self.have).min(bytes.len());
+            self.header[self.have..self.have + n].copy_from_slice(&bytes[..n]);
+            self.have += n;
+            bytes = &bytes[n..];
+            if self.have == 4 {
+                seen.certificate |= self.header[0] == CERTIFICATE;
+                seen.ticket |= self.header[0] == NEW_SESSION_TICKET;
+                self.skip = u32::from_be_bytes([0, self.header[1], self.header[2], self.header[3]])
+                    as usize;
+                self.have = 0;
+            }
+        }
+        seen
+    }
+}
+
+/// A verifier that keeps why it refused, in words a user can act on (quinn's error says only
+/// "the cryptographic handshake failed").
+#[derive(Debug)]
+struct Noting {
+    inner: Arc<dyn ServerCertVerifier>,
+    refused: Arc<Mutex<Option<String>>>,
+}
+
+impl ServerCertVerifier for Noting {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let result =
+            self.inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now);
+        if let Err(e) = &result {
+            if let Ok(mut refused) = self.refused.lock() {
+                *refused = Some(crate::tls::cause(e));
+            }
+        }
+        result
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// TLS alert 120, as QUIC carries it (CRYPTO_ERROR 0x100 + alert, RFC 9001 §4.8).
+const NO_APPLICATION_PROTOCOL: u64 = 0x100 + 120;
+
+/// A failed QUIC connection in words a user can act on: the cause, and what to do.
+/// `port` is the server's UDP port.
+pub(crate) fn cause(e: &quinn::ConnectionError, verified: &Verified, port: u16) -> String {
+    use quinn::ConnectionError as E;
+    if let Some(refused) = verified.refused() {
+        return refused;
+    }
+    match e {
+        E::TimedOut => silent(port),
+        E::ConnectionClosed(close) if u64::from(close.error_code) == NO_APPLICATION_PROTOCOL => {
+            "the server does not speak HTTP/3: it refused ALPN h3 in the QUIC handshake (leave --http3 out, or give its HTTP/3 port)".into()
+        }
+        E::TransportError(t) if u64::from(t.code) == NO_APPLICATION_PROTOCOL => {
+            "the server does not speak HTTP/3: it chose no ALPN h3 in the QUIC handshake (leave --http3 out, or give its HTTP/3 port)".into()
+        }
+        E::ConnectionClosed(close) => format!("the server closed the QUIC connection: {close}"),
+        E::ApplicationClosed(close) => format!("the server closed the HTTP/3 connection: {close}"),
+        E::VersionMismatch => "the server speaks no QUIC version in common (quinn speaks QUIC v1)".into(),
+        E::Reset => "the server reset the QUIC connection (a stateless reset: it had no state for it, a restart?)".into(),
+        other => format!("QUIC failed: {other}"),
+    }
+}
+
+/// What a silent UDP port means.
+pub(crate) fn silent(port: u16) -> String {
+    format!("no QUIC answer from the server's UDP port {port} within the timeout: nothing serves HTTP/3 there, or UDP is blocked on the way (leave --http3 out for a TCP-only server)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_config_is_made_from_the_settings_and_its_verifier_starts_unasked() {
+        let settings = TlsSettings {
+            insecure: true,
+            ..TlsSettings::default()
+        };
+        let client = Client::new(&settings, "localhost", true, Duration::from_secs(5)).unwrap();
+        assert!(client.zero_rtt);
+        let (_, verified) = client.connection();
+        assert!(!verified.full());
+        assert_eq!(verified.refused(), None);
+    }
+
+    #[test]
+    fn a_certificate_is_seen_in_handshake_messages_cut_anywhere() {
+        // EncryptedExtensions (8, 2 bytes), Certificate (11, 3 bytes), Finished (20, 1 byte).
+        let full = [8, 0, 0, 2, 0, 0, 11, 0, 0, 3, 1, 2, 3, 20, 0, 0, 1, 9];
+        for cut in 0..full.len() {
+            let mut messages = Messages::default();
+            let (a, b) = (messages.feed(&full[..cut]), messages.feed(&full[cut..]));
+            assert!(a.certificate | b.certificate, "cut at {cut}");
+            assert!(!(a.ticket | b.ticket), "cut at {cut}");
+        }
+        // A resumed handshake: EncryptedExtensions, Finished; a body byte of 11 is no header.
+        let resumed = [8, 0, 0, 2, 11, 11, 20, 0, 0, 1, 11];
+        assert_eq!(Messages::default().feed(&resumed), Seen::default());
+        // A NewSessionTicket after the handshake.
+        let ticket = Messages::default().feed(&[4, 0, 0, 2, 11, 11]);
+        assert!(ticket.ticket && !ticket.certificate);
+    }
+
+    #[test]
+    fn a_name_tls_cannot_check_is_refused_at_once() {
+        let e = Client::new(&TlsSettings::default(), "", false, Duration::from_secs(5));
+        assert!(matches!(e, Err(Error::Config(m)) if m.contains("not a name")));
+    }
+
+    #[test]
+    fn a_silent_port_and_a_refused_alpn_are_told_apart() {
+        let verified = Verified::default();
+        let timed_out = cause(&quinn::ConnectionError::TimedOut, &verified, 8443);
+        assert!(timed_out.contains("UDP port 8443"), "{timed_out}");
+        let close = quinn::ConnectionError::ConnectionClosed(quinn::ConnectionClose {
+            error_code: quinn::TransportErrorCode::crypto(120),
+            frame_type: None,
+            reason: bytes::Bytes::from_static(b"no application protocol"),
+        });
+        let alpn = cause(&close, &verified, 8443);
+        assert!(alpn.contains("does not speak HTTP/3"), "{alpn}");
+    }
+}

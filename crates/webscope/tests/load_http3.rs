@@ -1,0 +1,374 @@
+//! `webscope load --http3` against real HTTP/3 servers on loopback: `webscope serve --http3`
+//! (bytes, handshakes full and resumed, 0-RTT, the access log and /metrics), Caddy (a real
+//! peer: quic-go), an external client against `serve --http3` (aioquic's example client),
+//! and servers that do not speak HTTP/3 (one clear line, exit 1).
+
+mod h3_support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use h3_support::{certificate, load, pattern, site, Caddy, Serve};
+
+#[test]
+fn http3_against_serve_http3_bytes_handshakes_0rtt_log_and_metrics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
+    let ca = cert.to_str().unwrap();
+    let json = tmp.path().join("r.json");
+
+    // Keep-alive, 4 streams on each of 2 connections: every body whole.
+    let url = serve.url("/100k.bin");
+    let (r, text) = load(
+        &[
+            &url, "--http3", "-M", "4", "-c", "2", "-d", "1s", "--cacert", ca,
+        ],
+        &json,
+        0,
+    );
+    let requests = r["requests"].as_u64().unwrap();
+    assert!(requests > 0, "{text}");
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    assert_eq!(r["status_codes"]["200"], requests, "{text}");
+    assert_eq!(
+        r["bytes"].as_u64().unwrap(),
+        requests * 100 * 1024,
+        "{text}"
+    );
+    assert_eq!(r["protocol"], "HTTP/3 (4 streams per connection)");
+    assert_eq!(r["tls"]["full"], 2, "{text}");
+    assert!(text.contains("TLS handshake"), "{text}");
+
+    // A connection per request, resuming, with 0-RTT: handshakes saved, counted.
+    let url = serve.url("/1k.bin");
+    let (r, text) = load(
+        &[
+            &url, "--http3", "--close", "--0rtt", "-c", "2", "-d", "1s", "--cacert", ca,
+        ],
+        &json,
+        0,
+    );
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    let (full, resumed, early) = (
+        r["tls"]["full"].as_u64().unwrap(),
+        r["tls"]["resumed"].as_u64().unwrap(),
+        r["tls"]["early"].as_u64().unwrap_or(0),
+    );
+    assert!(resumed > full, "{full} full, {resumed} resumed: {text}");
+    assert!(early > 0 && early <= resumed, "{early} early: {text}");
+    assert!(text.contains("with 0-RTT accepted"), "{text}");
+
+    // The same server's figures: its HTTP/3 connections, its handshakes, its log.
+    assert!(serve.counter("webscope_http3_connections_total") >= 4.0);
+    let resumed_here = serve
+        .metrics()
+        .lines()
+        .find(|l| l.starts_with("webscope_tls_handshakes_total{result=\"resumed\"}"))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .unwrap();
+    assert!(resumed_here > 0.0);
+    // Every response counted was logged whole; up to the 8 requests in flight at the end
+    // may have been answered too (counted as unfinished).
+    let lines = serve.log_lines(requests as usize);
+    let big = lines
+        .iter()
+        .filter(|l| l.contains("\"GET /100k.bin HTTP/3.0\" 200 102400"))
+        .count() as u64;
+    assert!(
+        big >= requests && big <= requests + 8,
+        "{big} logged, {requests} counted"
+    );
+}
+
+#[test]
+fn a_0rtt_request_that_is_not_idempotent_is_answered_too_early() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
+    let ca = cert.to_str().unwrap();
+    let json = tmp.path().join("r.json");
+    let url = serve.url("/1k.bin");
+    // POSTs, a connection each, in 0-RTT when a ticket allows: those that came as early data
+    // are refused (425); the others reach the file server, which allows no POST (405).
+    let (r, text) = load(
+        &[
+            &url, "--http3", "--close", "--0rtt", "-m", "POST", "-c", "1", "-d", "1s", "--cacert",
+            ca,
+        ],
+        &json,
+        1,
+    );
+    let codes = &r["status_codes"];
+    let too_early = codes["425"].as_u64().unwrap_or(0);
+    let not_allowed = codes["405"].as_u64().unwrap_or(0);
+    assert!(too_early > 0, "{text}");
+    assert_eq!(
+        too_early + not_allowed,
+        r["requests"].as_u64().unwrap(),
+        "{text}"
+    );
+    // GETs in 0-RTT are answered, early or not.
+    let (r, text) = load(
+        &[
+            &url, "--http3", "--close", "--0rtt", "-c", "1", "-d", "1s", "--cacert", ca,
+        ],
+        &json,
+        0,
+    );
+    assert_eq!(r["status_codes"]["200"], r["requests"], "{text}");
+    assert!(r["tls"]["early"].as_u64().unwrap_or(0) > 0, "{text}");
+}
+
+#[test]
+fn http3_against_caddy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let Some(caddy) = Caddy::start(&root, tmp.path()) else {
+        return;
+    };
+    let ca = caddy.ca.to_str().unwrap();
+    let json = tmp.path().join("r.json");
+    let url = format!("https://localhost:{}/100k.bin", caddy.port);
+    let (r, text) = load(
+        &[
+            &url, "--http3", "-M", "8", "-c", "2", "-d", "1s", "--cacert", ca,
+        ],
+        &json,
+        0,
+    );
+    let requests = r["requests"].as_u64().unwrap();
+    assert!(requests > 0, "{text}");
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    assert_eq!(r["status_codes"]["200"], requests, "{text}");
+    assert_eq!(
+        r["bytes"].as_u64().unwrap(),
+        requests * 100 * 1024,
+        "{text}"
+    );
+    // Caddy's quic-go resumes and takes 0-RTT too.
+    let url = format!("https://localhost:{}/1k.bin", caddy.port);
+    let (r, text) = load(
+        &[
+            &url, "--http3", "--close", "--0rtt", "-c", "1", "-d", "1s", "--cacert", ca,
+        ],
+        &json,
+        0,
+    );
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    assert!(r["tls"]["resumed"].as_u64().unwrap() > 0, "{text}");
+}
+
+/// The warning line of a summary that starts with `prefix`.
+fn warning<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} in {text}"))
+}
+
+#[test]
+fn a_server_that_does_not_speak_http3_is_one_clear_line_and_exit_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let ca = cert.to_str().unwrap();
+    let json = tmp.path().join("r.json");
+
+    // HTTPS on TCP, nothing on the UDP port.
+    let tcp_only = Serve::start(&root, tmp.path(), (&cert, &key), &[]);
+    let url = tcp_only.url("/1k.bin");
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "-c",
+            "1",
+            "-d",
+            "2s",
+            "--timeout",
+            "1s",
+            "--cacert",
+            ca,
+        ],
+        &json,
+        1,
+    );
+    assert_eq!(r["requests"], 0);
+    let line = warning(&text, "warning: TLS:");
+    assert!(
+        line.contains("no QUIC answer") && line.contains("UDP port"),
+        "{line}"
+    );
+    assert!(text.contains("no request succeeded"), "{text}");
+
+    // A QUIC server that offers another application protocol than h3.
+    let (port, stop) = quic_server_without_h3(&cert, &key);
+    let url = format!("https://127.0.0.1:{port}/");
+    let (r, text) = load(
+        &[&url, "--http3", "-c", "1", "-d", "1s", "--cacert", ca],
+        &json,
+        1,
+    );
+    stop.send(()).unwrap();
+    assert_eq!(r["requests"], 0);
+    assert!(r["errors"]["tls"].as_u64().unwrap() > 0, "{text}");
+    let line = warning(&text, "warning: TLS:");
+    assert!(line.contains("does not speak HTTP/3"), "{line}");
+
+    // An http:// URL is refused before anything is sent.
+    let out = h3_support::webscope()
+        .args(["load", "http://127.0.0.1:9/", "--http3", "-d", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("https://") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+/// A QUIC server on 127.0.0.1 whose only ALPN is `hq-interop` (HTTP/0.9 over QUIC), on a
+/// thread of its own until the sender is used or dropped: its port and the sender.
+fn quic_server_without_h3(cert: &Path, key: &Path) -> (u16, std::sync::mpsc::Sender<()>) {
+    use rustls::pki_types::pem::PemObject;
+    let chain = rustls::pki_types::CertificateDer::pem_file_iter(cert)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    tls.alpn_protocols = vec![b"hq-interop".to_vec()];
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+    let config = quinn::ServerConfig::with_crypto(std::sync::Arc::new(quic));
+    let (port_tx, port_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let endpoint = quinn::Endpoint::server(config, "127.0.0.1:0".parse().unwrap()).unwrap();
+            port_tx.send(endpoint.local_addr().unwrap().port()).unwrap();
+            loop {
+                if !matches!(
+                    stop_rx.try_recv(),
+                    Err(std::sync::mpsc::TryRecvError::Empty)
+                ) {
+                    return;
+                }
+                let next = tokio::time::timeout(Duration::from_millis(50), endpoint.accept());
+                if let Ok(Some(incoming)) = next.await {
+                    tokio::spawn(async move {
+                        let _ = incoming.await;
+                    });
+                }
+            }
+        });
+    });
+    (port_rx.recv().unwrap(), stop_tx)
+}
+
+/// aioquic's example client (`examples/http3_client.py`, in its sdist, not its wheel): the
+/// path CI gives in WEBSCOPE_AIOQUIC_CLIENT, or None with a note (a panic under
+/// WEBSCOPE_REQUIRE_AIOQUIC, which CI sets).
+fn aioquic_client() -> Option<String> {
+    let found = std::env::var("WEBSCOPE_AIOQUIC_CLIENT")
+        .ok()
+        .filter(|p| Path::new(p).exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("WEBSCOPE_REQUIRE_AIOQUIC").is_none(),
+            "WEBSCOPE_REQUIRE_AIOQUIC is set but WEBSCOPE_AIOQUIC_CLIENT names no http3_client.py (pip install aioquic wsproto; the example is in the sdist)"
+        );
+        eprintln!("skipping: no aioquic example client (set WEBSCOPE_AIOQUIC_CLIENT)");
+    }
+    found
+}
+
+#[test]
+fn aioquic_fetches_from_serve_http3_byte_for_byte() {
+    let Some(client) = aioquic_client() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
+    let out_dir = tmp.path().join("fetched");
+    std::fs::create_dir(&out_dir).unwrap();
+    let urls: Vec<String> = ["/1k.bin", "/100k.bin", "/1m.bin"]
+        .iter()
+        .map(|p| serve.url(p))
+        .collect();
+    let out = std::process::Command::new("python3")
+        .arg(&client)
+        .arg("--ca-certs")
+        .arg(&cert)
+        .arg("--output-dir")
+        .arg(&out_dir)
+        .args(&urls)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    for (name, len) in [
+        ("1k.bin", 1024),
+        ("100k.bin", 100 * 1024),
+        ("1m.bin", 1 << 20),
+    ] {
+        let got = std::fs::read(out_dir.join(name)).unwrap_or_default();
+        assert!(got == pattern(len), "{name}: {} bytes; {said}", got.len());
+    }
+    let lines = serve.log_lines(3);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("\"GET /1m.bin HTTP/3.0\" 200 1048576")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn a_server_going_away_after_its_request_limit_is_reconnected_to_without_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    // GOAWAY after 50 requests, with up to 8 more already sent on the connection: those are
+    // rejected unprocessed (H3_REQUEST_REJECTED), which is no error of theirs.
+    let serve = Serve::start(
+        &root,
+        tmp.path(),
+        (&cert, &key),
+        &["--http3", "--keepalive-requests", "50"],
+    );
+    let url = serve.url("/1k.bin");
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "-M",
+            "8",
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "--cacert",
+            cert.to_str().unwrap(),
+        ],
+        &tmp.path().join("r.json"),
+        0,
+    );
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    assert!(r["connects"].as_u64().unwrap() > 1, "{text}");
+    assert_eq!(r["status_codes"]["200"], r["requests"], "{text}");
+}

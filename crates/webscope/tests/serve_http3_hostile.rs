@@ -1,0 +1,417 @@
+//! `webscope serve --http3` against hostile QUIC clients made here with quinn and h3: a flood
+//! of handshakes whose answers never reach their sender (as from spoofed addresses), clients
+//! that open streams and never read, and a flood of reset streams. Each time the server must
+//! keep its memory bounded and go on serving an honest client (`webscope load --http3`).
+
+mod h3_support;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use h3_support::{certificate, load, site, Serve};
+
+/// A client configuration that trusts `cert` (the server's own), ALPN h3; `window` bounds
+/// what the client takes unread on a stream (and 4 times it on the connection).
+fn client_config(cert: &std::path::Path, window: Option<u32>) -> quinn::ClientConfig {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls::pki_types::CertificateDer::pem_file_iter(cert).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut config = quinn::ClientConfig::new(Arc::new(quic));
+    if let Some(window) = window {
+        let mut transport = quinn::TransportConfig::default();
+        transport
+            .stream_receive_window(window.into())
+            .receive_window((4 * window).into());
+        config.transport_config(Arc::new(transport));
+    }
+    config
+}
+
+/// A one-way relay: what reaches its address goes on to `server`, what the server answers is
+/// lost, as for a client whose source address was spoofed. Runs until `stop`.
+fn one_way_relay(server: SocketAddr, stop: Arc<AtomicBool>) -> SocketAddr {
+    let inbound = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let outbound = UdpSocket::bind("127.0.0.1:0").unwrap();
+    inbound
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let addr = inbound.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((n, _)) = inbound.recv_from(&mut buf) {
+                let _ = outbound.send_to(&buf[..n], server);
+            }
+        }
+    });
+    addr
+}
+
+/// An honest client's run during the abuse: every request answered.
+fn honest_run(serve: &Serve, cert: &std::path::Path, dir: &std::path::Path) -> serde_json::Value {
+    let url = serve.url("/1k.bin");
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "--cacert",
+            cert.to_str().unwrap(),
+        ],
+        &dir.join("honest.json"),
+        0,
+    );
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    assert!(r["requests"].as_u64().unwrap() > 0, "{text}");
+    r
+}
+
+#[test]
+fn a_flood_of_handshakes_that_never_finish_is_met_with_retries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(
+        &root,
+        tmp.path(),
+        (&cert, &key),
+        &["--http3", "--header-timeout", "3s"],
+    );
+    let rss_before = serve.rss_kib();
+    let stop = Arc::new(AtomicBool::new(false));
+    let relay = one_way_relay(serve.addr, Arc::clone(&stop));
+    let config = client_config(&cert, None);
+    // 400 connection attempts through the relay: their Initials reach the server, its answers
+    // never come back, so the handshakes stay in progress until the header timeout.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let flood = runtime.block_on(async {
+        let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut attempts = Vec::new();
+        for _ in 0..400 {
+            let connecting = endpoint
+                .connect_with(config.clone(), relay, "localhost")
+                .unwrap();
+            attempts.push(tokio::spawn(async move {
+                tokio::time::timeout(Duration::from_secs(2), connecting).await
+            }));
+            tokio::time::sleep(Duration::from_micros(500)).await;
+        }
+        endpoint
+    });
+    let r = honest_run(&serve, &cert, tmp.path());
+    let retries = serve.counter("webscope_quic_retries_total");
+    stop.store(true, Ordering::Relaxed);
+    drop(flood);
+    let grown = serve.rss_kib().saturating_sub(rss_before);
+    eprintln!("handshake flood: {retries} retries, RSS +{grown} KiB");
+    assert!(retries > 0.0, "no Retry under 400 unfinished handshakes");
+    assert!(grown < 64 * 1024, "RSS grew by {grown} KiB");
+    assert!(r["tls"]["full"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn streams_never_read_are_cut_and_hold_bounded_memory_and_resets_free_theirs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(
+        &root,
+        tmp.path(),
+        (&cert, &key),
+        &["--http3", "--send-timeout", "1s"],
+    );
+    let rss_before = serve.rss_kib();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = serve.addr;
+    // 4 clients, each with 100 streams asking for 1 MiB and taking at most 16 KiB of each
+    // unread: the server may buffer only a bounded share of the 400 MiB asked for.
+    let held = runtime.block_on(async {
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+            let quic = endpoint
+                .connect_with(client_config(&cert, Some(16 * 1024)), addr, "localhost")
+                .unwrap()
+                .await
+                .unwrap();
+            let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(quic))
+                .await
+                .unwrap();
+            tokio::spawn(async move {
+                let _ = driver.wait_idle().await;
+            });
+            let mut streams = Vec::new();
+            for _ in 0..100 {
+                let request =
+                    http::Request::get(format!("https://localhost:{}/1m.bin", addr.port()))
+                        .body(())
+                        .unwrap();
+                let mut stream = sender.send_request(request).await.unwrap();
+                stream.finish().await.unwrap();
+                streams.push(stream);
+            }
+            held.push((endpoint, sender, streams));
+        }
+        // Past the send timeout, with nothing read.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        held
+    });
+    let grown = serve.rss_kib().saturating_sub(rss_before);
+    eprintln!("400 unread streams: RSS +{grown} KiB");
+    assert!(
+        grown < 96 * 1024,
+        "RSS grew by {grown} KiB for 400 unread streams"
+    );
+    honest_run(&serve, &cert, tmp.path());
+    // The unread responses were cut: their log lines say what left, less than the file.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let cut = loop {
+        let lines = serve.log_lines(0);
+        let cut = lines
+            .iter()
+            .filter(|l| l.contains("/1m.bin HTTP/3.0\" 200 ") && !l.contains(" 200 1048576 "))
+            .count();
+        if cut >= 100 || Instant::now() > deadline {
+            break cut;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    eprintln!("{cut} responses cut of 400 unread");
+    assert!(cut >= 100, "{cut} responses cut of 400 unread");
+    drop(held);
+
+    // A flood of streams reset as soon as they are opened.
+    let reset = runtime.block_on(async {
+        let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let quic = endpoint
+            .connect_with(client_config(&cert, None), addr, "localhost")
+            .unwrap()
+            .await
+            .unwrap();
+        let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(quic))
+            .await
+            .unwrap();
+        tokio::spawn(async move {
+            let _ = driver.wait_idle().await;
+        });
+        let mut reset = 0;
+        for _ in 0..2000 {
+            let request = http::Request::get(format!("https://localhost:{}/1m.bin", addr.port()))
+                .body(())
+                .unwrap();
+            let Ok(Ok(mut stream)) =
+                tokio::time::timeout(Duration::from_secs(2), sender.send_request(request)).await
+            else {
+                break;
+            };
+            stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
+            stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+            reset += 1;
+        }
+        reset
+    });
+    // Each reset stream's slot came back: 2000 streams through a limit of 128 at once.
+    assert_eq!(reset, 2000);
+    let grown = serve.rss_kib().saturating_sub(rss_before);
+    eprintln!("after a reset flood: RSS +{grown} KiB");
+    assert!(
+        grown < 96 * 1024,
+        "RSS grew by {grown} KiB after a reset flood"
+    );
+    honest_run(&serve, &cert, tmp.path());
+}
+
+/// A two-way relay between one client and `server` that keeps every datagram the client sent,
+/// in order. Runs until `stop`.
+fn recording_relay(
+    server: SocketAddr,
+    stop: Arc<AtomicBool>,
+) -> (SocketAddr, Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+    let inbound = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let outbound = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for socket in [&inbound, &outbound] {
+        socket.set_nonblocking(true).unwrap();
+    }
+    let addr = inbound.local_addr().unwrap();
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = Arc::clone(&sent);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut client = None;
+        while !stop.load(Ordering::Relaxed) {
+            let mut idle = true;
+            if let Ok((n, from)) = inbound.recv_from(&mut buf) {
+                client = Some(from);
+                kept.lock().unwrap().push(buf[..n].to_vec());
+                let _ = outbound.send_to(&buf[..n], server);
+                idle = false;
+            }
+            if let (Ok((n, _)), Some(client)) = (outbound.recv_from(&mut buf), client) {
+                let _ = inbound.send_to(&buf[..n], client);
+                idle = false;
+            }
+            if idle {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    });
+    (addr, sent)
+}
+
+/// A QUIC variable-length integer at `at` (RFC 9000 §16): its value and the next offset.
+fn varint(bytes: &[u8], at: usize) -> Option<(u64, usize)> {
+    let first = *bytes.get(at)?;
+    let len = 1usize << (first >> 6);
+    let mut value = u64::from(first & 0x3f);
+    for i in 1..len {
+        value = (value << 8) | u64::from(*bytes.get(at + i)?);
+    }
+    Some((value, at + len))
+}
+
+/// The long-header packets coalesced in a datagram (RFC 9000 §17.2, §12.2): each one's type
+/// (0 Initial, 1 0-RTT, 2 Handshake) and destination connection ID; a short-header packet
+/// ends the walk.
+fn long_packets(datagram: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut packets = Vec::new();
+    let mut at = 0;
+    while let Some(&first) = datagram.get(at) {
+        if first & 0x80 == 0 {
+            break;
+        }
+        let kind = (first >> 4) & 0x3;
+        let Some(&dcid_len) = datagram.get(at + 5) else {
+            break;
+        };
+        let dcid_at = at + 6;
+        let Some(dcid) = datagram.get(dcid_at..dcid_at + dcid_len as usize) else {
+            break;
+        };
+        let scid_len_at = dcid_at + dcid_len as usize;
+        let Some(&scid_len) = datagram.get(scid_len_at) else {
+            break;
+        };
+        let mut next = scid_len_at + 1 + scid_len as usize;
+        if kind == 0 {
+            let Some((token, after)) = varint(datagram, next) else {
+                break;
+            };
+            next = after + token as usize;
+        }
+        let Some((length, payload)) = varint(datagram, next) else {
+            break;
+        };
+        packets.push((kind, dcid.to_vec()));
+        at = payload + length as usize;
+    }
+    packets
+}
+
+#[test]
+fn a_replayed_0rtt_flight_does_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(
+        &root,
+        tmp.path(),
+        (&cert, &key),
+        &["--http3", "--header-timeout", "1s"],
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let (relay, sent) = recording_relay(serve.addr, Arc::clone(&stop));
+    // A client that POSTs, a connection per request, in 0-RTT when it can.
+    let url = format!("https://127.0.0.1:{}/1k.bin", relay.port());
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "--close",
+            "--0rtt",
+            "-m",
+            "POST",
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "--cacert",
+            cert.to_str().unwrap(),
+        ],
+        &tmp.path().join("r.json"),
+        1,
+    );
+    stop.store(true, Ordering::Relaxed);
+    assert!(r["tls"]["early"].as_u64().unwrap_or(0) > 0, "{text}");
+    // The last connection's first flight: the datagrams to the connection ID its Initial
+    // chose, among them 0-RTT packets (alone or coalesced after the Initial).
+    let sent = sent.lock().unwrap().clone();
+    let flight_of = |chosen: &[u8]| -> Vec<&Vec<u8>> {
+        sent.iter()
+            .filter(|d| long_packets(d).iter().any(|(_, dcid)| dcid == chosen))
+            .collect()
+    };
+    let has_0rtt = |flight: &[&Vec<u8>]| {
+        flight
+            .iter()
+            .flat_map(|d| long_packets(d))
+            .any(|(kind, _)| kind == 1)
+    };
+    let flight = sent
+        .iter()
+        .rev()
+        .flat_map(|d| long_packets(d))
+        .filter(|(kind, _)| *kind == 0)
+        .map(|(_, dcid)| flight_of(&dcid))
+        .find(|flight| has_0rtt(flight))
+        .expect("a first flight with 0-RTT packets");
+    let posts = |lines: &[String]| lines.iter().filter(|l| l.contains("\"POST ")).count();
+    let requests = r["requests"].as_u64().unwrap() as usize;
+    let before = posts(&serve.log_lines(requests));
+    let failed = |s: &Serve| {
+        s.metrics()
+            .lines()
+            .find(|l| l.starts_with("webscope_tls_handshakes_total{result=\"failed\"}"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let failed_before = failed(&serve);
+    // The attacker's copy, from another address: the ticket was used once already, so the
+    // server makes it a full handshake without the early data, which the replayer can never
+    // finish.
+    let attacker = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in &flight {
+        attacker.send_to(datagram, serve.addr).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while failed(&serve) <= failed_before {
+        assert!(
+            Instant::now() < deadline,
+            "the replay never reached a handshake"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    let after = posts(&serve.log_lines(0));
+    assert_eq!(after, before, "the replayed POST was processed");
+}
