@@ -56,6 +56,6 @@ pub use plausible::{implausible_time, AHEAD, EARLIEST_UNIX};
 pub use printable::printable;
 pub use read::{read_logs, read_logs_with_progress, Parsed};
 pub use stream::{
-    stream_logs, stream_logs_until, stream_logs_while, BadLine, CutShort, ReadOptions,
-    ReadSummary, MAX_BUFFERED,
+    stream_logs, stream_logs_until, stream_logs_while, BadLine, CutShort, ReadOptions, ReadSummary,
+    MAX_BUFFERED,
 };

@@ -290,3 +290,26 @@ fn a_model_file_of_zeros_is_refused_in_bounded_memory() {
         done.max_rss_mib
     );
 }
+
+/// #51 §12: a gzip log cut short is read up to the cut, as zcat reads it, and the summary
+/// says so on stderr (before, it was refused; between, it was read without a word).
+#[test]
+fn a_gzip_log_cut_short_is_read_to_the_cut_and_said() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(good(2000).as_bytes()).unwrap();
+    let whole = gz.finish().unwrap();
+    // The member's last 40 bytes (its deflate end and trailer) are gone.
+    let log = write(tmp.path(), "cut.log.gz", &whole[..whole.len() - 40]);
+    let done = characterize(&log, None);
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(
+        done.stderr.contains("cut.log.gz was read up to line")
+            && done
+                .stderr
+                .contains("the lines before were kept, as zcat keeps them"),
+        "{done:?}"
+    );
+    assert!(done.stdout.contains(": 1 991 requests over"), "{done:?}");
+}

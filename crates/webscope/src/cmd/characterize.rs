@@ -118,6 +118,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let interrupted = reading.finished();
     progress.finish_and_clear();
     let read = read?;
+    // A gzip file cut short or damaged is read up to the damage, as zcat reads it: said.
+    if let Some(note) = read.cut_note(&args.logs) {
+        eprintln!("warning: {note}");
+    }
     let unwritten = || {
         // An --out made for this run and left empty goes too: nothing of it was written.
         if let Some(dir) = args.out.as_ref().filter(|_| made_out) {

@@ -80,6 +80,10 @@ pub fn count(
     );
     let interrupted = reading.finished();
     let summary = summary.context("fileset like")?;
+    // A gzip file cut short or damaged is read up to the damage, as zcat reads it: said.
+    if let Some(note) = summary.cut_note(logs) {
+        eprintln!("warning: {note}");
+    }
     // Interrupted, no set is made: the fits are not drawn.
     let model = characterizer
         .filter(|_| !interrupted)
