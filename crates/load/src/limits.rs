@@ -113,7 +113,7 @@ fn memory_available() -> Option<u64> {
 
 impl Config {
     /// The sockets this process opens at once whatever happens: its share of the connections
-    /// (an open loop's may grow past them, up to [`Config::growth_ceiling`]), or its users'
+    /// (an open loop's may grow past them, up to `Config::growth_ceiling`), or its users'
     /// connections.
     pub fn sockets_here(&self) -> usize {
         if let Some(users) = &self.users {

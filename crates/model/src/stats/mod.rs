@@ -23,7 +23,7 @@
 //! the binomial), [`wilson`] and [`clopper_pearson`] bound a share, [`requests_for_tail`]
 //! says how many requests a percentile needs, [`decide`] reads an interval against a
 //! limit as pass, fail or undecided, and [`sign_test`] says how often a fair coin agrees
-//! with itself as much as a few repeated verdicts did. [`change`] is the one rule for "did
+//! with itself as much as a few repeated verdicts did. [`change()`] is the one rule for "did
 //! B change against A" over repeated runs: the change with its interval, within, crossed or
 //! undecided against a limit, for `compare` and the interleaved A/B experiment alike.
 //!
