@@ -131,7 +131,7 @@ impl Characterizer {
         if let Some(visitors) = self.visitors.as_mut() {
             let agent = e.user_agent.as_deref().unwrap_or("");
             let path = e.has_request().then_some(&*e.path);
-            visitors.add(&e.client, agent, t, e.logged_day(), path);
+            visitors.add(&e.client, agent, (t, e.logged_day()), e.status, path);
         }
     }
 

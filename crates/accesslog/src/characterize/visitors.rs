@@ -17,14 +17,16 @@ use super::sessions::{SessionCounter, Sessions, Visit};
 pub(super) const BATCH: usize = 8192;
 
 /// One entry as the per-client figures see it: its client, its visit (client and agent
-/// hashed, time, page), its day in the log's zone, and whether it had a readable request
-/// (a session counts only those; a visitor and a client, every entry).
+/// hashed, time, page), its day in the log's zone, whether it had a readable request (a
+/// session counts only those; a client, every entry) and whether it makes a visitor (not
+/// answered 4xx, as GoAccess counts them).
 #[derive(Debug)]
 struct Seen {
     client: CompactString,
     visit: Visit,
     day: i64,
     request: bool,
+    visitor: bool,
 }
 
 /// The three counters, wherever they run.
@@ -46,7 +48,9 @@ impl Counters {
 
     fn count(&mut self, seen: Seen) {
         self.clients.add(&seen.client);
-        self.visitors.add(seen.visit.key, seen.day);
+        if seen.visitor {
+            self.visitors.add(seen.visit.key, seen.day);
+        }
         if seen.request {
             self.sessions.visit(seen.visit);
         }
@@ -106,14 +110,22 @@ impl VisitorThread {
     }
 
     /// Counts an entry of `client` with user agent `agent` at Unix second `t`, on `day` of
-    /// the log's zone; `path`: its path when it has a readable request (a session counts only
-    /// those).
-    pub fn add(&mut self, client: &str, agent: &str, t: i64, day: i64, path: Option<&str>) {
+    /// the log's zone, answered `status`; `path`: its path when it has a readable request (a
+    /// session counts only those).
+    pub fn add(
+        &mut self,
+        client: &str,
+        agent: &str,
+        (t, day): (i64, i64),
+        status: u16,
+        path: Option<&str>,
+    ) {
         let seen = Seen {
             client: CompactString::from(client),
             visit: Visit::of(client, agent, t, path.unwrap_or("-")),
             day,
             request: path.is_some(),
+            visitor: !(400..500).contains(&status),
         };
         if let Some(counters) = self.inline.as_mut() {
             counters.count(seen);
@@ -173,13 +185,15 @@ mod tests {
             let day = t.div_euclid(86_400);
             let path = if i % 4 == 0 { "/page" } else { "/img.png" };
             let request = (i % 50 != 0).then_some(path);
+            let status = if i % 7 == 0 { 404 } else { 200 };
             alone.count(Seen {
                 client: CompactString::from(client.as_str()),
                 visit: Visit::of(&client, "agent", t, request.unwrap_or("-")),
                 day,
                 request: request.is_some(),
+                visitor: status != 404,
             });
-            threaded.add(&client, "agent", t, day, request);
+            threaded.add(&client, "agent", (t, day), status, request);
         }
         let threaded = threaded.finish();
         assert_eq!(threaded.clients.figures(), alone.clients.figures());

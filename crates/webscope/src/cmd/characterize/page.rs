@@ -120,7 +120,7 @@ fn summary(c: &Characterization, logs: &[String]) -> Section {
         ),
         ("clients (addresses)", count(c.clients.distinct as u64)),
         (
-            "visitors (GoAccess's: address, user agent and day)",
+            "visitors (GoAccess's: address, user agent and day, 4xx left out)",
             count(c.visitors.distinct),
         ),
         (

@@ -321,7 +321,7 @@ pub fn references_counted(c: &Characterization) -> String {
 pub fn visitors(c: &Characterization) -> String {
     let v = &c.visitors;
     format!(
-        "{}{} (as GoAccess counts unique visitors: one client address with one user agent on one day of the log, its own time zone; {}), beside {} client addresses and {} sessions",
+        "{}{} (as GoAccess counts unique visitors: one client address with one user agent on one day of the log, its own time zone, of the requests not answered 4xx; {}), beside {} client addresses and {} sessions",
         if v.exact { "" } else { "about " },
         count(v.distinct),
         plural(v.days, "day"),

@@ -122,13 +122,18 @@ fn every_status_present_is_said_however_rare() {
 
 #[test]
 fn visitors_are_counted_as_goaccess_counts_them_beside_clients_and_sessions() {
-    // Two addresses. 192.0.2.1 with two agents on Oct 1, and one of them again on Oct 2: 3
-    // visitors. 192.0.2.2 at 23:00 and 23:30 of Oct 1 in the log's zone (-0700): that is
-    // Oct 2 in UTC, yet one day of the log, so 1 visitor. 4 visitors, 2 addresses.
+    // Three addresses. 192.0.2.1 with two agents on Oct 1 (curl's 404 makes no visitor, its
+    // 500 does), and one of them again on Oct 2: 3 visitors. 192.0.2.2 at 23:00 and 23:30 of
+    // Oct 1 in the log's zone (-0700): that is Oct 2 in UTC, yet one day of the log, so 1
+    // visitor. 192.0.2.3, refused (403) and not found (404) only: no visitor. 4 visitors, 3
+    // addresses (GoAccess 1.7 counts the same log so).
     let mut text = String::new();
     text += &combined("192.0.2.1", "firefox", 1, 9, "/a.html", 200);
     text += &combined("192.0.2.1", "firefox", 1, 10, "/b.png", 200);
     text += &combined("192.0.2.1", "curl", 1, 11, "/a.html", 404);
+    text += &combined("192.0.2.1", "curl", 1, 11, "/a.html", 500);
+    text += &combined("192.0.2.3", "curl", 1, 11, "/a.html", 403);
+    text += &combined("192.0.2.3", "curl", 1, 12, "/b.html", 404);
     text += &combined("192.0.2.1", "firefox", 2, 9, "/a.html", 200);
     text += &combined("192.0.2.2", "firefox", 1, 23, "/a.html", 200);
     text += "192.0.2.2 - - [01/Oct/2024:23:30:00 -0700] \"GET /c.html HTTP/1.1\" 200 1 \"-\" \"firefox\"\n";
@@ -136,10 +141,11 @@ fn visitors_are_counted_as_goaccess_counts_them_beside_clients_and_sessions() {
     assert_eq!(c.visitors.distinct, 4, "{:?}", c.visitors);
     assert_eq!(c.visitors.days, 2);
     assert!(c.visitors.exact);
-    assert_eq!(c.clients.distinct, 2);
-    // Sessions (30 min without a request ends one): firefox on 192.0.2.1 three times (9:00,
-    // 10:00, the next day), curl once, 192.0.2.2 once.
-    assert_eq!(c.sessions.sessions, 5);
+    assert_eq!(c.clients.distinct, 3);
+    // Sessions (30 min without a request ends one; any status): firefox on 192.0.2.1 three
+    // times (9:00, 10:00, the next day), its curl once, 192.0.2.2 once, 192.0.2.3 twice
+    // (11:00, 12:00).
+    assert_eq!(c.sessions.sessions, 7);
     let said = super::summary::text(&c, &["access.log".into()]);
     let line = said
         .lines()
@@ -153,7 +159,7 @@ fn visitors_are_counted_as_goaccess_counts_them_beside_clients_and_sessions() {
         line.contains("one client address with one user agent on one day"),
         "{line}"
     );
-    assert!(line.contains("2 client addresses and 5 sessions"), "{line}");
+    assert!(line.contains("3 client addresses and 7 sessions"), "{line}");
     let html = super::page::page(&c, &["access.log".into()]).to_html();
     assert!(html.contains("visitors (GoAccess"), "{html}");
 }
