@@ -28,7 +28,6 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_LRU_HASH = 9,
-	BPF_MAP_TYPE_SK_STORAGE = 24,
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 enum {
@@ -36,7 +35,6 @@ enum {
 };
 enum {
 	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
-	BPF_SK_STORAGE_GET_F_CREATE = 1,
 };
 enum {
 	BPF_ANY = 0,
