@@ -10,7 +10,7 @@ use webscope_load::Config;
 
 /// The flags whose settings a config holds: given with `--config`, they would fight it (clap
 /// refuses them; a test checks that every flag is here or is the process's own).
-pub(super) const SHAPING: [&str; 40] = [
+pub(super) const SHAPING: [&str; 42] = [
     "url",
     "requests",
     "replay",
@@ -34,6 +34,8 @@ pub(super) const SHAPING: [&str; 40] = [
     "timeout",
     "interval",
     "http2",
+    "http3",
+    "zero_rtt",
     "max_streams",
     "busy_poll",
     "io",

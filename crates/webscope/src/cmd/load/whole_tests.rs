@@ -68,7 +68,10 @@ fn away_from_defaults() -> Vec<Config> {
         sessions: webscope_load::users::Sessions::Model(webscope_load::users::SessionModel::surge()),
         ramp_up: Duration::from_millis(700),
     }));
-    vec![h2, uring, replayed, users]
+    let mut h3 = Config::new(Target::url("https://127.0.0.1:8443/").unwrap());
+    h3.http3 = Some(16);
+    h3.zero_rtt = true;
+    vec![h2, uring, replayed, users, h3]
 }
 
 /// The config `webscope load ARGS` would run with.
