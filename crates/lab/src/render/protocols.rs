@@ -144,7 +144,13 @@ fn table(rows: &[Row]) -> Table {
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
     let points = load_pooled(dir, exp, out)?;
     let rows: Vec<Row> = points.iter().map(Row::of).collect();
-    let mut page = ExperimentPage::new(exp, "Protocols: HTTP/1.1, HTTPS, HTTP/2, HTTP/3");
+    // A lab stored before HTTP/3 has no such row: its title stays as it was.
+    let title = if rows.iter().any(|r| r.label == "HTTP/3") {
+        "Protocols: HTTP/1.1, HTTPS, HTTP/2, HTTP/3"
+    } else {
+        "Protocols: HTTP/1.1, HTTPS, HTTP/2"
+    };
+    let mut page = ExperimentPage::new(exp, title);
     page.repeats_note(&points);
     let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
     let reading = reading(&rows);
