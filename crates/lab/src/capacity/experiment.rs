@@ -50,6 +50,10 @@ pub struct Recorded {
     /// majority).
     #[serde(default)]
     pub settled: bool,
+    /// The rule, by name (searches since the range rule, #48; before it: `every` and
+    /// `settled`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Rule>,
     /// `constant` or `poisson`.
     pub arrivals: String,
     /// Length of each probe, seconds (its warm-up not counted).
@@ -60,6 +64,9 @@ pub struct Recorded {
 impl Recorded {
     /// How the search decided each rate.
     pub fn rule(&self) -> Rule {
+        if let Some(rule) = self.rule {
+            return rule;
+        }
         match (self.every, self.settled) {
             (true, _) => Rule::Every,
             (false, true) => Rule::Settled,
@@ -100,11 +107,7 @@ fn plan(options: &Options) -> Plan {
         precision: options.capacity.precision,
         repeat: (options.repeat as u32).max(CONFIRM),
         max_probes: MOST_PROBES,
-        rule: if options.capacity.every {
-            Rule::Every
-        } else {
-            Rule::Settled
-        },
+        rule: options.capacity.rule,
         ..Plan::new(options.capacity.from)
     }
 }
@@ -209,6 +212,7 @@ fn write_plan(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<()> {
             max_probes: plan.max_probes,
             every: plan.rule == Rule::Every,
             settled: plan.rule == Rule::Settled,
+            rule: Some(plan.rule),
             arrivals: match settings.arrivals {
                 webscope_load::Arrivals::Constant => "constant".into(),
                 webscope_load::Arrivals::Poisson => "poisson".into(),

@@ -39,8 +39,8 @@ pub struct Settings {
     /// The bracket closes when (fail − pass) / pass is at most this.
     pub precision: f64,
     pub arrivals: Arrivals,
-    /// `--every-probe`: a rate passes only when every probe there passed.
-    pub every: bool,
+    /// How a rate's probes decide it: the range (L and U, #48) unless `--majority`.
+    pub rule: search::Rule,
     /// `--segments`: generators (load processes) each probe is split across; 1 runs the
     /// probe in the lab's own generator.
     pub segments: usize,
@@ -74,7 +74,7 @@ impl Settings {
             from,
             precision,
             arrivals,
-            every: false,
+            rule: search::Rule::Range,
             segments: 1,
             kubernetes: None,
         })
@@ -91,7 +91,7 @@ impl Default for Settings {
             from: DEFAULT_FROM,
             precision: DEFAULT_PRECISION,
             arrivals: Arrivals::Constant,
-            every: false,
+            rule: search::Rule::Range,
             segments: 1,
             kubernetes: None,
         }

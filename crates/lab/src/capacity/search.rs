@@ -57,7 +57,8 @@ pub struct Plan {
 }
 
 /// How a rate's probes decide whether it passes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Rule {
     /// Settled by a sign test at [`SETTLE_ALPHA`], or unsettled after [`MOST_AT_RATE`]
     /// probes that kept disagreeing (bounding neither end of the bracket).
@@ -66,14 +67,18 @@ pub enum Rule {
     /// The majority of `repeat` probes, a third when two disagree; after [`MOST_AT_RATE`]
     /// whatever they say. Searches before the settled rule (replayed as they were).
     Majority,
-    /// Passes only when every probe there did (`--every-probe`).
+    /// Passes only when every probe there did (`--every-probe` before #48).
     Every,
+    /// The lab's since #48: the capacity as the range it is, reliably up to L (every probe
+    /// at L met the objective), tipping between L and U, every probe failing from U
+    /// (`search/range.rs`).
+    Range,
 }
 
 impl Plan {
     /// A search from `from` req/s: doubling, to 5 %, boundaries confirmed, down to 1 req/s, at
     /// most 60 probes. The lab starts from these and sets its own precision, repeats and
-    /// probe limit (`experiment::MOST_PROBES`, 30) over them.
+    /// probe limit (`experiment::MOST_PROBES`, 40) over them.
     pub fn new(from: f64) -> Plan {
         Plan {
             from,
@@ -131,7 +136,9 @@ pub const MOST_DISTURBED: u32 = 3;
 pub enum Ending {
     /// The bracket closed: `capacity` passed `passes` of its probes, `fails_at` failed
     /// (`unproven` of those fails: [`MOST_UNDECIDED`] undecided probes each); `unsettled`,
-    /// the rates between them whose probes kept disagreeing.
+    /// the rates between them whose probes kept disagreeing. [`Rule::Range`]: `capacity` is
+    /// L, `fails_at` U, `unsettled` the tipping rates between, and `first_miss` M, the
+    /// lowest rate above L where the objective was missed: L's own bracket is [L, M].
     Found {
         capacity: f64,
         passes: (u32, u32),
@@ -139,6 +146,7 @@ pub enum Ending {
         fails: (u32, u32),
         unproven: u32,
         unsettled: Option<Unsettled>,
+        first_miss: Option<f64>,
     },
     /// The generator fell behind at `at`; the capacity is above `above` (the highest rate
     /// that passed), beyond what this generator can offer.
@@ -248,6 +256,7 @@ impl Search {
                 // Both ends confirmed, the bracket only wider than the precision: that is
                 // still the capacity's uncertainty, and a finding.
                 self.ended = Some(match (self.confirmed_bracket(), self.bracket()) {
+                    _ if self.plan.rule == Rule::Range => self.out_of_probes_range(),
                     ((Some(lo), Some(hi)), _) => self.found(lo, hi),
                     (_, (pass, fail)) => Ending::OutOfProbes {
                         pass: pass.map(|r| r as f64),
@@ -333,7 +342,7 @@ impl Search {
             return Some(State::Unsettled);
         }
         let passes = match self.plan.rule {
-            Rule::Every => fail == 0,
+            Rule::Every | Rule::Range => fail == 0,
             Rule::Settled | Rule::Majority => pass > fail,
         };
         (pass + fail > 0).then_some(if passes { State::Pass } else { State::Fail })
@@ -361,7 +370,7 @@ impl Search {
         match self.plan.rule {
             Rule::Settled => self.settled(rate) || runs >= MOST_AT_RATE,
             Rule::Majority => (runs >= self.plan.repeat && pass != fail) || runs >= MOST_AT_RATE,
-            Rule::Every => {
+            Rule::Every | Rule::Range => {
                 (fail == 0 && pass >= self.plan.repeat) || fail >= CONFIRM || runs >= MOST_AT_RATE
             }
         }
@@ -417,6 +426,9 @@ impl Search {
             .find(|(&r, &n)| n > 0 && self.state(r).is_none())
         {
             return Ok(rate);
+        }
+        if plan.rule == Rule::Range {
+            return self.choose_range();
         }
         let (pass, fail) = self.bracket();
         let gray = self.unsettled_between(pass, fail);
@@ -488,6 +500,7 @@ impl Search {
             fails: (hf, hp + hf),
             unproven: self.unproven.get(&hi).copied().unwrap_or(0),
             unsettled,
+            first_miss: None,
         }
     }
 }
@@ -497,8 +510,11 @@ impl Ending {
     pub fn bracket_pct(&self) -> Option<f64> {
         match self {
             Ending::Found {
-                capacity, fails_at, ..
-            } => Some(50.0 * (fails_at - capacity) / capacity),
+                capacity,
+                fails_at,
+                first_miss,
+                ..
+            } => Some(50.0 * (first_miss.unwrap_or(*fails_at) - capacity) / capacity),
             _ => None,
         }
     }
@@ -512,12 +528,17 @@ impl Ending {
     pub fn sentence_in(&self, unit: &str) -> String {
         match self {
             Ending::Found {
+                first_miss: Some(m),
+                ..
+            } => self.range_sentence(*m, unit),
+            Ending::Found {
                 capacity,
                 passes,
                 fails_at,
                 fails,
                 unproven,
                 unsettled,
+                first_miss: None,
             } => format!(
                 "capacity {} {unit} (passes {}/{}; {} fails {}/{}{}; bracket ±{:.1} %){}",
                 thousands(*capacity),
@@ -592,5 +613,6 @@ impl Unsettled {
     }
 }
 
+mod range;
 #[cfg(test)]
 mod tests;

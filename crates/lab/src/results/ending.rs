@@ -30,7 +30,7 @@ macro_rules! ending_record {
     ($name:ident, $unsettled:ident, $doc:literal,
      capacity = $capacity:tt, fails_at = $fails_at:tt, above = $above:tt, at = $at:tt,
      rate = $rate:tt, pass = $pass:tt, fail = $fail:tt, from = $from:tt, to = $to:tt,
-     passed = $passed:tt) => {
+     passed = $passed:tt, first_miss = $first_miss:tt) => {
         #[doc = $doc]
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "kind", rename_all = "snake_case")]
@@ -52,6 +52,10 @@ macro_rules! ending_record {
                 unsettled: Option<$unsettled>,
                 #[serde(default)]
                 bracket_pct: Option<f64>,
+                /// The range rule's M (#48): the capacity's own bracket is [capacity,
+                /// first_miss], and `fails_at` is where every probe failed.
+                #[serde(rename = $first_miss, default, skip_serializing_if = "Option::is_none")]
+                first_miss: Option<f64>,
             },
             /// The generator fell behind.
             Generator {
@@ -112,6 +116,7 @@ macro_rules! ending_record {
                         fails,
                         unproven,
                         unsettled,
+                        first_miss,
                     } => $name::Found {
                         capacity: *capacity,
                         fails_at: *fails_at,
@@ -126,6 +131,7 @@ macro_rules! ending_record {
                             probes: u.probes,
                         }),
                         bracket_pct: e.bracket_pct(),
+                        first_miss: *first_miss,
                     },
                     Ending::GeneratorBound { above, at } => $name::Generator {
                         above: *above,
@@ -153,9 +159,13 @@ macro_rules! ending_record {
         impl EndingRecord for $name {
             fn bracket(&self) -> Option<(f64, f64, Option<f64>)> {
                 match self {
+                    // A range's capacity is its lower edge L, bracketed by its first miss M.
                     $name::Found {
-                        capacity, fails_at, ..
-                    } => Some((*capacity, *fails_at, Some(*capacity))),
+                        capacity,
+                        fails_at,
+                        first_miss,
+                        ..
+                    } => Some((*capacity, first_miss.unwrap_or(*fails_at), Some(*capacity))),
                     $name::Generator { above, .. } => {
                         Some((above.unwrap_or(0.0), f64::INFINITY, None))
                     }
@@ -198,10 +208,22 @@ macro_rules! ending_record {
                 };
                 match self {
                     $name::Found {
-                        capacity, fails_at, ..
+                        capacity,
+                        fails_at,
+                        first_miss,
+                        ..
                     } => {
                         figure($capacity, *capacity)?;
                         figure($fails_at, *fails_at)?;
+                        if let Some(m) = first_miss {
+                            figure($first_miss, *m)?;
+                            if m < capacity || m > fails_at {
+                                return Err(format!(
+                                    "ending.{} ({m}) is outside ending.{} .. ending.{} ({capacity} .. {fails_at}): the first miss lies between them",
+                                    $first_miss, $capacity, $fails_at
+                                ));
+                            }
+                        }
                         if capacity > fails_at {
                             return Err(format!(
                                 "ending.{} ({capacity}) is above ending.{} ({fails_at}): a bracket upside down",
@@ -250,7 +272,8 @@ ending_record!(
     fail = "fail_rps",
     from = "from_rps",
     to = "to_rps",
-    passed = "passed_rps"
+    passed = "passed_rps",
+    first_miss = "first_miss_rps"
 );
 
 ending_record!(
@@ -266,7 +289,8 @@ ending_record!(
     fail = "fail_users",
     from = "from_users",
     to = "to_users",
-    passed = "passed_users"
+    passed = "passed_users",
+    first_miss = "first_miss_users"
 );
 
 #[cfg(test)]
@@ -284,6 +308,7 @@ mod tests {
             fails: (3, 3),
             unproven: 0,
             unsettled: None,
+            first_miss: None,
         };
         let written = serde_json::to_value(RpsEnding::from(&e)).unwrap();
         assert_eq!(

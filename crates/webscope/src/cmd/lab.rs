@@ -174,12 +174,17 @@ pub struct Args {
     /// [default: 0.05].
     #[arg(long, value_name = "SHARE")]
     precision: Option<f64>,
-    /// The capacity search passes a rate only when every probe there met the objective (at
-    /// least --repeat of them, 2 or more), not when they settle it: the capacity is then a
-    /// rate the server meets reliably. Near a knee where slow episodes come and go, a rate met
-    /// in two probes of three is no capacity. A fail is still confirmed by a second fail, or
-    /// stands after 6 probes with a fail among them.
-    #[arg(long)]
+    /// The capacity search decides each rate by the majority of its probes, settled by a
+    /// sign test (3 of 3, 4 of 4, 5 of 6), and gives one capacity in one bracket spanning the
+    /// rates that would not settle. By default a rate passes only when every probe there met
+    /// the objective (at least --repeat of them, 2 or more), and the capacity is stated as
+    /// the range it is: reliably up to L (every probe at L met it), tipping between L and U
+    /// (passes and fails mixed), every probe failing from U; L is what compare and
+    /// --baseline use.
+    #[arg(long, conflicts_with = "every_probe")]
+    majority: bool,
+    /// The default since the range rule (kept so that older scripts run).
+    #[arg(long, hide = true)]
     every_probe: bool,
     /// The capacity probes' arrivals: evenly spaced, or a Poisson process.
     #[arg(long, value_name = "KIND", default_value = "constant", value_parser = ["constant", "poisson"])]
@@ -244,7 +249,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)?;
     let capacity = lab::capacity::Settings {
         segments: usize::from(args.segments),
-        every: args.every_probe,
+        rule: if args.majority {
+            lab::capacity::search::Rule::Settled
+        } else {
+            lab::capacity::search::Rule::Range
+        },
         kubernetes: args
             .kubernetes
             .clone()

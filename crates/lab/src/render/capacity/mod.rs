@@ -167,6 +167,7 @@ fn plan_sentence(r: &Recorded) -> String {
         r.growth,
         100.0 * r.precision,
         match r.rule() {
+            Rule::Range => "(or stands after 6 probes with a fail among them). The search finds the capacity as the range it is: L, reliably up to, the highest rate where every probe met the objective, with no miss below it (the capacity, which compare and --baseline use, bracketed by the lowest rate above it that missed); then U, the lowest rate above every rate where any probe passed, where every probe failed; between them the server tips, meeting the objective in some probes and not in others",
             Rule::Every => "(or stands after 6 probes with a fail among them: a rate passes only when every probe there passed, so the capacity is a rate the server meets reliably, not one it meets more often than not)",
             Rule::Majority => "(a third when two disagree, the majority deciding)",
             Rule::Settled => "(and a third: a rate is settled only when its probes agree as a server meeting the objective in half its probes would agree at most one time in eight (3 of 3, 4 of 4, 5 of 6); a rate whose 6 probes do not settle it is unsettled, the server meeting the objective there in some probes and not in others, and the bracket spans such rates)",
@@ -205,6 +206,11 @@ fn dashed(name: String, points: Vec<(f64, f64)>) -> Series {
 /// before the generator fell behind.
 fn marker(ending: Option<&Ending>) -> Option<(f64, String)> {
     match ending? {
+        Ending::Found {
+            capacity,
+            first_miss: Some(_),
+            ..
+        } => Some((*capacity, format!("reliably up to {capacity:.0} req/s"))),
         Ending::Found { capacity, .. } => {
             Some((*capacity, format!("capacity {capacity:.0} req/s")))
         }

@@ -29,6 +29,7 @@ fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
         // Recorded by the majority rule, as searches before the settled one were: the page
         // replays such a search as it ran.
         settled: false,
+        rule: None,
         arrivals: "constant".into(),
         probe_s: 1.0,
         warmup_s: 0.2,
@@ -277,6 +278,7 @@ fn the_plan_says_which_rule_decided_a_rate() {
         max_probes: 40,
         every,
         settled,
+        rule: None,
         arrivals: "constant".into(),
         probe_s: 3.0,
         warmup_s: 0.6,
