@@ -217,15 +217,8 @@ impl Ending {
         };
         let (l, u) = (thousands(*capacity), thousands(*fails_at));
         let reliable = format!(
-            "capacity: reliably up to {l} {unit} (every probe there met the objective, {}/{}; {}: ±{:.1} %)",
-            passes.0,
-            passes.1,
-            if m == *fails_at {
-                format!("{} {unit} failed {}/{}", thousands(m), fails.0, fails.1)
-            } else {
-                format!("the first miss at {} {unit}", thousands(m))
-            },
-            self.bracket_pct().unwrap_or(0.0)
+            "capacity: reliably up to {l} {unit} (every probe there met the objective, {}/{}",
+            passes.0, passes.1
         );
         let unproven = match unproven {
             0 => String::new(),
@@ -244,15 +237,17 @@ impl Ending {
                 fails.0, fails.1
             )
         };
+        let pct = self.bracket_pct().unwrap_or(0.0);
         match unsettled {
             Some(t) => format!(
-                "{reliable}, tipping between {l} and {u} {unit} (passes and fails mixed: {} of {} probes passed at {} rate{}), {failing}",
+                "{reliable}; the first miss at {} {unit}: ±{pct:.1} %), tipping between {l} and {u} {unit} (passes and fails mixed: {} of {} probes passed at {} rate{}), {failing}",
+                thousands(m),
                 t.passes,
                 t.probes,
                 t.rates,
                 if t.rates == 1 { "" } else { "s" },
             ),
-            None => format!("{reliable}, with no tipping range: {failing}"),
+            None => format!("{reliable}), {failing}: no tipping range, bracket ±{pct:.1} %"),
         }
     }
 }

@@ -518,7 +518,7 @@ fn the_range_of_a_sharp_knee_is_its_bracket_with_no_tipping_rates() {
         assert!(rates.len() <= 36, "{} probes", rates.len());
         let text = ending.sentence();
         assert!(
-            text.starts_with("capacity: reliably up to ") && text.contains("no tipping range"),
+            text.starts_with("capacity: reliably up to ") && text.contains(": no tipping range"),
             "{text}"
         );
     }

@@ -86,9 +86,9 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     page.extend(needed.iter().map(|n| Block::Text(n.sentence())));
     let law = Law::of(&points, &probes, capacity);
     page.extend(law.sentences().into_iter().map(Block::Text));
-    let mark = marker(ending.as_ref());
-    page.push(latency_chart(&points, &recorded, mark.as_ref()));
-    page.push(achieved_chart(&points, mark.as_ref()));
+    let marks = markers(ending.as_ref());
+    page.push(latency_chart(&points, &recorded, &marks));
+    page.push(achieved_chart(&points, &marks));
     page.push(Block::Text(cooldown_sentence(&probes)));
     page.table(
         "Every probe in the order of the search (conditions: each one's verdict; bound by: the lab's verdict on what bounds the probe)",
@@ -156,7 +156,7 @@ fn capitalise(text: &str) -> String {
 
 fn plan_sentence(r: &Recorded) -> String {
     format!(
-        "Objective: {}, each condition judged on its 95 % interval (a percentile's from the order statistics of the probe's requests, a share's by Wilson): it passes only when all of the interval meets the limit, fails only when none of it does, and a probe whose interval straddles a limit is undecided and taken again, twice as long. Open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate, longer at rates too low to offer the requests the objective needs in that time ({} for these conditions; at most 60 s). The search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; it never moves on one probe: a fail is confirmed by a second {}, and the bracket's two rates are each confirmed by {} probes or more. A probe that failed on a machine other processes disturbed (their share of the server's or the generator's CPU, steal, CPU or I/O pressure past their limits) is disturbed, not failed: the machine is waited for and the probe taken again; three in a row end the search without a capacity. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while no condition failed) ends the search (unless other processes took its CPU or steal did while it ran: then it is disturbed too): it says nothing of the server. Goodput counts good responses over the requests that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
+        "Objective: {}, each condition judged on its 95 % interval (a percentile's from the order statistics of the probe's requests, a share's by Wilson): it passes only when all of the interval meets the limit, fails only when none of it does, and a probe whose interval straddles a limit is undecided and taken again, twice as long. Open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate, longer at rates too low to offer the requests the objective needs in that time ({} for these conditions; at most 60 s). The search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; it never moves on one probe: a fail is confirmed by a second {}{}. A probe that failed on a machine other processes disturbed (their share of the server's or the generator's CPU, steal, CPU or I/O pressure past their limits) is disturbed, not failed: the machine is waited for and the probe taken again; three in a row end the search without a capacity. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while no condition failed) ends the search (unless other processes took its CPU or steal did while it ran: then it is disturbed too): it says nothing of the server. Goodput counts good responses over the requests that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
         r.slo,
         r.probe_s,
         r.arrivals,
@@ -167,12 +167,19 @@ fn plan_sentence(r: &Recorded) -> String {
         r.growth,
         100.0 * r.precision,
         match r.rule() {
-            Rule::Range => "(or stands after 6 probes with a fail among them). The search finds the capacity as the range it is: L, reliably up to, the highest rate where every probe met the objective, with no miss below it (the capacity, which compare and --baseline use, bracketed by the lowest rate above it that missed); then U, the lowest rate above every rate where any probe passed, where every probe failed; between them the server tips, meeting the objective in some probes and not in others",
+            Rule::Range => "(or stands after 6 probes with a fail among them). The search finds the capacity as the range it is: L, reliably up to, the highest rate where every probe met the objective, with no miss below it (the capacity, which compare and --baseline use, bracketed by the lowest rate above it that missed); then U, the lowest rate above every rate where any probe passed, where every probe failed; between them the server tips, meeting the objective in some probes and not in others; L and U are each confirmed by 3 probes or more that agree",
             Rule::Every => "(or stands after 6 probes with a fail among them: a rate passes only when every probe there passed, so the capacity is a rate the server meets reliably, not one it meets more often than not)",
             Rule::Majority => "(a third when two disagree, the majority deciding)",
             Rule::Settled => "(and a third: a rate is settled only when its probes agree as a server meeting the objective in half its probes would agree at most one time in eight (3 of 3, 4 of 4, 5 of 6); a rate whose 6 probes do not settle it is unsettled, the server meeting the objective there in some probes and not in others, and the bracket spans such rates)",
         },
-        r.repeat,
+        if r.rule() == Rule::Range {
+            String::new()
+        } else {
+            format!(
+                ", and the bracket's two rates are each confirmed by {} probes or more",
+                r.repeat
+            )
+        },
         100.0 * webscope_load::not_sent_limit(r.probe_s)
     )
 }
@@ -202,27 +209,43 @@ fn dashed(name: String, points: Vec<(f64, f64)>) -> Series {
     }
 }
 
-/// Where the charts mark the search's result: the capacity, or the highest rate that passed
-/// before the generator fell behind.
-fn marker(ending: Option<&Ending>) -> Option<(f64, String)> {
-    match ending? {
-        Ending::Found {
+/// Where the charts mark the search's result: the capacity (a range's two edges), or the
+/// highest rate that passed before the generator fell behind.
+fn markers(ending: Option<&Ending>) -> Vec<(f64, String)> {
+    match ending {
+        Some(Ending::Found {
             capacity,
+            fails_at,
             first_miss: Some(_),
             ..
-        } => Some((*capacity, format!("reliably up to {capacity:.0} req/s"))),
-        Ending::Found { capacity, .. } => {
-            Some((*capacity, format!("capacity {capacity:.0} req/s")))
+        }) => vec![
+            (*capacity, format!("reliably up to {capacity:.0} req/s")),
+            (*fails_at, format!("failing from {fails_at:.0} req/s")),
+        ],
+        Some(Ending::Found { capacity, .. }) => {
+            vec![(*capacity, format!("capacity {capacity:.0} req/s"))]
         }
-        Ending::GeneratorBound { above: Some(r), .. } => {
-            Some((*r, format!("capacity above {r:.0} req/s (generator-bound)")))
+        Some(Ending::GeneratorBound { above: Some(r), .. }) => {
+            vec![(*r, format!("capacity above {r:.0} req/s (generator-bound)"))]
         }
-        _ => None,
+        _ => Vec::new(),
+    }
+}
+
+/// How the latency chart's reading names its vertical lines: " and the capacity 41800
+/// req/s", or a range's two edges.
+fn marked(marks: &[(f64, String)]) -> String {
+    match marks {
+        [] => String::new(),
+        [(_, name)] => format!(" and the {name}"),
+        [(l, _), (u, _), ..] => format!(
+            "; the vertical lines are the range's edges: reliably up to {l:.0} req/s (every probe there met the objective) and failing from {u:.0} req/s (every probe there failed)"
+        ),
     }
 }
 
 /// Latency percentiles against offered rate, the objective's latency limits, the capacity.
-fn latency_chart(points: &[Point], r: &Recorded, mark: Option<&(f64, String)>) -> Block {
+fn latency_chart(points: &[Point], r: &Recorded, marks: &[(f64, String)]) -> Block {
     let mut series: Vec<Series> = PERCENTILES
         .iter()
         .map(|(name, pick)| {
@@ -250,9 +273,9 @@ fn latency_chart(points: &[Point], r: &Recorded, mark: Option<&(f64, String)>) -
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
         .collect();
-    if let Some((x, name)) = mark {
-        let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = ys.iter().copied().fold(0.0, f64::max);
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ys.iter().copied().fold(0.0, f64::max);
+    for (x, name) in marks {
         series.push(vertical(name.clone(), *x, lo, hi));
     }
     Block::Chart {
@@ -265,13 +288,13 @@ fn latency_chart(points: &[Point], r: &Recorded, mark: Option<&(f64, String)>) -
         .to_svg(),
         reading: format!(
             "Latency from each request's intended send (open loop, corrected for coordinated omission) at each probe's offered rate; the dashed lines are the objective's limits{}.",
-            mark.map_or(String::new(), |(_, name)| format!(" and the {name}"))
+            marked(marks)
         ),
     }
 }
 
 /// Achieved (goodput) against offered, with the line where they are equal.
-fn achieved_chart(points: &[Point], mark: Option<&(f64, String)>) -> Block {
+fn achieved_chart(points: &[Point], marks: &[(f64, String)]) -> Block {
     let hi = points.iter().map(|p| p.x.max(p.rps)).fold(0.0, f64::max);
     let mut series = vec![
         Series {
@@ -280,7 +303,7 @@ fn achieved_chart(points: &[Point], mark: Option<&(f64, String)>) -> Block {
         },
         dashed("achieved = offered".into(), vec![(0.0, 0.0), (hi, hi)]),
     ];
-    if let Some((x, name)) = mark {
+    for (x, name) in marks {
         series.push(vertical(name.clone(), *x, 0.0, hi));
     }
     Block::Chart {

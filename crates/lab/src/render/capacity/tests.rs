@@ -17,6 +17,11 @@ enum Limit {
 /// fail as `limit` says, each boundary confirmed: the rates as the search chose them), with
 /// the files the page reads.
 fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
+    recorded_by(dir, limit, None)
+}
+
+/// [`recorded`] by the rule `rule` (None: as searches recorded before the settled rule).
+fn recorded_by(dir: &Path, limit: Limit, rule: Option<Rule>) -> ExperimentRecord {
     let plan = Recorded {
         slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
         from: 100.0,
@@ -29,7 +34,7 @@ fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
         // Recorded by the majority rule, as searches before the settled one were: the page
         // replays such a search as it ran.
         settled: false,
-        rule: None,
+        rule,
         arrivals: "constant".into(),
         probe_s: 1.0,
         warmup_s: 0.2,
@@ -298,4 +303,47 @@ fn the_plan_says_which_rule_decided_a_rate() {
         "{settled}"
     );
     assert!(!settled.contains("the majority deciding"), "{settled}");
+}
+
+#[test]
+fn a_range_search_states_both_edges_and_reads_back_as_l_in_its_own_bracket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = recorded_by(tmp.path(), Limit::Cpu, Some(Rule::Range));
+    let mut out = Rendered::new(Judge::default());
+    render(tmp.path(), &exp, &mut out).unwrap();
+    let c = &out.json["capacity"];
+    let sentence = c["sentence"].as_str().unwrap();
+    assert!(
+        sentence.starts_with(
+            "capacity: reliably up to 800 req/s (every probe there met the objective, 3/3"
+        ) && sentence.contains("every probe failing from 900 req/s (3/3): no tipping range"),
+        "{sentence}"
+    );
+    assert_eq!(c["ending"]["first_miss_rps"], 900.0, "{c:#}");
+    assert_eq!(c["ending"]["fails_at_rps"], 900.0, "{c:#}");
+    assert!(
+        out.summary.contains("reliably up to 800 req/s"),
+        "{}",
+        out.summary
+    );
+    let readings: Vec<&str> = out.sections[0]
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Chart { reading, .. } => Some(reading.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        readings[0].contains("reliably up to 800 req/s (every probe there met the objective) and failing from 900 req/s"),
+        "{readings:?}"
+    );
+    assert!(text(&out).contains("L and U are each confirmed by 3 probes or more"));
+    // What compare and --baseline read: L, bracketed by its first miss.
+    let entry: crate::results::SearchEntry<crate::results::RpsEnding> =
+        serde_json::from_value(c.clone()).unwrap();
+    assert_eq!(
+        entry.bracket().map(|b| (b.low, b.high)),
+        Some((800.0, 900.0))
+    );
 }
