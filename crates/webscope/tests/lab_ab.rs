@@ -123,6 +123,13 @@ fn identical_servers_are_never_a_regression_and_the_order_is_balanced() {
         page.contains("Each side&#39;s goodput, round by round")
             || page.contains("Each side's goodput, round by round")
     );
+    // Each threshold's interval at each look, against its dashed limit.
+    assert!(
+        page.contains("Each threshold&#39;s interval as the rounds came in")
+            || page.contains("Each threshold's interval as the rounds came in"),
+        "no narrowing chart"
+    );
+    assert!(page.contains("limit goodput&gt;-3%") || page.contains("limit goodput>-3%"));
 }
 
 #[test]

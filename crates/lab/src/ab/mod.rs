@@ -184,6 +184,11 @@ pub fn rounds(dir: &Path, runs: &[String], judge: &Judge) -> anyhow::Result<(Vec
     Ok((kept, disturbed))
 }
 
+/// [`CONFIDENCE`] as the interval rule takes it.
+pub fn confidence() -> Confidence {
+    Confidence::new(CONFIDENCE).unwrap_or(Confidence::P95)
+}
+
 /// The comparison of the kept rounds, B against A, pair by pair, at [`CONFIDENCE`].
 pub fn judge(rounds: Vec<Round>) -> (Comparison, Vec<Round>) {
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -193,8 +198,7 @@ pub fn judge(rounds: Vec<Round>) -> (Comparison, Vec<Round>) {
         a.push(r.a);
         b.push(r.b);
     }
-    let confidence = Confidence::new(CONFIDENCE).unwrap_or(Confidence::P95);
-    let c = compare::compare_at("B against A", &a, &b, confidence);
+    let c = compare::compare_at("B against A", &a, &b, confidence());
     let back = order
         .into_iter()
         .zip(a.into_iter().zip(b))

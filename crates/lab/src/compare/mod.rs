@@ -218,8 +218,9 @@ fn figures(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> (Vec<f64>,
     (a, b, what)
 }
 
-/// One metric's row, or none when neither side measured it.
-fn row(
+/// One metric's row, or none when neither side measured it (the `ab` page asks it of the
+/// first rounds at each look, to draw the interval narrowing).
+pub(crate) fn row(
     name: &str,
     base: &[&Run],
     cand: &[&Run],

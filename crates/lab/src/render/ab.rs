@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::json;
 use webscope_report::human;
-use webscope_report::svg::{Axis, Series, XyChart};
+use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
 use super::page::ExperimentPage;
@@ -52,6 +52,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     }
     page.push(Block::Text(how_it_went(exp, &rounds, disturbed)));
     page.push(ratio_chart(&rounds));
+    page.extend(narrowing_chart(&rounds, &thresholds));
     page.push(drift_chart(&rounds));
     page.table(
         format!(
@@ -145,6 +146,56 @@ fn ratio_chart(rounds: &[Round]) -> Block {
         .to_svg(),
         reading: "Each round's change of B against A: the pairs' spread is what the interval rests on, and it is far narrower than either side's drift below.".into(),
     }
+}
+
+/// Each threshold's interval at each look (the first 4, 8, 16 ... rounds, and all of them),
+/// against its limit: how the rounds narrowed it until it fell on one side, or did not.
+fn narrowing_chart(rounds: &[Round], thresholds: &[Threshold]) -> Option<Block> {
+    let confidence = ab::confidence();
+    let looks: Vec<usize> = ab::LOOK_AT
+        .into_iter()
+        .filter(|&n| n < rounds.len())
+        .chain([rounds.len()])
+        .collect();
+    let mut series = Vec::new();
+    for t in thresholds {
+        let (mut low, mut high) = (Vec::new(), Vec::new());
+        for &n in &looks {
+            let a: Vec<&compare::input::Run> = rounds[..n].iter().map(|r| &r.a).collect();
+            let b: Vec<&compare::input::Run> = rounds[..n].iter().map(|r| &r.b).collect();
+            if let Some([lo, hi]) =
+                compare::row(&t.metric, &a, &b, true, confidence).and_then(|r| r.interval_pct)
+            {
+                low.push((n as f64, lo));
+                high.push((n as f64, hi));
+            }
+        }
+        if low.is_empty() {
+            continue;
+        }
+        series.push(Series::line(format!("{} interval, low", t.metric), low));
+        series.push(Series::line(format!("{} interval, high", t.metric), high));
+        series.push(Series {
+            name: format!("limit {t}"),
+            points: vec![(0.0, t.limit_pct), (rounds.len() as f64, t.limit_pct)],
+            style: Style::Dashed,
+            spread: Vec::new(),
+        });
+    }
+    (!series.is_empty()).then(|| Block::Chart {
+        svg: XyChart {
+            title: "Each threshold's interval as the rounds came in".into(),
+            x: Axis::linear("rounds"),
+            y: Axis::linear("change of B against A, %"),
+            series,
+        }
+        .to_svg(),
+        reading: format!(
+            "At each look (after {} rounds, and at the end) the {} interval of B against A over the rounds so far, with each threshold's limit dashed: a threshold is decided once its interval lies wholly on one side of its limit.",
+            ab::LOOK_AT.map(|n| n.to_string()).join(", "),
+            human::pct(ab::CONFIDENCE)
+        ),
+    })
 }
 
 /// Each side's goodput over the rounds: what a single measurement of either would have met.
