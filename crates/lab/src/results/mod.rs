@@ -14,6 +14,7 @@
 //! by their pages (#47 goes on).
 
 pub mod ab;
+pub mod capacity;
 pub mod ending;
 pub mod search;
 

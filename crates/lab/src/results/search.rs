@@ -5,25 +5,9 @@
 
 use serde::Deserialize;
 
+pub use super::capacity::{MachineReference, Peak};
 use super::ending::EndingRecord;
 use crate::capacity::compare::Bracket;
-
-/// The machine's reference loop over the search (`render/capacity/reference.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-pub struct MachineReference {
-    /// The mean of its readings, ms.
-    pub mean_ms: Option<f64>,
-    /// Its standard error over the probes' own means, ms (none for one probe).
-    #[serde(default)]
-    pub se_ms: Option<f64>,
-}
-
-/// How far the server's own peak moved within the search (`render/capacity/peak.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-pub struct Peak {
-    /// (max − min) / median of the overloaded probes' goodput.
-    pub spread: Option<f64>,
-}
 
 /// A search's entry.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

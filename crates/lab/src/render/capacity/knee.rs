@@ -13,7 +13,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
 use webscope_load::slo::{Metric, Slo, Verdict};
 use webscope_load::thousands;
 use webscope_report::human::duration;
@@ -180,22 +179,30 @@ fn span((low_us, high_us): (f64, f64)) -> String {
 }
 
 /// report.json's `tipped`.
-pub fn json(tipped: &[Tipped]) -> Value {
+pub fn entries(tipped: &[Tipped]) -> Vec<crate::results::capacity::Tipped> {
     tipped
         .iter()
-        .map(|t| {
-            json!({
-                "rate_rps": t.rate, "condition": t.condition, "passed": t.passed,
-                "pass_us": [t.pass_us.0, t.pass_us.1], "failed": t.failed, "far": t.far,
-                "far_us": [t.far_us.0, t.far_us.1],
-            })
+        .map(|t| crate::results::capacity::Tipped {
+            rate_rps: t.rate,
+            condition: t.condition.clone(),
+            passed: t.passed,
+            pass_us: [t.pass_us.0, t.pass_us.1],
+            failed: t.failed,
+            far: t.far,
+            far_us: [t.far_us.0, t.far_us.1],
         })
         .collect()
+}
+
+/// [`entries`] as JSON, for the pages not yet typed (users).
+pub fn json(tipped: &[Tipped]) -> serde_json::Value {
+    serde_json::to_value(entries(tipped)).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// A probe at `rate` whose p99 was `p99_ms` against `p99<=5ms`.
     fn probe(rate: f64, p99_ms: f64) -> Judged {

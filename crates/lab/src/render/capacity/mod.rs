@@ -7,7 +7,9 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use crate::results::capacity::{
+    BeyondTheCpu, CapacityEntry, Condition, GeneratorsNeeded, ProbeCooldown, ProbeRow,
+};
 use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Table};
 
@@ -98,32 +100,39 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         "capacity",
         [sentence.clone()].into_iter().chain(law.sentences()),
     );
-    page.json(json!({
-        "slo": recorded.slo,
-        "arrivals": recorded.arrivals,
-        "precision": recorded.precision,
-        "repeat": recorded.repeat,
-        "probe_s": recorded.probe_s,
-        "sentence": sentence,
-        "ending": ending.as_ref().map(crate::results::RpsEnding::from),
-        "capacity_rps": capacity,
-        "server_cpu_per_request_us": law.cpu_us,
-        "operational_bound_rps": law.bound,
-        "capacity_over_bound": law.ratio(),
-        "generators_needed": needed.as_ref().map(|n| json!({
-            "last_pass_rps": n.rate, "generator_busy": n.busy,
-            "generator_us_per_request": n.us_per_request, "per_generator_rps": n.per_generator,
-            "next_rate_rps": n.next_rate, "generators": n.generators,
-        })),
-        "beyond_the_cpu": law.not_cpu.as_ref().map(|n| json!({
-            "rate_rps": n.rate, "utilisation": n.utilisation, "demand_us": n.demand_us,
-            "predicted_mean_ms": n.predicted_ms, "measured_mean_ms": n.measured_ms,
-        })),
-        "machine_reference": machine.as_ref().map(reference::json),
-        "tipped": knee::json(&tipped),
-        "peak": peak.as_ref().map(|p| peak::json(p, capacity)),
-        "probes": probes_json(&points, &probes),
-    }));
+    let entry = CapacityEntry {
+        slo: recorded.slo.clone(),
+        arrivals: recorded.arrivals.clone(),
+        precision: recorded.precision,
+        repeat: recorded.repeat,
+        probe_s: recorded.probe_s,
+        sentence,
+        ending: ending.as_ref().map(crate::results::RpsEnding::from),
+        capacity_rps: capacity,
+        server_cpu_per_request_us: law.cpu_us,
+        operational_bound_rps: law.bound,
+        capacity_over_bound: law.ratio(),
+        generators_needed: needed.as_ref().map(|n| GeneratorsNeeded {
+            last_pass_rps: n.rate,
+            generator_busy: n.busy,
+            generator_us_per_request: n.us_per_request,
+            per_generator_rps: n.per_generator,
+            next_rate_rps: n.next_rate,
+            generators: n.generators,
+        }),
+        beyond_the_cpu: law.not_cpu.as_ref().map(|n| BeyondTheCpu {
+            rate_rps: n.rate,
+            utilisation: n.utilisation,
+            demand_us: n.demand_us,
+            predicted_mean_ms: n.predicted_ms,
+            measured_mean_ms: n.measured_ms,
+        }),
+        machine_reference: machine.as_ref().map(reference::entry),
+        tipped: knee::entries(&tipped),
+        peak: peak.as_ref().map(|p| peak::entry(p, capacity)),
+        probes: probe_rows(&points, &probes),
+    };
+    page.json(serde_json::to_value(&entry)?);
     page.finish(out);
     Ok(())
 }
@@ -382,29 +391,47 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
     t
 }
 
-fn probes_json(points: &[Point], probes: &[Judged]) -> Value {
+fn probe_rows(points: &[Point], probes: &[Judged]) -> Vec<ProbeRow> {
     let probe = |(p, j): (&Point, &Judged)| {
         let l = &p.run.load.total.latency_us;
-        json!({
-            "probe": j.number, "run": p.name, "offered_rps": j.rate, "achieved_rps": p.rps,
-            "p50_us": l.p50, "p90_us": l.p90, "p99_us": l.p99, "p999_us": l.p999,
-            "max_us": l.max, "error_share": p.health.error_share, "not_sent_share": j.not_sent_share,
-            "verdict": j.outcome, "reason": j.reason,
-            "conditions": j.checks.iter().map(|c| json!({
-                "condition": c.condition, "measured": c.measured, "verdict": c.verdict,
-            })).collect::<Vec<_>>(),
-            "bound": j.bound.label(), "bound_reading": j.bound_reading, "probe_s": j.probe_s,
-            "disturbance": j.disturbance,
-            "reference_ms": j.reference.as_ref().map(|r| &r.ms),
-            "server_cpu_per_request_us": p.server_cpu_us(),
-            "cooldown": {
-                "waited_s": j.cooldown.waited_s, "settled": j.cooldown.settled,
-                "time_wait": j.cooldown.time_wait,
-                "time_wait_clients": j.cooldown.time_wait_clients,
+        ProbeRow {
+            probe: j.number,
+            run: p.name.clone(),
+            offered_rps: j.rate,
+            achieved_rps: p.rps,
+            p50_us: l.p50,
+            p90_us: l.p90,
+            p99_us: l.p99,
+            p999_us: l.p999,
+            max_us: l.max,
+            error_share: p.health.error_share,
+            not_sent_share: j.not_sent_share,
+            verdict: j.outcome,
+            reason: j.reason.clone(),
+            conditions: j
+                .checks
+                .iter()
+                .map(|c| Condition {
+                    condition: c.condition.clone(),
+                    measured: c.measured,
+                    verdict: c.verdict,
+                })
+                .collect(),
+            bound: j.bound.label().to_string(),
+            bound_reading: j.bound_reading.clone(),
+            probe_s: j.probe_s,
+            disturbance: j.disturbance.clone(),
+            reference_ms: j.reference.as_ref().map(|r| r.ms.clone()),
+            server_cpu_per_request_us: p.server_cpu_us(),
+            cooldown: ProbeCooldown {
+                waited_s: j.cooldown.waited_s,
+                settled: j.cooldown.settled,
+                time_wait: j.cooldown.time_wait,
+                time_wait_clients: j.cooldown.time_wait_clients,
             },
-        })
+        }
     };
-    Value::Array(points.iter().zip(probes).map(probe).collect())
+    points.iter().zip(probes).map(probe).collect()
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@
 //!
 //! Not for: a figure of capacity (the objective decides that), nor judging a probe.
 
-use serde_json::{json, Value};
 use webscope_load::thousands;
 
 use super::Point;
@@ -157,12 +156,17 @@ pub fn above(p: &Peak, capacity: f64) -> Option<String> {
 }
 
 /// report.json's `peak`; `capacity_above_median`: [`above`] said so.
-pub fn json(p: &Peak, capacity: Option<f64>) -> Value {
-    json!({
-        "probes": p.probes, "low_rps": p.low_rps, "median_rps": p.median_rps,
-        "high_rps": p.high_rps, "spread": p.spread(), "first_probe": p.first,
-        "last_probe": p.last, "capacity_above_median": capacity.map(|c| c > p.median_rps),
-    })
+pub fn entry(p: &Peak, capacity: Option<f64>) -> crate::results::capacity::Peak {
+    crate::results::capacity::Peak {
+        probes: p.probes,
+        low_rps: p.low_rps,
+        median_rps: p.median_rps,
+        high_rps: p.high_rps,
+        spread: Some(p.spread()),
+        first_probe: p.first,
+        last_probe: p.last,
+        capacity_above_median: capacity.map(|c| c > p.median_rps),
+    }
 }
 
 #[cfg(test)]
@@ -221,7 +225,7 @@ mod tests {
                 && said.contains("read a change smaller than 18 %"),
             "{said}"
         );
-        assert!((json(&moved, None)["spread"].as_f64().unwrap() - 19e3 / 104e3).abs() < 1e-12);
+        assert!((entry(&moved, None).spread.unwrap() - 19e3 / 104e3).abs() < 1e-12);
         let steady = Peak::from(vec![(5, 850.0), (6, 850.0), (9, 860.0)]).unwrap();
         assert!(
             sentence(&steady).contains("held within 5 %"),
@@ -242,11 +246,11 @@ mod tests {
                 && said.contains("It carried at least 77 600 req/s in every one of those probes"),
             "{said}"
         );
-        assert_eq!(json(&peak, Some(88_000.0))["capacity_above_median"], true);
+        assert_eq!(entry(&peak, Some(88_000.0)).capacity_above_median, Some(true));
         // Above the slowest probe only (stop 46's 72 000 over 68 100-80 800): one slow spell
         // does not make the window.
         assert_eq!(above(&peak, 80_000.0), None);
-        assert_eq!(json(&peak, Some(72_000.0))["capacity_above_median"], false);
-        assert!(json(&peak, None)["capacity_above_median"].is_null());
+        assert_eq!(entry(&peak, Some(72_000.0)).capacity_above_median, Some(false));
+        assert_eq!(entry(&peak, None).capacity_above_median, None);
     }
 }

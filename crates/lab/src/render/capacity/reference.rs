@@ -6,7 +6,7 @@
 //! Not for: reading the loop (`webscope_monitor::reference`), nor judging probes with it (one
 //! reading is too noisy for that).
 
-use serde_json::{json, Value};
+use crate::results::capacity::MachineReference;
 use webscope_monitor::reference::Speed;
 
 use crate::capacity::compare::{MACHINE_LIMIT, MACHINE_Z};
@@ -79,13 +79,23 @@ pub fn sentence(m: &Machine) -> String {
 }
 
 /// report.json's `machine_reference`.
-pub fn json(m: &Machine) -> Value {
+pub fn entry(m: &Machine) -> MachineReference {
     let s = &m.speed;
-    json!({
-        "samples": s.samples, "mean_ms": s.mean_ms, "median_ms": s.median_ms,
-        "p10_ms": s.p10_ms, "p90_ms": s.p90_ms, "cpu": m.cpu,
-        "probes": m.probes, "se_ms": m.se_ms,
-    })
+    MachineReference {
+        samples: s.samples,
+        mean_ms: Some(s.mean_ms),
+        median_ms: Some(s.median_ms),
+        p10_ms: Some(s.p10_ms),
+        p90_ms: Some(s.p90_ms),
+        cpu: m.cpu,
+        probes: m.probes,
+        se_ms: m.se_ms,
+    }
+}
+
+/// [`entry`] as JSON, for the pages not yet typed (users).
+pub fn json(m: &Machine) -> serde_json::Value {
+    serde_json::to_value(entry(m)).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 use crate::health::Judge;
 use crate::objective::CheckLine;
 use crate::record::{write_json, RunRecord, ServerFigures};
