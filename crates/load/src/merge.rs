@@ -164,7 +164,7 @@ fn check(parts: &[Part]) -> Result<usize, Error> {
 pub fn merge(parts: &[Part], hlog: Option<&Path>) -> Result<Report, Error> {
     check(parts)?;
     let first = &parts[0].report;
-    let open_loop = first.pacing == "open";
+    let open_loop = first.open_loop();
     let names: Vec<String> = first.classes.iter().map(|c| c.name.clone()).collect();
     let mut totals = Recorder::new(names.len());
     for part in parts {

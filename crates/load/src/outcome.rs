@@ -203,7 +203,7 @@ impl Report {
             .filter(|(_, n)| *n > 0)
             .collect();
         failures.sort_by_key(|f| std::cmp::Reverse(f.1));
-        let open_loop = self.rate.is_some_and(|r| r > 0.0) || self.replay.is_some();
+        let open_loop = self.open_loop();
         let late_sends = match (&self.total.run.late_sends, &self.replay) {
             (Some(n), _) => Some(*n),
             (None, Some(replay)) => Some(replay.late_sends),

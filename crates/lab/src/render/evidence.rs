@@ -46,7 +46,8 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
     });
     Evidence {
         clients: l.connections as f64,
-        offered_rps: (l.pacing == "open")
+        offered_rps: l
+            .open_loop()
             .then(|| l.rate.unwrap_or(0.0))
             .filter(|r| *r > 0.0),
         goodput_rps: health.goodput_rps,

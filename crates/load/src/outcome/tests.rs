@@ -106,6 +106,7 @@ fn not_sent_and_late_are_open_loop_figures_over_their_own_bases() {
         "a closed loop sends all"
     );
     assert_eq!(r.outcomes().late_share(), None);
+    r.pacing = crate::report::Loop::Open;
     r.rate = Some(1000.0);
     r.total.run.not_sent = 50;
     r.total.run.late_sends = Some(95);

@@ -275,7 +275,11 @@ fn described(
             Mode::KeepAlive => "keep-alive".to_string(),
             Mode::Close => "close".to_string(),
         },
-        pacing: if open_loop { "open" } else { "closed" }.to_string(),
+        pacing: if open_loop {
+            super::Loop::Open
+        } else {
+            super::Loop::Closed
+        },
         protocol: match (config.http2, config.http3) {
             (Some(1), _) => "HTTP/2 (1 stream per connection)".to_string(),
             (Some(streams), _) => format!("HTTP/2 ({streams} streams per connection)"),

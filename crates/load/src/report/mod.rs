@@ -311,6 +311,27 @@ pub struct TlsReport {
     pub handshake_us: Latency,
 }
 
+/// How a run's requests were paced, as report.json writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Loop {
+    /// Each connection sends its next request once the last is answered (or a user's think
+    /// time is over).
+    #[default]
+    Closed,
+    /// Requests are sent at a rate, whether or not the earlier ones were answered.
+    Open,
+}
+
+impl std::fmt::Display for Loop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Loop::Closed => "closed",
+            Loop::Open => "open",
+        })
+    }
+}
+
 /// Everything a run measured. Every field has a default when read back, so that a report
 /// written by an earlier version (a stored lab's) reads as a whole.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -323,8 +344,8 @@ pub struct Report {
     /// "HTTP/1.1", or "HTTP/2 (N streams per connection)".
     #[serde(default)]
     pub protocol: String,
-    /// "closed" or "open".
-    pub pacing: String,
+    /// `closed` or `open` ([`Report::open_loop`] says which runs count as open).
+    pub pacing: Loop,
     /// Open loop: the asked rate (requests per second).
     pub rate: Option<f64>,
     /// Open loop: "constant" or "poisson".
@@ -414,6 +435,12 @@ pub struct Generator {
 }
 
 impl Report {
+    /// Whether the run was an open loop, the one rule for it: paced at a rate, or a log
+    /// replayed at its own times (each request sent when the log says, answered or not).
+    pub fn open_loop(&self) -> bool {
+        self.pacing == Loop::Open || self.replay.is_some()
+    }
+
     /// The latency at quantile `q` (0 < q ≤ 1) in microseconds, from the whole histogram; or,
     /// for a report read back from JSON, from the percentiles it carries (p50, p90, p99,
     /// p99.9, max). None when neither has it.

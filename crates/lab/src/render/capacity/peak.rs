@@ -246,11 +246,17 @@ mod tests {
                 && said.contains("It carried at least 77 600 req/s in every one of those probes"),
             "{said}"
         );
-        assert_eq!(entry(&peak, Some(88_000.0)).capacity_above_median, Some(true));
+        assert_eq!(
+            entry(&peak, Some(88_000.0)).capacity_above_median,
+            Some(true)
+        );
         // Above the slowest probe only (stop 46's 72 000 over 68 100-80 800): one slow spell
         // does not make the window.
         assert_eq!(above(&peak, 80_000.0), None);
-        assert_eq!(entry(&peak, Some(72_000.0)).capacity_above_median, Some(false));
+        assert_eq!(
+            entry(&peak, Some(72_000.0)).capacity_above_median,
+            Some(false)
+        );
         assert_eq!(entry(&peak, None).capacity_above_median, None);
     }
 }

@@ -1,8 +1,8 @@
 use super::*;
-use serde_json::json;
 use crate::health::Judge;
 use crate::objective::CheckLine;
 use crate::record::{write_json, RunRecord, ServerFigures};
+use serde_json::json;
 
 /// How the recorded server fails above 800 req/s.
 #[derive(Clone, Copy, PartialEq)]
