@@ -322,6 +322,9 @@ mod tests {
         }
     }
 
+    /// Another job's slice counter, and what it read at each of this job's slices.
+    type Watch = (Arc<std::sync::atomic::AtomicU32>, Arc<Mutex<Vec<u32>>>);
+
     /// Work that takes slices, counting them in `slices`: until the gate opens (`open`, each
     /// slice waiting on it until the deadline), or for `needed` slices of CPU work when there
     /// is no gate.
@@ -332,8 +335,8 @@ mod tests {
         needed: Option<u32>,
         open: Option<Arc<(Mutex<bool>, Condvar)>>,
         started: Option<std::sync::mpsc::Sender<()>>,
-        /// Read at each slice: (the other job's slices at our first slice, at our last).
-        other: Option<(Arc<std::sync::atomic::AtomicU32>, Arc<Mutex<Vec<u32>>>)>,
+        /// At each slice, the other job's slice count is pushed onto the list.
+        other: Option<Watch>,
     }
 
     impl Work for Sliced {
