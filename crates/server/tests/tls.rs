@@ -73,6 +73,19 @@ impl Fixture {
         self.running.as_ref().unwrap().stats()
     }
 
+    /// The figures once `requests` are recorded, or after 10 s: a worker records a request
+    /// after its last byte is sent, so a client can read the response before it is counted.
+    fn stats_after(&self, requests: u64) -> webscope_server::Stats {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let stats = self.stats();
+            if stats.requests() >= requests || Instant::now() > deadline {
+                return stats;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     async fn tls(&self, alpn: &[u8]) -> tokio_rustls::client::TlsStream<TcpStream> {
         let mut roots = rustls::RootCertStore::empty();
         roots.add(self.cert.clone()).unwrap();
@@ -191,7 +204,7 @@ fn http2_answers_as_http1_does() {
             }
         }
     });
-    let stats = fx.stats();
+    let stats = fx.stats_after(33);
     assert_eq!(stats.h2_connections, 1);
     assert_eq!((stats.tls_full, stats.tls_failed), (1, 0));
     assert_eq!(stats.requests(), 33);
@@ -219,7 +232,7 @@ fn http1_over_tls_keeps_alive_pipelines_and_sends_large_files() {
         let body_at = find(&all, b"\r\n\r\n", second).unwrap() + 4;
         assert!(all[body_at..] == fx.big, "the large file arrived intact");
     });
-    let stats = fx.stats();
+    let stats = fx.stats_after(2);
     assert_eq!((stats.requests(), stats.h2_connections), (2, 0));
 }
 
@@ -453,6 +466,32 @@ fn silent_http2_clients_are_cut_and_their_slots_serve_new_clients() {
     });
 }
 
+/// Whether to run the body of test `name` here: in the process that runs it alone (this binary
+/// again, with only that test). Elsewhere it starts that process and checks that the test ran
+/// and passed there. The RSS tests read this process's resident memory, which every other
+/// test here moves too (each has a server of its own, and they run at once): alone, the RSS
+/// is the test's own. They failed under load, not alone.
+fn run_alone(name: &str) -> bool {
+    const ALONE: &str = "WEBSCOPE_TLS_TEST_ALONE";
+    if std::env::var(ALONE).as_deref() == Ok(name) {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ALONE, name)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "{name}, alone: {stdout}{stderr}"
+    );
+    false
+}
+
 /// This process's resident memory, from /proc.
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -469,6 +508,9 @@ fn rss_kib() -> u64 {
 /// /proc). Before, the first held ~48 MiB, and neither was ever cut.
 #[test]
 fn an_http2_client_that_reads_nothing_is_cut_at_the_send_timeout() {
+    if !run_alone("an_http2_client_that_reads_nothing_is_cut_at_the_send_timeout") {
+        return;
+    }
     let fx = start(|c| c.send_timeout = Duration::from_secs(1));
     let huge = fx._dir.path().join("www/huge.bin");
     std::fs::File::create(&huge)
@@ -483,11 +525,12 @@ fn an_http2_client_that_reads_nothing_is_cut_at_the_send_timeout() {
             tokio::time::sleep(Duration::from_secs(3)).await;
             let held = rss_kib().saturating_sub(before);
             let mut got = Vec::new();
+            // The cut is waited for (a busy machine may be late to it), for at most 20 s.
             let read =
-                tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut got)).await;
+                tokio::time::timeout(Duration::from_secs(20), tls.read_to_end(&mut got)).await;
             assert!(
                 read.is_ok(),
-                "window {window}: still connected 3 s after a 1 s send timeout"
+                "window {window}: still connected 23 s after a 1 s send timeout"
             );
             assert!(
                 got.len() < 100 << 20,
@@ -509,6 +552,9 @@ fn an_http2_client_that_reads_nothing_is_cut_at_the_send_timeout() {
 /// is trimmed. RSS of this process, which runs the server, from /proc.
 #[test]
 fn memory_held_for_http2_clients_that_read_nothing_is_returned_when_they_leave() {
+    if !run_alone("memory_held_for_http2_clients_that_read_nothing_is_returned_when_they_leave") {
+        return;
+    }
     let fx = start(|_| {});
     let huge = fx._dir.path().join("www/huge.bin");
     std::fs::File::create(&huge)
@@ -532,16 +578,17 @@ fn memory_held_for_http2_clients_that_read_nothing_is_returned_when_they_leave()
         let left = left.saturating_sub(before);
         assert!(
             left < 12 << 10,
-            "{left} KiB still held 5 s after the clients left (they made it hold {held} KiB)"
+            "{left} KiB still held 20 s after the clients left (they made it hold {held} KiB)"
         );
         let h2 = fx.h2().await;
         assert_eq!(h2_get(&h2, "GET", "/hello.txt", &[]).await.0, 200);
     });
 }
 
-/// Waits up to 5 s for `done`, looking every 100 ms; then the RSS in KiB.
+/// Waits up to 20 s for `done` (an event a busy machine only delays), looking every 100 ms;
+/// then the RSS in KiB.
 async fn settle(done: impl Fn() -> bool) -> u64 {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while !done() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

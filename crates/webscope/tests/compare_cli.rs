@@ -61,7 +61,6 @@ fn one_run(server: &Served, set: &Path, out: &Path) {
 }
 
 #[test]
-#[ignore = "open bug (stop 46 note): two labs of one embedded server taken back to back now measure the second's server CPU per request 2x the first's (+105 % and +123 % on a quiet machine), so the same server is CROSSED; cause not found yet"]
 fn a_slower_server_is_flagged_and_the_same_one_is_not() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
@@ -105,9 +104,14 @@ fn a_slower_server_is_flagged_and_the_same_one_is_not() {
     let stdout = String::from_utf8_lossy(&slower.stdout);
     assert_eq!(slower.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("CROSSED"), "{stdout}");
+    // The one line on stderr names the crossed limit after the change it measured (since the
+    // verdicts rest on intervals: "1 client: cpu_us +105.2 % (95 % interval ...): CROSSED
+    // cpu_us<+30%"). That change is the naive server's own cost, about twice the fast one's
+    // CPU per request: the +105 % once read as the same server measured twice.
     let stderr = String::from_utf8_lossy(&slower.stderr);
     assert!(
-        stderr.contains("1 threshold crossed: 1 client: cpu_us<+30%"),
+        stderr.contains("1 threshold crossed: 1 client: cpu_us +")
+            && stderr.contains(", 4 and 4 runs): CROSSED cpu_us<+30%"),
         "{stderr}"
     );
     let json: serde_json::Value =
@@ -307,6 +311,14 @@ fn load_results_are_judged_over_repeats_and_never_passed_untested() {
             "rps −56.7 % (95 % interval −57.6 .. −55.7 %, 4 and 4 runs): CROSSED rps>-10%"
         ),
         "{stdout}"
+    );
+    // The exit's one line names the change before the limit it crossed: the line the live
+    // tests' assertions read (a_slower_server_is_flagged_and_the_same_one_is_not once matched
+    // the line's older form, and its failure, the naive server's +105 %, was taken for the
+    // same server measured twice).
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "webscope: error: 1 threshold crossed: run: rps −56.7 % (95 % interval −57.6 .. −55.7 %, 4 and 4 runs): CROSSED rps>-10%"
     );
     let out = compare(&path("fast"), &path("fast"), "rps>-10%,p99<+5%");
     let stdout = String::from_utf8_lossy(&out.stdout);

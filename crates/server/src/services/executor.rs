@@ -322,6 +322,124 @@ mod tests {
         }
     }
 
+    /// Another job's slice counter, and what it read at each of this job's slices.
+    type Watch = (Arc<std::sync::atomic::AtomicU32>, Arc<Mutex<Vec<u32>>>);
+
+    /// Work that takes slices, counting them in `slices`: until the gate opens (`open`, each
+    /// slice waiting on it until the deadline), or for `needed` slices of CPU work when there
+    /// is no gate.
+    /// Its first slice says so on `started`. The order of slices is the policy's, whatever
+    /// the machine's speed.
+    struct Sliced {
+        slices: Arc<std::sync::atomic::AtomicU32>,
+        needed: Option<u32>,
+        open: Option<Arc<(Mutex<bool>, Condvar)>>,
+        started: Option<std::sync::mpsc::Sender<()>>,
+        /// At each slice, the other job's slice count is pushed onto the list.
+        other: Option<Watch>,
+    }
+
+    impl Work for Sliced {
+        fn run(&mut self, deadline: Option<Instant>) -> Option<String> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let done = self.slices.fetch_add(1, SeqCst) + 1;
+            if let Some(started) = self.started.take() {
+                let _ = started.send(());
+            }
+            if let Some((other, seen)) = &self.other {
+                seen.lock().unwrap().push(other.load(SeqCst));
+            }
+            if let Some(open) = &self.open {
+                let (lock, opened) = &**open;
+                let mut is_open = lock.lock().unwrap_or_else(|e| e.into_inner());
+                let until = deadline.unwrap_or_else(Instant::now);
+                while !*is_open && Instant::now() < until {
+                    let left = until.saturating_duration_since(Instant::now());
+                    is_open = opened
+                        .wait_timeout(is_open, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+                return is_open.then(|| "opened\n".into());
+            }
+            // Without a gate, each slice works (spins) to its deadline: CPU time, which is
+            // what `fair` shares.
+            while deadline.is_some_and(|d| Instant::now() < d) {
+                std::hint::spin_loop();
+            }
+            (Some(done) >= self.needed).then(|| format!("{done} slices\n"))
+        }
+    }
+
+    /// Priority, as an order of events: a light job that arrives while a middle one is
+    /// running takes every slice until it is done (the middle job runs no slice meanwhile),
+    /// and the middle one then goes on. Under `fair` the middle job would get slices between
+    /// the light one's, and under `threads` the light job would wait for the gate.
+    #[test]
+    fn priority_runs_every_slice_of_the_first_service_while_it_has_work() {
+        use std::sync::atomic::AtomicU32;
+        let config = ServicesConfig {
+            policy: Policy::Priority,
+            executors: 1,
+            priority: (0..SERVICES.len()).collect(),
+            ..ServicesConfig::default()
+        };
+        let executor = Executor::start(&config, Arc::new(ServiceStats::new())).unwrap();
+        let middle_slices = Arc::new(AtomicU32::new(0));
+        let open = Arc::new((Mutex::new(false), Condvar::new()));
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (middle, middle_reply) = Job::new(
+            1,
+            Box::new(Sliced {
+                slices: Arc::clone(&middle_slices),
+                needed: None,
+                open: Some(Arc::clone(&open)),
+                started: Some(started_tx),
+                other: None,
+            }),
+        );
+        assert!(executor.submit(middle).is_ok());
+        started
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the middle job starts");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let light_slices = Arc::new(AtomicU32::new(0));
+        let (light, mut light_reply) = Job::new(
+            0,
+            Box::new(Sliced {
+                slices: Arc::clone(&light_slices),
+                needed: Some(5),
+                open: None,
+                started: None,
+                other: Some((Arc::clone(&middle_slices), Arc::clone(&seen))),
+            }),
+        );
+        assert!(executor.submit(light).is_ok());
+        // Bounded: a policy that let the middle job hold the executor would never answer.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let answer = loop {
+            match light_reply.try_recv() {
+                Ok(body) => break body,
+                Err(oneshot::error::TryRecvError::Empty) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Err(e) => panic!("the light job was not answered while the middle one ran: {e}"),
+            }
+        };
+        assert_eq!(answer, "5 slices\n");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 5, "{seen:?}");
+        assert!(
+            seen.iter().all(|&m| m == seen[0]),
+            "the middle job ran slices between the light one's: {seen:?}"
+        );
+        // The middle job was not dropped: it goes on, and finishes once the gate opens.
+        *open.0.lock().unwrap() = true;
+        open.1.notify_all();
+        assert_eq!(middle_reply.blocking_recv().unwrap(), "opened\n");
+        assert!(middle_slices.load(std::sync::atomic::Ordering::SeqCst) > seen[0]);
+    }
+
     #[test]
     fn admission_refuses_once_the_oldest_waiting_job_is_late() {
         let mut limits = vec![None; SERVICES.len()];
