@@ -286,6 +286,29 @@ impl fmt::Display for Slo {
     }
 }
 
+impl std::str::FromStr for Slo {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Slo, String> {
+        Slo::parse(text)
+    }
+}
+
+/// Stored as `--slo` writes it (`"p99<=5ms,errors<=0.1%"`), read back through
+/// [`Slo::parse`]: a file's objective is parsed once, where it is read, and a bad one is an
+/// error there rather than a quiet default at each use.
+impl serde::Serialize for Slo {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Slo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Slo, D::Error> {
+        let text = String::deserialize(d)?;
+        Slo::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Condition {
     fn parse(part: &str) -> Result<Condition, String> {
         if part.is_empty() {

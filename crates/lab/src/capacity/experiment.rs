@@ -31,8 +31,8 @@ pub const MOST_PROBES: usize = 40;
 /// What the page needs to replay the search: `capacity.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Recorded {
-    /// The objective, as `--slo` reads (the goodput floor added).
-    pub slo: String,
+    /// The objective, stored as `--slo` reads it (the goodput floor added), parsed once here.
+    pub slo: webscope_load::slo::Slo,
     pub from: f64,
     pub growth: f64,
     pub precision: f64,
@@ -203,7 +203,7 @@ fn write_plan(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<()> {
     write_json(
         &path,
         &Recorded {
-            slo: settings.slo.to_string(),
+            slo: settings.slo.clone(),
             from: plan.from,
             growth: plan.growth,
             precision: plan.precision,

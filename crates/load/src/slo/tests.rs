@@ -266,3 +266,23 @@ fn a_page_objective_is_on_a_users_runs_page_loads() {
     assert_eq!(checks[0].measured, Some(1_500_000.0));
     assert_eq!(checks[0].verdict, Verdict::Fail);
 }
+
+#[test]
+fn an_objective_is_stored_as_its_text_and_read_back_the_same() {
+    for text in [
+        "p99<=5ms,errors<=0.1%",
+        "p99<=10ms,errors<=0.1%,goodput>=99%",
+        "page_p95<=1s",
+        "p99[0-1KB]<=5ms,p50[over-1MB]<=20ms",
+    ] {
+        let slo = Slo::parse(text).unwrap();
+        let stored = serde_json::to_string(&slo).unwrap();
+        let back: Slo = serde_json::from_str(&stored).unwrap();
+        assert_eq!(back, slo, "{text} stored as {stored}");
+        assert_eq!(text.parse::<Slo>().unwrap(), slo);
+        // Its text is a fixed point: written again, the same.
+        assert_eq!(serde_json::to_string(&back).unwrap(), stored);
+    }
+    let bad = serde_json::from_str::<Slo>("\"p99<5\"").unwrap_err();
+    assert!(bad.to_string().contains("p99<5"), "{bad}");
+}

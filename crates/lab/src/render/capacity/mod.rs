@@ -101,7 +101,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         [sentence.clone()].into_iter().chain(law.sentences()),
     );
     let entry = CapacityEntry {
-        slo: recorded.slo.clone(),
+        slo: recorded.slo.to_string(),
         arrivals: recorded.arrivals.clone(),
         precision: recorded.precision,
         repeat: recorded.repeat,
@@ -170,8 +170,7 @@ fn plan_sentence(r: &Recorded) -> String {
         r.probe_s,
         r.arrivals,
         r.warmup_s,
-        webscope_load::slo::Slo::parse(&r.slo)
-            .map_or(0, |slo| crate::objective::needed_requests(&slo)),
+        crate::objective::needed_requests(&r.slo),
         r.from,
         r.growth,
         100.0 * r.precision,
@@ -271,8 +270,7 @@ fn latency_chart(points: &[Point], r: &Recorded, marks: &[(f64, String)]) -> Blo
         xs.iter().copied().fold(f64::INFINITY, f64::min),
         xs.iter().copied().fold(0.0, f64::max),
     );
-    let slo = webscope_load::slo::Slo::parse(&r.slo).ok();
-    for c in slo.iter().flat_map(|s| &s.conditions) {
+    for c in &r.slo.conditions {
         if let webscope_load::slo::Metric::Latency { .. } = c.metric {
             let ms = c.limit / 1000.0;
             series.push(dashed(format!("SLO {c}"), vec![(lo_x, ms), (hi_x, ms)]));

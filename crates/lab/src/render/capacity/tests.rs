@@ -24,7 +24,7 @@ fn recorded(dir: &Path, limit: Limit) -> ExperimentRecord {
 /// [`recorded`] by the rule `rule` (None: as searches recorded before the settled rule).
 fn recorded_by(dir: &Path, limit: Limit, rule: Option<Rule>) -> ExperimentRecord {
     let plan = Recorded {
-        slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
+        slo: "p99<=5ms,errors<=0.1%,goodput>=99%".parse().unwrap(),
         from: 100.0,
         growth: 2.0,
         precision: 0.15,
@@ -275,7 +275,7 @@ fn a_503_limited_servers_page_says_it_refuses_load() {
 #[test]
 fn the_plan_says_which_rule_decided_a_rate() {
     let plan = |every, settled| Recorded {
-        slo: "p99<=5ms,errors<=0.1%,goodput>=99%".into(),
+        slo: "p99<=5ms,errors<=0.1%,goodput>=99%".parse().unwrap(),
         from: 100.0,
         growth: 2.0,
         precision: 0.05,
