@@ -24,9 +24,9 @@ use serde::{Deserialize, Serialize};
 use webscope_load::slo::{Check, Measured, Metric, Range, Slo, Verdict};
 use webscope_model::stats::{self, Confidence};
 
+use crate::bottleneck::evidence::evidence;
 use crate::bottleneck::{self, Bound};
 use crate::record::RunRecord;
-use crate::render::evidence::evidence;
 use crate::runner::Ctx;
 
 /// What the objective said of one run.

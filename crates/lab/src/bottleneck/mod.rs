@@ -326,6 +326,7 @@ pub fn judge(e: &Evidence) -> Verdict {
         .unwrap_or_else(|| rules::unbound(e))
 }
 
+pub mod evidence;
 mod rules;
 #[cfg(test)]
 mod tests;

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::probe::{self, Judged, Probe};
 use super::search::{Ending, Outcome, Plan, Rule, Search, CONFIRM};
 use super::Settings;
+use crate::capacity::said::said_of;
 use crate::record::{read_json, write_json, RunRecord};
-use crate::render::capacity::generators::said_of;
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
 

@@ -13,6 +13,7 @@ pub mod experiment;
 pub mod kubernetes;
 pub mod probe;
 pub mod quiet;
+pub mod said;
 pub mod search;
 pub mod segments;
 

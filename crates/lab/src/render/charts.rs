@@ -10,8 +10,8 @@ use webscope_monitor::tcp::TcpState;
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::Block;
 
-use super::figures::{os_stat, server_host, server_machine};
 use super::point::{goodput_spread, Point};
+use crate::os_figures::{os_stat, server_host, server_machine};
 
 /// The TCP states drawn, as `ports.csv` names them: the monitor's connection states but the
 /// instant `close`.

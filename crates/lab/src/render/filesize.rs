@@ -9,11 +9,11 @@ use webscope_report::{Block, Table};
 
 use super::cells::cell;
 use super::charts::goodput_series;
-use super::figures::os_stat;
 use super::page::ExperimentPage;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::line_fit;
+use crate::os_figures::os_stat;
 use crate::record::{ExperimentRecord, RunRecord};
 
 /// The server's phase means over all size classes of a run (µs): parse, process, log.

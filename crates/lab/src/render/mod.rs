@@ -23,8 +23,6 @@ pub mod cells;
 pub mod charts;
 pub mod clients;
 pub mod degradation;
-pub mod evidence;
-pub mod figures;
 pub mod filesize;
 pub mod model;
 pub mod page;

@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use super::evidence::{evidence, run_time_wait};
-use super::figures::{os_stat, server_machine};
 use super::rendered::Rendered;
+use crate::bottleneck::evidence::{evidence, run_time_wait};
 use crate::bottleneck::{self, Verdict};
 use crate::health::{Expect, Health, Judge};
+use crate::os_figures::{os_stat, server_machine};
 use crate::record::{read_json, ExperimentRecord, RunRecord};
 
 /// One run's key figures, taken from its record.

@@ -3,17 +3,14 @@
 //! thread can offer, and the generators needed for the search's next step beyond the rate
 //! it fell behind at.
 //!
-//! The ending's sentence for such a search quotes the figure that ended it ([`said`]): the
-//! generator's thread busy past its limit, or the share of requests never sent, with what the
-//! probe achieved; "fell behind" alone beside a row that shows the rate achieved and nothing
-//! late reads as a contradiction.
+//! The ending's sentence for such a search ([`said`], made by `capacity::said`) quotes the
+//! figure that ended it.
 //!
 //! Not for: running several generators (that is `webscope load --segment` and `merge`).
 
-use webscope_load::thousands;
-
-use crate::bottleneck::{Bound, CPU_LIMIT};
+use crate::bottleneck::CPU_LIMIT;
 use crate::capacity::probe::Judged;
+pub use crate::capacity::said::said_of;
 use crate::capacity::search::Ending;
 use crate::objective::Outcome;
 use crate::render::point::Point;
@@ -73,70 +70,16 @@ impl Needed {
     }
 }
 
-/// The search's ending in one sentence: [`Ending::sentence`], but for a search the generator
-/// ended, what ended it: the probe's generator verdict (its figure and limit) and what the
-/// probe achieved (its point's goodput).
+/// The search's ending in one sentence ([`said_of`]), with what each probe achieved read
+/// from its point.
 pub fn said(ending: &Ending, points: &[Point], probes: &[Judged]) -> String {
     said_of(ending, probes, |i| points.get(i).map(|p| p.rps))
-}
-
-/// [`said`] from the probes alone (for the lab's closing line, which has no points):
-/// `achieved` gives the goodput of the probe at an index of `probes`, when known.
-pub fn said_of(
-    ending: &Ending,
-    probes: &[Judged],
-    achieved: impl Fn(usize) -> Option<f64>,
-) -> String {
-    let Ending::GeneratorBound { above, at } = ending else {
-        return ending.sentence();
-    };
-    let Some((i, judged)) = probes
-        .iter()
-        .enumerate()
-        .rfind(|(_, j)| j.outcome == Outcome::Generator && (j.rate - at).abs() < 0.5)
-    else {
-        return ending.sentence();
-    };
-    let start = match above {
-        Some(r) => format!(
-            "capacity is above {} req/s, beyond what this generator can offer",
-            thousands(*r)
-        ),
-        None => {
-            "no capacity measured: the first rate offered is beyond what this generator can offer"
-                .into()
-        }
-    };
-    let not_sent = judged
-        .not_sent_share
-        .map_or("not sent: not counted".into(), |s| {
-            format!("{:.1} % not sent", 100.0 * s)
-        });
-    let figures = match achieved(i) {
-        Some(rps) => format!("it achieved {} req/s; {not_sent}", thousands(rps)),
-        None => not_sent,
-    };
-    format!(
-        "{start}: at {} req/s {} ({figures})",
-        thousands(*at),
-        trigger(judged)
-    )
-}
-
-/// The figure that made a probe the generator's: the lab's generator verdict when it fired
-/// (its reading quotes the busy share and the limit), else the objective's reason (requests
-/// never sent past their limit).
-fn trigger(judged: &Judged) -> &str {
-    if judged.bound == Bound::Generator {
-        &judged.bound_reading
-    } else {
-        &judged.reason
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bottleneck::Bound;
     use crate::render::point::test_point;
 
     fn judged(rate: f64, outcome: &str) -> Judged {

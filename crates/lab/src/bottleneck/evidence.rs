@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use super::figures::{cpu_shares, os_stat, server_host};
 use crate::bottleneck::{own_time_wait, Evidence, Refused, ACTIVE_THREAD};
 use crate::health::Health;
+use crate::os_figures::{cpu_shares, os_stat, server_host};
 use crate::record::RunRecord;
 
 /// The evidence a verdict is drawn from, out of a run's record.
