@@ -18,6 +18,8 @@ pub struct UsersReport {
     pub connections_per_user: usize,
     /// How the sessions were made.
     pub sessions_from: String,
+    /// How long the users think, in words (said beside the number of users).
+    pub thinking: String,
     /// Sessions begun.
     pub sessions: u64,
     /// Page views ended, and of those the ones with a request unanswered or answered other
@@ -49,7 +51,15 @@ pub struct UsersReport {
     /// users wait to begin, and the run's end, which cuts page views and thinks short,
     /// pull them apart, the more so the shorter the run.
     pub law_response_s: f64,
+    /// Page views a user went through in the run, on average (X·T/N): under
+    /// [`LAW_CYCLES`], the ramp-up and the run's end weigh too much for the law to hold,
+    /// and the summary leaves it out, saying why.
+    pub law_cycles: f64,
 }
+
+/// Page views per user below which the summary leaves R = N/X − Z out (issue 52: "R = N/X −
+/// Z 2.15 s" beside a mean page load of 906 µs, users thinking 11 s in a 60-s run).
+pub const LAW_CYCLES: f64 = 10.0;
 
 /// A users run's interval figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -79,6 +89,7 @@ pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
         users: users.count,
         connections_per_user: users.connections,
         sessions_from: users.describe(),
+        thinking: users.thinking(),
         sessions: stats.sessions,
         page_views: stats.views,
         page_view_errors: stats.view_errors,
@@ -99,6 +110,7 @@ pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
         } else {
             0.0
         },
+        law_cycles: stats.views as f64 / users.count.max(1) as f64,
     });
 }
 
@@ -148,9 +160,10 @@ impl UsersReport {
         use super::text::format_us;
         let load = &self.page_load_us;
         format!(
-            "  Users       {} ({} connections each); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept{})\n  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {})\n",
+            "  Users       {} ({} connections each, {}); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept{})\n{}",
             self.users,
             self.connections_per_user,
+            self.thinking,
             self.sessions_from,
             self.page_views,
             self.sessions,
@@ -165,8 +178,63 @@ impl UsersReport {
             self.think_us.count,
             self.think_ks_distance
                 .map_or(String::new(), |d| format!("; KS distance {d:.3}")),
-            format_us(self.law_response_s * 1e6),
-            format_us(load.mean),
+            self.law_line(),
         )
+    }
+
+    /// The response time law's line: R = N/X − Z with the caveat the lab gives, or why it is
+    /// left out.
+    fn law_line(&self) -> String {
+        use super::text::format_us;
+        let cycle_s = self.think_us.mean / 1e6 + self.page_load_us.mean / 1e6;
+        if self.law_cycles < LAW_CYCLES {
+            return format!(
+                "  R = N/X - Z left out: a user went through {:.1} page views in the run, and the ramp-up (users waiting to begin) and the run's end (page views and thinks cut short) weigh too much on so few; run for {} or more ({LAW_CYCLES} x (Z + page load)) for the law to hold\n",
+                self.law_cycles,
+                webscope_report::human::duration(LAW_CYCLES * cycle_s),
+            );
+        }
+        format!(
+            "  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {}: they part by the ramp-up, users waiting to begin, and the run's end, which cuts page views and thinks short)\n",
+            format_us(self.law_response_s * 1e6),
+            format_us(self.page_load_us.mean),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(views: u64, users: usize, think_ms: f64, load_ms: f64) -> UsersReport {
+        UsersReport {
+            users,
+            thinking: "thinking as the log's sessions, mean 11.3 s".into(),
+            page_views: views,
+            think_us: Latency {
+                mean: think_ms * 1e3,
+                ..Latency::default()
+            },
+            page_load_us: Latency {
+                mean: load_ms * 1e3,
+                ..Latency::default()
+            },
+            law_response_s: 2.15,
+            law_cycles: views as f64 / users as f64,
+            ..UsersReport::default()
+        }
+    }
+
+    #[test]
+    fn regression_52_the_law_is_left_out_where_it_cannot_hold_and_caveated_where_it_can() {
+        // 50 users thinking 11.3 s for a minute: about 5 page views each.
+        let short = report(250, 50, 11_300.0, 0.906).summary();
+        assert!(short.contains("Users       50 (0 connections each, thinking as the log's sessions, mean 11.3 s)"), "{short}");
+        assert!(short.contains("R = N/X - Z left out: a user went through 5.0 page views"), "{short}");
+        assert!(short.contains("run for 1 m 53 s or more"), "{short}");
+        assert!(!short.contains("2.15"), "{short}");
+        let long = report(5000, 50, 26.0, 1.0).summary();
+        assert!(long.contains("R = N/X - Z 2.15s (the response time law"), "{long}");
+        assert!(long.contains("they part by the ramp-up"), "{long}");
     }
 }

@@ -110,6 +110,7 @@ fn logged(sessions: Vec<Session>) -> Sessions {
         sessions,
         source: "a test".into(),
         note: None,
+        think_scale: 1.0,
     })
 }
 
