@@ -330,7 +330,10 @@ mod tests {
         c.sampled_minutes = vec![5];
         assert_eq!(sampled_words(&c).unwrap(), "minute :05 of each hour");
         c.sampled_minutes = (0..10).collect();
-        assert_eq!(sampled_words(&c).unwrap(), "minutes :00 to :09 of each hour");
+        assert_eq!(
+            sampled_words(&c).unwrap(),
+            "minutes :00 to :09 of each hour"
+        );
         c.sampled_minutes = vec![5, 35];
         assert_eq!(sampled_words(&c).unwrap(), "2 minutes of each hour");
     }

@@ -48,7 +48,8 @@ fn set_files(set: &std::path::Path, n: usize) -> Vec<(String, u64)> {
 /// A Combined Log Format line of `files[k]` at `unix` seconds.
 fn line_at(files: &[(String, u64)], k: usize, unix: u64) -> String {
     let (path, size) = &files[k % files.len()];
-    let when = httpdate::HttpDate::from(std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix));
+    let when =
+        httpdate::HttpDate::from(std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix));
     // "Wed, 25 Nov 2026 10:00:05 GMT" → "25/Nov/2026:10:00:05 +0000".
     let w = when.to_string();
     let f: Vec<&str> = w.split(' ').collect();
@@ -150,7 +151,10 @@ fn regression_52_a_log_sampled_by_the_clock_is_replayed_on_its_minutes_back_to_b
         );
         // The rate within the minutes times the speed-up, not the span's mean (60 times
         // lower); a whole log looped offers its rate too.
-        let (speed, offered) = (s["speed"].as_f64().unwrap(), s["offered_rps"].as_f64().unwrap());
+        let (speed, offered) = (
+            s["speed"].as_f64().unwrap(),
+            s["offered_rps"].as_f64().unwrap(),
+        );
         assert!(
             (offered / speed - 1.0).abs() < 0.25,
             "{offered} req/s at {speed}×: {s:#}"
@@ -187,7 +191,10 @@ fn a_log_too_sparse_for_any_run_says_why_and_what_to_give() {
         "{stderr}"
     );
     assert!(stderr.contains("give a longer --duration"), "{stderr}");
-    assert!(stderr.contains("--speed 5000 replays it in about a minute"), "{stderr}");
+    assert!(
+        stderr.contains("--speed 5000 replays it in about a minute"),
+        "{stderr}"
+    );
     assert!(html.contains("give a longer --duration"), "{html}");
 }
 

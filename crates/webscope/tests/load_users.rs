@@ -201,7 +201,7 @@ fn regression_52_a_sampled_logs_sessions_at_a_think_scale_say_both_and_the_law_i
         "{stdout}"
     );
     assert!(
-        stdout.contains("think times at 1/100 of the log's (mean 0.2 s instead of 20 s"),
+        stdout.contains("think times at 1/100 of the log's (mean 200 ms instead of 20"),
         "{stdout}"
     );
     // The sample's sessions are said to be cut by its minutes.
@@ -211,11 +211,17 @@ fn regression_52_a_sampled_logs_sessions_at_a_think_scale_say_both_and_the_law_i
     );
     let users = &r["users"];
     assert!(
-        users["thinking"].as_str().unwrap_or("").contains("at 1/100"),
+        users["thinking"]
+            .as_str()
+            .unwrap_or("")
+            .contains("at 1/100"),
         "{users}"
     );
     assert!(
-        users["sessions_from"].as_str().unwrap_or("").contains("at 1/100 of the log's"),
+        users["sessions_from"]
+            .as_str()
+            .unwrap_or("")
+            .contains("at 1/100 of the log's"),
         "{users}"
     );
     // The law: with its caveat, or left out with why.

@@ -213,7 +213,9 @@ mod tests {
     fn prediction(capacity: u32) -> Prediction {
         Prediction {
             demand_s: 0.001,
-            demand_from: "D is the slope of the server's CPU over page views per second across 5 steps".into(),
+            demand_from:
+                "D is the slope of the server's CPU over page views per second across 5 steps"
+                    .into(),
             think_s: 0.099,
             outside_s: 0.0,
             servers: 1,
@@ -228,16 +230,28 @@ mod tests {
     fn regression_52_mvas_sentence_says_the_think_times_how_d_was_had_and_a_capacity_past_n_star() {
         let thinking = "thinking 10 ms-600 ms, mean 26 ms: SURGE's at 1/100";
         let said = model_sentence(&prediction(105), thinking, None);
-        assert!(said.contains("capacity 105 users (thinking 10 ms-600 ms"), "{said}");
-        assert!(said.contains("Z = 99 ms (the mean think time kept)"), "{said}");
+        assert!(
+            said.contains("capacity 105 users (thinking 10 ms-600 ms"),
+            "{said}"
+        );
+        assert!(
+            said.contains("Z = 99 ms (the mean think time kept)"),
+            "{said}"
+        );
         assert!(said.contains("across 5 steps."), "{said}");
         assert!(said.contains("N* = (D + Z)/D ≈ 100 users"), "{said}");
-        assert!(said.contains("A capacity above N* is no contradiction"), "{said}");
+        assert!(
+            said.contains("A capacity above N* is no contradiction"),
+            "{said}"
+        );
         // Below N*, nothing to explain; a measured capacity above it is explained too.
         let said = model_sentence(&prediction(90), thinking, None);
         assert!(!said.contains("above N*"), "{said}");
         let said = model_sentence(&prediction(90), "", Some(120.0));
-        assert!(said.contains("A capacity above N* is no contradiction"), "{said}");
+        assert!(
+            said.contains("A capacity above N* is no contradiction"),
+            "{said}"
+        );
         assert!(said.contains("capacity 90 users (their"), "{said}");
     }
 }

@@ -43,8 +43,8 @@ use crate::objective::{judge_run, Outcome};
 use crate::record::{write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
-use webscope_report::human;
 pub use part::{Part, Timeline};
+use webscope_report::human;
 
 /// The largest speed-up tried: 2^10.
 pub const MOST_SPEED: f64 = 1024.0;
@@ -197,10 +197,12 @@ impl Sweep for ReplaySweep {
                 j.offered_rps, j.reason
             )),
             // Too few requests or an interval across the limit: a faster run holds more.
-            Some(j) if matches!(j.outcome, Outcome::Fail | Outcome::Disturbed) => Next::Stop(format!(
+            Some(j) if matches!(j.outcome, Outcome::Fail | Outcome::Disturbed) => {
+                Next::Stop(format!(
                 "the log's own arrivals at {speed}× ({:.0} req/s) did not meet the objective: {}",
                 j.offered_rps, j.reason
-            )),
+            ))
+            }
             _ if speed >= MOST_SPEED => Next::Stop(format!(
                 "the log was still met at {speed}×, the largest speed-up tried"
             )),
@@ -285,11 +287,9 @@ impl Sweep for ReplaySweep {
 impl ReplaySweep {
     /// Why a run's windows hold no request, and what to give instead.
     fn empty_windows(&self, part: &Part, run_s: u64) -> String {
-        let whole = webscope_load::replay_log::speed_hint(
-            std::time::Duration::from_secs(self.span_s),
-            1.0,
-        )
-        .map_or(String::new(), |hint| format!(" ({hint})"));
+        let whole =
+            webscope_load::replay_log::speed_hint(std::time::Duration::from_secs(self.span_s), 1.0)
+                .map_or(String::new(), |hint| format!(" ({hint})"));
         format!(
             "no request of the log falls in the run's {} (the log's {} over {} of traffic are too sparse for a {run_s}-s run): give a longer --duration, whose windows hold more, or replay the whole log with `webscope load --replay LOG`{whole}",
             part.describe(&self.timeline),

@@ -246,7 +246,9 @@ impl Part {
         };
         let mut said = if self.whole {
             match timeline.removed() {
-                Some(_) => "the whole log's time with traffic (looped when shorter than the run)".into(),
+                Some(_) => {
+                    "the whole log's time with traffic (looped when shorter than the run)".into()
+                }
                 None => "the whole log (looped when shorter than the run)".into(),
             }
         } else {
@@ -314,7 +316,10 @@ mod tests {
         assert_eq!(timeline.length(), 83 * 60);
         let removed = timeline.removed().unwrap();
         assert!(removed.contains("minute :05 of each hour"), "{removed}");
-        assert!(removed.contains("its 3 d 10 h hold 1 h 23 m of traffic"), "{removed}");
+        assert!(
+            removed.contains("its 3 d 10 h hold 1 h 23 m of traffic"),
+            "{removed}"
+        );
         // Offsets in the minutes land back to back; the rest is removed.
         assert_eq!(timeline.place(0), Some(0));
         assert_eq!(timeline.place(3600 + 10), Some(70));
@@ -326,7 +331,10 @@ mod tests {
             let part = Part::choose(timeline.length(), 5, speed);
             let replay = part.replay(&log, &timeline, first_s, speed).unwrap();
             let rate = replay.mean_rate();
-            assert!((rate - 2.0 * speed).abs() <= 0.02 * 2.0 * speed, "{rate} at {speed}×");
+            assert!(
+                (rate - 2.0 * speed).abs() <= 0.02 * 2.0 * speed,
+                "{rate} at {speed}×"
+            );
             speed *= 2.0;
         }
         let said = Part::choose(timeline.length(), 5, 1.0).describe(&timeline);

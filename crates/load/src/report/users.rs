@@ -229,12 +229,23 @@ mod tests {
     fn regression_52_the_law_is_left_out_where_it_cannot_hold_and_caveated_where_it_can() {
         // 50 users thinking 11.3 s for a minute: about 5 page views each.
         let short = report(250, 50, 11_300.0, 0.906).summary();
-        assert!(short.contains("Users       50 (0 connections each, thinking as the log's sessions, mean 11.3 s)"), "{short}");
-        assert!(short.contains("R = N/X - Z left out: a user went through 5.0 page views"), "{short}");
+        assert!(
+            short.contains(
+                "Users       50 (0 connections each, thinking as the log's sessions, mean 11.3 s)"
+            ),
+            "{short}"
+        );
+        assert!(
+            short.contains("R = N/X - Z left out: a user went through 5.0 page views"),
+            "{short}"
+        );
         assert!(short.contains("run for 1 m 53 s or more"), "{short}");
         assert!(!short.contains("2.15"), "{short}");
         let long = report(5000, 50, 26.0, 1.0).summary();
-        assert!(long.contains("R = N/X - Z 2.15s (the response time law"), "{long}");
+        assert!(
+            long.contains("R = N/X - Z 2.15s (the response time law"),
+            "{long}"
+        );
         assert!(long.contains("they part by the ramp-up"), "{long}");
     }
 }

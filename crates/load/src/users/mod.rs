@@ -252,10 +252,10 @@ impl Logged {
         );
         if self.think_scale != 1.0 {
             line += &format!(
-                ", think times at {} of the log's (mean {} s instead of {} s; pages, objects and order as logged)",
+                ", think times at {} of the log's (mean {} instead of {}; pages, objects and order as logged)",
                 scale_words(self.think_scale),
-                webscope_report::human::sig3(self.mean_think_s()),
-                webscope_report::human::sig3(self.mean_think_s() / self.think_scale),
+                webscope_report::human::duration(self.mean_think_s()),
+                webscope_report::human::duration(self.mean_think_s() / self.think_scale),
             );
         }
         if let Some(note) = &self.note {

@@ -45,7 +45,7 @@ fn a_scale_keeps_the_sessions_shape_and_says_itself() {
     assert!((scaled.mean_think_s() - logged.mean_think_s() / 100.0).abs() < 1e-12);
     let said = scaled.describe();
     assert!(
-        said.contains("think times at 1/100 of the log's (mean 0.113 s instead of 11.3 s"),
+        said.contains("think times at 1/100 of the log's (mean 113 ms instead of 11.3 s"),
         "{said}"
     );
     assert!(!logged.describe().contains("think times at"));
@@ -86,7 +86,10 @@ fn the_think_times_are_said_beside_the_users() {
         think: Dist::Exponential { mean: 2.0 },
         ..surge
     };
-    assert_eq!(Sessions::Model(mine).thinking(), "thinking exp(2), mean 2 s");
+    assert_eq!(
+        Sessions::Model(mine).thinking(),
+        "thinking exp(2), mean 2 s"
+    );
     let said = Sessions::Logged(sample().with_think_scale(0.01)).thinking();
     assert_eq!(said, "thinking as the log's sessions at 1/100, mean 113 ms");
 }
