@@ -139,9 +139,10 @@ impl Sessions {
             }
             Sessions::Logged(l) => format!(
                 "thinking as the log's sessions{}, mean {}",
-                match l.think_scale {
-                    s if s == 1.0 => String::new(),
-                    s => format!(" at {}", scale_words(s)),
+                if l.think_scale == 1.0 {
+                    String::new()
+                } else {
+                    format!(" at {}", scale_words(l.think_scale))
                 },
                 duration(l.mean_think_s())
             ),
