@@ -55,6 +55,19 @@ pub struct UsersReport {
     /// [`LAW_CYCLES`], the ramp-up and the run's end weigh too much for the law to hold,
     /// and the summary leaves it out, saying why.
     pub law_cycles: f64,
+    /// A segment's whole page-load and think-time histograms, so that `webscope merge` adds
+    /// them exactly (issue 52: merge dropped the users figures).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<UserHistograms>,
+}
+
+/// A segment's users histograms, V2-compressed and base64-encoded as its classes' are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserHistograms {
+    /// Page loads, ns.
+    pub page_load: String,
+    /// Think times kept, ns.
+    pub think: String,
 }
 
 /// Page views per user below which the summary leaves R = N/X − Z out (issue 52: "R = N/X −
@@ -77,27 +90,18 @@ pub struct IntervalUsers {
     pub page_load_p95_us: f64,
 }
 
-/// Fills the report's users figures from the run's totals.
+/// Fills the report's users figures from the run's totals (with its histograms, for a
+/// segment).
 pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
     let Some(users) = &config.users else {
         return;
     };
-    let seconds = report.duration_s.max(1e-9);
-    let x = stats.views as f64 / seconds;
-    let z = Latency::of(&stats.think).mean / 1e6;
-    report.users = Some(UsersReport {
+    let mut figures = UsersReport {
         users: users.count,
         connections_per_user: users.connections,
         sessions_from: users.describe(),
         thinking: users.thinking(),
-        sessions: stats.sessions,
-        page_views: stats.views,
-        page_view_errors: stats.view_errors,
-        page_views_per_s: x,
-        page_load_us: Latency::of(&stats.page_load),
-        page_load_p95_us: p95(&stats.page_load),
         think_configured_s: users.mean_think_s(),
-        think_us: Latency::of(&stats.think),
         think_ks_distance: match &users.sessions {
             Sessions::Model(model) => {
                 let think = model.think;
@@ -105,13 +109,78 @@ pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
             }
             Sessions::Logged(_) => None,
         },
-        law_response_s: if x > 0.0 {
-            users.count as f64 / x - z
-        } else {
-            0.0
-        },
-        law_cycles: stats.views as f64 / users.count.max(1) as f64,
-    });
+        ..UsersReport::default()
+    };
+    measured(&mut figures, stats, report.duration_s);
+    if config.segment.is_some() {
+        let mut serializer = hdrhistogram::serialization::V2DeflateSerializer::new();
+        figures.histograms = Some(UserHistograms {
+            page_load: super::histograms::encode_one(&mut serializer, &stats.page_load),
+            think: super::histograms::encode_one(&mut serializer, &stats.think),
+        });
+    }
+    report.users = Some(figures);
+}
+
+/// The figures measured from `stats` over `seconds`: what a single run and a merge of
+/// segments compute alike.
+fn measured(r: &mut UsersReport, stats: &UserStats, seconds: f64) {
+    let x = stats.views as f64 / seconds.max(1e-9);
+    let z = Latency::of(&stats.think).mean / 1e6;
+    r.sessions = stats.sessions;
+    r.page_views = stats.views;
+    r.page_view_errors = stats.view_errors;
+    r.page_views_per_s = x;
+    r.page_load_us = Latency::of(&stats.page_load);
+    r.page_load_p95_us = p95(&stats.page_load);
+    r.think_us = Latency::of(&stats.think);
+    r.law_response_s = if x > 0.0 { r.users as f64 / x - z } else { 0.0 };
+    r.law_cycles = stats.views as f64 / r.users.max(1) as f64;
+}
+
+/// The users figures of a run merged from its segments' (`webscope merge`): their
+/// histograms and counts added, the figures computed as a single run's over the merged
+/// `seconds`. None when no segment ran users; an error when one did not keep its
+/// histograms (a segment of an older build). The think times' KS distance needs the model,
+/// which a report does not carry: left out.
+pub(crate) fn merged(
+    segments: &[Option<&UsersReport>],
+    seconds: f64,
+) -> Result<Option<UsersReport>, String> {
+    let Some(first) = segments.iter().flatten().next() else {
+        return Ok(None);
+    };
+    let mut stats = UserStats::new();
+    for (i, r) in segments.iter().enumerate() {
+        let r = r.ok_or_else(|| format!("segment {i} ran no users where others did"))?;
+        let h = r.histograms.as_ref().ok_or_else(|| {
+            "its users figures have no histograms (a build before issue 52): merge cannot add them".to_string()
+        })?;
+        // Checked: a segment's report comes from another host.
+        let add = |a: u64, b: u64| {
+            a.checked_add(b)
+                .ok_or_else(|| "its users counts add up past u64".to_string())
+        };
+        stats.views = add(stats.views, r.page_views)?;
+        stats.view_errors = add(stats.view_errors, r.page_view_errors)?;
+        stats.sessions = add(stats.sessions, r.sessions)?;
+        for (into, text) in [
+            (&mut stats.page_load, &h.page_load),
+            (&mut stats.think, &h.think),
+        ] {
+            let more = super::histograms::decode(text)?;
+            add(into.len(), more.len())?;
+            into.add(&more)
+                .map_err(|e| format!("its users histograms cannot be added: {e:?}"))?;
+        }
+    }
+    let mut merged = UsersReport {
+        think_ks_distance: None,
+        histograms: None,
+        ..(*first).clone()
+    };
+    measured(&mut merged, &stats, seconds);
+    Ok(Some(merged))
 }
 
 /// Adds an interval's users figures.
