@@ -57,7 +57,7 @@ impl Timeline {
             }
             let kept: u64 = stretches.iter().map(|s| s.1).sum();
             let removed = format!(
-                "the log is a sample ({words}: all but 1 % of its requests, the rest left out), so its sampled minutes are played back to back, the {} between them removed: its {} hold {} of traffic",
+                "the log is a sample of {words}, which hold all but 1 % of its requests (the rest left out): its sampled minutes are played back to back, the {} between them removed, and its {} hold {} of traffic",
                 human::duration((span_s - kept) as f64),
                 human::duration(span_s as f64),
                 human::duration(kept as f64)
@@ -339,7 +339,7 @@ mod tests {
         }
         let said = Part::choose(timeline.length(), 5, 1.0).describe(&timeline);
         assert!(
-            said.starts_with("5 windows of 1 s of the log's time with traffic, one in each of 5 equal parts of it (the log is a sample"),
+            said.starts_with("5 windows of 1 s of the log's time with traffic, one in each of 5 equal parts of it (the log is a sample of minute :05 of each hour, which"),
             "{said}"
         );
     }

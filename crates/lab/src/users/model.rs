@@ -215,15 +215,16 @@ pub fn demand(steps: &[StepFigures]) -> Option<(f64, String)> {
             per_step(hi)
         )
     };
-    let mut rates: Vec<f64> = points.iter().map(|p| p.0).collect();
-    rates.sort_by(f64::total_cmp);
-    rates.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs());
-    if rates.len() < FIT_STEPS {
+    // Steps at different numbers of users: repeats of one N differ in X by noise alone.
+    let mut loads: Vec<usize> = points.iter().map(|p| p.2).collect();
+    loads.sort_unstable();
+    loads.dedup();
+    if loads.len() < FIT_STEPS {
         return (busiest > 0.0).then(|| {
             (
                 busiest,
                 format!(
-                    "D is one step's U/X (the busiest, {n_b} users): with fewer than {FIT_STEPS} steps at different rates no slope is fitted, and one step's U/X carries the idle server's work, so it may overstate D, the more the lighter the step"
+                    "D is one step's U/X (the busiest, {n_b} users): with steps at fewer than {FIT_STEPS} numbers of users no slope is fitted, and one step's U/X carries the idle server's work, so it may overstate D, the more the lighter the step"
                 ),
             )
         });
@@ -245,13 +246,20 @@ pub fn demand(steps: &[StepFigures]) -> Option<(f64, String)> {
             ),
         ));
     }
+    let why = if slope > 0.0 {
+        format!(
+            "the CPU per page view grew with the load (the table's U/X: {range}), and a line's slope across the steps ({}) would overstate it",
+            per_step(slope)
+        )
+    } else {
+        format!(
+            "a line through the steps' U over X has no positive slope (the table's U/X: {range}; noise over too narrow a range of X), so no slope is taken"
+        )
+    };
     (busiest > 0.0).then(|| {
         (
             busiest,
-            format!(
-                "D is the busiest step's U/X ({n_b} users): the CPU per page view grew with the load (the table's U/X: {range}), and a line's slope across the steps ({}) would overstate it",
-                per_step(slope)
-            ),
+            format!("D is the busiest step's U/X ({n_b} users): {why}"),
         )
     })
 }
@@ -289,6 +297,7 @@ mod tests {
         // U = 0.02 + 0.001·X: a server that burns 2 % of a core idle. U/X at X = 10 is 3 ms,
         // the slope 1 ms.
         let at = |x: f64| StepFigures {
+            users: x as usize,
             page_views_per_s: x,
             server_busy: Some(0.02 + 0.001 * x),
             demand_s: Some((0.02 + 0.001 * x) / x),
@@ -303,6 +312,10 @@ mod tests {
         assert!(said.starts_with("D is one step's U/X"), "{said}");
         let (d, _) = demand(&[at(10.0), at(100.0)]).unwrap();
         assert!((d - 0.0012).abs() < 1e-9, "{d}");
+        // Three steps at one N (a boundary confirmed) are one load, not a line.
+        let one_n = |x| StepFigures { users: 4, ..at(x) };
+        let (_, said) = demand(&[one_n(10.0), one_n(11.0), one_n(9.0)]).unwrap();
+        assert!(said.starts_with("D is one step's U/X"), "{said}");
     }
 
     #[test]
@@ -324,6 +337,15 @@ mod tests {
         assert!((d - 0.00125).abs() < 1e-12, "{d}");
         assert!(said.contains("grew with the load"), "{said}");
         assert!(said.contains("0.800-1.25 ms"), "{said}");
+        // A line falling with X: noise, no slope taken.
+        let steps = [
+            at(4, 40.0, 0.0012),
+            at(8, 41.0, 0.0010),
+            at(16, 42.0, 0.0008),
+        ];
+        let (d, said) = demand(&steps).unwrap();
+        assert!((d - 0.0008).abs() < 1e-12, "{d}");
+        assert!(said.contains("no positive slope"), "{said}");
     }
 
     #[test]
