@@ -113,9 +113,10 @@ fn regression_52_a_logs_users_at_a_think_scale_say_it_beside_every_number_of_use
         .take(3)
         .map(|f| f["path"].as_str().unwrap().to_string())
         .collect();
-    // Four hours logged in minute :05 alone: ten visitors an hour, two pages 20 s apart.
+    // Six hours logged in minute :05 alone (120 requests: enough to tell a sample): ten
+    // visitors an hour, two pages 20 s apart.
     let mut log = String::new();
-    for hour in 0..4 {
+    for hour in 0..6 {
         for client in 0..10u64 {
             for (s, path) in [(client * 3, &files[0]), (client * 3 + 20, &files[1])] {
                 log += &format!(

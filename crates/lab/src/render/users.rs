@@ -60,12 +60,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     );
     page.push(Block::Text(sentence.clone()));
     page.push(Block::Text(format!(
-        "The users' sessions: {}. Each step runs N users, closed loop: a user requests a page, then its objects over up to 6 connections, thinks, and goes on; at a session's end it takes another. The objective ({slo_text}) is judged on the step's page loads (from the page's request to its last object's answer) and requests, with their 95 % intervals, as a capacity probe is; the search grows N, bisects, and confirms each boundary both ways. The law column is R = N/X − Z with the think time the users kept: where it differs from the measured mean page load, users were not all busy or thinking for the whole step (the ramp-up, the step's end). MVA takes the server's CPU per page view D ({}), the mean of the think times kept as Z and a page view's time outside the CPU (the lightest step's page load less D) as a delay, and predicts the mean page load; its percentile is the mean times −ln(1 − q), as if the page load were exponential (M/M/1's), which it is not below the knee (mostly fixed round trips) and may be past it.",
+        "The users' sessions: {}. Each step runs N users, closed loop: a user requests a page, then its objects over up to 6 connections, thinks, and goes on; at a session's end it takes another. The objective ({slo_text}) is judged on the step's page loads (from the page's request to its last object's answer) and requests, with their 95 % intervals, as a capacity probe is; the search grows N, bisects, and confirms each boundary both ways. The law column is R = N/X − Z with the think time the users kept: where it differs from the measured mean page load, users were not all busy or thinking for the whole step (the ramp-up, the step's end). MVA takes the server's CPU per page view D (how it was had is said above), the mean of the think times kept as Z and a page view's time outside the CPU (the lightest step's page load less D) as a delay, and predicts the mean page load; its percentile is the mean times −ln(1 − q), as if the page load were exponential (M/M/1's), which it is not below the knee (mostly fixed round trips) and may be past it.",
         recorded.sessions,
-        prediction.as_ref().map_or("U/X".to_string(), |p| match p.demand_from.as_str() {
-            "" => "the slope of U over X".to_string(),
-            how => how.to_string(),
-        })
     )));
     page.chart(
         chart(&steps, prediction.as_ref()).to_svg(),
