@@ -223,6 +223,9 @@ pub fn merge(parts: &[Part], hlog: Option<&Path>) -> Result<Report, Error> {
         .map(|p| p.report.start_late_s)
         .fold(0.0, f64::max);
     report.replay = replay(parts);
+    let users: Vec<_> = parts.iter().map(|p| p.report.users.as_ref()).collect();
+    report.users = crate::report::users::merged(&users, duration)
+        .map_err(|why| Error::Config(format!("the users figures: {why}")))?;
     report.generators = generators(parts);
     report.warnings = warnings(parts, &report.generators);
     report.intervals = intervals(parts, &names, began, hlog, &report.target)?;

@@ -185,7 +185,7 @@ pub(crate) struct UserStats {
 }
 
 impl UserStats {
-    fn new() -> UserStats {
+    pub(crate) fn new() -> UserStats {
         UserStats {
             page_load: histogram(),
             think: histogram(),

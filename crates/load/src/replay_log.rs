@@ -5,8 +5,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
+use webscope_accesslog::characterize::MinuteCounts;
+/// A log's coverage of its span (`characterize`'s rule), as [`Plan::coverage`] carries it.
+pub use webscope_accesslog::characterize::{Coverage, Gap};
 use webscope_accesslog::{stream_logs, Entry, Format, ReadOptions};
-use webscope_report::human::plural;
+use webscope_report::human::{self, plural};
 
 use crate::replay::{LogSource, LoggedRequest, Replay, MAX_REPLAY};
 use crate::Error;
@@ -25,6 +28,9 @@ pub struct Plan {
     pub out_of_order: u64,
     /// Gzip files whose data stopped being readable, and where: replayed up to there.
     pub cut_note: Option<String>,
+    /// Whether the log is sampled by the clock or has long gaps (`characterize`'s rule):
+    /// the lab's replay experiment plays only the time that holds traffic.
+    pub coverage: Coverage,
 }
 
 /// A log entry as the replay takes it: its time, client, method, target with query, status,
@@ -54,10 +60,13 @@ struct FirstPass {
     ranges: u64,
     conditional: u64,
     no_request: u64,
+    /// Every entry by minute, as `characterize` counts them for its coverage.
+    minutes: MinuteCounts,
 }
 
 impl FirstPass {
     fn take(&mut self, entry: &Entry) {
+        self.minutes.add(unix_s(entry) as i64);
         let Some(logged) = logged(entry) else {
             self.no_request += 1;
             return;
@@ -134,7 +143,16 @@ pub fn plan(
         no_request: pass.no_request,
         out_of_order: summary.out_of_order,
         cut_note: summary.cut_note(logs),
+        coverage: pass.minutes.coverage(),
     })
+}
+
+/// An entry's second, Unix time.
+fn unix_s(entry: &Entry) -> u64 {
+    entry
+        .time
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The logged requests of `logs` whose second `keep` takes, in time order (the lab's
@@ -146,11 +164,7 @@ pub fn collect(
 ) -> Result<Vec<LoggedRequest>, Error> {
     let mut kept = Vec::new();
     let mut sink = |entry: Entry| {
-        let second = entry
-            .time
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        if keep(second) {
+        if keep(unix_s(&entry)) {
             kept.extend(logged(&entry));
         }
     };
@@ -218,8 +232,63 @@ impl Plan {
         if let Some(note) = &self.cut_note {
             line += &format!("; {note}");
         }
+        if let Some(sampled) = sampled_words(&self.coverage) {
+            line += &format!("; the log is a sample ({sampled}), replayed as logged, the time between its minutes included");
+        }
+        if let Some(hint) = speed_hint(r.span(), r.speed) {
+            line += &format!("; {hint}");
+        }
         line
     }
+}
+
+/// A replay longer than this at its speed gets a speed suggested.
+const LONG_REPLAY: Duration = Duration::from_secs(600);
+/// The length a suggested speed aims at.
+const SUGGESTED_LENGTH_S: f64 = 60.0;
+
+/// For a replay that would last more than [`LONG_REPLAY`]: how long it lasts, and a speed
+/// that replays the log in about a minute (rounded to 1, 2 or 5 times a power of ten, as a
+/// person would type it). Issue 52: a log spanning 3 d 11 h replayed for 3 d 11 h.
+pub fn speed_hint(length: Duration, speed: f64) -> Option<String> {
+    if length <= LONG_REPLAY {
+        return None;
+    }
+    let wanted = length.as_secs_f64() * speed / SUGGESTED_LENGTH_S;
+    let decade = 10f64.powi(wanted.log10().floor() as i32);
+    let suggested = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|s| *s >= wanted)
+        .unwrap_or(10.0 * decade);
+    // Typed as a flag: 5000, not "5 000"; no float noise below a millionth.
+    let suggested = (suggested * 1e6).round() / 1e6;
+    let at = length.as_secs_f64() * speed / suggested;
+    Some(format!(
+        "at {speed}x it lasts {}: --speed {suggested} replays it in about {}",
+        human::duration(length.as_secs_f64()),
+        if (45.0..=90.0).contains(&at) {
+            "a minute".to_string()
+        } else {
+            human::duration(at)
+        }
+    ))
+}
+
+/// The minutes a clock-sampled log keeps, in words ("minute :05 of each hour"), None when
+/// it is not sampled.
+pub fn sampled_words(coverage: &Coverage) -> Option<String> {
+    let minutes = &coverage.sampled_minutes;
+    let first = *minutes.first()?;
+    let contiguous = minutes.windows(2).all(|w| w[1] == w[0] + 1);
+    Some(match minutes.len() {
+        1 => format!("minute :{first:02} of each hour"),
+        n if contiguous => format!(
+            "minutes :{first:02} to :{:02} of each hour",
+            first as usize + n - 1
+        ),
+        n => format!("{n} minutes of each hour"),
+    })
 }
 
 #[cfg(test)]
@@ -236,5 +305,36 @@ mod tests {
             "{err}"
         );
         assert!(!err.contains("584"), "{err}");
+    }
+
+    #[test]
+    fn a_replay_of_days_gets_a_speed_that_replays_it_in_about_a_minute() {
+        // Issue 52: 3 d 11 h.
+        let span = Duration::from_secs(3 * 86_400 + 11 * 3600);
+        let hint = speed_hint(span, 1.0).unwrap();
+        assert!(hint.starts_with("at 1x it lasts 3 d 11 h"), "{hint}");
+        assert!(
+            hint.contains("--speed 5000 replays it in about a minute"),
+            "{hint}"
+        );
+        // At a speed given, the length is the replay's, and the suggestion the whole speed.
+        let hint = speed_hint(span / 100, 100.0).unwrap();
+        assert!(hint.contains("--speed 5000 "), "{hint}");
+        assert_eq!(speed_hint(Duration::from_secs(300), 1.0), None);
+    }
+
+    #[test]
+    fn a_sampled_log_s_minutes_are_said() {
+        let mut c = Coverage::default();
+        assert_eq!(sampled_words(&c), None);
+        c.sampled_minutes = vec![5];
+        assert_eq!(sampled_words(&c).unwrap(), "minute :05 of each hour");
+        c.sampled_minutes = (0..10).collect();
+        assert_eq!(
+            sampled_words(&c).unwrap(),
+            "minutes :00 to :09 of each hour"
+        );
+        c.sampled_minutes = vec![5, 35];
+        assert_eq!(sampled_words(&c).unwrap(), "2 minutes of each hour");
     }
 }

@@ -98,3 +98,82 @@ fn the_users_search_finds_a_capacity_in_users_with_mvas_beside_it() {
 fn prediction_in(users: &serde_json::Value) -> Option<&serde_json::Value> {
     Some(&users["prediction"]).filter(|p| p.is_object())
 }
+
+#[test]
+fn regression_52_a_logs_users_at_a_think_scale_say_it_beside_every_number_of_users() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fileset.join("manifest.json")).unwrap()).unwrap();
+    let files: Vec<String> = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(3)
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect();
+    // Six hours logged in minute :05 alone (120 requests: enough to tell a sample): ten
+    // visitors an hour, two pages 20 s apart.
+    let mut log = String::new();
+    for hour in 0..6 {
+        for client in 0..10u64 {
+            for (s, path) in [(client * 3, &files[0]), (client * 3 + 20, &files[1])] {
+                log += &format!(
+                    "10.0.{hour}.{client} - - [27/Oct/2026:{:02}:05:{s:02} +0000] \"GET /{path} HTTP/1.1\" 200 100 \"-\" \"Mozilla/5.0\"\n",
+                    10 + hour
+                );
+            }
+        }
+    }
+    let log_path = tmp.path().join("sampled.log");
+    std::fs::write(&log_path, log).unwrap();
+    let out = tmp.path().join("report");
+    // An objective no server meets: the search ends at its first users, quickly.
+    let run = webscope()
+        .args(["lab", "--experiment", "users", "--duration", "1s"])
+        .args(["--slo", "page_p95<=1us"])
+        .arg("--workload")
+        .arg(&log_path)
+        .args(["--think-scale", "1/1000"])
+        .arg("--out")
+        .arg(&out)
+        .arg("--fileset")
+        .arg(&fileset)
+        .arg("--work")
+        .arg(tmp.path().join("work"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out.join("report.json"))
+            .unwrap_or_else(|e| panic!("no report ({e}): {stderr}")),
+    )
+    .unwrap();
+    let users = &report["users"];
+    // The kept mean of 20-s thinks at 1/1000 (whatever the search found: a busy machine's
+    // steps are said disturbed, at their number of users, with the same words).
+    let thinking = users["thinking"].as_str().unwrap_or("");
+    assert!(
+        thinking.starts_with("thinking as the log's sessions at 1/1000, mean 20"),
+        "{users:#}"
+    );
+    let sentence = users["sentence"].as_str().unwrap();
+    assert!(
+        sentence.contains(&format!("4 users ({thinking})")),
+        "{sentence}"
+    );
+    // On the console too, beside the number.
+    assert!(
+        stdout.contains(&format!("users ({thinking})")),
+        "{stdout}\n{stderr}"
+    );
+    // The page says the scale and that a sample's sessions are cut by its minutes.
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("think times at 1/1000 of the log"), "page");
+    assert!(
+        html.contains("the log is a sample (minute :05 of each hour): its sessions are cut"),
+        "page"
+    );
+}

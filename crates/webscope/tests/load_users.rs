@@ -149,3 +149,87 @@ fn a_bad_users_flag_is_one_line() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn regression_52_a_sampled_logs_sessions_at_a_think_scale_say_both_and_the_law_its_caveat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    for name in ["index.html", "a.css", "about.html"] {
+        std::fs::write(site.join(name), "x".repeat(100)).unwrap();
+    }
+    // Four hours logged in minute :05 alone (a sample): ten visitors an hour, each viewing
+    // two pages 20 s apart, the first with an object.
+    let at = |client: usize, hour: u64, s: u64, path: &str| {
+        format!(
+            "10.0.{hour}.{client} - - [27/Nov/2026:{:02}:05:{s:02} +0000] \"GET {path} HTTP/1.1\" 200 100 \"-\" \"Mozilla/5.0\"\n",
+            10 + hour
+        )
+    };
+    let mut log = String::new();
+    for hour in 0..4 {
+        for client in 0..10 {
+            let s = client as u64 * 3;
+            log += &at(client, hour, s, "/index.html");
+            log += &at(client, hour, s, "/a.css");
+            log += &at(client, hour, s + 20, "/about.html");
+        }
+    }
+    let log_path = tmp.path().join("sampled.log");
+    std::fs::write(&log_path, log).unwrap();
+    let server = Serve::start(&site);
+    let base = server.base();
+    let args = [
+        "--users",
+        "4",
+        "-t",
+        "1",
+        "--sessions",
+        log_path.to_str().unwrap(),
+        "--think-scale",
+        "1/100",
+        "--base",
+        &base,
+        "-d",
+        "2s",
+    ];
+    let (r, out) = load_json(&args, LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The scale beside the users, with the sessions, and in the JSON.
+    assert!(
+        stdout.contains("with 4 users (thinking as the log's sessions at 1/100, mean 200 ms)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("think times at 1/100 of the log's (mean 200 ms instead of 20"),
+        "{stdout}"
+    );
+    // The sample's sessions are said to be cut by its minutes.
+    assert!(
+        stdout.contains("the log is a sample (minute :05 of each hour): its sessions are cut"),
+        "{stdout}"
+    );
+    let users = &r["users"];
+    assert!(
+        users["thinking"]
+            .as_str()
+            .unwrap_or("")
+            .contains("at 1/100"),
+        "{users}"
+    );
+    assert!(
+        users["sessions_from"]
+            .as_str()
+            .unwrap_or("")
+            .contains("at 1/100 of the log's"),
+        "{users}"
+    );
+    // The law: with its caveat, or left out with why.
+    let law = stdout.lines().find(|l| l.contains("R = N/X - Z")).unwrap();
+    assert!(
+        law.contains("left out: a user went through") || law.contains("they part by the ramp-up"),
+        "{law}"
+    );
+    let cycles = users["law_cycles"].as_f64().unwrap();
+    assert_eq!(law.contains("left out"), cycles < 10.0, "{law}: {cycles}");
+}

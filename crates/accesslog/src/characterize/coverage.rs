@@ -12,7 +12,8 @@
 //! minutes longer than an hour and longer than a Poisson process at the log's mean rate
 //! would leave anywhere in the span but with a 1 % chance.
 
-use super::traffic::Series;
+use super::bins::Bins;
+use super::traffic::{Series, MAX_SERIES_BINS};
 
 /// What the log covers of its span.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -65,6 +66,38 @@ impl Coverage {
     /// Whether the log is sampled or gapped: its burstiness figures then describe that.
     pub fn is_partial(&self) -> bool {
         !self.sampled_minutes.is_empty() || self.gap_count > 0
+    }
+}
+
+/// The per-minute counts a reader that wants only the coverage keeps as entries stream by
+/// (the replay's first pass, `webscope-load`'s `replay_log`), in the memory `characterize`'s
+/// own series takes, so that both read a log's coverage by the one rule of this module.
+#[derive(Debug, Clone)]
+pub struct MinuteCounts {
+    minutes: Bins,
+    span: Option<(i64, i64)>,
+}
+
+impl Default for MinuteCounts {
+    fn default() -> MinuteCounts {
+        MinuteCounts {
+            minutes: Bins::new(60, 4 * MAX_SERIES_BINS as usize),
+            span: None,
+        }
+    }
+}
+
+impl MinuteCounts {
+    /// Counts one entry at `t` (Unix seconds).
+    pub fn add(&mut self, t: i64) {
+        self.minutes.add(t);
+        self.span = Some(self.span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+    }
+
+    /// The coverage of what was counted, as `characterize` reports it.
+    pub fn coverage(&self) -> Coverage {
+        let span_s = self.span.map_or(0, |(a, b)| b.abs_diff(a) + 1);
+        coverage(&Series::from_bins(&self.minutes, 60, self.span), span_s)
     }
 }
 
@@ -229,6 +262,20 @@ mod tests {
         assert!((rate - 2.0).abs() < 0.1, "{rate}");
         // 59 empty minutes between samples are the sampling, not gaps.
         assert_eq!(c.gap_count, 0, "{c:?}");
+    }
+
+    #[test]
+    fn counted_as_a_stream_the_coverage_is_characterize_s() {
+        let mut rng = Rng::new(1);
+        let times: Vec<i64> = (0..84)
+            .flat_map(|h| poisson(2.0, T0 + h * 3600 + 300, 60, &mut rng))
+            .collect();
+        let mut counts = MinuteCounts::default();
+        // In any order: a stream delivers some late.
+        times.iter().rev().for_each(|&t| counts.add(t));
+        assert_eq!(counts.coverage(), coverage_of(&times));
+        assert_eq!(counts.coverage().sampled_minutes, vec![5]);
+        assert!(!MinuteCounts::default().coverage().is_partial());
     }
 
     #[test]

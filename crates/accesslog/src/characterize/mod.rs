@@ -54,7 +54,7 @@ use std::time::UNIX_EPOCH;
 pub use accumulate::{Bounds, Characterizer, Options};
 pub use burst::{Burstiness, IdcPeak, WindowFigure, NEAR_PEAK};
 pub use clients::Clients;
-pub use coverage::{Coverage, Gap, MAX_GAPS};
+pub use coverage::{Coverage, Gap, MinuteCounts, MAX_GAPS};
 pub use daily::Visitors;
 pub use hill::{HillPoint, TailFit};
 pub use hosts::{HostTally, Hosts};

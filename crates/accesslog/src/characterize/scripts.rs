@@ -149,6 +149,10 @@ pub struct Scripts {
     pub budget_cut: bool,
     /// Scripts of the sample cut at their share of the budget (a sixteenth of it).
     pub cut_for_bytes: u64,
+    /// Whether the log is sampled by the clock or gapped (`characterize`'s rule; set by
+    /// [`session_scripts`], default for a collector fed by hand): a sampled log's sessions
+    /// end at its minutes' edges, and its think times are those within them.
+    pub coverage: super::Coverage,
 }
 
 /// A session still open: where it stands, and its slot when the sample chose it.
@@ -418,6 +422,7 @@ impl ScriptCollector {
             budget: self.budget,
             budget_cut: self.budget_cut,
             cut_for_bytes: self.cut_for_bytes,
+            coverage: super::Coverage::default(),
         }
     }
 }
@@ -459,8 +464,23 @@ pub fn session_scripts(
     seed: u64,
 ) -> Result<(Scripts, ReadSummary), Error> {
     let mut collector = ScriptCollector::new(gap_s, limit, seed);
-    let summary = stream_logs(paths, options, &mut |e| collector.add(&e), &mut |_| {})?;
-    Ok((collector.finish(), summary))
+    let mut minutes = super::MinuteCounts::default();
+    let summary = stream_logs(
+        paths,
+        options,
+        &mut |e| {
+            let t = e
+                .time
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            minutes.add(t as i64);
+            collector.add(&e)
+        },
+        &mut |_| {},
+    )?;
+    let mut scripts = collector.finish();
+    scripts.coverage = minutes.coverage();
+    Ok((scripts, summary))
 }
 
 #[cfg(test)]

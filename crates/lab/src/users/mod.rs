@@ -52,6 +52,8 @@ pub struct Settings {
     pub from: usize,
     /// The bracket closes when (fail − pass) / pass is at most this.
     pub precision: f64,
+    /// `--think-scale`: the factor a log's think times are multiplied by.
+    pub think_scale: Option<f64>,
 }
 
 impl Default for Settings {
@@ -62,6 +64,7 @@ impl Default for Settings {
             }),
             from: DEFAULT_FROM,
             precision: crate::capacity::DEFAULT_PRECISION,
+            think_scale: None,
         }
     }
 }
@@ -111,6 +114,10 @@ pub struct Recorded {
     pub settled: bool,
     /// How the users' sessions were made.
     pub sessions: String,
+    /// How long the users think, said beside every number of users (labs before issue 52:
+    /// empty, not said).
+    #[serde(default)]
+    pub thinking: String,
 }
 
 impl Recorded {
@@ -194,10 +201,11 @@ impl Sweep for UsersSearch {
                 step::SESSION_SAMPLE,
                 1,
             )?;
-            (
-                Sessions::Logged(logged.logged),
-                Some(Arc::new(logged.requests)),
-            )
+            let sessions = match ctx.options.users.think_scale {
+                Some(scale) => logged.logged.with_think_scale(scale),
+                None => logged.logged,
+            };
+            (Sessions::Logged(sessions), Some(Arc::new(logged.requests)))
         };
         Ok(UsersSearch {
             search: Search::new(plan(ctx.options)),
@@ -234,11 +242,9 @@ impl Sweep for UsersSearch {
                 ),
             }),
             None if so_far.stopped.is_some() => Next::Done,
-            None => Next::Stop(
-                self.search
-                    .ending()
-                    .map_or("the search ended".into(), model::ending_sentence),
-            ),
+            None => Next::Stop(self.search.ending().map_or("the search ended".into(), |e| {
+                model::ending_sentence(e, &self.sessions.thinking())
+            })),
         }
     }
 
@@ -275,6 +281,7 @@ impl Sweep for UsersSearch {
                         ),
                         None => users.describe(),
                     },
+                    thinking: users.thinking(),
                 },
             )?;
         }

@@ -37,6 +37,9 @@ pub struct StepFigures {
     pub page_load_p95_s: f64,
     /// The mean think time kept (Z), seconds.
     pub think_s: f64,
+    /// Think times kept: the weight of this step's `think_s` in MVA's Z (labs before issue
+    /// 52: 0, every step weighed alike).
+    pub thinks: u64,
     /// N/X − Z, seconds.
     pub law_response_s: f64,
     /// The server's CPU seconds per page view (D = U/X), when the server's CPU was measured.
@@ -67,6 +70,7 @@ impl StepFigures {
             page_load_mean_s: u.page_load_us.mean / 1e6,
             page_load_p95_s: u.page_load_p95_us / 1e6,
             think_s: u.think_us.mean / 1e6,
+            thinks: u.think_us.count,
             law_response_s: u.law_response_s,
             demand_s,
             server_cpus: record.env.server_cpus,
@@ -78,11 +82,14 @@ impl StepFigures {
 /// MVA's prediction from the steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Prediction {
-    /// The inputs: D, the slope of the server's CPU use over the page views per second
-    /// across the steps (the service demand law U = U₀ + D·X: a server's idle work, its
-    /// timers and wake-ups, would otherwise load the lightest steps' D), the median Z, the time of a page view
+    /// The inputs: D ([`demand`]: the slope of the server's CPU use over the page views per
+    /// second across three steps or more, or one step's U/X, said in `demand_from`), Z (the
+    /// mean of every think time the steps kept: MVA's Z is a mean), the time of a page view
     /// outside the server's CPU (the lightest step's page load less D), the CPUs.
     pub demand_s: f64,
+    /// How D was had, in words for the page, with its caveat (labs before issue 52: empty).
+    #[serde(default)]
+    pub demand_from: String,
     pub think_s: f64,
     pub outside_s: f64,
     pub servers: u32,
@@ -110,13 +117,8 @@ pub fn page_limit(slo: &Slo) -> Option<(f64, f64)> {
 /// objective has no page percentile.
 pub fn predict(steps: &[StepFigures], slo: &Slo, most: u32) -> Option<Prediction> {
     let (quantile, limit_s) = page_limit(slo)?;
-    let demand_s = demand(steps)?;
-    let thinks: Vec<f64> = steps
-        .iter()
-        .map(|s| s.think_s)
-        .filter(|z| z.is_finite() && *z > 0.0)
-        .collect();
-    let think_s = webscope_model::stats::median(&thinks)?;
+    let (demand_s, demand_from) = demand(steps)?;
+    let think_s = mean_think(steps)?;
     let lightest = steps
         .iter()
         .filter(|s| s.page_load_mean_s > 0.0)
@@ -150,6 +152,7 @@ pub fn predict(steps: &[StepFigures], slo: &Slo, most: u32) -> Option<Prediction
         .max();
     Some(Prediction {
         demand_s,
+        demand_from,
         think_s,
         outside_s,
         servers,
@@ -165,34 +168,110 @@ pub fn predict(steps: &[StepFigures], slo: &Slo, most: u32) -> Option<Prediction
     })
 }
 
-/// D: the least-squares slope of U over X where two steps or more measured U at different
-/// rates, else (or when the slope is not positive) the smallest U/X of a step.
-fn demand(steps: &[StepFigures]) -> Option<f64> {
-    let points: Vec<(f64, f64)> = steps
+/// Z: the mean of the think times every step kept (each step's mean weighed by its count;
+/// alike when the counts were not kept). Issue 52: the median of the steps' means was read
+/// as Z, 9 s against a mean of 11.3 s.
+fn mean_think(steps: &[StepFigures]) -> Option<f64> {
+    let kept: Vec<&StepFigures> = steps
         .iter()
-        .filter_map(|s| Some((s.page_views_per_s, s.server_busy?)))
-        .filter(|(x, u)| *x > 0.0 && u.is_finite())
+        .filter(|s| s.think_s.is_finite() && s.think_s > 0.0)
         .collect();
+    let weight = |s: &StepFigures| match kept.iter().all(|s| s.thinks > 0) {
+        true => s.thinks as f64,
+        false => 1.0,
+    };
+    let total: f64 = kept.iter().map(|s| weight(s)).sum();
+    (total > 0.0).then(|| kept.iter().map(|s| s.think_s * weight(s)).sum::<f64>() / total)
+}
+
+/// Fewest steps at different rates D is fitted over: two points always make a line.
+const FIT_STEPS: usize = 3;
+/// An intercept below minus this share of the mean U says the CPU per page view grew with
+/// the load rather than that the server has idle work.
+const NEGATIVE_IDLE: f64 = 0.1;
+
+/// D and how it was had. Across [`FIT_STEPS`] steps or more at different rates, the
+/// least-squares slope of U over X (the service demand law U = U₀ + D·X: a server's idle
+/// work, its timers and wake-ups, would otherwise load the lightest steps' U/X); when the
+/// line's U₀ is well below zero, the CPU per page view grew with the load, a slope would
+/// overstate it, and the busiest step's U/X is taken; with fewer steps, the busiest step's
+/// U/X, said as one step's. Issue 52: "D = 6.58 ms" beside a table reading 0.80-1.25 ms.
+pub fn demand(steps: &[StepFigures]) -> Option<(f64, String)> {
+    let points: Vec<(f64, f64, usize)> = steps
+        .iter()
+        .filter_map(|s| Some((s.page_views_per_s, s.server_busy?, s.users)))
+        .filter(|(x, u, _)| *x > 0.0 && u.is_finite() && *u >= 0.0)
+        .collect();
+    let (x_b, u_b, n_b) = points.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let busiest = u_b / x_b;
+    let per_step = |d: f64| format!("{} ms", webscope_report::human::sig3(d * 1e3));
+    let range = {
+        let ds = points.iter().map(|p| p.1 / p.0);
+        let lo = ds.clone().fold(f64::INFINITY, f64::min);
+        let hi = ds.fold(0.0, f64::max);
+        format!(
+            "{}-{}",
+            webscope_report::human::sig3(lo * 1e3),
+            per_step(hi)
+        )
+    };
+    // Steps at different numbers of users: repeats of one N differ in X by noise alone.
+    let mut loads: Vec<usize> = points.iter().map(|p| p.2).collect();
+    loads.sort_unstable();
+    loads.dedup();
+    if loads.len() < FIT_STEPS {
+        return (busiest > 0.0).then(|| {
+            (
+                busiest,
+                format!(
+                    "D is one step's U/X (the busiest, {n_b} users): with steps at fewer than {FIT_STEPS} numbers of users no slope is fitted, and one step's U/X carries the idle server's work, so it may overstate D, the more the lighter the step"
+                ),
+            )
+        });
+    }
     let n = points.len() as f64;
-    let (mx, mu) = (
-        points.iter().map(|p| p.0).sum::<f64>() / n,
-        points.iter().map(|p| p.1).sum::<f64>() / n,
-    );
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mu = points.iter().map(|p| p.1).sum::<f64>() / n;
     let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
     let sxu: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - mu)).sum();
-    let slope = (points.len() >= 2 && sxx > 0.0).then(|| sxu / sxx);
-    slope.filter(|d| *d > 0.0).or_else(|| {
-        steps
-            .iter()
-            .filter_map(|s| s.demand_s)
-            .filter(|d| d.is_finite() && *d > 0.0)
-            .min_by(f64::total_cmp)
+    let slope = sxu / sxx;
+    let idle = mu - slope * mx;
+    if slope > 0.0 && idle >= -NEGATIVE_IDLE * mu {
+        return Some((
+            slope,
+            format!(
+                "D is the slope of the server's CPU over page views per second across {} steps (U = U₀ + D·X, U₀ = {} of a CPU of idle work); the table's D column is each step's U/X ({range}), which carries its share of U₀",
+                points.len(),
+                webscope_report::human::sig3(idle.max(0.0)),
+            ),
+        ));
+    }
+    let why = if slope > 0.0 {
+        format!(
+            "the CPU per page view grew with the load (the table's U/X: {range}), and a line's slope across the steps ({}) would overstate it",
+            per_step(slope)
+        )
+    } else {
+        format!(
+            "a line through the steps' U over X has no positive slope (the table's U/X: {range}; noise over too narrow a range of X), so no slope is taken"
+        )
+    };
+    (busiest > 0.0).then(|| {
+        (
+            busiest,
+            format!("D is the busiest step's U/X ({n_b} users): {why}"),
+        )
     })
 }
 
-/// The search's ending in users.
-pub fn ending_sentence(ending: &Ending) -> String {
-    ending.sentence_in("users")
+/// The search's ending in users, the users' think times said beside the first number of
+/// users (issue 52: "capacity 80 users" without saying these users think for 10-600 ms).
+pub fn ending_sentence(ending: &Ending, thinking: &str) -> String {
+    let said = ending.sentence_in("users");
+    match said.find(" users").filter(|_| !thinking.is_empty()) {
+        Some(at) => format!("{} ({thinking}){}", &said[..at + 6], &said[at + 6..]),
+        None => said,
+    }
 }
 
 #[cfg(test)]
@@ -218,15 +297,88 @@ mod tests {
         // U = 0.02 + 0.001·X: a server that burns 2 % of a core idle. U/X at X = 10 is 3 ms,
         // the slope 1 ms.
         let at = |x: f64| StepFigures {
+            users: x as usize,
             page_views_per_s: x,
             server_busy: Some(0.02 + 0.001 * x),
             demand_s: Some((0.02 + 0.001 * x) / x),
             ..StepFigures::default()
         };
-        let d = demand(&[at(10.0), at(100.0), at(400.0)]).unwrap();
+        let (d, said) = demand(&[at(10.0), at(100.0), at(400.0)]).unwrap();
         assert!((d - 0.001).abs() < 1e-9, "{d}");
-        // One step: its U/X.
-        assert!((demand(&[at(10.0)]).unwrap() - 0.003).abs() < 1e-9);
+        assert!(said.starts_with("D is the slope of the server's CPU over page views per second across 3 steps (U = U₀ + D·X, U₀ = 0.0200 of a CPU"), "{said}");
+        // One step, or two: the busiest's U/X, said as one step's.
+        let (d, said) = demand(&[at(10.0)]).unwrap();
+        assert!((d - 0.003).abs() < 1e-9);
+        assert!(said.starts_with("D is one step's U/X"), "{said}");
+        let (d, _) = demand(&[at(10.0), at(100.0)]).unwrap();
+        assert!((d - 0.0012).abs() < 1e-9, "{d}");
+        // Three steps at one N (a boundary confirmed) are one load, not a line.
+        let one_n = |x| StepFigures { users: 4, ..at(x) };
+        let (_, said) = demand(&[one_n(10.0), one_n(11.0), one_n(9.0)]).unwrap();
+        assert!(said.starts_with("D is one step's U/X"), "{said}");
+    }
+
+    #[test]
+    fn regression_52_a_demand_that_grows_with_the_load_is_not_fitted_past_every_step() {
+        // U/X from 0.8 to 1.25 ms, X barely moving at the top: a line through them has a
+        // slope of several ms and a negative U₀ (the issue's 6.58 ms beside 0.80-1.25 ms).
+        let at = |users, x: f64, d: f64| StepFigures {
+            users,
+            page_views_per_s: x,
+            server_busy: Some(x * d),
+            ..StepFigures::default()
+        };
+        let steps = [
+            at(4, 40.0, 0.0008),
+            at(8, 80.0, 0.0009),
+            at(16, 90.0, 0.00125),
+        ];
+        let (d, said) = demand(&steps).unwrap();
+        assert!((d - 0.00125).abs() < 1e-12, "{d}");
+        assert!(said.contains("grew with the load"), "{said}");
+        assert!(said.contains("0.800-1.25 ms"), "{said}");
+        // A line falling with X: noise, no slope taken.
+        let steps = [
+            at(4, 40.0, 0.0012),
+            at(8, 41.0, 0.0010),
+            at(16, 42.0, 0.0008),
+        ];
+        let (d, said) = demand(&steps).unwrap();
+        assert!((d - 0.0008).abs() < 1e-12, "{d}");
+        assert!(said.contains("no positive slope"), "{said}");
+    }
+
+    #[test]
+    fn z_is_the_mean_of_the_think_times_kept_not_a_median() {
+        let at = |think_s, thinks| StepFigures {
+            think_s,
+            thinks,
+            ..StepFigures::default()
+        };
+        // Three steps' means 9, 9 and 20 s: the median of them is 9; weighed by their
+        // counts (10, 10, 30) the mean of every think time is 15.6 s.
+        let z = mean_think(&[at(9.0, 10), at(9.0, 10), at(20.0, 30)]).unwrap();
+        assert!((z - 15.6).abs() < 1e-9, "{z}");
+        // Counts not kept (an older lab): the steps alike.
+        let z = mean_think(&[at(9.0, 0), at(9.0, 0), at(21.0, 0)]).unwrap();
+        assert!((z - 13.0).abs() < 1e-9, "{z}");
+        assert_eq!(mean_think(&[]), None);
+    }
+
+    #[test]
+    fn the_think_times_stand_beside_the_first_number_of_users() {
+        let ending = Ending::Below { rate: 4.0 };
+        let said = ending_sentence(
+            &ending,
+            "thinking 10 ms-600 ms, mean 26 ms: SURGE's at 1/100",
+        );
+        assert!(
+            said.starts_with(
+                "capacity is below 4 users (thinking 10 ms-600 ms, mean 26 ms: SURGE's at 1/100):"
+            ),
+            "{said}"
+        );
+        assert_eq!(ending_sentence(&ending, ""), ending.sentence_in("users"));
     }
 
     #[test]

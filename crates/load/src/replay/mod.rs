@@ -53,7 +53,7 @@ pub struct LoggedRequest {
 
 impl LoggedRequest {
     /// Its second since the epoch.
-    pub(crate) fn second(&self) -> u64 {
+    pub fn second(&self) -> u64 {
         self.time
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs())

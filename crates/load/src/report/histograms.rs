@@ -31,7 +31,7 @@ pub struct ClassHistograms {
     pub unfinished: String,
 }
 
-fn encode_one(serializer: &mut V2DeflateSerializer, h: &Histogram<u64>) -> String {
+pub(crate) fn encode_one(serializer: &mut V2DeflateSerializer, h: &Histogram<u64>) -> String {
     let mut bytes = Vec::new();
     // Serialising into a Vec cannot fail for a histogram the recorder made.
     let _ = serializer.serialize(h, &mut bytes);

@@ -18,6 +18,8 @@ pub struct UsersReport {
     pub connections_per_user: usize,
     /// How the sessions were made.
     pub sessions_from: String,
+    /// How long the users think, in words (said beside the number of users).
+    pub thinking: String,
     /// Sessions begun.
     pub sessions: u64,
     /// Page views ended, and of those the ones with a request unanswered or answered other
@@ -49,7 +51,28 @@ pub struct UsersReport {
     /// users wait to begin, and the run's end, which cuts page views and thinks short,
     /// pull them apart, the more so the shorter the run.
     pub law_response_s: f64,
+    /// Page views a user went through in the run, on average (X·T/N): under
+    /// [`LAW_CYCLES`], the ramp-up and the run's end weigh too much for the law to hold,
+    /// and the summary leaves it out, saying why.
+    pub law_cycles: f64,
+    /// A segment's whole page-load and think-time histograms, so that `webscope merge` adds
+    /// them exactly (issue 52: merge dropped the users figures).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<UserHistograms>,
 }
+
+/// A segment's users histograms, V2-compressed and base64-encoded as its classes' are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserHistograms {
+    /// Page loads, ns.
+    pub page_load: String,
+    /// Think times kept, ns.
+    pub think: String,
+}
+
+/// Page views per user below which the summary leaves R = N/X − Z out (issue 52: "R = N/X −
+/// Z 2.15 s" beside a mean page load of 906 µs, users thinking 11 s in a 60-s run).
+pub const LAW_CYCLES: f64 = 10.0;
 
 /// A users run's interval figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -67,26 +90,18 @@ pub struct IntervalUsers {
     pub page_load_p95_us: f64,
 }
 
-/// Fills the report's users figures from the run's totals.
+/// Fills the report's users figures from the run's totals (with its histograms, for a
+/// segment).
 pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
     let Some(users) = &config.users else {
         return;
     };
-    let seconds = report.duration_s.max(1e-9);
-    let x = stats.views as f64 / seconds;
-    let z = Latency::of(&stats.think).mean / 1e6;
-    report.users = Some(UsersReport {
+    let mut figures = UsersReport {
         users: users.count,
         connections_per_user: users.connections,
         sessions_from: users.describe(),
-        sessions: stats.sessions,
-        page_views: stats.views,
-        page_view_errors: stats.view_errors,
-        page_views_per_s: x,
-        page_load_us: Latency::of(&stats.page_load),
-        page_load_p95_us: p95(&stats.page_load),
+        thinking: users.thinking(),
         think_configured_s: users.mean_think_s(),
-        think_us: Latency::of(&stats.think),
         think_ks_distance: match &users.sessions {
             Sessions::Model(model) => {
                 let think = model.think;
@@ -94,12 +109,78 @@ pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
             }
             Sessions::Logged(_) => None,
         },
-        law_response_s: if x > 0.0 {
-            users.count as f64 / x - z
-        } else {
-            0.0
-        },
-    });
+        ..UsersReport::default()
+    };
+    measured(&mut figures, stats, report.duration_s);
+    if config.segment.is_some() {
+        let mut serializer = hdrhistogram::serialization::V2DeflateSerializer::new();
+        figures.histograms = Some(UserHistograms {
+            page_load: super::histograms::encode_one(&mut serializer, &stats.page_load),
+            think: super::histograms::encode_one(&mut serializer, &stats.think),
+        });
+    }
+    report.users = Some(figures);
+}
+
+/// The figures measured from `stats` over `seconds`: what a single run and a merge of
+/// segments compute alike.
+fn measured(r: &mut UsersReport, stats: &UserStats, seconds: f64) {
+    let x = stats.views as f64 / seconds.max(1e-9);
+    let z = Latency::of(&stats.think).mean / 1e6;
+    r.sessions = stats.sessions;
+    r.page_views = stats.views;
+    r.page_view_errors = stats.view_errors;
+    r.page_views_per_s = x;
+    r.page_load_us = Latency::of(&stats.page_load);
+    r.page_load_p95_us = p95(&stats.page_load);
+    r.think_us = Latency::of(&stats.think);
+    r.law_response_s = if x > 0.0 { r.users as f64 / x - z } else { 0.0 };
+    r.law_cycles = stats.views as f64 / r.users.max(1) as f64;
+}
+
+/// The users figures of a run merged from its segments' (`webscope merge`): their
+/// histograms and counts added, the figures computed as a single run's over the merged
+/// `seconds`. None when no segment ran users; an error when one did not keep its
+/// histograms (a segment of an older build). The think times' KS distance needs the model,
+/// which a report does not carry: left out.
+pub(crate) fn merged(
+    segments: &[Option<&UsersReport>],
+    seconds: f64,
+) -> Result<Option<UsersReport>, String> {
+    let Some(first) = segments.iter().flatten().next() else {
+        return Ok(None);
+    };
+    let mut stats = UserStats::new();
+    for (i, r) in segments.iter().enumerate() {
+        let r = r.ok_or_else(|| format!("segment {i} ran no users where others did"))?;
+        let h = r.histograms.as_ref().ok_or_else(|| {
+            "its users figures have no histograms (a build before issue 52): merge cannot add them".to_string()
+        })?;
+        // Checked: a segment's report comes from another host.
+        let add = |a: u64, b: u64| {
+            a.checked_add(b)
+                .ok_or_else(|| "its users counts add up past u64".to_string())
+        };
+        stats.views = add(stats.views, r.page_views)?;
+        stats.view_errors = add(stats.view_errors, r.page_view_errors)?;
+        stats.sessions = add(stats.sessions, r.sessions)?;
+        for (into, text) in [
+            (&mut stats.page_load, &h.page_load),
+            (&mut stats.think, &h.think),
+        ] {
+            let more = super::histograms::decode(text)?;
+            add(into.len(), more.len())?;
+            into.add(&more)
+                .map_err(|e| format!("its users histograms cannot be added: {e:?}"))?;
+        }
+    }
+    let mut merged = UsersReport {
+        think_ks_distance: None,
+        histograms: None,
+        ..(*first).clone()
+    };
+    measured(&mut merged, &stats, seconds);
+    Ok(Some(merged))
 }
 
 /// Adds an interval's users figures.
@@ -148,9 +229,10 @@ impl UsersReport {
         use super::text::format_us;
         let load = &self.page_load_us;
         format!(
-            "  Users       {} ({} connections each); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept{})\n  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {})\n",
+            "  Users       {} ({} connections each, {}); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept{})\n{}",
             self.users,
             self.connections_per_user,
+            self.thinking,
             self.sessions_from,
             self.page_views,
             self.sessions,
@@ -165,8 +247,74 @@ impl UsersReport {
             self.think_us.count,
             self.think_ks_distance
                 .map_or(String::new(), |d| format!("; KS distance {d:.3}")),
-            format_us(self.law_response_s * 1e6),
-            format_us(load.mean),
+            self.law_line(),
         )
+    }
+
+    /// The response time law's line: R = N/X − Z with the caveat the lab gives, or why it is
+    /// left out.
+    fn law_line(&self) -> String {
+        use super::text::format_us;
+        let cycle_s = self.think_us.mean / 1e6 + self.page_load_us.mean / 1e6;
+        if self.law_cycles < LAW_CYCLES {
+            return format!(
+                "  R = N/X - Z left out: a user went through {:.1} page views in the run, and the ramp-up (users waiting to begin) and the run's end (page views and thinks cut short) weigh too much on so few; run for {} or more ({LAW_CYCLES} x (Z + page load)) for the law to hold\n",
+                self.law_cycles,
+                webscope_report::human::duration(LAW_CYCLES * cycle_s),
+            );
+        }
+        format!(
+            "  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {}: they part by the ramp-up, users waiting to begin, and the run's end, which cuts page views and thinks short)\n",
+            format_us(self.law_response_s * 1e6),
+            format_us(self.page_load_us.mean),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(views: u64, users: usize, think_ms: f64, load_ms: f64) -> UsersReport {
+        UsersReport {
+            users,
+            thinking: "thinking as the log's sessions, mean 11.3 s".into(),
+            page_views: views,
+            think_us: Latency {
+                mean: think_ms * 1e3,
+                ..Latency::default()
+            },
+            page_load_us: Latency {
+                mean: load_ms * 1e3,
+                ..Latency::default()
+            },
+            law_response_s: 2.15,
+            law_cycles: views as f64 / users as f64,
+            ..UsersReport::default()
+        }
+    }
+
+    #[test]
+    fn regression_52_the_law_is_left_out_where_it_cannot_hold_and_caveated_where_it_can() {
+        // 50 users thinking 11.3 s for a minute: about 5 page views each.
+        let short = report(250, 50, 11_300.0, 0.906).summary();
+        assert!(
+            short.contains(
+                "Users       50 (0 connections each, thinking as the log's sessions, mean 11.3 s)"
+            ),
+            "{short}"
+        );
+        assert!(
+            short.contains("R = N/X - Z left out: a user went through 5.0 page views"),
+            "{short}"
+        );
+        assert!(short.contains("run for 1 m 53 s or more"), "{short}");
+        assert!(!short.contains("2.15"), "{short}");
+        let long = report(5000, 50, 26.0, 1.0).summary();
+        assert!(
+            long.contains("R = N/X - Z 2.15s (the response time law"),
+            "{long}"
+        );
+        assert!(long.contains("they part by the ramp-up"), "{long}");
     }
 }

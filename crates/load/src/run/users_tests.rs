@@ -110,6 +110,7 @@ fn logged(sessions: Vec<Session>) -> Sessions {
         sessions,
         source: "a test".into(),
         note: None,
+        think_scale: 1.0,
     })
 }
 
@@ -260,4 +261,63 @@ fn users_are_checked() {
         max_connections: 10,
     };
     assert!(c.check().unwrap_err().to_string().contains("drop --rate"));
+}
+
+#[test]
+fn regression_52_a_users_runs_segments_merge_their_users_figures_exactly() {
+    let (addr, _) = slow(Duration::from_millis(2));
+    let session = Session {
+        views: vec![
+            view(0, &[1], Some(0.02), None),
+            view(2, &[], Some(0.01), None),
+        ],
+    };
+    let users = Users {
+        count: 4,
+        connections: 2,
+        sessions: logged(vec![session]),
+        ramp_up: Duration::ZERO,
+    };
+    let mut config = config(addr, &["/p", "/o", "/q"], users);
+    config.duration = Duration::from_millis(800);
+    let dir = tempfile::tempdir().unwrap();
+    let parts = super::segments_tests::segments(&config, 2, dir.path());
+    let of = |p: &crate::Part| p.report.users.clone().unwrap();
+    for p in &parts {
+        let u = of(p);
+        assert!(u.histograms.is_some(), "{u:?}");
+        assert!(u.page_views > 0, "{u:?}");
+    }
+    let merged = crate::merge(&parts, None).unwrap();
+    let users = merged.users.expect("the merged users figures");
+    // Before: the first segment's figures alone (or none).
+    let views: u64 = parts.iter().map(|p| of(p).page_views).sum();
+    assert_eq!(users.page_views, views);
+    assert_eq!(
+        users.sessions,
+        parts.iter().map(|p| of(p).sessions).sum::<u64>()
+    );
+    assert_eq!(
+        users.think_us.count,
+        parts.iter().map(|p| of(p).think_us.count).sum::<u64>()
+    );
+    assert_eq!(users.users, 4);
+    assert!(users.histograms.is_none());
+    assert!((users.page_views_per_s - views as f64 / merged.duration_s).abs() < 1e-9);
+    // The merged page loads: the largest is the largest of the segments'.
+    let max = parts
+        .iter()
+        .map(|p| of(p).page_load_us.max)
+        .fold(0.0, f64::max);
+    assert_eq!(users.page_load_us.max, max);
+    // A segment without its histograms is refused in one line.
+    let mut old = parts;
+    if let Some(u) = old[1].report.users.as_mut() {
+        u.histograms = None;
+    }
+    let err = crate::merge(&old, None).unwrap_err().to_string();
+    assert!(
+        err.contains("the users figures: its users figures have no histograms"),
+        "{err}"
+    );
 }

@@ -100,6 +100,12 @@ fn left_out(
     if let Some(cut) = read.cut_note(logs) {
         notes.push(cut);
     }
+    if let Some(sampled) = crate::replay_log::sampled_words(&scripts.coverage) {
+        // Issue 52: a sample's sessions and think times were shown as the site's.
+        notes.push(format!(
+            "the log is a sample ({sampled}): its sessions are cut at the sampled minutes' edges and its think times are only those within them, so both are shorter than the site's"
+        ));
+    }
     if scripts.budget_cut {
         let mut why = format!(
             "the sample was made smaller to keep its scripts within {} MiB",
@@ -171,6 +177,7 @@ pub fn of_scripts(scripts: &Scripts, source: String) -> LoggedSessions {
             population: scripts.sessions,
             source,
             note: None,
+            think_scale: 1.0,
         },
         skipped_method,
     }

@@ -37,6 +37,9 @@ use serde::{Deserialize, Serialize};
 
 pub use dist::Dist;
 pub use logged::{of_scripts, sessions_from_logs, LoggedSessions};
+#[cfg(test)]
+#[path = "scale_tests.rs"]
+mod scale_tests;
 /// Seconds without a request that end a logged session (characterize's rule, 30 min).
 pub const SESSION_GAP_S: i64 = webscope_accesslog::characterize::sessions::SESSION_GAP_S;
 
@@ -68,6 +71,12 @@ impl Users {
         }
     }
 
+    /// How long the users think, in words to stand beside every number of users (issue 52:
+    /// "capacity 80 users" did not say that these users think for 10-600 ms).
+    pub fn thinking(&self) -> String {
+        self.sessions.thinking()
+    }
+
     /// How the sessions are made, in words for the report.
     pub fn describe(&self) -> String {
         match &self.sessions {
@@ -88,6 +97,57 @@ pub enum Sessions {
     Model(SessionModel),
     /// Sampled from a log's sessions.
     Logged(Logged),
+}
+
+impl Sessions {
+    /// How long their users think: "thinking 10 ms-600 ms, mean 26 ms: SURGE's at 1/100", or
+    /// "thinking as the log's sessions at 1/100, mean 113 ms".
+    pub fn thinking(&self) -> String {
+        use webscope_report::human::duration;
+        match self {
+            Sessions::Model(m) => {
+                let range = match m.think {
+                    Dist::Pareto {
+                        scale,
+                        max: Some(max),
+                        ..
+                    } => format!("{}-{}", duration(scale), duration(max)),
+                    Dist::Constant { value } => duration(value),
+                    _ => m.think.to_string(),
+                };
+                let surge = match (SessionModel::surge().think, m.think) {
+                    (
+                        Dist::Pareto {
+                            alpha: a,
+                            scale: k,
+                            max: Some(x),
+                        },
+                        Dist::Pareto {
+                            alpha,
+                            scale,
+                            max: Some(max),
+                        },
+                    ) if alpha == a && ((max / x) / (scale / k) - 1.0).abs() < 1e-9 => {
+                        match scale / k {
+                            f if (f - 1.0).abs() < 1e-9 => ": SURGE's".to_string(),
+                            f => format!(": SURGE's at {}", scale_words(f)),
+                        }
+                    }
+                    _ => String::new(),
+                };
+                format!("thinking {range}, mean {}{surge}", duration(m.think.mean()))
+            }
+            Sessions::Logged(l) => format!(
+                "thinking as the log's sessions{}, mean {}",
+                if l.think_scale == 1.0 {
+                    String::new()
+                } else {
+                    format!(" at {}", scale_words(l.think_scale))
+                },
+                duration(l.mean_think_s())
+            ),
+        }
+    }
 }
 
 /// A session model: each draw makes one session.
@@ -140,10 +200,50 @@ pub struct Logged {
     /// short, the byte budget), said with the sample.
     #[serde(default)]
     pub note: Option<String>,
+    /// The factor every think time of the sample was multiplied by (`--think-scale`), 1 as
+    /// logged: the sessions keep their pages, objects, order and think times' shape, and
+    /// the users think that much faster.
+    #[serde(default = "as_logged")]
+    pub think_scale: f64,
+}
+
+fn as_logged() -> f64 {
+    1.0
+}
+
+/// Reads a think-time scale: a fraction (`1/100`) or a number (`0.01`), positive and finite.
+pub fn parse_think_scale(text: &str) -> Result<f64, String> {
+    let bad = || {
+        format!("{text:?}: give the factor think times are multiplied by, as a fraction or a number, e.g. 1/100 or 0.01")
+    };
+    let value = match text.split_once('/') {
+        Some((a, b)) => {
+            let a: f64 = a.trim().parse().map_err(|_| bad())?;
+            let b: f64 = b.trim().parse().map_err(|_| bad())?;
+            a / b
+        }
+        None => text.trim().parse().map_err(|_| bad())?,
+    };
+    if value.is_finite() && value > 0.0 && value <= 1e6 {
+        Ok(value)
+    } else {
+        Err(bad())
+    }
+}
+
+/// A think-time scale as people write it: `1/100` for a hundredth, `0.3` otherwise.
+pub fn scale_words(scale: f64) -> String {
+    let inverse = 1.0 / scale;
+    if scale < 1.0 && (inverse - inverse.round()).abs() < 1e-6 * inverse {
+        format!("1/{}", inverse.round())
+    } else {
+        format!("{scale}")
+    }
 }
 
 impl Logged {
-    /// What was sampled from where, and what the sample left out or cut.
+    /// What was sampled from where, at what think-time scale, and what the sample left out
+    /// or cut.
     pub fn describe(&self) -> String {
         let mut line = format!(
             "sessions sampled from {}: {} of its {} sessions",
@@ -151,10 +251,28 @@ impl Logged {
             self.sessions.len(),
             self.population
         );
+        if self.think_scale != 1.0 {
+            line += &format!(
+                ", think times at {} of the log's (mean {} instead of {}; pages, objects and order as logged)",
+                scale_words(self.think_scale),
+                webscope_report::human::duration(self.mean_think_s()),
+                webscope_report::human::duration(self.mean_think_s() / self.think_scale),
+            );
+        }
         if let Some(note) = &self.note {
             line += &format!("; {note}");
         }
         line
+    }
+
+    /// The same sessions with every think time multiplied by `scale` (`--think-scale`):
+    /// their shape kept, the users thinking that much faster.
+    pub fn with_think_scale(mut self, scale: f64) -> Logged {
+        for view in self.sessions.iter_mut().flat_map(|s| s.views.iter_mut()) {
+            view.think_s = view.think_s.map(|t| t * scale);
+        }
+        self.think_scale *= scale;
+        self
     }
 
     /// The mean of the sample's think times, seconds (what a user waits between sessions,

@@ -208,6 +208,12 @@ pub struct Args {
     /// experiment runs the site's mix)
     #[arg(long, value_name = "LOG")]
     workload: Vec<std::path::PathBuf>,
+    /// The users experiment on --workload's sessions: multiply their think times by this
+    /// (1/100, 0.01), keeping their pages, objects and order, so that a site whose users
+    /// think for seconds reaches its knee at users one machine holds; said beside every
+    /// number of users
+    #[arg(long, value_name = "FACTOR", value_parser = webscope_load::users::parse_think_scale, requires = "workload")]
+    think_scale: Option<f64>,
     /// With --kubernetes: time from writing each probe's Job to its pods' common start
     /// (scheduling and the image's pull)
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = crate::cmd::positive_duration)]
@@ -323,6 +329,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             )
             .map_err(|why| anyhow::anyhow!("--slo: {why}"))?,
             precision: args.precision.unwrap_or(lab::capacity::DEFAULT_PRECISION),
+            think_scale: args.think_scale,
             ..lab::users::Settings::default()
         },
         workload: args.workload,

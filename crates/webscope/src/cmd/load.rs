@@ -524,9 +524,10 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     };
     let who = match &config.users {
         Some(users) => format!(
-            "{} user{}",
+            "{} user{} ({})",
             users.count,
-            if users.count == 1 { "" } else { "s" }
+            if users.count == 1 { "" } else { "s" },
+            users.thinking()
         ),
         None => {
             let n = config.connections_here();

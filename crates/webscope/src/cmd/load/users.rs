@@ -46,6 +46,11 @@ pub(super) struct UserFlags {
     /// --session-gap without a request, as `webscope characterize` counts them.
     #[arg(long, value_name = "LOG", requires = "users", conflicts_with_all = ["views", "objects", "think", "fileset"])]
     pub sessions: Vec<PathBuf>,
+    /// Users: multiply the think times of --sessions LOG by this (1/100, 0.01), keeping the
+    /// sessions' pages, objects and order: a site whose users think for seconds then needs a
+    /// hundredth of the users to load the server as many would. Said with the users
+    #[arg(long, value_name = "FACTOR", value_parser = webscope_load::users::parse_think_scale, requires = "sessions")]
+    pub think_scale: Option<f64>,
     /// Users: the pause that ends a logged session.
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::cmd::duration, requires = "sessions")]
     pub session_gap: Duration,
@@ -63,13 +68,11 @@ impl UserFlags {
             return Ok(None);
         }
         let gap = i64::try_from(self.session_gap.as_secs().max(1)).unwrap_or(i64::MAX);
-        Ok(Some(sessions_from_logs(
-            &self.sessions,
-            None,
-            gap,
-            SESSION_SAMPLE,
-            seed,
-        )?))
+        let mut logged = sessions_from_logs(&self.sessions, None, gap, SESSION_SAMPLE, seed)?;
+        if let Some(scale) = self.think_scale {
+            logged.logged = logged.logged.with_think_scale(scale);
+        }
+        Ok(Some(logged))
     }
 
     /// The users plan for a run of `duration`, from a model (`sessions` None) or a log's

@@ -17,18 +17,25 @@
 //! fall as `K` grows. When the windows would cover the span, the run replays the whole log
 //! (looped if it is shorter than the run).
 //!
+//! A log sampled by the clock or with long gaps (`characterize`'s rule, read in the first
+//! pass) is played on its time with traffic alone, its stretches back to back ([`Timeline`]),
+//! and said so on the page. A sparse log starts at the speed-up whose runs hold enough of its
+//! requests to judge, the lower ones said as not run; a log no run's windows can hold a
+//! request of fails with why and what to give instead.
+//!
 //! The log is read as a stream: a first pass for its span (`replay_log::plan`), then each
 //! run's windows alone (`replay_log::collect`), so memory follows a run's requests, not the
 //! log's.
 //!
 //! Not for: reading logs (`webscope_load::replay_log`) nor the page (`render::replay`).
 
+mod part;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use webscope_load::replay::{LoggedRequest, Replay};
 use webscope_load::{Arrivals, Target as LoadTarget};
 
 use crate::measure::{self, measure};
@@ -36,6 +43,8 @@ use crate::objective::{judge_run, Outcome};
 use crate::record::{write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
+pub use part::{Part, Timeline};
+use webscope_report::human;
 
 /// The largest speed-up tried: 2^10.
 pub const MOST_SPEED: f64 = 1024.0;
@@ -43,6 +52,9 @@ pub const MOST_SPEED: f64 = 1024.0;
 const MOST_RUNS: usize = 22;
 /// The seed of the Poisson runs' gaps and of the windows' places.
 const SEED: u64 = 26;
+/// Requests a run should hold to be judged: the first speed-up is the least whose run is
+/// expected to hold this many (a p99 needs hundreds; fewer runs undecided, and on).
+const FEWEST_REQUESTS: f64 = 20.0;
 /// Most windows a run replays (one per second of the run up to this).
 pub const MOST_WINDOWS: u64 = 60;
 
@@ -102,12 +114,17 @@ pub struct StepVerdict {
     pub bound: String,
 }
 
-/// The experiment: the log (its paths, first second and span), and the outcomes so far by
-/// run folder.
+/// The experiment: the log (its paths, first second, time with traffic and requests), the
+/// first speed-up, and the outcomes so far by run folder.
 pub struct ReplaySweep {
     logs: Vec<std::path::PathBuf>,
     first_s: u64,
+    timeline: Timeline,
+    /// Requests the log replays (GET and HEAD).
+    requests: u64,
+    /// The log's real span, seconds (what `load --replay` would play).
     span_s: u64,
+    first_speed: f64,
     judged: HashMap<String, StepVerdict>,
 }
 
@@ -137,10 +154,16 @@ impl Sweep for ReplaySweep {
         );
         let plan = webscope_load::replay_log::plan(logs, None, 1.0, true)?;
         let first_s = plan.replay.log.as_ref().map_or(0, |l| l.first_s);
+        let span_s = (plan.replay.span().as_secs_f64().round() as u64).max(1);
+        let timeline = Timeline::of(&plan.coverage, first_s, span_s);
+        let requests = plan.replay.per_pass;
         Ok(ReplaySweep {
             logs: logs.clone(),
             first_s,
-            span_s: (plan.replay.span().as_secs_f64().round() as u64).max(1),
+            first_speed: first_speed(requests, timeline.length(), ctx.duration.as_secs().max(1)),
+            timeline,
+            requests,
+            span_s,
             judged: HashMap::new(),
         })
     }
@@ -151,7 +174,7 @@ impl Sweep for ReplaySweep {
         }
         let Some(last) = so_far.runs.last() else {
             return Next::Run(Step {
-                speed: 1.0,
+                speed: self.first_speed,
                 poisson: false,
             });
         };
@@ -173,10 +196,13 @@ impl Sweep for ReplaySweep {
                 "at {speed}× ({:.0} req/s) the generator could not offer the log: {}",
                 j.offered_rps, j.reason
             )),
-            Some(j) if j.outcome != Outcome::Pass => Next::Stop(format!(
+            // Too few requests or an interval across the limit: a faster run holds more.
+            Some(j) if matches!(j.outcome, Outcome::Fail | Outcome::Disturbed) => {
+                Next::Stop(format!(
                 "the log's own arrivals at {speed}× ({:.0} req/s) did not meet the objective: {}",
                 j.offered_rps, j.reason
-            )),
+            ))
+            }
             _ if speed >= MOST_SPEED => Next::Stop(format!(
                 "the log was still met at {speed}×, the largest speed-up tried"
             )),
@@ -201,13 +227,16 @@ impl Sweep for ReplaySweep {
 
     fn measure(&mut self, run: &Run<'_, Step>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
         let step = run.point;
-        let part = Part::choose(self.span_s, ctx.duration.as_secs().max(1), step.speed);
+        let run_s = ctx.duration.as_secs().max(1);
+        let part = Part::choose(self.timeline.length(), run_s, step.speed);
         let logged = webscope_load::replay_log::collect(&self.logs, None, &|second| {
-            part.place(second.saturating_sub(self.first_s)).is_some()
+            part.place_second(&self.timeline, self.first_s, second)
+                .is_some()
         })?;
-        let mut replay = part
-            .replay(&logged, self.first_s, step.speed)
-            .context("no request of the log falls in the run's windows")?;
+        let Some(mut replay) = part.replay(&logged, &self.timeline, self.first_s, step.speed)
+        else {
+            anyhow::bail!("{}", self.empty_windows(&part, run_s));
+        };
         if step.poisson {
             replay = replay.with_poisson_times(SEED);
         }
@@ -224,7 +253,7 @@ impl Sweep for ReplaySweep {
                 "the log at {}× ({rate:.1} req/s), {} arrivals, {}",
                 step.speed,
                 step.arrivals(),
-                part.describe()
+                part.describe(&self.timeline)
             ),
             measured,
         );
@@ -232,14 +261,43 @@ impl Sweep for ReplaySweep {
         let offered = offered_rps(&record.load).unwrap_or(rate);
         let mut judged = self.judge(step, offered, &record, run, ctx)?;
         judged.requests = requests;
-        judged.part = part.describe();
+        judged.part = part.describe(&self.timeline);
         write_json(&run.dir.join("step.json"), &judged)?;
         self.judged.insert(run.name.to_string(), judged);
         Ok(record)
     }
+
+    /// The speed-ups below the first, said as not run, and why.
+    fn finish(&mut self, ctx: &Ctx<'_>) -> Vec<String> {
+        if self.first_speed <= 1.0 {
+            return Vec::new();
+        }
+        let run_s = ctx.duration.as_secs().max(1);
+        let rate = self.requests as f64 / self.timeline.length().max(1) as f64;
+        vec![format!(
+            "the speed-ups below {}×: at 1× a {run_s}-s run's windows would hold about {} of the log's requests ({} where it has traffic), too few to judge; the sweep starts at {}×",
+            self.first_speed,
+            human::sig3(rate * run_s as f64),
+            human::rate(rate),
+            self.first_speed
+        )]
+    }
 }
 
 impl ReplaySweep {
+    /// Why a run's windows hold no request, and what to give instead.
+    fn empty_windows(&self, part: &Part, run_s: u64) -> String {
+        let whole =
+            webscope_load::replay_log::speed_hint(std::time::Duration::from_secs(self.span_s), 1.0)
+                .map_or(String::new(), |hint| format!(" ({hint})"));
+        format!(
+            "no request of the log falls in the run's {} (the log's {} over {} of traffic are too sparse for a {run_s}-s run): give a longer --duration, whose windows hold more, or replay the whole log with `webscope load --replay LOG`{whole}",
+            part.describe(&self.timeline),
+            human::plural(self.requests, "request"),
+            human::duration(self.timeline.length() as f64),
+        )
+    }
+
     /// The objective's verdict on one run, with the generator's health, as a capacity probe's.
     fn judge(
         &self,
@@ -264,86 +322,19 @@ impl ReplaySweep {
     }
 }
 
-/// What of the log one run replays: `count` windows of `length` seconds of log, window `j`
-/// starting `starts[j]` seconds after the log's first; or the whole log when they would
-/// cover it (`count` 1, the span's length, from 0).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Part {
-    pub starts: Vec<u64>,
-    pub length: u64,
-    pub whole: bool,
-}
-
-impl Part {
-    /// The windows of a run of `run_s` seconds at `speed` over a log of `span_s` seconds.
-    pub fn choose(span_s: u64, run_s: u64, speed: f64) -> Part {
-        let count = run_s.clamp(1, MOST_WINDOWS);
-        let length = ((run_s as f64 * speed / count as f64).round() as u64).max(1);
-        if count * length >= span_s {
-            return Part {
-                starts: vec![0],
-                length: span_s,
-                whole: true,
-            };
-        }
-        // The same points for every speed-up: a longer window holds a shorter one.
-        let mut rng = webscope_workload::Rng::new(SEED);
-        let stratum = span_s as f64 / count as f64;
-        let starts = (0..count)
-            .map(|j| {
-                let from = j as f64 * stratum;
-                let centre = from + stratum * rng.next_f64();
-                let start =
-                    (centre - length as f64 / 2.0).clamp(from, from + stratum - length as f64);
-                start.floor() as u64
-            })
-            .collect();
-        Part {
-            starts,
-            length,
-            whole: false,
-        }
+/// The first speed-up: the least power of two up to [`MOST_SPEED`] at which a run of `run_s`
+/// seconds is expected to hold [`FEWEST_REQUESTS`] of the `requests` a timeline of
+/// `length_s` seconds holds (or the whole log, when its windows would cover it).
+fn first_speed(requests: u64, length_s: u64, run_s: u64) -> f64 {
+    let rate = requests as f64 / length_s.max(1) as f64;
+    let mut speed = 1.0;
+    while speed < MOST_SPEED
+        && rate * run_s as f64 * speed < FEWEST_REQUESTS
+        && !Part::choose(length_s, run_s, speed).whole
+    {
+        speed *= 2.0;
     }
-
-    /// Where `offset_s` (seconds after the log's first) falls in the run's log: its offset
-    /// in the windows played one after another; None outside them.
-    pub fn place(&self, offset_s: u64) -> Option<u64> {
-        self.starts.iter().enumerate().find_map(|(j, &start)| {
-            (offset_s >= start && offset_s < start + self.length)
-                .then(|| j as u64 * self.length + offset_s - start)
-        })
-    }
-
-    /// The windows' requests as one replay at `speed`, looped (a whole log shorter than
-    /// the run repeats).
-    pub fn replay(&self, logged: &[LoggedRequest], first_s: u64, speed: f64) -> Option<Replay> {
-        let origin = std::time::UNIX_EPOCH + std::time::Duration::from_secs(first_s);
-        let moved: Vec<LoggedRequest> = logged
-            .iter()
-            .filter_map(|r| {
-                let offset = r.time.duration_since(origin).ok()?.as_secs();
-                Some(LoggedRequest {
-                    time: origin + std::time::Duration::from_secs(self.place(offset)?),
-                    ..r.clone()
-                })
-            })
-            .collect();
-        let span = self.starts.len() as u64 * self.length;
-        Replay::from_origin(&moved, first_s, span, speed, true)
-    }
-
-    /// For people: what the run replays.
-    pub fn describe(&self) -> String {
-        if self.whole {
-            return "the whole log (looped when shorter than the run)".into();
-        }
-        let n = self.starts.len();
-        format!(
-            "{n} window{} of {} s of the log, one in each of {n} equal parts of its span",
-            if n == 1 { "" } else { "s" },
-            self.length,
-        )
-    }
+    speed
 }
 
 /// Requests the run's schedule offered per second (its intervals' `offered` over its length).
@@ -360,6 +351,7 @@ fn offered_rps(load: &webscope_load::Report) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use webscope_load::replay::LoggedRequest;
 
     /// A 3.5-day log of sparse Poisson arrivals (one every 30 s on average).
     fn sparse_log() -> (Vec<LoggedRequest>, u64, u64) {
@@ -394,7 +386,7 @@ mod tests {
             // Windows spread over the whole span, not its start.
             assert!(part.starts[4] > span_s / 2, "{part:?}");
             let rate = part
-                .replay(&log, first_s, speed)
+                .replay(&log, &Timeline::whole(span_s), first_s, speed)
                 .map_or(0.0, |r| r.per_pass as f64 / 5.0);
             rates.push(rate);
             speed *= 2.0;
@@ -415,7 +407,9 @@ mod tests {
         let (log, first_s, span_s) = sparse_log();
         let part = Part::choose(span_s, 60, 10_000.0);
         assert!(part.whole);
-        let replay = part.replay(&log, first_s, 10_000.0).unwrap();
+        let replay = part
+            .replay(&log, &Timeline::whole(span_s), first_s, 10_000.0)
+            .unwrap();
         assert_eq!(replay.per_pass, log.len() as u64);
         assert!(replay.looped);
         // Offsets land in the windows played one after another.
@@ -424,6 +418,19 @@ mod tests {
         let inside = part.starts[1] + 3;
         assert_eq!(part.place(inside), Some(13));
         assert_eq!(part.place(part.starts[1] + 10), None);
+    }
+
+    #[test]
+    fn a_sparse_log_starts_where_a_run_holds_enough_requests() {
+        // 300 requests over 3.5 days: 0.001 req/s. A 5-s run holds 20 at 4 096×: capped.
+        assert_eq!(first_speed(300, 302_400, 5), MOST_SPEED);
+        // Two requests a second: 10 in a 5-s run at 1×, 20 at 2×; 4 a second: 1×.
+        assert_eq!(first_speed(9960, 4980, 5), 2.0);
+        assert_eq!(first_speed(19_920, 4980, 5), 1.0);
+        // 0.25 req/s: 16× gives a 5-s run 20.
+        assert_eq!(first_speed(1000, 4000, 5), 16.0);
+        // A short log played whole from the start.
+        assert_eq!(first_speed(3, 2, 5), 1.0);
     }
 
     #[test]
