@@ -21,7 +21,7 @@ use crate::runner::Ctx;
 use crate::{render, setup, target, Experiment, Options};
 
 /// Runs the lab; returns what the report found (its path, the summary, the invalid runs).
-pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::Outcome> {
+pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::Rendering> {
     let (chosen, expect) = setup::check(options)?;
     let fileset = setup::fileset(options, interrupt)?;
     let mut warnings = Vec::new();

@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::probe::{self, Judged, Probe};
-use super::search::{Ending, Outcome, Plan, Rule, Search, CONFIRM};
+use super::search::{Ending, Plan, ProbeOutcome, Rule, Search, CONFIRM};
 use super::Settings;
 use crate::capacity::said::said_of;
 use crate::record::{read_json, write_json, RunRecord};
@@ -95,7 +95,7 @@ pub struct Capacity {
     /// The runs already handed to the search.
     recorded: usize,
     /// Each measured probe's outcome, by folder name.
-    outcomes: HashMap<String, Outcome>,
+    outcomes: HashMap<String, ProbeOutcome>,
     /// Whether the last probe ran on a disturbed machine (the next waits for a quiet one).
     last_disturbed: bool,
     /// What each probe measured so far judged, in order.
@@ -148,7 +148,7 @@ impl Sweep for Capacity {
                 .outcomes
                 .get(&done.name)
                 .cloned()
-                .unwrap_or_else(|| Outcome::Undecided("the probe was not judged".into()));
+                .unwrap_or_else(|| ProbeOutcome::Undecided("the probe was not judged".into()));
             self.search.record(done.point.rate, outcome);
         }
         self.recorded = so_far.runs.len();
@@ -185,7 +185,7 @@ impl Sweep for Capacity {
         }
         let (record, judged) =
             probe::run(run.point, run.dir, ctx, &self.settings, self.last_disturbed)?;
-        self.last_disturbed = matches!(judged.outcome(), Outcome::Disturbed(_));
+        self.last_disturbed = matches!(judged.outcome(), ProbeOutcome::Disturbed(_));
         self.outcomes.insert(run.name.to_string(), judged.outcome());
         self.judged.push(judged);
         Ok(record)

@@ -26,7 +26,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use webscope_load::{Config, Report};
 
-use super::segments::{write_config, Plan};
+use super::segments::{write_config, SegmentPlan};
 
 /// Time beyond the start margin and the probe for the pods to end and report.
 const END_MARGIN: Duration = Duration::from_secs(60);
@@ -44,7 +44,7 @@ pub struct Pods {
 /// `config.hlog` goes).
 pub fn run(
     config: &Config,
-    plan: &Plan<'_>,
+    plan: &SegmentPlan<'_>,
     pods: &Pods,
     interrupt: &AtomicBool,
 ) -> anyhow::Result<Report> {
@@ -90,7 +90,7 @@ pub fn run(
 /// Waits for the Job, takes its pods' logs and merges their results.
 fn collect(
     config: &Config,
-    plan: &Plan<'_>,
+    plan: &SegmentPlan<'_>,
     pods: &Pods,
     name: &str,
     dir: &Path,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use webscope_load::{Config, Target as LoadTarget};
 
 use super::cooldown::{self, port_counts, Cooldown};
-use super::search::Outcome as SearchOutcome;
+use super::search::ProbeOutcome;
 use super::{kubernetes, segments};
 use super::{quiet, Settings};
 use crate::measure::{self, measure, measure_by};
@@ -137,15 +137,15 @@ pub(crate) fn reference(
 
 impl Judged {
     /// The outcome the search takes.
-    pub fn outcome(&self) -> SearchOutcome {
+    pub fn outcome(&self) -> ProbeOutcome {
         match self.outcome {
-            Outcome::Pass => SearchOutcome::Pass,
-            Outcome::Fail => SearchOutcome::Fail,
-            Outcome::Generator => SearchOutcome::GeneratorBound,
-            Outcome::Undecided => SearchOutcome::Undecided(self.reason.clone()),
+            Outcome::Pass => ProbeOutcome::Pass,
+            Outcome::Fail => ProbeOutcome::Fail,
+            Outcome::Generator => ProbeOutcome::GeneratorBound,
+            Outcome::Undecided => ProbeOutcome::Undecided(self.reason.clone()),
             // The search's ending names the machine's figures alone ("other processes took
             // 39 % of the server's CPU 0, I/O pressure 54 %"), not the probe's whole reason.
-            Outcome::Disturbed => SearchOutcome::Disturbed(
+            Outcome::Disturbed => ProbeOutcome::Disturbed(
                 self.disturbance
                     .as_ref()
                     .and_then(|d| d.beyond(&webscope_monitor::disturbance::Limits::default()))
@@ -187,7 +187,7 @@ pub fn run(
     let segmented = settings.segments > 1 || settings.kubernetes.is_some();
     let sampler = (!segmented).then(|| quiet::start(&watched)).flatten();
     let measured = if settings.segments > 1 || settings.kubernetes.is_some() {
-        let plan = segments::Plan {
+        let plan = segments::SegmentPlan {
             segments: settings.segments,
             exe: ctx.exe,
             server_cpu: ctx.server_cpu,
@@ -325,7 +325,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             judged.outcome(),
-            SearchOutcome::Disturbed("CPU pressure 60 %".into())
+            ProbeOutcome::Disturbed("CPU pressure 60 %".into())
         );
     }
 

@@ -30,7 +30,7 @@
 //!
 //! Pure: it only chooses rates and reads outcomes, so it is tested against servers whose
 //! capacity is known by construction. The caller runs the probes (warm-up, cool-down, the
-//! open-loop run, the objective's verdict) and hands back one [`Outcome`] each.
+//! open-loop run, the objective's verdict) and hands back one [`ProbeOutcome`] each.
 
 use std::collections::BTreeMap;
 
@@ -94,7 +94,7 @@ impl Plan {
 
 /// What one probe said.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub enum ProbeOutcome {
     /// Every condition of the objective held.
     Pass,
     /// A condition failed (the server, or the machine, did not keep up).
@@ -274,22 +274,22 @@ impl Search {
     }
 
     /// What the probe at `rate` (the one [`Search::next_rate`] gave) said.
-    pub fn record(&mut self, rate: f64, outcome: Outcome) {
+    pub fn record(&mut self, rate: f64, outcome: ProbeOutcome) {
         self.probes += 1;
         let key = rate.round() as u64;
-        if !matches!(outcome, Outcome::Disturbed(_)) {
+        if !matches!(outcome, ProbeOutcome::Disturbed(_)) {
             self.disturbed = (0, 0);
         }
         match outcome {
-            Outcome::Pass => self.tally.entry(key).or_default().0 += 1,
-            Outcome::Fail => self.tally.entry(key).or_default().1 += 1,
-            Outcome::GeneratorBound => {
+            ProbeOutcome::Pass => self.tally.entry(key).or_default().0 += 1,
+            ProbeOutcome::Fail => self.tally.entry(key).or_default().1 += 1,
+            ProbeOutcome::GeneratorBound => {
                 self.ended = Some(Ending::GeneratorBound {
                     above: self.bracket().0.map(|r| r as f64),
                     at: rate,
                 });
             }
-            Outcome::Undecided(_) => {
+            ProbeOutcome::Undecided(_) => {
                 let n = self.undecided.entry(key).or_default();
                 *n += 1;
                 if *n >= MOST_UNDECIDED {
@@ -300,7 +300,7 @@ impl Search {
                     *self.unproven.entry(key).or_default() += 1;
                 }
             }
-            Outcome::Disturbed(why) => {
+            ProbeOutcome::Disturbed(why) => {
                 self.disturbed = (self.disturbed.0 + 1, key);
                 if self.disturbed.0 >= MOST_DISTURBED {
                     // The highest rate its probes passed so far, confirmed or not: the

@@ -9,7 +9,7 @@
 //! ([`write_config`]) and read by `webscope load --config`, with only what is its own as flags
 //! on top (`--segment`, `--start-at`, `--json`, `--hlog`): a field added to the config
 //! reaches the segments without a flag of its own. The same segments as the pods of an
-//! Indexed Job are the `kubernetes` module's, on this module's [`Plan`] and config file.
+//! Indexed Job are the `kubernetes` module's, on this module's [`SegmentPlan`] and config file.
 //!
 //! Not for: choosing the probes (the search) nor judging them (`probe`).
 
@@ -27,7 +27,7 @@ use webscope_load::{Config, Pacing, Part, Report};
 const START_AHEAD: Duration = Duration::from_millis(500);
 
 /// What the processes need beside the probe's load config.
-pub struct Plan<'a> {
+pub struct SegmentPlan<'a> {
     pub segments: usize,
     /// The `webscope` binary.
     pub exe: &'a Path,
@@ -38,7 +38,11 @@ pub struct Plan<'a> {
 /// Runs `config` as `plan.segments` processes and merges them; the merged interval log goes
 /// to `config.hlog`. Ctrl-C (`interrupt`) is passed on to the processes, which end early and
 /// report what they measured.
-pub fn run(config: &Config, plan: &Plan<'_>, interrupt: &AtomicBool) -> anyhow::Result<Report> {
+pub fn run(
+    config: &Config,
+    plan: &SegmentPlan<'_>,
+    interrupt: &AtomicBool,
+) -> anyhow::Result<Report> {
     let dir = config
         .hlog
         .as_deref()

@@ -16,7 +16,7 @@ use super::rendered::Rendered;
 use crate::ab::{self, Round};
 use crate::compare::{self, table::table, table::Layout, Comparison, Threshold};
 use crate::record::{read_json, ExperimentRecord, LabRecord};
-use crate::results::ab::{AbEntry, AbPlan, Verdict};
+use crate::results::ab::{AbEntry, AbPlan, AbVerdict};
 
 /// Adds the A/B experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
@@ -46,7 +46,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         return Ok(());
     }
     let (c, rounds) = ab::judge(rounds);
-    let verdicts: Vec<Verdict> = thresholds.iter().map(|t| verdict(t, &c)).collect();
+    let verdicts: Vec<AbVerdict> = thresholds.iter().map(|t| verdict(t, &c)).collect();
     for v in &verdicts {
         page.push(Block::Text(format!("{}.", v.sentence)));
     }
@@ -90,9 +90,9 @@ fn settings_of(dir: &Path) -> ab::Settings {
 }
 
 /// One threshold's verdict on the comparison.
-fn verdict(t: &Threshold, c: &Comparison) -> Verdict {
+fn verdict(t: &Threshold, c: &Comparison) -> AbVerdict {
     let row = c.rows.iter().find(|r| r.metric == t.metric);
-    Verdict::new(t, t.judge(row), format!("B against A: {}", t.verdict(row)))
+    AbVerdict::new(t, t.judge(row), format!("B against A: {}", t.verdict(row)))
 }
 
 /// The rounds in words: how many, their order, the disturbed ones, why it stopped.

@@ -40,4 +40,4 @@ pub mod users;
 
 // What the lab's table of experiments and `webscope report` call.
 pub use rendered::Rendered;
-pub use report::{render, Outcome};
+pub use report::{render, Rendering};

@@ -15,7 +15,7 @@ use super::rendered::Rendered;
 use crate::record::{read_json, ExperimentRecord, LabRecord};
 
 /// What rendering found, beside the files it wrote.
-pub struct Outcome {
+pub struct Rendering {
     /// `index.html`.
     pub index: PathBuf,
     /// The terminal summary.
@@ -30,7 +30,7 @@ pub struct Outcome {
     pub interrupted: bool,
 }
 
-impl Outcome {
+impl Rendering {
     /// Every judged run was invalid: the lab measured nothing it can stand behind.
     pub fn nothing_valid(&self) -> bool {
         self.judged > 0 && self.invalid.len() == self.judged
@@ -38,7 +38,7 @@ impl Outcome {
 }
 
 /// Renders the report for the lab directory `dir`.
-pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
+pub fn render(dir: &Path) -> anyhow::Result<Rendering> {
     let lab: LabRecord = read_json(&dir.join("lab.json"))
         .with_context(|| format!("{} is not a webscope lab directory", dir.display()))?;
     let mut setup = vec![Block::Text(format!(
@@ -111,7 +111,7 @@ pub fn render(dir: &Path) -> anyhow::Result<Outcome> {
     let json = dir.join("report.json");
     webscope_sys::write_file(&json, text.as_bytes())
         .with_context(|| format!("cannot write {}", json.display()))?;
-    Ok(Outcome {
+    Ok(Rendering {
         index,
         summary: out.summary,
         judged: out.judged,

@@ -35,7 +35,7 @@ pub enum Said {
 
 /// One threshold judged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
+pub struct AbVerdict {
     /// As written: `goodput>-3%`.
     pub threshold: String,
     pub verdict: Said,
@@ -43,10 +43,10 @@ pub struct Verdict {
     pub sentence: String,
 }
 
-impl Verdict {
+impl AbVerdict {
     /// `t` judged `decision`, said as `sentence`.
-    pub fn new(t: &Threshold, decision: Decision, sentence: String) -> Verdict {
-        Verdict {
+    pub fn new(t: &Threshold, decision: Decision, sentence: String) -> AbVerdict {
+        AbVerdict {
             threshold: t.to_string(),
             verdict: match decision {
                 Decision::Pass => Said::Within,
@@ -62,7 +62,7 @@ impl Verdict {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AbEntry {
     pub thresholds: Vec<String>,
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<AbVerdict>,
     /// Rounds kept (pairs of trials on a quiet machine).
     pub rounds: usize,
     /// Rounds disturbed, taken again, not used.
@@ -86,7 +86,7 @@ impl AbEntry {
             verdicts: thresholds
                 .iter()
                 .map(|t| {
-                    Verdict::new(
+                    AbVerdict::new(
                         t,
                         Decision::Undecided,
                         format!(

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use webscope_load::slo::Slo;
 use webscope_load::users::{Dist, SessionModel, Sessions};
 
-use crate::capacity::search::{Outcome, Plan, Rule, Search, CONFIRM};
+use crate::capacity::search::{Plan, ProbeOutcome, Rule, Search, CONFIRM};
 use crate::record::{read_json, write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
@@ -151,7 +151,7 @@ pub struct UsersSearch {
     /// The distinct requests of logged sessions (None: the file set's mix).
     requests: Option<Arc<Vec<webscope_load::replay::ReplayRequest>>>,
     recorded: usize,
-    outcomes: HashMap<String, Outcome>,
+    outcomes: HashMap<String, ProbeOutcome>,
     last_disturbed: bool,
     judged: Vec<StepJudged>,
 }
@@ -225,7 +225,7 @@ impl Sweep for UsersSearch {
                 .outcomes
                 .get(&done.name)
                 .cloned()
-                .unwrap_or_else(|| Outcome::Undecided("the step was not judged".into()));
+                .unwrap_or_else(|| ProbeOutcome::Undecided("the step was not judged".into()));
             self.search.record(done.point.users as f64, outcome);
         }
         self.recorded = so_far.runs.len();
@@ -305,7 +305,7 @@ impl Sweep for UsersSearch {
         };
         let (record, judged) = step::run(run.point, run.dir, ctx, &given)?;
         let outcome = judged.judged.outcome();
-        self.last_disturbed = matches!(outcome, Outcome::Disturbed(_));
+        self.last_disturbed = matches!(outcome, ProbeOutcome::Disturbed(_));
         self.outcomes.insert(run.name.to_string(), outcome);
         self.judged.push(judged);
         Ok(record)

@@ -1,7 +1,7 @@
 use super::*;
 
 /// Runs a search against `probe` and returns its ending and the rates probed in order.
-fn search(plan: Plan, mut probe: impl FnMut(f64) -> Outcome) -> (Ending, Vec<f64>) {
+fn search(plan: Plan, mut probe: impl FnMut(f64) -> ProbeOutcome) -> (Ending, Vec<f64>) {
     let mut s = Search::new(plan);
     let mut rates = Vec::new();
     while let Some(rate) = s.next_rate() {
@@ -12,12 +12,12 @@ fn search(plan: Plan, mut probe: impl FnMut(f64) -> Outcome) -> (Ending, Vec<f64
     (s.ending().cloned().unwrap(), rates)
 }
 
-fn server(capacity: f64) -> impl FnMut(f64) -> Outcome {
+fn server(capacity: f64) -> impl FnMut(f64) -> ProbeOutcome {
     move |rate| {
         if rate <= capacity {
-            Outcome::Pass
+            ProbeOutcome::Pass
         } else {
-            Outcome::Fail
+            ProbeOutcome::Fail
         }
     }
 }
@@ -93,9 +93,9 @@ fn a_noisy_rate_is_decided_by_the_majority_of_its_probes() {
     let probe = move |rate: f64| {
         turn += 1;
         if rate <= 5_000.0 || (rate <= 6_000.0 && turn % 3 == 0) {
-            Outcome::Pass
+            ProbeOutcome::Pass
         } else {
-            Outcome::Fail
+            ProbeOutcome::Fail
         }
     };
     let all = Plan {
@@ -113,9 +113,9 @@ fn a_noisy_rate_is_decided_by_the_majority_of_its_probes() {
 fn a_generator_that_falls_behind_ends_the_search_without_a_server_capacity() {
     let probe = |rate: f64| {
         if rate > 3_000.0 {
-            Outcome::GeneratorBound
+            ProbeOutcome::GeneratorBound
         } else {
-            Outcome::Pass
+            ProbeOutcome::Pass
         }
     };
     let (ending, _) = search(Plan::new(100.0), probe);
@@ -146,7 +146,7 @@ fn a_first_failure_goes_down_and_a_rate_that_stays_undecided_counts_as_failing()
         [1_000.0, 1_000.0, 1_000.0, 500.0, 500.0, 500.0, 250.0]
     );
 
-    let (ending, _) = search(Plan::new(10.0), |_| Outcome::Fail);
+    let (ending, _) = search(Plan::new(10.0), |_| ProbeOutcome::Fail);
     assert_eq!(ending, Ending::Below { rate: 1.0 });
 
     // An undecided probe is taken again, longer; a rate that stays undecided is not shown to
@@ -157,7 +157,7 @@ fn a_first_failure_goes_down_and_a_rate_that_stays_undecided_counts_as_failing()
     while let Some(rate) = s.next_rate() {
         rates.push(rate);
         factors.push(s.length_factor(rate));
-        s.record(rate, Outcome::Undecided("p99 straddles 5ms".into()));
+        s.record(rate, ProbeOutcome::Undecided("p99 straddles 5ms".into()));
         if rates.len() > 60 {
             break;
         }
@@ -174,9 +174,9 @@ fn a_first_failure_goes_down_and_a_rate_that_stays_undecided_counts_as_failing()
     // capacity is the highest rate shown to meet it, the bracket's top counted unproven.
     let (ending, _) = search(Plan::new(100.0), |rate| {
         if rate <= 1_000.0 {
-            Outcome::Pass
+            ProbeOutcome::Pass
         } else {
-            Outcome::Undecided("p99 straddles 5ms".into())
+            ProbeOutcome::Undecided("p99 straddles 5ms".into())
         }
     });
     let Ending::Found {
@@ -204,7 +204,7 @@ fn one_fail_does_not_move_the_search() {
     let probe = move |rate: f64| {
         if rate == 800.0 && !stalled {
             stalled = true;
-            return Outcome::Fail;
+            return ProbeOutcome::Fail;
         }
         server(41_800.0)(rate)
     };
@@ -223,7 +223,7 @@ fn disturbed_probes_do_not_count_and_a_machine_that_stays_disturbed_ends_the_sea
     let probe = move |rate: f64| {
         n += 1;
         if n <= 2 {
-            Outcome::Disturbed("other processes took 60 % of CPU 0".into())
+            ProbeOutcome::Disturbed("other processes took 60 % of CPU 0".into())
         } else {
             server(1_000.0)(rate)
         }
@@ -232,7 +232,7 @@ fn disturbed_probes_do_not_count_and_a_machine_that_stays_disturbed_ends_the_sea
     assert_eq!(&rates[..4], [100.0, 100.0, 100.0, 200.0]);
     assert!(matches!(ending, Ending::Found { .. }), "{ending:?}");
     let (ending, rates) = search(Plan::new(100.0), |_| {
-        Outcome::Disturbed("steal 30 %".into())
+        ProbeOutcome::Disturbed("steal 30 %".into())
     });
     assert_eq!(rates, [100.0; MOST_DISTURBED as usize]);
     let text = ending.sentence();
@@ -250,9 +250,9 @@ fn a_disturbed_search_keeps_the_rates_it_passed() {
     // Passes to 8 000, then the machine stays busy.
     let probe = |rate: f64| {
         if rate > 8_000.0 {
-            Outcome::Disturbed("other processes took 60 % of CPU 0".into())
+            ProbeOutcome::Disturbed("other processes took 60 % of CPU 0".into())
         } else {
-            Outcome::Pass
+            ProbeOutcome::Pass
         }
     };
     let (ending, _) = search(Plan::new(1_000.0), probe);
@@ -295,7 +295,7 @@ fn the_probe_budget_bounds_the_search() {
 
 /// A server whose outcome at a rate depends on that rate's probe number (1, 2, ...): a
 /// pattern of passes and fails each search meets the same way.
-fn by_probe(outcome: impl Fn(f64, u32) -> Outcome) -> impl FnMut(f64) -> Outcome {
+fn by_probe(outcome: impl Fn(f64, u32) -> ProbeOutcome) -> impl FnMut(f64) -> ProbeOutcome {
     let mut taken: BTreeMap<u64, u32> = BTreeMap::new();
     move |rate| {
         let n = taken.entry(rate as u64).or_default();
@@ -306,11 +306,11 @@ fn by_probe(outcome: impl Fn(f64, u32) -> Outcome) -> impl FnMut(f64) -> Outcome
 
 /// A server that meets the objective always up to 40 000 req/s, in most probes up to 60 000
 /// (each rate's second probe fails: the episodes near a knee) and never above.
-fn flaky_server() -> impl FnMut(f64) -> Outcome {
+fn flaky_server() -> impl FnMut(f64) -> ProbeOutcome {
     by_probe(|rate, n| match rate {
-        r if r <= 40_000.0 => Outcome::Pass,
-        r if r <= 60_000.0 && n != 2 => Outcome::Pass,
-        _ => Outcome::Fail,
+        r if r <= 40_000.0 => ProbeOutcome::Pass,
+        r if r <= 60_000.0 && n != 2 => ProbeOutcome::Pass,
+        _ => ProbeOutcome::Fail,
     })
 }
 
@@ -363,23 +363,23 @@ fn with_every_probe_one_fail_among_passes_is_probed_again_not_moved_on() {
     };
     let mut s = Search::new(plan);
     assert_eq!(s.next_rate(), Some(1_000.0));
-    s.record(1_000.0, Outcome::Fail);
+    s.record(1_000.0, ProbeOutcome::Fail);
     // One fail: taken again, not halved.
     assert_eq!(s.next_rate(), Some(1_000.0));
-    s.record(1_000.0, Outcome::Pass);
+    s.record(1_000.0, ProbeOutcome::Pass);
     assert_eq!(s.next_rate(), Some(1_000.0));
-    s.record(1_000.0, Outcome::Fail);
+    s.record(1_000.0, ProbeOutcome::Fail);
     // Two fails: confirmed, the search goes down.
     assert_eq!(s.next_rate(), Some(500.0));
 }
 
 /// A server that meets the objective always up to 60 000 req/s, never above 90 000, and in
 /// between in every other probe at each rate: the range where it is a coin's throw.
-fn coin_server() -> impl FnMut(f64) -> Outcome {
+fn coin_server() -> impl FnMut(f64) -> ProbeOutcome {
     by_probe(|rate, n| match rate {
-        r if r <= 60_000.0 => Outcome::Pass,
-        r if r <= 90_000.0 && n % 2 == 1 => Outcome::Pass,
-        _ => Outcome::Fail,
+        r if r <= 60_000.0 => ProbeOutcome::Pass,
+        r if r <= 90_000.0 && n % 2 == 1 => ProbeOutcome::Pass,
+        _ => ProbeOutcome::Fail,
     })
 }
 
@@ -434,7 +434,7 @@ fn rates_that_do_not_settle_are_spanned_by_the_bracket_not_chosen_from() {
 
 /// A server whose share of probes that meet the objective falls from 1 at 60 000 req/s to 0
 /// at 90 000, each probe a throw of a seeded generator.
-fn sloping_server(seed: u64) -> impl FnMut(f64) -> Outcome {
+fn sloping_server(seed: u64) -> impl FnMut(f64) -> ProbeOutcome {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     move |rate| {
         // xorshift64*: a throw in [0, 1).
@@ -444,9 +444,9 @@ fn sloping_server(seed: u64) -> impl FnMut(f64) -> Outcome {
         let throw = (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
         let share = ((90_000.0 - rate) / 30_000.0).clamp(0.0, 1.0);
         if throw < share {
-            Outcome::Pass
+            ProbeOutcome::Pass
         } else {
-            Outcome::Fail
+            ProbeOutcome::Fail
         }
     }
 }
@@ -560,9 +560,9 @@ fn the_range_of_a_flaky_knee_is_reliable_up_to_l_and_failing_from_u() {
 fn a_lone_stall_below_the_knee_is_probed_again_and_a_miss_once_it_repeats() {
     // At 8 000 req/s the first probe stalls, the rest pass; the knee is at 41 800.
     let stall_once = by_probe(|rate, n| match rate {
-        r if r == 8_000.0 && n == 1 => Outcome::Fail,
-        r if r <= 41_800.0 => Outcome::Pass,
-        _ => Outcome::Fail,
+        r if r == 8_000.0 && n == 1 => ProbeOutcome::Fail,
+        r if r <= 41_800.0 => ProbeOutcome::Pass,
+        _ => ProbeOutcome::Fail,
     });
     let (ending, rates) = search(
         Plan {

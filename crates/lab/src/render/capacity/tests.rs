@@ -49,9 +49,9 @@ fn recorded_by(dir: &Path, limit: Limit, rule: Option<Rule>) -> ExperimentRecord
         search.record(
             rate,
             if rate <= 800.0 {
-                crate::capacity::search::Outcome::Pass
+                crate::capacity::search::ProbeOutcome::Pass
             } else {
-                crate::capacity::search::Outcome::Fail
+                crate::capacity::search::ProbeOutcome::Fail
             },
         );
     }
