@@ -1,7 +1,7 @@
 use super::*;
 
 /// Runs a search against `probe` and returns its ending and the rates probed in order.
-fn search(plan: Plan, mut probe: impl FnMut(f64) -> ProbeOutcome) -> (Ending, Vec<f64>) {
+pub(super) fn search(plan: Plan, mut probe: impl FnMut(f64) -> ProbeOutcome) -> (Ending, Vec<f64>) {
     let mut s = Search::new(plan);
     let mut rates = Vec::new();
     while let Some(rate) = s.next_rate() {
@@ -12,7 +12,7 @@ fn search(plan: Plan, mut probe: impl FnMut(f64) -> ProbeOutcome) -> (Ending, Ve
     (s.ending().cloned().unwrap(), rates)
 }
 
-fn server(capacity: f64) -> impl FnMut(f64) -> ProbeOutcome {
+pub(super) fn server(capacity: f64) -> impl FnMut(f64) -> ProbeOutcome {
     move |rate| {
         if rate <= capacity {
             ProbeOutcome::Pass
@@ -295,7 +295,9 @@ fn the_probe_budget_bounds_the_search() {
 
 /// A server whose outcome at a rate depends on that rate's probe number (1, 2, ...): a
 /// pattern of passes and fails each search meets the same way.
-fn by_probe(outcome: impl Fn(f64, u32) -> ProbeOutcome) -> impl FnMut(f64) -> ProbeOutcome {
+pub(super) fn by_probe(
+    outcome: impl Fn(f64, u32) -> ProbeOutcome,
+) -> impl FnMut(f64) -> ProbeOutcome {
     let mut taken: BTreeMap<u64, u32> = BTreeMap::new();
     move |rate| {
         let n = taken.entry(rate as u64).or_default();
@@ -306,7 +308,7 @@ fn by_probe(outcome: impl Fn(f64, u32) -> ProbeOutcome) -> impl FnMut(f64) -> Pr
 
 /// A server that meets the objective always up to 40 000 req/s, in most probes up to 60 000
 /// (each rate's second probe fails: the episodes near a knee) and never above.
-fn flaky_server() -> impl FnMut(f64) -> ProbeOutcome {
+pub(super) fn flaky_server() -> impl FnMut(f64) -> ProbeOutcome {
     by_probe(|rate, n| match rate {
         r if r <= 40_000.0 => ProbeOutcome::Pass,
         r if r <= 60_000.0 && n != 2 => ProbeOutcome::Pass,
@@ -434,7 +436,7 @@ fn rates_that_do_not_settle_are_spanned_by_the_bracket_not_chosen_from() {
 
 /// A server whose share of probes that meet the objective falls from 1 at 60 000 req/s to 0
 /// at 90 000, each probe a throw of a seeded generator.
-fn sloping_server(seed: u64) -> impl FnMut(f64) -> ProbeOutcome {
+pub(super) fn sloping_server(seed: u64) -> impl FnMut(f64) -> ProbeOutcome {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     move |rate| {
         // xorshift64*: a throw in [0, 1).
@@ -488,148 +490,4 @@ fn searches_of_a_server_with_a_sloping_pass_share_report_brackets_that_share_a_r
     assert!(apart_before * 2 >= 40 * 40, "{apart_before} {majority:?}");
     // Settled: brackets that share a rate but for a few pairs (7 % in 200 searches).
     assert!(apart * 8 <= 40 * 40, "{apart} {settled:?}");
-}
-
-fn range_plan() -> Plan {
-    Plan {
-        rule: Rule::Range,
-        max_probes: 40,
-        ..Plan::new(1_000.0)
-    }
-}
-
-#[test]
-fn the_range_of_a_sharp_knee_is_its_bracket_with_no_tipping_rates() {
-    for capacity in [137.0, 41_800.0] {
-        let (ending, rates) = search(range_plan(), server(capacity));
-        let Ending::Found {
-            capacity: l,
-            fails_at: u,
-            first_miss: Some(m),
-            unsettled: None,
-            ..
-        } = ending
-        else {
-            panic!("{capacity}: {ending:?}");
-        };
-        // L below the knee, M = U above it, within the precision.
-        assert!(l <= capacity && m > capacity && m == u, "{l} {m} {u}");
-        assert!((m - l) / l <= 0.05, "{l}..{m}");
-        assert!(rates.len() <= 36, "{} probes", rates.len());
-        let text = ending.sentence();
-        assert!(
-            text.starts_with("capacity: reliably up to ") && text.contains(": no tipping range"),
-            "{text}"
-        );
-    }
-}
-
-#[test]
-fn the_range_of_a_flaky_knee_is_reliable_up_to_l_and_failing_from_u() {
-    // Always up to 40 000, each rate's second probe failing up to 60 000, never above.
-    let (ending, _) = search(range_plan(), flaky_server());
-    let Ending::Found {
-        capacity: l,
-        fails_at: u,
-        first_miss: Some(m),
-        unsettled: Some(t),
-        ..
-    } = ending
-    else {
-        panic!("{ending:?}");
-    };
-    assert!(
-        l <= 40_000.0 && (m - l) / l <= 0.05 && m > 40_000.0,
-        "{l}..{m}"
-    );
-    assert!(u > 60_000.0 && (u - 60_000.0) / 60_000.0 <= 0.1, "U {u}");
-    // The tipping rates lie between, each with passes and fails.
-    assert!(
-        t.from == m && t.to < u && t.passes > 0 && t.passes < t.probes,
-        "{t:?}"
-    );
-    let text = ending.sentence();
-    assert!(text.contains("tipping between"), "{text}");
-    // What compare and --baseline use: L in its own bracket [L, M], not [L, U].
-    let record = crate::results::RpsEnding::from(&ending);
-    use crate::results::EndingRecord;
-    assert_eq!(record.bracket(), Some((l, m, Some(l))));
-}
-
-#[test]
-fn a_lone_stall_below_the_knee_is_probed_again_and_a_miss_once_it_repeats() {
-    // At 8 000 req/s the first probe stalls, the rest pass; the knee is at 41 800.
-    let stall_once = by_probe(|rate, n| match rate {
-        r if r == 8_000.0 && n == 1 => ProbeOutcome::Fail,
-        r if r <= 41_800.0 => ProbeOutcome::Pass,
-        _ => ProbeOutcome::Fail,
-    });
-    let (ending, rates) = search(
-        Plan {
-            max_probes: 60,
-            ..range_plan()
-        },
-        stall_once,
-    );
-    // Probed again, not moved on at once: six probes there, one a miss. "Reliably" means
-    // every probe: L falls below it, and the tipping range spans it up to the knee.
-    assert_eq!(
-        rates.iter().filter(|&&r| r == 8_000.0).count(),
-        6,
-        "{rates:?}"
-    );
-    let Ending::Found {
-        capacity,
-        first_miss,
-        fails_at,
-        unsettled: Some(t),
-        ..
-    } = ending
-    else {
-        panic!("{ending:?}")
-    };
-    assert!(
-        capacity < 8_000.0 && first_miss == Some(8_000.0),
-        "{capacity} {first_miss:?}"
-    );
-    assert!(fails_at > 41_800.0 && fails_at < 46_000.0, "U {fails_at}");
-    assert!(t.passes > 0 && t.passes < t.probes, "{t:?}");
-}
-
-#[test]
-fn searches_of_a_sloping_server_by_the_range_rule_put_l_where_it_passes_and_u_where_it_fails() {
-    // The pass share falls from 1 at 60 000 req/s to 0 at 90 000.
-    let share = |rate: f64| ((90_000.0 - rate) / 30_000.0).clamp(0.0, 1.0);
-    let (mut ls, mut u_wrong) = (Vec::new(), 0);
-    for seed in 1..=20 {
-        let plan = Plan {
-            max_probes: 60,
-            ..range_plan()
-        };
-        let (ending, rates) = search(plan, sloping_server(seed));
-        let Ending::Found {
-            capacity: l,
-            fails_at: u,
-            fails,
-            ..
-        } = ending
-        else {
-            panic!("{seed}: {ending:?}");
-        };
-        // U confirmed by three fails; L where the server passes at least a third of probes.
-        assert_eq!(fails, (3, 3), "{seed}: U {u}");
-        assert!(share(l) >= 0.3, "{seed}: L {l}");
-        // U where it mostly fails, but for a run of unlucky fails down the bisection (three
-        // in a row at each rate, at 64 000 in one search of these twenty).
-        u_wrong += usize::from(share(u) > 0.5);
-        assert!(rates.len() <= 45, "{seed}: {} probes", rates.len());
-        ls.push(l);
-    }
-    assert!(
-        u_wrong <= 1,
-        "{u_wrong} of 20 searches put U where the server mostly passes"
-    );
-    ls.sort_by(f64::total_cmp);
-    // Most searches' L where it passes four probes in five or more.
-    assert!(share(ls[10]) >= 0.6, "{ls:?}");
 }
