@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use serde_json::json;
 use webscope_load::slo::Slo;
 use webscope_report::human::sig3;
 use webscope_report::svg::{Axis, Series, XyChart};
@@ -81,16 +80,16 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             .map(|m| Block::Text(super::capacity::reference::sentence(m))),
     );
     page.summary("users", [sentence.clone()]);
-    page.json(json!({
-        "machine_reference": machine.as_ref().map(super::capacity::reference::json),
-        "sentence": sentence,
-        "tipped": knee::json(&tipped),
-        "ending": ending.as_ref().map(crate::results::UsersEnding::from),
-        "capacity_users": found,
-        "thinking": recorded.thinking,
-        "prediction": prediction,
-        "steps": figures,
-    }));
+    page.json(serde_json::to_value(crate::results::users::UsersEntry {
+        machine_reference: machine.as_ref().map(super::capacity::reference::entry),
+        sentence,
+        tipped: knee::entries(&tipped),
+        ending: ending.as_ref().map(crate::results::UsersEnding::from),
+        capacity_users: found,
+        thinking: recorded.thinking.clone(),
+        prediction,
+        steps: figures,
+    })?);
     page.finish(out);
     Ok(())
 }

@@ -17,6 +17,7 @@ pub mod ab;
 pub mod capacity;
 pub mod ending;
 pub mod search;
+pub mod users;
 
 use std::path::Path;
 

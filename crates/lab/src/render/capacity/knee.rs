@@ -194,11 +194,6 @@ pub fn entries(tipped: &[Tipped]) -> Vec<crate::results::capacity::Tipped> {
         .collect()
 }
 
-/// [`entries`] as JSON, for the pages not yet typed (users).
-pub fn json(tipped: &[Tipped]) -> serde_json::Value {
-    serde_json::to_value(entries(tipped)).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,7 +241,7 @@ mod tests {
                 && said.contains("172 ms to 384 ms in 2 of the 3 that failed on it"),
             "{said}"
         );
-        assert_eq!(json(&t)[0]["far_us"][1], 384_000.0);
+        assert_eq!(entries(&t)[0].far_us[1], 384_000.0);
         // Under ten times apart: not tipped.
         let near: Vec<Judged> = [3.0, 25.0].iter().map(|ms| probe(90_000.0, *ms)).collect();
         assert!(tipped(&near).is_empty());

@@ -93,11 +93,6 @@ pub fn entry(m: &Machine) -> MachineReference {
     }
 }
 
-/// [`entry`] as JSON, for the pages not yet typed (users).
-pub fn json(m: &Machine) -> serde_json::Value {
-    serde_json::to_value(entry(m)).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::standard_error;
