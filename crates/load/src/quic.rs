@@ -4,22 +4,25 @@
 //!
 //! The trust decision is the https one (`tls.rs`: `--cacert`, `-k`, or the bundled roots), on
 //! rustls with ring as everywhere in the generator, with ALPN `h3` only and early data on for
-//! `--0rtt`. One rustls configuration serves every connection: rustls resumes a ticket only
+//! `--0rtt` (the TLS configuration QUIC is spoken with is `webscope-quic`'s, shared with the
+//! server). One rustls configuration serves every connection: rustls resumes a ticket only
 //! with the very verifier it was issued under. Whether a handshake was full or resumed,
 //! which neither quinn nor h3 says, is read from its messages: each connection's crypto
-//! session is rustls's wrapped (`Watched`) to note a Certificate message from the server,
-//! which a full TLS 1.3 handshake sends and a resumed one does not (RFC 8446 §2.2).
+//! session is rustls's watched (`webscope_quic::Watched`) for a Certificate message from the
+//! server, which a full TLS 1.3 handshake sends and a resumed one does not (RFC 8446 §2.2),
+//! and for its session tickets.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quinn::crypto::rustls::QuicClientConfig;
-use quinn::crypto::{ExportKeyingMaterialError, HeaderKey, KeyPair, Keys, PacketKey, Session};
+use quinn::crypto::Session;
 use quinn_proto::transport_parameters::TransportParameters;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use webscope_quic::Seen;
 
 use crate::{Error, TlsSettings};
 
@@ -94,13 +97,8 @@ impl Client {
             inner: verifier,
             refused: Arc::clone(&refused),
         });
-        let mut tls = ClientConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| Error::Config(format!("TLS: {e}")))?
-            .dangerous()
-            .with_custom_certificate_verifier(noting)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let mut tls = webscope_quic::client_config(noting, provider)
+            .map_err(|e| Error::Config(format!("TLS: {e}")))?;
         tls.enable_early_data = zero_rtt;
         if settings.no_resume {
             tls.resumption = rustls::client::Resumption::disabled();
@@ -153,129 +151,24 @@ impl quinn::crypto::ClientConfig for Watched {
         params: &TransportParameters,
     ) -> Result<Box<dyn Session>, quinn::ConnectError> {
         let inner = Arc::clone(&self.inner).start_session(version, server_name, params)?;
-        Ok(Box::new(WatchedSession {
+        Ok(Box::new(webscope_quic::Watched::new(
             inner,
-            messages: Messages::default(),
-            verified: Arc::clone(&self.verified),
-        }))
+            Arc::clone(&self.verified),
+        )))
     }
 }
 
-/// A crypto session that notes a Certificate among the handshake messages it reads.
-struct WatchedSession {
-    inner: Box<dyn Session>,
-    messages: Messages,
-    verified: Arc<Verified>,
-}
-
-impl Session for WatchedSession {
-    fn read_handshake(&mut self, buf: &[u8]) -> Result<bool, quinn_proto::TransportError> {
-        let seen = self.messages.feed(buf);
-        let read = self.inner.read_handshake(buf);
+/// What the handshake's messages from the server show: a certificate (a full handshake), a
+/// session ticket (taken by rustls).
+impl webscope_quic::Watch for Verified {
+    fn read(&self, seen: Seen, ok: bool) {
         if seen.certificate {
-            self.verified.full.store(true, Ordering::Relaxed);
+            self.full.store(true, Ordering::Relaxed);
         }
-        if seen.ticket && read.is_ok() {
-            self.verified.ticket.store(true, Ordering::Release);
-            self.verified.ticket_came.notify_waiters();
+        if seen.ticket && ok {
+            self.ticket.store(true, Ordering::Release);
+            self.ticket_came.notify_waiters();
         }
-        read
-    }
-
-    fn initial_keys(&self, dst_cid: &quinn::ConnectionId, side: quinn::Side) -> Keys {
-        self.inner.initial_keys(dst_cid, side)
-    }
-    fn handshake_data(&self) -> Option<Box<dyn std::any::Any>> {
-        self.inner.handshake_data()
-    }
-    fn peer_identity(&self) -> Option<Box<dyn std::any::Any>> {
-        self.inner.peer_identity()
-    }
-    fn early_crypto(&self) -> Option<(Box<dyn HeaderKey>, Box<dyn PacketKey>)> {
-        self.inner.early_crypto()
-    }
-    fn early_data_accepted(&self) -> Option<bool> {
-        self.inner.early_data_accepted()
-    }
-    fn is_handshaking(&self) -> bool {
-        self.inner.is_handshaking()
-    }
-    fn transport_parameters(
-        &self,
-    ) -> Result<Option<TransportParameters>, quinn_proto::TransportError> {
-        self.inner.transport_parameters()
-    }
-    fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
-        self.inner.write_handshake(buf)
-    }
-    fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
-        self.inner.next_1rtt_keys()
-    }
-    fn is_valid_retry(
-        &self,
-        orig_dst_cid: &quinn::ConnectionId,
-        header: &[u8],
-        payload: &[u8],
-    ) -> bool {
-        self.inner.is_valid_retry(orig_dst_cid, header, payload)
-    }
-    fn export_keying_material(
-        &self,
-        output: &mut [u8],
-        label: &[u8],
-        context: &[u8],
-    ) -> Result<(), ExportKeyingMaterialError> {
-        self.inner.export_keying_material(output, label, context)
-    }
-}
-
-/// TLS handshake message types of NewSessionTicket and Certificate (RFC 8446 §4).
-const NEW_SESSION_TICKET: u8 = 4;
-const CERTIFICATE: u8 = 11;
-
-/// The messages of interest that began in a piece of the handshake stream.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Seen {
-    /// A Certificate: the server's, in a full handshake.
-    certificate: bool,
-    /// A NewSessionTicket: what the next connection may resume with.
-    ticket: bool,
-}
-
-/// A reader of TLS handshake message headers (type, 24-bit length) in a stream of handshake
-/// bytes given in pieces, skipping the bodies. Written here because no crate exposes it
-/// (rustls keeps its parser private); the server has its twin for what it writes.
-#[derive(Default)]
-struct Messages {
-    header: [u8; 4],
-    have: usize,
-    skip: usize,
-}
-
-impl Messages {
-    /// Reads `bytes`; which messages of interest began in them.
-    fn feed(&mut self, mut bytes: &[u8]) -> Seen {
-        let mut seen = Seen::default();
-        while !bytes.is_empty() {
-            if self.skip > 0 {
-                let n = self.skip.min(bytes.len());
-                self.skip -= n;
-                bytes = &bytes[n..];
-                continue;
-            }
-            let n = (4 - self.have).min(bytes.len());
-            self.header[self.have..self.have + n].copy_from_slice(&bytes[..n]);
-            self.have += n;
-            bytes = &bytes[n..];
-            if self.have == 4 {
-                seen.certificate |= self.header[0] == CERTIFICATE;
-                seen.ticket |= self.header[0] == NEW_SESSION_TICKET;
-                self.skip = u32::from_be_bytes([0, self.header[1], self.header[2], self.header[3]])
-                    as usize;
-                self.have = 0;
-            }
-        }
-        seen
     }
 }
 
@@ -376,24 +269,6 @@ mod tests {
         let (_, verified) = client.connection();
         assert!(!verified.full());
         assert_eq!(verified.refused(), None);
-    }
-
-    #[test]
-    fn a_certificate_is_seen_in_handshake_messages_cut_anywhere() {
-        // EncryptedExtensions (8, 2 bytes), Certificate (11, 3 bytes), Finished (20, 1 byte).
-        let full = [8, 0, 0, 2, 0, 0, 11, 0, 0, 3, 1, 2, 3, 20, 0, 0, 1, 9];
-        for cut in 0..full.len() {
-            let mut messages = Messages::default();
-            let (a, b) = (messages.feed(&full[..cut]), messages.feed(&full[cut..]));
-            assert!(a.certificate | b.certificate, "cut at {cut}");
-            assert!(!(a.ticket | b.ticket), "cut at {cut}");
-        }
-        // A resumed handshake: EncryptedExtensions, Finished; a body byte of 11 is no header.
-        let resumed = [8, 0, 0, 2, 11, 11, 20, 0, 0, 1, 11];
-        assert_eq!(Messages::default().feed(&resumed), Seen::default());
-        // A NewSessionTicket after the handshake.
-        let ticket = Messages::default().feed(&[4, 0, 0, 2, 11, 11]);
-        assert!(ticket.ticket && !ticket.certificate);
     }
 
     #[test]

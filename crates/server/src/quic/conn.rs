@@ -6,7 +6,6 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,7 +66,7 @@ impl Conn {
         let config = &worker.config;
         let accepted = timing.start_connection();
         let peer = Rc::new(Peer::new(incoming.remote_address(), worker));
-        let (quinn_config, full) = self.setup.connection();
+        let (quinn_config, shown) = self.setup.connection();
         let handshaking = Handshaking::new(&self.live);
         let began = timing.now();
         let Ok(connecting) = incoming.accept_with(quinn_config) else {
@@ -105,7 +104,7 @@ impl Conn {
                 drop(handshaking);
                 if ended.is_ok() && quic.close_reason().is_none() {
                     let timing = &worker.timing;
-                    timing.handshake(Some(!full.load(Ordering::Relaxed)));
+                    timing.handshake(Some(!shown.full()));
                     shared
                         .handshake_ns
                         .set(timing.nanos(began, timing.now()).max(1));

@@ -17,10 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quinn::crypto::rustls::QuicServerConfig;
-use quinn::crypto::{
-    ExportKeyingMaterialError, HeaderKey, KeyPair, Keys, PacketKey, Session, UnsupportedVersion,
-};
+use quinn::crypto::{Keys, Session, UnsupportedVersion};
 use quinn_proto::transport_parameters::TransportParameters;
+use webscope_quic::Seen;
 
 use crate::config::Config;
 use crate::error::Error;
@@ -58,13 +57,8 @@ impl Setup {
     /// From the loaded HTTPS set-up and the server's limits.
     pub(crate) fn new(tls: &Tls, config: &Config) -> Result<Setup, Error> {
         let resolver = Arc::clone(&tls.acceptor.config().cert_resolver);
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut server = rustls::ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| Error::Tls(format!("cannot set up TLS for QUIC: {e}")))?
-            .with_no_client_auth()
-            .with_cert_resolver(Arc::clone(&resolver));
-        server.alpn_protocols = vec![b"h3".to_vec()];
+        let mut server = webscope_quic::server_config(resolver)
+            .map_err(|e| Error::Tls(format!("cannot set up TLS for QUIC: {e}")))?;
         server.max_early_data_size = u32::MAX;
         server.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSIONS);
         let quic = Arc::new(
@@ -95,23 +89,45 @@ impl Setup {
         self.base.clone()
     }
 
-    /// One connection's configuration (the endpoint's, its crypto session watched), and a
-    /// flag its handshake raises if it is a full one.
-    pub(crate) fn connection(&self) -> (Arc<quinn::ServerConfig>, Arc<AtomicBool>) {
-        let full = Arc::new(AtomicBool::new(false));
+    /// One connection's configuration (the endpoint's, its crypto session watched), and what
+    /// its handshake shows.
+    pub(crate) fn connection(&self) -> (Arc<quinn::ServerConfig>, Arc<Handshake>) {
+        let handshake = Arc::new(Handshake::default());
         let mut config = self.base.clone();
         config.crypto = Arc::new(Watched {
             inner: Arc::clone(&self.crypto),
-            full: Arc::clone(&full),
+            handshake: Arc::clone(&handshake),
         });
-        (Arc::new(config), full)
+        (Arc::new(config), handshake)
+    }
+}
+
+/// What one connection's handshake showed: whether the server sent its certificate (a full
+/// handshake; a resumed one sends none).
+#[derive(Default)]
+pub(crate) struct Handshake {
+    full: AtomicBool,
+}
+
+impl Handshake {
+    /// Whether it was a full handshake.
+    pub(crate) fn full(&self) -> bool {
+        self.full.load(Ordering::Relaxed)
+    }
+}
+
+impl webscope_quic::Watch for Handshake {
+    fn wrote(&self, seen: Seen) {
+        if seen.certificate {
+            self.full.store(true, Ordering::Relaxed);
+        }
     }
 }
 
 /// One connection's crypto: rustls's, with the handshake messages it writes watched.
 struct Watched {
     inner: Arc<QuicServerConfig>,
-    full: Arc<AtomicBool>,
+    handshake: Arc<Handshake>,
 }
 
 impl quinn::crypto::ServerConfig for Watched {
@@ -137,131 +153,9 @@ impl quinn::crypto::ServerConfig for Watched {
         version: u32,
         params: &TransportParameters,
     ) -> Box<dyn Session> {
-        Box::new(WatchedSession {
-            inner: Arc::clone(&self.inner).start_session(version, params),
-            messages: Messages::default(),
-            full: Arc::clone(&self.full),
-        })
-    }
-}
-
-/// A crypto session that notes a Certificate among the handshake messages it writes.
-struct WatchedSession {
-    inner: Box<dyn Session>,
-    messages: Messages,
-    full: Arc<AtomicBool>,
-}
-
-impl Session for WatchedSession {
-    fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
-        let from = buf.len();
-        let keys = self.inner.write_handshake(buf);
-        if self.messages.feed(&buf[from..]) {
-            self.full.store(true, Ordering::Relaxed);
-        }
-        keys
-    }
-
-    fn initial_keys(&self, dst_cid: &quinn::ConnectionId, side: quinn::Side) -> Keys {
-        self.inner.initial_keys(dst_cid, side)
-    }
-    fn handshake_data(&self) -> Option<Box<dyn std::any::Any>> {
-        self.inner.handshake_data()
-    }
-    fn peer_identity(&self) -> Option<Box<dyn std::any::Any>> {
-        self.inner.peer_identity()
-    }
-    fn early_crypto(&self) -> Option<(Box<dyn HeaderKey>, Box<dyn PacketKey>)> {
-        self.inner.early_crypto()
-    }
-    fn early_data_accepted(&self) -> Option<bool> {
-        self.inner.early_data_accepted()
-    }
-    fn is_handshaking(&self) -> bool {
-        self.inner.is_handshaking()
-    }
-    fn read_handshake(&mut self, buf: &[u8]) -> Result<bool, quinn_proto::TransportError> {
-        self.inner.read_handshake(buf)
-    }
-    fn transport_parameters(
-        &self,
-    ) -> Result<Option<TransportParameters>, quinn_proto::TransportError> {
-        self.inner.transport_parameters()
-    }
-    fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
-        self.inner.next_1rtt_keys()
-    }
-    fn is_valid_retry(
-        &self,
-        orig_dst_cid: &quinn::ConnectionId,
-        header: &[u8],
-        payload: &[u8],
-    ) -> bool {
-        self.inner.is_valid_retry(orig_dst_cid, header, payload)
-    }
-    fn export_keying_material(
-        &self,
-        output: &mut [u8],
-        label: &[u8],
-        context: &[u8],
-    ) -> Result<(), ExportKeyingMaterialError> {
-        self.inner.export_keying_material(output, label, context)
-    }
-}
-
-/// TLS handshake message type of Certificate (RFC 8446 §4).
-const CERTIFICATE: u8 = 11;
-
-/// A reader of TLS handshake message headers (type, 24-bit length) in a stream of handshake
-/// bytes given in pieces, skipping the bodies. Written here because no crate exposes it
-/// (rustls keeps its parser private); the load generator has its twin for what it reads.
-#[derive(Default)]
-struct Messages {
-    header: [u8; 4],
-    have: usize,
-    skip: usize,
-}
-
-impl Messages {
-    /// Reads `bytes`; true when a Certificate message began in them.
-    fn feed(&mut self, mut bytes: &[u8]) -> bool {
-        let mut certificate = false;
-        while !bytes.is_empty() {
-            if self.skip > 0 {
-                let n = self.skip.min(bytes.len());
-                self.skip -= n;
-                bytes = &bytes[n..];
-                continue;
-            }
-            let n = (4 - self.have).min(bytes.len());
-            self.header[self.have..self.have + n].copy_from_slice(&bytes[..n]);
-            self.have += n;
-            bytes = &bytes[n..];
-            if self.have == 4 {
-                certificate |= self.header[0] == CERTIFICATE;
-                self.skip = u32::from_be_bytes([0, self.header[1], self.header[2], self.header[3]])
-                    as usize;
-                self.have = 0;
-            }
-        }
-        certificate
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_certificate_is_seen_in_handshake_messages_cut_anywhere() {
-        // EncryptedExtensions (8, 2 bytes), Certificate (11, 3 bytes), Finished (20, 1 byte).
-        let full = [8, 0, 0, 2, 0, 0, 11, 0, 0, 3, 1, 2, 3, 20, 0, 0, 1, 9];
-        for cut in 0..full.len() {
-            let mut messages = Messages::default();
-            let seen = messages.feed(&full[..cut]) | messages.feed(&full[cut..]);
-            assert!(seen, "cut at {cut}");
-        }
-        let resumed = [8, 0, 0, 2, 11, 11, 20, 0, 0, 1, 11];
-        assert!(!Messages::default().feed(&resumed));
+        Box::new(webscope_quic::Watched::new(
+            Arc::clone(&self.inner).start_session(version, params),
+            Arc::clone(&self.handshake),
+        ))
     }
 }
