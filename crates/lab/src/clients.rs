@@ -86,7 +86,8 @@ pub fn label(clients: usize) -> String {
 /// One run of `clients` closed-loop clients on the file set against the lab's target, a
 /// connection per request unless `--keep-alive`.
 pub fn one_run(run_dir: &Path, clients: usize, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
-    let close = !ctx.options.keep_alive;
+    // HTTP/2 and HTTP/3 keep their connections (`measure::speak`), whatever the flag says.
+    let close = !ctx.options.keep_alive && !ctx.target.http2 && !ctx.target.http3;
     let mut config = Config::new(LoadTarget::fileset(ctx.fileset, &ctx.target.base_url)?);
     config.connections = clients;
     config.threads = 1;

@@ -143,6 +143,8 @@ pub struct Options {
     pub embedded_tls: bool,
     /// `--http2`: runs speak HTTP/2 (over TLS to the embedded server).
     pub http2: bool,
+    /// `--http3`: runs speak HTTP/3 over QUIC (to the embedded server, which serves it).
+    pub http3: bool,
     pub experiments: Vec<String>,
     pub clients: Option<Vec<usize>>,
     pub duration: Option<Duration>,
@@ -199,6 +201,7 @@ pub fn tests_options(quick: bool) -> Options {
         tls: Default::default(),
         embedded_tls: false,
         http2: false,
+        http3: false,
         profile: true,
         repeat: 1,
         capacity: capacity::Settings::default(),

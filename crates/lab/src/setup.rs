@@ -62,8 +62,13 @@ pub fn check(options: &Options) -> anyhow::Result<(Vec<&'static Experiment>, Exp
 /// Experiments that run over TLS and HTTP/2 when asked (protocols runs all protocols itself).
 const SECURE_EXPERIMENTS: [&str; 5] = ["clients", "filesize", "model", "protocols", "capacity"];
 
-/// `--tls` and `--http2` apply to some experiments only, and `--tls` to the embedded server
-/// only: anything else is refused before any work, in one line.
+/// Experiments that run over HTTP/3 when asked: the closed-loop ones. The capacity search's
+/// open-loop probes open HTTP/2's few connections of many streams, not yet HTTP/3's.
+const HTTP3_EXPERIMENTS: [&str; 4] = ["clients", "filesize", "model", "protocols"];
+
+/// `--tls`, `--http2` and `--http3` apply to some experiments only, `--tls` to the embedded
+/// server only, `--http3` to an https `--target` only: anything else is refused before any
+/// work, in one line.
 fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<()> {
     if options.capacity.kubernetes.is_some() && options.target.is_none() {
         bail!("--kubernetes runs the probes from pods, which cannot reach the embedded server on this machine's loopback: give the --target they reach");
@@ -78,6 +83,22 @@ fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<(
     }
     if options.embedded_tls && options.target.is_some() {
         bail!("--tls is for the embedded server: an https:// --target is measured over TLS already (with --cacert or --insecure)");
+    }
+    if options.http3 {
+        if let Some(url) = options
+            .target
+            .as_deref()
+            .filter(|u| !u.starts_with("https://"))
+        {
+            bail!("--http3 speaks QUIC, which is always encrypted: give an https:// --target (its UDP port serving HTTP/3), not {url}");
+        }
+        if let Some(other) = chosen.iter().find(|e| !HTTP3_EXPERIMENTS.contains(&e.name)) {
+            bail!(
+                "--http3 applies to the {} experiments; {} does not run over HTTP/3 yet: run it in a lab without --http3",
+                HTTP3_EXPERIMENTS.join(", "),
+                other.name
+            );
+        }
     }
     if !(options.embedded_tls || options.http2) {
         return Ok(());
@@ -227,8 +248,11 @@ pub fn placement(options: &Options, warnings: &mut Vec<String>) -> Placement {
 
 /// The lab's certificate, when the embedded server speaks TLS or HTTP/2.
 pub fn secure(options: &Options) -> anyhow::Result<Option<Secure>> {
-    if options.target.is_none() && (options.embedded_tls || options.http2) {
-        Ok(Some(Secure::make(&options.work, options.http2)?))
+    if options.target.is_none() && (options.embedded_tls || options.http2 || options.http3) {
+        let mut secure = Secure::make(&options.work, options.http2)?;
+        // The embedded server serves HTTP/3 beside HTTPS (`serve --http3`), and runs speak it.
+        secure.http3 = options.http3;
+        Ok(Some(secure))
     } else {
         Ok(None)
     }
@@ -263,6 +287,10 @@ pub fn target(
     target.http2 |= options.http2;
     if options.http2 {
         warnings.push("HTTP/2 (--http2): each client is one connection with one stream, kept alive (HTTP/2 has no connection per request).".into());
+    }
+    target.http3 |= options.http3;
+    if options.http3 {
+        warnings.push("HTTP/3 (--http3): each client is one QUIC connection with one stream, kept alive, as over HTTP/2.".into());
     }
     Ok(target)
 }
@@ -380,9 +408,10 @@ pub fn lab_record(
             Some(url) => url.clone(),
             None => format!(
                 "webscope serve (embedded{}) at {}",
-                match (secure, options.http2) {
-                    (Some(_), true) => ", HTTP/2 over TLS",
-                    (Some(_), false) => ", HTTPS",
+                match (secure, options.http2, options.http3) {
+                    (Some(_), true, _) => ", HTTP/2 over TLS",
+                    (Some(_), _, true) => ", HTTP/3 over QUIC",
+                    (Some(_), false, false) => ", HTTPS",
                     _ => "",
                 },
                 target.base_url

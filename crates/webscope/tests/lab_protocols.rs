@@ -1,4 +1,4 @@
-//! The lab over TLS and HTTP/2 on its embedded server (`--tls`, `--http2`), and the protocols
+//! The lab over TLS, HTTP/2 and HTTP/3 on its embedded server (`--tls`, `--http2`, `--http3`), and the protocols
 //! experiment that puts HTTP/1.1, HTTPS and HTTP/2 side by side.
 
 mod lab_support;
@@ -90,6 +90,40 @@ fn the_clients_sweep_runs_over_https_and_over_http2() {
     }
 }
 
+/// `lab --http3`: the clients sweep against the embedded server serving HTTP/3 (`serve
+/// --http3`), every run over QUIC, each client one connection of one stream.
+#[test]
+fn the_clients_sweep_runs_over_http3() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 1.5 s runs: a debug build's QUIC handshakes on a busy machine take up to 600 ms.
+    let run = lab(
+        tmp.path(),
+        &["--http3", "--clients", "1,4", "--duration", "1500ms"],
+    );
+    let report = report(tmp.path(), &run);
+    let lab: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("report/lab.json")).unwrap())
+            .unwrap();
+    let target = lab["target"].as_str().unwrap();
+    assert!(target.contains("HTTP/3 over QUIC"), "{target}");
+    let invalid = report["validity"]["invalid"].as_array().unwrap();
+    assert!(invalid.is_empty(), "{report}");
+    let runs = loads(tmp.path(), "clients");
+    assert_eq!(runs.len(), 2);
+    for (load, clients) in runs.iter().zip([1, 4]) {
+        assert_eq!(
+            load["protocol"], "HTTP/3 (1 stream per connection)",
+            "{load}"
+        );
+        assert!(load["requests"].as_u64().unwrap() > 10, "{load}");
+        assert_eq!(load["errors"]["total"], 0, "{load}");
+        // Kept connections: one QUIC handshake per client, none per request.
+        let handshakes =
+            load["tls"]["full"].as_u64().unwrap() + load["tls"]["resumed"].as_u64().unwrap();
+        assert_eq!(handshakes, clients, "{load}");
+    }
+}
+
 #[test]
 fn the_protocols_experiment_sets_http1_https_http2_and_http3_side_by_side() {
     let tmp = tempfile::tempdir().unwrap();
@@ -153,7 +187,7 @@ fn the_protocols_experiment_sets_http1_https_http2_and_http3_side_by_side() {
 }
 
 #[test]
-fn tls_and_http2_are_refused_where_they_do_not_apply() {
+fn tls_http2_and_http3_are_refused_where_they_do_not_apply() {
     let tmp = tempfile::tempdir().unwrap();
     for (args, says) in [
         (
@@ -176,6 +210,14 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
             &["--experiment", "capacity", "--kubernetes", "webscope:1"][..],
             "pods, which cannot reach the embedded server",
         ),
+        (
+            &["--http3", "--experiment", "capacity"][..],
+            "capacity does not run over HTTP/3",
+        ),
+        (
+            &["--http3", "--target", "http://127.0.0.1:1/"][..],
+            "give an https:// --target",
+        ),
     ] {
         let run = lab(tmp.path(), args);
         assert_eq!(run.status.code(), Some(1), "{args:?}");
@@ -186,6 +228,11 @@ fn tls_and_http2_are_refused_where_they_do_not_apply() {
             "{args:?}: nothing written"
         );
     }
+    // One protocol at a time (clap's usage error).
+    let run = lab(tmp.path(), &["--http3", "--http2"]);
+    assert!(!run.status.success());
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("cannot be used with"), "{err}");
 }
 
 /// The capacity search over HTTPS and over HTTP/2: every probe an open loop of TLS

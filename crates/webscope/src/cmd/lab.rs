@@ -143,8 +143,14 @@ pub struct Args {
     /// Speak HTTP/2 (over TLS to the embedded server, which --http2 then serves HTTPS): each
     /// client is one connection with one stream, kept alive; a capacity probe opens 4
     /// connections of 100 streams.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "http3")]
     http2: bool,
+    /// Speak HTTP/3 over QUIC (to the embedded server, which --http3 then serves over HTTPS
+    /// and, on the same port over UDP, HTTP/3; to an https --target, on its UDP port): each
+    /// client is one QUIC connection with one stream, kept alive. The clients, filesize and
+    /// model experiments.
+    #[arg(long)]
+    http3: bool,
     /// Runs of each point, taken round the whole sweep (not back to back): every page shows
     /// the median run of each point with the min-max spread as error bars (single runs on a
     /// small VM can move by 20 %). The saturation experiment, which stops where its rule
@@ -316,6 +322,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         embedded_tls: args.tls,
         http2: args.http2,
+        http3: args.http3,
         experiments: args.experiments,
         clients: args.clients,
         duration: args.duration,
