@@ -62,7 +62,7 @@ pub(crate) async fn run(
             } else {
                 (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
             };
-            match quinn::Endpoint::client(bind) {
+            match endpoint(bind) {
                 Ok(endpoint) => {
                     for c in 0..connections {
                         let rng =
@@ -88,6 +88,23 @@ pub(crate) async fn run(
         .await;
     // The LocalSet is dropped here: streams still in flight are cancelled, counted as
     // unfinished; the endpoint goes with its last connection.
+}
+
+/// The thread's QUIC endpoint: quinn's client endpoint on a UDP socket of `bind` with the
+/// large buffers QUIC needs (`webscope_quic::UDP_BUFFER`: with the default, responses were
+/// lost to a full receive buffer on loopback), which `quinn::Endpoint::client` does not ask.
+fn endpoint(bind: std::net::SocketAddr) -> std::io::Result<quinn::Endpoint> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))?;
+    socket.set_recv_buffer_size(webscope_quic::UDP_BUFFER)?;
+    socket.set_send_buffer_size(webscope_quic::UDP_BUFFER)?;
+    socket.bind(&bind.into())?;
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        socket.into(),
+        Arc::new(quinn::TokioRuntime),
+    )
 }
 
 /// One connection: the QUIC handshake, HTTP/3's set-up, `streams` request loops; again after

@@ -63,6 +63,12 @@ pub(crate) fn bind(addr: SocketAddr, n: usize) -> Result<Vec<UdpSocket>, Error> 
             let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
                 .map_err(bind_err)?;
             socket.set_reuse_port(true).map_err(bind_err)?;
+            socket
+                .set_recv_buffer_size(webscope_quic::UDP_BUFFER)
+                .map_err(bind_err)?;
+            socket
+                .set_send_buffer_size(webscope_quic::UDP_BUFFER)
+                .map_err(bind_err)?;
             if addr.is_ipv6() {
                 socket.set_only_v6(true).map_err(bind_err)?;
             }
