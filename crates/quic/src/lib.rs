@@ -228,13 +228,10 @@ mod tests {
     }
 
     #[test]
-    fn the_configurations_speak_tls13_and_h3_only() {
-        let server = rustls::ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_no_client_auth()
-            .with_cert_resolver(Arc::new(rustls::server::ResolvesServerCertUsingSni::new()));
-        let made = server_config(Arc::clone(&server.cert_resolver)).unwrap();
+    fn the_server_offers_h3_only_and_leaves_early_data_to_its_caller() {
+        let made =
+            server_config(Arc::new(rustls::server::ResolvesServerCertUsingSni::new())).unwrap();
         assert_eq!(made.alpn_protocols, [ALPN_H3.to_vec()]);
+        assert_eq!(made.max_early_data_size, 0);
     }
 }
