@@ -135,17 +135,31 @@ pub fn time_split(points: &[SplitPoint], knee: Option<f64>) -> Option<Block> {
         sig3(share(last)),
         clients(points[last].x)
     );
+    // Its p99 per connection at the first point, the knee and the last, each said once.
+    let at = |i: usize| {
+        format!(
+            "{} ms at {}",
+            ms(waits[i].wait.p99_ms),
+            clients(points[i].x)
+        )
+    };
+    let mut said = vec![at(0)];
     if let Some(k) = knee.and_then(|k| points.iter().position(|p| p.x == k)) {
-        reading.push_str(&format!(
-            " Its p99 per connection: {} ms at {}, {} ms at the knee ({}), {} ms at {}.",
-            ms(waits[0].wait.p99_ms),
-            clients(points[0].x),
-            ms(waits[k].wait.p99_ms),
-            clients(points[k].x),
-            ms(waits[last].wait.p99_ms),
-            clients(points[last].x)
-        ));
+        if k > 0 {
+            said.push(format!("{} (the knee)", at(k)));
+        } else {
+            said[0] += " (the knee)";
+        }
+        if k < last {
+            said.push(at(last));
+        }
+    } else if last > 0 {
+        said.push(at(last));
     }
+    reading.push_str(&format!(
+        " A connection's wait at p99: {}.",
+        said.join(", ")
+    ));
     Some(Block::Chart {
         svg: BarChart {
             title: "A request's time: listen queue, server, the rest (means)".into(),
@@ -256,9 +270,15 @@ mod tests {
         assert!(
             reading.contains("0.500 % of the mean at 1 client")
                 && reading.contains("18.8 % at 4 clients")
-                && reading.contains("4.10 ms at the knee (2 clients)"),
+                && reading.contains(
+                    "at p99: 0.500 ms at 1 client, 4.10 ms at 2 clients (the knee), 9 ms at 4 clients."
+                ),
             "{reading}"
         );
+        let Some(Block::Chart { reading, .. }) = time_split(&points, Some(4.0)) else {
+            panic!("no split");
+        };
+        assert!(reading.contains("at p99: 0.500 ms at 1 client, 9 ms at 4 clients (the knee)."));
         points[1].queue_wait = None;
         assert!(time_split(&points, Some(2.0)).is_none());
     }
