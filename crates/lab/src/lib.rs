@@ -151,6 +151,8 @@ pub struct Options {
     pub keep_alive: bool,
     /// Take a kernel profile (perf) in the runs that draw one (filesize).
     pub profile: bool,
+    /// `--no-kernel`: the runs' monitor leaves its kernel module (the accept-queue wait) off.
+    pub no_kernel: bool,
     /// `--repeat`: rounds taken round each experiment's whole sweep (pages show medians).
     pub repeat: usize,
     /// The capacity experiment's objective, first rate, precision and arrivals.
@@ -203,6 +205,7 @@ pub fn tests_options(quick: bool) -> Options {
         http2: false,
         http3: false,
         profile: true,
+        no_kernel: false,
         repeat: 1,
         capacity: capacity::Settings::default(),
         users: users::Settings::default(),

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target as LoadTarget};
 
@@ -65,10 +65,13 @@ pub fn measure_by(
     speak(&mut config, target);
     let env = run_env(target);
     let before = target.snapshot();
+    let ports: Vec<u16> = target.port().into_iter().collect();
+    let (kernel, no_kernel) = kernel_choice(&ports);
     // The lab's machine: CPU, disks, the port's TCP states, the server's processes (and the
-    // children they start during the run) with their threads.
+    // children they start during the run) with their threads; with the kernel module, each
+    // connection's wait in the port's accept queue and the threads' run-queue waits.
     let monitor = webscope_monitor::spawn(webscope_monitor::Config {
-        ports: target.port().into_iter().collect(),
+        ports,
         pids: target.pids.clone(),
         children: true,
         out: Some(run_dir.join("monitor")),
@@ -76,6 +79,7 @@ pub fn measure_by(
         // 2 % of a core for the per-port TCP walks (the default is 0.3 %): at 14 000 sockets
         // in TIME_WAIT a walk costs about 7 ms, so a 3-s run still gets a curve of them.
         tcp_budget: 0.02,
+        kernel,
         ..webscope_monitor::Config::default()
     });
     // The server's machine, when it is another one: through its node_exporter, once a second
@@ -131,8 +135,36 @@ pub fn measure_by(
         server,
         os,
         server_os,
-        env,
+        env: RunEnv { no_kernel, ..env },
     })
+}
+
+/// `lab --no-kernel`: the runs leave the monitor's kernel module off. One setting for the
+/// whole lab process (as `lab` runs one lab), read by every run: the experiments measure
+/// through [`measure`] with no options in reach, and every one of their runs is to be
+/// measured alike.
+static NO_KERNEL: AtomicBool = AtomicBool::new(false);
+
+/// Turns the monitor's kernel module off (`true`: `lab --no-kernel`) or back on where it is
+/// built, for the runs that follow.
+pub fn set_no_kernel(off: bool) {
+    NO_KERNEL.store(off, Ordering::Relaxed);
+}
+
+/// Whether a run watching `ports` asks the monitor for its kernel module, and if not, why
+/// (said once on the page where the accept-queue wait would be). Asked wherever it is built
+/// and not turned off: where it then cannot load (not root, no BTF) the monitor's summary
+/// says why, and the run is measured as before.
+fn kernel_choice(ports: &[u16]) -> (bool, Option<String>) {
+    if NO_KERNEL.load(Ordering::Relaxed) {
+        (false, Some("the lab ran with --no-kernel".into()))
+    } else if !webscope_monitor::kernel::BUILT {
+        (false, Some(webscope_monitor::kernel::NOT_BUILT.into()))
+    } else if ports.is_empty() {
+        (false, Some("the target has no port to watch".into()))
+    } else {
+        (true, None)
+    }
 }
 
 /// Sets `config` to speak as `target` is spoken to: its TLS settings, HTTP/2.
@@ -224,5 +256,6 @@ pub fn run_env(target: &Target) -> RunEnv {
         port_range,
         tw_buckets,
         link_mbit,
+        no_kernel: None,
     }
 }

@@ -141,6 +141,12 @@ pub struct RunEnv {
     /// Line rates of the interfaces that report one, Mbit/s.
     #[serde(default)]
     pub link_mbit: std::collections::BTreeMap<String, f64>,
+    /// Why the lab did not ask the monitor for its kernel module (the accept-queue wait):
+    /// `--no-kernel`, or a build without it. Absent when it asked (a module that then could
+    /// not load says why in the monitor's summary, `kernel_error`), and in runs stored before
+    /// it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_kernel: Option<String>,
 }
 
 /// What one measured run produced, before it is written as a [`RunRecord`].

@@ -23,6 +23,7 @@ use crate::{render, setup, target, Experiment, Options};
 /// Runs the lab; returns what the report found (its path, the summary, the invalid runs).
 pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::Rendering> {
     let (chosen, expect) = setup::check(options)?;
+    crate::measure::set_no_kernel(options.no_kernel);
     let fileset = setup::fileset(options, interrupt)?;
     let mut warnings = Vec::new();
     let placement = setup::placement(options, &mut warnings);

@@ -52,7 +52,8 @@ pub struct Config {
     /// Load the kernel module ([`crate::kernel`]): per port, the accept-queue wait,
     /// lifetimes, state changes, listen drops and retransmits, and the watched threads'
     /// run-queue waits, summed in the kernel by eBPF. Where it cannot load (not root, no
-    /// BTF...) a note says why and everything else runs as before.
+    /// BTF...) a note says why and everything else runs as before; in a build without the
+    /// `kernel` feature ([`crate::kernel::BUILT`]) asking for it is an error.
     pub kernel: bool,
 }
 
@@ -126,6 +127,14 @@ impl Config {
                 self.ports.len()
             )));
         }
+        // Asked for explicitly, a kernel module this build lacks is an error (a module that
+        // cannot load here is not: a note says why and the rest runs).
+        if self.kernel && !crate::kernel::BUILT {
+            return Err(Error::Config(format!(
+                "--kernel: {}",
+                crate::kernel::NOT_BUILT
+            )));
+        }
         if self.profile && !(1..=20_000).contains(&self.profile_hz) {
             return Err(Error::Config(format!(
                 "profile frequency {} Hz is out of range: give 1 to 20000 (e.g. --profile-hz 499)",
@@ -178,6 +187,24 @@ mod tests {
         for config in bad {
             let message = config.check().unwrap_err().to_string();
             assert!(message.contains("e.g."), "{message}");
+        }
+    }
+
+    #[test]
+    fn the_kernel_module_is_refused_in_one_line_exactly_when_not_built() {
+        let asked = Config {
+            kernel: true,
+            ports: vec![8080],
+            ..Config::default()
+        };
+        match (crate::kernel::BUILT, asked.check()) {
+            (true, Ok(())) => {}
+            (false, Err(err)) => {
+                let message = err.to_string();
+                assert!(message.contains("--features kernel"), "{message}");
+                assert!(!message.contains('\n'), "{message}");
+            }
+            (built, other) => panic!("kernel module built: {built}, check: {other:?}"),
         }
     }
 }

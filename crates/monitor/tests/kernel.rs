@@ -6,6 +6,10 @@
 //! run); elsewhere each says why it is skipped. The ones that read the kernel's TCP counters
 //! run in a network namespace of their own (one thread moved into it), so no other process's
 //! traffic is in those counters; they need unshare's privilege too (WEBSCOPE_REQUIRE_NETNS).
+//!
+//! Built with the `kernel` feature only (the README's test command turns it on); without it,
+//! `kernel_unbuilt.rs` checks the refusal, and fails where WEBSCOPE_REQUIRE_KERNEL is set.
+#![cfg(feature = "kernel")]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -44,6 +44,7 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
             })
             .max_by(|a, b| a.1.total_cmp(&b.1))
     });
+    let queue_wait = crate::os_figures::queue_wait(run);
     Evidence {
         clients: l.connections as f64,
         offered_rps: l
@@ -92,6 +93,8 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
         tw_buckets: run.env.tw_buckets,
         listen_overflows_per_s: server_host_os
             .and_then(|os| os_stat(os, "tcp", "all", "listen_overflows_per_s", "mean")),
+        accept_wait_p99_ms: queue_wait.map(|q| q.wait.p99_ms),
+        accept_wait_per_request_ms: queue_wait.map(|q| q.per_request_ms),
         missed_rate: l.rate.and_then(|rate| {
             let done = l.outcomes().ended();
             webscope_load::missed_rate(rate, l.duration_s, done, l.total.run.not_sent)

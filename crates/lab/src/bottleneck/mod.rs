@@ -12,7 +12,8 @@
 //! busy, softirq included (loopback TCP is kernel work that neither process is charged for);
 //! a network interface or disk at capacity; ephemeral ports or TIME_WAIT near
 //! their limit, counting the sockets the run's own connections left (never the host's
-//! leftover from an earlier run); the accept queue overflowing; otherwise latency, by
+//! leftover from an earlier run); the accept queue overflowing, or its connections waiting in
+//! it a large share of the response time (the kernel module's figure); otherwise latency, by
 //! Little's law. The first rule whose figure passes its threshold is the verdict; the
 //! thresholds are constants here, so a verdict can always be traced to the number and the
 //! limit it was compared with.
@@ -68,6 +69,13 @@ pub const REFUSAL_STATUSES: [u16; 2] = [429, 503];
 /// single overflow in a run is a blip, one a second is clients waiting a SYN retransmit.
 pub const OVERFLOWS_LIMIT: f64 = 1.0;
 
+/// The accept queue binds, without overflowing, when its connections' waits spread over the
+/// requests make at least this share of the mean response time ...
+pub const ACCEPT_WAIT_SHARE: f64 = 0.25;
+/// ... and the p99 connection waited at least this long, milliseconds: below it a queue wait
+/// is the server's scheduling on a busy machine, not an accept loop that falls behind.
+pub const ACCEPT_WAIT_MS: f64 = 1.0;
+
 /// What bounds a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -84,7 +92,8 @@ pub enum Bound {
     Disk,
     /// Ephemeral ports or TIME_WAIT slots are nearly used up.
     Ports,
-    /// Connections are dropped from a full accept queue.
+    /// Connections are dropped from a full accept queue, or wait long in it (the kernel
+    /// module's accept-queue wait).
     AcceptQueue,
     /// The server refuses the load beyond a limit: 429/503 answers or connections reset or
     /// refused make most of the run's errors.
@@ -200,6 +209,11 @@ pub struct Evidence {
     pub tw_buckets: Option<f64>,
     /// ListenOverflows per second (mean over the run).
     pub listen_overflows_per_s: Option<f64>,
+    /// The connections' accept-queue wait at p99, milliseconds (the monitor's kernel module).
+    pub accept_wait_p99_ms: Option<f64>,
+    /// The accept-queue waits summed over the requests answered: a request's mean share of
+    /// them, milliseconds.
+    pub accept_wait_per_request_ms: Option<f64>,
     /// Open loop: how the run fell short of its rate, when it did (load's own rule).
     pub missed_rate: Option<webscope_load::MissedRate>,
     /// The requests the server refused ([`Refused::of`] the run's health).

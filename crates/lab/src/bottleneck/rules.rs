@@ -2,9 +2,12 @@
 //! figure passes its limit, and None when it does not (or was not measured). The last,
 //! [`unbound`], is what is said when no rule fired.
 
+use webscope_report::human::sig3;
+
 use super::{
-    Bound, Evidence, Verdict, CPU_LIMIT, DEVICE_LIMIT, KEPT_UP, MACHINE_LIMIT, MORE_CLIENTS,
-    OVERFLOWS_LIMIT, PORTS_LIMIT, REFUSED_LIMIT, THREAD_RUN_LIMIT, TW_BUCKETS_LIMIT,
+    Bound, Evidence, Verdict, ACCEPT_WAIT_MS, ACCEPT_WAIT_SHARE, CPU_LIMIT, DEVICE_LIMIT, KEPT_UP,
+    MACHINE_LIMIT, MORE_CLIENTS, OVERFLOWS_LIMIT, PORTS_LIMIT, REFUSED_LIMIT, THREAD_RUN_LIMIT,
+    TW_BUCKETS_LIMIT,
 };
 
 fn verdict(bound: Bound, reading: String) -> Option<Verdict> {
@@ -219,13 +222,31 @@ pub(super) fn ports(e: &Evidence) -> Option<Verdict> {
     )
 }
 
-/// The accept queue overflowing at least [`OVERFLOWS_LIMIT`] times a second.
+/// The accept queue overflowing at least [`OVERFLOWS_LIMIT`] times a second; else its
+/// connections waiting in it (the kernel module's figure) at least [`ACCEPT_WAIT_SHARE`] of
+/// the mean response time, the p99 connection at least [`ACCEPT_WAIT_MS`]: connections
+/// queued for the server, not the generator or the network.
 pub(super) fn accept_queue(e: &Evidence) -> Option<Verdict> {
-    let overflows = e.listen_overflows_per_s.filter(|o| *o >= OVERFLOWS_LIMIT)?;
+    if let Some(overflows) = e.listen_overflows_per_s.filter(|o| *o >= OVERFLOWS_LIMIT) {
+        return verdict(
+            Bound::AcceptQueue,
+            format!(
+                "the accept queue overflowed {overflows:.0} times a second (ListenOverflows): the server accepts too slowly, or its backlog is too small"
+            ),
+        );
+    }
+    let p99 = e.accept_wait_p99_ms.filter(|w| *w >= ACCEPT_WAIT_MS)?;
+    let per_request = e.accept_wait_per_request_ms?;
+    if e.mean_ms <= 0.0 || per_request < ACCEPT_WAIT_SHARE * e.mean_ms {
+        return None;
+    }
     verdict(
         Bound::AcceptQueue,
         format!(
-            "the accept queue overflowed {overflows:.0} times a second (ListenOverflows): the server accepts too slowly, or its backlog is too small"
+            "connections waited {} ms in the listen queue at p99, {:.0} % of the mean response time (limit {:.0} %): the server accepts too slowly",
+            sig3(p99),
+            100.0 * per_request / e.mean_ms,
+            100.0 * ACCEPT_WAIT_SHARE
         ),
     )
 }

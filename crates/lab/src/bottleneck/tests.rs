@@ -397,3 +397,43 @@ fn a_bound_is_kept_as_its_label() {
     }
     assert!(serde_json::from_str::<Kept>(r#"{"bound":"machine-cpu"}"#).is_err());
 }
+
+/// The kernel module's accept-queue wait names the accept queue when its connections waited
+/// a large share of the response time (#49), and not when the wait is small beside it or the
+/// server's CPU explains it first.
+#[test]
+fn a_long_wait_in_the_listen_queue_names_the_accept_queue() {
+    let mut e = Evidence {
+        clients: 50.0,
+        goodput_rps: 5000.0,
+        mean_ms: 10.0,
+        generator_busy: 0.3,
+        server_busy_cores: Some(0.4),
+        server_cpus: Some(1.0),
+        accept_wait_p99_ms: Some(4.1),
+        accept_wait_per_request_ms: Some(3.0),
+        ..Evidence::default()
+    };
+    let v = judge(&e);
+    assert_eq!(v.bound, Bound::AcceptQueue, "{}", v.reading);
+    assert!(
+        v.reading
+            .contains("connections waited 4.10 ms in the listen queue at p99, 30 % of the mean")
+            && v.reading.contains("the server accepts too slowly"),
+        "{}",
+        v.reading
+    );
+    // A quarter of the mean is the limit: a fifth is latency.
+    e.accept_wait_per_request_ms = Some(2.0);
+    assert_eq!(judge(&e).bound, Bound::Latency);
+    // A p99 under a millisecond is no accept loop falling behind, whatever its share.
+    e.accept_wait_per_request_ms = Some(3.0);
+    e.accept_wait_p99_ms = Some(0.9);
+    e.mean_ms = 1.0;
+    assert_eq!(judge(&e).bound, Bound::Latency);
+    // A server at its CPU limit is the cause of its queue.
+    e.accept_wait_p99_ms = Some(4.1);
+    e.mean_ms = 10.0;
+    e.server_busy_cores = Some(0.98);
+    assert_eq!(judge(&e).bound, Bound::ServerCpu);
+}

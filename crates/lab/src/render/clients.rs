@@ -1,5 +1,6 @@
 //! The clients sweep's page: throughput and bandwidth vs clients with the USL fit, response
-//! time with the Little's-law line, the server's phases, the saturation point stated.
+//! time with the Little's-law line, the server's phases, a request's time split (listen queue,
+//! server, the rest) where the kernel module measured the queue, the saturation point stated.
 
 use std::path::Path;
 
@@ -38,6 +39,10 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         page.table("Per run", per_run::table(&points, "clients"));
     } else {
         charts(&mut page, dir, &valid, sat.as_ref());
+        // Where the table has no accept-queue column, why: once, above it.
+        page.extend(super::queue_wait::absent_note(
+            points.iter().map(|p| &p.run),
+        ));
         page.table(
             "Per run (goodput: responses with an expected status; bound by: the verdict of each run)",
             per_run::table(&points, "clients"),
@@ -92,6 +97,16 @@ fn charts(page: &mut ExperimentPage, dir: &Path, points: &[Point], sat: Option<&
     );
     page.push(latency_chart(points, sat));
     page.extend(phases_chart(points));
+    let split: Vec<super::queue_wait::SplitPoint> = points
+        .iter()
+        .map(|p| super::queue_wait::SplitPoint {
+            x: p.x,
+            mean_ms: p.mean_ms,
+            server_ms: p.server_ms,
+            queue_wait: p.queue_wait,
+        })
+        .collect();
+    page.extend(super::queue_wait::time_split(&split, sat.map(|s| s.knee)));
     let labels: Vec<String> = points.iter().map(|p| format!("{}", p.x)).collect();
     let runs: Vec<(String, String)> = points
         .iter()

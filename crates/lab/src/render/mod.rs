@@ -9,6 +9,7 @@
 //!        ├─ point: load_points, pool   its runs as Points (figures, health, verdict)
 //!        ├─ charts, sweep, cells       shared charts, fits, table cells
 //!        ├─ per_run                    a sweep's table of runs (clients; any x)
+//!        ├─ queue_wait                 the accept-queue wait (kernel module), time split
 //!        ├─ paper_panels               the paper's numbers beside ours
 //!        └─ page::ExperimentPage       the section, its table, CSV, summary, JSON
 //!   baseline (--baseline)              compare's table against a stored lab
@@ -30,6 +31,7 @@ pub mod paper_panels;
 pub mod per_run;
 pub mod point;
 pub mod protocols;
+pub mod queue_wait;
 pub mod rendered;
 pub mod replay;
 pub mod report;

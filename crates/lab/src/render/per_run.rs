@@ -1,8 +1,8 @@
 //! A sweep's runs one by one: the table (and its report.json form) with every figure of each
-//! point — goodput, latency, the server's and the generator's CPU, the machine, errors, the
-//! verdict, validity and repeats. The clients sweep shows it; any experiment whose runs are
-//! points over some x (offered rate, speed-up) can, with its own x. Not for judging a sweep
-//! as a whole (`sweep`).
+//! point — goodput, latency, the accept-queue wait (where the kernel module measured it), the
+//! server's and the generator's CPU, the machine, errors, the verdict, validity and repeats.
+//! The clients sweep shows it; any experiment whose runs are points over some x (offered
+//! rate, speed-up) can, with its own x. Not for judging a sweep as a whole (`sweep`).
 
 use serde_json::{json, Value};
 use webscope_report::Table;
@@ -11,13 +11,14 @@ use super::point::Point;
 
 /// One row per point; the first column, headed `x`, holds the point's x.
 pub fn table(points: &[Point], x: &str) -> Table {
-    let mut t = Table::new([
-        x,
-        "goodput/s",
-        "Mbit/s",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
+    // The accept-queue wait only where a run has it (the kernel module): a lab without it
+    // renders as it always did.
+    let queue = points.iter().any(|p| p.queue_wait.is_some());
+    let mut header = vec![x, "goodput/s", "Mbit/s", "p50 ms", "p90 ms", "p99 ms"];
+    if queue {
+        header.push("accept queue p50/p99 ms");
+    }
+    header.extend([
         "server ms",
         "server cores",
         "generator busy",
@@ -31,14 +32,20 @@ pub fn table(points: &[Point], x: &str) -> Table {
         "repeats",
         "goodput min-max",
     ]);
+    let mut t = Table::new(header);
     for p in points {
-        t.row([
+        let mut row = vec![
             format!("{}", p.x),
             format!("{:.0}", p.rps),
             format!("{:.1}", p.mbit_s),
             format!("{:.2}", p.p50_ms),
             format!("{:.2}", p.p90_ms),
             format!("{:.2}", p.p99_ms),
+        ];
+        if queue {
+            row.push(super::queue_wait::cell(p.queue_wait.as_ref()));
+        }
+        row.extend([
             p.server_ms.map_or("-".into(), |v| format!("{v:.3}")),
             p.server_cores.map_or("-".into(), |v| format!("{v:.2}")),
             format!("{:.0}%", 100.0 * p.generator_busy),
@@ -62,6 +69,7 @@ pub fn table(points: &[Point], x: &str) -> Table {
             p.spread
                 .map_or("-".into(), |(lo, hi)| format!("{lo:.0}-{hi:.0}")),
         ]);
+        t.row(row);
     }
     t
 }
@@ -82,5 +90,15 @@ pub fn json(points: &[Point], x: &str) -> Value {
             "goodput_min": p.spread.map(|s| s.0), "goodput_max": p.spread.map(|s| s.1),
         })
     };
-    Value::Array(points.iter().map(run).collect())
+    let with_queue = |p: &Point| {
+        let mut v = run(p);
+        // Only where measured: report.json of a lab without the kernel module is unchanged.
+        if let (Some(q), Some(o)) = (&p.queue_wait, v.as_object_mut()) {
+            o.insert("accept_wait_p50_ms".into(), json!(q.wait.p50_ms));
+            o.insert("accept_wait_p99_ms".into(), json!(q.wait.p99_ms));
+            o.insert("accept_wait_per_request_ms".into(), json!(q.per_request_ms));
+        }
+        v
+    };
+    Value::Array(points.iter().map(with_queue).collect())
 }

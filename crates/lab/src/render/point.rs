@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::queue_wait::QueueWait;
 use super::rendered::Rendered;
 use crate::bottleneck::evidence::{evidence, run_time_wait};
 use crate::bottleneck::{self, Verdict};
@@ -39,6 +40,9 @@ pub struct Point {
     pub time_wait: Option<f64>,
     /// Busiest disk's mean utilisation, per cent.
     pub disk_util: Option<f64>,
+    /// The connections' wait in the server's accept queue (the monitor's kernel module),
+    /// where it was measured.
+    pub queue_wait: Option<QueueWait>,
     /// Valid runs behind the point (`--repeat`): 1 for a single run.
     pub repeats: usize,
     /// Lowest and highest goodput of the repeats, when there were several.
@@ -111,6 +115,7 @@ impl Point {
                     .filter_map(|d| d.get("util_pct")?.get("mean")?.as_f64())
                     .reduce(f64::max)
             }),
+            queue_wait: super::queue_wait::of(&run),
             run,
         }
     }
@@ -227,6 +232,7 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
         cpu_pct: None,
         time_wait: None,
         disk_util: None,
+        queue_wait: None,
         run: RunRecord {
             x,
             load_description: String::new(),

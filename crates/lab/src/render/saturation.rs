@@ -1,6 +1,7 @@
 //! The saturation experiment's page (Chiarini & Couch): the mean response time as clients
 //! double, each step's response-time histogram overlaid (linear and log frequency), the
-//! knee and why the doubling stopped, and the density map of the two-class run.
+//! knee and why the doubling stopped (with the accept-queue wait growing to it, where the
+//! kernel module measured it), and the density map of the two-class run.
 
 use std::path::Path;
 
@@ -155,6 +156,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             "The mean response time never doubled as clients doubled: no saturation up to {last} clients. The sweep stopped because of {why}."
         ),
     };
+    let reading = reading + &queue_growth(&steps, knee(&rule)).unwrap_or_default();
     let mut page = ExperimentPage::new(
         exp,
         "Saturation, histograms and the density map (Chiarini & Couch)",
@@ -203,25 +205,56 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
 }
 
 fn table(steps: &[&Point], growth: &[f64]) -> Table {
-    let mut table = Table::new([
-        "clients",
-        "req/s",
-        "mean ms",
-        "× previous",
-        "p99 ms",
-        "errors",
-    ]);
+    // The accept-queue wait only where the kernel module measured it: a lab without it
+    // renders as it always did.
+    let queue = steps.iter().any(|p| p.queue_wait.is_some());
+    let mut header = vec!["clients", "req/s", "mean ms", "× previous", "p99 ms"];
+    if queue {
+        header.push("accept queue p50/p99 ms");
+    }
+    header.push("errors");
+    let mut table = Table::new(header);
     for (i, p) in steps.iter().enumerate() {
-        table.row([
+        let mut row = vec![
             format!("{}", p.x),
             format!("{:.0}", p.rps),
             format!("{:.3}", p.mean_ms),
             cell(i.checked_sub(1).and_then(|j| growth.get(j)).copied(), 2),
             format!("{:.2}", p.p99_ms),
-            format!("{}", p.errors),
-        ]);
+        ];
+        if queue {
+            row.push(super::queue_wait::cell(p.queue_wait.as_ref()));
+        }
+        row.push(format!("{}", p.errors));
+        table.row(row);
     }
     table
+}
+
+/// How the accept-queue wait grew as clients doubled, to the knee and past it: where every
+/// step has it (the kernel module), else nothing.
+fn queue_growth(steps: &[&Point], knee: Option<usize>) -> Option<String> {
+    if !steps.iter().all(|p| p.queue_wait.is_some()) {
+        return None;
+    }
+    let p99 = |p: &Point| p.queue_wait.map(|q| q.wait.p99_ms);
+    let (first, last) = (steps.first()?, steps.last()?);
+    let at = |p: &Point| -> Option<String> {
+        Some(format!(
+            "{} ms at {} clients",
+            super::queue_wait::ms(p99(p)?),
+            p.x
+        ))
+    };
+    let knee = match knee.and_then(|k| steps.iter().find(|p| p.x as usize == k)) {
+        Some(p) => format!(", {} (the knee)", at(p)?),
+        None => String::new(),
+    };
+    Some(format!(
+        " Connections waited in the listen queue (p99, the kernel module) {}{knee}, {}.",
+        at(first)?,
+        at(last)?
+    ))
 }
 
 /// Where the doubling stopped: the load from which the next doubling no longer doubled the
@@ -265,6 +298,56 @@ mod tests {
         assert!(
             said.contains("machine CPU") && !said.contains("latency, not CPU"),
             "{said}"
+        );
+    }
+
+    /// The saturation page says how the accept-queue wait grew to the knee, and only where
+    /// every step has it.
+    #[test]
+    fn the_queue_wait_is_quoted_at_the_first_step_the_knee_and_the_last() {
+        let mut steps: Vec<Point> = [(1.0, 0.2), (2.0, 0.3), (4.0, 2.5), (8.0, 9.0)]
+            .iter()
+            .map(|&(x, p99)| {
+                let mut p = super::super::point::test_point(x, 1000.0, 0.3, Some(0.5));
+                p.queue_wait = Some(super::super::queue_wait::QueueWait {
+                    port: 80,
+                    wait: webscope_monitor::kernel::Latency {
+                        count: 10,
+                        mean_ms: p99,
+                        p50_ms: p99,
+                        p90_ms: p99,
+                        p99_ms: p99,
+                        p999_ms: p99,
+                        max_ms: p99,
+                    },
+                    per_request_ms: p99,
+                });
+                p
+            })
+            .collect();
+        let refs: Vec<&Point> = steps.iter().collect();
+        let said = queue_growth(&refs, Some(4)).expect("a sentence");
+        assert!(
+            said.contains(
+                "0.200 ms at 1 clients, 2.50 ms at 4 clients (the knee), 9 ms at 8 clients"
+            ),
+            "{said}"
+        );
+        let t = table(&refs, &[1.0, 1.0, 1.0]);
+        assert!(
+            t.rows[2].iter().any(|c| c == "2.50/2.50"),
+            "{:?}",
+            t.rows[2]
+        );
+        steps[1].queue_wait = None;
+        let refs: Vec<&Point> = steps.iter().collect();
+        assert!(queue_growth(&refs, Some(4)).is_none());
+        steps.iter_mut().for_each(|p| p.queue_wait = None);
+        let refs: Vec<&Point> = steps.iter().collect();
+        assert_eq!(
+            table(&refs, &[1.0, 1.0, 1.0]).rows[0].len(),
+            6,
+            "no column without it"
         );
     }
 

@@ -50,16 +50,28 @@
 //! **Where it cannot load** (not root, no BTF, locked down, an old kernel): [`Kernel::start`]
 //! returns one line saying why; the monitor notes it and runs as before.
 //!
+//! **Built only with the `kernel` feature** (off by default): compiling the program needs
+//! clang, libelf-dev, zlib1g-dev and pkg-config, and a fresh machine with only Rust must
+//! build webscope. Without it [`BUILT`] is false, [`Kernel`] has no values, and
+//! [`crate::Config::check`] refuses `kernel` with [`NOT_BUILT`]; the groups, [`KernelSummary`]
+//! and the files stay, so a build without it reads a run made with it.
+//!
 //! **Cost**: every hook filters first on a byte array indexed by port (or a short list of
 //! process IDs) and returns, reading kernel memory by direct BTF loads; the accept hook the
 //! server does not use is detached once 20 accepts have shown which way it accepts. See
 //! `docs/architecture.md` for the measured cost per request (`bench/kernel_cost.py`).
 
+mod groups;
 pub mod layout;
+#[cfg(feature = "kernel")]
 pub mod probe;
+#[cfg(feature = "kernel")]
 mod source;
 mod summary;
+#[cfg(not(feature = "kernel"))]
+mod unbuilt;
 
+#[cfg(feature = "kernel")]
 #[allow(
     clippy::all,
     clippy::pedantic,
@@ -72,5 +84,17 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/webscope.skel.rs"));
 }
 
-pub use source::{listen_drops, Kernel, KERNEL, KERNEL_STATES, RUNQ};
+pub use groups::{listen_drops, KERNEL, KERNEL_STATES, RUNQ};
+#[cfg(feature = "kernel")]
+pub use source::Kernel;
 pub use summary::{KernelSummary, Latency, PortFigures, RunQueue};
+#[cfg(not(feature = "kernel"))]
+pub use unbuilt::Kernel;
+
+/// Whether this build has the kernel module (the `kernel` feature): without it the program
+/// is not compiled, no clang or libelf is needed, and a request for it is refused in one line
+/// ([`NOT_BUILT`]). A caller that turns it on by default (the lab) asks here first.
+pub const BUILT: bool = cfg!(feature = "kernel");
+
+/// What a build without the kernel module says when asked for it, in one line.
+pub const NOT_BUILT: &str = "built without the kernel module (cargo build --features kernel; needs clang, libelf-dev, zlib1g-dev, pkg-config)";

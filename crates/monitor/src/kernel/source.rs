@@ -1,70 +1,19 @@
-//! The kernel module as a monitor source: at each sample, the program's sums since the
-//! previous one become rows (`kernel`, `kernel_states`, `runq`), and at the end the run's
-//! figures ([`KernelSummary`]).
+//! The kernel module as a monitor source (with the `kernel` feature): at each sample, the
+//! program's sums since the previous one become rows (`kernel`, `kernel_states`, `runq`), and
+//! at the end the run's figures ([`KernelSummary`]).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use super::groups::{listen_drops, KERNEL, KERNEL_STATES, RUNQ};
 use super::layout::{to_hdr, Counter, RUNQ_MISSED, RUNQ_WAITS};
 use super::probe::{Probe, Reading};
 use super::summary::{KernelSummary, Latency, PortFigures, RunQueue};
 use crate::sources::{Ctx, Source};
-use crate::table::{Group, GroupRows, Row};
+use crate::table::{GroupRows, Row};
 use crate::tcp::{SockDiag, TcpState};
-
-/// Per port and interval: the connections' passage through the kernel.
-pub static KERNEL: Group = Group {
-    name: "kernel",
-    about: "with --kernel, per --port (the server's side), from eBPF: connections entering the accept queue and leaving it, the wait between (ms), closes and lifetimes, TIME_WAIT entries, listen drops, retransmits",
-    keys: &["port"],
-    columns: &[
-        "established_per_s",
-        "accepted_per_s",
-        "accept_wait_p50_ms",
-        "accept_wait_p99_ms",
-        "accept_wait_max_ms",
-        "closed_per_s",
-        "lifetime_p50_ms",
-        "lifetime_p99_ms",
-        "time_wait_per_s",
-        "closed_waiting_per_s",
-        "listen_drops_per_s",
-        "overflows_ack_per_s",
-        "retrans_segs_per_s",
-        "rtos_per_s",
-        "synack_retrans_per_s",
-    ],
-};
-
-/// Per port and interval: state changes by the state entered.
-pub static KERNEL_STATES: Group = Group {
-    name: "kernel_states",
-    about: "with --kernel, per --port (the server's side), from eBPF: TCP state changes per second, by the state entered (time_wait: closes into TIME_WAIT)",
-    keys: &["port"],
-    columns: &[
-        "established",
-        "syn_sent",
-        "syn_recv",
-        "fin_wait1",
-        "fin_wait2",
-        "time_wait",
-        "close",
-        "close_wait",
-        "last_ack",
-        "listen",
-        "closing",
-    ],
-};
-
-/// Per interval: the watched threads' waits for a CPU.
-pub static RUNQ: Group = Group {
-    name: "runq",
-    about: "with --kernel, from eBPF: the watched processes' threads, each wait from wake-up (or preemption) to running: how many per second, and their spread (ms)",
-    keys: &[],
-    columns: &["waits_per_s", "wait_p50_ms", "wait_p99_ms", "wait_max_ms"],
-};
 
 /// How often the set of processes whose threads are timed is looked up again (it follows
 /// children and a server that restarts); a lookup reads every `/proc/PID/stat`.
@@ -248,17 +197,6 @@ impl Kernel {
     }
 }
 
-/// The kernel's ListenDrops for a port's listeners over a run, from their drop counters at
-/// its two ends and the handshakes dropped on overflow meanwhile: the kernel adds those to a
-/// listener's counter twice (where it counts ListenDrops, and again where it discards the
-/// packet), every other listen drop once. `None` unless a listener was seen at both ends.
-pub fn listen_drops(first: Option<u64>, last: Option<u64>, overflows_ack: u64) -> Option<u64> {
-    let (first, last) = (first?, last?);
-    // The counter is 32 bits in the kernel: a difference modulo 2^32.
-    let counted = (last.wrapping_sub(first)) & 0xffff_ffff;
-    Some(counted.saturating_sub(overflows_ack))
-}
-
 fn drops(diag: &mut Option<SockDiag>, ports: &[u16]) -> Vec<Option<u64>> {
     match diag.as_mut().map(|d| d.listen_drops(ports)) {
         Some(Ok(d)) => d,
@@ -370,20 +308,5 @@ impl Source for Kernel {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::listen_drops;
-
-    #[test]
-    fn listen_drops_take_out_the_overflows_the_kernel_counts_twice() {
-        // 144 SYNs refused (once each) and 3 handshakes dropped on overflow (twice each).
-        assert_eq!(listen_drops(Some(10), Some(10 + 144 + 6), 3), Some(147));
-        // The 32-bit counter wrapped.
-        assert_eq!(listen_drops(Some(u64::from(u32::MAX)), Some(4), 0), Some(5));
-        assert_eq!(listen_drops(None, Some(4), 0), None);
-        assert_eq!(listen_drops(Some(4), None, 0), None);
     }
 }

@@ -163,6 +163,12 @@ pub struct Args {
     /// there; its post-processing takes a core for a moment after each run).
     #[arg(long)]
     no_profile: bool,
+    /// No kernel module in the runs' monitor. By default, where webscope is built with it
+    /// (--features kernel) and it loads (root, a kernel with BTF), each run's sweep row gets
+    /// its connections' wait in the server's accept queue (p50/p99), the verdicts weigh it
+    /// and the clients sweep splits a request's time: listen queue, server, the rest.
+    #[arg(long)]
+    no_kernel: bool,
     /// The capacity experiment's objective: conditions on one probe, all of which must hold
     /// (p50 .. p99.99 or max latency, of the whole probe or of one size class as
     /// p99[0-1KB]<=5ms; errors, goodput, cpu, not_sent, late); goodput>=99% is added unless a
@@ -328,6 +334,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         duration: args.duration,
         keep_alive: args.keep_alive,
         profile: !args.no_profile,
+        no_kernel: args.no_kernel,
         repeat: usize::from(args.repeat),
         capacity,
         users: lab::users::Settings {

@@ -84,7 +84,9 @@ pub struct Args {
     /// kernel with BTF): how long connections wait in the accept queue, listen drops,
     /// lifetimes, TIME_WAIT entries, state changes and retransmits, and how long the --pid's
     /// threads wait for a CPU (without --pid: the processes holding the port's listener).
-    /// Where it cannot load, one line says why and the rest runs as before.
+    /// Where it cannot load, one line says why and the rest runs as before. Built only
+    /// with `--features kernel` (clang, libelf-dev, zlib1g-dev, pkg-config): without it,
+    /// --kernel is refused.
     #[arg(long, conflicts_with = "node_exporter")]
     kernel: bool,
     /// Percent of one core the per-port TCP state counts may use; 100 or more: count at
