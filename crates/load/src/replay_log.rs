@@ -247,7 +247,7 @@ const LONG_REPLAY: Duration = Duration::from_secs(600);
 /// The length a suggested speed aims at.
 const SUGGESTED_LENGTH_S: f64 = 60.0;
 
-/// For a replay that would last more than [`LONG_REPLAY`]: how long it lasts, and a speed
+/// For a replay that would last more than `LONG_REPLAY`: how long it lasts, and a speed
 /// that replays the log in about a minute (rounded to 1, 2 or 5 times a power of ten, as a
 /// person would type it). Issue 52: a log spanning 3 d 11 h replayed for 3 d 11 h.
 pub fn speed_hint(length: Duration, speed: f64) -> Option<String> {

@@ -190,7 +190,7 @@ const FIT_STEPS: usize = 3;
 /// the load rather than that the server has idle work.
 const NEGATIVE_IDLE: f64 = 0.1;
 
-/// D and how it was had. Across [`FIT_STEPS`] steps or more at different rates, the
+/// D and how it was had. Across `FIT_STEPS` (3) steps or more at different rates, the
 /// least-squares slope of U over X (the service demand law U = U₀ + D·X: a server's idle
 /// work, its timers and wake-ups, would otherwise load the lightest steps' U/X); when the
 /// line's U₀ is well below zero, the CPU per page view grew with the load, a slope would

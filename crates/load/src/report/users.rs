@@ -52,7 +52,7 @@ pub struct UsersReport {
     /// pull them apart, the more so the shorter the run.
     pub law_response_s: f64,
     /// Page views a user went through in the run, on average (X·T/N): under
-    /// [`LAW_CYCLES`], the ramp-up and the run's end weigh too much for the law to hold,
+    /// `LAW_CYCLES`, the ramp-up and the run's end weigh too much for the law to hold,
     /// and the summary leaves it out, saying why.
     pub law_cycles: f64,
     /// A segment's whole page-load and think-time histograms, so that `webscope merge` adds
