@@ -10,7 +10,7 @@ use webscope_load::Config;
 
 /// The flags whose settings a config holds: given with `--config`, they would fight it (clap
 /// refuses them; a test checks that every flag is here or is the process's own).
-pub(super) const SHAPING: [&str; 42] = [
+pub(super) const SHAPING: [&str; 43] = [
     "url",
     "requests",
     "replay",
@@ -53,6 +53,7 @@ pub(super) const SHAPING: [&str; 42] = [
     "ramp_up",
     "sessions",
     "session_gap",
+    "think_scale",
 ];
 
 /// The config of `--config SOURCE` (a file, or JSON text when it starts with `{`), checked
