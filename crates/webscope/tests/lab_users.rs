@@ -160,8 +160,11 @@ fn regression_52_a_logs_users_at_a_think_scale_say_it_beside_every_number_of_use
         "{users:#}"
     );
     let sentence = users["sentence"].as_str().unwrap();
+    // Beside the number of users, whatever the search ended at (a quiet machine's steps all
+    // fail this objective: "capacity is below 1 users (thinking ...)"; a busy one's are
+    // disturbed at 4).
     assert!(
-        sentence.contains(&format!("4 users ({thinking})")),
+        sentence.contains(&format!(" users ({thinking})")),
         "{sentence}"
     );
     // On the console too, beside the number.
