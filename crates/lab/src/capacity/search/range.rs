@@ -162,7 +162,8 @@ impl Search {
     pub(super) fn out_of_probes_range(&self) -> Ending {
         let m = self.first_miss();
         let lo = self.tally.keys().rev().copied().find(|&r| {
-            m.is_some_and(|m| r < m) && self.tally_at(r).pass >= self.plan.repeat.max(AGREE)
+            let t = self.tally_at(r);
+            m.is_some_and(|m| r < m) && t.fail == 0 && t.pass >= self.plan.repeat.max(AGREE)
         });
         match (lo, m) {
             (Some(lo), Some(m)) => {

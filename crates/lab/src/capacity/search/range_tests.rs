@@ -146,3 +146,25 @@ fn searches_of_a_sloping_server_by_the_range_rule_put_l_where_it_passes_and_u_wh
     // Most searches' L where it passes four probes in five or more.
     assert!(share(ls[10]) >= 0.6, "{ls:?}");
 }
+
+#[test]
+fn probes_that_run_out_never_call_a_rate_with_a_fail_reliable() {
+    // As nginx did on a shared host: 6 200 passed 3 probes of 4, 6 400 missed 1 of 6 (a
+    // confirmed miss), 3 100 passed all 3; then the budget ran out. L is 3 100: a rate with
+    // a fail is not "every probe met the objective", however many passed.
+    let mut s = Search::new(range_plan());
+    let mut at = |rate: f64, pass: u32, fail: u32| {
+        (0..pass).for_each(|_| s.record(rate, ProbeOutcome::Pass));
+        (0..fail).for_each(|_| s.record(rate, ProbeOutcome::Fail));
+    };
+    at(3_100.0, 3, 0);
+    at(6_200.0, 3, 1);
+    at(6_400.0, 5, 1);
+    let Ending::Found {
+        capacity, passes, ..
+    } = s.out_of_probes_range()
+    else {
+        panic!()
+    };
+    assert_eq!((capacity, passes), (3_100.0, (3, 3)));
+}
