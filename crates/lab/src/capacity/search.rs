@@ -146,6 +146,9 @@ pub enum Ending {
         unproven: u32,
         unsettled: Option<Unsettled>,
         first_miss: Option<f64>,
+        /// [`Rule::Range`]: the rates below L where one probe failed and [`CONFIRM`] never
+        /// did (`range.rs`'s lone misses), lowest first.
+        lone_misses: Vec<f64>,
     },
     /// The generator fell behind at `at`; the capacity is above `above` (the highest rate
     /// that passed), beyond what this generator can offer.
@@ -500,6 +503,7 @@ impl Search {
             unproven: self.unproven.get(&hi).copied().unwrap_or(0),
             unsettled,
             first_miss: None,
+            lone_misses: Vec::new(),
         }
     }
 }

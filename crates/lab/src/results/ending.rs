@@ -30,7 +30,7 @@ macro_rules! ending_record {
     ($name:ident, $unsettled:ident, $doc:literal,
      capacity = $capacity:tt, fails_at = $fails_at:tt, above = $above:tt, at = $at:tt,
      rate = $rate:tt, pass = $pass:tt, fail = $fail:tt, from = $from:tt, to = $to:tt,
-     passed = $passed:tt, first_miss = $first_miss:tt) => {
+     passed = $passed:tt, first_miss = $first_miss:tt, lone = $lone:tt) => {
         #[doc = $doc]
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "kind", rename_all = "snake_case")]
@@ -56,6 +56,10 @@ macro_rules! ending_record {
                 /// first_miss], and `fails_at` is where every probe failed.
                 #[serde(rename = $first_miss, default, skip_serializing_if = "Option::is_none")]
                 first_miss: Option<f64>,
+                /// The range rule's lone misses below the capacity: one probe failed there
+                /// and a second never did, and every probe at the capacity passed.
+                #[serde(rename = $lone, default, skip_serializing_if = "Vec::is_empty")]
+                lone_misses: Vec<f64>,
             },
             /// The generator fell behind.
             Generator {
@@ -117,6 +121,7 @@ macro_rules! ending_record {
                         unproven,
                         unsettled,
                         first_miss,
+                        lone_misses,
                     } => $name::Found {
                         capacity: *capacity,
                         fails_at: *fails_at,
@@ -132,6 +137,7 @@ macro_rules! ending_record {
                         }),
                         bracket_pct: e.bracket_pct(),
                         first_miss: *first_miss,
+                        lone_misses: lone_misses.clone(),
                     },
                     Ending::GeneratorBound { above, at } => $name::Generator {
                         above: *above,
@@ -211,10 +217,17 @@ macro_rules! ending_record {
                         capacity,
                         fails_at,
                         first_miss,
+                        lone_misses,
                         ..
                     } => {
                         figure($capacity, *capacity)?;
                         figure($fails_at, *fails_at)?;
+                        if let Some(r) = lone_misses.iter().find(|&r| !(0.0..*capacity).contains(r)) {
+                            return Err(format!(
+                                "ending.{} has {r}, not below ending.{} ({capacity}): a lone miss lies below the capacity",
+                                $lone, $capacity
+                            ));
+                        }
                         if let Some(m) = first_miss {
                             figure($first_miss, *m)?;
                             if m < capacity || m > fails_at {
@@ -273,7 +286,8 @@ ending_record!(
     from = "from_rps",
     to = "to_rps",
     passed = "passed_rps",
-    first_miss = "first_miss_rps"
+    first_miss = "first_miss_rps",
+    lone = "lone_misses_rps"
 );
 
 ending_record!(
@@ -290,7 +304,8 @@ ending_record!(
     from = "from_users",
     to = "to_users",
     passed = "passed_users",
-    first_miss = "first_miss_users"
+    first_miss = "first_miss_users",
+    lone = "lone_misses_users"
 );
 
 #[cfg(test)]
@@ -309,6 +324,7 @@ mod tests {
             unproven: 0,
             unsettled: None,
             first_miss: None,
+            lone_misses: Vec::new(),
         };
         let written = serde_json::to_value(RpsEnding::from(&e)).unwrap();
         assert_eq!(
@@ -371,5 +387,39 @@ mod tests {
             negative.check(),
             Err("ending.rate_rps is -5: a rate is at least 0 and below 1e12".into())
         );
+        let lone_above: RpsEnding = serde_json::from_value(
+            json!({"kind": "found", "capacity_rps": 9_000.0, "fails_at_rps": 12_000.0,
+                   "first_miss_rps": 10_000.0, "lone_misses_rps": [6_200.0, 9_500.0]}),
+        )
+        .unwrap();
+        assert_eq!(
+            lone_above.check(),
+            Err("ending.lone_misses_rps has 9500, not below ending.capacity_rps (9000): a lone miss lies below the capacity".into())
+        );
+    }
+
+    /// A range's lone misses are written under the unit's key, and only when there are some.
+    #[test]
+    fn lone_misses_round_trip_and_are_left_out_when_none() {
+        let mut e = Ending::Found {
+            capacity: 24_800.0,
+            passes: (3, 3),
+            fails_at: 51_200.0,
+            fails: (3, 3),
+            unproven: 0,
+            unsettled: None,
+            first_miss: Some(26_000.0),
+            lone_misses: vec![6_200.0],
+        };
+        let written = serde_json::to_value(RpsEnding::from(&e)).unwrap();
+        assert_eq!(written["lone_misses_rps"], json!([6_200.0]));
+        let read: RpsEnding = serde_json::from_value(written).unwrap();
+        assert_eq!(read, RpsEnding::from(&e));
+        assert_eq!(read.check(), Ok(()));
+        if let Ending::Found { lone_misses, .. } = &mut e {
+            lone_misses.clear();
+        }
+        let users = serde_json::to_value(UsersEnding::from(&e)).unwrap();
+        assert!(users.get("lone_misses_users").is_none(), "{users}");
     }
 }

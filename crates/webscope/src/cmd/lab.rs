@@ -192,7 +192,8 @@ pub struct Args {
     /// the objective (at least --repeat of them, 2 or more), and the capacity is stated as
     /// the range it is: reliably up to L (every probe at L met it), tipping between L and U
     /// (passes and fails mixed), every probe failing from U; L is what compare and
-    /// --baseline use.
+    /// --baseline use. A miss below L is confirmed by a second fail at its rate; a lone fail
+    /// that two passes there clear is named as the machine's stall.
     #[arg(long, conflicts_with = "every_probe")]
     majority: bool,
     /// The default since the range rule (kept so that older scripts run).

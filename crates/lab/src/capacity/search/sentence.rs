@@ -39,6 +39,7 @@ impl Ending {
                 unproven,
                 unsettled,
                 first_miss: None,
+                ..
             } => format!(
                 "capacity {} {unit} (passes {}/{}; {} fails {}/{}{}; bracket ±{:.1} %){}",
                 thousands(*capacity),
