@@ -268,8 +268,12 @@ pub fn demand(steps: &[StepFigures]) -> Option<(f64, String)> {
 /// users (issue 52: "capacity 80 users" without saying these users think for 10-600 ms).
 pub fn ending_sentence(ending: &Ending, thinking: &str) -> String {
     let said = ending.sentence_in("users");
-    match said.find(" users").filter(|_| !thinking.is_empty()) {
-        Some(at) => format!("{} ({thinking}){}", &said[..at + 6], &said[at + 6..]),
+    // " users" or, of one, " user".
+    let word_end = said
+        .find(" user")
+        .map(|at| at + 5 + usize::from(said[at + 5..].starts_with('s')));
+    match word_end.filter(|_| !thinking.is_empty()) {
+        Some(end) => format!("{} ({thinking}){}", &said[..end], &said[end..]),
         None => said,
     }
 }
@@ -379,6 +383,11 @@ mod tests {
             "{said}"
         );
         assert_eq!(ending_sentence(&ending, ""), ending.sentence_in("users"));
+        // One user is one user, the thinking beside it all the same.
+        assert_eq!(
+            ending_sentence(&Ending::Below { rate: 1.0 }, "thinking 1 s"),
+            "capacity is below 1 user (thinking 1 s): the objective failed with a single user"
+        );
     }
 
     #[test]

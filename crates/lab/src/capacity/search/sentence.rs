@@ -66,9 +66,14 @@ impl Ending {
                 "no capacity measured: the generator fell behind at {} {unit}, the first rate it offered",
                 thousands(*at)
             ),
+            // A users search that fails with one user says so in the singular.
+            Ending::Below { rate } if unit == "users" && *rate == 1.0 => {
+                "capacity is below 1 user: the objective failed with a single user".into()
+            }
             Ending::Below { rate } => format!(
-                "capacity is below {} {unit}: the objective failed at the lowest rate tried",
-                thousands(*rate)
+                "capacity is below {} {unit}: the objective failed at the lowest {} tried",
+                thousands(*rate),
+                if unit == "users" { "number of users" } else { "rate" }
             ),
             Ending::Undecided { at, why } => format!(
                 "no capacity: the probes at {} {unit} could not be decided, {MOST_UNDECIDED} times, each longer ({why})",
