@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target as LoadTarget};
 
 use super::progress::Progress;
-use super::record::{Measured, RunEnv};
+use super::record::{Measured, RunEnv, Sampled};
 use super::runner::Ctx;
 use super::target::Target;
 
@@ -113,11 +113,13 @@ pub fn measure_by(
     let summary = |m: Result<webscope_monitor::Running, webscope_monitor::Error>| match m
         .and_then(|m| m.stop())
     {
-        Ok(results) => serde_json::to_value(&results.summary).ok(),
-        Err(err) => Some(serde_json::json!({ "error": err.to_string() })),
+        Ok(results) => Sampled::Summary(Box::new(results.summary)),
+        Err(err) => Sampled::Failed {
+            error: err.to_string(),
+        },
     };
-    let os = summary(monitor);
-    let server_os = remote.into_iter().filter_map(summary).collect();
+    let os = Some(summary(monitor));
+    let server_os = remote.into_iter().map(summary).collect();
     let server = after.since(&before, report.duration_s);
     bar.run_done(label, &report);
     if report.total.requests == 0 && interrupt.load(std::sync::atomic::Ordering::Relaxed) {

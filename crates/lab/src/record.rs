@@ -96,10 +96,10 @@ pub struct RunRecord {
     /// Server-side figures over the run (deltas from the admin endpoint), if available.
     pub server: Option<ServerFigures>,
     /// OS figures over the run, if sampled: the lab's own machine (procfs).
-    pub os: Option<serde_json::Value>,
+    pub os: Option<Sampled>,
     /// The server's machines through node_exporter (`--server-metrics`), one summary each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub server_os: Vec<serde_json::Value>,
+    pub server_os: Vec<Sampled>,
     /// The limits the run's verdict compares against, read when it ran.
     #[serde(default)]
     pub env: RunEnv,
@@ -156,9 +156,9 @@ pub struct Measured {
     /// The server's own figures (admin endpoint, process CPU).
     pub server: Option<ServerFigures>,
     /// The local monitor's summary.
-    pub os: Option<serde_json::Value>,
+    pub os: Option<Sampled>,
     /// The remote monitors' summaries (node_exporter), one per `--server-metrics`.
-    pub server_os: Vec<serde_json::Value>,
+    pub server_os: Vec<Sampled>,
     /// Limits read at run time.
     pub env: RunEnv,
 }
@@ -190,6 +190,11 @@ pub fn load_json(value: serde_json::Value) -> webscope_load::Report {
 }
 
 impl RunRecord {
+    /// This machine's monitor summary of the run, when it sampled one.
+    pub fn local_os(&self) -> Option<&webscope_monitor::Summary> {
+        self.os.as_ref().and_then(Sampled::summary)
+    }
+
     /// The requests the server answered in the run: its own count where it gives one (the
     /// embedded server's admin endpoint), else the complete responses the generator got (nginx,
     /// Apache, any target).
@@ -207,6 +212,31 @@ impl RunRecord {
         let server = self.server.as_ref().filter(|s| s.cpu_s > 0.0)?;
         let requests = self.server_requests();
         (requests > 0.0).then(|| server.cpu_s * 1e6 / requests)
+    }
+}
+
+/// A monitor's summary of one run, or why it has none: run.json's `os` and each of its
+/// `server_os`, `{"error": "..."}` when the monitor failed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Sampled {
+    /// The monitor failed: its error, one line. First, so that an `error` object never
+    /// reads as a summary whose every field is defaulted.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+    /// What it sampled.
+    Summary(Box<webscope_monitor::Summary>),
+}
+
+impl Sampled {
+    /// The summary, unless the monitor failed.
+    pub fn summary(&self) -> Option<&webscope_monitor::Summary> {
+        match self {
+            Sampled::Summary(s) => Some(s),
+            Sampled::Failed { .. } => None,
+        }
     }
 }
 
@@ -277,4 +307,42 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<T>
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_str(&text)
         .with_context(|| format!("{} is not a webscope record", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sampled;
+    use serde_json::json;
+
+    /// A failed monitor's `{"error": ...}` reads as the failure, never as an empty summary;
+    /// a summary reads typed, the fields an older one lacks at their defaults; both write
+    /// back as they were.
+    #[test]
+    fn a_runs_monitor_summary_reads_typed_or_as_its_error() {
+        let failed: Sampled = serde_json::from_value(json!({"error": "perf: not permitted"}))
+            .expect("an error reads");
+        assert!(failed.summary().is_none());
+        assert_eq!(
+            serde_json::to_value(&failed).unwrap(),
+            json!({"error": "perf: not permitted"})
+        );
+        let old: Sampled = serde_json::from_value(json!({
+            "ports": [8080],
+            "groups": {"cpu": {"rows": {"all": {"busy_pct":
+                {"mean": 40.0, "min": 10.0, "max": 90.0, "last": 30.0, "n": 20}}}}},
+        }))
+        .expect("a summary reads");
+        let os = old.summary().expect("a summary");
+        assert_eq!(os.ports, [8080]);
+        assert_eq!(os.mean("cpu", "all", "busy_pct"), Some(40.0));
+        assert_eq!(os.max("cpu", "all", "busy_pct"), Some(90.0));
+        assert_eq!(os.mean("cpu", "all", "user_pct"), None);
+        assert_eq!(os.source, "procfs");
+        assert!(os.kernel.is_none());
+        let again: Sampled = serde_json::from_value(serde_json::to_value(&old).unwrap()).unwrap();
+        assert_eq!(
+            again.summary().map(|s| s.busiest("cpu", "busy_pct")),
+            Some(Some(40.0))
+        );
+    }
 }

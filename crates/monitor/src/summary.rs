@@ -13,8 +13,10 @@ use crate::sources::ports::WalkStats;
 use crate::table::{Group, Sample};
 use crate::{Error, Note};
 
-/// The summary of a monitor run (the content of `monitor.json`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The summary of a monitor run (the content of `monitor.json`). A field a file leaves out
+/// reads as its default, so that a summary written before the field existed still reads.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
     /// Format version of this file.
     pub version: u32,
@@ -63,6 +65,27 @@ impl Summary {
         self.groups.get(group)?.rows.get(row)?.get(column)
     }
 
+    /// The mean of one value over the run: `summary.mean("cpu", "all", "busy_pct")`.
+    pub fn mean(&self, group: &str, row: &str, column: &str) -> Option<f64> {
+        self.stat(group, row, column).map(|s| s.mean)
+    }
+
+    /// The maximum of one value over the run.
+    pub fn max(&self, group: &str, row: &str, column: &str) -> Option<f64> {
+        self.stat(group, row, column).map(|s| s.max)
+    }
+
+    /// The largest mean of `column` over a group's rows: the busiest disk's `util_pct`, the
+    /// most waiting process's `wait_pct`. None when no row has it.
+    pub fn busiest(&self, group: &str, column: &str) -> Option<f64> {
+        self.groups
+            .get(group)?
+            .rows
+            .values()
+            .filter_map(|row| Some(row.get(column)?.mean))
+            .reduce(f64::max)
+    }
+
     /// Reads a `monitor.json`.
     pub fn read(path: &Path) -> Result<Summary, Error> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Out {
@@ -103,7 +126,8 @@ impl Host {
 }
 
 /// One group's statistics.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GroupSummary {
     /// What the group holds.
     pub about: String,

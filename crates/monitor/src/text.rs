@@ -19,19 +19,22 @@ fn fixed(v: f64, decimals: usize) -> String {
 }
 
 impl Summary {
-    fn mean(&self, group: &str, row: &str, column: &str) -> f64 {
-        self.stat(group, row, column).map_or(f64::NAN, |s| s.mean)
+    /// [`Summary::mean`], NaN (printed "-") when there is none.
+    fn mean_or_nan(&self, group: &str, row: &str, column: &str) -> f64 {
+        self.mean(group, row, column).unwrap_or(f64::NAN)
     }
 
-    fn max(&self, group: &str, row: &str, column: &str) -> f64 {
-        self.stat(group, row, column).map_or(f64::NAN, |s| s.max)
+    /// [`Summary::max`], NaN (printed "-") when there is none.
+    fn max_or_nan(&self, group: &str, row: &str, column: &str) -> f64 {
+        self.max(group, row, column).unwrap_or(f64::NAN)
     }
 
     /// A disk's time per I/O: "no I/O" when it did none over the run (there is nothing to
     /// divide), "-" when the source has no figure.
     fn per_io(&self, disk: &str) -> String {
-        let ios = self.mean("disk", disk, "reads_per_s") + self.mean("disk", disk, "writes_per_s");
-        let wait = self.mean("disk", disk, "await_ms");
+        let ios = self.mean_or_nan("disk", disk, "reads_per_s")
+            + self.mean_or_nan("disk", disk, "writes_per_s");
+        let wait = self.mean_or_nan("disk", disk, "await_ms");
         if ios == 0.0 {
             "no I/O".into()
         } else {
@@ -60,12 +63,12 @@ impl Summary {
                 ""
             }
         );
-        let m = |g: &str, r: &str, c: &str| self.mean(g, r, c);
+        let m = |g: &str, r: &str, c: &str| self.mean_or_nan(g, r, c);
         let _ = writeln!(
             out,
             "  cpu      busy {}% mean, {}% max (user {}, system {}, softirq {}, iowait {}, steal {})",
             fixed(m("cpu", "all", "busy_pct"), 1),
-            fixed(self.max("cpu", "all", "busy_pct"), 1),
+            fixed(self.max_or_nan("cpu", "all", "busy_pct"), 1),
             fixed(m("cpu", "all", "user_pct") + m("cpu", "all", "nice_pct"), 1),
             fixed(m("cpu", "all", "system_pct"), 1),
             fixed(m("cpu", "all", "softirq_pct") + m("cpu", "all", "irq_pct"), 1),
@@ -94,7 +97,7 @@ impl Summary {
                 out,
                 "  disk     {disk}: {}% busy ({}% max), {} reads/s, {} writes/s, {}B/s written, {}",
                 fixed(m("disk", disk, "util_pct"), 1),
-                fixed(self.max("disk", disk, "util_pct"), 0),
+                fixed(self.max_or_nan("disk", disk, "util_pct"), 0),
                 short(m("disk", disk, "reads_per_s")),
                 short(m("disk", disk, "writes_per_s")),
                 short(m("disk", disk, "write_kib_per_s") * 1024.0),
@@ -128,7 +131,7 @@ impl Summary {
             out,
             "  sockets  host TIME_WAIT {} mean ({} max), TCP in use {}, orphans {}",
             short(m("sockets", "all", "tcp_tw")),
-            short(self.max("sockets", "all", "tcp_tw")),
+            short(self.max_or_nan("sockets", "all", "tcp_tw")),
             short(m("sockets", "all", "tcp_inuse")),
             short(m("sockets", "all", "tcp_orphan")),
         );
@@ -211,8 +214,8 @@ impl Summary {
                 let states: Vec<String> = TcpState::CONNECTION
                     .into_iter()
                     .map(TcpState::name)
-                    .filter(|c| self.max("ports", &row, c) > 0.0)
-                    .map(|c| format!("{} {}", c, short(self.mean("ports", &row, c))))
+                    .filter(|c| self.max_or_nan("ports", &row, c) > 0.0)
+                    .map(|c| format!("{} {}", c, short(self.mean_or_nan("ports", &row, c))))
                     .collect();
                 let _ = writeln!(out, "  :{port:<6} {side:<6} (mean) {}", states.join(", "));
             }

@@ -3,17 +3,17 @@
 //! the run's record. Not for the verdict itself, nor for the figures a page shows (a
 //! point's).
 
-use serde_json::Value;
+use webscope_monitor::{Stat, Summary};
 
 use crate::bottleneck::{own_time_wait, Evidence, Refused, ACTIVE_THREAD};
 use crate::health::Health;
-use crate::os_figures::{cpu_shares, os_stat, server_host};
+use crate::os_figures::{cpu_shares, server_host};
 use crate::record::RunRecord;
 
 /// The evidence a verdict is drawn from, out of a run's record.
 pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
     let l = &run.load;
-    let os = run.os.as_ref();
+    let os = run.local_os();
     // The server's machine: through node_exporter when it is remote, else this one.
     let (server_host_os, generator_host) = match server_host(run) {
         Some(remote) => (Some(remote), os.and_then(cpu_shares)),
@@ -34,11 +34,13 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
         )
     });
     let busiest_link = os.and_then(|os| {
-        let rows = os.get("groups")?.get("net")?.get("rows")?.as_object()?;
-        rows.iter()
+        os.groups
+            .get("net")?
+            .rows
+            .iter()
             .filter_map(|(name, row)| {
                 let mbit = run.env.link_mbit.get(name)?;
-                let kib = |c: &str| row.get(c)?.get("mean")?.as_f64();
+                let kib = |c: &str| Some(row.get(c)?.mean);
                 let peak = kib("rx_kib_per_s")?.max(kib("tx_kib_per_s")?);
                 Some((name.clone(), peak * 8.192 / 1000.0 / mbit * 100.0))
             })
@@ -66,16 +68,9 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
         generator_busy: l.generator_busy,
         generator_busy_or_waiting: l.generator_busy_or_waiting,
         server_host: server_host_os.and_then(cpu_shares),
-        server_host_source: server_host_os
-            .and_then(|o| o.get("source")?.as_str().map(String::from)),
+        server_host_source: server_host_os.map(|o| o.source.clone()),
         generator_host,
-        disk_util_pct: server_host_os.and_then(|os| {
-            let disks = os.get("groups")?.get("disk")?.get("rows")?.as_object()?;
-            disks
-                .values()
-                .filter_map(|d| d.get("util_pct")?.get("mean")?.as_f64())
-                .reduce(f64::max)
-        }),
+        disk_util_pct: server_host_os.and_then(|os| os.busiest("disk", "util_pct")),
         net_util_pct: busiest_link,
         time_wait: run_time_wait(run),
         connects: l.total.run.connects as f64,
@@ -92,7 +87,7 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
         port_range: run.env.port_range,
         tw_buckets: run.env.tw_buckets,
         listen_overflows_per_s: server_host_os
-            .and_then(|os| os_stat(os, "tcp", "all", "listen_overflows_per_s", "mean")),
+            .and_then(|os| os.mean("tcp", "all", "listen_overflows_per_s")),
         accept_wait_p99_ms: queue_wait.map(|q| q.wait.p99_ms),
         accept_wait_per_request_ms: queue_wait.map(|q| q.per_request_ms),
         missed_rate: l.rate.and_then(|rate| {
@@ -108,14 +103,14 @@ pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
 /// (or, for a remote server, the hosts' totals) also holds what earlier runs left; the run's
 /// connects bound it ([`own_time_wait`]).
 pub fn run_time_wait(run: &RunRecord) -> Option<f64> {
-    let os = run.os.as_ref();
+    let os = run.local_os();
     let measured = port_time_wait(os).or_else(|| {
         // No per-port count (a remote server): the hosts' totals, which also hold other
         // ports' sockets, are an upper bound.
         server_host(run)
-            .and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max"))
+            .and_then(|os| os.max("sockets", "all", "tcp_tw"))
             .into_iter()
-            .chain(os.and_then(|os| os_stat(os, "sockets", "all", "tcp_tw", "max")))
+            .chain(os.and_then(|os| os.max("sockets", "all", "tcp_tw")))
             .reduce(f64::max)
     });
     own_time_wait(
@@ -127,20 +122,21 @@ pub fn run_time_wait(run: &RunRecord) -> Option<f64> {
 
 /// The server's threads as the monitor saw them (its `threads` group, the server's pids
 /// only): name, and the shares of the run spent running and waiting for a CPU.
-fn server_threads(os: Option<&Value>) -> Option<Vec<(String, f64, f64)>> {
-    let rows = os?
-        .get("groups")?
-        .get("threads")?
-        .get("rows")?
-        .as_object()?;
+fn server_threads(os: Option<&Summary>) -> Option<Vec<(String, f64, f64)>> {
+    let rows = &os?.groups.get("threads")?.rows;
     // The mean without the monitor's last sample: that one is the partial interval after the
     // load stopped (70 ms of a 100-ms step, say), which pulls a saturated thread's 95 % under
     // the limit in a 2-s run.
-    let share = |row: &Value, c: &str| -> Option<f64> {
-        let stat = row.get(c)?;
-        let (mean, n) = (stat.get("mean")?.as_f64()?, stat.get("n")?.as_f64()?);
-        let last = stat.get("last").and_then(Value::as_f64).filter(|_| n > 2.0);
-        Some(last.map_or(mean, |last| (mean * n - last) / (n - 1.0)) / 100.0)
+    let share = |row: &std::collections::BTreeMap<String, Stat>, c: &str| -> Option<f64> {
+        let Stat { mean, last, n, .. } = *row.get(c)?;
+        let n = n as f64;
+        Some(
+            if n > 2.0 {
+                (mean * n - last) / (n - 1.0)
+            } else {
+                mean
+            } / 100.0,
+        )
     };
     let threads: Vec<(String, f64, f64)> = rows
         .iter()
@@ -154,10 +150,10 @@ fn server_threads(os: Option<&Value>) -> Option<Vec<(String, f64, f64)>> {
 
 /// TIME_WAIT sockets of the server's port, both ends (the server's side and the clients'),
 /// at their most: the connections of this run only, not the host's other ports.
-fn port_time_wait(os: Option<&Value>) -> Option<f64> {
+fn port_time_wait(os: Option<&Summary>) -> Option<f64> {
     let os = os?;
-    let port = os.get("ports")?.get(0)?.as_u64()?;
-    let side = |s: &str| os_stat(os, "ports", &format!("{port}/{s}"), "time_wait", "max");
+    let port = os.ports.first()?;
+    let side = |s: &str| os.max("ports", &format!("{port}/{s}"), "time_wait");
     match (side("local"), side("remote")) {
         (None, None) => None,
         (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),

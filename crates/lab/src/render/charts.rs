@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use webscope_monitor::profile::{Category, Profile};
 use webscope_monitor::tcp::TcpState;
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::Block;
 
 use super::point::{goodput_spread, Point};
-use crate::os_figures::{os_stat, server_host, server_machine};
+use crate::os_figures::{server_host, server_machine};
 
 /// The TCP states drawn, as `ports.csv` names them: the monitor's connection states but the
 /// instant `close`.
@@ -150,7 +150,7 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
     for (name, column) in columns {
         let values: Option<Vec<f64>> = points
             .iter()
-            .map(|p| os_stat(server_machine(&p.run)?, "cpu", "all", column, "mean"))
+            .map(|p| server_machine(&p.run)?.mean("cpu", "all", column))
             .collect();
         series.push((name.to_string(), values?));
     }
@@ -161,12 +161,7 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
         .max_by(|a, b| (a.1 .1 + a.1 .2).total_cmp(&(b.1 .1 + b.1 .2)))?;
     let source = points
         .iter()
-        .find_map(|p| {
-            server_host(&p.run)?
-                .get("source")?
-                .as_str()
-                .map(String::from)
-        })
+        .find_map(|p| server_host(&p.run).map(|os| os.source.clone()))
         .map_or(String::new(), |s| {
             format!(" (the server's machine, through {s})")
         });
@@ -197,41 +192,27 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
 /// The kernel profile per run: each kernel category's share of kernel samples, stacked.
 /// `None` when no run has a profile; the reason perf gave when it was asked and refused.
 pub fn kernel_profile(points: &[Point], labels: &[String], what: &str) -> Option<Block> {
-    let profiles: Vec<Option<&Value>> = points
+    let profiles: Vec<Option<&Profile>> = points
         .iter()
-        .map(|p| p.run.os.as_ref()?.get("profile").filter(|v| !v.is_null()))
+        .map(|p| p.run.local_os()?.profile.as_ref())
         .collect();
     if profiles.iter().all(Option::is_none) {
         let why = points
             .iter()
-            .find_map(|p| p.run.os.as_ref()?.get("profile_error")?.as_str())?;
+            .find_map(|p| p.run.local_os()?.profile_error.as_deref())?;
         return Some(Block::Text(format!("No kernel profile: {why}.")));
     }
-    let kernel = [
-        "net_low",
-        "net_high",
-        "fs_low",
-        "fs_high",
-        "timers",
-        "scheduler",
-        "kernel_other",
-    ];
-    let share = |profile: Option<&Value>, category: &str| -> f64 {
+    let share = |profile: Option<&Profile>, category: Category| -> f64 {
         profile
-            .and_then(|p| p.get("categories")?.as_array())
-            .and_then(|cats| {
-                cats.iter()
-                    .find(|c| c.get("category").and_then(Value::as_str) == Some(category))?
-                    .get("kernel_pct")?
-                    .as_f64()
-            })
+            .and_then(|p| p.share(category)?.kernel_pct)
             .unwrap_or(0.0)
     };
-    let series: Vec<(String, Vec<f64>)> = kernel
-        .iter()
+    let series: Vec<(String, Vec<f64>)> = Category::ALL
+        .into_iter()
+        .filter(|c| c.is_kernel())
         .map(|c| {
             (
-                c.to_string(),
+                c.name().to_string(),
                 profiles.iter().map(|p| share(*p, c)).collect(),
             )
         })

@@ -13,7 +13,6 @@ use super::page::ExperimentPage;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::line_fit;
-use crate::os_figures::os_stat;
 use crate::record::{ExperimentRecord, RunRecord};
 
 /// The server's phase means over all size classes of a run (µs): parse, process, log.
@@ -157,11 +156,11 @@ fn table(points: &[Point]) -> Table {
         "log µs",
     ]);
     for p in points {
-        let os = p.run.os.as_ref();
-        let port = os.and_then(|o| o.get("ports")?.get(0)?.as_u64());
+        let os = p.run.local_os();
+        let port = os.and_then(|o| o.ports.first());
         let state = |s: &str| {
             cell(
-                port.and_then(|port| os_stat(os?, "ports", &format!("{port}/local"), s, "max")),
+                port.and_then(|port| os?.max("ports", &format!("{port}/local"), s)),
                 0,
             )
         };

@@ -9,7 +9,7 @@ use super::rendered::Rendered;
 use crate::bottleneck::evidence::{evidence, run_time_wait};
 use crate::bottleneck::{self, Verdict};
 use crate::health::{Expect, Health, Judge};
-use crate::os_figures::{os_stat, server_machine};
+use crate::os_figures::server_machine;
 use crate::record::{read_json, ExperimentRecord, RunRecord};
 
 /// One run's key figures, taken from its record.
@@ -102,19 +102,13 @@ impl Point {
             // The server's machine: the remote one through node_exporter, when given.
             cpu_pct: server_machine(&run).and_then(|os| {
                 Some((
-                    os_stat(os, "cpu", "all", "user_pct", "mean")?,
-                    os_stat(os, "cpu", "all", "system_pct", "mean")?,
-                    os_stat(os, "cpu", "all", "softirq_pct", "mean")?,
+                    os.mean("cpu", "all", "user_pct")?,
+                    os.mean("cpu", "all", "system_pct")?,
+                    os.mean("cpu", "all", "softirq_pct")?,
                 ))
             }),
             time_wait: run_time_wait(&run),
-            disk_util: server_machine(&run).and_then(|os| {
-                let disks = os.get("groups")?.get("disk")?.get("rows")?.as_object()?;
-                disks
-                    .values()
-                    .filter_map(|d| d.get("util_pct")?.get("mean")?.as_f64())
-                    .reduce(f64::max)
-            }),
+            disk_util: server_machine(&run).and_then(|os| os.busiest("disk", "util_pct")),
             queue_wait: super::queue_wait::of(&run),
             run,
         }

@@ -25,12 +25,12 @@ pub fn why_absent<'a>(runs: impl IntoIterator<Item = &'a RunRecord> + Clone) -> 
         if let Some(why) = &run.env.no_kernel {
             return Some(why.clone());
         }
-        let os = run.os.as_ref()?;
-        if let Some(why) = os.get("kernel_error").and_then(|e| e.as_str()) {
-            return Some(why.to_string());
+        let os = run.local_os()?;
+        if let Some(why) = &os.kernel_error {
+            return Some(why.clone());
         }
-        let port = os.get("ports")?.get(0)?.as_u64()?;
-        os.get("kernel").filter(|k| !k.is_null()).map(|_| {
+        let port = os.ports.first()?;
+        os.kernel.as_ref().map(|_| {
             format!("the kernel module saw no connection leave port {port}'s accept queue (a server on another machine is not seen from this one)")
         })
     })
@@ -200,12 +200,16 @@ mod tests {
         }
     }
 
-    fn kernel_os(port: u16, waits: Option<(u64, f64, f64, f64)>) -> serde_json::Value {
+    fn sampled(v: serde_json::Value) -> crate::record::Sampled {
+        serde_json::from_value(v).expect("a monitor summary")
+    }
+
+    fn kernel_os(port: u16, waits: Option<(u64, f64, f64, f64)>) -> crate::record::Sampled {
         let wait = waits.map(|(count, mean, p50, p99)| {
             serde_json::json!({"count": count, "mean_ms": mean, "p50_ms": p50, "p90_ms": p99,
                 "p99_ms": p99, "p999_ms": p99, "max_ms": p99})
         });
-        serde_json::json!({
+        sampled(serde_json::json!({
             "ports": [port],
             "kernel": {"dequeue": "", "unattached": [], "runq": {"pids": [], "untimed": 0, "wait": null},
                 "ports": [{"port": port, "established": 10, "accepted_syscall": 10, "accepted_read": 0,
@@ -214,7 +218,7 @@ mod tests {
                     "overflows_ack": 0, "listen_drops": 0, "conns_retransmitting": 0,
                     "most_retrans_per_conn": 0, "transitions": {}, "accept_wait": wait,
                     "lifetime": null}]},
-        })
+        }))
     }
 
     #[test]
@@ -242,8 +246,8 @@ mod tests {
             Some("the lab ran with --no-kernel")
         );
         p.env.no_kernel = None;
-        p.os = Some(serde_json::json!({"ports": [80], "kernel": null,
-            "kernel_error": "no kernel figures: not permitted"}));
+        p.os = Some(sampled(serde_json::json!({"ports": [80], "kernel": null,
+            "kernel_error": "no kernel figures: not permitted"})));
         assert_eq!(
             why_absent([&p]).as_deref(),
             Some("no kernel figures: not permitted")

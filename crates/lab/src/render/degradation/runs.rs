@@ -71,12 +71,9 @@ impl Run {
                 }
             })
             .collect();
-        let runqueue_wait_pct = record.os.as_ref().and_then(|os| {
-            let rows = os.get("groups")?.get("process")?.get("rows")?.as_object()?;
-            rows.values()
-                .filter_map(|r| r.get("wait_pct")?.get("mean")?.as_f64())
-                .reduce(f64::max)
-        });
+        let runqueue_wait_pct = record
+            .local_os()
+            .and_then(|os| os.busiest("process", "wait_pct"));
         Some(Run {
             set: set.to_string(),
             policy: policy.to_string(),
