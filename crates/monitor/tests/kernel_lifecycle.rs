@@ -1,0 +1,202 @@
+//! The kernel module's lifetime: a monitor that stops or is killed leaves no program loaded,
+//! and without privilege one line says why while the rest is sampled. Root and bpftool
+//! as `kernel.rs` (WEBSCOPE_REQUIRE_KERNEL makes a skip a failure).
+//!
+//! Built with the `kernel` feature only, as `kernel.rs`.
+#![cfg(feature = "kernel")]
+
+mod kernel_support;
+
+use std::io::{Read, Write};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use kernel_support::{finish, kernel_monitor, serial, tool};
+use webscope_monitor::{Config, Monitor};
+
+/// How many programs named `on_state` (the module's state hook) the kernel holds now, from
+/// `bpftool prog` (None, with a note, where bpftool is missing).
+fn loaded_programs() -> Option<usize> {
+    let out = tool("bpftool").args(["prog", "show"]).output();
+    match out {
+        Ok(out) if out.status.success() => Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.contains(" name on_state "))
+                .count(),
+        ),
+        other => {
+            assert!(
+                std::env::var_os("WEBSCOPE_REQUIRE_KERNEL").is_none(),
+                "WEBSCOPE_REQUIRE_KERNEL is set but bpftool (Debian: bpftool) cannot list programs: {other:?}"
+            );
+            eprintln!("skipping: no bpftool to list the kernel's programs: {other:?}");
+            None
+        }
+    }
+}
+
+/// Polls until `loaded_programs()` is `n` (a closed program is freed after an RCU grace
+/// period, not at once), for at most 5 s.
+fn programs_become(n: usize) -> usize {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = loaded_programs().unwrap_or(n);
+        if now == n || Instant::now() > until {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// This test binary again, running only `child_process` in `mode`.
+fn child(mode: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "child_process",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("WEBSCOPE_KERNEL_CHILD", mode)
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+#[test]
+#[ignore = "a child of the tests below, run by them with WEBSCOPE_KERNEL_CHILD"]
+fn child_process() {
+    let mode = std::env::var("WEBSCOPE_KERNEL_CHILD").expect("run by the tests below");
+    let monitor = Monitor::start(Config {
+        ports: vec![9],
+        pids: vec![std::process::id()],
+        kernel: true,
+        ..Config::default()
+    })
+    .unwrap();
+    match mode.as_str() {
+        // Holds the program until killed.
+        "hold" => {
+            assert!(
+                monitor.kernel_error().is_none(),
+                "{:?}",
+                monitor.kernel_error()
+            );
+            println!("loaded");
+            std::io::stdout().flush().unwrap();
+            std::thread::sleep(Duration::from_secs(60));
+            panic!("not killed within 60 s");
+        }
+        // Unprivileged: says why in one line, and samples everything else.
+        _ => {
+            let mut monitor = monitor;
+            std::thread::sleep(Duration::from_millis(50));
+            let sample = monitor.sample().unwrap();
+            let busy = sample.value("cpu", "all", "busy_pct").unwrap();
+            let summary = monitor.stop().unwrap().summary;
+            println!("kernel_error={}", summary.kernel_error.unwrap_or_default());
+            println!("busy={busy}");
+            println!("kernel_figures={}", summary.kernel.is_some());
+        }
+    }
+}
+
+#[test]
+fn a_monitor_that_stops_or_is_killed_leaves_no_program_loaded() {
+    let _serial = serial();
+    if loaded_programs().is_none() {
+        return;
+    }
+    // The tests before this one unloaded theirs; the kernel frees them after a grace period.
+    let before = programs_become(0);
+    // Stopped in order.
+    let Some(monitor) = kernel_monitor(&[9], &[]) else {
+        return;
+    };
+    assert_eq!(
+        loaded_programs(),
+        Some(before + 1),
+        "the monitor's program is loaded"
+    );
+    finish(monitor);
+    assert_eq!(programs_become(before), before, "stopping unloads it");
+    // Killed (SIGKILL, as a crash): the kernel closes its descriptors and frees it.
+    let mut holder = child("hold").spawn().unwrap();
+    let mut out = holder.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&seen).contains("loaded") {
+        match out.read(&mut byte) {
+            Ok(1) => seen.push(byte[0]),
+            _ => {
+                let mut err = String::new();
+                let _ = holder.stderr.take().unwrap().read_to_string(&mut err);
+                panic!(
+                    "the child ended before loading: {}{err}",
+                    String::from_utf8_lossy(&seen)
+                );
+            }
+        }
+    }
+    assert_eq!(
+        loaded_programs(),
+        Some(before + 1),
+        "the child's program is loaded"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(
+        programs_become(before),
+        before,
+        "a killed monitor leaves nothing behind"
+    );
+}
+
+#[test]
+fn without_privilege_one_line_says_why_and_the_rest_is_sampled() {
+    let _serial = serial();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: this process is the case itself.
+        let monitor = Monitor::start(Config {
+            ports: vec![9],
+            kernel: true,
+            ..Config::default()
+        })
+        .unwrap();
+        let why = monitor
+            .kernel_error()
+            .expect("no kernel module without privilege");
+        assert!(!why.contains('\n'), "{why}");
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let out = child("unprivileged")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |key: &str| {
+        // libtest prints "test child_process ... " before the child's first line.
+        text.lines()
+            .find_map(|l| l.find(key).map(|at| &l[at + key.len()..]))
+            .unwrap_or_else(|| panic!("no {key} in {text}"))
+            .to_string()
+    };
+    let why = line("kernel_error=");
+    assert!(
+        why.starts_with("no kernel figures: ") && why.contains("not permitted"),
+        "one line says why: {why}"
+    );
+    assert_eq!(line("kernel_figures="), "false");
+    let busy: f64 = line("busy=").parse().unwrap();
+    assert!(busy.is_finite(), "the CPU was sampled as before: {busy}");
+}
