@@ -10,7 +10,8 @@ the search's objective is --slo (default p99<=5ms,errors<=0.1%) on --duration pr
 machine spreads over all of them.
 
 Quiet: N searches per configuration; the median capacity and the spread (max - min) / median,
-goal <= 5 %. Disturbed: N more while CPU hogs come and go on CPU 0 and CPU 1 (each on for a
+goal <= 10 % (#48: the capacity is the range rule's lower edge L; #33's goal for the settled
+rule's single figure was 5 %). Disturbed: N more while CPU hogs come and go on CPU 0 and CPU 1 (each on for a
 random 1-4 s, off for 1-4 s) and an I/O hog writes with O_DIRECT in a loop; each search must
 land within 10 % of its configuration's quiet median or refuse (anything that is not a capacity:
 "no capacity ...", a bound, a search cut short). A capacity further off is a violation.
@@ -55,7 +56,7 @@ CONFIGS = {
     "serve-ka": ("serve", True, "embedded, keep-alive"),
     "serve-close": ("serve", False, "embedded, close"),
 }
-QUIET_SPREAD_GOAL = 0.05
+QUIET_SPREAD_GOAL = 0.10
 DISTURBED_TOLERANCE = 0.10
 # Every process this script started, so that any exit stops them (each leads its own group).
 LIVE = set()
@@ -435,8 +436,9 @@ def details(rows):
 
 def quiet_table(records, configs, aa):
     groups = by_config(records, "quiet", configs)
-    print("\n**Quiet** (median and spread = (max - min) / median of the capacities found; goal <= 5 %)\n")
-    print("| configuration | searches | capacities, req/s (bracket) | median req/s | spread | <= 5 % "
+    print("\n**Quiet** (median and spread = (max - min) / median of the capacities found; "
+          f"goal <= {QUIET_SPREAD_GOAL * 100:.0f} %)\n")
+    print(f"| configuration | searches | capacities, req/s (bracket) | median req/s | spread | <= {QUIET_SPREAD_GOAL * 100:.0f} % "
           "| A/A compare 'capacity>-5%': pass, CROSSED, cannot decide |")
     print("|---|---|---|---|---|---|---|")
     medians = {}
