@@ -47,6 +47,7 @@ def parse_args():
     p.add_argument("--threshold", default="goodput>-3%,cpu_us<+3%", help="the experiments' thresholds")
     p.add_argument("--max-time", default="5m", help="each experiment's --max-time (default 5m)")
     p.add_argument("--hog", action="store_true", help="a CPU hog on CPU 0, 2 s of every 4 s")
+    p.add_argument("--lab-args", default="", help="more arguments for each lab, e.g. '--duration 5s'")
     p.add_argument("--webscope", metavar="BIN", help="webscope binary (default: cargo build --release)")
     return p.parse_args()
 
@@ -119,7 +120,7 @@ def experiment(ws, a, b, fileset, out, args):
     """One lab --experiment ab: its exit, verdicts, intervals and wall time."""
     start = time.monotonic()
     cmd = ["taskset", "-c", "1", ws, "lab", "--experiment", "ab", "--target", a.url, "--candidate", b.url,
-           "--fileset", fileset, "--out", out, "--threshold", args.threshold, "--max-time", args.max_time, "--quiet"]
+           "--fileset", fileset, "--out", out, "--threshold", args.threshold, "--max-time", args.max_time, "--quiet"] + args.lab_args.split()
     code = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
     elapsed = time.monotonic() - start
     with open(os.path.join(out, "report.json")) as f:
