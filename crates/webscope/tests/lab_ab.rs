@@ -1,13 +1,16 @@
 //! `lab --experiment ab` (#48): randomized interleaved trials of A and B, decided by the
 //! rounds as pairs. Two identical nginx are never a regression (0 or 3); the paper's naive
 //! server against the embedded default is found slower (exit 1); each pair of rounds runs in
-//! both orders; bad input is one line before anything runs.
+//! both orders; a server of half the capacity is found so by two searches in lockstep; bad
+//! input is one line before anything runs.
 
+mod capacity_support;
 mod lab_support;
 
 use std::path::Path;
 use std::sync::Mutex;
 
+use capacity_support::FixedCost;
 use lab_support::{webscope, Nginx};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -172,6 +175,77 @@ fn the_naive_server_is_found_slower_than_the_default() {
     );
     assert!(sentence.contains("interleaved pairs"), "{sentence}");
     assert!(stderr.contains("CROSSED cpu_us<+30%"), "{stderr}");
+}
+
+#[test]
+fn a_server_of_half_the_capacity_is_found_by_two_searches_in_lockstep() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Capacities by construction: one request at a time, 10 ms each for A (100 req/s) and
+    // 20 ms for B (50 req/s), both on CPU 0.
+    let (tmp, set, a) = FixedCost::with_set("sleep", 10.0);
+    let b = FixedCost::start("sleep", 20.0, &set, tmp.path());
+    let out = tmp.path().join("r");
+    let (code, entry, stderr) = ab(
+        &out,
+        &set,
+        &[
+            "--target",
+            &a.base_url,
+            "--candidate",
+            &b.base_url,
+            "--threshold",
+            "capacity>-5%",
+            // A median needs few requests, so the first probes are short.
+            "--slo",
+            "p50<=30ms,errors<=5%",
+            "--from",
+            "30",
+            "--precision",
+            "0.2",
+        ],
+    );
+    let verdict = &entry["verdict"];
+    let said = &verdict["verdicts"][0];
+    assert_eq!(said["threshold"], "capacity>-5%", "{verdict:#}");
+    let sentence = said["sentence"].as_str().unwrap();
+    let kinds = [&entry["capacity"]["a"], &entry["capacity"]["b"]].map(|e| e["kind"].clone());
+    if kinds.iter().any(|k| k == "disturbed") {
+        assert_eq!(code, Some(3), "{stderr}");
+        lab_support::unchecked(&format!("a search was disturbed: {sentence}"));
+        return;
+    }
+    let capacity = |side: &str| entry["capacity"][side]["capacity_rps"].as_f64();
+    assert_eq!(kinds, ["found", "found"], "{entry:#}");
+    let (a, b) = (capacity("a").unwrap(), capacity("b").unwrap());
+    // Each near its construction (a short probe above it holds a small queue), B below A.
+    assert!(a <= 130.0 && b <= 65.0 && b < a, "A {a}, B {b}: {sentence}");
+    assert_eq!(code, Some(1), "{stderr}\n{verdict:#}");
+    assert_eq!(said["verdict"], "crossed", "{sentence}");
+    assert!(
+        sentence.starts_with("B against A: capacity ")
+            && sentence.contains("two searches in lockstep over")
+            && sentence.contains("CROSSED capacity>-5%"),
+        "{sentence}"
+    );
+    // The steps ran both orders (pairs of steps are balanced), each side's probes in its
+    // own folders.
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        page.contains("Each search&#39;s probes, step by step")
+            || page.contains("Each search's probes, step by step")
+    );
+    let runs: Vec<String> = std::fs::read_dir(out.join("ab"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for side in ["a-probe-", "b-probe-"] {
+        assert!(runs.iter().any(|r| r.starts_with(side)), "{runs:?}");
+    }
+    assert!(
+        !runs.iter().any(|r| r.starts_with("round-")),
+        "no rounds were asked: {runs:?}"
+    );
+    assert!(stderr.contains("CROSSED capacity>-5%"), "{stderr}");
 }
 
 #[test]

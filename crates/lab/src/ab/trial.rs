@@ -1,6 +1,7 @@
 //! The `ab` experiment as the runner takes it: the candidate started (or found), the rounds'
 //! order drawn, each trial warmed up and measured with the machine watched, and the looks
-//! that decide when to stop.
+//! that decide when to stop; then, when `--threshold` asks for the capacity, the two
+//! searches in lockstep ([`super::searches`]).
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -10,7 +11,8 @@ use anyhow::Context;
 use webscope_load::{Config, Mode, Target as LoadTarget};
 use webscope_monitor::disturbance::{Limits, Watched};
 
-use super::{Settings, Side, CLIENTS, MOST_ROUNDS, TRIAL};
+use super::searches::Searches;
+use super::{Settings, Side, Step, CLIENTS, MOST_ROUNDS, TRIAL};
 use crate::capacity::probe::warm_up;
 use crate::capacity::quiet;
 use crate::measure::measure;
@@ -30,14 +32,16 @@ pub struct Trial {
 pub struct AbTrials {
     candidate: Target,
     thresholds: Vec<crate::compare::Threshold>,
+    /// The trials are over (or none were asked), and the searches' turn has come.
+    trials_over: bool,
+    /// The two capacity searches, when `--threshold` asks for the capacity.
+    searches: Option<Searches>,
     settings: Settings,
-    rng: webscope_workload::Rng,
+    order: super::Order,
     /// The next trials of the round under way.
     queue: VecDeque<Trial>,
     /// The round under way (taken again under a new number when disturbed).
     round: usize,
-    /// The order of the second round of a pair: the other one of the first's.
-    pending_b_first: Option<bool>,
     started: Instant,
     /// It has stopped.
     stopped: bool,
@@ -69,19 +73,7 @@ impl AbTrials {
     /// Queues the next round's two trials, in a random order balanced over pairs of rounds.
     fn next_round(&mut self) -> Trial {
         self.round += 1;
-        let b_first = match self.pending_b_first.take() {
-            Some(b_first) => b_first,
-            None => {
-                let b_first = self.rng.below(2) == 1;
-                self.pending_b_first = Some(!b_first);
-                b_first
-            }
-        };
-        let (first, second) = if b_first {
-            (Side::B, Side::A)
-        } else {
-            (Side::A, Side::B)
-        };
+        let [first, second] = self.order.sides();
         for side in [first, second] {
             self.queue.push_back(Trial {
                 round: self.round,
@@ -98,11 +90,15 @@ impl AbTrials {
 impl Sweep for AbTrials {
     const NAME: &'static str = "ab";
     const FACTOR: &'static str = "round";
-    type Point = Trial;
+    type Point = Step;
 
-    fn points(_: &Options) -> Points<Trial> {
+    fn points(options: &Options) -> Points<Step> {
+        let limits = super::thresholds(&options.ab).ok();
+        let trials = limits.as_ref().is_none_or(|l| !l.trials.is_empty());
+        let searches = limits.as_ref().is_some_and(|l| l.capacity.is_some());
         Points::Adaptive {
-            most: 2 * MOST_ROUNDS,
+            most: usize::from(trials) * 2 * MOST_ROUNDS
+                + usize::from(searches) * 2 * crate::capacity::experiment::MOST_PROBES,
         }
     }
 
@@ -112,7 +108,7 @@ impl Sweep for AbTrials {
 
     fn start(ctx: &Ctx<'_>) -> anyhow::Result<AbTrials> {
         let settings = ctx.options.ab.clone();
-        let thresholds = super::thresholds(&settings)?;
+        let limits = super::thresholds(&settings)?;
         let candidate = match (&settings.candidate, ctx.target.admin.is_some()) {
             (Some(url), _) => {
                 let same = url.trim_end_matches('/') == ctx.target.base_url.trim_end_matches('/');
@@ -157,25 +153,91 @@ impl Sweep for AbTrials {
                 .join("plan.json"),
             &plan,
         )?;
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
         Ok(AbTrials {
             candidate,
-            thresholds,
+            trials_over: limits.trials.is_empty(),
+            searches: limits
+                .capacity
+                .is_some()
+                .then(|| Searches::new(ctx.options)),
+            thresholds: limits.trials,
             settings,
-            rng: webscope_workload::Rng::new(seed),
+            order: super::Order::new(),
             queue: VecDeque::new(),
             round: 0,
-            pending_b_first: None,
             started: Instant::now(),
             stopped: false,
             dir: None,
         })
     }
 
-    fn next(&mut self, so_far: &SoFar<'_, Trial>, ctx: &Ctx<'_>) -> Next<Trial> {
-        if self.stopped || so_far.stopped.is_some() {
+    fn next(&mut self, so_far: &SoFar<'_, Step>, ctx: &Ctx<'_>) -> Next<Step> {
+        if !self.trials_over {
+            match self.next_trial(so_far, ctx) {
+                Next::Run(trial) => return Next::Run(Step::Trial(trial)),
+                Next::Stop(why) => {
+                    self.trials_over = true;
+                    return Next::Stop(why);
+                }
+                _ => self.trials_over = true,
+            }
+        }
+        match &mut self.searches {
+            Some(searches) => searches.next(so_far.runs, ctx),
+            None => Next::Done,
+        }
+    }
+
+    fn name(&self, step: &Step) -> String {
+        match step {
+            Step::Trial(t) => super::run_name(t.round, t.side),
+            Step::Probe(p) => p.name(),
+        }
+    }
+
+    fn label(&self, run: &Run<'_, Step>) -> String {
+        match run.point {
+            Step::Trial(t) => trial_label(t),
+            Step::Probe(p) => p.label(),
+        }
+    }
+
+    fn measure(&mut self, run: &Run<'_, Step>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
+        match run.point {
+            Step::Trial(t) => self.measure_trial(*t, run.dir, ctx),
+            Step::Probe(p) => {
+                let target = match p.side {
+                    Side::A => ctx.target,
+                    Side::B => &self.candidate,
+                };
+                match &mut self.searches {
+                    Some(searches) => searches.measure(p, run.name, run.dir, ctx, target),
+                    None => anyhow::bail!("a capacity probe, but no search was asked for"),
+                }
+            }
+        }
+    }
+
+    fn on_failure(&self, _: &Step) -> OnFailure {
+        OnFailure::Stop
+    }
+
+    fn finish(&mut self, ctx: &Ctx<'_>) -> Vec<String> {
+        let placed = placement(ctx, &self.candidate);
+        self.candidate.stop();
+        placed.into_iter().collect()
+    }
+}
+
+/// How the bar and failure lines say a trial: "round 3 B".
+fn trial_label(t: &Trial) -> String {
+    format!("round {} {}", t.round, t.side.upper())
+}
+
+impl AbTrials {
+    /// The next trial, or why the trials stop.
+    fn next_trial(&mut self, so_far: &SoFar<'_, Step>, ctx: &Ctx<'_>) -> Next<Trial> {
+        if self.stopped {
             return Next::Done;
         }
         if let Some(next) = self.queue.pop_front() {
@@ -204,29 +266,20 @@ impl Sweep for AbTrials {
         Next::Run(self.next_round())
     }
 
-    fn name(&self, trial: &Trial) -> String {
-        super::run_name(trial.round, trial.side)
-    }
-
-    fn label(&self, run: &Run<'_, Trial>) -> String {
-        format!(
-            "round {} {}",
-            run.point.round,
-            match run.point.side {
-                Side::A => "A",
-                Side::B => "B",
-            }
-        )
-    }
-
-    fn measure(&mut self, run: &Run<'_, Trial>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
-        self.dir = run.dir.parent().map(Path::to_path_buf);
-        let side = run.point.side;
+    /// Measures trial `t` into `run_dir`.
+    fn measure_trial(
+        &mut self,
+        t: Trial,
+        run_dir: &Path,
+        ctx: &Ctx<'_>,
+    ) -> anyhow::Result<RunRecord> {
+        self.dir = run_dir.parent().map(Path::to_path_buf);
+        let side = t.side;
         let target = match side {
             Side::A => ctx.target,
             Side::B => &self.candidate,
         };
-        let label = self.label(run);
+        let label = trial_label(&t);
         let mut config = Config::new(LoadTarget::fileset(ctx.fileset, &target.base_url)?);
         config.connections = ctx
             .options
@@ -242,13 +295,13 @@ impl Sweep for AbTrials {
         let watched = self.watched(ctx, side);
         warm_up(&config, ctx, &label)?;
         let sampler = quiet::start(&watched);
-        let measured = measure(run.dir, config, target, ctx.interrupt, ctx.bar, &label)?;
+        let measured = measure(run_dir, config, target, ctx.interrupt, ctx.bar, &label)?;
         if let Some(why) = sampler
             .and_then(|s| s.stop().ok())
             .and_then(|d| d.beyond(&Limits::default()))
         {
-            std::fs::write(run.dir.join(DISTURBED), &why)
-                .with_context(|| format!("cannot write {}", run.dir.display()))?;
+            std::fs::write(run_dir.join(DISTURBED), &why)
+                .with_context(|| format!("cannot write {}", run_dir.display()))?;
             // The other trial of this round is not taken: the round is taken again.
             self.queue.clear();
             ctx.bar.set_message(format!(
@@ -257,28 +310,18 @@ impl Sweep for AbTrials {
             quiet::wait(&watched);
         }
         Ok(RunRecord::new(
-            run.point.round as f64,
+            t.round as f64,
             format!(
                 "{}: round {}, {} closed-loop keep-alive clients, SPECweb96 mix",
                 match side {
                     Side::A => "A",
                     Side::B => "B",
                 },
-                run.point.round,
+                t.round,
                 measured.load.connections
             ),
             measured,
         ))
-    }
-
-    fn on_failure(&self, _: &Trial) -> OnFailure {
-        OnFailure::Stop
-    }
-
-    fn finish(&mut self, ctx: &Ctx<'_>) -> Vec<String> {
-        let placed = placement(ctx, &self.candidate);
-        self.candidate.stop();
-        placed.into_iter().collect()
     }
 }
 

@@ -122,6 +122,18 @@ pub enum Decision {
     CannotDecide,
 }
 
+impl Decision {
+    /// As a verdict line says it: `within`, `CROSSED`, `CANNOT BE DECIDED` (`compare`'s
+    /// words for runs too).
+    pub fn said(self) -> &'static str {
+        match self {
+            Decision::Pass => "within",
+            Decision::Fail => "CROSSED",
+            Decision::CannotDecide => "CANNOT BE DECIDED",
+        }
+    }
+}
+
 /// `capacity>-5%`: the least change allowed, as a fraction (−0.05).
 pub fn parse_threshold(text: &str) -> Result<f64, String> {
     parse_threshold_of(text, Searched::CAPACITY)

@@ -102,7 +102,7 @@ pub struct Capacity {
     judged: Vec<Judged>,
 }
 
-fn plan(options: &Options) -> Plan {
+pub(crate) fn plan(options: &Options) -> Plan {
     Plan {
         precision: options.capacity.precision,
         repeat: (options.repeat as u32).max(CONFIRM),
@@ -193,7 +193,7 @@ impl Sweep for Capacity {
 }
 
 /// Writes `capacity.json` (the plan and the probes' length) into the experiment's folder.
-fn write_plan(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<()> {
+pub(crate) fn write_plan(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<()> {
     let path = dir.join("capacity.json");
     if path.exists() {
         return Ok(());

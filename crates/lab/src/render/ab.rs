@@ -21,29 +21,82 @@ use crate::results::ab::{AbEntry, AbPlan, AbVerdict};
 /// Adds the A/B experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
     let mut page = ExperimentPage::new(exp, "Which is faster: B against A, interleaved");
+    let limits = ab::thresholds(&settings_of(dir))?;
+    // Each part's reason to stop, in the order they ran: the trials', then the searches'.
+    let mut stopped = exp.stopped.iter();
+    let mut verdicts = Vec::new();
+    let (mut kept, mut disturbed, mut comparison, mut searched) = (0, 0, None, None);
+    if !limits.trials.is_empty() {
+        let trials = trials(dir, exp, &limits.trials, &mut page)?;
+        stopped.next();
+        (kept, disturbed) = (trials.kept, trials.disturbed);
+        comparison = trials.comparison;
+        verdicts.extend(trials.verdicts);
+    }
+    if let Some((written, least)) = &limits.capacity {
+        let found =
+            super::ab_capacity::render(dir, exp, (written, *least), stopped.next(), &mut page)?;
+        verdicts.push(found.verdict.clone());
+        searched = Some(found);
+    }
+    let entry = AbEntry {
+        thresholds: verdicts.iter().map(|v| v.threshold.clone()).collect(),
+        verdicts,
+        rounds: kept,
+        disturbed,
+        confidence: ab::CONFIDENCE,
+        stopped: exp.stopped.first().cloned(),
+    };
+    page.summary("ab", entry.verdicts.iter().map(|v| v.sentence.clone()));
+    page.json(json!({
+        "verdict": serde_json::to_value(&entry)?,
+        "comparison": comparison,
+        "capacity": searched,
+    }));
+    page.finish(out);
+    Ok(())
+}
+
+/// The trials' part of the page, and what it judged.
+struct Trials {
+    verdicts: Vec<AbVerdict>,
+    kept: usize,
+    disturbed: usize,
+    comparison: Option<Comparison>,
+}
+
+/// Adds the rounds' part to `page`: each threshold's verdict on the rounds as pairs, how
+/// they went, the charts and the tables.
+fn trials(
+    dir: &Path,
+    exp: &ExperimentRecord,
+    thresholds: &[Threshold],
+    page: &mut ExperimentPage,
+) -> anyhow::Result<Trials> {
     let judge = dir
         .parent()
         .and_then(|lab| read_json::<LabRecord>(&lab.join("lab.json")).ok())
         .map(|l| l.judge)
         .unwrap_or_default();
     let (rounds, disturbed) = ab::rounds(dir, &exp.runs, &judge)?;
-    let thresholds = ab::thresholds(&settings_of(dir))?;
     if rounds.len() < 2 {
         page.push(Block::Text(format!(
-            "{} round{} kept ({disturbed} disturbed): too few to compare B with A. Every threshold cannot be decided.",
+            "{} round{} kept ({disturbed} disturbed): too few to compare B with A. Every threshold on the rounds cannot be decided.",
             rounds.len(),
             if rounds.len() == 1 { "" } else { "s" }
         )));
         let entry = AbEntry::undecided(
-            &thresholds,
+            thresholds,
             rounds.len(),
             disturbed,
             exp.stopped.first().cloned(),
         );
-        page.summary("ab", entry.verdicts.iter().map(|v| v.sentence.clone()));
-        page.json(json!({ "verdict": serde_json::to_value(&entry)?, "comparison": null }));
-        page.finish(out);
-        return Ok(());
+        return Ok(Trials {
+            verdicts: entry.verdicts,
+            kept: rounds.len(),
+            disturbed,
+            comparison: None,
+        });
     }
     let (c, rounds) = ab::judge(rounds);
     let verdicts: Vec<AbVerdict> = thresholds.iter().map(|t| verdict(t, &c)).collect();
@@ -52,7 +105,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     }
     page.push(Block::Text(how_it_went(exp, &rounds, disturbed)));
     page.push(ratio_chart(&rounds));
-    page.extend(narrowing_chart(&rounds, &thresholds));
+    page.extend(narrowing_chart(&rounds, thresholds));
     page.push(drift_chart(&rounds));
     page.table(
         format!(
@@ -63,21 +116,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         table([&c], &Layout::ONE_POINT),
     );
     page.table("Every round kept, in order", rounds_table(&rounds));
-    let entry = AbEntry {
-        thresholds: thresholds.iter().map(Threshold::to_string).collect(),
+    Ok(Trials {
         verdicts,
-        rounds: rounds.len(),
+        kept: rounds.len(),
         disturbed,
-        confidence: ab::CONFIDENCE,
-        stopped: exp.stopped.first().cloned(),
-    };
-    page.summary("ab", entry.verdicts.iter().map(|v| v.sentence.clone()));
-    page.json(json!({
-        "verdict": serde_json::to_value(&entry)?,
-        "comparison": c,
-    }));
-    page.finish(out);
-    Ok(())
+        comparison: Some(c),
+    })
 }
 
 /// What the experiment was asked (its `plan.json`); the defaults for a folder without one.

@@ -18,6 +18,7 @@
 //! Not for measuring (the experiments' run loops) nor for the HTML itself (`webscope_report`).
 
 pub mod ab;
+pub mod ab_capacity;
 pub mod baseline;
 pub mod capacity;
 pub mod cells;

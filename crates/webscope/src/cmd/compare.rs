@@ -219,11 +219,7 @@ fn judge_searches(
     println!("{}", capacity::sentence_of(&base, &cand, what));
     for (text, _, least) in limits {
         let decided = capacity::decide(&base, &cand, *least);
-        let said = match decided.decision {
-            capacity::Decision::Pass => "within",
-            capacity::Decision::Fail => "CROSSED",
-            capacity::Decision::CannotDecide => "CANNOT BE DECIDED",
-        };
+        let said = decided.decision.said();
         let said = format!("{text}: {said} ({})", decided.why);
         println!("  {said}");
         match decided.decision {

@@ -239,10 +239,11 @@ pub struct Args {
     #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     candidate_serve_args: Option<String>,
     /// The ab experiment's limits on B's change against A, in per cent (metrics as compare's):
-    /// exit 1 when one is crossed, 3 when one cannot be decided
+    /// exit 1 when one is crossed, 3 when one cannot be decided. capacity>-5% adds two capacity
+    /// searches at --slo in lockstep (after the rounds; bounded by their probes, not --max-time)
     #[arg(long, value_name = "LIST", default_value = lab::ab::DEFAULT_THRESHOLDS)]
     threshold: String,
-    /// The ab experiment stops here, decided or not
+    /// The ab experiment's rounds stop here, decided or not
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::cmd::positive_duration)]
     max_time: std::time::Duration,
 }

@@ -84,7 +84,8 @@ impl FixedCost {
         (tmp, set, server)
     }
 
-    fn start(mode: &str, cost_ms: f64, root: &Path, dir: &Path) -> FixedCost {
+    /// The server on `root`, its script written into `dir`.
+    pub fn start(mode: &str, cost_ms: f64, root: &Path, dir: &Path) -> FixedCost {
         use std::io::BufRead;
         let script = dir.join("fixed_cost.py");
         std::fs::write(&script, include_str!("../lab_support/fixed_cost.py")).unwrap();

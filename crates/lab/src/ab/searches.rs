@@ -1,0 +1,102 @@
+//! The capacity part of the `ab` experiment as the runner takes it: the two searches'
+//! probes handed out in lockstep ([`Lockstep`]), each run by the capacity experiment's own
+//! probe (`capacity::probe::run`: warm-up, the open loop, the objective's verdict, the
+//! machine watched, the cool-down) against its side's server, and its outcome handed back to
+//! its side's search. The plan is written once as the experiment's `capacity.json`, so that
+//! the page replays both searches from the probes' `probe.json` files, as the capacity page
+//! replays one.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::capacity::{Lockstep, SideProbe};
+use super::{Order, Side, Step};
+use crate::capacity::experiment::{plan, write_plan};
+use crate::capacity::probe;
+use crate::capacity::search::ProbeOutcome;
+use crate::record::RunRecord;
+use crate::runner::{Ctx, Done, Next};
+use crate::target::Target;
+use crate::Options;
+
+/// The two searches and what their probes said.
+pub struct Searches {
+    lockstep: Lockstep,
+    /// Each measured probe's outcome, by folder name.
+    outcomes: HashMap<String, ProbeOutcome>,
+    /// The runs already handed to the searches.
+    recorded: usize,
+    /// Whether each side's last probe ran on a disturbed machine (its next waits).
+    last_disturbed: [bool; 2],
+    ended: bool,
+}
+
+impl Searches {
+    /// Both searches by the lab's capacity plan (`--slo`, `--from`, `--precision`, the range
+    /// rule).
+    pub fn new(options: &Options) -> Searches {
+        Searches {
+            lockstep: Lockstep::new(plan(options), Order::new()),
+            outcomes: HashMap::new(),
+            recorded: 0,
+            last_disturbed: [false; 2],
+            ended: false,
+        }
+    }
+
+    /// The next probe, after handing the searches what the runs since the last call said.
+    pub fn next(&mut self, runs: &[Done<Step>], ctx: &Ctx<'_>) -> Next<Step> {
+        for done in &runs[self.recorded.min(runs.len())..] {
+            if let Step::Probe(p) = &done.point {
+                let outcome =
+                    self.outcomes.get(&done.name).cloned().unwrap_or_else(|| {
+                        ProbeOutcome::Undecided("the probe was not judged".into())
+                    });
+                self.lockstep.record(p.side, p.probe.rate, outcome);
+            }
+        }
+        self.recorded = runs.len();
+        let slo = &ctx.options.capacity.slo;
+        let next = self
+            .lockstep
+            .next(|rate, factor| probe::length(rate, ctx.duration, slo, factor));
+        match next {
+            Some(p) => Next::Run(Step::Probe(p)),
+            None if self.ended => Next::Done,
+            None => {
+                self.ended = true;
+                Next::Stop(format!(
+                    "both capacity searches ended after {} steps",
+                    self.lockstep.steps()
+                ))
+            }
+        }
+    }
+
+    /// Runs `p` into `run_dir` (the run `name`) against `target`, its side's server.
+    pub fn measure(
+        &mut self,
+        p: &SideProbe,
+        name: &str,
+        run_dir: &Path,
+        ctx: &Ctx<'_>,
+        target: &Target,
+    ) -> anyhow::Result<RunRecord> {
+        if let Some(dir) = run_dir.parent() {
+            write_plan(dir, ctx)?;
+        }
+        // The probe reads its server (port, processes, CPUs) from the context.
+        let side_ctx = Ctx { target, ..*ctx };
+        let i = usize::from(p.side == Side::B);
+        let (record, judged) = probe::run(
+            &p.probe,
+            run_dir,
+            &side_ctx,
+            &ctx.options.capacity,
+            self.last_disturbed[i],
+        )?;
+        self.last_disturbed[i] = matches!(judged.outcome(), ProbeOutcome::Disturbed(_));
+        self.outcomes.insert(name.to_string(), judged.outcome());
+        Ok(record)
+    }
+}
