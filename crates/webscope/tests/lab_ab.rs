@@ -27,7 +27,13 @@ fn ab(out: &Path, set: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value
             "--clients",
             "8",
         ])
-        .args(["--max-time", "40s", "--fileset"])
+        // 40 s of rounds unless the test says.
+        .args(if extra.contains(&"--max-time") {
+            &[][..]
+        } else {
+            &["--max-time", "40s"][..]
+        })
+        .arg("--fileset")
         .arg(set)
         .arg("--out")
         .arg(out)
@@ -178,6 +184,50 @@ fn the_naive_server_is_found_slower_than_the_default() {
 }
 
 #[test]
+fn trials_at_a_fixed_rate_run_open_loop_on_both_sides() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    lab_support::tiny_fileset(&set);
+    let out = tmp.path().join("r");
+    let (code, entry, stderr) = ab(
+        &out,
+        &set,
+        &[
+            "--candidate-serve-args",
+            "--disable sendfile",
+            "--rate",
+            "300",
+            "--threshold",
+            "cpu_us<+50%",
+            "--max-time",
+            "6s",
+        ],
+    );
+    assert!(matches!(code, Some(0 | 1 | 3)), "exit {code:?}: {stderr}");
+    let rounds = entry["verdict"]["rounds"].as_u64().unwrap_or(0);
+    if rounds == 0 {
+        lab_support::unchecked("no round kept: the machine was busy");
+        return;
+    }
+    for side in ["a", "b"] {
+        let run: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(
+                out.join("ab")
+                    .join(format!("round-001-{side}"))
+                    .join("run.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(run["load"]["pacing"], "open", "{side}: {:#}", run["load"]);
+        assert_eq!(run["load"]["rate"].as_f64(), Some(300.0), "{side}");
+        let said = run["load_description"].as_str().unwrap();
+        assert!(said.contains("open loop at 300 req/s"), "{said}");
+    }
+}
+
+#[test]
 fn a_server_of_half_the_capacity_is_found_by_two_searches_in_lockstep() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // Capacities by construction: one request at a time, 10 ms each for A (100 req/s) and
@@ -284,4 +334,12 @@ fn bad_input_is_one_line_before_anything_runs() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("is not a change in per cent"), "{stderr}");
+    // A rate that is none.
+    let run = webscope()
+        .args(["lab", "--experiment", "ab", "--rate", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("\"0\" is not a rate"), "{stderr}");
 }

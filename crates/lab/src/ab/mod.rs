@@ -1,6 +1,7 @@
 //! The `ab` experiment (#48): is B faster or slower than A, decided on a shared machine by
 //! randomized interleaved trials (Abedi & Brecht's RMIT). A round runs A and B back to back,
-//! each for a short trial after its own warm-up, under the same closed-loop load; the order
+//! each for a short trial after its own warm-up, under the same load (closed loop, or open
+//! loop at `--rate` to compare CPU per request and latency below saturation); the order
 //! of each round is random, balanced over pairs of rounds (AB then BA, or BA then AB), so
 //! that neither side always runs first. A round whose machine was disturbed (the capacity
 //! search's [`crate::capacity::quiet`] rule) is taken again and never used.
@@ -50,6 +51,8 @@ pub struct Settings {
     pub thresholds: String,
     /// `--max-time`: the experiment stops here, decided or not.
     pub max_time: Duration,
+    /// `--rate`: the trials run open loop at this rate rather than closed loop.
+    pub rate: Option<f64>,
 }
 
 impl Default for Settings {
@@ -59,6 +62,7 @@ impl Default for Settings {
             candidate_serve_args: Vec::new(),
             thresholds: DEFAULT_THRESHOLDS.into(),
             max_time: Duration::from_secs(300),
+            rate: None,
         }
     }
 }

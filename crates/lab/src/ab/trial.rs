@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use webscope_load::{Config, Mode, Target as LoadTarget};
+use webscope_load::{Config, Mode, Pacing, Target as LoadTarget};
 use webscope_monitor::disturbance::{Limits, Watched};
 
 use super::searches::Searches;
@@ -291,6 +291,16 @@ impl AbTrials {
         config.duration = ctx.options.duration.unwrap_or(TRIAL);
         config.mode = Mode::KeepAlive;
         config.timeout = Duration::from_secs(10);
+        if let Some(rate) = self.settings.rate {
+            // As a capacity probe offers its rate: a few connections to start with, more
+            // opened when all are busy.
+            config.connections = ((rate / 1000.0).ceil() as usize).clamp(1, 64);
+            config.pacing = Pacing::Open {
+                rate,
+                arrivals: ctx.options.capacity.arrivals,
+                max_connections: crate::measure::MAX_CONNECTIONS,
+            };
+        }
         crate::measure::speak(&mut config, target);
         let watched = self.watched(ctx, side);
         warm_up(&config, ctx, &label)?;
@@ -312,13 +322,16 @@ impl AbTrials {
         Ok(RunRecord::new(
             t.round as f64,
             format!(
-                "{}: round {}, {} closed-loop keep-alive clients, SPECweb96 mix",
-                match side {
-                    Side::A => "A",
-                    Side::B => "B",
-                },
+                "{}: round {}, {}, SPECweb96 mix",
+                side.upper(),
                 t.round,
-                measured.load.connections
+                match self.settings.rate {
+                    Some(rate) => format!("open loop at {rate:.0} req/s, keep-alive"),
+                    None => format!(
+                        "{} closed-loop keep-alive clients",
+                        measured.load.connections
+                    ),
+                }
             ),
             measured,
         ))

@@ -246,6 +246,22 @@ pub struct Args {
     /// The ab experiment's rounds stop here, decided or not
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::cmd::positive_duration)]
     max_time: std::time::Duration,
+    /// The ab experiment's trials run open loop at this rate (req/s, --arrivals) rather than
+    /// closed loop with --clients: CPU per request and latency at a fixed load below both
+    /// servers' capacity, where a closed loop measures them saturated. Goodput then says only
+    /// whether B kept up: judge cpu_us, p50, p99
+    #[arg(long, value_name = "REQ/S", value_parser = positive_rate)]
+    rate: Option<f64>,
+}
+
+/// A rate above 0 req/s.
+fn positive_rate(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .ok_or_else(|| {
+            format!("{text:?} is not a rate: give requests per second above 0, e.g. 2000")
+        })
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -358,6 +374,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .unwrap_or_default(),
             thresholds: args.threshold,
             max_time: args.max_time,
+            rate: args.rate,
         },
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
