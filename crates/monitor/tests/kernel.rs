@@ -263,6 +263,76 @@ fn a_flooded_backlog_of_one_counts_its_drops_as_the_kernels_listen_overflows() {
     assert_eq!(p.established, 2, "two fit in the queue: {p:?}");
 }
 
+/// A listener with TCP_DEFER_ACCEPT discards each handshake's bare ACK and waits for the
+/// data: its drop counter counts every one, but nothing was lost (nstat's ListenDrops stays
+/// put; the kernel counts them as TCPDeferAcceptDrop). The port's listen drops leave them
+/// out; a listener without the option, beside it, has none to leave out.
+#[test]
+fn the_bare_acks_defer_accept_discards_are_no_listen_drops() {
+    let _serial = serial();
+    const N: usize = 20;
+    let result = in_netns(|| {
+        let (deferring, port) = listener("127.0.0.1:0", 128);
+        let seconds: libc::c_int = 5;
+        // SAFETY: a valid socket and an int option of its size.
+        let set = unsafe {
+            libc::setsockopt(
+                deferring.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_DEFER_ACCEPT,
+                (&seconds as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(
+            set,
+            0,
+            "TCP_DEFER_ACCEPT: {}",
+            std::io::Error::last_os_error()
+        );
+        let (plain, plain_port) = listener("127.0.0.1:0", 128);
+        let monitor = kernel_monitor(&[port, plain_port], &[])?;
+        let mib_now = || {
+            (
+                mib("netstat", "TcpExt", "TCPDeferAcceptDrop"),
+                mib("netstat", "TcpExt", "ListenDrops"),
+            )
+        };
+        let before = mib_now();
+        for (listener, port) in [(&deferring, port), (&plain, plain_port)] {
+            for _ in 0..N {
+                let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                c.write_all(b"GET").unwrap();
+                let (mut s, _) = listener.accept().unwrap();
+                let mut got = [0u8; 3];
+                s.read_exact(&mut got).unwrap();
+            }
+        }
+        let after = mib_now();
+        let k = finish(monitor);
+        Some((k, port, plain_port, after.0 - before.0, after.1 - before.1))
+    });
+    let Some(Some((k, port, plain_port, deferred, drops))) = result else {
+        return;
+    };
+    assert_eq!(
+        (deferred, drops),
+        (N as u64, 0),
+        "one bare ACK per handshake deferred"
+    );
+    let p = port_of(&k, port);
+    assert_eq!(p.established, N as u64, "{p:?}");
+    assert_eq!(p.deferred_acks, deferred, "{p:?}");
+    assert_eq!(p.listen_drops, Some(0), "{p:?}");
+    let plain = port_of(&k, plain_port);
+    assert_eq!(plain.established, N as u64, "{plain:?}");
+    assert_eq!(
+        (plain.deferred_acks, plain.listen_drops),
+        (0, Some(0)),
+        "{plain:?}"
+    );
+}
+
 /// Runs `nft` with `args` (in the calling thread's namespace); panics with its error.
 fn nft(rules: &str) {
     let out = tool("nft")

@@ -43,6 +43,9 @@ pub enum Counter {
     OverflowAck,
     /// Closed connections that retransmitted at least once.
     ConnsRetrans,
+    /// Bare ACKs dropped by a listener with TCP_DEFER_ACCEPT (each handshake's last ACK: the
+    /// kernel waits for the first data).
+    DeferredAck,
 }
 
 /// Counters per port in the C struct (`COUNTERS`).

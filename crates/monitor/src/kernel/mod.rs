@@ -18,6 +18,10 @@
 //!   `kfree_skb` reason `TCP_LISTEN_OVERFLOW`, kernel 6.15 on). A SYN refused because the
 //!   queue was already full is dropped without any tracepoint; the listen sockets' own drop
 //!   counter (sock_diag, [`listen_drops`]) counts those, and the `listen` group shows it.
+//!   That counter also counts the bare ACK a listener with TCP_DEFER_ACCEPT discards at
+//!   every handshake (the embedded server's: nothing lost, the kernel waits for the data):
+//!   `kfree_skb` with no reason at a watched listener that has the option counts those
+//!   (`deferred_acks`), and the port's listen drops leave them out.
 //! - **connection lifetimes**: ESTABLISHED to CLOSE (the SYN is not visible for a passive
 //!   open: the request socket makes no state change); entries into TIME_WAIT (a close from
 //!   FIN_WAIT1/2 or CLOSING with no error: the kernel swaps in a timewait socket, which

@@ -167,10 +167,12 @@ impl Kernel {
                     rtos: c(Counter::Rto),
                     synack_retrans: c(Counter::SynackRetrans),
                     overflows_ack: c(Counter::OverflowAck),
+                    deferred_acks: c(Counter::DeferredAck),
                     listen_drops: listen_drops(
                         self.drops_first[i],
                         drops_now[i],
                         c(Counter::OverflowAck),
+                        c(Counter::DeferredAck),
                     ),
                     conns_retransmitting: c(Counter::ConnsRetrans),
                     most_retrans_per_conn: if retrans.is_empty() { 0 } else { retrans.max() },
@@ -245,7 +247,12 @@ impl Source for Kernel {
             };
             let wait = to_hdr(&diff(&b.accept_wait, &a.accept_wait));
             let life = to_hdr(&diff(&b.lifetime, &a.lifetime));
-            let dropped = listen_drops(self.drops_last[i], drops_now[i], c(Counter::OverflowAck));
+            let dropped = listen_drops(
+                self.drops_last[i],
+                drops_now[i],
+                c(Counter::OverflowAck),
+                c(Counter::DeferredAck),
+            );
             kernel.push(Row::new(
                 [port.to_string()],
                 vec![
@@ -264,6 +271,7 @@ impl Source for Kernel {
                     rate(c(Counter::RetransSegs)),
                     rate(c(Counter::Rto)),
                     rate(c(Counter::SynackRetrans)),
+                    rate(c(Counter::DeferredAck)),
                 ],
             ));
             states.push(Row::new(

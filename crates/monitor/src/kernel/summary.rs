@@ -53,10 +53,18 @@ pub struct PortFigures {
     pub synack_retrans: u64,
     /// Handshakes completed into a full accept queue, dropped (kernel 6.15 on).
     pub overflows_ack: u64,
+    /// Bare ACKs a listener with TCP_DEFER_ACCEPT discarded (the handshake's last ACK: the
+    /// kernel waits for the first data before it queues the connection; the kernel's
+    /// TCPDeferAcceptDrop). Nothing is lost; the listener's drop counter counts them all the
+    /// same, and `listen_drops` leaves them out. Zero in a summary written before it was
+    /// counted.
+    #[serde(default)]
+    pub deferred_acks: u64,
     /// The kernel's ListenDrops for this port's listeners: SYNs refused and handshakes
     /// dropped because the accept queue was full (ListenOverflows), or the SYN queue without
-    /// syncookies, or memory. From the listen sockets' own drop counter (sock_diag); `None`
-    /// when no listener was seen at both ends of the run.
+    /// syncookies, or memory. From the listen sockets' own drop counter (sock_diag), less
+    /// the overflows it counts twice and the deferred ACKs; `None` when no listener was seen
+    /// at both ends of the run.
     pub listen_drops: Option<u64>,
     /// Closed connections that had retransmitted, and the most one of them retransmitted.
     pub conns_retransmitting: u64,
@@ -158,13 +166,21 @@ impl KernelSummary {
                 spread(&p.accept_wait)
             ));
             out.push_str(&format!(
-                "           :{} {} closed (lifetime {}), {} into TIME_WAIT, {} closed while queued, listen drops {}\n",
+                "           :{} {} closed (lifetime {}), {} into TIME_WAIT, {} closed while queued, listen drops {}{}\n",
                 p.port,
                 p.closed,
                 spread(&p.lifetime),
                 p.time_wait,
                 p.closed_waiting,
                 p.listen_drops.map_or("-".into(), |d| d.to_string()),
+                if p.deferred_acks > 0 {
+                    format!(
+                        " ({} bare ACKs deferred by TCP_DEFER_ACCEPT, not counted)",
+                        p.deferred_acks
+                    )
+                } else {
+                    String::new()
+                },
             ));
             if p.retrans_segs + p.rtos + p.synack_retrans > 0 {
                 out.push_str(&format!(

@@ -63,6 +63,14 @@ struct inet_sock {
 	__be16 inet_sport;
 };
 
+struct request_sock_queue {
+	__u8 rskq_defer_accept;
+};
+
+struct inet_connection_sock {
+	struct request_sock_queue icsk_accept_queue;
+};
+
 struct tcp_sock {
 	__u32 total_retrans;
 };
@@ -113,10 +121,11 @@ struct request_sock;
 
 #pragma clang attribute pop
 
-/* Its value is relocated too (bpf_core_enum_value): it moves between kernels, and is
- * absent before 6.15. */
+/* Their values are relocated too (bpf_core_enum_value): they move between kernels, and
+ * TCP_LISTEN_OVERFLOW is absent before 6.15. */
 enum skb_drop_reason {
-	SKB_DROP_REASON_TCP_LISTEN_OVERFLOW = 0,
+	SKB_DROP_REASON_NOT_SPECIFIED = 0,
+	SKB_DROP_REASON_TCP_LISTEN_OVERFLOW = 1,
 };
 
 #endif

@@ -16,7 +16,8 @@
  *                         task's fd table; it left the accept queue now.
  *   sock_recv_length      the first receive on a connection not seen leaving by accept():
  *                         io_uring's accepts (the embedded server's), which no syscall shows.
- *   kfree_skb             the last ACK of a handshake dropped for a full accept queue.
+ *   kfree_skb             at a watched listener: the last ACK of a handshake dropped for a
+ *                         full accept queue, or a bare ACK dropped under TCP_DEFER_ACCEPT.
  *   tcp_retransmit_skb    retransmitted segments; tcp_cong_state_set into Loss: a timeout.
  *   tcp_retransmit_synack SYN-ACKs sent again (the client's ACK lost, or dropped on overflow).
  *   sched_wakeup(_new), sched_switch
@@ -53,6 +54,7 @@ enum counter {
 	C_SYNACK_RETRANS,    /* SYN-ACKs retransmitted */
 	C_OVERFLOW_ACK,      /* handshakes completed into a full accept queue, dropped */
 	C_CONNS_RETRANS,     /* closed connections that retransmitted at least once */
+	C_DEFERRED_ACK,      /* bare ACKs dropped by a listener with TCP_DEFER_ACCEPT */
 	COUNTERS = 16,
 };
 
@@ -295,13 +297,29 @@ SEC("tp_btf/kfree_skb")
 int BPF_PROG(on_drop, struct sk_buff *skb, void *location, enum skb_drop_reason reason,
 	     struct sock *rx_sk)
 {
-	if (!bpf_core_enum_value_exists(enum skb_drop_reason, SKB_DROP_REASON_TCP_LISTEN_OVERFLOW))
-		return 0;
-	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_TCP_LISTEN_OVERFLOW))
-		return 0;
+	bool overflow = bpf_core_enum_value_exists(enum skb_drop_reason,
+						   SKB_DROP_REASON_TCP_LISTEN_OVERFLOW) &&
+			reason == bpf_core_enum_value(enum skb_drop_reason,
+						      SKB_DROP_REASON_TCP_LISTEN_OVERFLOW);
 	__u32 slot;
-	if (slot_of(rx_sk, &slot))
+	if (!slot_of(rx_sk, &slot))
+		return 0;
+	if (overflow) {
 		count(slot, C_OVERFLOW_ACK);
+		return 0;
+	}
+	/* A listener with TCP_DEFER_ACCEPT drops the handshake's bare ACK (tcp_check_req, the
+	 * kernel's TCPDeferAcceptDrop) and waits for the first data: the listener's drop
+	 * counter counts it, though nothing was lost. Counted here so that the port's listen
+	 * drops can leave them out. The kernel gives that drop no reason of its own; a drop
+	 * with a reason (a PAWS or window check) is something else. */
+	if (!bpf_core_enum_value_exists(enum skb_drop_reason, SKB_DROP_REASON_NOT_SPECIFIED) ||
+	    reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_NOT_SPECIFIED) ||
+	    rx_sk->__sk_common.skc_state != TCP_LISTEN)
+		return 0;
+	const struct inet_connection_sock *icsk = bpf_core_cast(rx_sk, struct inet_connection_sock);
+	if (icsk->icsk_accept_queue.rskq_defer_accept)
+		count(slot, C_DEFERRED_ACK);
 	return 0;
 }
 
