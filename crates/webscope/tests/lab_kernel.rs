@@ -1,6 +1,7 @@
 //! The lab with the monitor's kernel module (#49): each run of the clients sweep gets its
 //! connections' accept-queue wait, and the kernel times every connection the generator
-//! opened, one wait each (known truth: the generator's own count of connects). Where the
+//! opened, one wait each, and one lifetime each (known truth: the generator's own count of
+//! connects, a connection per request). Where the
 //! module is not built (the `kernel` feature) or cannot load (not root, no BTF), the lab runs
 //! as before and the page says once why the column is absent; CI runs as root with the
 //! feature and sets WEBSCOPE_REQUIRE_KERNEL, so there the figures must be there.
@@ -13,6 +14,7 @@ use lab_support::{tiny_fileset, webscope};
 
 const NOTE: &str = "No accept-queue wait in these runs";
 const COLUMN: &str = "accept queue p50/p99 ms";
+const LIFETIME: &str = "lifetime p50/p99 ms";
 
 fn lab(out: &Path, fileset: &Path, extra: &[&str]) -> String {
     let run = webscope()
@@ -63,7 +65,7 @@ fn every_connection_of_a_run_is_timed_in_the_accept_queue_or_the_page_says_once_
             assert!(why.contains("--features kernel"), "{why}");
         }
         assert_eq!(html.matches(NOTE).count(), 1, "the note, once");
-        assert!(!html.contains(COLUMN));
+        assert!(!html.contains(COLUMN) && !html.contains(LIFETIME));
         eprintln!("skipping the figures' check: {why}");
         return;
     }
@@ -97,7 +99,29 @@ fn every_connection_of_a_run_is_timed_in_the_accept_queue_or_the_page_says_once_
             row["accept_wait_p99_ms"].as_f64().unwrap(),
         );
         assert!(p50 > 0.0 && p99 >= p50, "{run}: {row}");
+        // N connections, N lifetimes: at most one per client may still be open when the
+        // monitor stops.
+        let lived = port["lifetime"]["count"].as_u64().unwrap();
+        assert!(
+            lived <= connects && lived + clients >= connects,
+            "{run}: {lived} lifetimes for {connects} connects"
+        );
+        assert_eq!(row["lifetimes"].as_u64(), Some(lived), "{row}");
+        // Each closed either from the server's side first, into TIME_WAIT, or from the
+        // client's, through LAST_ACK; at most one per client was reset at the run's end.
+        let entered = row["time_wait_entered"].as_u64().unwrap();
+        let last_ack = port["transitions"]["last_ack"].as_u64().unwrap();
+        assert!(
+            entered > 0 && entered + last_ack <= lived && entered + last_ack + clients >= lived,
+            "{run}: {entered} into TIME_WAIT and {last_ack} through LAST_ACK of {lived} closed"
+        );
+        let (p50, p99) = (
+            row["lifetime_p50_ms"].as_f64().unwrap(),
+            row["lifetime_p99_ms"].as_f64().unwrap(),
+        );
+        assert!(p50 > 0.0 && p99 >= p50, "{run}: {row}");
     }
+    assert!(html.contains(LIFETIME), "no lifetime column");
 }
 
 #[test]
@@ -107,7 +131,7 @@ fn no_kernel_leaves_the_column_out_and_says_so_once() {
     tiny_fileset(&fileset);
     let out = tmp.path().join("report");
     let html = lab(&out, &fileset, &["--clients", "1", "--no-kernel"]);
-    assert!(!html.contains(COLUMN));
+    assert!(!html.contains(COLUMN) && !html.contains(LIFETIME));
     assert_eq!(html.matches(NOTE).count(), 1, "the note, once");
     assert!(html.contains("the lab ran with --no-kernel"));
     let run = json(&out.join("clients/clients-001/run.json"));

@@ -9,7 +9,7 @@ use super::rendered::Rendered;
 use crate::bottleneck::evidence::{evidence, run_time_wait};
 use crate::bottleneck::{self, Verdict};
 use crate::health::{Expect, Health, Judge};
-use crate::os_figures::server_machine;
+use crate::os_figures::{lifetimes, server_machine, Lifetimes};
 use crate::record::{read_json, ExperimentRecord, RunRecord};
 
 /// One run's key figures, taken from its record.
@@ -43,6 +43,9 @@ pub struct Point {
     /// The connections' wait in the server's accept queue (the monitor's kernel module),
     /// where it was measured.
     pub queue_wait: Option<QueueWait>,
+    /// How long the connections lived and how many the server left in TIME_WAIT (the
+    /// monitor's kernel module), where it was measured.
+    pub lifetimes: Option<Lifetimes>,
     /// Valid runs behind the point (`--repeat`): 1 for a single run.
     pub repeats: usize,
     /// Lowest and highest goodput of the repeats, when there were several.
@@ -110,6 +113,7 @@ impl Point {
             time_wait: run_time_wait(&run),
             disk_util: server_machine(&run).and_then(|os| os.busiest("disk", "util_pct")),
             queue_wait: super::queue_wait::of(&run),
+            lifetimes: lifetimes(&run),
             run,
         }
     }
@@ -227,6 +231,7 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
         time_wait: None,
         disk_util: None,
         queue_wait: None,
+        lifetimes: None,
         run: RunRecord {
             x,
             load_description: String::new(),
