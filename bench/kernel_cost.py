@@ -58,7 +58,9 @@ def main():
     args = ap.parse_args()
     binary = args.binary
     if binary is None:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope"], check=True)
+        # The module is compiled only with the `kernel` feature: without it --kernel is refused.
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "webscope", "--features", "webscope/kernel"],
+                       check=True)
         binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release", "webscope")
     root = tempfile.mkdtemp(prefix="kernel-cost-")
     with open(os.path.join(root, "1k"), "wb") as f:
@@ -70,6 +72,10 @@ def main():
     time.sleep(1.0)
     url = f"http://127.0.0.1:{port}/1k"
     results = {}
+    # What the figures are of: the day, the kernel, the CPUs, and how busy the machine was
+    # (it is shared; the pairs' alternation cancels a drift, not the noise).
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, kernel {os.uname().release}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start", flush=True)
     try:
         for mode in ["keep-alive", "close"]:
             pairs = []
@@ -107,7 +113,7 @@ def main():
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
-    print()
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
     for mode, pairs in results.items():
         off = [p[0] for p in pairs]
         on = [p[1] for p in pairs]

@@ -43,6 +43,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         page.extend(super::queue_wait::absent_note(
             points.iter().map(|p| &p.run),
         ));
+        // Where they are there, what the kernel module that measured them costs.
+        page.extend(super::kernel_cost::note(points.iter().map(|p| &p.run)));
         page.table(
             "Per run (goodput: responses with an expected status; bound by: the verdict of each run)",
             per_run::table(&points, "clients"),

@@ -10,6 +10,7 @@
 //!        ├─ charts, sweep, cells       shared charts, fits, table cells
 //!        ├─ per_run                    a sweep's table of runs (clients; any x)
 //!        ├─ queue_wait                 the accept-queue wait (kernel module), time split
+//!        ├─ kernel_cost                what the kernel module costs (the run's, the bench's)
 //!        ├─ paper_panels               the paper's numbers beside ours
 //!        └─ page::ExperimentPage       the section, its table, CSV, summary, JSON
 //!   baseline (--baseline)              compare's table against a stored lab
@@ -26,6 +27,7 @@ pub mod charts;
 pub mod clients;
 pub mod degradation;
 pub mod filesize;
+pub mod kernel_cost;
 pub mod model;
 pub mod page;
 pub mod paper_panels;
