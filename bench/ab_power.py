@@ -127,6 +127,11 @@ def experiment(ws, a, b, fileset, out, args):
         ab = json.load(f)["ab"]
     rows = {r["metric"]: r for r in (ab.get("comparison") or {}).get("rows", [])}
     verdicts = {v["threshold"]: v["verdict"] for v in ab["verdict"]["verdicts"]}
+    # capacity>-5%: each side's lower edge L from the two searches in lockstep.
+    searched = ab.get("capacity") or {}
+    for side in ("a", "b"):
+        ending = searched.get(side) or {}
+        verdicts[f"L_{side}"] = ending.get("capacity_rps", ending.get("kind"))
     return code, verdicts, rows, ab["verdict"]["rounds"], elapsed
 
 

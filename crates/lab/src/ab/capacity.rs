@@ -138,14 +138,7 @@ impl Lockstep {
 /// machine's readings (see the module's doc).
 fn bracket(ending: &Ending) -> Option<Bracket> {
     let (low, high, capacity) = RpsEnding::from(ending).bracket()?;
-    Some(Bracket {
-        low,
-        high,
-        capacity,
-        machine_ms: None,
-        machine_se_ms: None,
-        peak_spread: None,
-    })
+    Some(Bracket::bare(low, high, capacity))
 }
 
 /// The threshold `written` (`capacity>-5%`, the least change `least`) judged on A's and B's

@@ -78,6 +78,18 @@ pub const MACHINE_LIMIT: f64 = 0.05;
 pub const MACHINE_Z: f64 = 1.645;
 
 impl Bracket {
+    /// A bracket with no reading of the machine's speed nor of the peak's spread.
+    pub fn bare(low: f64, high: f64, capacity: Option<f64>) -> Bracket {
+        Bracket {
+            low,
+            high,
+            capacity,
+            machine_ms: None,
+            machine_se_ms: None,
+            peak_spread: None,
+        }
+    }
+
     /// Whether the two brackets share a rate (both ends included: a rate one search passed
     /// and the other failed is shared).
     pub fn overlaps(&self, other: &Bracket) -> bool {
@@ -331,14 +343,7 @@ mod tests {
     }
 
     fn bracket(low: f64, high: f64, capacity: Option<f64>) -> Bracket {
-        Bracket {
-            low,
-            high,
-            capacity,
-            machine_ms: None,
-            machine_se_ms: None,
-            peak_spread: None,
-        }
+        Bracket::bare(low, high, capacity)
     }
 
     /// `b` searched on a machine whose reference loop read `ms` on average (± `se`).
