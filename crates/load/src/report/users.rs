@@ -194,6 +194,30 @@ pub(crate) fn interval(report: &mut IntervalReport, stats: &UserStats, active: u
     });
 }
 
+/// The users figures of the segments' interval `reported` merged (`webscope merge`): users
+/// active and page views added, over the merged interval's `seconds`; the page loads are
+/// left for [`interval_loads`], from the interval logs' page lines. None when no segment
+/// ran users.
+pub(crate) fn merged_interval(reported: &[&IntervalReport], seconds: f64) -> Option<IntervalUsers> {
+    let mut users = reported.iter().filter_map(|r| r.users.as_ref()).peekable();
+    users.peek()?;
+    let (active, page_views) = users.fold((0usize, 0u64), |(a, v), u| {
+        (a.saturating_add(u.active), v.saturating_add(u.page_views))
+    });
+    Some(IntervalUsers {
+        active,
+        page_views,
+        page_views_per_s: page_views as f64 / seconds.max(1e-9),
+        ..IntervalUsers::default()
+    })
+}
+
+/// Sets a merged interval's page loads from the sum of the segments' histograms of it.
+pub(crate) fn interval_loads(users: &mut IntervalUsers, page_load: &hdrhistogram::Histogram<u64>) {
+    users.page_load_us = Latency::of(page_load);
+    users.page_load_p95_us = p95(page_load);
+}
+
 /// The largest gap between the histogram's empirical CDF (nanoseconds) and `cdf`, looked at
 /// on both sides of each recorded value's step.
 fn ks_distance(h: &hdrhistogram::Histogram<u64>, cdf: &dyn Fn(f64) -> f64) -> f64 {

@@ -467,7 +467,12 @@ impl Gather<'_> {
                 }
             }
             if config.users.is_some() {
-                log.write(&done.recorder.users.page_load, begun, length, Some("page"))?;
+                log.write(
+                    &done.recorder.users.page_load,
+                    begun,
+                    length,
+                    Some(crate::slo::PAGE),
+                )?;
             }
             log.flush()?;
         }
