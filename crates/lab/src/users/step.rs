@@ -92,10 +92,6 @@ pub fn run(
     ctx: &Ctx<'_>,
     given: &Given<'_>,
 ) -> anyhow::Result<(RunRecord, StepJudged)> {
-    anyhow::ensure!(
-        !ctx.target.http2,
-        "the users experiment speaks HTTP/1.1 only so far: leave --http2 out"
-    );
     let watched = quiet::watched(ctx);
     let label = step.label();
     if given.after_disturbed {
@@ -111,10 +107,17 @@ pub fn run(
     let measured = measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?;
     let record = RunRecord::new(
         step.users as f64,
-        format!(
-            "closed loop, {} users of {} connections each, keep-alive",
-            step.users, BROWSER_CONNECTIONS
-        ),
+        if ctx.target.http2 {
+            format!(
+                "closed loop, {} users of one HTTP/2 connection each, up to {} streams at once",
+                step.users, BROWSER_CONNECTIONS
+            )
+        } else {
+            format!(
+                "closed loop, {} users of {} connections each, keep-alive",
+                step.users, BROWSER_CONNECTIONS
+            )
+        },
         measured,
     );
     let disturbance = sampler.and_then(|s| s.stop().ok());
@@ -190,7 +193,8 @@ fn users_config(step: &Step, ctx: &Ctx<'_>, given: &Given<'_>) -> anyhow::Result
     config.connections = step.users;
     config.duration = step.length;
     config.mode = Mode::KeepAlive;
-    config.tls = ctx.target.tls.clone();
+    // Over TLS, and HTTP/2 (each user one connection, its objects on streams), as asked.
+    crate::measure::speak(&mut config, ctx.target);
     let sessions = given.sessions.clone();
     let mut users = Users {
         count: step.users,

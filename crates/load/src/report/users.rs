@@ -16,6 +16,10 @@ pub struct UsersReport {
     pub users: usize,
     /// Connections each may open.
     pub connections_per_user: usize,
+    /// Over HTTP/2: the streams each user has out at once at most, on its one connection
+    /// (None over HTTP/1.1, where each request has a connection).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streams_per_user: Option<usize>,
     /// How the sessions were made.
     pub sessions_from: String,
     /// How long the users think, in words (said beside the number of users).
@@ -42,7 +46,7 @@ pub struct UsersReport {
     /// distribution: small when the users thought as told whatever the server did. None for
     /// a log's sessions: their think times are whole seconds (CLF's resolution), a step
     /// function that a timer's half millisecond either side puts at distance 1 from any
-    /// sample, and which says nothing.
+    /// sample, and which says nothing; None for a constant think time, for the same reason.
     pub think_ks_distance: Option<f64>,
     /// The interactive response time law's R = N/X − Z, seconds, with the measured X and
     /// the mean think time kept (Z as the run had it: a sample's mean is not the
@@ -98,11 +102,23 @@ pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
     };
     let mut figures = UsersReport {
         users: users.count,
-        connections_per_user: users.connections,
+        connections_per_user: if config.http2.is_some() {
+            1
+        } else {
+            users.connections
+        },
+        streams_per_user: config.http2.map(|_| users.connections),
         sessions_from: users.describe(),
         thinking: users.thinking(),
         think_configured_s: users.mean_think_s(),
         think_ks_distance: match &users.sessions {
+            // A constant think time's CDF is a step, at distance 1 from any sample a timer
+            // kept within half a millisecond of it: the distance would say nothing.
+            Sessions::Model(model)
+                if matches!(model.think, crate::users::Dist::Constant { .. }) =>
+            {
+                None
+            }
             Sessions::Model(model) => {
                 let think = model.think;
                 Some(ks_distance(&stats.think, &|x| think.cdf(x)))
@@ -253,9 +269,12 @@ impl UsersReport {
         use super::text::format_us;
         let load = &self.page_load_us;
         format!(
-            "  Users       {} ({} connections each, {}); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept{})\n{}",
+            "  Users       {} ({}, {}); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept{})\n{}",
             self.users,
-            self.connections_per_user,
+            match self.streams_per_user {
+                Some(streams) => format!("one HTTP/2 connection each, up to {streams} streams at once"),
+                None => format!("{} connections each", self.connections_per_user),
+            },
             self.thinking,
             self.sessions_from,
             self.page_views,
