@@ -206,3 +206,64 @@ fn users_config(step: &Step, ctx: &Ctx<'_>, given: &Given<'_>) -> anyhow::Result
     config.users = Some(Arc::new(users));
     Ok(config)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::{Find, Target};
+
+    /// Issue 52: the users experiment refused `--http2`. A step's load speaks as the target
+    /// is spoken to: over HTTP/2, users each with a connection, kept alive, and a config the
+    /// load generator takes.
+    #[test]
+    fn regression_52_a_steps_users_speak_http2_when_the_target_does() {
+        let options = crate::tests_options(true);
+        let mut target = Target::external("https://127.0.0.1:9/", Find::None, Vec::new())
+            .expect("a target by URL");
+        let bar = crate::progress::Progress::new(
+            indicatif::ProgressBar::hidden(),
+            None,
+            &crate::health::Judge::default(),
+        )
+        .expect("a bar");
+        let interrupt = std::sync::atomic::AtomicBool::new(false);
+        let dir = Path::new("/nonexistent");
+        let requests = [ReplayRequest {
+            method: "GET".into(),
+            target: "/index.html".into(),
+            range: None,
+            not_modified: false,
+        }];
+        let sessions = Sessions::Model(super::super::lab_model(None));
+        let step = Step {
+            number: 1,
+            users: 4,
+            length: Duration::from_secs(1),
+        };
+        for http2 in [false, true] {
+            target.http2 = http2;
+            let ctx = Ctx {
+                options: &options,
+                fileset: dir,
+                exe: dir,
+                server_cpu: None,
+                target: &target,
+                secure: None,
+                duration: Duration::from_secs(1),
+                interrupt: &interrupt,
+                bar: &bar,
+            };
+            let given = Given {
+                sessions: &sessions,
+                requests: Some(&requests),
+                page: None,
+                after_disturbed: false,
+            };
+            let config = users_config(&step, &ctx, &given).expect("the step's config");
+            assert_eq!(config.http2.is_some(), http2);
+            assert_eq!(config.mode, Mode::KeepAlive);
+            assert_eq!(config.users.as_ref().map(|u| u.count), Some(4));
+            config.check().expect("a config the load generator takes");
+        }
+    }
+}

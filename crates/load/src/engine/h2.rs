@@ -47,9 +47,8 @@ const STOP_POLL: Duration = Duration::from_millis(5);
 /// class, where its handshake is counted: its first request is waiting on it.
 pub(super) type InFlight = Rc<RefCell<Vec<Option<(Instant, usize)>>>>;
 
-/// Runs `connections` HTTP/2 connections of `streams` streams each (or the thread's users,
-/// `h2_users.rs`) until the run ends or is stopped, handing the figures over at each interval
-/// boundary.
+/// Runs `connections` HTTP/2 connections of `streams` streams each until the run ends or is
+/// stopped, handing the figures over at each interval boundary (users run in `h2_users.rs`).
 pub(crate) async fn run(
     shared: Rc<Shared>,
     mut intervals: Intervals,
@@ -57,9 +56,6 @@ pub(crate) async fn run(
     streams: usize,
     seed: u64,
 ) {
-    if shared.users.is_some() {
-        return super::h2_users::run(shared, intervals, seed).await;
-    }
     let local = tokio::task::LocalSet::new();
     local
         .run_until(async move {

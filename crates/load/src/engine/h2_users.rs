@@ -34,7 +34,7 @@ use crate::users::Request;
 
 /// Runs the thread's users (`shared.users`) until the run ends or is stopped, handing the
 /// figures over at each interval boundary.
-pub(super) async fn run(shared: Rc<Shared>, mut intervals: Intervals, seed: u64) {
+pub(crate) async fn run(shared: Rc<Shared>, mut intervals: Intervals, seed: u64) {
     let Some((plan, first, stride, count)) = shared.users.clone() else {
         return;
     };
