@@ -314,13 +314,14 @@ fn regression_52_users_over_http2_keep_one_connection_each_and_think_as_told() {
         "{sessions} sessions for {views} views"
     );
     // A think after each view but the last of each user (which the end may cut), each of
-    // them the 200 ms told (a timer ends no more than half a millisecond early).
+    // them the 200 ms told (a timer ends no more than a millisecond early, less the
+    // histogram's 0.1 % resolution).
     let thinks = u(&users["think_us"], "count");
     assert!(
         thinks <= views && thinks + users_n >= views,
         "{thinks} thinks for {views} views"
     );
-    assert!(f(&users["think_us"], "min") >= 199_000.0, "{users}");
+    assert!(f(&users["think_us"], "min") >= 198_700.0, "{users}");
     assert!(
         (f(users, "think_configured_s") - think_s).abs() < 1e-9,
         "{users}"

@@ -64,7 +64,7 @@ const OPEN_GRACE: Duration = Duration::from_millis(1);
 
 /// Open-loop sends are timed by the runtime's 1 ms timer: slots are sent from half a
 /// millisecond before their time, so sends land within ±0.5 ms of it.
-pub(super) const SEND_EARLY: Duration = Duration::from_micros(500);
+const SEND_EARLY: Duration = Duration::from_micros(500);
 
 /// How often the engine looks at the stop flag while nothing else wakes it.
 const STOP_POLL: Duration = Duration::from_millis(5);
