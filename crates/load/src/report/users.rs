@@ -306,6 +306,33 @@ impl UsersReport {
                 webscope_report::human::duration(LAW_CYCLES * cycle_s),
             );
         }
+        // Each user's page views outnumber its thinks by one at the run's end (or its last
+        // think is cut short): N/X − Z comes out about Z / (page views per user) below R,
+        // which must stay under half the page load for the law to say it (issue 52's check:
+        // 4 users thinking 200 ms for 10 views each printed R = −1.2 ms beside 18 ms).
+        let (z, load) = (self.think_us.mean / 1e6, self.page_load_us.mean / 1e6);
+        let needed = if load > 0.0 {
+            2.0 * z / load
+        } else {
+            f64::INFINITY
+        };
+        if self.law_cycles < needed {
+            let run = if needed.is_finite() {
+                format!(
+                    "; run for {} or more ({needed:.0} page views each) for the law to hold",
+                    webscope_report::human::duration(needed * cycle_s)
+                )
+            } else {
+                String::new()
+            };
+            return format!(
+                "  R = N/X - Z left out: it would be {} beside a mean page load of {}, off by about Z / {:.1} page views a user = {} (a user's page views outnumber its thinks by one at the run's end), more than half the page load{run}\n",
+                format_us(self.law_response_s * 1e6),
+                format_us(self.page_load_us.mean),
+                self.law_cycles,
+                format_us(z * 1e6 / self.law_cycles.max(1e-9)),
+            );
+        }
         format!(
             "  R = N/X - Z {} (the response time law, Z the kept mean; mean page load {}: they part by the ramp-up, users waiting to begin, and the run's end, which cuts page views and thinks short)\n",
             format_us(self.law_response_s * 1e6),
@@ -359,5 +386,15 @@ mod tests {
             "{long}"
         );
         assert!(long.contains("they part by the ramp-up"), "{long}");
+        // 10 views each of users thinking 200 ms with 18-ms page loads: the one think
+        // fewer than views puts the law 20 ms off, past the page load itself.
+        let mut off = report(40, 4, 200.0, 18.0);
+        off.law_response_s = -0.0012;
+        let off = off.summary();
+        assert!(
+            off.contains("R = N/X - Z left out: it would be -1200us beside a mean page load of 18.00ms, off by about Z / 10.0 page views a user = 20.00ms"),
+            "{off}"
+        );
+        assert!(off.contains("(22 page views each)"), "{off}");
     }
 }
