@@ -60,7 +60,14 @@ pub fn check(options: &Options) -> anyhow::Result<(Vec<&'static Experiment>, Exp
 }
 
 /// Experiments that run over TLS and HTTP/2 when asked (protocols runs all protocols itself).
-const SECURE_EXPERIMENTS: [&str; 5] = ["clients", "filesize", "model", "protocols", "capacity"];
+const SECURE_EXPERIMENTS: [&str; 6] = [
+    "clients",
+    "filesize",
+    "model",
+    "protocols",
+    "capacity",
+    "users",
+];
 
 /// Experiments that run over HTTP/3 when asked: the closed-loop ones. The capacity search's
 /// open-loop probes open HTTP/2's few connections of many streams, not yet HTTP/3's.

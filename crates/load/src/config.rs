@@ -117,7 +117,9 @@ pub struct Config {
     /// The requests' body (`--body`), sent with a Content-Length.
     pub body: Vec<u8>,
     /// HTTP/2 with this many concurrent streams per connection (h2load's -m): over TLS with
-    /// ALPN h2 for https, with prior knowledge (h2c) for http. None: HTTP/1.1.
+    /// ALPN h2 for https, with prior knowledge (h2c) for http. None: HTTP/1.1. With `users`,
+    /// each user has one connection and up to its `Users::connections` streams at once
+    /// (the number here is unused).
     pub http2: Option<usize>,
     /// HTTP/3 over QUIC with this many concurrent streams per connection (`--http3`, `-M`);
     /// https URLs only. None: not HTTP/3.
@@ -135,7 +137,8 @@ pub struct Config {
     #[serde(with = "shared_replay")]
     pub replay: Option<std::sync::Arc<crate::replay::Replay>>,
     /// Run users instead of connections (`--users`): each of them goes through sessions of
-    /// page views on connections of its own; `connections` is then unused. Closed loop.
+    /// page views on connections of its own (HTTP/2: a connection of its own, its streams);
+    /// `connections` is then unused. Closed loop.
     #[serde(with = "shared_users")]
     pub users: Option<std::sync::Arc<crate::users::Users>>,
 }
@@ -285,9 +288,6 @@ impl Config {
         }
         if matches!(self.pacing, Pacing::Open { .. }) {
             return bad("--users is a closed population (each user waits for its pages and thinks): drop --rate");
-        }
-        if self.http2.is_some() {
-            return bad("--users speaks HTTP/1.1 only so far: leave --http2 out");
         }
         if self.replay.is_some() {
             return bad("--users and --replay are two ways to use a log: give --sessions LOG with --users, or --replay alone");

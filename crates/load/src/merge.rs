@@ -17,6 +17,7 @@ use crate::replay::ReplayReport;
 use crate::report::build::fill;
 use crate::report::histograms::decode;
 use crate::report::{Generator, IntervalReport, Latency, Report};
+use crate::slo::PAGE as PAGE_TAG;
 use crate::Error;
 
 /// A segment's result: its report and its interval log (the log's text; its intervals are
@@ -368,6 +369,9 @@ fn intervals(
         Some(path) => Some(Hlog::create(path, base, &format!("{target} (merged)"))?),
         None => None,
     };
+    // All requests, each class, and a users run's page loads (as a single run's log has
+    // them: issue 52, merge dropped the per-interval users figures).
+    let users = parts.iter().any(|p| p.report.users.is_some());
     let tags: Vec<Option<String>> = std::iter::once(None)
         .chain(
             (names.len() > 1)
@@ -375,6 +379,7 @@ fn intervals(
                 .into_iter()
                 .flatten(),
         )
+        .chain(users.then(|| Some(PAGE_TAG.to_string())))
         .collect();
     let mut out: Vec<IntervalReport> = (0..count)
         .map(|i| {
@@ -407,25 +412,33 @@ fn intervals(
                     .fold(0.0, f64::max),
                 connections: reported.iter().map(|r| r.connections).sum(),
                 offered: reported.iter().map(|r| r.offered).sum(),
-                // Users' page loads are not in a segment's histograms yet: not merged.
-                users: None,
+                // The counts here, the page loads from the logs' `page` lines below.
+                users: crate::report::users::merged_interval(&reported, seconds),
             }
         })
         .collect();
     for (t, tag) in tags.iter().enumerate() {
         // Interval by interval, every segment's log read alongside the others': one sum
         // and one decoded interval per segment in memory, whatever the run's length.
-        let mut logs: Vec<(&str, crate::hlog::Intervals)> = parts
+        let page = tag.as_deref() == Some(PAGE_TAG);
+        let mut logs: Vec<(&Part, crate::hlog::Intervals)> = parts
             .iter()
-            .map(|p| {
-                let segment = p.report.segment.as_deref().unwrap_or("?");
-                (segment, crate::hlog::Intervals::new(&p.log, tag.as_deref()))
-            })
+            .map(|p| (p, crate::hlog::Intervals::new(&p.log, tag.as_deref())))
             .collect();
         for (i, interval) in out.iter_mut().enumerate() {
             let mut sum = histogram();
-            for (segment, logged) in logs.iter_mut() {
+            for (part, logged) in logs.iter_mut() {
+                let segment = part.report.segment.as_deref().unwrap_or("?");
                 let Some(logged) = logged.next() else {
+                    // A log without a page line where its report counted page loads (of
+                    // another run, cut short, or of a build before them) would understate
+                    // the interval's.
+                    let loads = part.report.intervals.get(i).and_then(|r| r.users.as_ref());
+                    if page && loads.is_some_and(|u| u.page_load_us.count > 0) {
+                        return Err(Error::Config(format!(
+                            "segment {segment}: its interval log has no page loads for interval {i}, its report has: give each result's own .hlog beside its .json"
+                        )));
+                    }
                     continue;
                 };
                 let logged = logged.map_err(|why| {
@@ -444,6 +457,9 @@ fn intervals(
             }
             if t == 0 {
                 interval.latency_us = Latency::of(&sum);
+            }
+            if let Some(users) = interval.users.as_mut().filter(|_| page) {
+                crate::report::users::interval_loads(users, &sum);
             }
         }
     }

@@ -110,6 +110,10 @@ pub(crate) fn run(mut setup: Setup, tx: Sender<Message>, stop: watch::Receiver<b
         tokio::time::sleep_until(setup.start.into()).await;
         match (engine, setup.http2, setup.http3) {
             (Some(engine), _, _) => engine.run(intervals).await,
+            // Users over HTTP/2: a connection each, their streams their page views' requests.
+            (None, Some(_), _) if shared.users.is_some() => {
+                crate::engine::h2_users::run(shared, intervals, seed).await
+            }
             (None, Some(streams), _) => {
                 crate::engine::h2::run(shared, intervals, setup.connections, streams, seed).await
             }

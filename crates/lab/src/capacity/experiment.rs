@@ -129,7 +129,13 @@ impl Sweep for Capacity {
     fn start(ctx: &Ctx<'_>) -> anyhow::Result<Capacity> {
         if !ctx.options.quiet {
             if let Some(line) = long_first_probes(ctx.options, ctx.duration) {
-                ctx.bar.println(line);
+                // A hidden bar (stderr not a terminal: a log, CI) prints nothing: the line
+                // goes to stderr itself, as the lab's other lines do.
+                if ctx.bar.is_hidden() {
+                    eprintln!("{line}");
+                } else {
+                    ctx.bar.println(line);
+                }
             }
         }
         Ok(Capacity {

@@ -173,12 +173,14 @@ impl Sweep for UsersSearch {
     fn start(ctx: &Ctx<'_>) -> anyhow::Result<UsersSearch> {
         let own = ctx.options.target.is_none() && ctx.options.workload.is_empty();
         let server = match own {
-            true => Some(crate::target::Target::embedded(
+            // Over TLS (and HTTP/2) when the lab's embedded server speaks them.
+            true => Some(crate::target::Target::embedded_over(
                 ctx.exe,
                 ctx.fileset,
                 1,
                 ctx.server_cpu,
                 &["--services".to_string()],
+                ctx.secure,
             )?),
             false => None,
         };

@@ -92,10 +92,6 @@ pub fn run(
     ctx: &Ctx<'_>,
     given: &Given<'_>,
 ) -> anyhow::Result<(RunRecord, StepJudged)> {
-    anyhow::ensure!(
-        !ctx.target.http2,
-        "the users experiment speaks HTTP/1.1 only so far: leave --http2 out"
-    );
     let watched = quiet::watched(ctx);
     let label = step.label();
     if given.after_disturbed {
@@ -111,10 +107,17 @@ pub fn run(
     let measured = measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?;
     let record = RunRecord::new(
         step.users as f64,
-        format!(
-            "closed loop, {} users of {} connections each, keep-alive",
-            step.users, BROWSER_CONNECTIONS
-        ),
+        if ctx.target.http2 {
+            format!(
+                "closed loop, {} users of one HTTP/2 connection each, up to {} streams at once",
+                step.users, BROWSER_CONNECTIONS
+            )
+        } else {
+            format!(
+                "closed loop, {} users of {} connections each, keep-alive",
+                step.users, BROWSER_CONNECTIONS
+            )
+        },
         measured,
     );
     let disturbance = sampler.and_then(|s| s.stop().ok());
@@ -190,7 +193,8 @@ fn users_config(step: &Step, ctx: &Ctx<'_>, given: &Given<'_>) -> anyhow::Result
     config.connections = step.users;
     config.duration = step.length;
     config.mode = Mode::KeepAlive;
-    config.tls = ctx.target.tls.clone();
+    // Over TLS, and HTTP/2 (each user one connection, its objects on streams), as asked.
+    crate::measure::speak(&mut config, ctx.target);
     let sessions = given.sessions.clone();
     let mut users = Users {
         count: step.users,
@@ -201,4 +205,65 @@ fn users_config(step: &Step, ctx: &Ctx<'_>, given: &Given<'_>) -> anyhow::Result
     users.ramp_up = Duration::from_secs_f64(users.mean_think_s()).min(step.length / 4);
     config.users = Some(Arc::new(users));
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::{Find, Target};
+
+    /// Issue 52: the users experiment refused `--http2`. A step's load speaks as the target
+    /// is spoken to: over HTTP/2, users each with a connection, kept alive, and a config the
+    /// load generator takes.
+    #[test]
+    fn regression_52_a_steps_users_speak_http2_when_the_target_does() {
+        let options = crate::tests_options(true);
+        let mut target = Target::external("https://127.0.0.1:9/", Find::None, Vec::new())
+            .expect("a target by URL");
+        let bar = crate::progress::Progress::new(
+            indicatif::ProgressBar::hidden(),
+            None,
+            &crate::health::Judge::default(),
+        )
+        .expect("a bar");
+        let interrupt = std::sync::atomic::AtomicBool::new(false);
+        let dir = Path::new("/nonexistent");
+        let requests = [ReplayRequest {
+            method: "GET".into(),
+            target: "/index.html".into(),
+            range: None,
+            not_modified: false,
+        }];
+        let sessions = Sessions::Model(super::super::lab_model(None));
+        let step = Step {
+            number: 1,
+            users: 4,
+            length: Duration::from_secs(1),
+        };
+        for http2 in [false, true] {
+            target.http2 = http2;
+            let ctx = Ctx {
+                options: &options,
+                fileset: dir,
+                exe: dir,
+                server_cpu: None,
+                target: &target,
+                secure: None,
+                duration: Duration::from_secs(1),
+                interrupt: &interrupt,
+                bar: &bar,
+            };
+            let given = Given {
+                sessions: &sessions,
+                requests: Some(&requests),
+                page: None,
+                after_disturbed: false,
+            };
+            let config = users_config(&step, &ctx, &given).expect("the step's config");
+            assert_eq!(config.http2.is_some(), http2);
+            assert_eq!(config.mode, Mode::KeepAlive);
+            assert_eq!(config.users.as_ref().map(|u| u.count), Some(4));
+            config.check().expect("a config the load generator takes");
+        }
+    }
 }

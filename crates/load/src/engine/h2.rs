@@ -48,7 +48,7 @@ const STOP_POLL: Duration = Duration::from_millis(5);
 pub(super) type InFlight = Rc<RefCell<Vec<Option<(Instant, usize)>>>>;
 
 /// Runs `connections` HTTP/2 connections of `streams` streams each until the run ends or is
-/// stopped, handing the figures over at each interval boundary.
+/// stopped, handing the figures over at each interval boundary (users run in `h2_users.rs`).
 pub(crate) async fn run(
     shared: Rc<Shared>,
     mut intervals: Intervals,
@@ -164,7 +164,7 @@ async fn connection(
 /// connection's driver runs as a task of its own. Returns the sender and the TCP connect
 /// time; the TLS handshake's time and kind are recorded here (under the first class: a
 /// connection serves every class).
-async fn open(shared: &Shared) -> Result<(SendRequest<Bytes>, Duration), Failure> {
+pub(super) async fn open(shared: &Shared) -> Result<(SendRequest<Bytes>, Duration), Failure> {
     let deadline = shared.timeout;
     let began = Instant::now();
     let tcp = match tokio::time::timeout(deadline, TcpStream::connect(shared.addr)).await {
@@ -244,68 +244,106 @@ async fn stream_loop(
     mut connect: Option<Duration>,
     (in_flight, slot): (InFlight, usize),
 ) -> bool {
-    let scheme = if shared.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
     while Instant::now() < shared.end {
         let Some(waited) = next_slot(&shared).await else {
             break;
         };
         let index = shared.requests.pick_index(&mut rng);
-        let entry = shared.requests.entry(index);
-        let class = entry.class as usize;
-        let sent = Instant::now();
-        let from = waited.unwrap_or(sent);
-        in_flight.borrow_mut()[slot] = Some((from, class));
-        let result = tokio::time::timeout(
-            shared.timeout,
-            exchange(&shared, sender.clone(), scheme, index),
-        )
-        .await
-        .unwrap_or(Err(Some(Failure::Timeout)));
-        in_flight.borrow_mut()[slot] = None;
-        let now = Instant::now();
-        let mut recorder = shared.recorder.borrow_mut();
-        if let Some(connect) = connect.take() {
-            record(
-                &mut recorder.classes[class].connect,
-                connect.as_nanos() as u64,
-            );
-        }
-        match result {
-            Ok((status, bytes, first)) => {
-                count_response(
-                    &mut recorder,
-                    Response {
-                        class,
-                        status,
-                        bytes,
-                        latency: (now - from).as_nanos() as u64,
-                        ttfb: (first - sent).as_nanos() as u64,
-                    },
-                );
-                if shared.schedule.is_some() {
-                    record(
-                        &mut recorder.classes[class].uncorrected,
-                        (now - sent).as_nanos() as u64,
-                    );
-                }
-            }
+        let asked = Asked {
+            index,
+            waited,
+            connect: connect.take(),
+            logged: None,
+        };
+        match ask(&shared, &sender, asked, (&in_flight, slot)).await {
+            Ok(_) => {}
             // The server closed the connection before taking this request: not a failure
             // of the request (it was never processed), the end of the connection.
             Err(None) => return true,
-            Err(Some(failure)) => {
-                count_failure(&mut recorder, class, failure);
-                // A stream reset leaves the connection usable; anything else ends it.
-                if failure != Failure::StreamReset {
-                    return false;
-                }
-            }
+            // A stream reset leaves the connection usable; anything else ends it.
+            Err(Some(failure)) if failure != Failure::StreamReset => return false,
+            Err(Some(_)) => {}
         }
     }
     true
+}
+
+/// A request to ask on a stream.
+pub(super) struct Asked {
+    /// Its index among the target's requests.
+    pub index: usize,
+    /// Open loop: its slot's due time, when it waited for a stream (its latency counts from
+    /// it).
+    pub waited: Option<Instant>,
+    /// The connection's TCP connect time, counted with its first request.
+    pub connect: Option<Duration>,
+    /// The status a log gave it: another one is counted as a mismatch.
+    pub logged: Option<u16>,
+}
+
+/// Sends `asked` on a new stream of `sender`, holding the in-flight slot `slot` meanwhile,
+/// and counts what came: Ok(the status) when a response came, Err(Some(failure)) when it
+/// failed (counted), Err(None) when the server refused the stream without processing it,
+/// closing gracefully (not counted: the request was never processed).
+pub(super) async fn ask(
+    shared: &Shared,
+    sender: &SendRequest<Bytes>,
+    asked: Asked,
+    (in_flight, slot): (&InFlight, usize),
+) -> Result<u16, Option<Failure>> {
+    let scheme = if shared.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let class = shared.requests.entry(asked.index).class as usize;
+    let sent = Instant::now();
+    let from = asked.waited.unwrap_or(sent);
+    in_flight.borrow_mut()[slot] = Some((from, class));
+    let result = tokio::time::timeout(
+        shared.timeout,
+        exchange(shared, sender.clone(), scheme, asked.index),
+    )
+    .await
+    .unwrap_or(Err(Some(Failure::Timeout)));
+    in_flight.borrow_mut()[slot] = None;
+    let now = Instant::now();
+    let mut recorder = shared.recorder.borrow_mut();
+    if let Some(connect) = asked.connect {
+        record(
+            &mut recorder.classes[class].connect,
+            connect.as_nanos() as u64,
+        );
+    }
+    match result {
+        Ok((status, bytes, first)) => {
+            if let Some(logged) = asked.logged.filter(|logged| *logged != status) {
+                *recorder.mismatches.entry((logged, status)).or_insert(0) += 1;
+            }
+            count_response(
+                &mut recorder,
+                Response {
+                    class,
+                    status,
+                    bytes,
+                    latency: (now - from).as_nanos() as u64,
+                    ttfb: (first - sent).as_nanos() as u64,
+                },
+            );
+            if shared.schedule.is_some() {
+                record(
+                    &mut recorder.classes[class].uncorrected,
+                    (now - sent).as_nanos() as u64,
+                );
+            }
+            Ok(status)
+        }
+        Err(None) => Err(None),
+        Err(Some(failure)) => {
+            count_failure(&mut recorder, class, failure);
+            Err(Some(failure))
+        }
+    }
 }
 
 /// Open loop: waits for the next slot of the schedule and returns Some(its due time) if the

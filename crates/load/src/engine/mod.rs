@@ -2,7 +2,7 @@
 //! [`Engine`], one loop per worker thread that drives all of the thread's connections, waiting
 //! for their sockets either in an epoll set of its own (`epoll.rs`, the default) or in an
 //! io_uring (`uring.rs`, `--io uring`), with rustls in between for https (`tls.rs`); HTTP/2
-//! runs in [`h2`], the `h2` crate's client on the thread's runtime. All of them keep their
+//! runs in [`h2`], the `h2` crate's client on the thread's runtime (`--users` in [`h2_users`]). All of them keep their
 //! connections in the state of `conn.rs` and count into the thread's recorder through it.
 //!
 //! Why not a tokio task per connection: measured against nginx on loopback (bench/
@@ -31,6 +31,7 @@
 mod conn;
 mod epoll;
 pub(crate) mod h2;
+pub(crate) mod h2_users;
 pub(crate) mod h3;
 mod tls;
 mod uring;

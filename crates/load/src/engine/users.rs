@@ -1,18 +1,18 @@
-//! `--users` on the HTTP/1.1 engine: each user's page views, on the user's own connections
-//! (user `u` of the thread owns connections `u·C .. u·C+C`, opened when first needed) and
-//! the engine's timers (a think time, and the stagger of the start, is a timer on the user's
-//! first connection).
+//! `--users`: a thread's users and their page views ([`UserSet`]), whatever carries their
+//! requests, and how the HTTP/1.1 engine carries them: on each user's own connections (user
+//! `u` of the thread owns connections `u·C .. u·C+C`, opened when first needed) and the
+//! engine's timers (a think time, and the stagger of the start, is a timer on the user's
+//! first connection). HTTP/2 carries them in `h2_users.rs`, with the same [`UserSet`].
 //!
-//! A page view: the page on the first connection; when its answer has come, its objects
-//! over the user's idle connections, each connection taking the next object as it frees;
-//! when the last answer has come, the page load is recorded, the think time drawn (or the
-//! logged one taken) and a timer set. A page that got no answer has no objects to fetch; a
-//! page view with a failed request waits at least the connect backoff before the next, so
-//! that a server that is down is not hammered by users without think times.
+//! A page view: the page first; when its answer has come, its objects over the user's idle
+//! connections (HTTP/2: streams), each taking the next object as it frees; when the last
+//! answer has come, the page load is recorded, the think time drawn (or the logged one
+//! taken) and the user sleeps. A page that got no answer has no objects to fetch; a page
+//! view with a failed request waits at least the connect backoff before the next, so that a
+//! server that is down is not hammered by users without think times.
 
 use std::cmp::Reverse;
 use std::collections::VecDeque;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ use super::conn::nanos;
 use super::{Engine, CONNECT_BACKOFF};
 use crate::recorder::record;
 use crate::requests::Requests;
+use crate::shared::Shared;
 use crate::users::{Request, Session, Sessions, Users, View};
 
 /// Most page views of a drawn session and objects of a drawn page: a heavy-tailed draw
@@ -156,6 +157,116 @@ impl UserSet {
             most
         })
     }
+
+    /// The thread's users.
+    pub(super) fn len(&self) -> usize {
+        self.users.len()
+    }
+
+    /// Requests a user has out at once at most: its connections (HTTP/2: its streams).
+    pub(super) fn per_user(&self) -> usize {
+        self.per_user
+    }
+
+    /// When user `u` begins, after the run's start: the users spread evenly over the
+    /// ramp-up in the order of the run's users.
+    pub(super) fn start_offset(&self, u: usize) -> Duration {
+        let count = self.plan.count.max(1) as f64;
+        self.plan
+            .ramp_up
+            .mul_f64(self.users[u].global as f64 / count)
+    }
+
+    /// Whether an answer of `status` (None: no answer) to a request the log answered
+    /// `logged` is as expected: the run's account of an expected response (`outcome.rs`), or
+    /// the status the log gave the request (a replay's rule).
+    pub(super) fn accepts(&self, status: Option<u16>, logged: Option<u16>) -> bool {
+        status.is_some_and(|s| self.expect.accepts(s) || logged == Some(s))
+    }
+
+    /// User `u`'s think time (or its wait to start) ended at `now`: its next page view
+    /// begins, in a new session after the last one's end. Returns the page to ask (its one
+    /// request outstanding), or None when there is nothing to ask (a logged sample without
+    /// sessions) or the run has ended.
+    pub(super) fn wake(&mut self, u: usize, now: Instant, shared: &Shared) -> Option<Request> {
+        if now >= shared.end {
+            return None;
+        }
+        let mut recorder = shared.recorder.borrow_mut();
+        match self.users[u].thinking.take() {
+            Some(since) => record(&mut recorder.users.think, nanos(now, since)),
+            None => shared.users_active.set(shared.users_active.get() + 1),
+        }
+        if self.users[u].view >= self.users[u].session.views.len() {
+            let session = self.draw(&shared.requests);
+            recorder.users.sessions += 1;
+            let user = &mut self.users[u];
+            user.session = session;
+            user.view = 0;
+        }
+        drop(recorder);
+        let user = &mut self.users[u];
+        let view = user.session.views.get(user.view)?;
+        user.pending = view.objects.iter().copied().collect();
+        user.outstanding = 1;
+        user.page_answered = false;
+        user.began = now;
+        user.failed = false;
+        Some(view.page)
+    }
+
+    /// A request of user `u`'s page view ended, `ok` as [`UserSet::accepts`] says. Returns
+    /// whether it was the page's (its objects may now go out: none if it failed).
+    pub(super) fn ended(&mut self, u: usize, ok: bool) -> bool {
+        let user = &mut self.users[u];
+        user.outstanding = user.outstanding.saturating_sub(1);
+        user.failed |= !ok;
+        let page = !user.page_answered;
+        if page {
+            user.page_answered = true;
+            if !ok {
+                user.pending.clear();
+            }
+        }
+        page
+    }
+
+    /// The next object of user `u`'s page view to ask, counted as outstanding.
+    pub(super) fn next_object(&mut self, u: usize) -> Option<Request> {
+        let user = &mut self.users[u];
+        let request = user.pending.pop_front()?;
+        user.outstanding += 1;
+        Some(request)
+    }
+
+    /// Whether user `u`'s page view has every answer it will get.
+    pub(super) fn view_complete(&self, u: usize) -> bool {
+        let user = &self.users[u];
+        user.outstanding == 0 && user.pending.is_empty()
+    }
+
+    /// User `u`'s page view ended at `now`: counts it (and its page load, when every
+    /// request of it was answered as expected) and returns how long the user thinks.
+    pub(super) fn view_ended(&mut self, u: usize, now: Instant, shared: &Shared) -> Duration {
+        {
+            let mut recorder = shared.recorder.borrow_mut();
+            let stats = &mut recorder.users;
+            stats.views += 1;
+            if self.users[u].failed {
+                stats.view_errors += 1;
+            } else {
+                record(&mut stats.page_load, nanos(now, self.users[u].began));
+            }
+        }
+        let mut think = self.think_after(u);
+        let user = &mut self.users[u];
+        if user.failed {
+            think = think.max(CONNECT_BACKOFF);
+        }
+        user.view += 1;
+        user.thinking = Some(now);
+        think
+    }
 }
 
 impl Engine {
@@ -164,49 +275,22 @@ impl Engine {
         let Some(set) = &self.users else {
             return;
         };
-        let count = set.plan.count.max(1) as f64;
-        for (u, user) in set.users.iter().enumerate() {
-            let offset = set.plan.ramp_up.mul_f64(user.global as f64 / count);
-            self.timers
-                .push(Reverse((start + offset, u * set.per_user)));
+        for u in 0..set.len() {
+            let at = start + set.start_offset(u);
+            self.timers.push(Reverse((at, u * set.per_user())));
         }
     }
 
-    /// A user's think time (or its wait to start) ended: its next page view begins, in a new
-    /// session after the last one's end.
+    /// A user's think time (or its wait to start) ended: its next page view begins on its
+    /// first connection.
     pub(super) fn user_wake(&mut self, lead: usize, now: Instant) {
-        let shared = Rc::clone(&self.shared);
         let Some(set) = self.users.as_mut() else {
             return;
         };
-        if now >= shared.end {
-            return;
-        }
-        let u = lead / set.per_user;
-        let mut recorder = shared.recorder.borrow_mut();
-        match set.users[u].thinking.take() {
-            Some(since) => record(&mut recorder.users.think, nanos(now, since)),
-            None => shared.users_active.set(shared.users_active.get() + 1),
-        }
-        if set.users[u].view >= set.users[u].session.views.len() {
-            let session = set.draw(&shared.requests);
-            recorder.users.sessions += 1;
-            let user = &mut set.users[u];
-            user.session = session;
-            user.view = 0;
-        }
-        drop(recorder);
-        let user = &mut set.users[u];
-        let Some(view) = user.session.views.get(user.view) else {
-            // A logged sample without sessions: nothing to ask.
+        let Some(page) = set.wake(lead / set.per_user(), now, &self.shared) else {
             return;
         };
-        user.pending = view.objects.iter().copied().collect();
-        user.outstanding = 1;
-        user.page_answered = false;
-        user.began = now;
-        user.failed = false;
-        self.conns[lead].chosen = Some(view.page);
+        self.conns[lead].chosen = Some(page);
         self.start(lead, now, None);
     }
 
@@ -216,72 +300,36 @@ impl Engine {
         let Some(set) = self.users.as_mut() else {
             return;
         };
-        // As the run's account has it: a response of an expected status, or of the one the
-        // log gave the request (a replay's rule).
         let conn = &self.conns[i];
-        let ok = answered
-            && conn
-                .head
-                .is_some_and(|h| set.expect.accepts(h.status) || conn.logged == Some(h.status));
-        let per_user = set.per_user;
+        let ok = answered && set.accepts(conn.head.map(|h| h.status), conn.logged);
+        let per_user = set.per_user();
         let (u, lead) = (i / per_user, i / per_user * per_user);
-        let user = &mut set.users[u];
-        user.outstanding = user.outstanding.saturating_sub(1);
-        user.failed |= !ok;
+        // Counted outstanding as they are taken, before any starts: a start that fails at
+        // once ends its request inside `start`, and must not see the view as done while its
+        // siblings are still to go.
         let mut next = Vec::new();
-        if !user.page_answered {
-            user.page_answered = true;
-            if !ok {
-                user.pending.clear();
-            }
+        if set.ended(u, ok) {
             // The objects go out over every idle connection of the user, this one first.
             let idle = std::iter::once(i).chain((lead..lead + per_user).filter(|&c| c != i));
             for c in idle {
-                if user.pending.is_empty() {
-                    break;
-                }
                 if c == i || self.conns[c].phase == super::conn::Phase::Idle {
-                    next.extend(user.pending.pop_front().map(|r| (c, r)));
+                    match set.next_object(u) {
+                        Some(r) => next.push((c, r)),
+                        None => break,
+                    }
                 }
             }
-        } else if let Some(r) = user.pending.pop_front() {
-            next.push((i, r));
+        } else {
+            next.extend(set.next_object(u).map(|r| (i, r)));
         }
-        if next.is_empty() && user.outstanding == 0 {
-            self.user_view_ended(u, now);
+        if next.is_empty() && set.view_complete(u) {
+            let think = set.view_ended(u, now, &self.shared);
+            self.timers.push(Reverse((now + think, lead)));
             return;
         }
-        // Counted before any starts: a start that fails at once ends its request inside
-        // `start`, and must not see the view as done while its siblings are still to go.
-        user.outstanding += next.len();
         for (c, request) in next {
             self.conns[c].chosen = Some(request);
             self.start(c, now, None);
         }
-    }
-
-    fn user_view_ended(&mut self, u: usize, now: Instant) {
-        let Some(set) = self.users.as_mut() else {
-            return;
-        };
-        {
-            let mut recorder = self.shared.recorder.borrow_mut();
-            let stats = &mut recorder.users;
-            stats.views += 1;
-            if set.users[u].failed {
-                stats.view_errors += 1;
-            } else {
-                record(&mut stats.page_load, nanos(now, set.users[u].began));
-            }
-        }
-        let mut think = set.think_after(u);
-        let user = &mut set.users[u];
-        if user.failed {
-            think = think.max(CONNECT_BACKOFF);
-        }
-        user.view += 1;
-        user.thinking = Some(now);
-        let lead = u * set.per_user;
-        self.timers.push(Reverse((now + think, lead)));
     }
 }

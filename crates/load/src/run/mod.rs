@@ -243,6 +243,8 @@ fn start_workers(
             (Arc::clone(plan), global, all_threads, count)
         });
         let thread_connections = match &users {
+            // Over HTTP/2 a user keeps one connection, its requests on streams of it.
+            Some((_, _, _, count)) if config.http2.is_some() => *count,
             Some((plan, _, _, count)) => count * plan.connections.max(1),
             None => share(config.connections),
         };
@@ -467,7 +469,12 @@ impl Gather<'_> {
                 }
             }
             if config.users.is_some() {
-                log.write(&done.recorder.users.page_load, begun, length, Some("page"))?;
+                log.write(
+                    &done.recorder.users.page_load,
+                    begun,
+                    length,
+                    Some(crate::slo::PAGE),
+                )?;
             }
             log.flush()?;
         }

@@ -310,6 +310,65 @@ fn regression_52_a_users_runs_segments_merge_their_users_figures_exactly() {
         .map(|p| of(p).page_load_us.max)
         .fold(0.0, f64::max);
     assert_eq!(users.page_load_us.max, max);
+    // Per interval too (issue 52: merged intervals had no users figures): the segments'
+    // page views and users added, their page loads from the logs' page lines, which
+    // together are the run's page loads; and the merged log carries them.
+    let merged_log = dir.path().join("merged.hlog");
+    let merged = crate::merge(&parts, Some(&merged_log)).unwrap();
+    let per: Vec<&crate::report::users::IntervalUsers> = merged
+        .intervals
+        .iter()
+        .map(|i| i.users.as_ref().expect("each merged interval's users"))
+        .collect();
+    for (i, u) in per.iter().enumerate() {
+        let of_parts = |f: &dyn Fn(&crate::report::users::IntervalUsers) -> u64| -> u64 {
+            parts
+                .iter()
+                .filter_map(|p| p.report.intervals.get(i)?.users.as_ref())
+                .map(f)
+                .sum()
+        };
+        assert_eq!(u.page_views, of_parts(&|u| u.page_views), "interval {i}");
+        assert_eq!(
+            u.active as u64,
+            of_parts(&|u| u.active as u64),
+            "interval {i}"
+        );
+        assert_eq!(
+            u.page_load_us.count,
+            of_parts(&|u| u.page_load_us.count),
+            "interval {i}"
+        );
+    }
+    assert_eq!(per.last().unwrap().active, 4);
+    let loads: u64 = per.iter().map(|u| u.page_load_us.count).sum();
+    assert!(loads > 0);
+    assert_eq!(loads, users.page_load_us.count);
+    let most = per.iter().map(|u| u.page_load_us.max).fold(0.0, f64::max);
+    assert_eq!(most, users.page_load_us.max);
+    let logged = crate::hlog::read_intervals(&merged_log, Some(crate::slo::PAGE)).unwrap();
+    assert_eq!(logged.len(), per.len());
+    let logged_loads: u64 = logged.iter().map(|l| l.histogram.len()).sum();
+    assert_eq!(logged_loads, loads);
+    // A segment's log without its page lines (another run's, or an older build's) is
+    // refused, not read as no page loads.
+    let mut cut: Vec<crate::Part> = parts
+        .iter()
+        .map(|p| crate::Part {
+            report: p.report.clone(),
+            log: p.log.clone(),
+        })
+        .collect();
+    let text = String::from_utf8(cut[0].log.clone()).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.starts_with("Tag=page,"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(kept.len(), text.len(), "the log has page lines");
+    cut[0].log = kept.into_bytes();
+    let err = crate::merge(&cut, None).unwrap_err().to_string();
+    assert!(err.contains("has no page loads for interval"), "{err}");
     // A segment without its histograms is refused in one line.
     let mut old = parts;
     if let Some(u) = old[1].report.users.as_mut() {

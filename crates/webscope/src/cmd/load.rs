@@ -209,14 +209,16 @@ struct Flags {
     /// connection after the first resumes).
     #[arg(long = "0rtt", requires = "http3")]
     zero_rtt: bool,
-    /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m).
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m). With --users,
+    /// --user-connections says a user's streams.
     #[arg(
         short = 'M',
         long,
         visible_alias = "streams",
         value_name = "N",
         default_value_t = 1,
-        requires = "multiplexed"
+        requires = "multiplexed",
+        conflicts_with = "users"
     )]
     max_streams: usize,
     /// Busy-poll each connection for up to USECS microseconds before sleeping (SO_BUSY_POLL

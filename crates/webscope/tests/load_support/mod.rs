@@ -321,10 +321,16 @@ pub fn f(v: &serde_json::Value, key: &str) -> f64 {
 pub struct Serve {
     child: Child,
     pub addr: SocketAddr,
+    https: bool,
 }
 
 impl Serve {
     pub fn start(root: &std::path::Path) -> Serve {
+        Serve::start_with(root, &[])
+    }
+
+    /// With more flags (`--tls-cert C --tls-key K`: then `base` is https).
+    pub fn start_with(root: &std::path::Path, extra: &[&str]) -> Serve {
         use std::io::BufRead;
         let mut child = webscope()
             .args([
@@ -336,6 +342,7 @@ impl Serve {
                 "--root",
             ])
             .arg(root)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -345,18 +352,20 @@ impl Serve {
         std::io::BufReader::new(stdout)
             .read_line(&mut first)
             .unwrap();
+        let https = first.contains("https://");
         let addr = first
-            .split("http://")
+            .split(if https { "https://" } else { "http://" })
             .nth(1)
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or_else(|| panic!("no address in {first:?}"))
             .parse()
             .unwrap();
-        Serve { child, addr }
+        Serve { child, addr, https }
     }
 
     pub fn base(&self) -> String {
-        format!("http://{}/", self.addr)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}/", self.addr)
     }
 }
 

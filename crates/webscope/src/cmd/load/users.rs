@@ -17,8 +17,9 @@ pub(super) struct UserFlags {
     /// requests each page view's page, then its objects over up to --user-connections
     /// connections in parallel, as a browser does, then thinks; at a session's end it takes
     /// another. The report adds page views per second, page load times (from the page's
-    /// request to its last object), the think times kept, and R = N/X − Z.
-    #[arg(long, value_name = "N", conflicts_with_all = ["rate", "replay", "groups", "connections", "think_time", "http2", "requests"])]
+    /// request to its last object), the think times kept, and R = N/X − Z. With --http2,
+    /// each user keeps one connection and its requests go as streams of it.
+    #[arg(long, value_name = "N", conflicts_with_all = ["rate", "replay", "groups", "connections", "think_time", "requests"])]
     pub users: Option<usize>,
     /// Users: page views per session [default: geo(5)]. Distributions are written
     /// const(X), exp(MEAN), geo(MEAN), pareto(ALPHA,SCALE), lognormal(MU,SIGMA), and with a
@@ -33,7 +34,8 @@ pub(super) struct UserFlags {
     /// [default: pareto(1.5,1s,60s), SURGE's inactive OFF times, truncated at 60 s].
     #[arg(long, value_name = "DIST", value_parser = Dist::parse, requires = "users")]
     pub think: Option<Dist>,
-    /// Users: connections each user opens at most [default: 6, a browser's per host].
+    /// Users: connections each user opens at most [default: 6, a browser's per host]; with
+    /// --http2, the streams each user has out at once on its one connection.
     #[arg(long, value_name = "N", requires = "users")]
     pub user_connections: Option<usize>,
     /// Users: start them evenly over this long [default: the mean think time, at most a
