@@ -49,6 +49,7 @@ def parse_args():
     p.add_argument("--trial-s", type=float, default=2.0, help="each run's length, seconds (default 2)")
     p.add_argument("--clients", type=int, default=8, help="closed-loop connections per server (default 8)")
     p.add_argument("--threshold", type=float, default=3.0, help="a change beyond this many per cent is CROSSED (default 3)")
+    p.add_argument("--methods", default="rmit,duet", help="which methods (default rmit,duet)")
     p.add_argument("--webscope", metavar="BIN", help="webscope binary (default: cargo build --release)")
     return p.parse_args()
 
@@ -87,7 +88,8 @@ def experiment(ws, a, b, fileset, work, method, args):
     i = 0
     while time.monotonic() - start < args.budget:
         if method == "duet":
-            got = measure(ws, [a, b], fileset, work, args)
+            # Whose generator starts first alternates: a head start of a few ms is a bias.
+            got = measure(ws, [a, b] if i % 2 == 0 else [b, a], fileset, work, args)
         else:
             got = {}
             for s in ((a, b) if i % 2 == 0 else (b, a)):
@@ -121,7 +123,8 @@ def main():
                 b = Nginx(fileset, os.path.join(work, case, "b"), b_kind)
                 for i in range(args.experiments):
                     # Both methods in each round of experiments, in alternating order.
-                    for method in (("rmit", "duet") if i % 2 == 0 else ("duet", "rmit")):
+                    methods = args.methods.split(",")
+                    for method in (methods if i % 2 == 0 else methods[::-1]):
                         ratios = experiment(ws, a, b, fileset, work, method, args)
                         ivs = [interval([r[k] for r in ratios]) for k in (0, 1)]
                         rows.append((case, method, len(ratios), ivs))

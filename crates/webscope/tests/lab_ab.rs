@@ -228,6 +228,57 @@ fn trials_at_a_fixed_rate_run_open_loop_on_both_sides() {
 }
 
 #[test]
+fn a_duet_loads_both_at_once_and_finds_the_naive_server_slower() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    lab_support::tiny_fileset(&set);
+    let naive = format!(
+        "--baseline --hostname-lookups --access-log {}",
+        tmp.path().join("naive.log").display()
+    );
+    let out = tmp.path().join("r");
+    let (code, entry, stderr) = ab(
+        &out,
+        &set,
+        &[
+            "--duet",
+            "--candidate-serve-args",
+            &naive,
+            "--threshold",
+            "cpu_us<+30%",
+        ],
+    );
+    let verdict = &entry["verdict"];
+    let rounds = verdict["rounds"].as_u64().unwrap_or(0);
+    if rounds < 4 {
+        assert!(matches!(code, Some(1 | 3)), "exit {code:?}: {stderr}");
+        lab_support::unchecked(&format!(
+            "only {rounds} duet rounds kept ({} disturbed): the machine was busy",
+            verdict["disturbed"]
+        ));
+        return;
+    }
+    assert_eq!(code, Some(1), "{stderr}\n{verdict:#}");
+    // Each round's two runs ran at once: their windows overlap.
+    let window = |name: &str| -> (f64, f64) {
+        let run: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(out.join("ab").join(name).join("run.json")).unwrap(),
+        )
+        .unwrap();
+        let start = run["load"]["started_unix_s"].as_f64().unwrap();
+        (start, start + run["load"]["duration_s"].as_f64().unwrap())
+    };
+    let (a, b) = (window("round-001-a"), window("round-001-b"));
+    assert!(a.0 < b.1 && b.0 < a.1, "A {a:?}, B {b:?}");
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        page.contains("A and B at once (duet)"),
+        "the page does not say duet"
+    );
+}
+
+#[test]
 fn a_server_of_half_the_capacity_is_found_by_two_searches_in_lockstep() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // Capacities by construction: one request at a time, 10 ms each for A (100 req/s) and

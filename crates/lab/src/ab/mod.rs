@@ -53,6 +53,8 @@ pub struct Settings {
     pub max_time: Duration,
     /// `--rate`: the trials run open loop at this rate rather than closed loop.
     pub rate: Option<f64>,
+    /// `--duet`: a round loads A and B at once, each with its own generator.
+    pub duet: bool,
 }
 
 impl Default for Settings {
@@ -63,6 +65,7 @@ impl Default for Settings {
             thresholds: DEFAULT_THRESHOLDS.into(),
             max_time: Duration::from_secs(300),
             rate: None,
+            duet: false,
         }
     }
 }
@@ -260,7 +263,9 @@ pub fn rounds(dir: &Path, runs: &[String], judge: &Judge) -> anyhow::Result<(Vec
         .collect();
     for number in numbers {
         let (a, b) = (run_name(number, Side::A), run_name(number, Side::B));
-        let taken = |name: &String| runs.contains(name);
+        // A duet's B is written beside its A, not as a run of its own.
+        let taken =
+            |name: &String| runs.contains(name) || dir.join(name).join("run.json").is_file();
         let was_disturbed =
             |name: &String| taken(name) && trial::disturbed(&dir.join(name)).is_some();
         if was_disturbed(&a) || was_disturbed(&b) {

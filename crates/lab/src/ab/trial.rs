@@ -11,12 +11,14 @@ use anyhow::Context;
 use webscope_load::{Config, Mode, Pacing, Target as LoadTarget};
 use webscope_monitor::disturbance::{Limits, Watched};
 
+mod duet;
+
 use super::searches::Searches;
 use super::{Settings, Side, Step, CLIENTS, MOST_ROUNDS, TRIAL};
 use crate::capacity::probe::warm_up;
 use crate::capacity::quiet;
 use crate::measure::measure;
-use crate::record::RunRecord;
+use crate::record::{Measured, RunRecord};
 use crate::runner::{Ctx, Next, OnFailure, Points, Run, SoFar, Sweep};
 use crate::target::{Find, Target};
 use crate::Options;
@@ -74,6 +76,13 @@ impl AbTrials {
     fn next_round(&mut self) -> Trial {
         self.round += 1;
         let [first, second] = self.order.sides();
+        if self.settings.duet {
+            // One run of both at once; its side is whose generator starts first.
+            return Trial {
+                round: self.round,
+                side: first,
+            };
+        }
         for side in [first, second] {
             self.queue.push_back(Trial {
                 round: self.round,
@@ -145,7 +154,13 @@ impl Sweep for AbTrials {
             candidate: settings.candidate.clone().unwrap_or_else(|| {
                 format!("webscope serve {}", settings.candidate_serve_args.join(" "))
             }),
+            duet: settings.duet,
         };
+        if settings.duet {
+            crate::measure::set_no_kernel_for(
+                "the ab experiment's duet loads both servers at once, and the kernel module watches one run at a time",
+            );
+        }
         crate::record::write_json(
             &ctx.options
                 .out
@@ -190,6 +205,8 @@ impl Sweep for AbTrials {
 
     fn name(&self, step: &Step) -> String {
         match step {
+            // A duet's run is named for A; its B is written beside it.
+            Step::Trial(t) if self.settings.duet => super::run_name(t.round, Side::A),
             Step::Trial(t) => super::run_name(t.round, t.side),
             Step::Probe(p) => p.name(),
         }
@@ -266,20 +283,9 @@ impl AbTrials {
         Next::Run(self.next_round())
     }
 
-    /// Measures trial `t` into `run_dir`.
-    fn measure_trial(
-        &mut self,
-        t: Trial,
-        run_dir: &Path,
-        ctx: &Ctx<'_>,
-    ) -> anyhow::Result<RunRecord> {
-        self.dir = run_dir.parent().map(Path::to_path_buf);
-        let side = t.side;
-        let target = match side {
-            Side::A => ctx.target,
-            Side::B => &self.candidate,
-        };
-        let label = trial_label(&t);
+    /// The load of a trial against `target`: closed loop with `--clients`, or open loop at
+    /// `--rate`.
+    fn trial_config(&self, ctx: &Ctx<'_>, target: &Target) -> anyhow::Result<Config> {
         let mut config = Config::new(LoadTarget::fileset(ctx.fileset, &target.base_url)?);
         config.connections = ctx
             .options
@@ -302,6 +308,52 @@ impl AbTrials {
             };
         }
         crate::measure::speak(&mut config, target);
+        Ok(config)
+    }
+
+    /// A trial's run record: `side`'s run of round `round`, in words.
+    fn record(&self, side: Side, round: usize, measured: Measured) -> RunRecord {
+        let how = match self.settings.rate {
+            Some(rate) => format!("open loop at {rate:.0} req/s, keep-alive"),
+            None => format!(
+                "{} closed-loop keep-alive clients",
+                measured.load.connections
+            ),
+        };
+        let duet = if self.settings.duet {
+            ", at once with the other side"
+        } else {
+            ""
+        };
+        RunRecord::new(
+            round as f64,
+            format!(
+                "{}: round {round}, {how}{duet}, SPECweb96 mix",
+                side.upper()
+            ),
+            measured,
+        )
+    }
+
+    /// Measures trial `t` into `run_dir`.
+    fn measure_trial(
+        &mut self,
+        t: Trial,
+        run_dir: &Path,
+        ctx: &Ctx<'_>,
+    ) -> anyhow::Result<RunRecord> {
+        if self.settings.duet {
+            return self.measure_duet(t, run_dir, ctx);
+        }
+        self.dir = run_dir.parent().map(Path::to_path_buf);
+        let side = t.side;
+        let target = match side {
+            Side::A => ctx.target,
+            Side::B => &self.candidate,
+        };
+        let label = trial_label(&t);
+        let config = self.trial_config(ctx, target)?;
+
         let watched = self.watched(ctx, side);
         warm_up(&config, ctx, &label)?;
         let sampler = quiet::start(&watched);
@@ -319,22 +371,7 @@ impl AbTrials {
             ));
             quiet::wait(&watched);
         }
-        Ok(RunRecord::new(
-            t.round as f64,
-            format!(
-                "{}: round {}, {}, SPECweb96 mix",
-                side.upper(),
-                t.round,
-                match self.settings.rate {
-                    Some(rate) => format!("open loop at {rate:.0} req/s, keep-alive"),
-                    None => format!(
-                        "{} closed-loop keep-alive clients",
-                        measured.load.connections
-                    ),
-                }
-            ),
-            measured,
-        ))
+        Ok(self.record(side, t.round, measured))
     }
 }
 

@@ -21,13 +21,14 @@ use crate::results::ab::{AbEntry, AbPlan, AbVerdict};
 /// Adds the A/B experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
     let mut page = ExperimentPage::new(exp, "Which is faster: B against A, interleaved");
-    let limits = ab::thresholds(&settings_of(dir))?;
+    let settings = settings_of(dir);
+    let limits = ab::thresholds(&settings)?;
     // Each part's reason to stop, in the order they ran: the trials', then the searches'.
     let mut stopped = exp.stopped.iter();
     let mut verdicts = Vec::new();
     let (mut kept, mut disturbed, mut comparison, mut searched) = (0, 0, None, None);
     if !limits.trials.is_empty() {
-        let trials = trials(dir, exp, &limits.trials, &mut page)?;
+        let trials = trials(dir, exp, &limits.trials, settings.duet, &mut page)?;
         stopped.next();
         (kept, disturbed) = (trials.kept, trials.disturbed);
         comparison = trials.comparison;
@@ -71,6 +72,7 @@ fn trials(
     dir: &Path,
     exp: &ExperimentRecord,
     thresholds: &[Threshold],
+    duet: bool,
     page: &mut ExperimentPage,
 ) -> anyhow::Result<Trials> {
     let judge = dir
@@ -103,7 +105,7 @@ fn trials(
     for v in &verdicts {
         page.push(Block::Text(format!("{}.", v.sentence)));
     }
-    page.push(Block::Text(how_it_went(exp, &rounds, disturbed)));
+    page.push(Block::Text(how_it_went(exp, &rounds, disturbed, duet)));
     page.push(ratio_chart(&rounds));
     page.extend(narrowing_chart(&rounds, thresholds));
     page.push(drift_chart(&rounds));
@@ -128,6 +130,7 @@ fn trials(
 fn settings_of(dir: &Path) -> ab::Settings {
     let plan = read_json::<AbPlan>(&dir.join("plan.json")).ok();
     ab::Settings {
+        duet: plan.as_ref().is_some_and(|p| p.duet),
         thresholds: plan.map_or_else(|| ab::DEFAULT_THRESHOLDS.into(), |p| p.thresholds),
         ..ab::Settings::default()
     }
@@ -140,18 +143,24 @@ fn verdict(t: &Threshold, c: &Comparison) -> AbVerdict {
 }
 
 /// The rounds in words: how many, their order, the disturbed ones, why it stopped.
-fn how_it_went(exp: &ExperimentRecord, rounds: &[Round], disturbed: usize) -> String {
+fn how_it_went(exp: &ExperimentRecord, rounds: &[Round], disturbed: usize, duet: bool) -> String {
     let b_first = rounds.iter().filter(|r| r.b_first).count();
+    // A duet's two runs take the same seconds.
     let seconds: f64 = rounds
         .iter()
-        .map(|r| r.a.load.duration_s + r.b.load.duration_s)
+        .map(|r| r.a.load.duration_s + if duet { 0.0 } else { r.b.load.duration_s })
         .sum();
     let stopped = exp.stopped.first().map_or_else(
         || "it was cut short before a look decided".to_string(),
         |s| s.clone(),
     );
+    let how = if duet {
+        "A and B at once (duet), each by its own generator, whose start order is random and balanced over pairs of rounds"
+    } else {
+        "each A and B back to back under the same load, in a random order balanced over pairs of rounds"
+    };
     format!(
-        "{} rounds kept, each A and B back to back under the same load, in a random order balanced over pairs of rounds (A first in {}, B first in {}); {} disturbed round{} taken again and not used; {} of measuring. Stopped: {stopped}. The rounds are compared as pairs, so a drift of the machine that moves both runs of a round cancels in their ratio.",
+        "{} rounds kept, {how} (A first in {}, B first in {}); {} disturbed round{} taken again and not used; {} of measuring. Stopped: {stopped}. The rounds are compared as pairs, so a drift of the machine that moves both runs of a round cancels in their ratio.",
         rounds.len(),
         rounds.len() - b_first,
         b_first,

@@ -19,6 +19,9 @@ pub struct AbPlan {
     pub max_time_s: f64,
     /// B: the candidate's URL, or the embedded server's extra flags.
     pub candidate: String,
+    /// `--duet`: each round loaded A and B at once.
+    #[serde(default)]
+    pub duet: bool,
 }
 
 /// A threshold's verdict.
