@@ -293,11 +293,11 @@ pub fn target(
     };
     target.http2 |= options.http2;
     if options.http2 {
-        warnings.push("HTTP/2 (--http2): each client is one connection with one stream, kept alive (HTTP/2 has no connection per request).".into());
+        warnings.push("HTTP/2 (--http2): each client is one connection with one stream, kept alive (HTTP/2 has no connection per request); a capacity probe opens 4 connections of 100 streams.".into());
     }
     target.http3 |= options.http3;
     if options.http3 {
-        warnings.push("HTTP/3 (--http3): each client is one QUIC connection with one stream, kept alive, as over HTTP/2.".into());
+        warnings.push("HTTP/3 (--http3): each client is one QUIC connection with one stream, kept alive, as over HTTP/2; a capacity probe opens 4 QUIC connections of 100 streams.".into());
     }
     Ok(target)
 }
