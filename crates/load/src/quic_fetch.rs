@@ -75,9 +75,15 @@ pub fn fetch_h3(
         // H3_NO_ERROR: the server frees the connection at once (RFC 9114 §8.1).
         connection.close(0x100u32.into(), b"");
         driving.abort();
+        // The close goes out on the endpoint's driver: waited for a little, or the runtime's
+        // end would drop it and leave the server holding the connection to its idle timeout.
+        let _ = tokio::time::timeout(CLOSE_WAIT, endpoint.wait_idle()).await;
         Ok(fetched)
     })
 }
+
+/// How long the close is given to leave (a round trip on any network the lab measures).
+const CLOSE_WAIT: Duration = Duration::from_millis(200);
 
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
