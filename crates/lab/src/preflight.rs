@@ -6,7 +6,10 @@
 //!
 //! A plain blocking client, one connection per request (over rustls for https, with the load's
 //! trust settings): twelve requests are not worth the load generator's engine, and its
-//! per-request accounting would hide which file went wrong.
+//! per-request accounting would hide which file went wrong. With `--http3` the sample is
+//! fetched over HTTP/3 instead, on one QUIC connection ([`webscope_load::fetch_h3`]): the
+//! runs speak it to the target's UDP port, which may serve HTTP/3 alone, so a check over
+//! TCP would pass or fail a listener the runs never use.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -23,6 +26,8 @@ const PER_CLASS: usize = 2;
 /// Bodies compared byte for byte up to this size; larger ones by size only.
 const COMPARE_LIMIT: u64 = 4 << 20;
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// Most bytes of a response read (a 64 MiB body and its head).
+const LIMIT: usize = (64 << 20) + (64 << 10);
 /// A connection that closed before a single byte came back.
 const NO_RESPONSE: &str = "the connection closed without a response";
 
@@ -34,32 +39,58 @@ pub struct Checked {
     pub compared: usize,
 }
 
-/// Fetches the sample from `base_url` and checks it against the set at `fileset`.
+/// Fetches the sample from `base_url` (over HTTP/3 when `http3`) and checks it against the
+/// set at `fileset`.
 pub fn check(
     base_url: &str,
     fileset: &Path,
     expect: &Expect,
     tls: &webscope_load::TlsSettings,
+    http3: bool,
 ) -> anyhow::Result<Checked> {
     let manifest = Manifest::load(fileset)
         .with_context(|| format!("--fileset {} is not a file set", fileset.display()))?;
     let sample = sample(&manifest);
     let (host, port, prefix, https) = split_url(base_url)?;
-    let tls = match https {
-        true => Some(webscope_load::tls_client_config(tls, &host)?),
-        false => None,
-    };
+    if http3 && !https {
+        bail!("--http3 speaks QUIC, which is always encrypted: give an https:// --target, not {base_url}");
+    }
     let addr = (host.as_str(), port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve {host}"))?
         .next()
         .ok_or_else(|| anyhow!("{host} has no address"))?;
+    let paths: Vec<String> = sample
+        .iter()
+        .map(|file| format!("{prefix}{}", file.path))
+        .collect();
+    // Over HTTP/3 the whole sample comes first, on one connection; over TCP a file at a time.
+    let mut over_h3 = match http3 {
+        true => {
+            let authority = authority(&host, port);
+            let fetched =
+                webscope_load::fetch_h3(addr, (&host, &authority), &paths, tls, (TIMEOUT, LIMIT))
+                    .map_err(|why| {
+                    anyhow!("the target {base_url} does not answer over HTTP/3: {why}")
+                })?;
+            Some(fetched.into_iter())
+        }
+        false => None,
+    };
+    let tls = match (https, http3) {
+        (true, false) => Some(webscope_load::tls_client_config(tls, &host)?),
+        _ => None,
+    };
     let mut unexpected: Vec<(u16, &File)> = Vec::new();
     let mut compared = 0;
-    for file in &sample {
-        let path = format!("{prefix}{}", file.path);
-        let (status, body) = get(addr, &host, port, &path, tls.as_ref())
-            .map_err(|err| unanswered(err, base_url, addr))?;
+    for (file, path) in sample.iter().zip(paths) {
+        let (status, body) = match over_h3.as_mut() {
+            Some(fetched) => fetched
+                .next()
+                .ok_or_else(|| anyhow!("preflight: no HTTP/3 answer for {path}"))?,
+            None => get(addr, &host, port, &path, tls.as_ref())
+                .map_err(|err| unanswered(err, base_url, addr))?,
+        };
         if !expect.accepts(status) {
             unexpected.push((status, file));
             continue;
@@ -150,6 +181,15 @@ fn split_url(url: &str) -> anyhow::Result<(String, u16, String, bool)> {
     Ok((host, port, prefix, https))
 }
 
+/// `host:port` as a Host header or `:authority` says it (an IPv6 address in brackets).
+fn authority(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// The client side of an https connection, as rustls gives it.
 type Tls = (
     std::sync::Arc<rustls::ClientConfig>,
@@ -168,15 +208,11 @@ fn get(
     let tcp = TcpStream::connect_timeout(&addr, TIMEOUT)?;
     tcp.set_read_timeout(Some(TIMEOUT))?;
     tcp.set_write_timeout(Some(TIMEOUT))?;
-    let host = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
+    let host = authority(host, port);
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: webscope-preflight\r\nConnection: close\r\n\r\n"
     );
-    let limit = (64 << 20) + (64 << 10);
+    let limit = LIMIT as u64;
     let mut data = Vec::new();
     match tls {
         None => {

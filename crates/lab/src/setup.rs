@@ -69,9 +69,9 @@ const SECURE_EXPERIMENTS: [&str; 6] = [
     "users",
 ];
 
-/// Experiments that run over HTTP/3 when asked: the closed-loop ones. The capacity search's
-/// open-loop probes open HTTP/2's few connections of many streams, not yet HTTP/3's.
-const HTTP3_EXPERIMENTS: [&str; 4] = ["clients", "filesize", "model", "protocols"];
+/// Experiments that run over HTTP/3 when asked (the capacity search's open-loop probes as
+/// over HTTP/2: a few QUIC connections of many streams).
+const HTTP3_EXPERIMENTS: [&str; 5] = ["clients", "filesize", "model", "protocols", "capacity"];
 
 /// `--tls`, `--http2` and `--http3` apply to some experiments only, `--tls` to the embedded
 /// server only, `--http3` to an https `--target` only: anything else is refused before any
@@ -293,11 +293,11 @@ pub fn target(
     };
     target.http2 |= options.http2;
     if options.http2 {
-        warnings.push("HTTP/2 (--http2): each client is one connection with one stream, kept alive (HTTP/2 has no connection per request).".into());
+        warnings.push("HTTP/2 (--http2): each client is one connection with one stream, kept alive (HTTP/2 has no connection per request); a capacity probe opens 4 connections of 100 streams.".into());
     }
     target.http3 |= options.http3;
     if options.http3 {
-        warnings.push("HTTP/3 (--http3): each client is one QUIC connection with one stream, kept alive, as over HTTP/2.".into());
+        warnings.push("HTTP/3 (--http3): each client is one QUIC connection with one stream, kept alive, as over HTTP/2; a capacity probe opens 4 QUIC connections of 100 streams.".into());
     }
     Ok(target)
 }
@@ -313,10 +313,12 @@ pub fn preflight(
     if options.no_preflight {
         return Ok("Preflight skipped (--no-preflight).".to_string());
     }
-    let checked = preflight::check(&target.base_url, fileset, expect, &target.tls)?;
+    let checked = preflight::check(&target.base_url, fileset, expect, &target.tls, target.http3)?;
     Ok(format!(
-        "Preflight: {} files of the set fetched, sizes as the manifest says, {} compared byte for byte.",
-        checked.files, checked.compared
+        "Preflight: {} files of the set fetched{}, sizes as the manifest says, {} compared byte for byte.",
+        checked.files,
+        if target.http3 { " over HTTP/3" } else { "" },
+        checked.compared
     ))
 }
 

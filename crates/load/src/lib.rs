@@ -1,4 +1,4 @@
-//! webscope's HTTP/1.1 and HTTP/2 load generator: closed and open loop, keep-alive and
+//! webscope's HTTP/1.1, HTTP/2 and HTTP/3 load generator: closed and open loop, keep-alive and
 //! close, with HdrHistograms per class and per interval.
 //!
 //! What it is for: driving a web server the way the papers' tools did (WebStone's closed-loop
@@ -58,6 +58,7 @@ mod merge;
 pub mod outcome;
 mod pace;
 mod quic;
+mod quic_fetch;
 mod recorder;
 pub mod replay;
 pub mod replay_log;
@@ -81,6 +82,7 @@ pub use hlog::{parse_intervals, read_bins, read_intervals, tag_of, Intervals, Lo
 pub use merge::{merge, Part};
 pub use outcome::{Expect, Outcomes, DEFAULT_EXPECT};
 pub use pace::{missed_rate, not_sent_limit, MissedRate, NOT_SENT_ALLOWANCE_S, NOT_SENT_LIMIT};
+pub use quic_fetch::{fetch_h3, Fetched};
 pub use recorder::LATE_SEND;
 pub use recorder::{Failure, FAILURES};
 pub use report::histograms::ClassHistograms;

@@ -127,7 +127,7 @@ impl Sweep for AbTrials {
                 );
                 let mut b = Target::external(url, Find::Port, Vec::new())?;
                 b.tls = ctx.target.tls.clone();
-                crate::preflight::check(&b.base_url, ctx.fileset, &ctx.options.judge.expect()?, &b.tls)
+                crate::preflight::check(&b.base_url, ctx.fileset, &ctx.options.judge.expect()?, &b.tls, b.http3)
                     .with_context(|| format!("the candidate {url} failed its preflight"))?;
                 b
             }

@@ -218,7 +218,7 @@ pub fn run(
             "open loop, {} arrivals at {:.0} req/s, {}",
             arrivals_word(settings),
             probe.rate,
-            if ctx.options.keep_alive || ctx.target.http2 {
+            if kept_alive(ctx) {
                 "keep-alive"
             } else {
                 "a connection per request"
@@ -241,7 +241,7 @@ pub fn run(
     let next = cooldown::connections(
         probe.rate * super::search::Plan::new(probe.rate).growth,
         (probe.length + warmup).as_secs_f64(),
-        ctx.options.keep_alive || ctx.target.http2,
+        kept_alive(ctx),
     );
     let cooldown = port.map_or_else(Cooldown::default, |p| {
         cooldown::cool_down_for(p, open_before, Some(next))
@@ -265,25 +265,37 @@ pub fn run(
     Ok((record, judged))
 }
 
+/// Whether the probe's connections are kept: `--keep-alive`, or a multiplexed protocol
+/// (HTTP/2 and HTTP/3 have no connection per request).
+fn kept_alive(ctx: &Ctx<'_>) -> bool {
+    ctx.options.keep_alive || ctx.target.http2 || ctx.target.http3
+}
+
 /// The probe's load: open loop at `rate` on the file set, as [`measure::open_loop`] runs it;
-/// over HTTP/2, a few connections of many streams.
+/// over HTTP/2 and HTTP/3, a few connections of many streams.
 fn open_loop(rate: f64, ctx: &Ctx<'_>, settings: &Settings) -> anyhow::Result<Config> {
     let target = LoadTarget::fileset(ctx.fileset, &ctx.target.base_url)?;
     // A few to start with; the open loop opens more when all are busy.
     let connections = ((rate / 1000.0).ceil() as usize).clamp(1, 64);
     let mut config = measure::open_loop(target, connections, rate, settings.arrivals, ctx);
+    // HTTP/2's and HTTP/3's concurrency is their streams: a few connections of many
+    // streams, as a browser holds them, stand where HTTP/1.1 opens up to MAX_CONNECTIONS.
+    // HTTP/3's the same as HTTP/2's, so that the two searches offer the server the same
+    // concurrency and differ in the protocol alone.
     if ctx.target.http2 {
-        // HTTP/2's concurrency is its streams: a few connections of many streams, as a
-        // browser holds them, stand where HTTP/1.1 opens up to MAX_CONNECTIONS.
-        config.connections = H2_CONNECTIONS;
-        config.http2 = Some(H2_STREAMS);
+        config.connections = MUX_CONNECTIONS;
+        config.http2 = Some(MUX_STREAMS);
+    } else if ctx.target.http3 {
+        config.connections = MUX_CONNECTIONS;
+        config.http3 = Some(MUX_STREAMS);
     }
     Ok(config)
 }
 
-/// An HTTP/2 probe's connections and streams on each (the concurrency its open loop may use).
-const H2_CONNECTIONS: usize = 4;
-const H2_STREAMS: usize = 100;
+/// An HTTP/2 or HTTP/3 probe's connections and streams on each (the concurrency its open
+/// loop may use).
+const MUX_CONNECTIONS: usize = 4;
+const MUX_STREAMS: usize = 100;
 
 /// Runs `config` for the warm-up's length ([`warmup_length`] of the lab's run), said on the
 /// bar as `label`'s.

@@ -93,7 +93,7 @@ pub(crate) async fn run(
 /// The thread's QUIC endpoint: quinn's client endpoint on a UDP socket of `bind` with the
 /// large buffers QUIC needs (`webscope_quic::UDP_BUFFER`: with the default, responses were
 /// lost to a full receive buffer on loopback), which `quinn::Endpoint::client` does not ask.
-fn endpoint(bind: std::net::SocketAddr) -> std::io::Result<quinn::Endpoint> {
+pub(crate) fn endpoint(bind: std::net::SocketAddr) -> std::io::Result<quinn::Endpoint> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))?;
     socket.set_recv_buffer_size(webscope_quic::UDP_BUFFER)?;

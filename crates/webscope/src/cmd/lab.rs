@@ -147,8 +147,9 @@ pub struct Args {
     http2: bool,
     /// Speak HTTP/3 over QUIC (to the embedded server, which --http3 then serves over HTTPS
     /// and, on the same port over UDP, HTTP/3; to an https --target, on its UDP port): each
-    /// client is one QUIC connection with one stream, kept alive. The clients, filesize and
-    /// model experiments.
+    /// client is one QUIC connection with one stream, kept alive; a capacity probe opens 4
+    /// connections of 100 streams, as over --http2. The clients, filesize, model, protocols
+    /// and capacity experiments. The preflight then fetches its sample over HTTP/3 too.
     #[arg(long)]
     http3: bool,
     /// Runs of each point, taken round the whole sweep (not back to back): every page shows
