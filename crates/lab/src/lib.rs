@@ -1,12 +1,12 @@
-//! The lab: webscope's experiments, from a file set and a server to a report. `webscope lab`
-//! is this crate's [`run`]: a file set (made once, cached), a server (webscope's own on
-//! loopback, or any URL), the load generator pinned apart from it, the experiments' runs
-//! written to disk as they finish, and the report rendered from those files ([`render`], which
-//! `webscope report` calls alone). Ctrl-C stops the current run, and the report of what was
-//! measured is still written. Beside it: the verdicts on what bounds a run ([`bottleneck`],
-//! [`health`]), the preflight, the papers' findings as data, [`compare`] (a baseline against a
-//! candidate, with significance; `webscope compare` and the lab's `--baseline` section) and
-//! the [`live`] page a lab or a load run publishes to.
+//! The lab: webscope's experiments, from a file set and a server to the results on disk.
+//! `webscope lab` is this crate's [`run`]: a file set (made once, cached), a server (webscope's
+//! own on loopback, or any URL), the load generator pinned apart from it, and the experiments'
+//! runs written to disk as they finish (`run.json`, `experiment.json`, `lab.json`, each
+//! experiment's own files). Ctrl-C stops the current run and keeps what was measured. Beside it:
+//! the verdicts on what bounds a run ([`bottleneck`], [`health`], [`objective`]), the
+//! preflight, the papers' findings as data, [`compare`] (a baseline against a candidate, with
+//! significance; `webscope compare` and the lab's `--baseline` section) and the [`live`] page a
+//! lab or a load run publishes to.
 //!
 //! The way an experiment takes through the crate:
 //!
@@ -14,13 +14,12 @@
 //! Options ─→ session::run ─→ setup (check, file set, CPUs, target, preflight, lab.json)
 //!         ─→ runner::run::<S: Sweep> for each of EXPERIMENTS ─→ S's points ─→ S::measure
 //!            (measure.rs: load + monitor) ─→ record (run.json, experiment.json)
-//!         ─→ render (each experiment's page, from its folder only)
 //! ```
 //!
-//! Not for: argument parsing, exit codes or `--help` texts (the `webscope` binary owns them
-//! and turns them into this crate's configuration types), nor measuring, serving or modelling
-//! itself (the `webscope-load`, `-server`, `-monitor` and `-model` crates do; the lab only
-//! orchestrates them and reads what they wrote).
+//! Not for: the pages (`webscope-pages` draws them from the files this crate writes, and this
+//! crate never calls it), argument parsing, exit codes or `--help` texts (the `webscope` binary
+//! owns them), nor measuring, serving or modelling itself (the `webscope-load`, `-server`,
+//! `-monitor` and `-model` crates do; the lab only orchestrates them and reads what they wrote).
 
 pub mod ab;
 pub mod bottleneck;
@@ -40,7 +39,6 @@ pub mod preflight;
 pub mod progress;
 pub mod protocols;
 pub mod record;
-pub mod render;
 pub mod replay;
 pub mod results;
 pub mod runner;
@@ -61,8 +59,8 @@ use runner::{Ctx, Sweep};
 
 pub use session::run;
 
-/// An experiment as the lab lists it: how many runs it plans, how it runs, how its page is
-/// drawn. Made from its [`Sweep`] by [`Experiment::of`].
+/// An experiment as the lab lists it: how many runs it plans, how it runs. Made from its
+/// [`Sweep`] by [`Experiment::of`]; its page is the pages crate's, found by its name.
 pub struct Experiment {
     pub name: &'static str,
     /// It starts servers of its own (the embedded webscope), so `--target` cannot stand in.
@@ -71,40 +69,34 @@ pub struct Experiment {
     pub runs: fn(&Options) -> usize,
     /// Runs it into its directory; returns its record (also written as experiment.json).
     pub run: fn(&Path, &Ctx<'_>) -> anyhow::Result<ExperimentRecord>,
-    /// Adds its section, tables and summary to the report, from its directory only.
-    pub render: fn(&Path, &ExperimentRecord, &mut render::Rendered) -> anyhow::Result<()>,
 }
 
 impl Experiment {
-    /// The experiment `S` taken by the runner, its page drawn by `render`.
-    pub const fn of<S: Sweep>(
-        render: fn(&Path, &ExperimentRecord, &mut render::Rendered) -> anyhow::Result<()>,
-    ) -> Experiment {
+    /// The experiment `S` taken by the runner.
+    pub const fn of<S: Sweep>() -> Experiment {
         Experiment {
             name: S::NAME,
             needs_embedded: S::NEEDS_EMBEDDED,
             runs: S::planned,
             run: runner::run::<S>,
-            render,
         }
     }
 }
 
 /// The experiments `--experiment` may name (they run in the order it names them). Adding one:
-/// its file (a
-/// [`Sweep`]), its page, and a line here.
+/// its file (a [`Sweep`]), a line here, and its page in the pages crate's table.
 pub const EXPERIMENTS: &[Experiment] = &[
-    Experiment::of::<clients::ClientSweep<clients::Clients>>(render::clients::render),
-    Experiment::of::<filesize::Filesize>(render::filesize::render),
-    Experiment::of::<techniques::Techniques>(render::techniques::render),
-    Experiment::of::<saturation::Saturation>(render::saturation::render),
-    Experiment::of::<clients::ClientSweep<model::Model>>(render::model::render),
-    Experiment::of::<protocols::Protocols>(render::protocols::render),
-    Experiment::of::<degradation::Degradation>(render::degradation::render),
-    Experiment::of::<capacity::experiment::Capacity>(render::capacity::render),
-    Experiment::of::<replay::ReplaySweep>(render::replay::render),
-    Experiment::of::<users::UsersSearch>(render::users::render),
-    Experiment::of::<ab::trial::AbTrials>(render::ab::render),
+    Experiment::of::<clients::ClientSweep<clients::Clients>>(),
+    Experiment::of::<filesize::Filesize>(),
+    Experiment::of::<techniques::Techniques>(),
+    Experiment::of::<saturation::Saturation>(),
+    Experiment::of::<clients::ClientSweep<model::Model>>(),
+    Experiment::of::<protocols::Protocols>(),
+    Experiment::of::<degradation::Degradation>(),
+    Experiment::of::<capacity::experiment::Capacity>(),
+    Experiment::of::<replay::ReplaySweep>(),
+    Experiment::of::<users::UsersSearch>(),
+    Experiment::of::<ab::trial::AbTrials>(),
 ];
 
 /// Experiments the lab issue plans that are not built yet.

@@ -184,7 +184,7 @@ impl RunRecord {
 }
 
 /// A load report from test JSON: every field the JSON lacks at its default.
-#[cfg(test)]
+#[cfg(any(test, feature = "fixtures"))]
 pub fn load_json(value: serde_json::Value) -> webscope_load::Report {
     serde_json::from_value(value).expect("a load report")
 }

@@ -3,11 +3,10 @@
 //! ```text
 //!   Options ─→ check ─→ file set ─→ placement ─→ target ─→ preflight ─→ lab.json
 //!           ─→ for each experiment: runner::run ─→ <out>/<name>/…  (lab.json after each)
-//!           ─→ render::render(out)
 //! ```
 //!
 //! Not for: what each step does (`setup`), how an experiment's runs are taken (`runner`), nor
-//! the report (`render`).
+//! the report (the pages crate draws it from `out` once this returns).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,10 +17,10 @@ use anyhow::Context;
 use crate::progress::Progress;
 use crate::record::{write_json, LabRecord};
 use crate::runner::Ctx;
-use crate::{render, setup, target, Experiment, Options};
+use crate::{setup, target, Experiment, Options};
 
-/// Runs the lab; returns what the report found (its path, the summary, the invalid runs).
-pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::Rendering> {
+/// Runs the lab into `options.out`; its report is drawn from there afterwards.
+pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<()> {
     let (chosen, expect) = setup::check(options)?;
     crate::measure::set_no_kernel(options.no_kernel);
     let fileset = setup::fileset(options, interrupt)?;
@@ -76,7 +75,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<render::
     lab.interrupted |= interrupt.load(Ordering::Relaxed);
     write_json(&options.out.join("lab.json"), &lab)?;
     target.stop();
-    render::render(&options.out)
+    Ok(())
 }
 
 /// `--duration`, else 15 s (3 s with `--quick`).

@@ -19,7 +19,8 @@
 //! report (its clients sweep, point by point: the runs of a point are its repeats), or a
 //! `webscope load --json` file (with the `.hlog` of the same name beside it, if any).
 
-pub mod html;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod input;
 pub mod stats;
 pub mod table;
@@ -220,7 +221,7 @@ fn figures(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> (Vec<f64>,
 
 /// One metric's row, or none when neither side measured it (the `ab` page asks it of the
 /// first rounds at each look, to draw the interval narrowing).
-pub(crate) fn row(
+pub fn row(
     name: &str,
     base: &[&Run],
     cand: &[&Run],

@@ -3,11 +3,7 @@
 //! the published invariants of Web-server workloads beside them. A page, a JSON file and a
 //! short summary on the terminal.
 
-mod page;
-mod sessions;
-mod summary;
-#[cfg(test)]
-mod tests;
+use webscope_pages::characterize::{page, summary};
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

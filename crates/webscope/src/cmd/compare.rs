@@ -175,8 +175,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.candidate.display(),
             args.baseline.display()
         );
-        webscope_sys::write_file(path, compare::html::page(&title, &with_runs).as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        webscope_sys::write_file(
+            path,
+            webscope_pages::compare::page(&title, &with_runs).as_bytes(),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     verdict(&crossed, &undecided)
 }

@@ -394,7 +394,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             options.out.display()
         );
     }
-    let outcome = lab::run(&options, &interrupt);
+    let outcome =
+        lab::run(&options, &interrupt).and_then(|()| webscope_pages::report::render(&options.out));
     if let Some(live) = &options.live {
         live.update(|state| {
             state.finished = true;

@@ -13,7 +13,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let outcome = webscope_lab::render::render(&args.dir)?;
+    let outcome = webscope_pages::report::render(&args.dir)?;
     print!("{}", outcome.summary);
     println!("report: {}", outcome.index.display());
     Ok(())
