@@ -5,8 +5,8 @@
 //! experiment's own files). Ctrl-C stops the current run and keeps what was measured. Beside it:
 //! the verdicts on what bounds a run ([`bottleneck`], [`health`], [`objective`]), the
 //! preflight, the papers' findings as data, [`compare`] (a baseline against a candidate, with
-//! significance; `webscope compare` and the lab's `--baseline` section) and the [`live`] page a
-//! lab or a load run publishes to.
+//! significance; `webscope compare` and the lab's `--baseline` section). It publishes to the
+//! live page (`webscope-live`) as it goes.
 //!
 //! The way an experiment takes through the crate:
 //!
@@ -29,7 +29,7 @@ pub mod compare;
 pub mod degradation;
 pub mod filesize;
 pub mod health;
-pub mod live;
+
 pub mod measure;
 pub mod model;
 pub mod objective;
@@ -53,9 +53,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use health::Judge;
-use live::Live;
 use record::ExperimentRecord;
 use runner::{Ctx, Sweep};
+use webscope_live::Live;
 
 pub use session::run;
 

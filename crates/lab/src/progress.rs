@@ -6,7 +6,7 @@ use std::ops::Deref;
 use indicatif::ProgressBar;
 
 use super::health::{Expect, Health, Judge};
-use crate::live::{Gauges, Live, Point, RunDone, Step};
+use webscope_live::{Gauges, Live, Point, RunDone, Step};
 
 /// The lab's progress. Derefs to the bar, so experiments move it as they always did.
 pub struct Progress<'a> {

@@ -40,6 +40,7 @@ pub mod paper_panels;
 pub mod per_run;
 pub mod point;
 pub mod protocols;
+pub mod published;
 pub mod queue_wait;
 pub mod rendered;
 pub mod replay;

@@ -109,7 +109,7 @@ pub struct Args {
     /// Serve a live page on ADDR during the sweep (PORT or HOST:PORT; loopback when only a
     /// port is given): the current run's intervals (throughput, latency, errors, the server's
     /// and the machine's CPU, TCP states), the step and the time left, the runs done.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = webscope_lab::live::DEFAULT_ADDR)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = webscope_live::DEFAULT_ADDR)]
     live: Option<String>,
     /// How long the live page stays up after the lab, so that open browsers get its end
     /// (Ctrl-C ends it sooner).
@@ -321,8 +321,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .unwrap_or("webscope serve (embedded)")
             );
             // Each run's intervals are a second long.
-            let live =
-                webscope_lab::live::Live::start(addr, "lab", &title, Duration::from_secs(1))?;
+            let live = webscope_live::Live::start(addr, "lab", &title, Duration::from_secs(1))?;
             eprintln!("webscope lab: live page at {}", live.url());
             Some(live)
         }

@@ -273,7 +273,7 @@ struct Flags {
     /// Serve a live page on ADDR while the run goes (PORT or HOST:PORT; loopback when only a
     /// port is given): each interval's throughput, latency, errors, the machine's and the
     /// server's CPU, TCP states and the time left, then the final figures.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = webscope_lab::live::DEFAULT_ADDR)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = webscope_live::DEFAULT_ADDR)]
     live: Option<String>,
     /// How long the live page stays up after the run, so that open browsers get the final
     /// figures (Ctrl-C ends it sooner).
@@ -521,7 +521,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     let interrupt = crate::signals::interrupt_flag()?;
     let live = output.live_line && std::io::stderr().is_terminal();
     let page = match &output.live_page {
-        Some(addr) => Some(webscope_lab::live::LoadPage::start(addr, &config)?),
+        Some(addr) => Some(webscope_live::LoadPage::start(addr, &config)?),
         None => None,
     };
     let who = match &config.users {
