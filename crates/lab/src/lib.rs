@@ -34,7 +34,7 @@ pub mod measure;
 pub mod model;
 pub mod objective;
 pub mod os_figures;
-pub mod papers;
+
 pub mod preflight;
 pub mod progress;
 pub mod protocols;

@@ -13,8 +13,9 @@ use webscope_report::{Block, Table};
 
 use super::page::ExperimentPage;
 use super::rendered::Rendered;
+use crate::compare::table::{self, table, Layout};
 use webscope_lab::ab::{self, Round};
-use webscope_lab::compare::{self, table::table, table::Layout, Comparison, Threshold};
+use webscope_lab::compare::{self, Comparison, Threshold};
 use webscope_lab::record::{read_json, ExperimentRecord, LabRecord};
 use webscope_lab::results::ab::{AbEntry, AbPlan, AbVerdict};
 
@@ -284,7 +285,7 @@ fn rounds_table(rounds: &[Round]) -> Table {
         "B p99",
     ]);
     let cpu = |r: &compare::input::Run| r.cpu_us_per_request.map_or("-".into(), human::sig3);
-    let p99 = |r: &compare::input::Run| compare::table::value("p99", r.load.total.latency_us.p99);
+    let p99 = |r: &compare::input::Run| table::value("p99", r.load.total.latency_us.p99);
     for r in rounds {
         t.row([
             r.number.to_string(),

@@ -37,6 +37,7 @@ pub mod kernel_cost;
 pub mod model;
 pub mod page;
 pub mod paper_panels;
+pub mod papers;
 pub mod per_run;
 pub mod point;
 pub mod protocols;

@@ -22,8 +22,8 @@ use webscope_report::{Block, Section, Table};
 
 use super::point::Point;
 use super::rendered::Rendered;
+use crate::papers::Comparison;
 use crate::published::panel;
-use webscope_lab::papers::Comparison;
 use webscope_lab::record::ExperimentRecord;
 
 /// An experiment's section in the making, and what it adds beside it; [`finish`] adds it all

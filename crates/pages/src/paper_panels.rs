@@ -1,10 +1,10 @@
 //! Each experiment's "the paper found" panel: its own figures set beside the paper's, both
 //! normalised alike (ratios, shares, bends), with one sentence on where they agree, where they
-//! differ, and why. The papers' numbers come from `lab/papers/*.toml` only.
+//! differ, and why. The papers' numbers come from `pages/src/papers/*.toml` only.
 
 use super::point::Point;
 use super::sweep::Saturation;
-use webscope_lab::papers::{find, Comparison};
+use crate::papers::{find, Comparison};
 
 fn pct(v: f64) -> String {
     format!("{:.0} %", v)

@@ -1,9 +1,9 @@
 //! "The paper found": an experiment's published findings beside ours, as a table (a bar chart
 //! where the finding has more than one point), the quotes as published, and report.json's
-//! entry. The findings and their comparisons are the lab's (`webscope_lab::papers`).
+//! entry. The findings and their comparisons are the lab's (`crate::papers`).
 
+use crate::papers::Comparison;
 use serde_json::{json, Value};
-use webscope_lab::papers::Comparison;
 use webscope_report::svg::{Axis, BarChart};
 use webscope_report::{Block, Table};
 
@@ -85,7 +85,7 @@ pub fn panel(comparisons: &[Comparison]) -> (Vec<Block>, Value) {
 
 #[cfg(test)]
 mod tests {
-    use webscope_lab::papers::{find, Comparison};
+    use crate::papers::{find, Comparison};
     use webscope_report::Block;
 
     use super::panel;

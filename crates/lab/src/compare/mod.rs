@@ -23,7 +23,6 @@
 pub mod fixtures;
 pub mod input;
 pub mod stats;
-pub mod table;
 
 use serde::Serialize;
 use webscope_model::stats::{

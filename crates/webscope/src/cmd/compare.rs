@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use webscope_lab::capacity::compare as capacity;
-use webscope_lab::compare::table::{table, Layout};
 use webscope_lab::compare::{self, input, Comparison, Threshold};
 use webscope_lab::results::{Search, Searches};
+use webscope_pages::compare::table::{table, Layout};
 
 use super::{Exit, EXIT_UNDECIDED};
 

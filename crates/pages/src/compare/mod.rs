@@ -2,12 +2,14 @@
 //! distributions overlaid (linear and log frequency, as Chiarini and Couch drew them), their
 //! difference bin by bin, and the difference of their density maps over the run's time.
 
+pub mod table;
+
 use webscope_report::svg::{Axis, HeatMap, Series, Style, XyChart};
 use webscope_report::{Block, Page, Section};
 
 use crate::charts::{edges_ns, shares};
+use table::{table, Layout};
 use webscope_lab::compare::input::Run;
-use webscope_lab::compare::table::{table, Layout};
 use webscope_lab::compare::Comparison;
 
 /// The runs' latencies, all intervals merged, as shares of requests per bin.

@@ -5,7 +5,7 @@
 
 use webscope_report::{human, Table};
 
-use super::{Comparison, Row};
+use webscope_lab::compare::{Comparison, Row};
 
 /// How the table is laid out where it is shown.
 pub struct Layout<'a> {

@@ -1,4 +1,4 @@
-//! What the five papers found, held as data (`lab/papers/*.toml`, one file per paper, each
+//! What the five papers found, held as data (`pages/src/papers/*.toml`, one file per paper, each
 //! number with the table or sentence it comes from, quoted), and the comparisons of ours with
 //! theirs that each experiment's page draws beside its own result.
 //!
