@@ -175,14 +175,9 @@ fn per_second(n: u64, seconds: f64) -> f64 {
     }
 }
 
-fn pct(share: f64) -> String {
-    if share >= 99.95 {
-        "100 %".into()
-    } else if share >= 10.0 {
-        format!("{share:.0} %")
-    } else {
-        format!("{share:.1} %")
-    }
+/// A share given in per cent, as a cause says it.
+fn pct(percent: f64) -> String {
+    webscope_report::human::pct_brief(percent / 100.0)
 }
 
 /// The reason phrase of the statuses a misconfigured run shows.

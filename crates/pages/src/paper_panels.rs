@@ -6,8 +6,9 @@ use super::point::Point;
 use super::sweep::Saturation;
 use crate::papers::{find, Comparison};
 
-fn pct(v: f64) -> String {
-    format!("{:.0} %", v)
+/// A figure given in per cent, as the panels' sentences say it.
+fn pct(percent: f64) -> String {
+    webscope_report::human::pct_brief(percent / 100.0)
 }
 
 /// Why ours keeps what it keeps past the knee, from the largest load's verdict (the one

@@ -89,6 +89,23 @@ pub fn pct(share: f64) -> String {
     format!("{} %", sig3(100.0 * share))
 }
 
+/// A share (0.38 for 38 %) in a sentence, where its tenths would not change the reading:
+/// whole per cent from 10 % on (`38 %`), one decimal below (`4.5 %`) and near all
+/// (`99.6 %`), and `100 %` only from 99.95 % on, so that "100 %" is never a rounded 99.6. For causes and limits ("403 Forbidden
+/// on 38 % of requests", "steal 12 %"); a measured figure in a table or a summary is [`pct`].
+pub fn pct_brief(share: f64) -> String {
+    let percent = 100.0 * share;
+    if !percent.is_finite() {
+        "-".into()
+    } else if percent >= 99.95 {
+        "100 %".into()
+    } else if (10.0..99.5).contains(&percent) {
+        format!("{percent:.0} %")
+    } else {
+        format!("{percent:.1} %")
+    }
+}
+
 /// A change (−0.151 for 15.1 % lower) as a signed percentage to one decimal, with a true
 /// minus sign: `+2.0 %`, `−15.1 %`, `+0.0 %`; `any rise` and `any drop` for a change the data
 /// leave unbounded (+∞, or −100 % reached through an open bound). One decimal, not three
@@ -260,5 +277,17 @@ mod tests {
             "\u{2212}4.0 % .. any rise"
         );
         assert_eq!(change_interval(-1.0, 0.05), "any drop .. +5.0 %");
+    }
+
+    #[test]
+    fn a_brief_share_is_whole_from_ten_percent_and_never_rounds_up_to_all() {
+        assert_eq!(pct_brief(0.38), "38 %");
+        assert_eq!(pct_brief(0.045), "4.5 %");
+        assert_eq!(pct_brief(0.9994), "99.9 %");
+        assert_eq!(pct_brief(0.996), "99.6 %");
+        assert_eq!(pct_brief(0.9996), "100 %");
+        assert_eq!(pct_brief(0.9949), "99 %");
+        assert_eq!(pct_brief(0.0), "0.0 %");
+        assert_eq!(pct_brief(f64::NAN), "-");
     }
 }

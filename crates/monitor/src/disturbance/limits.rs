@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Disturbance, Region, Role, Wait, Watched};
 use crate::Error;
+use webscope_report::human::pct_brief as pct;
 
 /// The largest share of the interval each figure may reach before the machine counts as
 /// disturbed. A figure at its limit is still quiet; a figure that was not measured (no PSI)
@@ -64,11 +65,6 @@ impl Default for Limits {
             io_pressure: 0.20,
         }
     }
-}
-
-/// A share as a person reads it: "38 %".
-fn pct(share: f64) -> String {
-    format!("{:.0} %", share * 100.0)
 }
 
 /// "CPU 0", "CPUs 0-3", "CPUs 0, 2".

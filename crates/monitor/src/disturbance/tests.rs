@@ -248,7 +248,7 @@ fn disturbed() -> Disturbance {
 fn beyond_names_every_figure_past_its_limit() {
     assert_eq!(
         disturbed().beyond(&Limits::default()).unwrap(),
-        "other processes took 38 % of the server's CPU 0, steal 6 % of the server's CPU 0, \
+        "other processes took 38 % of the server's CPU 0, steal 6.0 % of the server's CPU 0, \
          a server thread (1234/1240 nginx) waited for a CPU 31 % of the time, I/O pressure 22 %"
     );
     let loose = Limits {
@@ -316,7 +316,7 @@ fn several_cpus_and_machine_wide_steal_are_worded() {
     );
     d.regions.clear();
     d.steal = 0.08;
-    assert_eq!(d.beyond(&Limits::default()).unwrap(), "steal 8 %");
+    assert_eq!(d.beyond(&Limits::default()).unwrap(), "steal 8.0 %");
 }
 
 #[test]

@@ -10,10 +10,7 @@ use webscope_accesslog::printable;
 use webscope_report::human::{count, plural, rate, sig3};
 use webscope_workload::format_size;
 
-/// A share as a percentage, to three significant figures.
-pub fn pct(x: f64) -> String {
-    webscope_report::human::pct(x)
-}
+pub use webscope_report::human::pct;
 
 /// A size in bytes, as `fileset` prints them.
 pub fn size(bytes: f64) -> String {
