@@ -141,40 +141,64 @@ fn identical_servers_are_never_a_regression_and_the_order_is_balanced() {
     assert!(page.contains("limit goodput&gt;-3%") || page.contains("limit goodput>-3%"));
 }
 
-#[test]
-fn the_naive_server_is_found_slower_than_the_default() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+/// A naive-server experiment that kept its rounds: its folder (kept while it is read), its
+/// run's folder, its report.json `ab` entry and its stderr.
+struct NaiveRun {
+    _tmp: tempfile::TempDir,
+    out: std::path::PathBuf,
+    entry: serde_json::Value,
+    stderr: String,
+}
+
+/// The paper's naive server (B: `serve --baseline --hostname-lookups`, writing an access
+/// log) against the embedded default (A), judged on `cpu_us<+30%`, with `extra` flags (the
+/// trials' shape). A busy machine that left fewer than 4 rounds gives none, exit 1 or 3, said
+/// as unchecked (`what`: the rounds' kind); else the verdict must be a regression (exit 1).
+fn naive_is_slower(what: &str, extra: &[&str]) -> Option<NaiveRun> {
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("set");
     lab_support::tiny_fileset(&set);
-    let log = tmp.path().join("naive.log");
     let naive = format!(
         "--baseline --hostname-lookups --access-log {}",
-        log.display()
+        tmp.path().join("naive.log").display()
     );
     let out = tmp.path().join("r");
-    let (code, entry, stderr) = ab(
-        &out,
-        &set,
-        &[
-            "--candidate-serve-args",
-            &naive,
-            "--threshold",
-            "cpu_us<+30%",
-        ],
-    );
+    let mut args = extra.to_vec();
+    args.extend([
+        "--candidate-serve-args",
+        &naive,
+        "--threshold",
+        "cpu_us<+30%",
+    ]);
+    let (code, entry, stderr) = ab(&out, &set, &args);
     let verdict = &entry["verdict"];
     let rounds = verdict["rounds"].as_u64().unwrap_or(0);
     if rounds < 4 {
         assert!(matches!(code, Some(1 | 3)), "exit {code:?}: {stderr}");
         lab_support::unchecked(&format!(
-            "only {rounds} rounds kept ({} disturbed): the machine was busy",
+            "only {rounds} {what} kept ({} disturbed): the machine was busy",
             verdict["disturbed"]
         ));
-        return;
+        return None;
     }
     assert_eq!(code, Some(1), "{stderr}\n{verdict:#}");
-    let sentence = verdict["verdicts"][0]["sentence"].as_str().unwrap();
+    Some(NaiveRun {
+        _tmp: tmp,
+        out,
+        entry,
+        stderr,
+    })
+}
+
+#[test]
+fn the_naive_server_is_found_slower_than_the_default() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(NaiveRun { entry, stderr, .. }) = naive_is_slower("rounds", &[]) else {
+        return;
+    };
+    let sentence = entry["verdict"]["verdicts"][0]["sentence"]
+        .as_str()
+        .unwrap();
     assert!(
         sentence.starts_with("B against A: cpu_us +") && sentence.ends_with("CROSSED cpu_us<+30%"),
         "{sentence}"
@@ -230,36 +254,9 @@ fn trials_at_a_fixed_rate_run_open_loop_on_both_sides() {
 #[test]
 fn a_duet_loads_both_at_once_and_finds_the_naive_server_slower() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let tmp = tempfile::tempdir().unwrap();
-    let set = tmp.path().join("set");
-    lab_support::tiny_fileset(&set);
-    let naive = format!(
-        "--baseline --hostname-lookups --access-log {}",
-        tmp.path().join("naive.log").display()
-    );
-    let out = tmp.path().join("r");
-    let (code, entry, stderr) = ab(
-        &out,
-        &set,
-        &[
-            "--duet",
-            "--candidate-serve-args",
-            &naive,
-            "--threshold",
-            "cpu_us<+30%",
-        ],
-    );
-    let verdict = &entry["verdict"];
-    let rounds = verdict["rounds"].as_u64().unwrap_or(0);
-    if rounds < 4 {
-        assert!(matches!(code, Some(1 | 3)), "exit {code:?}: {stderr}");
-        lab_support::unchecked(&format!(
-            "only {rounds} duet rounds kept ({} disturbed): the machine was busy",
-            verdict["disturbed"]
-        ));
+    let Some(NaiveRun { _tmp, out, .. }) = naive_is_slower("duet rounds", &["--duet"]) else {
         return;
-    }
-    assert_eq!(code, Some(1), "{stderr}\n{verdict:#}");
+    };
     // Each round's two runs ran at once: their windows overlap.
     let window = |name: &str| -> (f64, f64) {
         let run: serde_json::Value = serde_json::from_slice(

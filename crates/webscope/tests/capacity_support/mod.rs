@@ -3,7 +3,11 @@
 //! failed well below a capacity. (`lab_kubernetes` takes only the server.)
 #![allow(dead_code)]
 
+mod quota;
+
 use std::path::Path;
+
+pub use quota::CpuQuota;
 
 use crate::lab_support::{self, webscope};
 
@@ -18,7 +22,18 @@ pub fn capacity(
     out: &Path,
     extra: &[&str],
 ) -> Option<serde_json::Value> {
-    let (code, c, stderr) = capacity_or_refusal(target, fileset, out, extra);
+    capacity_in(None, target, fileset, out, extra)
+}
+
+/// [`capacity`], the lab (the generator with it) held to `quota` when given.
+pub fn capacity_in(
+    quota: Option<&CpuQuota>,
+    target: &str,
+    fileset: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> Option<serde_json::Value> {
+    let (code, c, stderr) = capacity_or_refusal_in(quota, target, fileset, out, extra);
     if code == Some(4) {
         assert!(stderr.contains("the machine was disturbed"), "{stderr}");
         assert_eq!(c["ending"]["kind"], "disturbed", "{c}");
@@ -40,7 +55,19 @@ pub fn capacity_or_refusal(
     out: &Path,
     extra: &[&str],
 ) -> (Option<i32>, serde_json::Value, String) {
-    let run = webscope()
+    capacity_or_refusal_in(None, target, fileset, out, extra)
+}
+
+/// [`capacity_or_refusal`], the lab moved into `quota` as soon as it started (its first
+/// milliseconds, before any probe, run unthrottled).
+pub fn capacity_or_refusal_in(
+    quota: Option<&CpuQuota>,
+    target: &str,
+    fileset: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (Option<i32>, serde_json::Value, String) {
+    let mut child = webscope()
         .args(["lab", "--target", target, "--fileset"])
         .arg(fileset)
         .arg("--out")
@@ -53,8 +80,16 @@ pub fn capacity_or_refusal(
             "--no-preflight",
         ])
         .args(extra)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    if let Some(Err(why)) = quota.map(|q| q.add(child.id())) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{why}");
+    }
+    let run = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     let report: serde_json::Value = serde_json::from_slice(
         &std::fs::read(out.join("report.json"))
