@@ -30,6 +30,7 @@ pub mod degradation;
 pub mod filesize;
 pub mod health;
 
+pub mod loss;
 pub mod measure;
 pub mod model;
 pub mod objective;
