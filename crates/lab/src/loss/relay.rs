@@ -141,6 +141,16 @@ fn open_tun(name: &str) -> anyhow::Result<File> {
     Ok(file)
 }
 
+/// Whether this machine can make a link (root, network namespaces, TUN, `ip`): Err(why, in
+/// one line) when not.
+pub fn check() -> anyhow::Result<()> {
+    let faults = Faults {
+        delay: Duration::ZERO,
+        loss: 0.0,
+    };
+    Link::new(faults, 0).map(drop)
+}
+
 /// The link's faults: the one-way delay (each direction) and the chance of a packet lost.
 #[derive(Clone, Copy, Debug)]
 pub struct Faults {
