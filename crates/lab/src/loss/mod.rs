@@ -2,7 +2,7 @@
 //! HTTP/2 and HTTP/3 across a link that delays and drops packets, made by [`relay`] between
 //! two network namespaces (this kernel has no netem). Its runs are the protocols
 //! experiment's when `--loss` is given ([`experiment`]); its page is
-//! `render/protocols_loss.rs`.
+//! `protocols_loss.rs` of the pages crate.
 
 pub mod experiment;
 pub mod relay;
