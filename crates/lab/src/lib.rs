@@ -30,6 +30,7 @@ pub mod degradation;
 pub mod filesize;
 pub mod health;
 
+pub mod loss;
 pub mod measure;
 pub mod model;
 pub mod objective;
@@ -137,6 +138,9 @@ pub struct Options {
     pub http2: bool,
     /// `--http3`: runs speak HTTP/3 over QUIC (to the embedded server, which serves it).
     pub http3: bool,
+    /// `--loss` (and `--rtt`): the protocols experiment loads pages over HTTP/2 and HTTP/3
+    /// across a lossy, delayed link instead of its rows.
+    pub loss: Option<loss::Settings>,
     pub experiments: Vec<String>,
     pub clients: Option<Vec<usize>>,
     pub duration: Option<Duration>,
@@ -196,6 +200,7 @@ pub fn tests_options(quick: bool) -> Options {
         embedded_tls: false,
         http2: false,
         http3: false,
+        loss: None,
         profile: true,
         no_kernel: false,
         repeat: 1,

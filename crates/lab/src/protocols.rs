@@ -74,9 +74,12 @@ pub const ROWS: [Row; 6] = [
     },
 ];
 
-/// The experiment: the rows, each its own embedded server, with the lab's certificate.
+/// The experiment: the rows, each its own embedded server, with the lab's certificate; with
+/// `--loss`, the loss experiment's points instead (`loss/experiment.rs`), numbered after
+/// the rows.
 pub struct Protocols {
     secure: Secure,
+    loss: Option<(crate::loss::Settings, Secure)>,
 }
 
 impl Sweep for Protocols {
@@ -86,13 +89,24 @@ impl Sweep for Protocols {
     /// The row's index in [`ROWS`].
     type Point = usize;
 
-    fn points(_: &Options) -> Points<usize> {
-        Points::Fixed((0..ROWS.len()).collect())
+    fn points(options: &Options) -> Points<usize> {
+        match &options.loss {
+            Some(loss) => Points::Fixed((0..loss_points(loss)).map(|k| ROWS.len() + k).collect()),
+            None => Points::Fixed((0..ROWS.len()).collect()),
+        }
     }
 
     fn start(ctx: &Ctx<'_>) -> anyhow::Result<Protocols> {
+        let loss = match &ctx.options.loss {
+            Some(settings) => Some((
+                settings.clone(),
+                crate::loss::experiment::secure(&ctx.options.work)?,
+            )),
+            None => None,
+        };
         Ok(Protocols {
             secure: Secure::make(&ctx.options.work, false)?,
+            loss,
         })
     }
 
@@ -101,12 +115,24 @@ impl Sweep for Protocols {
     }
 
     fn label(&self, run: &Run<'_, usize>) -> String {
-        ROWS[*run.point].label.to_string()
+        match (&self.loss, run.point.checked_sub(ROWS.len())) {
+            (Some((loss, _)), Some(k)) => crate::loss::experiment::label(loss, k),
+            _ => ROWS[*run.point].label.to_string(),
+        }
     }
 
     fn measure(&mut self, run: &Run<'_, usize>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
-        one_run(run.dir, ctx, *run.point, &self.secure)
+        match (&self.loss, run.point.checked_sub(ROWS.len())) {
+            (Some((loss, secure)), Some(k)) => {
+                crate::loss::experiment::run(run.dir, ctx, loss, k, secure)
+            }
+            _ => one_run(run.dir, ctx, *run.point, &self.secure),
+        }
     }
+}
+
+fn loss_points(loss: &crate::loss::Settings) -> usize {
+    crate::loss::experiment::count(loss)
 }
 
 fn one_run(

@@ -88,6 +88,19 @@ fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<(
             );
         }
     }
+    if options.loss.is_some() {
+        if let Some(other) = chosen.iter().find(|e| e.name != "protocols") {
+            bail!(
+                "--loss is the protocols experiment's loss comparison; {} does not run over a lossy link: give --experiment protocols",
+                other.name
+            );
+        }
+        if options.target.is_some() || options.http2 || options.http3 || options.embedded_tls {
+            bail!("--loss runs its own servers over HTTP/2 and HTTP/3 in network namespaces: leave out --target, --tls, --http2 and --http3");
+        }
+        // Root and network namespaces, or one line now rather than a failed run later.
+        crate::loss::relay::check()?;
+    }
     if options.embedded_tls && options.target.is_some() {
         bail!("--tls is for the embedded server: an https:// --target is measured over TLS already (with --cacert or --insecure)");
     }

@@ -111,6 +111,20 @@ impl Target {
         extra: &[String],
         secure: Option<&Secure>,
     ) -> anyhow::Result<Target> {
+        Target::embedded_at("127.0.0.1", exe, root, workers, cpu, extra, secure)
+    }
+
+    /// [`Target::embedded_over`], listening (and its admin endpoint) on `ip` (the loss
+    /// experiment's server, in a namespace of its own, on its link's address).
+    pub fn embedded_at(
+        ip: &str,
+        exe: &Path,
+        root: &Path,
+        workers: usize,
+        cpu: Option<usize>,
+        extra: &[String],
+        secure: Option<&Secure>,
+    ) -> anyhow::Result<Target> {
         let mut cmd = Command::new(exe);
         cmd.arg("serve");
         if let Some(secure) = secure {
@@ -129,7 +143,10 @@ impl Target {
         }
         cmd.arg("--root")
             .arg(root)
-            .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
+            .arg("--listen")
+            .arg(format!("{ip}:0"))
+            .arg("--admin")
+            .arg(format!("{ip}:0"))
             .args(["--workers", &workers.to_string()])
             .args(extra)
             .stdin(Stdio::null())

@@ -326,9 +326,6 @@ impl Config {
         if self.io == Io::Uring {
             return bad("--io uring is for the HTTP/1.1 engine: leave it out with --http3");
         }
-        if self.users.is_some() {
-            return bad("--users speaks HTTP/1.1 only so far: leave --http3 out");
-        }
         if self.replay.is_some() {
             return bad("--replay speaks HTTP/1.1 only so far: leave --http3 out");
         }

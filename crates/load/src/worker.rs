@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::config::{Arrivals, Io, Mode};
+use crate::engine::h2_users::{H2, H3};
 use crate::engine::Engine;
 use crate::recorder::Recorder;
 use crate::replay::ReplaySchedule;
@@ -112,7 +113,14 @@ pub(crate) fn run(mut setup: Setup, tx: Sender<Message>, stop: watch::Receiver<b
             (Some(engine), _, _) => engine.run(intervals).await,
             // Users over HTTP/2: a connection each, their streams their page views' requests.
             (None, Some(_), _) if shared.users.is_some() => {
-                crate::engine::h2_users::run(shared, intervals, seed).await
+                crate::engine::h2_users::run(shared, intervals, seed, H2).await
+            }
+            // Users over HTTP/3: a QUIC connection each, on the thread's one UDP endpoint.
+            (None, None, Some((_, client))) if shared.users.is_some() => {
+                match H3::new(&shared, client) {
+                    Ok(dial) => crate::engine::h2_users::run(shared, intervals, seed, dial).await,
+                    Err(e) => crate::engine::h3::no_endpoint(shared, intervals, &e).await,
+                }
             }
             (None, Some(streams), _) => {
                 crate::engine::h2::run(shared, intervals, setup.connections, streams, seed).await

@@ -41,6 +41,7 @@ pub mod papers;
 pub mod per_run;
 pub mod point;
 pub mod protocols;
+pub mod protocols_loss;
 pub mod published;
 pub mod queue_wait;
 pub mod rendered;

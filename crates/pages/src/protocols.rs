@@ -9,7 +9,7 @@ use webscope_report::Table;
 use super::cells::{cell, ratio_cell};
 use super::charts::{bars, cpu_bars};
 use super::page::ExperimentPage;
-use super::point::{load_pooled, Point};
+use super::point::Point;
 use super::rendered::Rendered;
 use webscope_lab::record::ExperimentRecord;
 
@@ -142,7 +142,12 @@ fn table(rows: &[Row]) -> Table {
 
 /// Adds the protocols experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
-    let points = load_pooled(dir, exp, out)?;
+    // `--loss`: the loss comparison's page instead (`protocols_loss.rs`).
+    let all = super::protocols_loss::points(dir, exp, out)?;
+    if super::protocols_loss::is_loss(&all) {
+        return super::protocols_loss::render(exp, &all, out);
+    }
+    let points = super::point::pool(all);
     let rows: Vec<Row> = points.iter().map(Row::of).collect();
     // A lab stored before HTTP/3 has no such row: its title stays as it was.
     let title = if rows.iter().any(|r| r.label == "HTTP/3") {

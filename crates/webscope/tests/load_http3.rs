@@ -372,3 +372,73 @@ fn a_server_going_away_after_its_request_limit_is_reconnected_to_without_errors(
     assert!(r["connects"].as_u64().unwrap() > 1, "{text}");
     assert_eq!(r["status_codes"]["200"], r["requests"], "{text}");
 }
+
+/// Issue 50: users over HTTP/3. Against `webscope serve --http3`: each user keeps one QUIC
+/// connection (the server counts as many), its page's objects go as streams of it, and the
+/// report has the users' figures as over HTTP/2.
+#[test]
+fn users_over_http3_keep_one_quic_connection_each_and_load_their_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
+    let ca = cert.to_str().unwrap();
+    let json = tmp.path().join("r.json");
+    let url = serve.url("/1k.bin");
+    // 3 users, each page view a page and 5 objects, 100 ms of thought between views.
+    let users_n = 3u64;
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "--cacert",
+            ca,
+            "--users",
+            "3",
+            "--objects",
+            "const(5)",
+            "--think",
+            "const(100ms)",
+            "--ramp-up",
+            "0s",
+            "-d",
+            "1s",
+        ],
+        &json,
+        0,
+    );
+    let users = &r["users"];
+    assert_eq!(r["protocol"], "HTTP/3 (a connection per user)", "{text}");
+    assert_eq!(r["connects"], users_n, "{text}");
+    assert_eq!(r["tls"]["full"], users_n, "{text}");
+    assert_eq!(users["connections_per_user"], 1, "{users}");
+    assert_eq!(users["streams_per_user"], 6, "{users}");
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    let views = users["page_views"].as_u64().unwrap();
+    // At least each user's first view; at most one more than the thinks that fit in 1 s.
+    assert!(
+        views >= users_n && views <= users_n * 11,
+        "{views} views: {text}"
+    );
+    assert_eq!(users["page_view_errors"], 0, "{users}");
+    assert_eq!(users["page_load_us"]["count"], views, "{users}");
+    // Every view is 6 requests; a view the end cut has fewer answered (not counted as a
+    // view).
+    let requests = r["requests"].as_u64().unwrap();
+    assert!(
+        requests >= 6 * views && requests <= 6 * views + 5 * users_n,
+        "{requests} requests for {views} views: {text}"
+    );
+    assert_eq!(r["bytes"], requests * 1024, "{text}");
+    assert!(
+        text.contains("one connection each, up to 6 streams"),
+        "{text}"
+    );
+    // The server saw one QUIC connection per user, and HTTP/3 requests.
+    assert_eq!(serve.counter("webscope_http3_connections_total"), 3.0);
+    let lines = serve.log_lines(requests as usize);
+    assert!(
+        lines.iter().all(|l| l.contains("HTTP/3.0\" 200 1024")),
+        "{lines:?}"
+    );
+}

@@ -45,7 +45,7 @@ const STOP_POLL: Duration = Duration::from_millis(5);
 /// `c × streams + s`) holding when its request began and its class. A connection still
 /// opening (connect, TLS, the HTTP/2 preface) holds its first stream's slot under the first
 /// class, where its handshake is counted: its first request is waiting on it.
-pub(super) type InFlight = Rc<RefCell<Vec<Option<(Instant, usize)>>>>;
+pub(crate) type InFlight = Rc<RefCell<Vec<Option<(Instant, usize)>>>>;
 
 /// Runs `connections` HTTP/2 connections of `streams` streams each until the run ends or is
 /// stopped, handing the figures over at each interval boundary (users run in `h2_users.rs`).
@@ -269,7 +269,7 @@ async fn stream_loop(
 }
 
 /// A request to ask on a stream.
-pub(super) struct Asked {
+pub(crate) struct Asked {
     /// Its index among the target's requests.
     pub index: usize,
     /// Open loop: its slot's due time, when it waited for a stream (its latency counts from
@@ -289,23 +289,43 @@ pub(super) async fn ask(
     shared: &Shared,
     sender: &SendRequest<Bytes>,
     asked: Asked,
-    (in_flight, slot): (&InFlight, usize),
+    slot: (&InFlight, usize),
 ) -> Result<u16, Option<Failure>> {
     let scheme = if shared.tls.is_some() {
         "https"
     } else {
         "http"
     };
+    let index = asked.index;
+    ask_with(
+        shared,
+        asked,
+        slot,
+        exchange(shared, sender.clone(), scheme, index),
+    )
+    .await
+}
+
+/// What an exchange on a stream yields: (status, bytes of the body, when the response's
+/// head came), or Err(None) when the server refused the stream unprocessed.
+pub(super) type Exchanged = Result<(u16, u64, Instant), Option<Failure>>;
+
+/// The counting of [`ask`], whatever carries the request (HTTP/2 here, HTTP/3 in `h3.rs`):
+/// holds the in-flight slot while `exchange` runs (bounded by the run's timeout), then
+/// counts its response or failure under the request's class.
+pub(super) async fn ask_with(
+    shared: &Shared,
+    asked: Asked,
+    (in_flight, slot): (&InFlight, usize),
+    exchange: impl std::future::Future<Output = Exchanged>,
+) -> Result<u16, Option<Failure>> {
     let class = shared.requests.entry(asked.index).class as usize;
     let sent = Instant::now();
     let from = asked.waited.unwrap_or(sent);
     in_flight.borrow_mut()[slot] = Some((from, class));
-    let result = tokio::time::timeout(
-        shared.timeout,
-        exchange(shared, sender.clone(), scheme, asked.index),
-    )
-    .await
-    .unwrap_or(Err(Some(Failure::Timeout)));
+    let result = tokio::time::timeout(shared.timeout, exchange)
+        .await
+        .unwrap_or(Err(Some(Failure::Timeout)));
     in_flight.borrow_mut()[slot] = None;
     let now = Instant::now();
     let mut recorder = shared.recorder.borrow_mut();
@@ -375,7 +395,7 @@ async fn exchange(
     sender: SendRequest<Bytes>,
     scheme: &str,
     index: usize,
-) -> Result<(u16, u64, Instant), Option<Failure>> {
+) -> Exchanged {
     let entry = shared.requests.entry(index);
     let uri = format!("{scheme}://{}{}", shared.requests.authority(), entry.path);
     let mut request = http::Request::builder()

@@ -1,6 +1,9 @@
-//! `--users` over HTTP/2 (`--http2`, `--h2c`): a task per user on the thread's `LocalSet`,
-//! each user with one connection, as a browser keeps one HTTP/2 connection per host (RFC 9113
-//! §9.1), opened when first needed and again after it fails or the server closes it.
+//! `--users` over HTTP/2 (`--http2`, `--h2c`) and HTTP/3 (`--http3`): a task per user on the
+//! thread's `LocalSet`, each user with one connection, as a browser keeps one HTTP/2
+//! connection per host (RFC 9113 §9.1) and one QUIC connection per origin (RFC 9114 §3.3),
+//! opened when first needed and again after it fails or the server closes it. The two
+//! protocols differ here only in how a connection is opened and a request asked on it
+//! ([`Dial`]): the page views' loop below is one for both.
 //!
 //! The users, their sessions, page views and think times are the HTTP/1.1 engine's
 //! ([`UserSet`], `users.rs`): only how the requests travel differs. A page view asks its page
@@ -9,23 +12,25 @@
 //! six streams of one connection, so that a page load over HTTP/2 and over HTTP/1.1 differs
 //! by the protocol, not by how many requests a user has out), each stream taking the next
 //! object as it frees; then the user thinks, and sleeps for it. A stream the server refused
-//! gracefully without processing it (GOAWAY NO_ERROR, REFUSED_STREAM: RFC 9113 §8.7) is asked
-//! again once on a new connection, as a browser retries it.
+//! gracefully without processing it (GOAWAY NO_ERROR, REFUSED_STREAM: RFC 9113 §8.7; over
+//! HTTP/3 GOAWAY or H3_REQUEST_REJECTED, RFC 9114 §4.1.1) is asked again once on a new
+//! connection, as a browser retries it.
 //!
-//! A request's latency, its status, bytes and failures are counted by the HTTP/2 engine's
-//! [`ask`], as its connections count theirs; the interval clock is its [`keep_time`], the
+//! A request's latency, its status, bytes and failures are counted by the engines' `ask`
+//! (HTTP/3's shares HTTP/2's counting), as their connections count theirs; the interval clock is its [`keep_time`], the
 //! requests in flight at the end counted as unfinished (a slot per user and stream).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use h2::client::SendRequest;
 use tokio::task::JoinSet;
 
 use super::conn::count_failure;
-use super::h2::{ask, keep_time, open, Asked, InFlight};
+use super::h2::{keep_time, Asked, InFlight};
 use super::users::UserSet;
 use crate::recorder::Failure;
 use crate::shared::{Intervals, Shared};
@@ -34,9 +39,80 @@ use crate::users::Request;
 /// How early a user's think-time timer is set (see `user`).
 const TIMER_EARLY: Duration = Duration::from_millis(1);
 
-/// Runs the thread's users (`shared.users`) until the run ends or is stopped, handing the
-/// figures over at each interval boundary.
-pub(crate) async fn run(shared: Rc<Shared>, mut intervals: Intervals, seed: u64) {
+/// How a user's connection is opened and a request asked on it: HTTP/2 ([`H2`]) or HTTP/3
+/// ([`H3`]).
+pub(crate) trait Dial: 'static {
+    /// What asks requests on an open connection (a clone per stream).
+    type Sender: Clone + 'static;
+    /// Opens a connection (its handshake counted), returning its sender and, over TCP, the
+    /// connect time to count with its first request; Err(the failure) when it could not.
+    async fn open(&self, shared: &Rc<Shared>) -> Result<(Self::Sender, Option<Duration>), Failure>;
+    /// Asks `asked` on a new stream, holding `slot` meanwhile, and counts what came (see
+    /// `h2::ask`).
+    async fn ask(
+        shared: &Shared,
+        sender: &Self::Sender,
+        asked: Asked,
+        slot: (&InFlight, usize),
+    ) -> Result<u16, Option<Failure>>;
+}
+
+/// Users over HTTP/2, on TCP (and TLS): a connection each.
+pub(crate) struct H2;
+
+impl Dial for H2 {
+    type Sender = h2::client::SendRequest<Bytes>;
+    async fn open(&self, shared: &Rc<Shared>) -> Result<(Self::Sender, Option<Duration>), Failure> {
+        let (sender, took) = super::h2::open(shared).await?;
+        Ok((sender, Some(took)))
+    }
+    async fn ask(
+        shared: &Shared,
+        sender: &Self::Sender,
+        asked: Asked,
+        slot: (&InFlight, usize),
+    ) -> Result<u16, Option<Failure>> {
+        super::h2::ask(shared, sender, asked, slot).await
+    }
+}
+
+/// Users over HTTP/3: a QUIC connection each, all of the thread's on its one UDP endpoint
+/// (as the HTTP/3 engine's connections are).
+pub(crate) struct H3 {
+    endpoint: quinn::Endpoint,
+    client: Arc<crate::quic::Client>,
+}
+
+impl H3 {
+    /// The thread's endpoint, bound as the HTTP/3 engine binds its own.
+    pub(crate) fn new(shared: &Shared, client: Arc<crate::quic::Client>) -> std::io::Result<H3> {
+        let endpoint = super::h3::endpoint(super::h3::unspecified(shared.addr))?;
+        Ok(H3 { endpoint, client })
+    }
+}
+
+impl Dial for H3 {
+    type Sender = super::h3::SendRequest;
+    async fn open(&self, shared: &Rc<Shared>) -> Result<(Self::Sender, Option<Duration>), Failure> {
+        // The QUIC connection closes (H3_NO_ERROR) when its last sender is dropped: when
+        // the user drops it for a new one, and at the run's end.
+        let (_quic, sender, _verified) =
+            super::h3::open(shared, &self.endpoint, &self.client).await?;
+        Ok((sender, None))
+    }
+    async fn ask(
+        shared: &Shared,
+        sender: &Self::Sender,
+        asked: Asked,
+        slot: (&InFlight, usize),
+    ) -> Result<u16, Option<Failure>> {
+        super::h3::ask(shared, sender, asked, slot).await
+    }
+}
+
+/// Runs the thread's users (`shared.users`) over `dial`'s protocol until the run ends or is
+/// stopped, handing the figures over at each interval boundary.
+pub(crate) async fn run<D: Dial>(shared: Rc<Shared>, mut intervals: Intervals, seed: u64, dial: D) {
     let Some((plan, first, stride, count)) = shared.users.clone() else {
         return;
     };
@@ -48,9 +124,17 @@ pub(crate) async fn run(shared: Rc<Shared>, mut intervals: Intervals, seed: u64)
         .run_until(async move {
             intervals.begin();
             let in_flight: InFlight = Rc::new(RefCell::new(vec![None; users * streams]));
+            let dial = Rc::new(dial);
             for u in 0..users {
                 let slots = (Rc::clone(&in_flight), u * streams);
-                tokio::task::spawn_local(user(Rc::clone(&shared), Rc::clone(&set), u, slots));
+                let user = user(
+                    Rc::clone(&shared),
+                    Rc::clone(&set),
+                    Rc::clone(&dial),
+                    u,
+                    slots,
+                );
+                tokio::task::spawn_local(user);
             }
             keep_time(&shared, &mut intervals, &in_flight).await;
         })
@@ -65,15 +149,16 @@ type Ended = (usize, Request, bool, Result<u16, Option<Failure>>);
 
 /// User `u`: its page views one after the other, a think time between them, from its start
 /// in the ramp-up to the run's end.
-async fn user(
+async fn user<D: Dial>(
     shared: Rc<Shared>,
     set: Rc<RefCell<UserSet>>,
+    dial: Rc<D>,
     u: usize,
     (in_flight, base): (InFlight, usize),
 ) {
     let streams = set.borrow().per_user();
     let mut wake_at = shared.start + set.borrow().start_offset(u);
-    let mut connection: Option<SendRequest<Bytes>> = None;
+    let mut connection: Option<D::Sender> = None;
     loop {
         // The runtime's timer fires on the first whole-millisecond tick at or after its
         // deadline, and its thread wakes after that: set half a millisecond early (as the
@@ -86,6 +171,7 @@ async fn user(
             return;
         };
         let view = View {
+            dial: &*dial,
             shared: &shared,
             set: &set,
             u,
@@ -103,7 +189,8 @@ async fn user(
 }
 
 /// One page view of user `u` in progress.
-struct View<'a> {
+struct View<'a, D: Dial> {
+    dial: &'a D,
     shared: &'a Rc<Shared>,
     set: &'a Rc<RefCell<UserSet>>,
     u: usize,
@@ -112,10 +199,10 @@ struct View<'a> {
     free: Vec<usize>,
 }
 
-impl View<'_> {
+impl<D: Dial> View<'_, D> {
     /// Asks the page, then its objects, until every request has its answer (true), or the
     /// run ended first (false: what is in flight is waited for, nothing more is asked).
-    async fn go(mut self, page: Request, connection: &mut Option<SendRequest<Bytes>>) -> bool {
+    async fn go(mut self, page: Request, connection: &mut Option<D::Sender>) -> bool {
         let mut first = Some(page);
         // Requests of the view refused gracefully, to ask again on a new connection.
         let mut again: Vec<Request> = Vec::new();
@@ -156,7 +243,7 @@ impl View<'_> {
                         connect,
                         logged: request.logged,
                     };
-                    let result = ask(&shared, &sender, asked, (&in_flight, slot)).await;
+                    let result = D::ask(&shared, &sender, asked, (&in_flight, slot)).await;
                     (slot, request, retried, result)
                 });
             }
@@ -204,22 +291,22 @@ impl View<'_> {
     /// could not be opened (the failure counted as the request's).
     async fn connection(
         &self,
-        connection: &mut Option<SendRequest<Bytes>>,
+        connection: &mut Option<D::Sender>,
         slot: usize,
         request: Request,
-    ) -> Result<(SendRequest<Bytes>, Option<Duration>), ()> {
+    ) -> Result<(D::Sender, Option<Duration>), ()> {
         if let Some(sender) = connection {
             return Ok((sender.clone(), None));
         }
         let class = self.shared.requests.entry(request.request as usize).class as usize;
         self.shared.recorder.borrow_mut().connections += 1;
         self.in_flight.borrow_mut()[slot] = Some((Instant::now(), class));
-        let opened = open(self.shared).await;
+        let opened = self.dial.open(self.shared).await;
         self.in_flight.borrow_mut()[slot] = None;
         match opened {
             Ok((sender, took)) => {
                 *connection = Some(sender.clone());
-                Ok((sender, Some(took)))
+                Ok((sender, took))
             }
             Err(failure) => {
                 count_failure(&mut self.shared.recorder.borrow_mut(), class, failure);

@@ -26,11 +26,11 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes};
 use webscope_workload::Rng;
 
-use super::conn::{count_failure, count_handshake, count_response, note_tls_error, Response};
-use super::h2::{keep_time, next_slot, InFlight};
+use super::conn::{count_failure, count_handshake, note_tls_error};
+use super::h2::{ask_with, keep_time, next_slot, Asked, Exchanged, InFlight};
 use crate::config::Mode;
 use crate::quic::{self, Client};
-use crate::recorder::{record, Failure};
+use crate::recorder::Failure;
 use crate::shared::{Intervals, Shared};
 
 /// After a failed connection, wait this long before the next (a server that is down is not
@@ -40,7 +40,7 @@ const BACKOFF: Duration = Duration::from_millis(10);
 /// `--close`: how long a connection waits for the server's session ticket before closing.
 const TICKET_WAIT: Duration = Duration::from_millis(50);
 
-type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+pub(crate) type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// Runs `connections` HTTP/3 connections of `streams` streams each until the run ends or is
 /// stopped, handing the figures over at each interval boundary.
@@ -57,12 +57,7 @@ pub(crate) async fn run(
             intervals.begin();
             let in_flight: InFlight =
                 Rc::new(std::cell::RefCell::new(vec![None; connections * streams]));
-            let bind: std::net::SocketAddr = if shared.addr.is_ipv6() {
-                (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-            } else {
-                (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-            };
-            match endpoint(bind) {
+            match endpoint(unspecified(shared.addr)) {
                 Ok(endpoint) => {
                     for c in 0..connections {
                         let rng =
@@ -77,17 +72,39 @@ pub(crate) async fn run(
                         ));
                     }
                 }
-                Err(e) => {
-                    let mut recorder = shared.recorder.borrow_mut();
-                    note_tls_error(&mut recorder, || format!("cannot open a UDP socket: {e}"));
-                    count_failure(&mut recorder, 0, Failure::Connect);
-                }
+                Err(e) => no_socket(&shared, &e),
             }
             keep_time(&shared, &mut intervals, &in_flight).await;
         })
         .await;
     // The LocalSet is dropped here: streams still in flight are cancelled, counted as
     // unfinished; the endpoint goes with its last connection.
+}
+
+/// The thread's endpoint could not be made: one connection failure, the reason kept for the
+/// report's warnings.
+fn no_socket(shared: &Shared, e: &std::io::Error) {
+    let mut recorder = shared.recorder.borrow_mut();
+    note_tls_error(&mut recorder, || format!("cannot open a UDP socket: {e}"));
+    count_failure(&mut recorder, 0, Failure::Connect);
+}
+
+/// The users' engine's thread without an endpoint: the failure counted, the intervals kept
+/// to the run's end as an engine's would be.
+pub(crate) async fn no_endpoint(shared: Rc<Shared>, mut intervals: Intervals, e: &std::io::Error) {
+    intervals.begin();
+    no_socket(&shared, e);
+    let in_flight: InFlight = Rc::new(std::cell::RefCell::new(Vec::new()));
+    keep_time(&shared, &mut intervals, &in_flight).await;
+}
+
+/// Any local address of `target`'s family, port chosen by the kernel.
+pub(crate) fn unspecified(target: std::net::SocketAddr) -> std::net::SocketAddr {
+    if target.is_ipv6() {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    }
 }
 
 /// The thread's QUIC endpoint: quinn's client endpoint on a UDP socket of `bind` with the
@@ -177,7 +194,7 @@ async fn connection(
 /// and a ticket allow) and HTTP/3's set-up; the connection's driver runs as a task of its
 /// own. The handshake's time and kind are recorded under the first class (a connection
 /// serves every class).
-async fn open(
+pub(super) async fn open(
     shared: &Rc<Shared>,
     endpoint: &quinn::Endpoint,
     client: &Client,
@@ -251,7 +268,7 @@ async fn open(
 /// request). Returns whether it ended for a reason other than a failure of the connection.
 async fn stream_loop(
     shared: Rc<Shared>,
-    mut sender: SendRequest,
+    sender: SendRequest,
     mut rng: Rng,
     (in_flight, slot): (InFlight, usize),
 ) -> bool {
@@ -259,62 +276,43 @@ async fn stream_loop(
         let Some(waited) = next_slot(&shared).await else {
             break;
         };
-        let index = shared.requests.pick_index(&mut rng);
-        let class = shared.requests.entry(index).class as usize;
-        let sent = Instant::now();
-        let from = waited.unwrap_or(sent);
-        in_flight.borrow_mut()[slot] = Some((from, class));
-        let result = tokio::time::timeout(shared.timeout, exchange(&shared, &mut sender, index))
-            .await
-            .unwrap_or(Err(Some(Failure::Timeout)));
-        in_flight.borrow_mut()[slot] = None;
-        let now = Instant::now();
-        let mut recorder = shared.recorder.borrow_mut();
-        match result {
-            Ok((status, bytes, first)) => {
-                count_response(
-                    &mut recorder,
-                    Response {
-                        class,
-                        status,
-                        bytes,
-                        latency: (now - from).as_nanos() as u64,
-                        ttfb: (first - sent).as_nanos() as u64,
-                    },
-                );
-                if shared.schedule.is_some() {
-                    record(
-                        &mut recorder.classes[class].uncorrected,
-                        (now - sent).as_nanos() as u64,
-                    );
-                }
-                if shared.mode == Mode::Close {
-                    return true;
-                }
-            }
+        let asked = Asked {
+            index: shared.requests.pick_index(&mut rng),
+            waited,
+            connect: None,
+            logged: None,
+        };
+        match ask(&shared, &sender, asked, (&in_flight, slot)).await {
+            Ok(_) if shared.mode == Mode::Close => return true,
+            Ok(_) => {}
             // The server is closing the connection (GOAWAY) and did not take this request:
             // the end of the connection, not a failure of the request.
             Err(None) => return true,
-            Err(Some(failure)) => {
-                count_failure(&mut recorder, class, failure);
-                // A stream reset leaves the connection usable; anything else ends it.
-                if failure != Failure::StreamReset {
-                    return false;
-                }
-            }
+            // A stream reset leaves the connection usable; anything else ends it.
+            Err(Some(failure)) if failure != Failure::StreamReset => return false,
+            Err(Some(_)) => {}
         }
     }
     true
 }
 
+/// [`h2::ask`](super::h2::ask) over HTTP/3: sends `asked` on a new stream of `sender` and
+/// counts what came, as the HTTP/2 engine counts it.
+pub(super) async fn ask(
+    shared: &Shared,
+    sender: &SendRequest,
+    asked: Asked,
+    slot: (&InFlight, usize),
+) -> Result<u16, Option<Failure>> {
+    let index = asked.index;
+    let mut sender = sender.clone();
+    ask_with(shared, asked, slot, exchange(shared, &mut sender, index)).await
+}
+
 /// Sends request `index` on a new stream and reads its response whole: (status, bytes of the
 /// body, when the response's head came). `Err(None)`: the server is going away and refused
 /// the request unprocessed (GOAWAY, RFC 9114 §5.2).
-async fn exchange(
-    shared: &Shared,
-    sender: &mut SendRequest,
-    index: usize,
-) -> Result<(u16, u64, Instant), Option<Failure>> {
+async fn exchange(shared: &Shared, sender: &mut SendRequest, index: usize) -> Exchanged {
     let entry = shared.requests.entry(index);
     let uri = format!("https://{}{}", shared.requests.authority(), entry.path);
     let mut request = http::Request::builder()

@@ -283,6 +283,9 @@ fn described(
         protocol: match (config.http2, config.http3) {
             // A user's streams are its page view's requests at once (`users.rs` says them).
             (Some(_), _) if config.users.is_some() => "HTTP/2 (a connection per user)".to_string(),
+            (None, Some(_)) if config.users.is_some() => {
+                "HTTP/3 (a connection per user)".to_string()
+            }
             (Some(1), _) => "HTTP/2 (1 stream per connection)".to_string(),
             (Some(streams), _) => format!("HTTP/2 ({streams} streams per connection)"),
             (None, Some(1)) => "HTTP/3 (1 stream per connection)".to_string(),

@@ -102,12 +102,14 @@ pub(crate) fn fill(config: &Config, report: &mut Report, stats: &UserStats) {
     };
     let mut figures = UsersReport {
         users: users.count,
-        connections_per_user: if config.http2.is_some() {
+        // Over HTTP/2 and HTTP/3 a user's connections are the streams of its one connection.
+        connections_per_user: if config.http2.is_some() || config.http3.is_some() {
             1
         } else {
             users.connections
         },
-        streams_per_user: config.http2.map(|_| users.connections),
+        streams_per_user: (config.http2.is_some() || config.http3.is_some())
+            .then_some(users.connections),
         sessions_from: users.describe(),
         thinking: users.thinking(),
         think_configured_s: users.mean_think_s(),
@@ -272,7 +274,7 @@ impl UsersReport {
             "  Users       {} ({}, {}); {}\n  Page views  {} in {} sessions, {:.1}/s, {} with errors\n  Page load   p50 {}  p95 {}  p99 {}  max {}\n  Think time  configured mean {}, kept mean {} ({} kept{})\n{}",
             self.users,
             match self.streams_per_user {
-                Some(streams) => format!("one HTTP/2 connection each, up to {streams} streams at once"),
+                Some(streams) => format!("one connection each, up to {streams} streams at once"),
                 None => format!("{} connections each", self.connections_per_user),
             },
             self.thinking,

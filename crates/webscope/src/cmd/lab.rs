@@ -152,6 +152,15 @@ pub struct Args {
     /// and capacity experiments. The preflight then fetches its sample over HTTP/3 too.
     #[arg(long)]
     http3: bool,
+    /// The protocols experiment's loss comparison: a page of 20 objects loaded over HTTP/2
+    /// and over HTTP/3 at each of these random loss rates (per cent, e.g. 1%,3%), across a
+    /// link with --rtt's round trip that a user-space relay makes between two network
+    /// namespaces (needs root). Instead of the protocols experiment's rows.
+    #[arg(long, value_name = "RATES", value_parser = lab::loss::parse_rates)]
+    loss: Option<lab::loss::Rates>,
+    /// The loss comparison's round-trip time (half each way).
+    #[arg(long, value_name = "DURATION", default_value = "20ms", value_parser = crate::cmd::duration, requires = "loss")]
+    rtt: Duration,
     /// Runs of each point, taken round the whole sweep (not back to back): every page shows
     /// the median run of each point with the min-max spread as error bars (single runs on a
     /// small VM can move by 20 %). The saturation experiment, which stops where its rule
@@ -353,6 +362,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         embedded_tls: args.tls,
         http2: args.http2,
         http3: args.http3,
+        loss: args.loss.map(|rates| lab::loss::Settings {
+            rates: rates.0,
+            rtt: args.rtt,
+        }),
         experiments: args.experiments,
         clients: args.clients,
         duration: args.duration,
