@@ -81,7 +81,8 @@ def main():
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--binary", default=None)
     ap.add_argument("--monitor-binary", default=None,
-                    help="the webscope that runs the monitor (default: --binary), e.g. a debug build of a changed program")
+                    help="the webscope that runs the monitor (default: --binary), e.g. a debug build of a changed program; "
+                         "with --bpf-stats several, comma-separated, compared round by round")
     ap.add_argument("--bpf-stats", action="store_true",
                     help="the programs' own run time per request (kernel.bpf_stats_enabled) instead of pairs")
     args = ap.parse_args()
@@ -168,47 +169,30 @@ def load_run(args, binary, url, root, mode):
 
 
 def bpf_stats(args, binary, port, server, url, root):
-    """The monitor's programs' run time per request, with the kernel's BPF statistics on."""
+    """The monitor's programs' run time per request, with the kernel's BPF statistics on; with
+    several --monitor-binary (comma-separated: builds of different programs), each round runs
+    each of them in turn, in an order that alternates, so that the machine's drift falls on
+    all alike."""
     stats = "/proc/sys/kernel/bpf_stats_enabled"
     with open(stats) as f:
         was = f.read().strip()
-    before_monitor = set(bpf_programs())
-    monitor = subprocess.Popen(
-        ["taskset", "-c", "1", args.monitor_binary or binary, "monitor", "--port", str(port), "--pid", str(server.pid),
-         "--interval", "100ms", "-q", "--kernel"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    monitors = (args.monitor_binary or binary).split(",")
+    per = {m: {} for m in monitors}
     try:
-        time.sleep(1.5)
-        if monitor.poll() is not None:
-            sys.exit(f"the monitor ended: {monitor.stderr.read()}")
-        # This monitor's programs: those that appeared with it (another monitor's, loaded
-        # before, are left out; one loaded meanwhile would be counted, so run this alone).
-        ours = set(bpf_programs()) - before_monitor
-        if not ours:
-            sys.exit("no program of the kernel module appeared: it did not load")
         with open(stats, "w") as f:
             f.write("1")
-        per_mode = {}
         for r in range(args.rounds):
-            for mode in ["keep-alive", "close"]:
-                a = bpf_programs()
-                cpu_a = cpu_seconds(server.pid)
-                requests = max(load_run(args, binary, url, root, mode), 1)
-                cpu = (cpu_seconds(server.pid) - cpu_a) * 1e9 / requests
-                b = bpf_programs()
-                rows = {}
-                for pid in ours:
-                    if pid in a and pid in b:
-                        name = a[pid][0]
-                        rows[name] = ((b[pid][2] - a[pid][2]) / requests, b[pid][1] - a[pid][1],
-                                      b[pid][2] - a[pid][2])
-                total = sum(ns for _, ns, _ in rows.values()) / requests
-                print(f"{mode:10} round {r + 1}: {requests / args.seconds:8.0f} req/s, server CPU "
-                      f"{cpu / 1e3:.2f} us/request, programs {total:.0f} ns/request ({100 * total / cpu:.1f} %)",
-                      flush=True)
-                per_mode.setdefault(mode, []).append((cpu, total, rows))
-        print()
-        for mode, runs in per_mode.items():
+            for m in (monitors if r % 2 == 0 else monitors[::-1]):
+                one_monitor(args, m, binary, port, server, url, root, r, per[m])
+    finally:
+        with open(stats, "w") as f:
+            f.write(was)
+    for m in monitors:
+        if len(monitors) > 1:
+            print(f"\n{m}:")
+        else:
+            print()
+        for mode, runs in per[m].items():
             cpu = statistics.median(c for c, _, _ in runs)
             total = statistics.median(t for _, t, _ in runs)
             print(f"{mode:10}: server CPU {cpu / 1e3:.2f} us/request (median of {len(runs)}); programs "
@@ -222,9 +206,42 @@ def bpf_stats(args, binary, port, server, url, root):
                 cnt = sum(g[2] for g in got)
                 per_run = ns / cnt if cnt else 0
                 print(f"    {name:14} {per_req:6.2f} runs/request x {per_run:6.0f} ns = {per_req * per_run:6.0f} ns/request")
+
+
+def one_monitor(args, monitor_binary, binary, port, server, url, root, r, per_mode):
+    """One round of one monitor build: keep-alive and close, its programs' figures added to
+    per_mode[mode]."""
+    before_monitor = set(bpf_programs())
+    monitor = subprocess.Popen(
+        ["taskset", "-c", "1", monitor_binary, "monitor", "--port", str(port), "--pid", str(server.pid),
+         "--interval", "100ms", "-q", "--kernel"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        if monitor.poll() is not None:
+            sys.exit(f"the monitor ended: {monitor.stderr.read()}")
+        # This monitor's programs: those that appeared with it (another monitor's, loaded
+        # before, are left out; one loaded meanwhile would be counted, so run this alone).
+        ours = set(bpf_programs()) - before_monitor
+        if not ours:
+            sys.exit("no program of the kernel module appeared: it did not load")
+        for mode in ["keep-alive", "close"]:
+            a = bpf_programs()
+            cpu_a = cpu_seconds(server.pid)
+            requests = max(load_run(args, binary, url, root, mode), 1)
+            cpu = (cpu_seconds(server.pid) - cpu_a) * 1e9 / requests
+            b = bpf_programs()
+            rows = {}
+            for pid in ours:
+                if pid in a and pid in b:
+                    rows[a[pid][0]] = ((b[pid][2] - a[pid][2]) / requests, b[pid][1] - a[pid][1],
+                                       b[pid][2] - a[pid][2])
+            total = sum(ns for _, ns, _ in rows.values()) / requests
+            print(f"{mode:10} round {r + 1} {os.path.basename(monitor_binary)}: {requests / args.seconds:8.0f} req/s, "
+                  f"server CPU {cpu / 1e3:.2f} us/request, programs {total:.0f} ns/request "
+                  f"({100 * total / cpu:.1f} %)", flush=True)
+            per_mode.setdefault(mode, []).append((cpu, total, rows))
     finally:
-        with open(stats, "w") as f:
-            f.write(was)
         monitor.send_signal(signal.SIGINT)
         try:
             monitor.communicate(timeout=30)
