@@ -285,6 +285,9 @@ fn a_duet_loads_both_at_once_and_finds_the_naive_server_slower() {
     };
     match (kernel("round-001-a"), kernel("round-001-b")) {
         (Some(a), Some(b)) => {
+            eprintln!(
+                "duet round 1, kernel figures (port, queued, waits, connects): A {a:?}, B {b:?}"
+            );
             assert_ne!(a.0, b.0, "each watched its own server's port");
             for (port, established, waits, connects) in [a, b] {
                 assert!(
