@@ -144,23 +144,15 @@ pub fn measure_by(
 /// `lab --no-kernel`: the runs leave the monitor's kernel module off. One setting for the
 /// whole lab process (as `lab` runs one lab), read by every run: the experiments measure
 /// through [`measure`] with no options in reach, and every one of their runs is to be
-/// measured alike.
+/// measured alike. Two runs at once (the ab experiment's duet) each load the module for
+/// their own port: two loads side by side count each its own connections and leave nothing
+/// behind (webscope-monitor's `tests/kernel_lifecycle.rs`).
 static NO_KERNEL: AtomicBool = AtomicBool::new(false);
-/// Why it is off when not by `--no-kernel` (the ab experiment's duet).
-static NO_KERNEL_WHY: std::sync::Mutex<Option<&'static str>> = std::sync::Mutex::new(None);
 
 /// Turns the monitor's kernel module off (`true`: `lab --no-kernel`) or back on where it is
 /// built, for the runs that follow.
 pub fn set_no_kernel(off: bool) {
     NO_KERNEL.store(off, Ordering::Relaxed);
-}
-
-/// Turns it off for the runs that follow, for the reason `why`.
-pub fn set_no_kernel_for(why: &'static str) {
-    if let Ok(mut w) = NO_KERNEL_WHY.lock() {
-        *w = Some(why);
-    }
-    set_no_kernel(true);
 }
 
 /// Whether a run watching `ports` asks the monitor for its kernel module, and if not, why
@@ -169,11 +161,7 @@ pub fn set_no_kernel_for(why: &'static str) {
 /// says why, and the run is measured as before.
 fn kernel_choice(ports: &[u16]) -> (bool, Option<String>) {
     if NO_KERNEL.load(Ordering::Relaxed) {
-        let why = NO_KERNEL_WHY.lock().ok().and_then(|w| *w);
-        (
-            false,
-            Some(why.unwrap_or("the lab ran with --no-kernel").into()),
-        )
+        (false, Some("the lab ran with --no-kernel".into()))
     } else if !webscope_monitor::kernel::BUILT {
         (false, Some(webscope_monitor::kernel::NOT_BUILT.into()))
     } else if ports.is_empty() {

@@ -154,6 +154,70 @@ fn a_monitor_that_stops_or_is_killed_leaves_no_program_loaded() {
     );
 }
 
+/// `n` connections to `listener`, each accepted, answered and closed by the server first.
+fn connections(listener: &std::net::TcpListener, n: usize) {
+    let port = listener.local_addr().unwrap().port();
+    for _ in 0..n {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(b"hi").unwrap();
+        drop(s);
+        let mut got = Vec::new();
+        c.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"hi");
+    }
+}
+
+/// Two monitors at once (as `lab --experiment ab --duet` runs two measured runs at once, each
+/// with its own): two loads of the program, each attached to the same tracepoints, each with
+/// its own maps and global data. Each counts its own port's connections and no other's, and
+/// stopping both leaves nothing loaded.
+#[test]
+fn two_monitors_at_once_count_their_own_ports_and_leave_nothing_loaded() {
+    let _serial = serial();
+    if loaded_programs().is_none() {
+        return;
+    }
+    let before = programs_become(0);
+    let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (port_a, port_b) = (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    );
+    let Some(monitor_a) = kernel_monitor(&[port_a], &[]) else {
+        return;
+    };
+    let Some(monitor_b) = kernel_monitor(&[port_b], &[]) else {
+        return;
+    };
+    assert_eq!(loaded_programs(), Some(before + 2), "two loads at once");
+    // Interleaved, so that both programs see both ports' events while both are attached.
+    for _ in 0..3 {
+        connections(&a, 3);
+        connections(&b, 5);
+    }
+    // Let the last FINs and ACKs land.
+    std::thread::sleep(Duration::from_millis(200));
+    let (ka, kb) = (finish(monitor_a), finish(monitor_b));
+    for (k, port, n) in [(&ka, port_a, 9u64), (&kb, port_b, 15)] {
+        assert_eq!(k.ports.len(), 1, "{k:?}");
+        let p = &k.ports[0];
+        assert_eq!(p.port, port);
+        assert_eq!(
+            (p.established, p.accepted_syscall, p.closed, p.time_wait),
+            (n, n, n, n),
+            "each monitor counts its own port's {n} connections: {p:?}"
+        );
+        assert_eq!(p.accept_wait.map(|w| w.count), Some(n), "{p:?}");
+    }
+    assert_eq!(
+        programs_become(before),
+        before,
+        "stopping both unloads both"
+    );
+}
+
 #[test]
 fn without_privilege_one_line_says_why_and_the_rest_is_sampled() {
     let _serial = serial();

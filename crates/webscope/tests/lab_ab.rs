@@ -268,6 +268,39 @@ fn a_duet_loads_both_at_once_and_finds_the_naive_server_slower() {
     };
     let (a, b) = (window("round-001-a"), window("round-001-b"));
     assert!(a.0 < b.1 && b.0 < a.1, "A {a:?}, B {b:?}");
+    // With the monitor's kernel module (built, and loadable here), each run loaded it for
+    // its own server's port at the same time, and each timed its own connections.
+    let kernel = |name: &str| -> Option<(u64, u64, u64, u64)> {
+        let run: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(out.join("ab").join(name).join("run.json")).unwrap(),
+        )
+        .unwrap();
+        let port = &run["os"]["kernel"]["ports"][0];
+        Some((
+            port["port"].as_u64()?,
+            port["established"].as_u64()?,
+            port["accept_wait"]["count"].as_u64()?,
+            run["load"]["connects"].as_u64()?,
+        ))
+    };
+    match (kernel("round-001-a"), kernel("round-001-b")) {
+        (Some(a), Some(b)) => {
+            eprintln!(
+                "duet round 1, kernel figures (port, queued, waits, connects): A {a:?}, B {b:?}"
+            );
+            assert_ne!(a.0, b.0, "each watched its own server's port");
+            for (port, established, waits, connects) in [a, b] {
+                assert!(
+                    established >= 1 && waits >= 1 && waits <= connects,
+                    ":{port}: {established} queued, {waits} waits timed, {connects} connects"
+                );
+            }
+        }
+        other => assert!(
+            !cfg!(feature = "kernel") || std::env::var_os("WEBSCOPE_REQUIRE_KERNEL").is_none(),
+            "WEBSCOPE_REQUIRE_KERNEL is set but a duet round has no kernel figures: {other:?}"
+        ),
+    }
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(
         page.contains("A and B at once (duet)"),

@@ -156,11 +156,6 @@ impl Sweep for AbTrials {
             }),
             duet: settings.duet,
         };
-        if settings.duet {
-            crate::measure::set_no_kernel_for(
-                "the ab experiment's duet loads both servers at once, and the kernel module watches one run at a time",
-            );
-        }
         crate::record::write_json(
             &ctx.options
                 .out
