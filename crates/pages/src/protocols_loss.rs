@@ -23,11 +23,17 @@ pub fn is_loss(points: &[Point]) -> bool {
 /// One protocol at one loss rate (the median of its repeats by page-load p50).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// `HTTP/2` or `HTTP/3`: the run's label.
     pub protocol: String,
+    /// The link's loss rate, per cent of packets (the run's x).
     pub loss_pct: f64,
+    /// Page views the users completed.
     pub views: u64,
+    /// Median page load, ms.
     pub p50_ms: f64,
+    /// 99th-percentile page load, ms.
     pub p99_ms: f64,
+    /// Exchanges that got no response (the load report's `errors.total`).
     pub errors: u64,
 }
 

@@ -31,8 +31,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use webscope_workload::Rng;
 
-/// The client's side's address, and the server's (each its own namespace).
+/// The client's side's address (in its own namespace).
 pub const CLIENT_ADDR: &str = "10.77.0.1";
+/// The server's side's address (in its own namespace).
 pub const SERVER_ADDR: &str = "10.77.0.2";
 
 /// How often a reader looks at the stop flag while no packet comes.
@@ -154,23 +155,30 @@ pub fn check() -> anyhow::Result<()> {
 /// The link's faults: the one-way delay (each direction) and the chance of a packet lost.
 #[derive(Clone, Copy, Debug)]
 pub struct Faults {
+    /// The one-way delay, added to every packet in each direction.
     pub delay: Duration,
+    /// The chance that a packet is dropped, 0..1, each packet drawn on its own.
     pub loss: f64,
 }
 
-/// Packets each way: relayed, dropped.
+/// Packets relayed and dropped, both directions summed.
 #[derive(Default)]
 pub struct Counts {
+    /// Packets written to the other side.
     pub relayed: AtomicU64,
+    /// Packets dropped by the loss's draw.
     pub dropped: AtomicU64,
 }
 
 /// The client's namespace and the server's, joined by the relay until dropped.
 pub struct Link {
+    /// The client's namespace ([`CLIENT_ADDR`]): the load generator's threads enter it.
     pub client: Netns,
+    /// The server's namespace ([`SERVER_ADDR`]): the server under test is started in it.
     pub server: Netns,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    /// What the relay did so far (the tests check the loss against it).
     pub counts: Arc<Counts>,
 }
 
