@@ -13,6 +13,8 @@
 //! unless told otherwise) or history beyond the last few hundred intervals (that is the run's
 //! JSON and interval log).
 
+#![deny(missing_docs)]
+
 mod gauges;
 mod http;
 mod load;
@@ -43,14 +45,22 @@ pub struct Point {
     pub t_s: f64,
     /// The run this interval belongs to (the lab's run label; empty for `load`).
     pub run: String,
+    /// Complete responses per second over the interval.
     pub requests_per_s: f64,
+    /// Errors per second over the interval, as the default expectation counts them (no response,
+    /// or a status of 400 and above).
     pub errors_per_s: f64,
+    /// The interval's latency percentiles in microseconds (the load's histogram of the interval).
     pub p50_us: f64,
+    /// 90th percentile, µs.
     pub p90_us: f64,
+    /// 99th percentile, µs.
     pub p99_us: f64,
+    /// 99.9th percentile, µs.
     pub p999_us: f64,
     /// The busiest generator thread's CPU share of the interval.
     pub generator_busy: f64,
+    /// Connections open at the end of the interval.
     pub connections: usize,
     /// The machine's CPUs over the interval, busy share in per cent.
     pub machine_cpu_pct: Option<f64>,
@@ -59,6 +69,8 @@ pub struct Point {
     /// The server port's TCP connections established and in TIME_WAIT (the monitor's latest
     /// walk of the TCP table).
     pub tcp_established: Option<f64>,
+    /// The port's connections in TIME_WAIT, on either side (None: the monitor has no walk yet,
+    /// or the server is not on this machine).
     pub tcp_time_wait: Option<f64>,
 }
 
@@ -105,19 +117,26 @@ impl Point {
 /// Where a lab sweep is.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Step {
+    /// The experiment being run (its name in the lab's plan).
     pub experiment: String,
+    /// The run within it (its label, as in the results' directory names).
     pub run: String,
     /// Runs done so far and planned in all.
     pub done: u64,
+    /// Runs planned in all: with `done`, the page's progress bar.
     pub total: u64,
 }
 
 /// A finished run of a lab sweep, for the page's table.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunDone {
+    /// The experiment the run belonged to.
     pub experiment: String,
+    /// The run's label.
     pub run: String,
+    /// Goodput: responses per second with the expected status (the lab's `Health::goodput_rps`).
     pub goodput_per_s: f64,
+    /// The run's 99th-percentile latency, µs.
     pub p99_us: f64,
     /// Failed requests and responses with an unexpected status.
     pub errors: u64,
@@ -128,13 +147,21 @@ pub struct RunDone {
 /// The run's final figures, from its report (the numbers its JSON holds).
 #[derive(Debug, Clone, Serialize)]
 pub struct Final {
+    /// Complete responses over the whole run.
     pub requests: u64,
+    /// Complete responses per second over the run.
     pub requests_per_s: f64,
+    /// Errors as each interval's line counts them (the default expectation).
     pub errors: u64,
+    /// The run's latency percentiles in microseconds, from its whole histogram.
     pub p50_us: f64,
+    /// 90th percentile, µs.
     pub p90_us: f64,
+    /// 99th percentile, µs.
     pub p99_us: f64,
+    /// 99.9th percentile, µs.
     pub p999_us: f64,
+    /// The run's measured length in seconds.
     pub duration_s: f64,
 }
 
@@ -160,18 +187,23 @@ impl Final {
 pub struct State {
     /// "load" or "lab".
     pub kind: String,
+    /// The page's heading and the browser tab's title.
     pub title: String,
     /// How often the page should ask, in milliseconds (the run's interval).
     pub interval_ms: u64,
     /// Bumped by every change: the page redraws only when it moved.
     pub seq: u64,
+    /// Seconds since the page started.
     pub elapsed_s: f64,
     /// The time left, when it is known (a load run's duration, the lab's estimate).
     pub time_left_s: Option<f64>,
+    /// Where the lab's sweep is (None for `load`, and before the first run).
     pub step: Option<Step>,
+    /// The last intervals (at most `KEPT`), oldest first, for the charts.
     pub points: VecDeque<Point>,
     /// Responses and errors since the start, summed over the intervals.
     pub requests: u64,
+    /// Errors since the start, summed over the intervals (see [`Point::errors_per_s`]).
     pub errors: u64,
     /// The lab's finished runs.
     pub runs: Vec<RunDone>,

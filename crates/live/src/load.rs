@@ -11,6 +11,8 @@ use std::sync::Mutex;
 
 use super::{Cost, Final, Gauges, Live, Point};
 
+/// The live page of one `load --live` run: the page, the gauges its CPU figures come from,
+/// and the monitor it started for the port's TCP states (None when the server is elsewhere).
 pub struct LoadPage {
     live: Live,
     gauges: Mutex<Gauges>,
