@@ -37,7 +37,9 @@ pub struct Searched {
     /// Each side's ending, as a capacity search's report.json keeps it (None: cut before
     /// its end).
     pub a: Option<RpsEnding>,
+    /// Side B's ending, likewise.
     pub b: Option<RpsEnding>,
+    /// Steps the searches took in lockstep (each probes both sides).
     pub steps: usize,
 }
 

@@ -22,6 +22,8 @@
 //! Not for: measuring or deciding (the lab's experiments and verdicts, `webscope-lab`, which
 //! never calls this crate), nor the HTML and SVG themselves (`webscope_report`).
 
+#![deny(missing_docs)]
+
 pub mod ab;
 pub mod ab_capacity;
 pub mod baseline;

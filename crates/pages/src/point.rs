@@ -17,6 +17,7 @@ use webscope_lab::record::{read_json, ExperimentRecord, RunRecord};
 pub struct Point {
     /// The run's directory name (of the median run, when repeats are pooled).
     pub name: String,
+    /// The factor's value (the run record's `x`): what the experiment varied, the charts' x axis.
     pub x: f64,
     /// Goodput: responses with an expected status per second. Every chart, fit and verdict
     /// starts from it.
@@ -25,14 +26,24 @@ pub struct Point {
     pub health: Health,
     /// What bounds the run, with its figure.
     pub verdict: Verdict,
+    /// Bytes received, in Mbit/s over the run.
     pub mbit_s: f64,
+    /// Latency percentiles over the whole run, milliseconds.
     pub p50_ms: f64,
+    /// 90th percentile, ms.
     pub p90_ms: f64,
+    /// 99th percentile, ms.
     pub p99_ms: f64,
+    /// Mean latency, ms.
     pub mean_ms: f64,
+    /// Attempts that were not good: failures plus responses with an unexpected status.
     pub errors: f64,
+    /// The busiest generator thread's CPU share of the run, 0..1.
     pub generator_busy: f64,
+    /// The server's own time per response, ms (None: only `webscope serve`'s admin endpoint
+    /// says it).
     pub server_ms: Option<f64>,
+    /// CPU cores the server's processes kept busy on average (None without the server's figures).
     pub server_cores: Option<f64>,
     /// Machine CPU shares over the run (user, system, softirq), per cent of all CPUs.
     pub cpu_pct: Option<(f64, f64, f64)>,
@@ -50,6 +61,7 @@ pub struct Point {
     pub repeats: usize,
     /// Lowest and highest goodput of the repeats, when there were several.
     pub spread: Option<(f64, f64)>,
+    /// The run's record as the lab wrote it, for figures the point does not copy.
     pub run: RunRecord,
 }
 

@@ -16,11 +16,13 @@ use webscope_lab::record::ExperimentRecord;
 /// One row's figures.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// The protocol as the table names it (`HTTP/1.1`, `HTTPS close`, ...): the run's label.
     pub label: String,
     /// Goodput, requests/s.
     pub rps: f64,
     /// Server CPU time per request, microseconds (None without the server's figures).
     pub cpu_us: Option<f64>,
+    /// 99th-percentile latency, ms.
     pub p99_ms: f64,
     /// TLS handshakes the clients made: (full, resumed).
     pub handshakes: Option<(u64, u64)>,

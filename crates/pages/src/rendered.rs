@@ -11,8 +11,11 @@ use webscope_lab::health::Judge;
 /// What the experiments' renderers produce, gathered into the page, the terminal summary,
 /// `report.json` and the CSV files.
 pub struct Rendered {
+    /// The page's sections, in the experiments' order.
     pub sections: Vec<Section>,
+    /// The terminal summary, one block of lines per experiment.
     pub summary: String,
+    /// report.json's entries, one per experiment, keyed by its name.
     pub json: serde_json::Map<String, Value>,
     /// CSV files to write at the top of the report directory: name, content.
     pub csv: Vec<(String, String)>,

@@ -20,8 +20,11 @@ use webscope_lab::saturation::{knee, ratios, stop_reason};
 /// One request of the two-class run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
+    /// When the request completed, seconds since the run started.
     pub end_s: f64,
+    /// Its response time, ms.
     pub latency_ms: f64,
+    /// Its class, as an index into the run's load classes (in `samples.csv`'s order).
     pub class: usize,
 }
 

@@ -16,14 +16,18 @@ use webscope_lab::record::ExperimentRecord;
 /// One step's figures.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// The step as the table names it: the run's label.
     pub label: String,
+    /// Goodput, requests/s.
     pub rps: f64,
     /// Server CPU time per request, microseconds (None without the server's figures).
     pub cpu_us: Option<f64>,
+    /// 99th-percentile latency, ms.
     pub p99_ms: f64,
     /// The server's syscalls per request in the step's traced pass, and the commonest three
     /// ("recvfrom 1.00, writev 1.00, ..."); None when not traced (or why not).
     pub syscalls: Option<f64>,
+    /// The commonest three syscalls per request, or why there is no count.
     pub top_syscalls: String,
 }
 

@@ -20,6 +20,7 @@ use webscope_lab::objective::Outcome;
 pub struct Needed {
     /// The last probe that passed: its rate and its generator thread's busy share.
     pub rate: f64,
+    /// Its generator thread's busy share there, 0..1.
     pub busy: f64,
     /// Generator CPU per request there, µs.
     pub us_per_request: f64,
@@ -27,6 +28,7 @@ pub struct Needed {
     pub per_generator: f64,
     /// The rate the search would have probed next, and generators for it.
     pub next_rate: f64,
+    /// Generators needed for `next_rate`, each at [`CPU_LIMIT`] of its core (at least 2).
     pub generators: u32,
 }
 
@@ -55,6 +57,8 @@ impl Needed {
         })
     }
 
+    /// The page's paragraph: what one generator offers, and the command lines that would take
+    /// the search further.
     pub fn sentence(&self) -> String {
         format!(
             "At {:.0} req/s, the last rate that passed, the generator's thread was {:.0} % busy ({:.1} µs a request): one generator offers about {:.0} req/s of this workload at {:.0} % of its core. Taking the search on to {:.0} req/s needs {} generators, each on a core (or host) of its own: `webscope lab --segments {n}` where the machine has {n} cores beside the server's, or `webscope load --segment I/{n}` on {n} hosts started together with `--start-at` and added with `webscope merge` (`webscope distribute --kubernetes {n}` writes it as a Job).",

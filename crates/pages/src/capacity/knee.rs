@@ -28,16 +28,19 @@ const APART: f64 = 10.0;
 /// One rate where a percentile condition split the probes into two states.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tipped {
+    /// The offered rate (req/s) or number of users where the probes tipped.
     pub rate: f64,
     /// As the objective writes it: `p99<=5ms`.
     pub condition: String,
     /// Probes that met the objective, and their figures' range, µs.
     pub passed: usize,
+    /// Lowest and highest figure of the passing probes on this condition, µs.
     pub pass_us: (f64, f64),
     /// Probes that failed on this condition.
     pub failed: usize,
     /// Of those, the ones ten times (`APART`) past the passing probes, and their range, µs.
     pub far: usize,
+    /// Lowest and highest figure of the far probes, µs.
     pub far_us: (f64, f64),
 }
 
@@ -126,7 +129,9 @@ fn split(at: &[&Judged], condition: &str) -> Option<Tipped> {
 /// closed-loop users.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Load {
+    /// The capacity search: an offered rate, req/s.
     Rate,
+    /// The users search: a number of closed-loop users.
     Users,
 }
 

@@ -16,7 +16,9 @@ use webscope_lab::capacity::probe::Judged;
 /// server was not pinned), and the standard error of their mean.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Machine {
+    /// The readings of the reference loop, summed over the search's probes.
     pub speed: Speed,
+    /// The CPU the readings were taken on: the server's pinned CPU (None: not pinned).
     pub cpu: Option<usize>,
     /// Probes with readings.
     pub probes: usize,
