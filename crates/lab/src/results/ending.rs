@@ -37,19 +37,28 @@ macro_rules! ending_record {
         pub enum $name {
             /// A bracket closed by the search's own probes.
             Found {
+                /// The capacity: the highest rate (or number of users) the probes passed (the range
+                /// rule's L).
                 #[serde(rename = $capacity)]
                 capacity: f64,
+                /// Where the probes failed (the range rule's U): the bracket's top.
                 #[serde(rename = $fails_at)]
                 fails_at: f64,
                 // What the bracket rests on; a hand-made report may leave them out.
+                /// Probes that passed at the capacity, of all probes there.
                 #[serde(default)]
                 passes: (u32, u32),
+                /// Probes that failed at `fails_at`, of all probes there.
                 #[serde(default)]
                 fails: (u32, u32),
+                /// Of those fails, the ones counted for undecided probes.
                 #[serde(default)]
                 unproven: u32,
+                /// The rates between whose probes kept disagreeing (None: there were none).
                 #[serde(default)]
                 unsettled: Option<$unsettled>,
+                /// The bracket's half-width in per cent of the capacity: 50 × (first miss, else
+                /// `fails_at`, − capacity) / capacity (None in hand-made reports).
                 #[serde(default)]
                 bracket_pct: Option<f64>,
                 /// The range rule's M (#48): the capacity's own bracket is [capacity,
@@ -63,36 +72,47 @@ macro_rules! ending_record {
             },
             /// The generator fell behind.
             Generator {
+                /// The highest rate that passed (None: none did): the capacity is above it.
                 #[serde(rename = $above, default)]
                 above: Option<f64>,
+                /// Where the generator fell behind.
                 #[serde(rename = $at, default)]
                 at: f64,
             },
             /// The lowest rate tried failed.
             Below {
+                /// The lowest rate (or number of users) tried.
                 #[serde(rename = $rate)]
                 rate: f64,
             },
             /// A probe that could not be judged (older reports).
             Undecided {
+                /// Where the probe was.
                 #[serde(rename = $at)]
                 at: f64,
+                /// Why it could not be judged.
                 why: String,
             },
             /// The machine stayed disturbed; `passed`: what the search had passed before.
             Disturbed {
+                /// Where no probe could run on a quiet machine.
                 #[serde(rename = $at)]
                 at: f64,
+                /// What disturbed it ("steal 30 %").
                 why: String,
+                /// The highest rate the probes had passed before (None: none).
                 #[serde(rename = $passed, default, skip_serializing_if = "Option::is_none")]
                 passed: Option<f64>,
+                /// Probes that passed there, of all probes there.
                 #[serde(default, skip_serializing_if = "Option::is_none")]
                 passes: Option<(u32, u32)>,
             },
             /// The probes ran out with the bracket open.
             OutOfProbes {
+                /// The highest rate that passed (None: none did).
                 #[serde(rename = $pass)]
                 pass: Option<f64>,
+                /// The lowest rate that failed (None: none did).
                 #[serde(rename = $fail)]
                 fail: Option<f64>,
             },
@@ -101,12 +121,17 @@ macro_rules! ending_record {
         /// The rates of a found bracket whose probes kept disagreeing.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         pub struct $unsettled {
+            /// The lowest of those rates.
             #[serde(rename = $from)]
             pub from: f64,
+            /// The highest of them.
             #[serde(rename = $to)]
             pub to: f64,
+            /// How many rates they are.
             pub rates: u32,
+            /// Probes that passed at them.
             pub passes: u32,
+            /// Probes at them in all.
             pub probes: u32,
         }
 
