@@ -63,6 +63,7 @@ pub use session::run;
 /// An experiment as the lab lists it: how many runs it plans, how it runs. Made from its
 /// [`Sweep`] by [`Experiment::of`]; its page is the pages crate's, found by its name.
 pub struct Experiment {
+    /// The name `--experiment` takes and the pages crate finds its page by.
     pub name: &'static str,
     /// It starts servers of its own (the embedded webscope), so `--target` cannot stand in.
     pub needs_embedded: bool,
@@ -110,11 +111,18 @@ pub fn experiment(name: &str) -> Option<&'static Experiment> {
 
 /// What the lab was asked to do.
 pub struct Options {
+    /// `--out`: where the report goes (index.html, report.json, CSV files, the runs' data).
     pub out: PathBuf,
+    /// `--work`: where file sets are made and kept between labs (the cache).
     pub work: PathBuf,
+    /// `--quick`: short runs (3 s) and fewer points, about a minute in all.
     pub quick: bool,
+    /// `--fileset`: a file set made by `webscope fileset`, used instead of the cached
+    /// SPECweb96 one (None: the cache's).
     pub fileset: Option<PathBuf>,
+    /// `--target`: the URL of a server to measure (None: webscope's own, started on loopback).
     pub target: Option<String>,
+    /// `--server-pid`: the server's process, when looking it up by its port would not find it.
     pub server_pid: Option<u32>,
     /// `--no-server-pid`: do not look for the server's processes.
     pub no_server_pid: bool,
@@ -141,9 +149,14 @@ pub struct Options {
     /// `--loss` (and `--rtt`): the protocols experiment loads pages over HTTP/2 and HTTP/3
     /// across a lossy, delayed link instead of its rows.
     pub loss: Option<loss::Settings>,
+    /// `--experiment`: the experiments to run, by name, in this order.
     pub experiments: Vec<String>,
+    /// `--clients`: the connection counts the sweeps step through (None: each experiment's own).
     pub clients: Option<Vec<usize>>,
+    /// `--duration`: each run's measured length (None: 15 s, 3 s with `--quick`).
     pub duration: Option<Duration>,
+    /// `--keep-alive`: runs reuse connections (without it, each request opens a connection of
+    /// its own, except over HTTP/2 and HTTP/3).
     pub keep_alive: bool,
     /// Take a kernel profile (perf) in the runs that draw one (filesize).
     pub profile: bool,
@@ -160,6 +173,7 @@ pub struct Options {
     /// `--workload`: access logs the replay experiment replays, and whose sessions the users
     /// experiment's users go through.
     pub workload: Vec<PathBuf>,
+    /// The command line the lab was started with, for lab.json (so a report says how it was made).
     pub command: String,
 }
 

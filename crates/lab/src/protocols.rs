@@ -21,10 +21,15 @@ const CLIENTS: usize = 20;
 
 /// One row: its label, whether over TLS, HTTP/2, HTTP/3 (QUIC), a connection per request.
 pub struct Row {
+    /// The row's name on the page (`HTTP/1.1`, `HTTPS close`, ...).
     pub label: &'static str,
+    /// Over TLS.
     pub tls: bool,
+    /// HTTP/2.
     pub http2: bool,
+    /// HTTP/3 over QUIC.
     pub http3: bool,
+    /// A connection per request (otherwise kept alive).
     pub close: bool,
 }
 

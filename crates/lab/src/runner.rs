@@ -31,6 +31,7 @@ use crate::Options;
 
 /// What every experiment may use while it runs.
 pub struct Ctx<'a> {
+    /// What the lab was asked to do.
     pub options: &'a Options,
     /// The SPECweb96 set (or `--fileset`).
     pub fileset: &'a Path,
@@ -44,6 +45,7 @@ pub struct Ctx<'a> {
     pub secure: Option<&'a Secure>,
     /// Length of each run.
     pub duration: Duration,
+    /// Raised by Ctrl-C: the current run stops and keeps what it measured.
     pub interrupt: &'a AtomicBool,
     /// The progress bar over all runs (each run sets its live line as the message), and the
     /// live page with `--live`.
@@ -57,7 +59,10 @@ pub enum Points<P> {
     /// Chosen one after another by [`Sweep::next`] from the runs so far. `most` is what the
     /// bar counts for one round's search; when the search stops sooner, the bar jumps over
     /// the rest.
-    Adaptive { most: usize },
+    Adaptive {
+        /// Runs the bar counts for one round's search.
+        most: usize,
+    },
 }
 
 /// What an adaptive experiment does next.
@@ -84,6 +89,7 @@ pub enum OnFailure {
 
 /// One run about to be measured.
 pub struct Run<'a, P> {
+    /// The point to measure.
     pub point: &'a P,
     /// The round of `--repeat`, from 1.
     pub round: usize,
@@ -95,6 +101,7 @@ pub struct Run<'a, P> {
 
 /// One measured run, as an adaptive experiment sees it when it chooses the next point.
 pub struct Done<P> {
+    /// The point that was measured.
     pub point: P,
     /// Its folder's name.
     pub name: String,

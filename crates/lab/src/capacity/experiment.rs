@@ -33,14 +33,19 @@ pub const MOST_PROBES: usize = 40;
 pub struct Recorded {
     /// The objective, stored as `--slo` reads it (the goodput floor added), parsed once here.
     pub slo: webscope_load::slo::Slo,
+    /// The first rate offered, req/s.
     pub from: f64,
+    /// Each step of the growth multiplied the rate by this.
     pub growth: f64,
+    /// The bracket closed when (fail − pass) / pass was at most this (0.05: 5 %).
     pub precision: f64,
+    /// Probes at each boundary rate at least.
     pub repeat: u32,
     /// Written by searches before #33 (their boundary rates passed on `need` of `repeat`
     /// probes); later ones by [`Recorded::rule`].
     #[serde(default)]
     pub need: u32,
+    /// The search's budget: at most this many probes in all.
     pub max_probes: usize,
     /// `--every-probe`: a rate passed only when all its probes did (searches before it: the
     /// majority).
@@ -58,6 +63,7 @@ pub struct Recorded {
     pub arrivals: String,
     /// Length of each probe, seconds (its warm-up not counted).
     pub probe_s: f64,
+    /// The warm-up before each probe, seconds.
     pub warmup_s: f64,
 }
 

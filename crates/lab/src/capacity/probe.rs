@@ -26,7 +26,9 @@ use webscope_load::slo::Slo;
 /// One point of the search: its place in the search (from 1) and its offered rate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
+    /// Its place in the search, from 1.
     pub number: usize,
+    /// The offered rate, req/s.
     pub rate: f64,
     /// How long it runs (its warm-up not counted): [`length`].
     pub length: Duration,
@@ -67,8 +69,11 @@ impl Probe {
 /// What a probe said, as `probe.json` keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Judged {
+    /// The probe's place in the search, from 1.
     pub number: usize,
+    /// Its offered rate, req/s (a users step: its number of users).
     pub rate: f64,
+    /// The verdict on the objective.
     pub outcome: Outcome,
     /// Why, in one sentence.
     pub reason: String,
@@ -81,7 +86,9 @@ pub struct Judged {
     /// The lab's verdict on what bounds the probe, and its reading.
     #[serde(with = "crate::bottleneck::as_label")]
     pub bound: crate::bottleneck::Bound,
+    /// The figure behind the bound, in words.
     pub bound_reading: String,
+    /// The warm-up before it, seconds.
     pub warmup_s: f64,
     /// How long it ran, seconds (longer than `--duration` at rates too low to offer the
     /// requests its objective needs in that time; 0 in probes written before #33).

@@ -139,12 +139,20 @@ pub enum Ending {
     /// L, `fails_at` U, `unsettled` the tipping rates between, and `first_miss` M, the
     /// lowest rate above L where the objective was missed: L's own bracket is [L, M].
     Found {
+        /// The highest rate confirmed (L), req/s (users, in a users search).
         capacity: f64,
+        /// Probes that passed at `capacity`, of all probes there.
         passes: (u32, u32),
+        /// The lowest rate confirmed as failing (U).
         fails_at: f64,
+        /// Probes that failed at `fails_at`, of all probes there.
         fails: (u32, u32),
+        /// Of those fails, the ones counted for undecided probes.
         unproven: u32,
+        /// The rates between whose probes kept disagreeing (None: there were none).
         unsettled: Option<Unsettled>,
+        /// M: the lowest rate above L where the objective was missed (None: the majority
+        /// rule, or no miss below U).
         first_miss: Option<f64>,
         /// [`Rule::Range`]: the rates below L where one probe failed and [`CONFIRM`] never
         /// did (`range.rs`'s lone misses), lowest first.
@@ -152,23 +160,41 @@ pub enum Ending {
     },
     /// The generator fell behind at `at`; the capacity is above `above` (the highest rate
     /// that passed), beyond what this generator can offer.
-    GeneratorBound { above: Option<f64>, at: f64 },
+    GeneratorBound {
+        /// The highest rate that passed (None: none did).
+        above: Option<f64>,
+        /// The rate where the generator fell behind.
+        at: f64,
+    },
     /// Even the lowest rate tried failed.
-    Below { rate: f64 },
+    Below {
+        /// The lowest rate tried.
+        rate: f64,
+    },
     /// A probe at `at` could not be judged (no longer reached by a search: the rate counts
     /// as failing; kept so that a stored report that has it still reads).
-    Undecided { at: f64, why: String },
+    Undecided {
+        /// The rate of the probe.
+        at: f64,
+        /// Why it could not be judged.
+        why: String,
+    },
     /// The machine stayed disturbed: no probe at `at` could run on a quiet machine.
     /// `passed`: what the search had established before it (#52: a refused search still
     /// says the rates it passed), the highest rate its probes passed, with their count.
     Disturbed {
+        /// The rate no probe could run at.
         at: f64,
+        /// What disturbed the machine ("steal 30 %").
         why: String,
+        /// The highest rate passed before (None: none).
         passed: Option<Passed>,
     },
     /// The probe budget ran out with the bracket still open.
     OutOfProbes {
+        /// The highest rate that passed (None: none did).
         pass: Option<f64>,
+        /// The lowest rate that failed (None: none did).
         fail: Option<f64>,
     },
 }
@@ -177,8 +203,11 @@ pub enum Ending {
 /// probes there.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Passed {
+    /// The rate, req/s (users, in a users search).
     pub rate: f64,
+    /// Probes that passed there.
     pub passes: u32,
+    /// Probes there in all.
     pub probes: u32,
 }
 
@@ -186,12 +215,15 @@ pub struct Passed {
 /// not in others, [`MOST_AT_RATE`] probes each.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Unsettled {
-    /// The lowest and the highest of them.
+    /// The lowest of them.
     pub from: f64,
+    /// The highest of them.
     pub to: f64,
+    /// How many rates they are.
     pub rates: u32,
     /// Probes that passed, of all probes at those rates.
     pub passes: u32,
+    /// Probes at those rates in all.
     pub probes: u32,
 }
 

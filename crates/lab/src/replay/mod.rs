@@ -61,7 +61,9 @@ pub const MOST_WINDOWS: u64 = 60;
 /// One run: a speed-up, with the log's own arrivals or Poisson ones at the same mean rate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// How much faster than the log the run replays it (2: twice as fast).
     pub speed: f64,
+    /// Poisson arrivals at the same mean rate, instead of the log's own.
     pub poisson: bool,
 }
 
@@ -97,7 +99,9 @@ impl std::fmt::Display for ReplayArrivals {
 /// What a run said, as `step.json` keeps it beside its `run.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepVerdict {
+    /// The run's speed-up over the log.
     pub speed: f64,
+    /// The log's own arrivals, or Poisson ones at the same mean rate.
     pub arrivals: ReplayArrivals,
     /// The replay's mean rate at this speed-up, requests per second.
     pub offered_rps: f64,
@@ -109,6 +113,7 @@ pub struct StepVerdict {
     pub part: String,
     /// On the objective.
     pub outcome: Outcome,
+    /// Why, in one sentence.
     pub reason: String,
     /// The lab's verdict on what bounds the run.
     pub bound: String,

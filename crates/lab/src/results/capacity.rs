@@ -20,7 +20,7 @@ pub struct CapacityEntry {
     pub arrivals: String,
     /// The bracket's width at which the search stopped: (fail − pass) / pass, a share.
     pub precision: f64,
-    /// Probes run at each rate before the rule decides it.
+    /// Probes at each boundary rate at least (the search's `repeat`).
     pub repeat: u32,
     /// Each probe's length, seconds (its warm-up not counted).
     pub probe_s: f64,

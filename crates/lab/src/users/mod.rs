@@ -47,6 +47,7 @@ pub const MOST_STEPS: usize = 36;
 /// What the users experiment is asked.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The objective on the page views each step is judged on (`--slo`, else [`DEFAULT_SLO`]).
     pub slo: Slo,
     /// The first N.
     pub from: usize,
@@ -104,9 +105,13 @@ fn plan(options: &Options) -> Plan {
 pub struct Recorded {
     /// The objective, as `--slo` reads it.
     pub slo: String,
+    /// The first number of users.
     pub from: f64,
+    /// The bracket closed when (fail − pass) / pass was at most this.
     pub precision: f64,
+    /// Steps at each boundary number of users at least.
     pub repeat: u32,
+    /// The search's budget: at most this many steps in all.
     pub max_probes: usize,
     /// Each step settled by a sign test, or left unsettled (#33; searches before it: the
     /// majority).

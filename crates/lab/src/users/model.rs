@@ -29,11 +29,13 @@ const CURVE_POINTS: usize = 400;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StepFigures {
+    /// Users the step ran (N).
     pub users: usize,
     /// Page views per second (X).
     pub page_views_per_s: f64,
     /// Mean and 95th percentile page load, seconds.
     pub page_load_mean_s: f64,
+    /// 95th-percentile page load, seconds.
     pub page_load_p95_s: f64,
     /// The mean think time kept (Z), seconds.
     pub think_s: f64,
@@ -90,13 +92,17 @@ pub struct Prediction {
     /// How D was had, in words for the page, with its caveat (labs before issue 52: empty).
     #[serde(default)]
     pub demand_from: String,
+    /// Z: the mean think time, seconds.
     pub think_s: f64,
+    /// A page view's time outside the server's CPU, seconds.
     pub outside_s: f64,
+    /// The server's CPUs: the model's servers.
     pub servers: u32,
     /// The largest N whose predicted percentile meets the objective's page limit.
     pub capacity_users: Option<u32>,
     /// The percentile's multiple of the mean (−ln(1 − q)) and its limit, seconds.
     pub quantile: f64,
+    /// The objective's page-load limit, seconds.
     pub limit_s: f64,
     /// (N, X, mean R) along the curve.
     pub curve: Vec<(u32, f64, f64)>,

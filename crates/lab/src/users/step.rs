@@ -30,8 +30,11 @@ pub const SESSION_SAMPLE: usize = 10_000;
 /// One step: its place in the search (from 1), its users and how long it runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// Its place in the search, from 1.
     pub number: usize,
+    /// Closed-loop users it runs.
     pub users: usize,
+    /// How long it runs, its warm-up not counted ([`length`]).
     pub length: Duration,
 }
 
@@ -41,6 +44,7 @@ impl Step {
         format!("step-{:02}-{}users", self.number, self.users)
     }
 
+    /// How the progress bar and the console name it.
     pub fn label(&self) -> String {
         format!(
             "step {} with {} users for {:.1} s",
@@ -68,6 +72,7 @@ pub fn length(users: f64, sessions: &Sessions, base: Duration, slo: &Slo, factor
 
 /// What every step is given besides its users.
 pub struct Given<'a> {
+    /// What the users go through: the model's sessions or a `--workload` log's.
     pub sessions: &'a Sessions,
     /// A log's distinct requests (None: the file set's mix).
     pub requests: Option<&'a [ReplayRequest]>,
@@ -81,7 +86,9 @@ pub struct Given<'a> {
 /// is the users) and the figures the model takes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepJudged {
+    /// The verdict, as a capacity probe's (its `rate` is the users).
     pub judged: Judged,
+    /// The figures the model takes from the step.
     pub figures: StepFigures,
 }
 
