@@ -21,6 +21,7 @@ pub const QUICK_CLIENTS: [usize; 5] = [1, 2, 5, 10, 20];
 /// An experiment that is a sweep of client counts on the lab's target: this one, and the
 /// model experiment at its own counts.
 pub trait Counts {
+    /// The experiment's name, as `--experiment` takes it.
     const NAME: &'static str;
     /// The client counts, in order.
     fn counts(options: &Options) -> Vec<usize>;

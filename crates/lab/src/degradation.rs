@@ -26,7 +26,9 @@ pub const POLICIES: [(&str, &[&str]); 4] = [
 
 /// A workload set: its name and its fixed groups (name, clients).
 pub struct Set {
+    /// The set's name, as the runs' labels and the page give it.
     pub name: &'static str,
+    /// Its fixed client groups: (class name, closed-loop clients).
     pub fixed: &'static [(&'static str, usize)],
 }
 

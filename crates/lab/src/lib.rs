@@ -21,6 +21,8 @@
 //! owns them), nor measuring, serving or modelling itself (the `webscope-load`, `-server`,
 //! `-monitor` and `-model` crates do; the lab only orchestrates them and reads what they wrote).
 
+#![deny(missing_docs)]
+
 pub mod ab;
 pub mod bottleneck;
 pub mod capacity;

@@ -66,6 +66,7 @@ pub struct CheckLine {
     pub condition: String,
     /// In the condition's unit (µs, or a fraction).
     pub measured: Option<f64>,
+    /// Whether the condition was met (undecided when nothing was measured).
     pub verdict: Verdict,
     /// For people: `p99<=5ms: 4.90ms, passed`.
     pub line: String,
@@ -84,9 +85,11 @@ impl CheckLine {
 
 /// An open-loop run judged on an objective, with the generator's health as a condition.
 pub struct OnObjective {
+    /// The run's verdict on the objective.
     pub outcome: Outcome,
     /// Why, in one sentence.
     pub reason: String,
+    /// Each condition of the objective, judged.
     pub checks: Vec<CheckLine>,
     /// Requests never sent over requests due ([`webscope_load::Outcomes::not_sent_share`]).
     pub not_sent_share: Option<f64>,

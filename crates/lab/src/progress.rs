@@ -25,6 +25,8 @@ impl Deref for Progress<'_> {
 }
 
 impl<'a> Progress<'a> {
+    /// The progress of a lab drawn on `bar` (and on the live page, when there is one); runs are
+    /// judged by `judge`, whose expected statuses must parse.
     pub fn new(
         bar: ProgressBar,
         live: Option<&'a Live>,

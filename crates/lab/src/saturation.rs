@@ -28,12 +28,14 @@ use crate::Options;
 /// double (2 less the noise of short runs).
 pub const DOUBLING: f64 = 1.7;
 
-/// Most clients of the default sweep, and of `--quick`.
+/// Most clients of the default sweep.
 pub const CAP: usize = 256;
+/// Most clients of `--quick`'s sweep.
 pub const QUICK_CAP: usize = 32;
 
 /// The density run's two files (Chiarini's 22 KB and 1.1 MB) and their clients.
 pub const SMALL_BYTES: usize = 22 * 1024;
+/// The large file of the density run, bytes (Chiarini's 1.1 MB).
 pub const LARGE_BYTES: usize = 1_100 * 1024;
 const SMALL_CLIENTS: usize = 8;
 const LARGE_CLIENTS: usize = 2;
@@ -77,7 +79,9 @@ pub fn knee(steps: &[(usize, f64, f64)]) -> Option<usize> {
 /// One point: a doubling step, or the two-class run after the rule stopped them.
 #[derive(Clone)]
 pub enum Step {
+    /// A doubling step with this many closed-loop clients.
     Clients(usize),
+    /// The two-class run: small and large files at once, every request sampled.
     TwoClass,
 }
 

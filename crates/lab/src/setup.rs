@@ -225,6 +225,7 @@ fn cached_fileset(
 
 /// Where server and generator run.
 pub struct Placement {
+    /// CPUs this machine offers the lab.
     pub cores: usize,
     /// The CPU the embedded servers are pinned to.
     pub server_cpu: Option<usize>,

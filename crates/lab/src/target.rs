@@ -42,8 +42,11 @@ pub struct Target {
 /// lab's own certificate, and whether runs speak HTTP/2 to it.
 #[derive(Debug, Clone)]
 pub struct Secure {
+    /// The lab's own certificate (PEM), which the runs trust.
     pub cert: PathBuf,
+    /// Its private key (PEM), for the server.
     pub key: PathBuf,
+    /// Runs speak HTTP/2 to it.
     pub http2: bool,
     /// The server serves HTTP/3 too (`serve --http3`), and runs speak it.
     pub http3: bool,

@@ -27,6 +27,7 @@ use crate::results::{EndingRecord, RpsEnding};
 /// One side's probe, in a step of the two searches.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SideProbe {
+    /// The server it loads.
     pub side: Side,
     /// The step (from 1) it belongs to: both searches' probes of a step run back to back.
     pub step: usize,

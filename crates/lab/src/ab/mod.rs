@@ -234,7 +234,9 @@ impl Default for Order {
 /// One run of the experiment: a trial of a round, or a probe of a capacity search.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
+    /// A round's run of one side.
     Trial(trial::Trial),
+    /// A probe of one side's capacity search.
     Probe(capacity::SideProbe),
 }
 
@@ -245,8 +247,11 @@ pub fn run_name(round: usize, side: Side) -> String {
 
 /// A round taken and kept: A's and B's runs, in the order they ran.
 pub struct Round {
+    /// The round's number, from 1.
     pub number: usize,
+    /// A's run (the baseline).
     pub a: input::Run,
+    /// B's run (the candidate).
     pub b: input::Run,
     /// B ran first.
     pub b_first: bool,

@@ -26,7 +26,9 @@ use crate::Options;
 /// One trial: a round's run of one side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Trial {
+    /// The round, from 1.
     pub round: usize,
+    /// The server it loads.
     pub side: Side,
 }
 

@@ -352,10 +352,12 @@ pub mod as_label {
 
     use super::Bound;
 
+    /// Writes the bound's label.
     pub fn serialize<S: Serializer>(bound: &Bound, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(bound.label())
     }
 
+    /// Reads a label back; one webscope never wrote is an error that quotes it.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bound, D::Error> {
         let label = String::deserialize(d)?;
         Bound::from_label(&label).ok_or_else(|| {

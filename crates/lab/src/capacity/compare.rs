@@ -50,6 +50,7 @@ use webscope_report::human;
 /// The interval a result puts the capacity in, and its point figure.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bracket {
+    /// The highest rate the result confirmed (L), req/s (users, for the users search).
     pub low: f64,
     /// `f64::INFINITY` when the search could not find a failing rate.
     pub high: f64,
@@ -128,7 +129,9 @@ impl Searched {
 /// What a threshold says about a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
+    /// The change is within the threshold, whatever the capacity in its bracket.
     Pass,
+    /// The change crossed the threshold, wherever the capacity lies in its bracket.
     Fail,
     /// The brackets are too wide (or open) to tell: neither pass nor fail.
     CannotDecide,
@@ -222,7 +225,9 @@ pub fn changes(base: &Bracket, cand: &Bracket) -> (f64, f64) {
 /// A threshold's verdict on a change: the decision and why, in words.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decided {
+    /// Pass, fail, or cannot be decided.
     pub decision: Decision,
+    /// Why, in one sentence with the brackets' figures.
     pub why: String,
 }
 

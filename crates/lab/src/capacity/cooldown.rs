@@ -35,6 +35,7 @@ pub struct Cooldown {
     /// Open connections on the port (every state but LISTEN and TIME_WAIT) before the
     /// warm-up, and when the wait ended.
     pub open_before: u32,
+    /// Open connections on the port when the wait ended.
     pub open_after: u32,
     /// TIME_WAIT sockets on the port when the wait ended, both sides.
     pub time_wait: u32,

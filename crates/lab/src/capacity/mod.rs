@@ -39,6 +39,7 @@ pub struct Settings {
     pub from: f64,
     /// The bracket closes when (fail − pass) / pass is at most this.
     pub precision: f64,
+    /// `--arrivals`: constant or Poisson spacing of the probes' requests.
     pub arrivals: Arrivals,
     /// How a rate's probes decide it: the range (L and U, #48) unless `--majority`.
     pub rule: search::Rule,

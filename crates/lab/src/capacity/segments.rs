@@ -28,6 +28,7 @@ const START_AHEAD: Duration = Duration::from_millis(500);
 
 /// What the processes need beside the probe's load config.
 pub struct SegmentPlan<'a> {
+    /// Load processes the probe is split across (`--segments`).
     pub segments: usize,
     /// The `webscope` binary.
     pub exe: &'a Path,

@@ -163,8 +163,11 @@ fn push(stretches: &mut Vec<(u64, u64)>, start: u64, length: u64) {
 /// cover it (`count` 1, its length, from 0).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Part {
+    /// Where each window starts, seconds into the log's timeline.
     pub starts: Vec<u64>,
+    /// Each window's length, seconds.
     pub length: u64,
+    /// The windows cover the whole timeline (one window, from 0).
     pub whole: bool,
 }
 

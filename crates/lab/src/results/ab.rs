@@ -41,6 +41,7 @@ pub enum Said {
 pub struct AbVerdict {
     /// As written: `goodput>-3%`.
     pub threshold: String,
+    /// What it said.
     pub verdict: Said,
     /// The sentence the page and the console say.
     pub sentence: String,
@@ -64,7 +65,9 @@ impl AbVerdict {
 /// report.json's `ab.verdict`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AbEntry {
+    /// The thresholds, as written (`goodput>-3%`).
     pub thresholds: Vec<String>,
+    /// Each threshold's verdict, in the same order.
     pub verdicts: Vec<AbVerdict>,
     /// Rounds kept (pairs of trials on a quiet machine).
     pub rounds: usize,
