@@ -5,13 +5,15 @@
 //! Format, optionally with nginx's `$request_time` or Apache's `%D` appended, plain or gzip,
 //! many files given in any order — as a stream of [`Entry`] values in time order
 //! ([`stream_logs`]), so that webscope can describe the site's traffic (`webscope
-//! characterize`), build a file set like it (`webscope fileset like`) and replay it
-//! (`webscope load --replay`) in memory that follows what is distinct in the log, not its
-//! length.
+//! characterize`, its sessions and page views included), build a file set like it
+//! (`webscope fileset like`), replay it (`webscope load --replay`) and have virtual users
+//! play its sessions ([`session_scripts`]: `load --users --sessions`, the lab's users experiment), in
+//! memory that follows what is distinct in the log, not its length.
 //!
-//! What it is not for: a log analyser of the GoAccess kind (no sessions, no geography, no
-//! bots), a general log-format language (only the formats [`Format`] names), or a live tail
-//! of a log being written. It never writes a log: `webscope serve` does that itself.
+//! What it is not for: a log analyser of the GoAccess kind (sessions only by address and
+//! user agent, never by cookie; no geography, no bots), a general log-format language (only
+//! the formats [`Format`] names), or a live tail of a log being written. It never writes a
+//! log: `webscope serve` does that itself.
 //!
 //! ```
 //! use webscope_accesslog::parse_line;

@@ -1,7 +1,7 @@
 //! The objective's judge: whether an open-loop run met the objective (`--slo`), with the
 //! generator's health as a condition. One judge for every experiment that asks "does the
 //! server meet the objective at this load": the capacity search's probes, the replay
-//! experiment's runs, and the users experiment to come, as siblings that read this module and
+//! experiment's runs and the users experiment's steps, as siblings that read this module and
 //! not each other.
 //!
 //! The figures are the load report's one account of its outcomes
