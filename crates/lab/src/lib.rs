@@ -4,8 +4,8 @@
 //! runs written to disk as they finish (`run.json`, `experiment.json`, `lab.json`, each
 //! experiment's own files). Ctrl-C stops the current run and keeps what was measured. Beside it:
 //! the verdicts on what bounds a run ([`bottleneck`], [`health`], [`objective`]), the
-//! preflight, the papers' findings as data, [`compare`] (a baseline against a candidate, with
-//! significance; `webscope compare` and the lab's `--baseline` section). It publishes to the
+//! preflight, and [`compare`] (a baseline against a candidate, with significance: what
+//! `webscope compare` and the lab's `--baseline` section decide; the pages crate draws them). It publishes to the
 //! live page (`webscope-live`) as it goes.
 //!
 //! The way an experiment takes through the crate:

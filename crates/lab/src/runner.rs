@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Not for: what a run measures (the experiments, over `measure`), the lab's set-up (`session`)
-//! nor the pages (`render`, which reads only the files written here).
+//! nor the pages (`webscope-pages`, which reads only the files written here).
 
 use std::collections::HashSet;
 use std::path::Path;

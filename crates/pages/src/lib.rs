@@ -1,7 +1,8 @@
 //! webscope's pages: what the lab wrote to disk, drawn. The lab's report (`index.html` with
 //! its charts and tables, `report.json`, one CSV per table, the terminal summary), compare's
 //! page and characterize's. Reads only the files the lab and the access-log reader wrote,
-//! through their types, so `webscope report DIR` gives the same bytes as the lab did.
+//! through their types, so `webscope report DIR` gives the same bytes as the lab did; the
+//! one thing of its own it reads is the papers' findings (`papers/*.toml`, built in).
 //!
 //! ```text
 //! report::render(dir)                  lab.json: the set-up; then for each experiment
@@ -12,7 +13,8 @@
 //!        ├─ per_run                    a sweep's table of runs (clients; any x)
 //!        ├─ queue_wait                 the accept-queue wait (kernel module), time split
 //!        ├─ kernel_cost                what the kernel module costs (the run's, the bench's)
-//!        ├─ paper_panels               the paper's numbers beside ours
+//!        ├─ paper_panels, published    the paper's numbers beside ours
+//!        │    └─ papers                the five papers' findings as data, and comparisons
 //!        └─ page::ExperimentPage       the section, its table, CSV, summary, JSON
 //!   baseline (--baseline)              compare's table against a stored lab
 //! compare::page                        `webscope compare --html`

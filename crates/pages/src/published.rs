@@ -1,6 +1,6 @@
 //! "The paper found": an experiment's published findings beside ours, as a table (a bar chart
 //! where the finding has more than one point), the quotes as published, and report.json's
-//! entry. The findings and their comparisons are the lab's (`crate::papers`).
+//! entry. The findings and their comparisons are this crate's ([`crate::papers`]).
 
 use crate::papers::Comparison;
 use serde_json::{json, Value};

@@ -12,7 +12,7 @@
 //! machine's reference loop, the spread of the server's own peak) is left out: these two ran
 //! in the same minutes.
 //!
-//! Not for: running a probe (`capacity::probe`), nor the page (`render::ab_capacity`).
+//! Not for: running a probe (`capacity::probe`), nor the page (`webscope_pages::ab_capacity`).
 
 use std::collections::VecDeque;
 use std::time::Duration;

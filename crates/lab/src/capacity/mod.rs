@@ -3,7 +3,7 @@
 //! boundary); [`probe`] runs one rate (warm-up, the open-loop run, [`cooldown`]) and judges
 //! it with the objective and the generator's health; [`experiment`] is the runner's adaptive
 //! sweep that joins the two; [`compare`] sets two results side by side. The objective's
-//! grammar and verdicts are `webscope_load::slo`'s; the page is `render::capacity`.
+//! grammar and verdicts are `webscope_load::slo`'s; the page is `webscope_pages::capacity`.
 //!
 //! Not for: closed-loop sweeps (clients, saturation) nor drawing anything.
 

@@ -27,7 +27,7 @@
 //! run's windows alone (`replay_log::collect`), so memory follows a run's requests, not the
 //! log's.
 //!
-//! Not for: reading logs (`webscope_load::replay_log`) nor the page (`render::replay`).
+//! Not for: reading logs (`webscope_load::replay_log`) nor the page (`webscope_pages::replay`).
 
 mod part;
 

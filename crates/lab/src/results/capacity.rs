@@ -1,6 +1,6 @@
 //! The capacity search's entry in report.json, as the page writes it: every field typed, so
 //! that the keys are spelt once and [`super::SearchEntry`] reads back what was written (a
-//! test renders a search and reads it so). The page (`render/capacity`) fills it from its
+//! test renders a search and reads it so). The page (`webscope_pages::capacity`) fills it from its
 //! analyses; nothing here decides or draws.
 
 use serde::{Deserialize, Serialize};

@@ -9,7 +9,7 @@
 //!   speed, its server's own peak), checked, and the bracket it puts the capacity in;
 //! - [`Searches`]: the two searches a report can hold.
 //!
-//! Not here: deciding (the judges: `capacity`, `objective`, `health`) nor drawing (`render`);
+//! Not here: deciding (the judges: `capacity`, `objective`, `health`) nor drawing (`webscope-pages`);
 //! this layer sits between them. Not yet here: the other experiments' entries, still written
 //! by their pages (#47 goes on).
 

@@ -1,6 +1,6 @@
 //! The users search's entry in report.json, as the page writes it: typed, so that its keys
 //! are spelt once and [`super::SearchEntry`] reads back what was written. The page
-//! (`render/users.rs`) fills it; nothing here decides or draws.
+//! (`webscope_pages::users`) fills it; nothing here decides or draws.
 
 use serde::{Deserialize, Serialize};
 

@@ -20,7 +20,7 @@
 //! thread (the capacity experiment's finding on this machine). On a `--target`, pages and
 //! objects are the file set's.
 //!
-//! Not for: open-loop rates (`capacity`) nor drawing (`render::users`).
+//! Not for: open-loop rates (`capacity`) nor drawing (`webscope_pages::users`).
 
 pub mod model;
 pub mod step;
