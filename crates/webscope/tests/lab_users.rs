@@ -8,10 +8,6 @@ mod lab_support;
 use lab_support::{tiny_fileset, webscope};
 use std::path::Path;
 
-/// The searches measure the server and judge each step by what else ran: two at once would
-/// disturb each other, and each disturbed step waits (up to 30 s) for a quiet machine.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Runs the users experiment; returns its exit code, its report.json entry and its stderr.
 fn users_lab(dir: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     let fileset = dir.join("set");
@@ -46,7 +42,6 @@ fn users_lab(dir: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, Str
 
 #[test]
 fn the_users_search_finds_a_capacity_in_users_with_mvas_beside_it() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     // A debug build's generated page alone takes a few ms of CPU: an objective a few pages
     // deep, so that the knee is at a handful of users, not at one.
@@ -106,7 +101,6 @@ fn prediction_in(users: &serde_json::Value) -> Option<&serde_json::Value> {
 
 #[test]
 fn regression_52_a_logs_users_at_a_think_scale_say_it_beside_every_number_of_users() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let fileset = tmp.path().join("set");
     tiny_fileset(&fileset);
