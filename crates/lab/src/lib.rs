@@ -48,6 +48,7 @@ pub mod runner;
 pub mod saturation;
 pub mod session;
 pub mod setup;
+pub mod step;
 pub mod target;
 pub mod techniques;
 pub mod users;

@@ -14,12 +14,12 @@ use super::page::ExperimentPage;
 use webscope_lab::ab::capacity::{verdict, SideProbe};
 use webscope_lab::ab::Side;
 use webscope_lab::capacity::experiment::{replay, Recorded};
-use webscope_lab::capacity::probe::Judged;
 use webscope_lab::capacity::search::Ending;
 use webscope_lab::objective::Outcome;
 use webscope_lab::record::{read_json, ExperimentRecord};
 use webscope_lab::results::ab::AbVerdict;
 use webscope_lab::results::RpsEnding;
+use webscope_lab::step::Judged;
 
 /// One step: each side's probe in it, and which side ran first.
 struct Step {
@@ -155,7 +155,7 @@ fn rates_chart(steps: &[Step]) -> Block {
                 .enumerate()
                 .filter_map(|(i, s)| pick(s).map(|j| (i as f64 + 1.0, j)))
                 .filter(|(_, j)| (j.outcome == Outcome::Pass) == passed)
-                .map(|(x, j)| (x, j.rate))
+                .map(|(x, j)| (x, j.level.value()))
                 .collect();
             if !points.is_empty() {
                 series.push(Series {
@@ -182,7 +182,10 @@ fn rates_chart(steps: &[Step]) -> Block {
 /// Every step: its order and each side's rate and verdict.
 fn steps_table(steps: &[Step]) -> Table {
     let mut t = Table::new(["step", "first", "A rate", "A", "B rate", "B"]);
-    let rate = |j: &Option<Judged>| j.as_ref().map_or("-".into(), |j| human::rate(j.rate));
+    let rate = |j: &Option<Judged>| {
+        j.as_ref()
+            .map_or("-".into(), |j| human::rate(j.level.value()))
+    };
     let cell = |j: &Option<Judged>| j.as_ref().map_or("-", |j| j.outcome.cell());
     for (i, s) in steps.iter().enumerate() {
         let first = match (&s.a, &s.b) {

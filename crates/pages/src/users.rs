@@ -14,7 +14,7 @@ use super::capacity::knee;
 use super::page::ExperimentPage;
 use super::rendered::Rendered;
 use webscope_lab::capacity::search::Plan;
-use webscope_lab::record::{read_json, ExperimentRecord};
+use webscope_lab::record::ExperimentRecord;
 use webscope_lab::users::model::{ending_sentence, predict, Prediction};
 use webscope_lab::users::step::StepJudged;
 use webscope_lab::users::Recorded;
@@ -28,7 +28,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     let steps = exp
         .runs
         .iter()
-        .map(|name| read_json::<StepJudged>(&dir.join(name).join("step.json")))
+        .map(|name| StepJudged::read(&dir.join(name).join("step.json")))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if steps.is_empty() {
         page.push(Block::Text("No step was measured.".into()));

@@ -15,12 +15,13 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::probe::{self, Judged, Probe};
+use super::probe::{self, Probe};
 use super::search::{Ending, Plan, ProbeOutcome, Rule, Search, CONFIRM};
 use super::Settings;
 use crate::capacity::said::said_of;
 use crate::record::{read_json, write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
+use crate::step::Judged;
 use crate::Options;
 
 /// Most probes of one search: the bar counts them, the search stops there. Confirming both
@@ -242,7 +243,7 @@ pub fn replay(plan: Plan, probes: &[Judged]) -> Option<Ending> {
     for judged in probes {
         // The search asks before each probe; the replay asks too, so that it ends the same.
         search.next_rate()?;
-        search.record(judged.rate, judged.outcome());
+        search.record(judged.level.value(), judged.outcome());
     }
     search.next_rate();
     search.ending().cloned()
@@ -319,7 +320,7 @@ mod tests {
     fn judged(number: usize, rate: f64, outcome: Outcome) -> Judged {
         Judged {
             number,
-            rate,
+            level: crate::step::Level::Rate(rate),
             outcome,
             reason: String::new(),
             checks: Vec::new(),

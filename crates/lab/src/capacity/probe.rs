@@ -12,15 +12,16 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use webscope_load::{Config, Target as LoadTarget};
+use webscope_monitor::disturbance::Limits;
 
-use super::cooldown::{self, port_counts, Cooldown};
-use super::search::ProbeOutcome;
+use super::cooldown;
+use super::Settings;
 use super::{kubernetes, segments};
-use super::{quiet, Settings};
 use crate::measure::{self, measure, measure_by};
-use crate::objective::{judge_run, needed_requests, CheckLine, OnObjective, Outcome};
+use crate::objective::needed_requests;
 use crate::record::{write_json, RunRecord};
 use crate::runner::Ctx;
+use crate::step::{self, Judged, Level, Step};
 use webscope_load::slo::Slo;
 
 /// One point of the search: its place in the search (from 1) and its offered rate.
@@ -66,45 +67,6 @@ impl Probe {
     }
 }
 
-/// What a probe said, as `probe.json` keeps it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Judged {
-    /// The probe's place in the search, from 1.
-    pub number: usize,
-    /// Its offered rate, req/s (a users step: its number of users).
-    pub rate: f64,
-    /// The verdict on the objective.
-    pub outcome: Outcome,
-    /// Why, in one sentence.
-    pub reason: String,
-    /// Each condition of the objective: its text, the figure, its verdict.
-    pub checks: Vec<CheckLine>,
-    /// Requests never sent over requests due (`late_share` in probes written before #38,
-    /// which meant the same).
-    #[serde(alias = "late_share")]
-    pub not_sent_share: Option<f64>,
-    /// The lab's verdict on what bounds the probe, and its reading.
-    #[serde(with = "crate::bottleneck::as_label")]
-    pub bound: crate::bottleneck::Bound,
-    /// The figure behind the bound, in words.
-    pub bound_reading: String,
-    /// The warm-up before it, seconds.
-    pub warmup_s: f64,
-    /// How long it ran, seconds (longer than `--duration` at rates too low to offer the
-    /// requests its objective needs in that time; 0 in probes written before #33).
-    #[serde(default)]
-    pub probe_s: f64,
-    /// What else used the machine while it ran ([`quiet`]); None when not measured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disturbance: Option<webscope_monitor::disturbance::Disturbance>,
-    /// How the cool-down after it went.
-    pub cooldown: Cooldown,
-    /// The machine's reference loop, read just before the probe ([`reference`]); None
-    /// when the server does not run on this machine, and in probes written before it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference: Option<Reference>,
-}
-
 /// Readings of [`webscope_monitor::reference`]'s loop before a probe: where, and each one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reference {
@@ -142,30 +104,10 @@ pub(crate) fn reference(
     (!ms.is_empty()).then_some(Reference { cpu, ms })
 }
 
-impl Judged {
-    /// The outcome the search takes.
-    pub fn outcome(&self) -> ProbeOutcome {
-        match self.outcome {
-            Outcome::Pass => ProbeOutcome::Pass,
-            Outcome::Fail => ProbeOutcome::Fail,
-            Outcome::Generator => ProbeOutcome::GeneratorBound,
-            Outcome::Undecided => ProbeOutcome::Undecided(self.reason.clone()),
-            // The search's ending names the machine's figures alone ("other processes took
-            // 39 % of the server's CPU 0, I/O pressure 54 %"), not the probe's whole reason.
-            Outcome::Disturbed => ProbeOutcome::Disturbed(
-                self.disturbance
-                    .as_ref()
-                    .and_then(|d| d.beyond(&webscope_monitor::disturbance::Limits::default()))
-                    .unwrap_or_else(|| self.reason.clone()),
-            ),
-        }
-    }
-}
-
-/// Runs `probe` into `run_dir`: warm-up, the measured run, its verdict, the cool-down.
-/// Returns its run record and what it judged (also written as `probe.json`).
-/// `after_disturbed`: the probe before it ran on a disturbed machine, so the machine is waited
-/// for first ([`quiet::wait`]).
+/// Runs `probe` into `run_dir`: warm-up, the measured run, its verdict, the cool-down
+/// ([`crate::step::run`]). Returns its run record and what it judged (also written as
+/// `probe.json`). `after_disturbed`: the probe before it ran on a disturbed machine, so the
+/// machine is waited for first ([`super::quiet::wait`]).
 pub fn run(
     probe: &Probe,
     run_dir: &Path,
@@ -173,27 +115,46 @@ pub fn run(
     settings: &Settings,
     after_disturbed: bool,
 ) -> anyhow::Result<(RunRecord, Judged)> {
-    let watched = quiet::watched(ctx);
-    if after_disturbed {
-        quiet::wait_announced(&probe.label(), ctx, &watched);
-    }
-    let reference = reference(ctx, &watched, &probe.label());
-    let port = ctx.target.port();
-    let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
     let mut config = open_loop(probe.rate, ctx, settings)?;
     config.duration = probe.length;
-    let warmup = warmup_length(ctx.duration);
-    // Pods start from a cluster the lab's machine may not even reach the target from: their
-    // Job is the probe, without a warm-up of its own.
-    if settings.kubernetes.is_none() {
-        warm_up(&config, ctx, &probe.label())?;
-    }
-    let label = probe.label();
     // Segments and pods are generator processes of their own that start within the probe
     // (pods on other hosts): this process's watch would count them as others. Not measured.
     let segmented = settings.segments > 1 || settings.kubernetes.is_some();
-    let sampler = (!segmented).then(|| quiet::start(&watched)).flatten();
-    let measured = if settings.segments > 1 || settings.kubernetes.is_some() {
+    // Room for the next probe's connections: at most the search's growth over this rate,
+    // as long as this one ran.
+    let next_connections = cooldown::connections(
+        probe.rate * super::search::Plan::new(probe.rate).growth,
+        (probe.length + warmup_length(ctx.duration)).as_secs_f64(),
+        kept_alive(ctx),
+    );
+    let step = Step {
+        number: probe.number,
+        level: Level::Rate(probe.rate),
+        label: probe.label(),
+        config,
+        description: format!(
+            "open loop, {} arrivals at {:.0} req/s, {}",
+            arrivals_word(settings),
+            probe.rate,
+            if kept_alive(ctx) {
+                "keep-alive"
+            } else {
+                "a connection per request"
+            }
+        ),
+        // Pods start from a cluster the lab's machine may not even reach the target from:
+        // their Job is the probe, without a warm-up of its own.
+        warm_up: settings.kubernetes.is_none(),
+        watch: !segmented,
+        after_disturbed,
+        limits: Limits::default(),
+        slo: &settings.slo,
+        next_connections,
+    };
+    let (record, judged) = step::run(step, run_dir, ctx, |config, label| {
+        if !segmented {
+            return measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, label);
+        }
         let plan = segments::SegmentPlan {
             segments: settings.segments,
             exe: ctx.exe,
@@ -212,62 +173,11 @@ pub fn run(
             ctx.target,
             ctx.interrupt,
             ctx.bar,
-            &label,
+            label,
             false,
             generate,
-        )?
-    } else {
-        measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?
-    };
-    let record = RunRecord::new(
-        probe.rate,
-        format!(
-            "open loop, {} arrivals at {:.0} req/s, {}",
-            arrivals_word(settings),
-            probe.rate,
-            if kept_alive(ctx) {
-                "keep-alive"
-            } else {
-                "a connection per request"
-            }
-        ),
-        measured,
-    );
-    let disturbance = sampler.and_then(|s| s.stop().ok());
-    let OnObjective {
-        outcome,
-        reason,
-        checks,
-        not_sent_share,
-        verdict,
-    } = judge_run(&record, run_dir, ctx, &settings.slo)?;
-    let (outcome, reason) = quiet::verdict_on(outcome, reason, disturbance.as_ref());
-    ctx.bar.set_message(format!("{label}: cooling down"));
-    // Room for the next probe's connections: at most the search's growth over this rate,
-    // as long as this one ran.
-    let next = cooldown::connections(
-        probe.rate * super::search::Plan::new(probe.rate).growth,
-        (probe.length + warmup).as_secs_f64(),
-        kept_alive(ctx),
-    );
-    let cooldown = port.map_or_else(Cooldown::default, |p| {
-        cooldown::cool_down_for(p, open_before, Some(next))
-    });
-    let judged = Judged {
-        number: probe.number,
-        rate: probe.rate,
-        outcome,
-        reason,
-        checks,
-        not_sent_share,
-        bound: verdict.bound,
-        bound_reading: verdict.reading,
-        warmup_s: warmup.as_secs_f64(),
-        probe_s: probe.length.as_secs_f64(),
-        disturbance,
-        cooldown,
-        reference,
-    };
+        )
+    })?;
     write_json(&run_dir.join("probe.json"), &judged)?;
     Ok((record, judged))
 }
@@ -331,22 +241,6 @@ fn arrivals_word(settings: &Settings) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_disturbed_probe_hands_the_search_the_machines_figures() {
-        let judged: Judged = serde_json::from_value(serde_json::json!({
-            "number": 1, "rate": 100.0, "outcome": "disturbed",
-            "reason": "the machine was disturbed: CPU pressure 60 % (the probe's own verdict: p99)",
-            "checks": [], "bound": "machine CPU", "bound_reading": "", "warmup_s": 0.2,
-            "disturbance": {"seconds": 2.0, "cpu_pressure": 0.6},
-            "cooldown": {"waited_s": 0.0, "open_before": 0, "open_after": 0, "time_wait": 0, "settled": true},
-        }))
-        .unwrap();
-        assert_eq!(
-            judged.outcome(),
-            ProbeOutcome::Disturbed("CPU pressure 60 %".into())
-        );
-    }
 
     #[test]
     fn a_low_rate_probe_lasts_long_enough_for_its_percentile() {

@@ -8,9 +8,9 @@
 use webscope_load::thousands;
 
 use crate::bottleneck::Bound;
-use crate::capacity::probe::Judged;
 use crate::capacity::search::Ending;
 use crate::objective::Outcome;
+use crate::step::Judged;
 
 /// The sentence; `achieved` gives the goodput of the probe at an index of `probes`, when
 /// known (the lab's closing line has no points).
@@ -25,7 +25,7 @@ pub fn said_of(
     let Some((i, judged)) = probes
         .iter()
         .enumerate()
-        .rfind(|(_, j)| j.outcome == Outcome::Generator && (j.rate - at).abs() < 0.5)
+        .rfind(|(_, j)| j.outcome == Outcome::Generator && (j.level.value() - at).abs() < 0.5)
     else {
         return ending.sentence();
     };

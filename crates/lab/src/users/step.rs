@@ -15,13 +15,12 @@ use webscope_load::users::{Sessions, Users, BROWSER_CONNECTIONS};
 use webscope_load::{Config, Mode, Target as LoadTarget};
 
 use super::model::StepFigures;
-use crate::capacity::cooldown::{self, port_counts, Cooldown};
-use crate::capacity::probe::{warm_up, warmup_length, Judged, MOST_LENGTH};
-use crate::capacity::quiet;
+use crate::capacity::probe::MOST_LENGTH;
 use crate::measure::measure;
-use crate::objective::{judge_run, needed_requests, OnObjective};
-use crate::record::{write_json, RunRecord};
+use crate::objective::needed_requests;
+use crate::record::{read_json, write_json, RunRecord};
 use crate::runner::Ctx;
+use crate::step::{Judged, Level};
 use webscope_monitor::disturbance::Limits;
 
 /// Sessions a `--workload` log gives the users to draw from.
@@ -82,60 +81,47 @@ pub struct Given<'a> {
     pub after_disturbed: bool,
 }
 
-/// What a step said, as `step.json` keeps it: the verdict as a capacity probe's (its `rate`
-/// is the users) and the figures the model takes.
+/// What a step said, as `step.json` keeps it: the verdict as a capacity probe's and the
+/// figures the model takes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepJudged {
-    /// The verdict, as a capacity probe's (its `rate` is the users).
+    /// The verdict, as a capacity probe's.
     pub judged: Judged,
     /// The figures the model takes from the step.
     pub figures: StepFigures,
 }
 
-/// Runs `step` into `run_dir`: warm-up, the measured run, its verdict, the cool-down.
+impl StepJudged {
+    /// Reads a step's `step.json`. Steps written before #47 kept their users as a `rate`:
+    /// read as the users they were.
+    pub fn read(path: &Path) -> anyhow::Result<StepJudged> {
+        let mut step: StepJudged = read_json(path)?;
+        if let Level::Rate(users) = step.judged.level {
+            step.judged.level = Level::Users(users.round().max(0.0) as usize);
+        }
+        Ok(step)
+    }
+}
+
+/// Runs `step` into `run_dir`: warm-up, the measured run, its verdict, the cool-down
+/// ([`crate::step::run`]).
 pub fn run(
     step: &Step,
     run_dir: &Path,
     ctx: &Ctx<'_>,
     given: &Given<'_>,
 ) -> anyhow::Result<(RunRecord, StepJudged)> {
-    let watched = quiet::watched(ctx);
-    let label = step.label();
-    if given.after_disturbed {
-        quiet::wait_announced(&label, ctx, &watched);
-    }
-    let reference = crate::capacity::probe::reference(ctx, &watched, &label);
-    let port = ctx.target.port();
-    let open_before = port.and_then(|p| port_counts(p).ok()).map_or(0, |c| c.0);
-    let config = users_config(step, ctx, given)?;
-    let warmup = warmup_length(ctx.duration);
-    warm_up(&config, ctx, &label)?;
-    let sampler = quiet::start(&watched);
-    let measured = measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, &label)?;
-    let record = RunRecord::new(
-        step.users as f64,
-        if ctx.target.http2 {
-            format!(
-                "closed loop, {} users of one HTTP/2 connection each, up to {} streams at once",
-                step.users, BROWSER_CONNECTIONS
-            )
-        } else {
-            format!(
-                "closed loop, {} users of {} connections each, keep-alive",
-                step.users, BROWSER_CONNECTIONS
-            )
-        },
-        measured,
-    );
-    let disturbance = sampler.and_then(|s| s.stop().ok());
-    let slo = &ctx.options.users.slo;
-    let OnObjective {
-        outcome,
-        reason,
-        checks,
-        not_sent_share,
-        verdict,
-    } = judge_run(&record, run_dir, ctx, slo)?;
+    let description = if ctx.target.http2 {
+        format!(
+            "closed loop, {} users of one HTTP/2 connection each, up to {} streams at once",
+            step.users, BROWSER_CONNECTIONS
+        )
+    } else {
+        format!(
+            "closed loop, {} users of {} connections each, keep-alive",
+            step.users, BROWSER_CONNECTIONS
+        )
+    };
     // The experiment's own server runs its pages on executor threads beside its worker, all
     // on the server's CPU: their waits for each other, and the CPU pressure they make, are
     // the server's own work, not a disturbance (the default limits would refuse every step
@@ -149,29 +135,25 @@ pub fn run(
         },
         None => Limits::default(),
     };
-    let (outcome, reason) = quiet::verdict_within(outcome, reason, disturbance.as_ref(), &limits);
-    ctx.bar.set_message(format!("{label}: cooling down"));
-    // Keep-alive: the next step's connections are the users' at most twice as many.
-    let next = (2 * step.users * BROWSER_CONNECTIONS) as f64;
-    let cooldown = port.map_or_else(Cooldown::default, |p| {
-        cooldown::cool_down_for(p, open_before, Some(next))
-    });
+    let run = crate::step::Step {
+        number: step.number,
+        level: Level::Users(step.users),
+        label: step.label(),
+        config: users_config(step, ctx, given)?,
+        description,
+        warm_up: true,
+        watch: true,
+        after_disturbed: given.after_disturbed,
+        limits,
+        slo: &ctx.options.users.slo,
+        // Keep-alive: the next step's connections are the users' at most twice as many.
+        next_connections: (2 * step.users * BROWSER_CONNECTIONS) as f64,
+    };
+    let (record, judged) = crate::step::run(run, run_dir, ctx, |config, label| {
+        measure(run_dir, config, ctx.target, ctx.interrupt, ctx.bar, label)
+    })?;
     let judged = StepJudged {
-        judged: Judged {
-            number: step.number,
-            rate: step.users as f64,
-            outcome,
-            reason,
-            checks,
-            not_sent_share,
-            bound: verdict.bound,
-            bound_reading: verdict.reading,
-            warmup_s: warmup.as_secs_f64(),
-            probe_s: step.length.as_secs_f64(),
-            disturbance,
-            cooldown,
-            reference,
-        },
+        judged,
         figures: StepFigures::of(&record, step.users),
     };
     write_json(&run_dir.join("step.json"), &judged)?;

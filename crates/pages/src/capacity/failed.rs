@@ -13,8 +13,8 @@ use webscope_load::{format_us, Latency};
 
 use crate::point::Point;
 use webscope_lab::bottleneck::Refused;
-use webscope_lab::capacity::probe::Judged;
 use webscope_lab::objective::Outcome;
+use webscope_lab::step::Judged;
 
 /// What failed the lowest-rate probe that failed.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,10 +10,10 @@
 
 use crate::point::Point;
 use webscope_lab::bottleneck::CPU_LIMIT;
-use webscope_lab::capacity::probe::Judged;
 pub use webscope_lab::capacity::said::said_of;
 use webscope_lab::capacity::search::Ending;
 use webscope_lab::objective::Outcome;
+use webscope_lab::step::Judged;
 
 /// The estimate, with what it rests on.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,8 +17,8 @@ use webscope_load::slo::{Metric, Slo, Verdict};
 use webscope_load::thousands;
 use webscope_report::human::duration;
 
-use webscope_lab::capacity::probe::Judged;
 use webscope_lab::objective::Outcome;
+use webscope_lab::step::Judged;
 
 /// How far past the passing probes' largest figure a failing probe's must lie to count as
 /// the other state: ten times, as far as a percentile moves over the whole of a smooth knee
@@ -49,7 +49,10 @@ pub fn tipped(probes: &[Judged]) -> Vec<Tipped> {
     let mut by_rate: BTreeMap<u64, Vec<&Judged>> = BTreeMap::new();
     for j in probes {
         if matches!(j.outcome, Outcome::Pass | Outcome::Fail) {
-            by_rate.entry(j.rate.round() as u64).or_default().push(j);
+            by_rate
+                .entry(j.level.value().round() as u64)
+                .or_default()
+                .push(j);
         }
     }
     by_rate
@@ -115,7 +118,7 @@ fn split(at: &[&Judged], condition: &str) -> Option<Tipped> {
         return None;
     }
     Some(Tipped {
-        rate: at[0].rate,
+        rate: at[0].level.value(),
         condition: condition.to_string(),
         passed: passed.len(),
         pass_us,

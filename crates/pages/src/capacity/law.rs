@@ -14,8 +14,8 @@ use webscope_model::stats::Sorted;
 use super::failed::Failed;
 use crate::model::demands;
 use crate::point::Point;
-use webscope_lab::capacity::probe::Judged;
 use webscope_lab::objective::Outcome;
+use webscope_lab::step::Judged;
 
 /// How much slower than waiting for the CPU alone the first failing probe's mean response
 /// must be before the page says the CPU does not explain it: an M/M/1 queue at the measured

@@ -19,10 +19,10 @@ use super::rendered::Rendered;
 use generators::Needed;
 use law::Law;
 use webscope_lab::capacity::experiment::{read, replay, Recorded};
-use webscope_lab::capacity::probe::Judged;
 use webscope_lab::capacity::search::{Ending, Rule};
 use webscope_lab::objective::Outcome;
 use webscope_lab::record::ExperimentRecord;
+use webscope_lab::step::Judged;
 use webscope_load::slo::Verdict;
 
 mod failed;
@@ -366,7 +366,7 @@ fn table(points: &[Point], probes: &[Judged]) -> Table {
         let ms = |us: f64| format!("{:.2}", us / 1000.0);
         let mut row = vec![
             j.number.to_string(),
-            format!("{:.0}", j.rate),
+            format!("{:.0}", j.level.value()),
             format!("{:.1}", j.probe_s),
             format!("{:.0}", p.rps),
             ms(l.p50),
@@ -395,7 +395,7 @@ fn probe_rows(points: &[Point], probes: &[Judged]) -> Vec<ProbeRow> {
         ProbeRow {
             probe: j.number,
             run: p.name.clone(),
-            offered_rps: j.rate,
+            offered_rps: j.level.value(),
             achieved_rps: p.rps,
             p50_us: l.p50,
             p90_us: l.p90,

@@ -13,8 +13,8 @@
 use webscope_load::thousands;
 
 use super::Point;
-use webscope_lab::capacity::probe::Judged;
 use webscope_lab::objective::Outcome;
+use webscope_lab::step::Judged;
 
 /// A probe was behind its rate from start to end when at least this share of its requests
 /// went out late: it never ran out of work to give the server.
@@ -56,7 +56,7 @@ pub fn of<'a>(probes: impl IntoIterator<Item = (&'a Point, &'a Judged)>) -> Opti
                 let total = &p.run.load.total;
                 carried(
                     j.outcome,
-                    j.rate,
+                    j.level.value(),
                     p.rps,
                     total.requests,
                     total.run.late_sends.unwrap_or(0),

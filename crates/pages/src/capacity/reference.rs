@@ -10,7 +10,7 @@ use webscope_lab::results::capacity::MachineReference;
 use webscope_monitor::reference::Speed;
 
 use webscope_lab::capacity::compare::{MACHINE_LIMIT, MACHINE_Z};
-use webscope_lab::capacity::probe::Judged;
+use webscope_lab::step::Judged;
 
 /// A search's machine: its readings summed up, the CPU they were read on (None when the
 /// server was not pinned), and the standard error of their mean.

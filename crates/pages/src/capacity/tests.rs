@@ -110,7 +110,7 @@ fn recorded_by(dir: &Path, limit: Limit, rule: Option<Rule>) -> ExperimentRecord
         let errors = refused as f64 / (achieved + refused as f64);
         let judged = Judged {
             number: i + 1,
-            rate,
+            level: webscope_lab::step::Level::Rate(rate),
             outcome: if pass { Outcome::Pass } else { Outcome::Fail },
             reason: String::new(),
             checks: vec![
