@@ -9,9 +9,9 @@ use std::path::Path;
 use webscope_load::{Config, Mode, Target as LoadTarget};
 
 use crate::measure::measure;
-use crate::record::RunRecord;
 use crate::runner::{Ctx, Points, Run, Sweep};
 use crate::Options;
+use webscope_record::RunRecord;
 
 /// The default sweep.
 pub const CLIENTS: [usize; 9] = [1, 2, 5, 10, 15, 20, 30, 45, 60];

@@ -10,10 +10,10 @@ use std::time::Duration;
 use webscope_load::{Config, Group, Mode, Target as LoadTarget};
 
 use crate::measure::measure;
-use crate::record::RunRecord;
 use crate::runner::{Ctx, OnFailure, Points, Run, Sweep};
 use crate::target::Target;
 use crate::Options;
+use webscope_record::RunRecord;
 
 /// The policies compared, with the flags that configure them. Fair uses the weights;
 /// admission lets two heavy jobs run (eight may wait) and refuses the rest with 503.

@@ -12,10 +12,10 @@ use webscope_load::{Config, Mode, Target as LoadTarget};
 use webscope_workload::{Manifest, Spec, WriteOptions};
 
 use crate::measure::measure_with;
-use crate::record::RunRecord;
 use crate::runner::{Ctx, Points, Run, Sweep};
 use crate::target::Target;
 use crate::Options;
+use webscope_record::RunRecord;
 
 /// WebStone A's size scales (Yates et al. Table 2).
 pub const SCALES: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];

@@ -3,23 +3,24 @@
 //! own on loopback, or any URL), the load generator pinned apart from it, and the experiments'
 //! runs written to disk as they finish (`run.json`, `experiment.json`, `lab.json`, each
 //! experiment's own files). Ctrl-C stops the current run and keeps what was measured. Beside it:
-//! the verdicts on what bounds a run ([`bottleneck`], [`health`], [`objective`]), the
-//! preflight, and [`compare`] (a baseline against a candidate, with significance: what
-//! `webscope compare` and the lab's `--baseline` section decide; the pages crate draws them). It publishes to the
-//! live page (`webscope-live`) as it goes.
+//! the verdicts on what bounds a run ([`bottleneck`], [`objective`]; a run's health is
+//! `webscope_record::health`), the preflight, and the interleaved A/B experiment ([`ab`]),
+//! which decides by `webscope-compare`'s rule. It publishes to the live page
+//! (`webscope-live`) as it goes.
 //!
 //! The way an experiment takes through the crate:
 //!
 //! ```text
 //! Options ─→ session::run ─→ setup (check, file set, CPUs, target, preflight, lab.json)
 //!         ─→ runner::run::<S: Sweep> for each of EXPERIMENTS ─→ S's points ─→ S::measure
-//!            (measure.rs: load + monitor) ─→ record (run.json, experiment.json)
+//!            (measure.rs: load + monitor) ─→ webscope-record (run.json, experiment.json)
 //! ```
 //!
 //! Not for: the pages (`webscope-pages` draws them from the files this crate writes, and this
 //! crate never calls it), argument parsing, exit codes or `--help` texts (the `webscope` binary
 //! owns them), nor measuring, serving or modelling itself (the `webscope-load`, `-server`,
-//! `-monitor` and `-model` crates do; the lab only orchestrates them and reads what they wrote).
+//! `-monitor` and `-model` crates do; the lab only orchestrates them and reads what they wrote),
+//! the run files' types (`webscope-record`) nor comparing stored runs (`webscope-compare`).
 
 #![deny(missing_docs)]
 
@@ -27,10 +28,8 @@ pub mod ab;
 pub mod bottleneck;
 pub mod capacity;
 pub mod clients;
-pub mod compare;
 pub mod degradation;
 pub mod filesize;
-pub mod health;
 
 pub mod loss;
 pub mod measure;
@@ -41,7 +40,6 @@ pub mod os_figures;
 pub mod preflight;
 pub mod progress;
 pub mod protocols;
-pub mod record;
 pub mod replay;
 pub mod results;
 pub mod runner;
@@ -56,10 +54,10 @@ pub mod users;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use health::Judge;
-use record::ExperimentRecord;
 use runner::{Ctx, Sweep};
 use webscope_live::Live;
+use webscope_record::health::Judge;
+use webscope_record::ExperimentRecord;
 
 pub use session::run;
 

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target as LoadTarget};
 
 use super::progress::Progress;
-use super::record::{Measured, RunEnv, Sampled};
 use super::runner::Ctx;
 use super::target::Target;
+use webscope_record::{Measured, RunEnv, Sampled};
 
 /// Runs one load `config` against `target` with the monitor beside it. `label` goes on the
 /// live line.

@@ -26,8 +26,8 @@ use webscope_model::stats::{self, Confidence};
 
 use crate::bottleneck::evidence::evidence;
 use crate::bottleneck::{self, Bound};
-use crate::record::RunRecord;
 use crate::runner::Ctx;
+use webscope_record::RunRecord;
 
 /// What the objective said of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use webscope_monitor::kernel::Latency;
 use webscope_monitor::Summary;
 
 use crate::bottleneck::CpuShares;
-use crate::record::{RunRecord, Sampled};
+use webscope_record::{RunRecord, Sampled};
 
 /// CPU shares of a monitor summary's "all" row.
 pub fn cpu_shares(os: &Summary) -> Option<CpuShares> {

@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use webscope_workload::{File, Manifest};
 
-use super::health::{reason, status_advice, Expect};
+use webscope_record::health::{reason, status_advice, Expect};
 
 /// Files fetched: the first and the middle file of each class (SPECweb96 has four classes).
 const PER_CLASS: usize = 2;

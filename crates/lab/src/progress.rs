@@ -5,8 +5,8 @@ use std::ops::Deref;
 
 use indicatif::ProgressBar;
 
-use super::health::{Expect, Health, Judge};
 use webscope_live::{Gauges, Live, Point, RunDone, Step};
+use webscope_record::health::{Expect, Health, Judge};
 
 /// The lab's progress. Derefs to the bar, so experiments move it as they always did.
 pub struct Progress<'a> {

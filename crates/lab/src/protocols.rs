@@ -11,10 +11,10 @@ use std::time::Duration;
 use webscope_load::{Config, Mode, Target as LoadTarget};
 
 use crate::measure::measure;
-use crate::record::RunRecord;
 use crate::runner::{Ctx, Points, Run, Sweep};
 use crate::target::{Secure, Target};
 use crate::Options;
+use webscope_record::RunRecord;
 
 /// Closed-loop clients of every row: enough to keep one server core busy.
 const CLIENTS: usize = 20;

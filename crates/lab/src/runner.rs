@@ -25,9 +25,9 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use crate::progress::Progress;
-use crate::record::{write_json, ExperimentRecord, RunRecord};
 use crate::target::{Secure, Target};
 use crate::Options;
+use webscope_record::{write_json, ExperimentRecord, RunRecord};
 
 /// What every experiment may use while it runs.
 pub struct Ctx<'a> {

@@ -19,10 +19,10 @@ use webscope_load::{Config, Group, Mode, Target as LoadTarget};
 
 use crate::clients;
 use crate::measure::measure;
-use crate::record::RunRecord;
 use crate::runner::{Ctx, Next, OnFailure, Points, Run, SoFar, Sweep};
 use crate::target::Target;
 use crate::Options;
+use webscope_record::RunRecord;
 
 /// A step "doubles" the mean response time when it grows by this factor or more as clients
 /// double (2 less the noise of short runs).

@@ -15,9 +15,9 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::progress::Progress;
-use crate::record::{write_json, LabRecord};
 use crate::runner::Ctx;
 use crate::{setup, target, Experiment, Options};
+use webscope_record::{write_json, LabRecord};
 
 /// Runs the lab into `options.out`; its report is drawn from there afterwards.
 pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<()> {

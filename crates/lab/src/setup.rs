@@ -13,11 +13,11 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use webscope_workload::{Manifest, Spec, WriteOptions};
 
-use crate::health::Expect;
 use crate::preflight;
-use crate::record::LabRecord;
 use crate::target::{Find, Secure, Target};
 use crate::{experiment, Experiment, Options, EXPERIMENTS, PLANNED};
+use webscope_record::health::Expect;
+use webscope_record::LabRecord;
 
 /// The experiments `--experiment` names, in the order given; refuses what cannot work (unknown
 /// names, protocols an experiment cannot speak, an `--out` or `--baseline` that would lose

@@ -9,6 +9,9 @@
 //! (`capacity::probe`, `users::step`), nor judging a run (`objective`, `capacity::quiet`).
 
 use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
 
 use serde::{Deserialize, Serialize};
 use webscope_load::slo::Slo;
@@ -16,13 +19,17 @@ use webscope_load::Config;
 use webscope_monitor::disturbance::{Disturbance, Limits};
 
 use crate::capacity::cooldown::{self, port_counts, Cooldown};
-use crate::capacity::probe::{reference, warm_up, warmup_length, Reference};
 use crate::capacity::quiet;
 use crate::capacity::search::ProbeOutcome;
 use crate::objective::{judge_run, CheckLine, OnObjective, Outcome};
-use crate::record::Measured;
-use crate::record::RunRecord;
 use crate::runner::Ctx;
+use webscope_record::Measured;
+use webscope_record::RunRecord;
+
+/// Longest a step runs, however many requests its objective would like: a low level's
+/// step that cannot hold them all is judged on what it holds (its conditions then
+/// undecided unless the rate misses them by far), not stretched without end.
+pub const MOST_LENGTH: Duration = Duration::from_secs(60);
 
 /// What a step varies, as its search counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -185,6 +192,60 @@ pub fn run(
         reference,
     };
     Ok((record, judged))
+}
+
+/// Readings of [`webscope_monitor::reference`]'s loop before a probe: where, and each one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    /// The server's CPU the loop ran on; None when the server is not pinned (the loop was
+    /// not either).
+    pub cpu: Option<usize>,
+    /// Each reading, ms of the loop thread's CPU time.
+    pub ms: Vec<f64>,
+}
+
+/// Readings of the reference loop before each probe: five, 20 ms apart, about 0.2 s on the
+/// machine this was written on. One reading follows the server's speed poorly; the search's
+/// mean over all its probes' readings is what [`crate::capacity::compare`] sets side by
+/// side.
+const REFERENCE_READINGS: usize = 5;
+
+/// The reference loop on the server's CPU while the server is idle (between probes), when
+/// the server runs on this machine: on another host the loop would time the wrong machine.
+pub(crate) fn reference(
+    ctx: &Ctx<'_>,
+    watched: &webscope_monitor::disturbance::Watched,
+    label: &str,
+) -> Option<Reference> {
+    if watched.server.is_empty() {
+        return None;
+    }
+    ctx.bar
+        .set_message(format!("{label}: timing the machine's reference loop"));
+    let cpu = watched
+        .server_cpus
+        .as_ref()
+        .and_then(|c| c.first().copied());
+    let ms =
+        webscope_monitor::reference::measure(cpu, REFERENCE_READINGS, Duration::from_millis(20));
+    (!ms.is_empty()).then_some(Reference { cpu, ms })
+}
+
+/// Runs `config` for the warm-up's length ([`warmup_length`] of the lab's run), said on the
+/// bar as `label`'s.
+pub fn warm_up(config: &Config, ctx: &Ctx<'_>, label: &str) -> anyhow::Result<()> {
+    let mut warm = config.clone();
+    warm.duration = warmup_length(ctx.duration);
+    ctx.bar.set_message(format!("{label}: warming up"));
+    webscope_load::run(&warm, ctx.interrupt, &mut |_| {})
+        .with_context(|| format!("the warm-up of {label}"))?;
+    Ok(())
+}
+
+/// A fifth of the probe, from 0.2 s to 2 s: long enough to open connections and warm the
+/// server's caches, short enough not to double the search's time.
+pub fn warmup_length(probe: Duration) -> Duration {
+    (probe / 5).clamp(Duration::from_millis(200), Duration::from_secs(2))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use webscope_sys::{Line, LineReader, MAX_LINE};
 
-use super::record::{PhaseFigures, ServerFigures, ServiceFigures};
+use webscope_record::{PhaseFigures, ServerFigures, ServiceFigures};
 
 /// A server under test.
 pub struct Target {

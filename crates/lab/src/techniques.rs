@@ -22,10 +22,10 @@ use webscope_load::{Config, Mode, Target as LoadTarget};
 use webscope_server::TECHNIQUES as NAMES;
 
 use crate::measure::measure_with;
-use crate::record::{RunRecord, Syscalls};
 use crate::runner::{Ctx, Points, Run, Sweep};
 use crate::target::Target;
 use crate::Options;
+use webscope_record::{RunRecord, Syscalls};
 
 /// Keep-alive clients of every step: enough to keep one server core busy.
 const CLIENTS: usize = 20;

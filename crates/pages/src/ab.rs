@@ -14,10 +14,10 @@ use webscope_report::{Block, Table};
 use super::page::ExperimentPage;
 use super::rendered::Rendered;
 use crate::compare::table::{self, table, Layout};
+use webscope_compare::{self as compare, Comparison, Threshold};
 use webscope_lab::ab::{self, Round};
-use webscope_lab::compare::{self, Comparison, Threshold};
-use webscope_lab::record::{read_json, ExperimentRecord, LabRecord};
 use webscope_lab::results::ab::{AbEntry, AbPlan, AbVerdict};
+use webscope_record::{read_json, ExperimentRecord, LabRecord};
 
 /// Adds the A/B experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {

@@ -16,10 +16,10 @@ use webscope_lab::ab::Side;
 use webscope_lab::capacity::experiment::{replay, Recorded};
 use webscope_lab::capacity::search::Ending;
 use webscope_lab::objective::Outcome;
-use webscope_lab::record::{read_json, ExperimentRecord};
 use webscope_lab::results::ab::AbVerdict;
 use webscope_lab::results::RpsEnding;
 use webscope_lab::step::Judged;
+use webscope_record::{read_json, ExperimentRecord};
 
 /// One step: each side's probe in it, and which side ran first.
 struct Step {

@@ -8,8 +8,8 @@ use std::path::Path;
 use webscope_report::{Block, Section};
 
 use crate::compare::table::{table, Layout};
+use webscope_compare::{compare, input, Comparison};
 use webscope_lab::capacity::compare::{sentence_of, Bracket, Searched};
-use webscope_lab::compare::{compare, input, Comparison};
 use webscope_lab::results::{search_in, Search, Searches};
 
 /// The section comparing `dir` (this lab, whose report.json entries so far are `ours`: its

@@ -13,7 +13,7 @@ use super::per_run;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::{not_the_server, saturation, usl_fit, Saturation, Shape};
-use webscope_lab::record::ExperimentRecord;
+use webscope_record::ExperimentRecord;
 
 /// Adds the clients sweep to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {
@@ -279,7 +279,7 @@ fn phases_chart(points: &[Point]) -> Option<Block> {
         .find(|p| p.run.server.is_some())
         .map(|p| &p.run)?;
     let server = run.server.as_ref()?;
-    let classes: Vec<&webscope_lab::record::PhaseFigures> = server
+    let classes: Vec<&webscope_record::PhaseFigures> = server
         .phases_us
         .iter()
         .filter(|c| c.requests > 0.0)
@@ -426,8 +426,8 @@ mod tests {
     fn an_external_server_gets_no_phases_chart_and_no_server_share() {
         let mut pts = test_sweep(&[(1.0, 100.0), (2.0, 190.0)], 0.3, Some(0.5));
         for p in &mut pts {
-            p.run.server = Some(webscope_lab::record::ServerFigures {
-                phases_us: vec![webscope_lab::record::PhaseFigures {
+            p.run.server = Some(webscope_record::ServerFigures {
+                phases_us: vec![webscope_record::PhaseFigures {
                     class: "0-1KB".into(),
                     ..Default::default()
                 }],
@@ -450,11 +450,11 @@ mod tests {
             Some(0.97),
         );
         // A run of 403s: fast responses that are no throughput at all.
-        let forbidden = webscope_lab::record::load_json(
+        let forbidden = webscope_record::load_json(
             serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 90000}}),
         );
-        let expect = webscope_lab::health::Expect::parse("2xx").unwrap();
-        pts[3].health = webscope_lab::health::Health::of(&forbidden, &expect, 1.0);
+        let expect = webscope_record::health::Expect::parse("2xx").unwrap();
+        pts[3].health = webscope_record::health::Health::of(&forbidden, &expect, 1.0);
         pts[3].rps = pts[3].health.goodput_rps;
         let s = saturation(&pts).unwrap();
         assert_eq!((s.knee, s.max_rps), (2.0, 2000.0), "{}", s.reading);

@@ -13,7 +13,7 @@ use super::page::ExperimentPage;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::line_fit;
-use webscope_lab::record::{ExperimentRecord, RunRecord};
+use webscope_record::{ExperimentRecord, RunRecord};
 
 /// The server's phase means over all size classes of a run (µs): parse, process, log.
 fn phases_overall(run: &RunRecord) -> Option<(f64, f64, f64)> {
@@ -22,7 +22,7 @@ fn phases_overall(run: &RunRecord) -> Option<(f64, f64, f64)> {
     if n <= 0.0 {
         return None;
     }
-    let mean = |f: &dyn Fn(&webscope_lab::record::PhaseFigures) -> f64| {
+    let mean = |f: &dyn Fn(&webscope_record::PhaseFigures) -> f64| {
         server
             .phases_us
             .iter()

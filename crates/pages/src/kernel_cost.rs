@@ -8,7 +8,7 @@
 
 use webscope_report::Block;
 
-use webscope_lab::record::RunRecord;
+use webscope_record::RunRecord;
 
 /// The bench's figure, the last time it ran: of that machine and day, not of these runs.
 /// Rerun `bench/kernel_cost.py` and update this (and docs/architecture.md) when the program's

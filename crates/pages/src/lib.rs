@@ -62,9 +62,9 @@ pub use report::{render, Rendering};
 
 use std::path::Path;
 
-use webscope_lab::record::ExperimentRecord;
 use webscope_lab::runner::Sweep;
 use webscope_lab::{clients as lab_clients, model as lab_model, replay as lab_replay};
+use webscope_record::ExperimentRecord;
 
 /// How an experiment's page is drawn: its section, tables and summary added to the report,
 /// from its directory only.

@@ -18,7 +18,7 @@ use super::page::ExperimentPage;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::usl_fit;
-use webscope_lab::record::ExperimentRecord;
+use webscope_record::ExperimentRecord;
 
 /// Service demands per request, seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -24,7 +24,7 @@ use super::point::Point;
 use super::rendered::Rendered;
 use crate::papers::Comparison;
 use crate::published::panel;
-use webscope_lab::record::ExperimentRecord;
+use webscope_record::ExperimentRecord;
 
 /// An experiment's section in the making, and what it adds beside it; [`finish`] adds it all
 /// to the report.

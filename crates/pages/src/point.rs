@@ -8,9 +8,9 @@ use super::queue_wait::QueueWait;
 use super::rendered::Rendered;
 use webscope_lab::bottleneck::evidence::{evidence, run_time_wait};
 use webscope_lab::bottleneck::{self, Verdict};
-use webscope_lab::health::{Expect, Health, Judge};
 use webscope_lab::os_figures::{lifetimes, server_machine, Lifetimes};
-use webscope_lab::record::{read_json, ExperimentRecord, RunRecord};
+use webscope_record::health::{Expect, Health, Judge};
+use webscope_record::{read_json, ExperimentRecord, RunRecord};
 
 /// One run's key figures, taken from its record.
 #[derive(Debug, Clone)]
@@ -217,7 +217,7 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
         x,
         rps,
         health: Health::of(
-            &webscope_lab::record::load_json(
+            &webscope_record::load_json(
                 serde_json::json!({"duration_s": 1.0, "status_codes": {"200": rps as u64}}),
             ),
             &Expect::parse("2xx").expect("a valid list"),
@@ -393,7 +393,7 @@ mod tests {
         .map(|(x, r)| test_point(x, r, 0.3, Some(0.5)))
         .collect();
         // An invalid repeat is left out of the median and the spread.
-        let forbidden = webscope_lab::record::load_json(
+        let forbidden = webscope_record::load_json(
             serde_json::json!({"duration_s": 1.0, "status_codes": {"403": 5000}}),
         );
         points[4].health = Health::of(&forbidden, &Expect::parse("2xx").unwrap(), 1.0);

@@ -11,7 +11,7 @@ use super::charts::{bars, cpu_bars};
 use super::page::ExperimentPage;
 use super::point::Point;
 use super::rendered::Rendered;
-use webscope_lab::record::ExperimentRecord;
+use webscope_record::ExperimentRecord;
 
 /// One row's figures.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use super::charts::bars;
 use super::page::ExperimentPage;
 use super::point::{load_points, Point};
 use super::rendered::Rendered;
-use webscope_lab::record::ExperimentRecord;
+use webscope_record::ExperimentRecord;
 
 /// Whether the experiment's runs are the loss comparison's (users' page loads; the
 /// protocols rows have none).

@@ -11,7 +11,7 @@ use webscope_report::svg::{Axis, BarChart};
 use webscope_report::Block;
 
 pub use webscope_lab::os_figures::{queue_wait as of, QueueWait};
-use webscope_lab::record::RunRecord;
+use webscope_record::RunRecord;
 
 /// Why no run of `runs` has an accept-queue wait, said once: the lab did not ask for the
 /// kernel module (`--no-kernel`, a build without it), it could not load (the monitor's one
@@ -200,11 +200,11 @@ mod tests {
         }
     }
 
-    fn sampled(v: serde_json::Value) -> webscope_lab::record::Sampled {
+    fn sampled(v: serde_json::Value) -> webscope_record::Sampled {
         serde_json::from_value(v).expect("a monitor summary")
     }
 
-    fn kernel_os(port: u16, waits: Option<(u64, f64, f64, f64)>) -> webscope_lab::record::Sampled {
+    fn kernel_os(port: u16, waits: Option<(u64, f64, f64, f64)>) -> webscope_record::Sampled {
         let wait = waits.map(|(count, mean, p50, p99)| {
             serde_json::json!({"count": count, "mean_ms": mean, "p50_ms": p50, "p90_ms": p99,
                 "p99_ms": p99, "p999_ms": p99, "max_ms": p99})
@@ -226,7 +226,7 @@ mod tests {
         let mut p = test_point(4.0, 1000.0, 0.3, Some(0.5));
         p.run.os = Some(kernel_os(8080, Some((4, 2.0, 1.5, 4.0))));
         // 4 connections waited 2 ms each for 1000 requests: 8 µs a request.
-        p.run.load = webscope_lab::record::load_json(
+        p.run.load = webscope_record::load_json(
             serde_json::json!({"duration_s": 1.0, "status_codes": {"200": 1000}}),
         );
         let q = of(&p.run).expect("a wait");

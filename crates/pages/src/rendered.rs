@@ -6,7 +6,7 @@
 use serde_json::Value;
 use webscope_report::Section;
 
-use webscope_lab::health::Judge;
+use webscope_record::health::Judge;
 
 /// What the experiments' renderers produce, gathered into the page, the terminal summary,
 /// `report.json` and the CSV files.

@@ -14,9 +14,9 @@ use webscope_report::{Block, Table};
 use super::page::ExperimentPage;
 use super::rendered::Rendered;
 use webscope_lab::objective::Outcome;
-use webscope_lab::record::{read_json, ExperimentRecord, RunRecord};
 use webscope_lab::replay::{ReplayArrivals, StepVerdict};
 use webscope_load::replay::StatusPair;
+use webscope_record::{read_json, ExperimentRecord, RunRecord};
 
 /// One run as the page reads it.
 struct Step {

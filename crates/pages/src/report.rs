@@ -12,7 +12,7 @@ use webscope_report::{Block, Page, Section};
 
 use super::baseline;
 use super::rendered::Rendered;
-use webscope_lab::record::{read_json, ExperimentRecord, LabRecord};
+use webscope_record::{read_json, ExperimentRecord, LabRecord};
 
 /// What rendering found, beside the files it wrote.
 pub struct Rendering {

@@ -14,8 +14,8 @@ use super::cells::cell;
 use super::page::ExperimentPage;
 use super::point::{load_points, valid, Point};
 use super::rendered::Rendered;
-use webscope_lab::record::ExperimentRecord;
 use webscope_lab::saturation::{knee, ratios, stop_reason};
+use webscope_record::ExperimentRecord;
 
 /// One request of the two-class run.
 #[derive(Debug, Clone, Copy, PartialEq)]

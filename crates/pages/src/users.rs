@@ -14,10 +14,10 @@ use super::capacity::knee;
 use super::page::ExperimentPage;
 use super::rendered::Rendered;
 use webscope_lab::capacity::search::Plan;
-use webscope_lab::record::ExperimentRecord;
 use webscope_lab::users::model::{ending_sentence, predict, Prediction};
 use webscope_lab::users::step::StepJudged;
 use webscope_lab::users::Recorded;
+use webscope_record::ExperimentRecord;
 
 /// Adds the users experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {

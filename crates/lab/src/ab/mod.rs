@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 
 use webscope_model::stats::Confidence;
 
-use crate::compare::{self, input, Comparison, Threshold};
-use crate::health::Judge;
+use webscope_compare::{self as compare, input, Comparison, Threshold};
+use webscope_record::health::Judge;
 
 /// What `lab --experiment ab` is asked.
 #[derive(Debug, Clone)]

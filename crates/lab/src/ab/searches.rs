@@ -14,10 +14,10 @@ use super::{Order, Side, Step};
 use crate::capacity::experiment::{plan, write_plan};
 use crate::capacity::probe;
 use crate::capacity::search::ProbeOutcome;
-use crate::record::RunRecord;
 use crate::runner::{Ctx, Done, Next};
 use crate::target::Target;
 use crate::Options;
+use webscope_record::RunRecord;
 
 /// The two searches and what their probes said.
 pub struct Searches {

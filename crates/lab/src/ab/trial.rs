@@ -15,13 +15,13 @@ mod duet;
 
 use super::searches::Searches;
 use super::{Settings, Side, Step, CLIENTS, MOST_ROUNDS, TRIAL};
-use crate::capacity::probe::warm_up;
 use crate::capacity::quiet;
 use crate::measure::measure;
-use crate::record::{Measured, RunRecord};
 use crate::runner::{Ctx, Next, OnFailure, Points, Run, SoFar, Sweep};
+use crate::step::warm_up;
 use crate::target::{Find, Target};
 use crate::Options;
+use webscope_record::{Measured, RunRecord};
 
 /// One trial: a round's run of one side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub struct Trial {
 /// The experiment's state between trials.
 pub struct AbTrials {
     candidate: Target,
-    thresholds: Vec<crate::compare::Threshold>,
+    thresholds: Vec<webscope_compare::Threshold>,
     /// The trials are over (or none were asked), and the searches' turn has come.
     trials_over: bool,
     /// The two capacity searches, when `--threshold` asks for the capacity.
@@ -158,7 +158,7 @@ impl Sweep for AbTrials {
             }),
             duet: settings.duet,
         };
-        crate::record::write_json(
+        webscope_record::write_json(
             &ctx.options
                 .out
                 .join(<AbTrials as Sweep>::NAME)

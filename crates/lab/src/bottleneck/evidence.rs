@@ -6,9 +6,9 @@
 use webscope_monitor::{Stat, Summary};
 
 use crate::bottleneck::{own_time_wait, Evidence, Refused, ACTIVE_THREAD};
-use crate::health::Health;
 use crate::os_figures::{cpu_shares, server_host};
-use crate::record::RunRecord;
+use webscope_record::health::Health;
+use webscope_record::RunRecord;
 
 /// The evidence a verdict is drawn from, out of a run's record.
 pub fn evidence(run: &RunRecord, health: &Health) -> Evidence {
@@ -164,7 +164,7 @@ fn port_time_wait(os: Option<&Summary>) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::bottleneck::{judge, Bound};
-    use crate::health::Expect;
+    use webscope_record::health::Expect;
 
     /// An open-loop run's record: `rate` asked for 2 s, 160 answered, `not_sent` never sent,
     /// on a server and a generator far from their CPU limits.

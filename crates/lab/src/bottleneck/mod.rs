@@ -239,7 +239,7 @@ impl Refused {
     /// The refusals in a run's `health`; None when there were none, or when the server
     /// answered nothing well (a server that is down refuses every connection: that is no
     /// limit on load, and its run is invalid anyway).
-    pub fn of(health: &crate::health::Health) -> Option<Refused> {
+    pub fn of(health: &webscope_record::health::Health) -> Option<Refused> {
         use webscope_load::Failure;
         if health.attempts == 0 || health.good == 0 {
             return None;
@@ -248,7 +248,12 @@ impl Refused {
             .unexpected
             .iter()
             .filter(|(code, _)| REFUSAL_STATUSES.contains(code))
-            .map(|&(code, n)| (format!("{code} {}", crate::health::reason(code)), n));
+            .map(|&(code, n)| {
+                (
+                    format!("{code} {}", webscope_record::health::reason(code)),
+                    n,
+                )
+            });
         let failures = health
             .failures
             .iter()

@@ -267,11 +267,15 @@ fn an_open_loop_with_nothing_at_its_limit_is_bound_by_its_rate_or_by_what_it_wai
 
 /// The health of a 2-s run with these statuses and connection-level failures, judged on
 /// 2xx.
-fn health(codes: serde_json::Value, errors: serde_json::Value) -> crate::health::Health {
-    let load = crate::record::load_json(
+fn health(codes: serde_json::Value, errors: serde_json::Value) -> webscope_record::health::Health {
+    let load = webscope_record::load_json(
         serde_json::json!({ "duration_s": 2.0, "status_codes": codes, "errors": errors }),
     );
-    crate::health::Health::of(&load, &crate::health::Expect::parse("2xx").unwrap(), 1.0)
+    webscope_record::health::Health::of(
+        &load,
+        &webscope_record::health::Expect::parse("2xx").unwrap(),
+        1.0,
+    )
 }
 
 /// An open-loop probe at 1 000 req/s of a server that answers 630 of them and refuses the
@@ -371,12 +375,12 @@ fn refusals_bind_only_when_they_are_most_of_the_errors_and_past_their_limit() {
     );
     assert_eq!(Refused::of(&down), None);
     // Expected statuses are no refusals.
-    let load = crate::record::load_json(
+    let load = webscope_record::load_json(
         serde_json::json!({"duration_s": 1.0, "status_codes": {"200": 50, "503": 50}}),
     );
-    let expect = crate::health::Expect::parse("2xx,503").unwrap();
+    let expect = webscope_record::health::Expect::parse("2xx,503").unwrap();
     assert_eq!(
-        Refused::of(&crate::health::Health::of(&load, &expect, 1.0)),
+        Refused::of(&webscope_record::health::Health::of(&load, &expect, 1.0)),
         None
     );
 }

@@ -19,10 +19,10 @@ use super::probe::{self, Probe};
 use super::search::{Ending, Plan, ProbeOutcome, Rule, Search, CONFIRM};
 use super::Settings;
 use crate::capacity::said::said_of;
-use crate::record::{read_json, write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::step::Judged;
 use crate::Options;
+use webscope_record::{read_json, write_json, RunRecord};
 
 /// Most probes of one search: the bar counts them, the search stops there. Confirming both
 /// boundaries, and taking undecided and disturbed probes again, costs about ten more than a
@@ -231,7 +231,7 @@ pub(crate) fn write_plan(dir: &Path, ctx: &Ctx<'_>) -> anyhow::Result<()> {
                 webscope_load::Arrivals::Poisson => "poisson".into(),
             },
             probe_s: ctx.duration.as_secs_f64(),
-            warmup_s: probe::warmup_length(ctx.duration).as_secs_f64(),
+            warmup_s: crate::step::warmup_length(ctx.duration).as_secs_f64(),
         },
     )
 }

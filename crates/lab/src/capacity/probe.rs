@@ -9,8 +9,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context;
-use serde::{Deserialize, Serialize};
 use webscope_load::{Config, Target as LoadTarget};
 use webscope_monitor::disturbance::Limits;
 
@@ -19,10 +17,10 @@ use super::Settings;
 use super::{kubernetes, segments};
 use crate::measure::{self, measure, measure_by};
 use crate::objective::needed_requests;
-use crate::record::{write_json, RunRecord};
 use crate::runner::Ctx;
-use crate::step::{self, Judged, Level, Step};
+use crate::step::{self, warmup_length, Judged, Level, Step, MOST_LENGTH};
 use webscope_load::slo::Slo;
+use webscope_record::{write_json, RunRecord};
 
 /// One point of the search: its place in the search (from 1) and its offered rate.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,11 +32,6 @@ pub struct Probe {
     /// How long it runs (its warm-up not counted): [`length`].
     pub length: Duration,
 }
-
-/// Longest a probe runs, however many requests its objective would like: a low rate's
-/// probe that cannot hold them all is judged on what it holds (its conditions then
-/// undecided unless the rate misses them by far), not stretched without end.
-pub const MOST_LENGTH: Duration = Duration::from_secs(60);
 
 /// A probe's length at `rate`: the lab's `--duration`, or longer, as long as it takes the
 /// rate to offer the requests the objective needs to be decided ([`needed_requests`]: 2 000
@@ -65,43 +58,6 @@ impl Probe {
             self.length.as_secs_f64()
         )
     }
-}
-
-/// Readings of [`webscope_monitor::reference`]'s loop before a probe: where, and each one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Reference {
-    /// The server's CPU the loop ran on; None when the server is not pinned (the loop was
-    /// not either).
-    pub cpu: Option<usize>,
-    /// Each reading, ms of the loop thread's CPU time.
-    pub ms: Vec<f64>,
-}
-
-/// Readings of the reference loop before each probe: five, 20 ms apart, about 0.2 s on the
-/// machine this was written on. One reading follows the server's speed poorly; the search's
-/// mean over all its probes' readings is what [`crate::capacity::compare`] sets side by
-/// side.
-const REFERENCE_READINGS: usize = 5;
-
-/// The reference loop on the server's CPU while the server is idle (between probes), when
-/// the server runs on this machine: on another host the loop would time the wrong machine.
-pub(crate) fn reference(
-    ctx: &Ctx<'_>,
-    watched: &webscope_monitor::disturbance::Watched,
-    label: &str,
-) -> Option<Reference> {
-    if watched.server.is_empty() {
-        return None;
-    }
-    ctx.bar
-        .set_message(format!("{label}: timing the machine's reference loop"));
-    let cpu = watched
-        .server_cpus
-        .as_ref()
-        .and_then(|c| c.first().copied());
-    let ms =
-        webscope_monitor::reference::measure(cpu, REFERENCE_READINGS, Duration::from_millis(20));
-    (!ms.is_empty()).then_some(Reference { cpu, ms })
 }
 
 /// Runs `probe` into `run_dir`: warm-up, the measured run, its verdict, the cool-down
@@ -213,23 +169,6 @@ fn open_loop(rate: f64, ctx: &Ctx<'_>, settings: &Settings) -> anyhow::Result<Co
 /// loop may use).
 const MUX_CONNECTIONS: usize = 4;
 const MUX_STREAMS: usize = 100;
-
-/// Runs `config` for the warm-up's length ([`warmup_length`] of the lab's run), said on the
-/// bar as `label`'s.
-pub fn warm_up(config: &Config, ctx: &Ctx<'_>, label: &str) -> anyhow::Result<()> {
-    let mut warm = config.clone();
-    warm.duration = warmup_length(ctx.duration);
-    ctx.bar.set_message(format!("{label}: warming up"));
-    webscope_load::run(&warm, ctx.interrupt, &mut |_| {})
-        .with_context(|| format!("the warm-up of {label}"))?;
-    Ok(())
-}
-
-/// A fifth of the probe, from 0.2 s to 2 s: long enough to open connections and warm the
-/// server's caches, short enough not to double the search's time.
-pub fn warmup_length(probe: Duration) -> Duration {
-    (probe / 5).clamp(Duration::from_millis(200), Duration::from_secs(2))
-}
 
 fn arrivals_word(settings: &Settings) -> &'static str {
     match settings.arrivals {

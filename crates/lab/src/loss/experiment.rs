@@ -16,9 +16,9 @@ use webscope_load::{Config, Mode, Target as LoadTarget};
 use super::relay::{Faults, Link, SERVER_ADDR};
 use super::Settings;
 use crate::measure::measure;
-use crate::record::RunRecord;
 use crate::runner::Ctx;
 use crate::target::{Secure, Target};
+use webscope_record::RunRecord;
 
 /// Objects on each page (after the page itself), as in the comparisons the page cites.
 pub const OBJECTS: u32 = 20;

@@ -40,10 +40,10 @@ use webscope_load::{Arrivals, Target as LoadTarget};
 
 use crate::measure::{self, measure};
 use crate::objective::{judge_run, Outcome};
-use crate::record::{write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
 pub use part::{Part, Timeline};
+use webscope_record::{write_json, RunRecord};
 use webscope_report::human;
 
 /// The largest speed-up tried: 2^10.

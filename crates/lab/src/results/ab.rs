@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use webscope_model::stats::Decision;
 
-use crate::compare::Threshold;
+use webscope_compare::Threshold;
 
 /// What the experiment was asked, for its page to judge by the same limits.
 #[derive(Debug, Clone, Serialize, Deserialize)]

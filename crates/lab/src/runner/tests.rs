@@ -8,9 +8,9 @@ use std::time::Duration;
 use indicatif::ProgressBar;
 
 use super::*;
-use crate::health::Judge;
-use crate::record::{read_json, Measured, RunEnv};
 use crate::target::Find;
+use webscope_record::health::Judge;
+use webscope_record::{read_json, Measured, RunEnv};
 
 fn measured(x: usize) -> RunRecord {
     let m = Measured {

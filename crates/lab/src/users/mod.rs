@@ -32,10 +32,10 @@ use webscope_load::slo::Slo;
 use webscope_load::users::{Dist, SessionModel, Sessions};
 
 use crate::capacity::search::{Plan, ProbeOutcome, Rule, Search, CONFIRM};
-use crate::record::{read_json, write_json, RunRecord};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
 use crate::Options;
 use step::{Step, StepJudged};
+use webscope_record::{read_json, write_json, RunRecord};
 
 /// The objective without `--slo`.
 pub const DEFAULT_SLO: &str = "page_p95<=10ms,errors<=1%";

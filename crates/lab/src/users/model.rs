@@ -18,7 +18,7 @@ use webscope_model::mva::{self, Options as MvaOptions};
 use webscope_model::Network;
 
 use crate::capacity::search::Ending;
-use crate::record::RunRecord;
+use webscope_record::RunRecord;
 
 /// The model's curve goes no further than this many users.
 const MOST_USERS: f64 = 200_000.0;

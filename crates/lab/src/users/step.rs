@@ -15,13 +15,13 @@ use webscope_load::users::{Sessions, Users, BROWSER_CONNECTIONS};
 use webscope_load::{Config, Mode, Target as LoadTarget};
 
 use super::model::StepFigures;
-use crate::capacity::probe::MOST_LENGTH;
 use crate::measure::measure;
 use crate::objective::needed_requests;
-use crate::record::{read_json, write_json, RunRecord};
 use crate::runner::Ctx;
-use crate::step::{Judged, Level};
+use crate::step::{Judged, Level, MOST_LENGTH};
+
 use webscope_monitor::disturbance::Limits;
+use webscope_record::{read_json, write_json, RunRecord};
 
 /// Sessions a `--workload` log gives the users to draw from.
 pub const SESSION_SAMPLE: usize = 10_000;
@@ -212,7 +212,7 @@ mod tests {
         let bar = crate::progress::Progress::new(
             indicatif::ProgressBar::hidden(),
             None,
-            &crate::health::Judge::default(),
+            &webscope_record::health::Judge::default(),
         )
         .expect("a bar");
         let interrupt = std::sync::atomic::AtomicBool::new(false);

@@ -31,7 +31,7 @@ pub enum Failed {
     /// Errors that are not refusals failed it, latency holding.
     Errors {
         rate: f64,
-        /// The largest cause, in [`webscope_lab::health::Health::cause`]'s words.
+        /// The largest cause, in [`webscope_record::health::Health::cause`]'s words.
         cause: String,
     },
     /// A latency condition failed on one size class's own time: the other classes met it.
@@ -411,7 +411,7 @@ mod tests {
                     "count": requests}})
         };
         let small = (1000 - large) / 2;
-        p.run.load = webscope_lab::record::load_json(json!({
+        p.run.load = webscope_record::load_json(json!({
             "duration_s": 10.0, "requests": 1000, "status_codes": {"200": 1000},
             "classes": [
                 class("0-1KB", small, 600, 0.3, small_p99_ms),
@@ -489,10 +489,10 @@ mod tests {
         let run = |codes: serde_json::Value| {
             let mut p = test_point(500.0, 400.0, 0.05, Some(0.04));
             p.run.load =
-                webscope_lab::record::load_json(json!({"duration_s": 1.0, "status_codes": codes}));
-            p.health = webscope_lab::health::Health::of(
+                webscope_record::load_json(json!({"duration_s": 1.0, "status_codes": codes}));
+            p.health = webscope_record::health::Health::of(
                 &p.run.load,
-                &webscope_lab::health::Expect::parse("2xx").unwrap(),
+                &webscope_record::health::Expect::parse("2xx").unwrap(),
                 1.0,
             );
             p

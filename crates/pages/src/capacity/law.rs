@@ -199,14 +199,14 @@ const CLOCK_TICK_S: f64 = 0.01;
 mod tests {
     use super::*;
     use crate::point::test_point;
-    use webscope_lab::record::ServerFigures;
+    use webscope_record::ServerFigures;
 
     /// A failing probe at `rate` with the server's CPU `busy` of one core, `demand_us` a
     /// request and a mean response of `mean_ms`.
     fn failed(rate: f64, busy: f64, demand_us: f64, mean_ms: f64) -> (Point, Judged) {
         let mut p = test_point(rate, rate, 0.1, Some(busy));
         p.mean_ms = mean_ms;
-        p.run.load = webscope_lab::record::load_json(serde_json::json!({"duration_s": 2.0}));
+        p.run.load = webscope_record::load_json(serde_json::json!({"duration_s": 2.0}));
         // A 2-s probe, so that even 3 % of a core is enough CPU time to divide.
         let cpu_s = 2.0 * busy;
         p.run.server = Some(ServerFigures {

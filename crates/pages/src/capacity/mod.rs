@@ -21,9 +21,9 @@ use law::Law;
 use webscope_lab::capacity::experiment::{read, replay, Recorded};
 use webscope_lab::capacity::search::{Ending, Rule};
 use webscope_lab::objective::Outcome;
-use webscope_lab::record::ExperimentRecord;
 use webscope_lab::step::Judged;
 use webscope_load::slo::Verdict;
+use webscope_record::ExperimentRecord;
 
 mod failed;
 pub mod generators;

@@ -1,5 +1,5 @@
 //! The machine's speed while a search ran, as the page and report.json say it: the mean of
-//! the reference loop's readings before every probe ([`webscope_lab::capacity::probe::Reference`]),
+//! the reference loop's readings before every probe ([`webscope_lab::step::Reference`]),
 //! and how well that mean is known. `compare` sets two searches' means side by side
 //! ([`webscope_lab::capacity::compare`]).
 //!

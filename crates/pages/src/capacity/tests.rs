@@ -1,8 +1,8 @@
 use super::*;
 use serde_json::json;
-use webscope_lab::health::Judge;
 use webscope_lab::objective::CheckLine;
-use webscope_lab::record::{write_json, RunRecord, ServerFigures};
+use webscope_record::health::Judge;
+use webscope_record::{write_json, RunRecord, ServerFigures};
 
 /// How the recorded server fails above 800 req/s.
 #[derive(Clone, Copy, PartialEq)]
@@ -78,7 +78,7 @@ fn recorded_by(dir: &Path, limit: Limit, rule: Option<Rule>) -> ExperimentRecord
         let run = RunRecord {
             x: rate,
             load_description: "open loop".into(),
-            load: webscope_lab::record::load_json(json!({
+            load: webscope_record::load_json(json!({
                 "duration_s": 1.0, "requests": achieved as u64 + refused,
                 // At its CPU's limit every request waited for the server: sent late.
                 "late_sends": if !pass && limit == Limit::Cpu { achieved as u64 } else { 0 },
@@ -128,7 +128,7 @@ fn recorded_by(dir: &Path, limit: Limit, rule: Option<Rule>) -> ExperimentRecord
             probe_s: 1.0,
             disturbance: None,
             cooldown: Default::default(),
-            reference: Some(webscope_lab::capacity::probe::Reference {
+            reference: Some(webscope_lab::step::Reference {
                 cpu: Some(0),
                 ms: vec![17.0, 18.0, 19.5],
             }),

@@ -9,8 +9,8 @@ use webscope_report::{Block, Page, Section};
 
 use crate::charts::{edges_ns, shares};
 use table::{table, Layout};
-use webscope_lab::compare::input::Run;
-use webscope_lab::compare::Comparison;
+use webscope_compare::input::Run;
+use webscope_compare::Comparison;
 
 /// The runs' latencies, all intervals merged, as shares of requests per bin.
 fn distribution(runs: &[Run], edges: &[u64]) -> Option<Vec<u64>> {
@@ -239,7 +239,7 @@ pub fn page(title: &str, comparisons: &[(Comparison, &[Run], &[Run])]) -> String
 
 #[cfg(test)]
 mod tests {
-    use webscope_lab::compare::fixtures::run;
+    use webscope_compare::fixtures::run;
 
     use super::difference;
 

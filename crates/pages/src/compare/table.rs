@@ -5,7 +5,7 @@
 
 use webscope_report::{human, Table};
 
-use webscope_lab::compare::{Comparison, Row};
+use webscope_compare::{Comparison, Row};
 
 /// How the table is laid out where it is shown.
 pub struct Layout<'a> {

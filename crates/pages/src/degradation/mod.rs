@@ -24,7 +24,7 @@ use rows::{degradations, json_rows, table, Degradation};
 use runs::{runs_csv, service_names, Run};
 use targets::targets;
 use webscope_lab::degradation::{POLICIES, SETS};
-use webscope_lab::record::ExperimentRecord;
+use webscope_record::ExperimentRecord;
 
 /// Adds the degradation experiment to the report.
 pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow::Result<()> {

@@ -9,7 +9,7 @@ use webscope_report::Table;
 
 use crate::cells::cell;
 use webscope_lab::degradation::parse_run_name;
-use webscope_lab::record::{read_json, ExperimentRecord, RunRecord};
+use webscope_record::{read_json, ExperimentRecord, RunRecord};
 
 /// One service in one run.
 #[derive(Debug, Clone, Default)]

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use webscope_compare::{self as compare, input, Comparison, Threshold};
 use webscope_lab::capacity::compare as capacity;
-use webscope_lab::compare::{self, input, Comparison, Threshold};
 use webscope_lab::results::{Search, Searches};
 use webscope_pages::compare::table::{table, Layout};
 

@@ -77,11 +77,11 @@ pub struct Args {
     #[arg(long = "server-metrics", value_name = "URL", requires = "target")]
     server_metrics: Vec<String>,
     /// Statuses that count as success; goodput counts only these (e.g. 200, 2xx, 200-204).
-    #[arg(long, value_name = "LIST", default_value = lab::health::DEFAULT_EXPECT)]
+    #[arg(long, value_name = "LIST", default_value = webscope_record::health::DEFAULT_EXPECT)]
     expect_status: String,
     /// A run with a larger share of failed requests (errors and unexpected statuses), in per
     /// cent, is invalid: marked, and left out of knees, fits and models.
-    #[arg(long, value_name = "PCT", default_value_t = lab::health::DEFAULT_MAX_ERROR_PCT)]
+    #[arg(long, value_name = "PCT", default_value_t = webscope_record::health::DEFAULT_MAX_ERROR_PCT)]
     max_error_pct: f64,
     /// Skip the preflight (a sample of the file set fetched and compared with the manifest
     /// before the sweep).
@@ -287,7 +287,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "--clients needs positive counts, e.g. --clients 1,2,5,10"
         );
     }
-    lab::health::Expect::parse(&args.expect_status).map_err(anyhow::Error::msg)?;
+    webscope_record::health::Expect::parse(&args.expect_status).map_err(anyhow::Error::msg)?;
     let capacity = lab::capacity::Settings::new(
         args.slo.as_deref().unwrap_or(lab::capacity::DEFAULT_SLO),
         args.from,
@@ -346,7 +346,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         server_pid: args.server_pid,
         no_server_pid: args.no_server_pid,
         server_metrics: args.server_metrics,
-        judge: lab::health::Judge {
+        judge: webscope_record::health::Judge {
             expect_status: args.expect_status,
             max_error_pct: args.max_error_pct,
         },

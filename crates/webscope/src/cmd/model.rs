@@ -209,19 +209,15 @@ fn usl_command(a: UslArgs) -> anyhow::Result<String> {
 /// The measured figures of a lab run: (throughput, clients, mean response time s, server
 /// busy cores).
 fn run_figures(dir: &Path) -> anyhow::Result<(f64, f64, f64, Option<f64>)> {
-    let record: webscope_lab::record::RunRecord =
-        webscope_lab::record::read_json(&dir.join("run.json"))
-            .with_context(|| format!("--run {}: not a lab run directory", dir.display()))?;
+    let record: webscope_record::RunRecord = webscope_record::read_json(&dir.join("run.json"))
+        .with_context(|| format!("--run {}: not a lab run directory", dir.display()))?;
     let load = &record.load;
     // Judged as the lab that made it judged it: goodput, and no laws on an invalid run.
     let judge = dir
         .parent()
         .and_then(Path::parent)
         .and_then(|lab| {
-            webscope_lab::record::read_json::<webscope_lab::record::LabRecord>(
-                &lab.join("lab.json"),
-            )
-            .ok()
+            webscope_record::read_json::<webscope_record::LabRecord>(&lab.join("lab.json")).ok()
         })
         .map(|lab| lab.judge)
         .unwrap_or_default();

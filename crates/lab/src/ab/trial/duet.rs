@@ -19,11 +19,11 @@ use webscope_monitor::disturbance::Limits;
 
 use super::{trial_label, AbTrials, Trial, DISTURBED};
 use crate::ab::{run_name, Side};
-use crate::capacity::probe::warm_up;
 use crate::capacity::quiet;
 use crate::measure::measure;
-use crate::record::{write_json, RunRecord};
 use crate::runner::Ctx;
+use crate::step::warm_up;
+use webscope_record::{write_json, RunRecord};
 
 /// What disturbs a duet: others' share of the CPUs and steal, as for any trial. The two
 /// servers share their CPU and wait for each other by design, so a server thread's run-queue

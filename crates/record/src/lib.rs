@@ -1,13 +1,22 @@
 //! What the lab writes to disk, and reads back to render a report: `lab.json` at the top of
 //! the report directory, `experiment.json` in each experiment's directory, `run.json` in each
 //! run's. Reports read only these files, so any result can be re-rendered later, elsewhere.
+//! Beside them, [`health`]: whether a run measured what it claims, which every reader of a run
+//! (the lab's verdicts, `compare`, the pages) applies alike.
+//!
+//! Not for: what the experiments decided (their searches' endings, `webscope_lab::results`),
+//! nor measuring or drawing: the lab writes these files and the pages read them.
+
+#![deny(missing_docs)]
+
+pub mod health;
 
 use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use super::health::Judge;
+use crate::health::Judge;
 
 /// The whole lab session.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use serde_json::json;
 use webscope_workload::Rng;
 
 use super::input::Run;
-use crate::health::{Expect, Health};
+use webscope_record::health::{Expect, Health};
 
 /// A run of `intervals` one-second intervals of `per` latencies each, drawn from a log-normal
 /// whose upper sixth (above one standard deviation) is stretched by `tail` (1.0: none): the

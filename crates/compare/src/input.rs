@@ -7,8 +7,8 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use webscope_load::Report;
 
-use crate::health::{Health, Judge};
-use crate::record::{read_json, ExperimentRecord, LabRecord, RunRecord};
+use webscope_record::health::{Health, Judge};
+use webscope_record::{read_json, ExperimentRecord, LabRecord, RunRecord};
 
 /// One run: its load report, judged, its server CPU per request and its interval log.
 pub struct Run {

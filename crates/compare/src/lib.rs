@@ -18,6 +18,11 @@
 //! Inputs are what webscope writes: a lab run directory (`run.json`, `load.hlog`), a lab
 //! report (its clients sweep, point by point: the runs of a point are its repeats), or a
 //! `webscope load --json` file (with the `.hlog` of the same name beside it, if any).
+//!
+//! Not for: drawing the comparison (`webscope_pages::compare`), nor running what is compared
+//! (the lab's interleaved A/B experiment decides by this crate's rule on runs of its own).
+
+#![deny(missing_docs)]
 
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
