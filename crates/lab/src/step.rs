@@ -3,7 +3,7 @@
 //! machine's quiet watched meanwhile), judge on the objective, take a disturbed machine's
 //! verdict over the run's, cool down, and say what was judged ([`Judged`]). The two differ in
 //! what they vary ([`Level`]: an offered rate or a number of users), in their load, and in
-//! how a disturbance is told from their own work ([`Limits`]); each says so in its [`Step`].
+//! how a disturbance is told from their own work ([`Limits`]); each says so in its [`Spec`].
 //!
 //! Not for: choosing the next level (`capacity::search`), the load itself
 //! (`capacity::probe`, `users::step`), nor judging a run (`objective`, `capacity::quiet`).
@@ -112,7 +112,7 @@ impl Judged {
 }
 
 /// A step as its experiment hands it to [`run`].
-pub struct Step<'a> {
+pub struct Spec<'a> {
     /// Its place in the search, from 1.
     pub number: usize,
     /// What it runs at.
@@ -141,7 +141,7 @@ pub struct Step<'a> {
 /// Runs `step` into `run_dir`, measuring with `measure` (the lab's own measurement, or one of
 /// segments or pods). Returns its run record and what it judged; the caller writes the file.
 pub fn run(
-    step: Step<'_>,
+    step: Spec<'_>,
     run_dir: &Path,
     ctx: &Ctx<'_>,
     measure: impl FnOnce(Config, &str) -> anyhow::Result<Measured>,

@@ -18,7 +18,7 @@ use super::{kubernetes, segments};
 use crate::measure::{self, measure, measure_by};
 use crate::objective::needed_requests;
 use crate::runner::Ctx;
-use crate::step::{self, warmup_length, Judged, Level, Step, MOST_LENGTH};
+use crate::step::{self, warmup_length, Judged, Level, Spec, MOST_LENGTH};
 use webscope_load::slo::Slo;
 use webscope_record::{write_json, RunRecord};
 
@@ -83,7 +83,7 @@ pub fn run(
         (probe.length + warmup_length(ctx.duration)).as_secs_f64(),
         kept_alive(ctx),
     );
-    let step = Step {
+    let step = Spec {
         number: probe.number,
         level: Level::Rate(probe.rate),
         label: probe.label(),

@@ -135,7 +135,7 @@ pub fn run(
         },
         None => Limits::default(),
     };
-    let run = crate::step::Step {
+    let run = crate::step::Spec {
         number: step.number,
         level: Level::Users(step.users),
         label: step.label(),
