@@ -172,6 +172,13 @@ pub trait Sweep: Sized {
     /// Measures one run (its folder is made); the runner writes what it returns as `run.json`.
     fn measure(&mut self, run: &Run<'_, Self::Point>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord>;
 
+    /// [`Points::Adaptive`] only: runs the bar keeps room for when the search stops, because
+    /// more follow it (the A/B experiment's capacity searches after its rounds). The bar jumps
+    /// over the rest of the round at its end.
+    fn after_stop(&self) -> usize {
+        0
+    }
+
     /// What a failure of `point` means for the rest.
     fn on_failure(&self, point: &Self::Point) -> OnFailure {
         let _ = point;
@@ -249,6 +256,8 @@ impl<S: Sweep> Taking<'_, S> {
         let mut runs: Vec<Done<S::Point>> = Vec::new();
         let mut failed: Vec<S::Point> = Vec::new();
         let mut stopped: Option<String> = None;
+        // Runs the bar was moved over without being run.
+        let mut jumped = 0;
         loop {
             let next = match fixed.as_mut() {
                 Some(list) => list.next().cloned().map_or(Next::Done, Next::Run),
@@ -265,7 +274,8 @@ impl<S: Sweep> Taking<'_, S> {
             let point = match next {
                 Next::Run(point) => point,
                 Next::Stop(why) if stopped.is_none() => {
-                    self.jump(points, runs.len() + failed.len());
+                    let moved = runs.len() + failed.len() + jumped;
+                    jumped += self.jump(points, moved, self.sweep.after_stop());
                     self.record.stopped.push(why.clone());
                     stopped = Some(why);
                     continue;
@@ -287,9 +297,7 @@ impl<S: Sweep> Taking<'_, S> {
             self.ctx.bar.inc(1);
             write_json(&self.dir.join("experiment.json"), &self.record)?;
         }
-        if stopped.is_none() {
-            self.jump(points, runs.len() + failed.len());
-        }
+        self.jump(points, runs.len() + failed.len() + jumped, 0);
         Ok(())
     }
 
@@ -331,12 +339,16 @@ impl<S: Sweep> Taking<'_, S> {
         }
     }
 
-    /// An adaptive round's search is over after `moved` runs moved the bar: it jumps over the
-    /// points the search did not need, so that the time left stays honest.
-    fn jump(&self, points: &Points<S::Point>, moved: usize) {
-        if let Points::Adaptive { most } = points {
-            self.ctx.bar.inc(most.saturating_sub(moved) as u64);
-        }
+    /// An adaptive round's search is over after the bar moved `moved` runs: it jumps over the
+    /// points the search did not need, but for `leave` still to come, so that the time left
+    /// stays honest. Returns how far it jumped.
+    fn jump(&self, points: &Points<S::Point>, moved: usize, leave: usize) -> usize {
+        let Points::Adaptive { most } = points else {
+            return 0;
+        };
+        let over = most.saturating_sub(moved).saturating_sub(leave);
+        self.ctx.bar.inc(over as u64);
+        over
     }
 }
 

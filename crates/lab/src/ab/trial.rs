@@ -117,6 +117,13 @@ impl Sweep for AbTrials {
         1
     }
 
+    /// The capacity searches follow the rounds' stop: the bar keeps their room.
+    fn after_stop(&self) -> usize {
+        self.searches
+            .as_ref()
+            .map_or(0, |_| 2 * crate::capacity::experiment::MOST_PROBES)
+    }
+
     fn start(ctx: &Ctx<'_>) -> anyhow::Result<AbTrials> {
         let settings = ctx.options.ab.clone();
         let limits = super::thresholds(&settings)?;
