@@ -99,7 +99,7 @@ fn check_protocol(options: &Options, chosen: &[&Experiment]) -> anyhow::Result<(
             bail!("--loss runs its own servers over HTTP/2 and HTTP/3 in network namespaces: leave out --target, --tls, --http2 and --http3");
         }
         // Root and network namespaces, or one line now rather than a failed run later.
-        crate::loss::relay::check()?;
+        webscope_lossylink::check()?;
     }
     if options.embedded_tls && options.target.is_some() {
         bail!("--tls is for the embedded server: an https:// --target is measured over TLS already (with --cacert or --insecure)");

@@ -1,5 +1,5 @@
 //! The protocols experiment's page under `--loss`: page loads over HTTP/2 and HTTP/3 across
-//! the relay's lossy, delayed link (`loss/experiment.rs`), the page-load p50 and p99 per loss
+//! the lossy, delayed link of `webscope-lossylink` (`loss/experiment.rs`), the page-load p50 and p99 per loss
 //! rate, and the head-of-line-blocking figure (HTTP/2's page load over HTTP/3's) beside what
 //! the literature reports.
 

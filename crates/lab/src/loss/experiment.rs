@@ -13,11 +13,11 @@ use webscope_load::users::{Dist, SessionModel};
 use webscope_load::users::{Sessions, Users, BROWSER_CONNECTIONS};
 use webscope_load::{Config, Mode, Target as LoadTarget};
 
-use super::relay::{Faults, Link, SERVER_ADDR};
 use super::Settings;
 use crate::measure::measure;
 use crate::runner::Ctx;
 use crate::target::{Secure, Target};
+use webscope_lossylink::{Faults, Link, SERVER_ADDR};
 use webscope_record::RunRecord;
 
 /// Objects on each page (after the page itself), as in the comparisons the page cites.

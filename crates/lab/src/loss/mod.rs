@@ -1,11 +1,10 @@
 //! The loss experiment (`lab --experiment protocols --loss 1%,3% --rtt 20ms`): page loads over
-//! HTTP/2 and HTTP/3 across a link that delays and drops packets, made by [`relay`] between
-//! two network namespaces (this kernel has no netem). Its runs are the protocols
+//! HTTP/2 and HTTP/3 across a link that delays and drops packets, made by the
+//! `webscope-lossylink` crate between two network namespaces (this kernel has no netem). Its runs are the protocols
 //! experiment's when `--loss` is given ([`experiment`]); its page is
 //! `protocols_loss.rs` of the pages crate.
 
 pub mod experiment;
-pub mod relay;
 
 use std::time::Duration;
 

@@ -1,23 +1,30 @@
 //! A user-space link between two network namespaces that delays and drops packets: what
 //! netem does in the kernel, for kernels without it (this machine's 6.18 has neither netem
-//! nor fq, so no qdisc can add delay).
+//! nor fq, so no qdisc can add delay). The lab's loss experiment (`lab --experiment protocols
+//! --loss 1%,3% --rtt 20ms`) runs its server on one side and its load generator on the other.
+//!
+//! What it is for: a fixed one-way delay and independent random loss per packet, both ways,
+//! counted per direction ([`Counts`]), between a client namespace ([`CLIENT_ADDR`]) and a
+//! server namespace ([`SERVER_ADDR`]) that live as long as the [`Link`]. What it is not for: a
+//! bandwidth limit, a queue (and so no queueing delay or tail drop), reordering, jitter,
+//! bursty (Gilbert-Elliott) loss, or speed: every packet crosses user space twice, which is
+//! fine for a few Mbit/s of page loads and not for a throughput test.
 //!
 //! Each namespace gets a TUN device (layer 3, no packet information header, no offloads: a
 //! packet read is one IP packet with its checksums, as on a wire, so that a drop loses one TCP
-//! segment or one QUIC datagram). The namespaces are made by `unshare` on threads of this
-//! process, never named: they go away with the last thread or process in them (no cleanup to
-//! forget). A packet read from one device is dropped with the loss rate's chance, else written
-//! to the other device after the one-way delay. Per direction a reader thread stamps each
-//! packet with its due time and a writer thread sleeps until it: a fixed delay keeps the
-//! order, so a FIFO is the whole schedule. No bandwidth limit, no queue limit (the link's
-//! only faults are the delay and the random loss, as in the literature's set-ups cited on the
-//! protocols page).
+//! segment or one QUIC datagram; the kernel segments a GSO send before the device). The
+//! namespaces are made by `unshare` on threads of this process, never named: they go away with
+//! the last thread or process in them (no cleanup to forget). A packet read from one device is
+//! dropped with the loss rate's chance, else written to the other device after the one-way
+//! delay. Per direction a reader thread stamps each packet with its due time and a writer
+//! thread sleeps until it: a fixed delay keeps the order, so a FIFO is the whole schedule.
 //!
 //! Why by hand: opening a TUN device is one `ioctl` (TUNSETIFF) on `/dev/net/tun`; the crates
 //! that wrap it (`tun`, `tun-rs`) bring async runtimes and address configuration we do with
 //! `ip`, and none of them opens a device in another network namespace, which is the part that
 //! matters here (a thread's `unshare` then the open: the device belongs to the namespace of
 //! the thread that opened it). The relay itself is a read, a coin and a timed write.
+#![deny(missing_docs)]
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -161,13 +168,61 @@ pub struct Faults {
     pub loss: f64,
 }
 
-/// Packets relayed and dropped, both directions summed.
-#[derive(Default)]
-pub struct Counts {
+/// What the relay did in one direction.
+#[derive(Default, Debug)]
+pub struct Direction {
     /// Packets written to the other side.
     pub relayed: AtomicU64,
     /// Packets dropped by the loss's draw.
     pub dropped: AtomicU64,
+    /// Bytes (whole IP packets) written to the other side.
+    pub relayed_bytes: AtomicU64,
+    /// Bytes (whole IP packets) dropped.
+    pub dropped_bytes: AtomicU64,
+}
+
+/// What the relay did, per direction: a check that each protocol met the same loss, per
+/// packet whatever its size.
+#[derive(Default, Debug)]
+pub struct Counts {
+    /// Client to server.
+    pub up: Direction,
+    /// Server to client.
+    pub down: Direction,
+}
+
+impl Counts {
+    /// Packets dropped, both directions.
+    pub fn dropped(&self) -> u64 {
+        self.up.dropped.load(Ordering::Relaxed) + self.down.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Packets relayed, both directions.
+    pub fn relayed(&self) -> u64 {
+        self.up.relayed.load(Ordering::Relaxed) + self.down.relayed.load(Ordering::Relaxed)
+    }
+
+    /// One line: packets and bytes relayed and dropped each way, and the share dropped.
+    pub fn summary(&self) -> String {
+        let side = |name: &str, d: &Direction| {
+            let (r, x) = (
+                d.relayed.load(Ordering::Relaxed),
+                d.dropped.load(Ordering::Relaxed),
+            );
+            let share = if r + x == 0 {
+                0.0
+            } else {
+                x as f64 / (r + x) as f64 * 100.0
+            };
+            format!(
+                "{name}: {x} of {} packets dropped ({share:.2} %), {} of {} bytes",
+                r + x,
+                d.dropped_bytes.load(Ordering::Relaxed),
+                d.relayed_bytes.load(Ordering::Relaxed) + d.dropped_bytes.load(Ordering::Relaxed)
+            )
+        };
+        format!("{}; {}", side("up", &self.up), side("down", &self.down))
+    }
 }
 
 /// The client's namespace and the server's, joined by the relay until dropped.
@@ -200,7 +255,8 @@ impl Link {
             let rng = Rng::for_stream(seed, if k == 0 { "up" } else { "down" });
             let (stop, counts) = (Arc::clone(&stop), Arc::clone(&counts));
             threads.push(std::thread::spawn(move || {
-                read_side(from, tx, faults, rng, &stop, &counts)
+                let direction = if k == 0 { &counts.up } else { &counts.down };
+                read_side(from, tx, faults, rng, &stop, direction)
             }));
             threads.push(std::thread::spawn(move || write_side(to, rx)));
         }
@@ -239,7 +295,7 @@ fn read_side(
     faults: Faults,
     mut rng: Rng,
     stop: &AtomicBool,
-    counts: &Counts,
+    counts: &Direction,
 ) {
     let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::Relaxed) {
@@ -261,9 +317,11 @@ fn read_side(
         let now = Instant::now();
         if rng.next_f64() < faults.loss {
             counts.dropped.fetch_add(1, Ordering::Relaxed);
+            counts.dropped_bytes.fetch_add(n as u64, Ordering::Relaxed);
             continue;
         }
         counts.relayed.fetch_add(1, Ordering::Relaxed);
+        counts.relayed_bytes.fetch_add(n as u64, Ordering::Relaxed);
         if tx.send((now + faults.delay, buf[..n].to_vec())).is_err() {
             return;
         }
@@ -350,7 +408,7 @@ mod tests {
             assert!(began.elapsed() >= 2 * faults.delay, "{:?}", began.elapsed());
         }
         echoing.join().unwrap();
-        assert_eq!(link.counts.dropped.load(Ordering::Relaxed), 0);
+        assert_eq!(link.counts.dropped(), 0);
     }
 
     #[test]
@@ -384,7 +442,7 @@ mod tests {
         let got = reading.join().unwrap();
         // 1000 coins of 0.3: 700 expected, sd 14.5; six of them either way.
         assert!((613..=787).contains(&got), "{got} of {sent} came");
-        let dropped = link.counts.dropped.load(Ordering::Relaxed);
+        let dropped = link.counts.up.dropped.load(Ordering::Relaxed);
         // Every datagram that did not come was the relay's drop, none lost elsewhere.
         assert!(
             u64::from(got) + dropped >= u64::from(sent),
