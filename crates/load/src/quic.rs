@@ -110,6 +110,7 @@ impl Client {
             .stream_receive_window(STREAM_WINDOW.into())
             .receive_window(CONNECTION_WINDOW.into())
             .max_idle_timeout(quinn::IdleTimeout::try_from(timeout).ok());
+        webscope_quic::stats::tune(&mut transport).map_err(Error::Config)?;
         Ok(Client {
             crypto: Arc::new(crypto),
             refused,

@@ -8,12 +8,16 @@
 //!   neither quinn nor h3 says whether a handshake was full or resumed, nor when a session
 //!   ticket came, and both sides count them. A full TLS 1.3 handshake carries the server's
 //!   Certificate message and a resumed one does not (RFC 8446 §2.2); a NewSessionTicket is
-//!   what the next connection resumes with.
+//!   what the next connection resumes with;
+//! - a connection's transport figures at its end, for the loss experiment's diagnosis
+//!   ([`stats`]: one line per connection in the file `WEBSCOPE_QUIC_STATS` names).
 //!
 //! Not here: trust (the load generator's `--cacert`, `-k`), certificates and their resolver
 //! (the server's HTTPS set-up), quinn's transport limits (each side's own), and anything of
 //! HTTP/3 itself.
 #![deny(missing_docs)]
+
+pub mod stats;
 
 use std::sync::Arc;
 

@@ -81,13 +81,28 @@ impl Dial for H2 {
 pub(crate) struct H3 {
     endpoint: quinn::Endpoint,
     client: Arc<crate::quic::Client>,
+    /// The connections opened, for their transport figures at the run's end (only kept
+    /// when `WEBSCOPE_QUIC_STATS` asks for them).
+    opened: std::cell::RefCell<Vec<quinn::Connection>>,
+}
+
+impl Drop for H3 {
+    fn drop(&mut self) {
+        for quic in self.opened.borrow().iter() {
+            webscope_quic::stats::note("client", &quic.stats());
+        }
+    }
 }
 
 impl H3 {
     /// The thread's endpoint, bound as the HTTP/3 engine binds its own.
     pub(crate) fn new(shared: &Shared, client: Arc<crate::quic::Client>) -> std::io::Result<H3> {
         let endpoint = super::h3::endpoint(super::h3::unspecified(shared.addr))?;
-        Ok(H3 { endpoint, client })
+        Ok(H3 {
+            endpoint,
+            client,
+            opened: Default::default(),
+        })
     }
 }
 
@@ -96,8 +111,11 @@ impl Dial for H3 {
     async fn open(&self, shared: &Rc<Shared>) -> Result<(Self::Sender, Option<Duration>), Failure> {
         // The QUIC connection closes (H3_NO_ERROR) when its last sender is dropped: when
         // the user drops it for a new one, and at the run's end.
-        let (_quic, sender, _verified) =
+        let (quic, sender, _verified) =
             super::h3::open(shared, &self.endpoint, &self.client).await?;
+        if std::env::var_os(webscope_quic::stats::STATS_VAR).is_some() {
+            self.opened.borrow_mut().push(quic);
+        }
         Ok((sender, None))
     }
     async fn ask(

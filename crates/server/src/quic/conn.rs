@@ -139,6 +139,7 @@ impl Conn {
             idle.await;
         }
         quic.close(H3_NO_ERROR.into(), b"");
+        webscope_quic::stats::note("server", &quic.stats());
         timing.end_connection(accepted, served);
     }
 

@@ -75,6 +75,7 @@ impl Setup {
             .receive_window(CONNECTION_WINDOW.into())
             .send_window(SEND_WINDOW)
             .max_idle_timeout(quinn::IdleTimeout::try_from(idle).ok());
+        webscope_quic::stats::tune(&mut transport).map_err(Error::Tls)?;
         let mut base = quinn::ServerConfig::with_crypto(quic.clone());
         base.transport_config(Arc::new(transport))
             .max_incoming(MAX_INCOMING)
