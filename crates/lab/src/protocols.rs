@@ -121,7 +121,7 @@ impl Sweep for Protocols {
 
     fn label(&self, run: &Run<'_, usize>) -> String {
         match (&self.loss, run.point.checked_sub(ROWS.len())) {
-            (Some((loss, _)), Some(k)) => crate::loss::experiment::label(loss, k),
+            (Some((loss, _)), Some(k)) => crate::loss::experiment::label(loss, k, run.round),
             _ => ROWS[*run.point].label.to_string(),
         }
     }
@@ -129,7 +129,7 @@ impl Sweep for Protocols {
     fn measure(&mut self, run: &Run<'_, usize>, ctx: &Ctx<'_>) -> anyhow::Result<RunRecord> {
         match (&self.loss, run.point.checked_sub(ROWS.len())) {
             (Some((loss, secure)), Some(k)) => {
-                crate::loss::experiment::run(run.dir, ctx, loss, k, secure)
+                crate::loss::experiment::run(run.dir, ctx, loss, (k, run.round), secure)
             }
             _ => one_run(run.dir, ctx, *run.point, &self.secure),
         }

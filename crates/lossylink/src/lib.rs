@@ -8,7 +8,9 @@
 //! server namespace ([`SERVER_ADDR`]) that live as long as the [`Link`]. What it is not for: a
 //! bandwidth limit, a queue (and so no queueing delay or tail drop), reordering, jitter,
 //! bursty (Gilbert-Elliott) loss, or speed: every packet crosses user space twice, which is
-//! fine for a few Mbit/s of page loads and not for a throughput test.
+//! fine for a few Mbit/s of page loads and not for a throughput test. A namespace inherits the
+//! host's TCP congestion control (net.ipv4.tcp_congestion_control) and may make only an
+//! allowed one its default: a comparison with QUIC sets TCP's controller on its sockets.
 //!
 //! Each namespace gets a TUN device (layer 3, no packet information header, no offloads: a
 //! packet read is one IP packet with its checksums, as on a wire, so that a drop loses one TCP

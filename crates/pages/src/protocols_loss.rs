@@ -1,7 +1,15 @@
 //! The protocols experiment's page under `--loss`: page loads over HTTP/2 and HTTP/3 across
 //! the lossy, delayed link of `webscope-lossylink` (`loss/experiment.rs`), the page-load p50 and p99 per loss
-//! rate, and the head-of-line-blocking figure (HTTP/2's page load over HTTP/3's) beside what
-//! the literature reports.
+//! rate, and HTTP/3's page load over HTTP/2's with its interval beside what the literature
+//! reports.
+//!
+//! The interval is over `--repeat`'s rounds, each round's HTTP/2 and HTTP/3 runs a pair (the
+//! experiment runs them back to back, in an order that alternates): a t interval on the
+//! rounds' log-ratios (`webscope_model::stats::change`, paired, as `compare` judges runs).
+//! Not a bootstrap over page loads: a run's page loads are not independent draws (its four
+//! connections carry their congestion state from one page to the next, and the machine's
+//! moment weighs on all of them), so resampling them would give an interval far narrower
+//! than the next run's scatter; the round is the independent unit.
 
 use std::path::Path;
 
@@ -12,6 +20,7 @@ use super::charts::bars;
 use super::page::ExperimentPage;
 use super::point::{load_points, Point};
 use super::rendered::Rendered;
+use webscope_model::stats::{change, Confidence, Pairing};
 use webscope_record::ExperimentRecord;
 
 /// Whether the experiment's runs are the loss comparison's (users' page loads; the
@@ -35,10 +44,21 @@ pub struct Row {
     pub p99_ms: f64,
     /// Exchanges that got no response (the load report's `errors.total`).
     pub errors: u64,
+    /// The round of `--repeat` it was taken in, from 1 (pooled rows: how many rounds).
+    pub round: usize,
 }
 
-fn rows(points: &[Point]) -> Vec<Row> {
-    let mut all: Vec<Row> = points
+/// The round of a run, from its folder's name (`row-6`, `row-6-r2`: the runner's
+/// `round_name`).
+fn round_of(name: &str) -> usize {
+    name.rsplit_once("-r")
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(1)
+}
+
+/// Every run, one row each.
+fn runs(points: &[Point]) -> Vec<Row> {
+    points
         .iter()
         .filter_map(|p| {
             let users = p.run.load.users.as_ref()?;
@@ -49,9 +69,16 @@ fn rows(points: &[Point]) -> Vec<Row> {
                 p50_ms: users.page_load_us.p50 / 1000.0,
                 p99_ms: users.page_load_us.p99 / 1000.0,
                 errors: p.run.load.total.errors.total,
+                round: round_of(&p.name),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// One row per (loss, protocol): the median run by page-load p50, with the runs' count as
+/// its `round`.
+fn rows(all: &[Row]) -> Vec<Row> {
+    let mut all = all.to_vec();
     all.sort_by(|a, b| {
         (a.loss_pct, &a.protocol, a.p50_ms)
             .partial_cmp(&(b.loss_pct, &b.protocol, b.p50_ms))
@@ -65,35 +92,92 @@ fn rows(points: &[Point]) -> Vec<Row> {
             .iter()
             .take_while(|r| r.loss_pct == all[i].loss_pct && r.protocol == all[i].protocol)
             .count();
-        pooled.push(all[i + same / 2].clone());
+        pooled.push(Row {
+            round: same,
+            ..all[i + same / 2].clone()
+        });
         i += same;
     }
     pooled
 }
 
-/// HTTP/2's page load over HTTP/3's at `loss` (p50, p99): above 1, HTTP/3 loaded faster.
-fn ratio(rows: &[Row], loss: f64) -> Option<(f64, f64)> {
-    let of = |name: &str| {
-        rows.iter()
-            .find(|r| r.loss_pct == loss && r.protocol == name)
+/// HTTP/3's page load over HTTP/2's at one loss rate, at the median and at p99: above 1,
+/// HTTP/3 loaded slower.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ratio {
+    /// The loss rate, per cent.
+    pub loss_pct: f64,
+    /// Rounds with both protocols' runs.
+    pub pairs: usize,
+    /// (estimate, its 95 % interval when 2 rounds or more) of p50's ratio.
+    pub p50: (f64, Option<(f64, f64)>),
+    /// The same for p99.
+    pub p99: (f64, Option<(f64, f64)>),
+}
+
+/// The ratio at `loss` over the rounds that ran both protocols: the geometric mean of the
+/// rounds' ratios, with a paired t interval from 2 rounds on.
+fn ratio(runs: &[Row], loss: f64) -> Option<Ratio> {
+    let of = |name: &str, round: usize| {
+        runs.iter()
+            .find(|r| r.loss_pct == loss && r.protocol == name && r.round == round)
     };
-    let (h2, h3) = (of("HTTP/2")?, of("HTTP/3")?);
-    (h3.p50_ms > 0.0 && h3.p99_ms > 0.0).then(|| (h2.p50_ms / h3.p50_ms, h2.p99_ms / h3.p99_ms))
+    let mut rounds: Vec<usize> = runs.iter().map(|r| r.round).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    let pairs: Vec<(&Row, &Row)> = rounds
+        .iter()
+        .filter_map(|&k| Some((of("HTTP/2", k)?, of("HTTP/3", k)?)))
+        .filter(|(h2, h3)| h2.p50_ms > 0.0 && h3.p50_ms > 0.0 && h2.p99_ms > 0.0 && h3.p99_ms > 0.0)
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let one = |figure: fn(&Row) -> f64| {
+        let (h2, h3): (Vec<f64>, Vec<f64>) =
+            pairs.iter().map(|(a, b)| (figure(a), figure(b))).unzip();
+        let logs: f64 = h2.iter().zip(&h3).map(|(a, b)| (b / a).ln()).sum();
+        let estimate = (logs / pairs.len() as f64).exp();
+        let interval = change(&h2, &h3, Pairing::Paired, Confidence::P95)
+            .ok()
+            .map(|c| (1.0 + c.interval.low, 1.0 + c.interval.high));
+        (estimate, interval)
+    };
+    Some(Ratio {
+        loss_pct: loss,
+        pairs: pairs.len(),
+        p50: one(|r| r.p50_ms),
+        p99: one(|r| r.p99_ms),
+    })
+}
+
+/// A ratio as text: "2.03 (95 % interval 1.71-2.41)", or "2.03 (one round: give --repeat 3
+/// for an interval)".
+fn ratio_text((estimate, interval): (f64, Option<(f64, f64)>)) -> String {
+    match interval {
+        Some((low, high)) => format!("{estimate:.2}× (95 % interval {low:.2}-{high:.2})"),
+        None => format!("{estimate:.2}× (one round: --repeat 3 or more gives an interval)"),
+    }
 }
 
 /// What the literature reports, to read the figures against.
-pub const LITERATURE: &str = "What others measured: Langley et al. (\"The QUIC Transport Protocol: Design and Internet-Scale Deployment\", SIGCOMM 2017) report QUIC's largest gains on the slowest, lossiest connections; Kakhki et al. (\"Taking a Long Look at QUIC\", IMC 2017) found QUIC ahead of TCP+HTTP/2 in most emulated conditions and further ahead as loss grew, but behind when packets were reordered; Wolsing et al. (\"A Performance Perspective on Web Optimized Protocol Stacks: TCP+TLS+HTTP/2 vs. QUIC\", ANRW 2019) tuned TCP as QUIC is and still found QUIC faster, mostly by its shorter handshake and, on lossy links, by avoiding head-of-line blocking. A ratio above 1 here (HTTP/2's page load over HTTP/3's) agrees with them; below 1 says that this client and server's QUIC (quinn, in user space) cost more than the head-of-line blocking it avoids at this loss and RTT.";
+pub const LITERATURE: &str = "What others measured: Langley et al. (\"The QUIC Transport Protocol: Design and Internet-Scale Deployment\", SIGCOMM 2017) report QUIC's largest gains on the slowest, lossiest connections; Kakhki et al. (\"Taking a Long Look at QUIC\", IMC 2017) found QUIC ahead of TCP+HTTP/2 in most emulated conditions and further ahead as loss grew, but behind when packets were reordered; Wolsing et al. (\"A Performance Perspective on Web Optimized Protocol Stacks: TCP+TLS+HTTP/2 vs. QUIC\", ANRW 2019) tuned TCP as QUIC is and still found QUIC faster, mostly by its shorter handshake and, on lossy links, by avoiding head-of-line blocking. A ratio below 1 here (HTTP/3's page load over HTTP/2's) agrees with them; above 1 says that this client and server's QUIC (quinn, in user space) cost more than the head-of-line blocking it avoids at this loss and RTT.";
 
 /// The reading: the ratio at each loss rate.
-fn reading(rows: &[Row]) -> String {
-    let mut losses: Vec<f64> = rows.iter().map(|r| r.loss_pct).collect();
+fn reading(runs: &[Row]) -> String {
+    let mut losses: Vec<f64> = runs.iter().map(|r| r.loss_pct).collect();
+    losses.sort_by(f64::total_cmp);
     losses.dedup();
     let parts: Vec<String> = losses
         .iter()
         .filter_map(|&loss| {
-            let (p50, p99) = ratio(rows, loss)?;
+            let r = ratio(runs, loss)?;
             Some(format!(
-                "at {loss} % loss HTTP/2's page load is {p50:.2}× HTTP/3's at the median and {p99:.2}× at p99"
+                "at {loss} % loss HTTP/3's page load is {} HTTP/2's at the median and {} at p99 ({} round{})",
+                ratio_text(r.p50),
+                ratio_text(r.p99),
+                r.pairs,
+                if r.pairs == 1 { "" } else { "s" }
             ))
         })
         .collect();
@@ -101,14 +185,15 @@ fn reading(rows: &[Row]) -> String {
         return "No loss rate has both protocols' page loads.".into();
     }
     format!(
-        "Head-of-line blocking, as page loads show it: {}.",
+        "HTTP/3 against HTTP/2, page loads over the same lossy link (below 1: HTTP/3 faster): {}.",
         parts.join("; ")
     )
 }
 
 /// Adds the loss comparison's page.
 pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> anyhow::Result<()> {
-    let rows = rows(points);
+    let runs = runs(points);
+    let rows = rows(&runs);
     let mut page = ExperimentPage::new(
         exp,
         "Protocols under loss: page loads over HTTP/2 and HTTP/3",
@@ -121,7 +206,7 @@ pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> a
         .iter()
         .map(|r| format!("{} {} %", r.protocol, r.loss_pct))
         .collect();
-    let reading = reading(&rows);
+    let reading = reading(&runs);
     page.chart(
         bars(
             "Page load p99 by protocol and loss",
@@ -139,11 +224,12 @@ pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> a
         "page load p50 (ms)",
         "page load p99 (ms)",
         "errors",
-        "HTTP/2 ÷ HTTP/3 p50",
-        "HTTP/2 ÷ HTTP/3 p99",
+        "runs",
+        "HTTP/3 ÷ HTTP/2 p50",
+        "HTTP/3 ÷ HTTP/2 p99",
     ]);
     for r in &rows {
-        let ratio = ratio(&rows, r.loss_pct).filter(|_| r.protocol == "HTTP/3");
+        let ratio = ratio(&runs, r.loss_pct).filter(|_| r.protocol == "HTTP/3");
         t.row([
             format!("{} %", r.loss_pct),
             r.protocol.clone(),
@@ -151,13 +237,18 @@ pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> a
             format!("{:.1}", r.p50_ms),
             format!("{:.1}", r.p99_ms),
             r.errors.to_string(),
-            ratio.map_or("-".into(), |(a, _)| format!("{a:.2}")),
-            ratio.map_or("-".into(), |(_, b)| format!("{b:.2}")),
+            r.round.to_string(),
+            ratio
+                .as_ref()
+                .map_or("-".into(), |q| ratio_text(q.p50)),
+            ratio
+                .as_ref()
+                .map_or("-".into(), |q| ratio_text(q.p99)),
         ]);
     }
     page.table(
         format!(
-            "Per loss rate and protocol ({})",
+            "Per loss rate and protocol, the median run of each ({})",
             description.split(": ").nth(1).unwrap_or("")
         ),
         t,
@@ -169,7 +260,15 @@ pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> a
         "rows": rows.iter().map(|r| json!({
             "protocol": r.protocol, "loss_pct": r.loss_pct, "page_views": r.views,
             "page_load_p50_ms": r.p50_ms, "page_load_p99_ms": r.p99_ms, "errors": r.errors,
+            "runs": r.round,
         })).collect::<Vec<_>>(),
+        "h3_over_h2": rows.iter().filter(|r| r.protocol == "HTTP/3").filter_map(|r| {
+            let q = ratio(&runs, r.loss_pct)?;
+            let side = |(e, i): (f64, Option<(f64, f64)>)| json!({
+                "estimate": e, "low95": i.map(|x| x.0), "high95": i.map(|x| x.1),
+            });
+            Some(json!({"loss_pct": q.loss_pct, "pairs": q.pairs, "p50": side(q.p50), "p99": side(q.p99)}))
+        }).collect::<Vec<_>>(),
     }));
     page.finish(out);
     Ok(())
@@ -188,7 +287,7 @@ pub fn points(
 mod tests {
     use super::*;
 
-    fn row(protocol: &str, loss: f64, p50: f64, p99: f64) -> Row {
+    fn row(protocol: &str, loss: f64, round: usize, p50: f64, p99: f64) -> Row {
         Row {
             protocol: protocol.into(),
             loss_pct: loss,
@@ -196,26 +295,62 @@ mod tests {
             p50_ms: p50,
             p99_ms: p99,
             errors: 0,
+            round,
         }
     }
 
     #[test]
-    fn the_reading_gives_http2s_page_load_over_http3s_at_each_loss() {
-        let rows = [
-            row("HTTP/2", 1.0, 200.0, 900.0),
-            row("HTTP/3", 1.0, 100.0, 300.0),
-            row("HTTP/2", 3.0, 300.0, 1200.0),
+    fn the_round_is_read_from_the_runs_folder() {
+        assert_eq!(round_of("row-6"), 1);
+        assert_eq!(round_of("row-6-r3"), 3);
+        assert_eq!(round_of("row-12-r10"), 10);
+    }
+
+    #[test]
+    fn one_round_gives_http3s_page_load_over_http2s_without_an_interval() {
+        let runs = [
+            row("HTTP/2", 1.0, 1, 200.0, 900.0),
+            row("HTTP/3", 1.0, 1, 100.0, 300.0),
+            row("HTTP/2", 3.0, 1, 300.0, 1200.0),
         ];
-        assert_eq!(ratio(&rows, 1.0), Some((2.0, 3.0)));
-        assert_eq!(ratio(&rows, 3.0), None);
-        let r = reading(&rows);
+        let r = ratio(&runs, 1.0).unwrap();
+        assert_eq!((r.pairs, r.p50, r.p99), (1, (0.5, None), (1.0 / 3.0, None)));
+        assert_eq!(ratio(&runs, 3.0), None);
+        let text = reading(&runs);
         assert!(
-            r.contains(
-                "at 1 % loss HTTP/2's page load is 2.00× HTTP/3's at the median and 3.00× at p99"
-            ),
-            "{r}"
+            text.contains("at 1 % loss HTTP/3's page load is 0.50× (one round"),
+            "{text}"
         );
-        assert!(!r.contains("at 3 %"), "{r}");
-        assert!(reading(&rows[2..]).starts_with("No loss rate"));
+        assert!(text.contains("0.33× (one round"), "{text}");
+        assert!(!text.contains("at 3 %"), "{text}");
+        assert!(reading(&runs[2..]).starts_with("No loss rate"));
+    }
+
+    #[test]
+    fn rounds_pair_up_and_give_an_interval_round_the_geometric_mean() {
+        // Three rounds; HTTP/3 1.8, 2.0 and 2.2 times HTTP/2 at the median.
+        let mut runs = Vec::new();
+        for (round, (h2, h3)) in [(100.0, 180.0), (150.0, 300.0), (120.0, 264.0)]
+            .into_iter()
+            .enumerate()
+        {
+            runs.push(row("HTTP/2", 1.0, round + 1, h2, 2.0 * h2));
+            runs.push(row("HTTP/3", 1.0, round + 1, h3, 2.0 * h2));
+        }
+        // A round with HTTP/2 alone pairs with nothing.
+        runs.push(row("HTTP/2", 1.0, 4, 10.0, 10.0));
+        let r = ratio(&runs, 1.0).unwrap();
+        assert_eq!(r.pairs, 3);
+        let geometric = (1.8f64 * 2.0 * 2.2).powf(1.0 / 3.0);
+        assert!((r.p50.0 - geometric).abs() < 1e-9, "{r:?}");
+        let (low, high) = r.p50.1.unwrap();
+        assert!(low < geometric && geometric < high, "{r:?}");
+        assert!(low > 1.0 && high < 3.0, "{r:?}");
+        // p99 equal in every round: a ratio of 1, an interval of none.
+        assert!((r.p99.0 - 1.0).abs() < 1e-9, "{r:?}");
+        // The median run per protocol, with the number of runs.
+        let pooled = rows(&runs);
+        let h2 = pooled.iter().find(|p| p.protocol == "HTTP/2").unwrap();
+        assert_eq!((h2.round, h2.p50_ms), (4, 120.0));
     }
 }

@@ -111,6 +111,11 @@ pub struct Config {
     /// (SO_BUSY_POLL with SO_PREFER_BUSY_POLL); None: off. Helps only on NICs with NAPI,
     /// not on loopback.
     pub busy_poll: Option<u32>,
+    /// TCP's congestion control for every connection (TCP_CONGESTION on the listeners, which
+    /// accepted sockets inherit): `cubic`, `reno`, `bbr`, as the kernel has them; None: the
+    /// kernel's default (net.ipv4.tcp_congestion_control). The lab's loss experiment sets
+    /// QUIC's controller here, so that two transports are compared, not two controllers.
+    pub tcp_congestion: Option<String>,
     /// The I/O engine; None (the default): io_uring where it can serve, else epoll. Measured
     /// cheaper per request than epoll with keep-alive, about even with a connection per request
     /// (docs/architecture.md). Asked-for `Io::Uring` falls back to epoll (said once) where the
@@ -150,6 +155,7 @@ impl Config {
             tls: None,
             http3: false,
             busy_poll: None,
+            tcp_congestion: None,
             io: None,
             url_map: None,
         }

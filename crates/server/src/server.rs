@@ -98,6 +98,22 @@ impl Server {
             0
         };
         let listeners = listener::bind(config.listen, config.workers, defer)?;
+        if let Some(name) = &config.tcp_congestion {
+            for l in &listeners {
+                socket2::SockRef::from(l)
+                    .set_tcp_congestion(name.as_bytes())
+                    .map_err(|e| {
+                        let have = std::fs::read_to_string(
+                            "/proc/sys/net/ipv4/tcp_available_congestion_control",
+                        )
+                        .unwrap_or_default();
+                        Error::Config(format!(
+                            "--tcp-congestion {name}: the kernel refused it ({e}); it has: {}",
+                            have.trim()
+                        ))
+                    })?;
+            }
+        }
         // Refused busy polling is served without, and said once (the start-up line).
         let busy_poll = config.busy_poll.map(|usecs| {
             listeners

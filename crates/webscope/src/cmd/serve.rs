@@ -105,6 +105,12 @@ pub struct Args {
     /// server then says so and serves without.
     #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     busy_poll: Option<u32>,
+    /// TCP's congestion control for every connection (TCP_CONGESTION on the listeners):
+    /// cubic, reno, bbr, as /proc/sys/net/ipv4/tcp_available_congestion_control lists them.
+    /// Default: the kernel's (net.ipv4.tcp_congestion_control). One the kernel allows only
+    /// for privileged sockets (not in tcp_allowed_congestion_control) needs CAP_NET_ADMIN.
+    #[arg(long, value_name = "NAME")]
+    tcp_congestion: Option<String>,
     /// The workers' kernel interface: uring (one io_uring per worker: multishot accept and
     /// receive into provided buffers, SEND, submitted in batches; large files by sendfile) or
     /// epoll (a tokio runtime; a recv and a send per request). Default: uring, measured
@@ -324,6 +330,7 @@ impl Args {
         config.timing = !self.no_timing;
         config.services = services;
         config.busy_poll = self.busy_poll;
+        config.tcp_congestion = self.tcp_congestion;
         // The paper's naive server on the paper's engine, so that Hu's ablation stays as it was.
         config.io = self.io.or(self.baseline.then_some(Io::Epoll));
         config.tls = match (self.tls_cert, self.tls_key) {
