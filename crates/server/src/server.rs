@@ -368,3 +368,29 @@ impl Running {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(cc: &str) -> Config {
+        let mut config = Config::new(std::env::temp_dir());
+        config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        config.workers = 1;
+        config.tcp_congestion = Some(cc.into());
+        config
+    }
+
+    #[test]
+    fn a_tcp_congestion_control_the_kernel_lacks_is_one_clear_error() {
+        // Reno is every kernel's fallback, allowed to any socket.
+        assert!(Server::bind(config("reno")).is_ok());
+        let err = Server::bind(config("no-such-cc")).err().expect("refused");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("--tcp-congestion no-such-cc: the kernel refused it"),
+            "{text}"
+        );
+        assert!(text.contains("reno") && !text.contains('\n'), "{text}");
+    }
+}
