@@ -238,12 +238,8 @@ pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> a
             format!("{:.1}", r.p99_ms),
             r.errors.to_string(),
             r.round.to_string(),
-            ratio
-                .as_ref()
-                .map_or("-".into(), |q| ratio_text(q.p50)),
-            ratio
-                .as_ref()
-                .map_or("-".into(), |q| ratio_text(q.p99)),
+            ratio.as_ref().map_or("-".into(), |q| ratio_text(q.p50)),
+            ratio.as_ref().map_or("-".into(), |q| ratio_text(q.p99)),
         ]);
     }
     page.table(
