@@ -13,6 +13,7 @@ use super::per_run;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::{not_the_server, saturation, usl_fit, Saturation, Shape};
+use webscope_lab::results::sweeps::{ClientsEntry, UslEntry};
 use webscope_record::ExperimentRecord;
 
 /// Adds the clients sweep to the report.
@@ -51,16 +52,20 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         );
     }
     page.summary("clients sweep", sat.as_ref().map(|s| s.reading.clone()));
-    page.json(serde_json::json!({
-        "knee_clients": sat.as_ref().map(|s| s.knee),
-        "max_requests_per_s": sat.as_ref().map(|s| s.max_rps),
-        "reading": sat.as_ref().map(|s| s.reading.clone()),
-        "usl": usl_fit(&points).ok().map(|f| serde_json::json!({
-            "sigma": f.sigma, "kappa": f.kappa, "lambda": f.lambda,
-            "r_squared": f.r_squared, "n_peak": f.n_peak, "x_peak": f.x_peak,
-        })),
-        "runs": per_run::json(&points, "clients"),
-    }));
+    page.entry(&ClientsEntry {
+        knee_clients: sat.as_ref().map(|s| s.knee),
+        max_requests_per_s: sat.as_ref().map(|s| s.max_rps),
+        reading: sat.as_ref().map(|s| s.reading.clone()),
+        usl: usl_fit(&points).ok().map(|f| UslEntry {
+            sigma: f.sigma,
+            kappa: f.kappa,
+            lambda: f.lambda,
+            r_squared: f.r_squared,
+            n_peak: f.n_peak,
+            x_peak: f.x_peak,
+        }),
+        runs: per_run::json(&points, "clients"),
+    })?;
     page.paper(super::paper_panels::clients(&points, sat.as_ref()));
     page.finish(out);
     Ok(())

@@ -203,7 +203,10 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         }),
     );
     if let Some((a, b)) = fit {
-        page.json(serde_json::json!({ "fixed_cost_ms": a, "per_kb_ms": b }));
+        page.entry(&webscope_lab::results::sweeps::FilesizeEntry {
+            fixed_cost_ms: a,
+            per_kb_ms: b,
+        })?;
     }
     page.paper(super::paper_panels::filesize(&points, &|p| {
         workload(&p.run)

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use serde_json::json;
 use webscope_model::mva;
 use webscope_model::stats::Sorted;
 use webscope_model::Network;
@@ -18,6 +17,7 @@ use super::page::ExperimentPage;
 use super::point::{load_pooled, valid, Point};
 use super::rendered::Rendered;
 use super::sweep::usl_fit;
+use webscope_lab::results::sweeps::{Ceilings, ModelEntry, ServiceDemands};
 use webscope_record::ExperimentRecord;
 
 /// Service demands per request, seconds.
@@ -287,14 +287,23 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         ),
         [reading_x.clone()],
     );
-    page.json(json!({
-        "demands_s": { "server_cpu": d.cpu, "generator": d.generator, "disk": d.disk, "delay": d.delay },
-        "mva_throughput_error_pct_mean": mean_abs(&mva_x_err),
-        "mva_response_time_error_pct_mean": mean_abs(&mva_r_err),
-        "usl_throughput_error_pct_mean": usl.as_ref().ok().map(|_| mean_abs(&usl_err)),
-        "ceiling_requests_per_s": { "1": ceiling(1.0), "2": ceiling(2.0), "4": ceiling(4.0) },
-        "reading": reading_x,
-    }));
+    page.entry(&ModelEntry {
+        demands_s: ServiceDemands {
+            server_cpu: d.cpu,
+            generator: d.generator,
+            disk: d.disk,
+            delay: d.delay,
+        },
+        mva_throughput_error_pct_mean: mean_abs(&mva_x_err),
+        mva_response_time_error_pct_mean: mean_abs(&mva_r_err),
+        usl_throughput_error_pct_mean: usl.as_ref().ok().map(|_| mean_abs(&usl_err)),
+        ceiling_requests_per_s: Ceilings {
+            one: ceiling(1.0),
+            two: ceiling(2.0),
+            four: ceiling(4.0),
+        },
+        reading: reading_x,
+    })?;
     let x_by_cpus: Vec<(u32, f64)> = curves
         .iter()
         .filter_map(|(cpus, c)| Some((*cpus, c.last()?.1)))

@@ -5,7 +5,7 @@
 //! The clients sweep shows it; any experiment whose runs are points over some x (offered
 //! rate, speed-up) can, with its own x. Not for judging a sweep as a whole (`sweep`).
 
-use serde_json::{json, Value};
+use webscope_lab::results::sweeps::{KernelFigures, SweepRun};
 use webscope_report::Table;
 
 use super::point::Point;
@@ -99,37 +99,37 @@ fn lifetime_cells(p: &Point) -> [String; 2] {
 
 /// The points as report.json's `runs`: the figures of [`table`], unrounded, each point's x
 /// under the key `x` names.
-pub fn json(points: &[Point], x: &str) -> Value {
-    let run = |p: &Point| {
-        json!({
-            x: p.x, "goodput_per_s": p.rps,
-            "responses_per_s": p.health.responses_rps, "mbit_s": p.mbit_s,
-            "p50_ms": p.p50_ms, "p99_ms": p.p99_ms, "server_ms": p.server_ms,
-            "error_share": p.health.error_share, "errors": p.health.unexpected_map(),
-            "valid": p.valid(), "invalid_because": p.health.invalid,
-            "bound": p.valid().then_some(p.verdict.bound),
-            "verdict": p.valid().then_some(&p.verdict.reading),
-            "run": p.name, "repeats": p.repeats,
-            "goodput_min": p.spread.map(|s| s.0), "goodput_max": p.spread.map(|s| s.1),
-        })
-    };
-    let with_queue = |p: &Point| {
-        let mut v = run(p);
+pub fn json(points: &[Point], x: &str) -> Vec<SweepRun> {
+    let run = |p: &Point| SweepRun {
+        x: [(x.to_string(), p.x)].into(),
+        goodput_per_s: p.rps,
+        responses_per_s: p.health.responses_rps,
+        mbit_s: p.mbit_s,
+        p50_ms: p.p50_ms,
+        p99_ms: p.p99_ms,
+        server_ms: p.server_ms,
+        error_share: p.health.error_share,
+        errors: p.health.unexpected_map(),
+        valid: p.valid(),
+        invalid_because: p.health.invalid.clone(),
+        bound: p.valid().then_some(p.verdict.bound),
+        verdict: p.valid().then(|| p.verdict.reading.clone()),
+        run: p.name.clone(),
+        repeats: p.repeats,
+        goodput_min: p.spread.map(|s| s.0),
+        goodput_max: p.spread.map(|s| s.1),
         // Only where measured: report.json of a lab without the kernel module is unchanged.
-        if let (Some(q), Some(o)) = (&p.queue_wait, v.as_object_mut()) {
-            o.insert("accept_wait_p50_ms".into(), json!(q.wait.p50_ms));
-            o.insert("accept_wait_p99_ms".into(), json!(q.wait.p99_ms));
-            o.insert("accept_wait_per_request_ms".into(), json!(q.per_request_ms));
-        }
-        if let (Some(l), Some(o)) = (&p.lifetimes, v.as_object_mut()) {
-            o.insert("lifetimes".into(), json!(l.lifetime.count));
-            o.insert("lifetime_p50_ms".into(), json!(l.lifetime.p50_ms));
-            o.insert("lifetime_p99_ms".into(), json!(l.lifetime.p99_ms));
-            o.insert("time_wait_entered".into(), json!(l.time_wait_entered));
-        }
-        v
+        kernel: KernelFigures {
+            accept_wait_p50_ms: p.queue_wait.as_ref().map(|q| q.wait.p50_ms),
+            accept_wait_p99_ms: p.queue_wait.as_ref().map(|q| q.wait.p99_ms),
+            accept_wait_per_request_ms: p.queue_wait.as_ref().map(|q| q.per_request_ms),
+            lifetimes: p.lifetimes.map(|l| l.lifetime.count),
+            lifetime_p50_ms: p.lifetimes.map(|l| l.lifetime.p50_ms),
+            lifetime_p99_ms: p.lifetimes.map(|l| l.lifetime.p99_ms),
+            time_wait_entered: p.lifetimes.map(|l| l.time_wait_entered),
+        },
     };
-    Value::Array(points.iter().map(with_queue).collect())
+    points.iter().map(run).collect()
 }
 
 #[cfg(test)]
@@ -158,7 +158,8 @@ mod tests {
     #[test]
     fn lifetimes_are_columns_and_json_only_where_a_run_has_them() {
         let mut points = test_sweep(&[(1.0, 100.0), (2.0, 200.0)], 0.3, Some(0.5));
-        let before = (table(&points, "clients"), json(&points, "clients"));
+        let as_value = |p: &[Point]| serde_json::to_value(json(p, "clients")).unwrap();
+        let before = (table(&points, "clients"), as_value(&points));
         assert!(!before.0.header.iter().any(|h| h.contains("lifetime")));
         assert!(before.1[0].get("lifetime_p50_ms").is_none());
 
@@ -168,7 +169,7 @@ mod tests {
         let (life, tw) = (col("lifetime p50/p99 ms"), col("into TIME_WAIT"));
         assert_eq!((&*t.rows[1][life], &*t.rows[1][tw]), ("0.250/1.50", "410"));
         assert_eq!((&*t.rows[0][life], &*t.rows[0][tw]), ("-", "-"));
-        let j = json(&points, "clients");
+        let j = as_value(&points);
         assert!(j[0].get("lifetimes").is_none(), "{}", j[0]);
         assert_eq!(j[1]["lifetimes"], 412);
         assert_eq!(j[1]["lifetime_p99_ms"], 1.5);

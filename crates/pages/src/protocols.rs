@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use serde_json::json;
 use webscope_report::Table;
 
 use super::cells::{cell, ratio_cell};
@@ -11,6 +10,7 @@ use super::charts::{bars, cpu_bars};
 use super::page::ExperimentPage;
 use super::point::Point;
 use super::rendered::Rendered;
+use webscope_lab::results::sweeps::{Handshakes, ProtocolRow, ProtocolsEntry};
 use webscope_record::ExperimentRecord;
 
 /// One row's figures.
@@ -175,16 +175,24 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         table(&rows),
     );
     page.summary("protocols", [reading.clone()]);
-    page.json(json!({
-        "reading": reading,
-        "rows": rows.iter().map(|r| json!({
-            "protocol": r.label, "requests_per_s": r.rps, "cpu_us_per_request": r.cpu_us,
-            "p99_ms": r.p99_ms,
-            "handshakes": r.handshakes.map(|(f, s)| json!({"full": f, "resumed": s})),
-            "handshake_mean_us": r.handshake_us, "handshake_share_pct": r.handshake_pct,
-            "bound": r.bound,
-        })).collect::<Vec<_>>(),
-    }));
+    page.entry(&ProtocolsEntry {
+        reading,
+        rows: rows
+            .iter()
+            .map(|r| ProtocolRow {
+                protocol: r.label.clone(),
+                requests_per_s: r.rps,
+                cpu_us_per_request: r.cpu_us,
+                p99_ms: r.p99_ms,
+                handshakes: r
+                    .handshakes
+                    .map(|(full, resumed)| Handshakes { full, resumed }),
+                handshake_mean_us: r.handshake_us,
+                handshake_share_pct: r.handshake_pct,
+                bound: r.bound.clone(),
+            })
+            .collect(),
+    })?;
     page.finish(out);
     Ok(())
 }

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
 use webscope_report::human::{self, rate, sig3};
 use webscope_report::svg::{Axis, Series, XyChart};
 use webscope_report::{Block, Table};
@@ -15,6 +14,7 @@ use super::page::ExperimentPage;
 use super::rendered::Rendered;
 use webscope_lab::objective::Outcome;
 use webscope_lab::replay::{ReplayArrivals, StepVerdict};
+use webscope_lab::results::replay::{ReplayEntry, ReplayStep};
 use webscope_load::replay::StatusPair;
 use webscope_record::{read_json, ExperimentRecord, RunRecord};
 
@@ -86,12 +86,12 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         mismatch_table(&steps),
     );
     page.summary("replay", [sentence.clone()]);
-    page.json(json!({
-        "sentence": sentence,
-        "stopped": exp.stopped.first(),
-        "kept_up_to_speed": kept_up_to(&steps),
-        "steps": steps.iter().map(step_json).collect::<Vec<Value>>(),
-    }));
+    page.entry(&ReplayEntry {
+        sentence,
+        stopped: exp.stopped.first().cloned(),
+        kept_up_to_speed: kept_up_to(&steps),
+        steps: steps.iter().map(step_json).collect(),
+    })?;
     page.finish(out);
     Ok(())
 }
@@ -250,15 +250,24 @@ fn mismatch_table(steps: &[Step]) -> Table {
     t
 }
 
-fn step_json(s: &Step) -> Value {
-    json!({
-        "requests": s.judged.requests, "answered": s.answered, "part": s.judged.part,
-        "status_mismatches": s.mismatches,
-        "run": s.name, "speed": s.judged.speed, "arrivals": s.judged.arrivals,
-        "offered_rps": s.judged.offered_rps, "achieved_rps": s.achieved_rps,
-        "p50_ms": s.p50_ms, "p99_ms": s.p99_ms, "p999_ms": s.p999_ms,
-        "verdict": s.judged.outcome, "reason": s.judged.reason, "bound": s.judged.bound,
-    })
+fn step_json(s: &Step) -> ReplayStep {
+    ReplayStep {
+        requests: s.judged.requests,
+        answered: s.answered,
+        part: s.judged.part.clone(),
+        status_mismatches: s.mismatches.clone(),
+        run: s.name.clone(),
+        speed: s.judged.speed,
+        arrivals: s.judged.arrivals,
+        offered_rps: s.judged.offered_rps,
+        achieved_rps: s.achieved_rps,
+        p50_ms: s.p50_ms,
+        p99_ms: s.p99_ms,
+        p999_ms: s.p999_ms,
+        verdict: s.judged.outcome,
+        reason: s.judged.reason.clone(),
+        bound: s.judged.bound.clone(),
+    }
 }
 
 #[cfg(test)]

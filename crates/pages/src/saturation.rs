@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use serde_json::json;
 use webscope_model::stats::Sorted;
 use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Table};
@@ -14,6 +13,7 @@ use super::cells::cell;
 use super::page::ExperimentPage;
 use super::point::{load_points, valid, Point};
 use super::rendered::Rendered;
+use webscope_lab::results::sweeps::SaturationEntry;
 use webscope_lab::saturation::{knee, ratios, stop_reason};
 use webscope_record::ExperimentRecord;
 
@@ -193,11 +193,11 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
     let growth = ratios(&rule);
     page.table("Per doubling step", table(&steps, &growth));
     page.summary("saturation (doubling clients)", [reading.clone()]);
-    page.json(json!({
-        "knee_clients": knee(&rule),
-        "stopped_because": why,
-        "reading": reading,
-    }));
+    page.entry(&SaturationEntry {
+        knee_clients: knee(&rule),
+        stopped_because: why,
+        reading,
+    })?;
     let means: Vec<(usize, f64)> = rule.iter().map(|s| (s.0, s.1)).collect();
     page.paper(super::paper_panels::saturation(
         &means,

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use serde_json::json;
 use webscope_report::Table;
 
 use super::cells::{cell, ratio_cell};
@@ -11,6 +10,7 @@ use super::charts::{bars, cpu_bars};
 use super::page::ExperimentPage;
 use super::point::{load_pooled, Point};
 use super::rendered::Rendered;
+use webscope_lab::results::sweeps::{TechniqueStep, TechniquesEntry};
 use webscope_record::ExperimentRecord;
 
 /// One step's figures.
@@ -180,13 +180,19 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         table(&steps),
     );
     page.summary("techniques (cumulative)", [reading.clone()]);
-    page.json(json!({
-        "reading": reading,
-        "steps": steps.iter().map(|s| json!({
-            "step": s.label, "requests_per_s": s.rps, "cpu_us_per_request": s.cpu_us,
-            "p99_ms": s.p99_ms, "syscalls_per_request": s.syscalls,
-        })).collect::<Vec<_>>(),
-    }));
+    page.entry(&TechniquesEntry {
+        reading,
+        steps: steps
+            .iter()
+            .map(|s| TechniqueStep {
+                step: s.label.clone(),
+                requests_per_s: s.rps,
+                cpu_us_per_request: s.cpu_us,
+                p99_ms: s.p99_ms,
+                syscalls_per_request: s.syscalls,
+            })
+            .collect(),
+    })?;
     let ours: Vec<(String, f64)> = steps.iter().map(|s| (s.label.clone(), s.rps)).collect();
     page.paper(super::paper_panels::techniques(&ours));
     page.finish(out);

@@ -80,20 +80,18 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             .map(|m| Block::Text(super::capacity::reference::sentence(m))),
     );
     page.summary("users", [sentence.clone()]);
-    page.json(serde_json::to_value(
-        webscope_lab::results::users::UsersEntry {
-            machine_reference: machine.as_ref().map(super::capacity::reference::entry),
-            sentence,
-            tipped: knee::entries(&tipped),
-            ending: ending
-                .as_ref()
-                .map(webscope_lab::results::UsersEnding::from),
-            capacity_users: found,
-            thinking: recorded.thinking.clone(),
-            prediction,
-            steps: figures,
-        },
-    )?);
+    page.entry(&webscope_lab::results::users::UsersEntry {
+        machine_reference: machine.as_ref().map(super::capacity::reference::entry),
+        sentence,
+        tipped: knee::entries(&tipped),
+        ending: ending
+            .as_ref()
+            .map(webscope_lab::results::UsersEnding::from),
+        capacity_users: found,
+        thinking: recorded.thinking.clone(),
+        prediction,
+        steps: figures,
+    })?;
     page.finish(out);
     Ok(())
 }

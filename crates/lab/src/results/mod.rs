@@ -15,8 +15,11 @@
 
 pub mod ab;
 pub mod capacity;
+pub mod degradation;
 pub mod ending;
+pub mod replay;
 pub mod search;
+pub mod sweeps;
 pub mod users;
 
 use std::path::Path;

@@ -132,7 +132,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         peak: peak.as_ref().map(|p| peak::entry(p, capacity)),
         probes: probe_rows(&points, &probes),
     };
-    page.json(serde_json::to_value(&entry)?);
+    page.entry(&entry)?;
     page.finish(out);
     Ok(())
 }

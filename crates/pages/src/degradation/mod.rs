@@ -14,7 +14,6 @@ mod targets;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::{json, Value};
 use webscope_report::svg::{Axis, Series, XyChart};
 use webscope_report::Block;
 
@@ -24,6 +23,7 @@ use rows::{degradations, json_rows, table, Degradation};
 use runs::{runs_csv, service_names, Run};
 use targets::targets;
 use webscope_lab::degradation::{POLICIES, SETS};
+use webscope_lab::results::degradation::{DegradationEntry, DegradationRow, Target};
 use webscope_record::ExperimentRecord;
 
 /// Adds the degradation experiment to the report.
@@ -66,15 +66,21 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             format!("{} {sentence}", if *met { "met:   " } else { "MISSED:" })
         }),
     );
-    let mut per_set: BTreeMap<String, Value> = BTreeMap::new();
+    let mut per_set: BTreeMap<String, Vec<DegradationRow>> = BTreeMap::new();
     for set in SETS {
         let of: Vec<Degradation> = rows.iter().filter(|d| d.set == set.name).cloned().collect();
         per_set.insert(set.name.into(), json_rows(&of));
     }
-    page.json(json!({
-        "sets": per_set,
-        "targets": checks.iter().map(|(s, met)| json!({"target": s, "met": met})).collect::<Vec<_>>(),
-    }));
+    page.entry(&DegradationEntry {
+        sets: per_set,
+        targets: checks
+            .iter()
+            .map(|(s, met)| Target {
+                target: s.clone(),
+                met: *met,
+            })
+            .collect(),
+    })?;
     let lost: Vec<(String, f64)> = rows
         .iter()
         .filter(|r| r.set == "set1" && r.service == "light")

@@ -2,7 +2,7 @@
 //! heavy clients relative to none, with the figures behind it (503s, wait and running time,
 //! CPU share, the run queue). Not for the targets judged from it.
 
-use serde_json::{json, Value};
+use webscope_lab::results::degradation::DegradationRow;
 use webscope_report::Table;
 
 use super::runs::{Run, Service};
@@ -108,20 +108,23 @@ pub fn table(rows: &[Degradation]) -> Table {
 }
 
 /// The rows as report.json holds them.
-pub fn json_rows(rows: &[Degradation]) -> Value {
-    Value::Array(
-        rows.iter()
-            .map(|d| {
-                json!({
-                    "set": d.set, "policy": d.policy, "service": d.service,
-                    "heavy_clients": d.heavy_max, "base_per_s": d.base_per_s,
-                    "last_per_s": d.last_per_s, "kept_pct": d.kept_pct,
-                    "refused_per_s": d.last.refused_per_s, "p99_ms": d.last.p99_ms,
-                    "wait_ms": d.last.wait_ms, "running_ms": d.last.running_ms,
-                    "slices": d.last.slices, "runqueue_wait_pct": d.runqueue_wait_pct,
-                    "cpu_share_pct": d.cpu_share_pct,
-                })
-            })
-            .collect(),
-    )
+pub fn json_rows(rows: &[Degradation]) -> Vec<DegradationRow> {
+    rows.iter()
+        .map(|d| DegradationRow {
+            set: d.set.clone(),
+            policy: d.policy.clone(),
+            service: d.service.clone(),
+            heavy_clients: d.heavy_max,
+            base_per_s: d.base_per_s,
+            last_per_s: d.last_per_s,
+            kept_pct: d.kept_pct,
+            refused_per_s: d.last.refused_per_s,
+            p99_ms: d.last.p99_ms,
+            wait_ms: d.last.wait_ms,
+            running_ms: d.last.running_ms,
+            slices: d.last.slices,
+            runqueue_wait_pct: d.runqueue_wait_pct,
+            cpu_share_pct: d.cpu_share_pct,
+        })
+        .collect()
 }
