@@ -29,7 +29,7 @@ pub mod fixtures;
 pub mod input;
 pub mod stats;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use webscope_model::stats::{
     change, requests_for_tail, Change, Confidence, Decision, Limit, NoInterval, Pairing,
 };
@@ -75,7 +75,7 @@ fn higher_is_better(name: &str) -> bool {
 pub const CONFIDENCE: Confidence = Confidence::P95;
 
 /// One metric compared.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     /// The metric.
     pub metric: String,
@@ -106,7 +106,7 @@ pub struct Row {
 }
 
 /// The two latency distributions as wholes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Distributions {
     /// Largest gap between the cumulative distributions.
     pub ks_d: f64,
@@ -115,7 +115,7 @@ pub struct Distributions {
 }
 
 /// A whole comparison.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comparison {
     /// What was compared (the point, for lab reports).
     pub scope: String,

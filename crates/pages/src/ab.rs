@@ -6,7 +6,6 @@
 
 use std::path::Path;
 
-use serde_json::json;
 use webscope_report::human;
 use webscope_report::svg::{Axis, Series, Style, XyChart};
 use webscope_report::{Block, Table};
@@ -16,7 +15,7 @@ use super::rendered::Rendered;
 use crate::compare::table::{self, table, Layout};
 use webscope_compare::{self as compare, Comparison, Threshold};
 use webscope_lab::ab::{self, Round};
-use webscope_lab::results::ab::{AbEntry, AbPlan, AbVerdict};
+use webscope_lab::results::ab::{AbCapacity, AbEntry, AbPlan, AbReport, AbVerdict};
 use webscope_record::{read_json, ExperimentRecord, LabRecord};
 
 /// Adds the A/B experiment to the report.
@@ -50,11 +49,15 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         stopped: exp.stopped.first().cloned(),
     };
     page.summary("ab", entry.verdicts.iter().map(|v| v.sentence.clone()));
-    page.json(json!({
-        "verdict": serde_json::to_value(&entry)?,
-        "comparison": comparison,
-        "capacity": searched,
-    }));
+    page.entry(&AbReport {
+        verdict: entry,
+        comparison,
+        capacity: searched.map(|s| AbCapacity {
+            a: s.a,
+            b: s.b,
+            steps: s.steps,
+        }),
+    })?;
     page.finish(out);
     Ok(())
 }

@@ -28,11 +28,11 @@ struct Step {
     b_first: bool,
 }
 
-/// What the searches found: report.json's `ab.capacity`.
-#[derive(Debug, Clone, serde::Serialize)]
+/// What the searches found: the threshold's verdict, and report.json's `ab.capacity`
+/// (`webscope_lab::results::ab::AbCapacity`).
+#[derive(Debug, Clone)]
 pub struct Searched {
     /// The threshold's verdict.
-    #[serde(skip)]
     pub verdict: AbVerdict,
     /// Each side's ending, as a capacity search's report.json keeps it (None: cut before
     /// its end).

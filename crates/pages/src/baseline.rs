@@ -10,6 +10,7 @@ use webscope_report::{Block, Section};
 use crate::compare::table::{table, Layout};
 use webscope_compare::{compare, input, Comparison};
 use webscope_lab::capacity::compare::{sentence_of, Bracket, Searched};
+use webscope_lab::results::report::{BaselineEntry, BaselineSearch, RpsSide, UsersSide};
 use webscope_lab::results::{search_in, Search, Searches};
 
 /// The section comparing `dir` (this lab, whose report.json entries so far are `ours`: its
@@ -19,27 +20,55 @@ pub fn section(
     dir: &Path,
     baseline: &Path,
     ours: &serde_json::Value,
-) -> (Section, serde_json::Value) {
+) -> (Section, Option<BaselineEntry>) {
     let heading = format!("Against the baseline ({})", baseline.display());
     let (mut section, mut json) = sweep(dir, baseline, heading);
     let mut first = true;
     for what in Searched::ALL {
-        let (blocks, entry) = capacities(baseline, ours.get(what.name), what);
+        let (blocks, compared) = capacities(baseline, ours.get(what.name), what);
         if blocks.is_empty() {
             continue;
         }
-        if json.is_null() {
+        let entry = json.get_or_insert_with(|| {
             // No clients sweep on both sides (a lab of the searches alone): its "nothing to
             // compare" would only hide the comparison there is.
             section.blocks.clear();
-            json = serde_json::json!({"baseline": baseline.display().to_string()});
+            BaselineEntry {
+                baseline: baseline.display().to_string(),
+                comparisons: None,
+                capacity: None,
+                users: None,
+            }
+        });
+        if what == Searched::USERS {
+            entry.users = Some(compared.map(|c| c.entry(|b| UsersSide::from(b))));
+        } else {
+            entry.capacity = Some(compared.map(|c| c.entry(|b| RpsSide::from(b))));
         }
         let at = if first { 0 } else { 1 };
         section.blocks.splice(at..at, blocks);
-        json[what.name] = entry;
         first = false;
     }
     (section, json)
+}
+
+/// Two searches' brackets, compared.
+struct Compared {
+    sentence: String,
+    base: Bracket,
+    cand: Bracket,
+}
+
+impl Compared {
+    /// As report.json keeps it, each bracket in its unit's keys.
+    fn entry<S>(self, side: impl Fn(&Bracket) -> S) -> BaselineSearch<S> {
+        BaselineSearch {
+            sentence: self.sentence,
+            baseline: side(&self.base),
+            this_lab: side(&self.cand),
+            overlap: self.base.overlaps(&self.cand),
+        }
+    }
 }
 
 /// The two labs' searches of `what` side by side, when this lab ran one.
@@ -47,15 +76,15 @@ fn capacities(
     baseline: &Path,
     ours: Option<&serde_json::Value>,
     what: Searched,
-) -> (Vec<Block>, serde_json::Value) {
+) -> (Vec<Block>, Option<Compared>) {
     let Some(ours) = ours else {
-        return (Vec::new(), serde_json::Value::Null);
+        return (Vec::new(), None);
     };
     let theirs = match Searches::of_lab(baseline) {
         Ok(searches) => searches.get(what),
         Err(e) => {
             let why = format!("The baseline's {} search cannot be read: {e:#}.", what.name);
-            return (vec![Block::Warning(why)], serde_json::Value::Null);
+            return (vec![Block::Warning(why)], None);
         }
     };
     let name = what.name;
@@ -63,47 +92,33 @@ fn capacities(
         let why = format!(
             "The baseline ran no {name} search: this lab's has nothing to be compared with."
         );
-        return (vec![Block::Warning(why)], serde_json::Value::Null);
+        return (vec![Block::Warning(why)], None);
     }
-    let u = what.key_unit;
     match (theirs, search_in(ours, what)) {
         (Search::Bracket(base), Search::Bracket(cand)) => {
             let said = sentence_of(&base, &cand, what);
-            let side = |b: &Bracket| {
-                serde_json::json!({
-                    format!("low_{u}"): b.low,
-                    format!("high_{u}"): finite(b.high),
-                    format!("capacity_{u}"): b.capacity,
-                })
-            };
-            let json = serde_json::json!({
-                "sentence": said,
-                "baseline": side(&base),
-                "this_lab": side(&cand),
-                "overlap": base.overlaps(&cand),
-            });
-            let mut text = said;
+            let mut text = said.clone();
             if let Some(first) = text.get_mut(0..1) {
                 first.make_ascii_uppercase();
             }
-            (vec![Block::Text(format!("{text}."))], json)
+            let compared = Compared {
+                sentence: said,
+                base,
+                cand,
+            };
+            (vec![Block::Text(format!("{text}."))], Some(compared))
         }
         _ => (
             vec![Block::Warning(format!(
                 "The {name} searches: one of the two ended without a bracket (a probe that could not be judged, or a search cut short): nothing to compare."
             ))],
-            serde_json::Value::Null,
+            None,
         ),
     }
 }
 
-/// JSON has no infinity: an open top is null.
-fn finite(v: f64) -> Option<f64> {
-    v.is_finite().then_some(v)
-}
-
 /// The clients sweep's comparison.
-fn sweep(dir: &Path, baseline: &Path, heading: String) -> (Section, serde_json::Value) {
+fn sweep(dir: &Path, baseline: &Path, heading: String) -> (Section, Option<BaselineEntry>) {
     let sides = input::side(baseline).and_then(|b| Ok((b, input::side(dir)?)));
     let (base, ours) = match sides {
         Ok(s) => s,
@@ -114,7 +129,7 @@ fn sweep(dir: &Path, baseline: &Path, heading: String) -> (Section, serde_json::
                     heading,
                     blocks: vec![block],
                 },
-                serde_json::Value::Null,
+                None,
             );
         }
     };
@@ -131,7 +146,7 @@ fn sweep(dir: &Path, baseline: &Path, heading: String) -> (Section, serde_json::
         blocks.push(Block::Warning(
             "The baseline's clients sweep shares no client count with this one: nothing to compare.".into(),
         ));
-        return (Section { heading, blocks }, serde_json::Value::Null);
+        return (Section { heading, blocks }, None);
     }
     let worse: Vec<String> = comparisons
         .iter()
@@ -186,11 +201,13 @@ fn sweep(dir: &Path, baseline: &Path, heading: String) -> (Section, serde_json::
             ));
         }
     }
-    let json = serde_json::json!({
-        "baseline": baseline.display().to_string(),
-        "comparisons": comparisons,
-    });
-    (Section { heading, blocks }, json)
+    let json = BaselineEntry {
+        baseline: baseline.display().to_string(),
+        comparisons: Some(comparisons),
+        capacity: None,
+        users: None,
+    };
+    (Section { heading, blocks }, Some(json))
 }
 
 #[cfg(test)]
@@ -218,6 +235,7 @@ mod tests {
             "users": entry(96.0, 104.0, "users"),
         });
         let (section, json) = section(&dir, &baseline, &ours);
+        let json = serde_json::to_value(json).unwrap();
         assert_eq!(
             json["users"]["sentence"],
             "users 120 → 96 users (−20.0 %; the brackets allow −25.0 .. −13.3 %)"

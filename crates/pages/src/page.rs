@@ -205,6 +205,8 @@ fn paper_blocks(comparisons: Vec<Comparison>, out: &mut Rendered, experiment: &s
             if comparisons.len() == 1 { "" } else { "s" }
         )),
     );
+    // Strings and numbers only: nothing in it can fail to become a Value.
+    let json = serde_json::to_value(json).expect("a paper entry is strings and numbers");
     out.json.insert(format!("{experiment}_paper"), json);
     blocks
 }

@@ -3,7 +3,7 @@
 //! entry. The findings and their comparisons are this crate's ([`crate::papers`]).
 
 use crate::papers::Comparison;
-use serde_json::{json, Value};
+use webscope_lab::results::report::PaperEntry;
 use webscope_report::svg::{Axis, BarChart};
 use webscope_report::{Block, Table};
 
@@ -17,7 +17,7 @@ fn cell(v: Option<f64>) -> String {
 }
 
 /// The "the paper found" blocks of an experiment, and its report.json entry.
-pub fn panel(comparisons: &[Comparison]) -> (Vec<Block>, Value) {
+pub fn panel(comparisons: &[Comparison]) -> (Vec<Block>, Vec<PaperEntry>) {
     let mut blocks = Vec::new();
     let mut json = Vec::new();
     for c in comparisons {
@@ -68,19 +68,19 @@ pub fn panel(comparisons: &[Comparison]) -> (Vec<Block>, Value) {
                 .collect::<Vec<_>>()
                 .join(" ")
         )));
-        json.push(json!({
-            "what": c.what,
-            "source": c.source,
-            "seed": c.seed,
-            "quotes": c.quotes,
-            "labels": c.paper.iter().map(|p| &p.0).collect::<Vec<_>>(),
-            "paper": c.paper.iter().map(|p| p.1).collect::<Vec<_>>(),
-            "ours": c.ours,
-            "ratio": ratio,
-            "reading": c.reading,
-        }));
+        json.push(PaperEntry {
+            what: c.what.clone(),
+            source: c.source.clone(),
+            seed: c.seed.clone(),
+            quotes: c.quotes.clone(),
+            labels: c.paper.iter().map(|p| p.0.clone()).collect(),
+            paper: c.paper.iter().map(|p| p.1).collect(),
+            ours: c.ours.clone(),
+            ratio,
+            reading: c.reading.clone(),
+        });
     }
-    (blocks, Value::Array(json))
+    (blocks, json)
 }
 
 #[cfg(test)]
@@ -102,7 +102,7 @@ mod tests {
         );
         let (blocks, json) = panel(&[c]);
         assert!(matches!(blocks[0], Block::Chart { .. }));
-        assert_eq!(json[0]["ratio"][1], 2.0);
-        assert!(json[0]["source"].as_str().unwrap().contains("Table 3"));
+        assert_eq!(json[0].ratio[1], Some(2.0));
+        assert!(json[0].source.contains("Table 3"));
     }
 }

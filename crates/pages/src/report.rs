@@ -12,6 +12,7 @@ use webscope_report::{Block, Page, Section};
 
 use super::baseline;
 use super::rendered::Rendered;
+use webscope_lab::results::report::Validity;
 use webscope_record::{read_json, ExperimentRecord, LabRecord};
 
 /// What rendering found, beside the files it wrote.
@@ -83,7 +84,8 @@ pub fn render(dir: &Path) -> anyhow::Result<Rendering> {
         let ours = serde_json::Value::Object(out.json.clone());
         let (section, json) = baseline::section(dir, Path::new(baseline), &ours);
         out.sections.push(section);
-        out.json.insert("baseline".into(), json);
+        out.json
+            .insert("baseline".into(), serde_json::to_value(json)?);
     }
     let banner = banner(&out);
     if let Some(b) = &banner {
@@ -91,12 +93,12 @@ pub fn render(dir: &Path) -> anyhow::Result<Rendering> {
     }
     out.json.insert(
         "validity".into(),
-        serde_json::json!({
-            "expect_status": out.judge.expect_status,
-            "max_error_pct": out.judge.max_error_pct,
-            "runs": out.judged,
-            "invalid": out.invalid,
-        }),
+        serde_json::to_value(Validity {
+            expect_status: out.judge.expect_status.clone(),
+            max_error_pct: out.judge.max_error_pct,
+            runs: out.judged,
+            invalid: out.invalid.clone(),
+        })?,
     );
     let page = Page {
         title: "webscope lab report".into(),

@@ -136,3 +136,57 @@ impl AbEntry {
             })
     }
 }
+
+/// report.json's `ab`: the verdict, the rounds' comparison and the capacity searches'.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AbReport {
+    /// Each threshold's verdict: what the binary's exit code reads.
+    pub verdict: AbEntry,
+    /// The rounds compared, when there were rounds.
+    pub comparison: Option<webscope_compare::Comparison>,
+    /// What the capacity searches found, when the thresholds asked for them.
+    pub capacity: Option<AbCapacity>,
+}
+
+/// What the A/B capacity searches found: report.json's `ab.capacity`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbCapacity {
+    /// Side A's ending, as a capacity search's report.json keeps it (none: cut before its end).
+    pub a: Option<super::RpsEnding>,
+    /// Side B's ending, likewise.
+    pub b: Option<super::RpsEnding>,
+    /// Steps the searches took in lockstep (each probes both sides).
+    pub steps: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ab_entry_reads_back_equal_and_its_verdict_is_what_the_exit_code_reads() {
+        let thresholds = Threshold::parse_list("p99<+5%,goodput>-3%").unwrap();
+        let report = AbReport {
+            verdict: AbEntry::undecided(&thresholds, 1, 2, Some("the time ran out".into())),
+            comparison: None,
+            capacity: Some(AbCapacity {
+                a: None,
+                b: None,
+                steps: 3,
+            }),
+        };
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["verdict"]["verdicts"][1]["verdict"], "undecided");
+        assert_eq!(v["capacity"]["steps"], 3);
+        let again: AbReport = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(again.verdict, report.verdict);
+        assert_eq!(again.capacity, report.capacity);
+        assert!(again.comparison.is_none());
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = serde_json::json!({ "ab": v });
+        std::fs::write(dir.path().join("report.json"), file.to_string()).unwrap();
+        let read = AbEntry::of_lab(dir.path()).unwrap();
+        assert_eq!(read.worst().map(|w| w.0), Some(Said::Undecided));
+    }
+}

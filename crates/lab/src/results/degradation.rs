@@ -55,3 +55,27 @@ pub struct DegradationRow {
     /// The service's share of the CPU, per cent.
     pub cpu_share_pct: Option<f64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An entry as the stored lab of `report_stored` (crates/webscope/tests/data) has it.
+    const STORED: &str = r#"{"sets": {"set1": [{"base_per_s": 180.0, "cpu_share_pct": 100.0, "heavy_clients": 40, "kept_pct": 36.666666666666664, "last_per_s": 66.0, "p99_ms": 490.471423, "policy": "threads", "refused_per_s": 0.0, "running_ms": 238.97606023529417, "runqueue_wait_pct": 4722.9928619880475, "service": "light", "set": "set1", "slices": 1.0, "wait_ms": 47.58344282352942}], "set2": []}, "targets": [{"met": true, "target": "fair, set 1: light keeps 88 % of its throughput at 40 heavy clients (target \u2265 80 %)"}]}"#;
+
+    #[test]
+    fn a_stored_entry_reads_into_its_type_and_writes_back_the_same() {
+        let entry: DegradationEntry = serde_json::from_str(STORED).unwrap();
+        let row = &entry.sets["set1"][0];
+        assert_eq!(
+            (row.heavy_clients, row.kept_pct),
+            (40, Some(36.666666666666664))
+        );
+        assert!(entry.targets[0].met);
+        let stored: serde_json::Value = serde_json::from_str(STORED).unwrap();
+        let written = serde_json::to_value(&entry).unwrap();
+        assert_eq!(written, stored);
+        let again: DegradationEntry = serde_json::from_value(written).unwrap();
+        assert_eq!(again, entry);
+    }
+}

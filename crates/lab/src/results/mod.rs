@@ -7,17 +7,21 @@
 //!   `capacity::search::Ending`;
 //! - [`search`]: a search's entry as `compare` reads it (its ending, the machine's reference
 //!   speed, its server's own peak), checked, and the bracket it puts the capacity in;
-//! - [`Searches`]: the two searches a report can hold.
+//! - [`Searches`]: the two searches a report can hold;
+//! - every other entry of report.json, as its page writes it: [`capacity`], [`users`],
+//!   [`ab`], [`sweeps`] (clients and its runs, saturation, filesize, model, techniques,
+//!   protocols), [`degradation`], [`replay`], and [`report`] (validity, the papers' findings,
+//!   the baseline). Only `protocols_loss` still writes its own (#50).
 //!
 //! Not here: deciding (the judges: `capacity`, `objective`, `health`) nor drawing (`webscope-pages`);
-//! this layer sits between them. Not yet here: the other experiments' entries, still written
-//! by their pages (#47 goes on).
+//! this layer sits between them.
 
 pub mod ab;
 pub mod capacity;
 pub mod degradation;
 pub mod ending;
 pub mod replay;
+pub mod report;
 pub mod search;
 pub mod sweeps;
 pub mod users;

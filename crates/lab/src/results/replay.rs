@@ -54,3 +54,32 @@ pub struct ReplayStep {
     /// What bounds the run.
     pub bound: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An entry as the replay page writes it (no stored lab in the repository ran a replay).
+    const WRITTEN: &str = r#"{"kept_up_to_speed": 2.0, "sentence": "It kept up.", "steps": [{"achieved_rps": 199.0, "answered": 1000, "arrivals": "logged", "bound": "latency", "offered_rps": 200.0, "p50_ms": 1.0, "p999_ms": 9.0, "p99_ms": 5.0, "part": "5 windows", "reason": "", "requests": 1000, "run": "logged-2", "speed": 2.0, "status_mismatches": [], "verdict": "pass"}], "stopped": null}"#;
+
+    #[test]
+    fn an_entry_reads_into_its_type_and_writes_back_the_same() {
+        let entry: ReplayEntry = serde_json::from_str(WRITTEN).unwrap();
+        assert_eq!(entry.steps[0].arrivals, ReplayArrivals::Logged);
+        assert_eq!(entry.steps[0].verdict, Outcome::Pass);
+        let written = serde_json::to_value(&entry).unwrap();
+        assert_eq!(
+            written,
+            serde_json::from_str::<serde_json::Value>(WRITTEN).unwrap()
+        );
+        let again: ReplayEntry = serde_json::from_value(written).unwrap();
+        assert_eq!(again, entry);
+    }
+
+    #[test]
+    fn a_misspelt_key_is_an_error_not_a_default() {
+        let misspelt = WRITTEN.replace("\"p99_ms\"", "\"p99ms\"");
+        let err = serde_json::from_str::<ReplayEntry>(&misspelt).unwrap_err();
+        assert!(err.to_string().contains("p99_ms"), "{err}");
+    }
+}

@@ -12,9 +12,6 @@ use crate::bottleneck::Bound;
 /// One run of a sweep (report.json's `runs`): the figures of the page's table, unrounded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepRun {
-    /// The run's x under the name the sweep varies (`clients`, `files`, ...): one key.
-    #[serde(flatten)]
-    pub x: BTreeMap<String, f64>,
     /// Responses with an expected status, per second.
     pub goodput_per_s: f64,
     /// Every response, per second.
@@ -51,6 +48,10 @@ pub struct SweepRun {
     /// (absent otherwise, so a lab without it keeps its report.json).
     #[serde(flatten)]
     pub kernel: KernelFigures,
+    /// The run's x under the name the sweep varies (`clients`, `files`, ...): one key. After
+    /// `kernel`, which takes its keys first: a flattened map takes every key left.
+    #[serde(flatten)]
+    pub x: BTreeMap<String, f64>,
 }
 
 /// A run's figures from the monitor's kernel module, each absent where not measured.
@@ -236,4 +237,105 @@ pub struct Handshakes {
     pub full: u64,
     /// Resumed ones.
     pub resumed: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entries as the stored lab of `report_stored` (crates/webscope/tests/data) has them.
+    const STORED_RUN: &str = r#"{"bound": "latency", "clients": 1.0, "error_share": 0.0, "errors": {}, "goodput_max": null, "goodput_min": null, "goodput_per_s": 2820.0, "invalid_because": null, "mbit_s": 307.374336, "p50_ms": 0.185471, "p99_ms": 3.1006709999999997, "repeats": 1, "responses_per_s": 2820.0, "run": "clients-001", "server_ms": 0.0538438511166253, "valid": true, "verdict": "no resource is at its limit"}"#;
+    const STORED_MODEL: &str = r#"{"ceiling_requests_per_s": {"1": 4394.12798548516, "2": 4394.12798548516, "4": 4394.12798548516}, "demands_s": {"delay": 0.0010842711902117144, "disk": 0.00022757643912585968, "generator": 8.259044819038175e-05, "server_cpu": 8.924144769459602e-05}, "mva_response_time_error_pct_mean": 16.09368179567714, "mva_throughput_error_pct_mean": 21.172608810451315, "reading": "Exact MVA", "usl_throughput_error_pct_mean": 4.324501219416133}"#;
+    const STORED_PROTOCOL: &str = r#"{"bound": "generator", "cpu_us_per_request": 1083.844580777096, "handshake_mean_us": 27751.610181818163, "handshake_share_pct": 40.609780200836916, "handshakes": {"full": 20, "resumed": 464}, "p99_ms": 56.721407, "protocol": "HTTPS close", "requests_per_s": 484.0}"#;
+
+    fn back<T: Serialize + serde::de::DeserializeOwned>(t: &T) -> (T, serde_json::Value) {
+        let v = serde_json::to_value(t).unwrap();
+        (serde_json::from_value(v.clone()).unwrap(), v)
+    }
+
+    #[test]
+    fn stored_entries_read_into_their_types_and_write_back_the_same_keys() {
+        let run: SweepRun = serde_json::from_str(STORED_RUN).unwrap();
+        assert_eq!(run.x["clients"], 1.0);
+        assert_eq!(run.bound, Some(Bound::Latency));
+        assert_eq!(run.kernel, KernelFigures::default());
+        let stored: serde_json::Value = serde_json::from_str(STORED_RUN).unwrap();
+        assert_eq!(serde_json::to_value(&run).unwrap(), stored);
+
+        let model: ModelEntry = serde_json::from_str(STORED_MODEL).unwrap();
+        assert_eq!(model.ceiling_requests_per_s.four, 4394.12798548516);
+        assert_eq!(model.demands_s.server_cpu, 8.924144769459602e-05);
+        let stored: serde_json::Value = serde_json::from_str(STORED_MODEL).unwrap();
+        assert_eq!(serde_json::to_value(&model).unwrap(), stored);
+
+        let row: ProtocolRow = serde_json::from_str(STORED_PROTOCOL).unwrap();
+        let hs = row.handshakes.unwrap();
+        assert_eq!((hs.full, hs.resumed), (20, 464));
+    }
+
+    #[test]
+    fn a_run_with_kernel_figures_reads_back_equal_and_one_without_has_no_such_keys() {
+        let mut run: SweepRun = serde_json::from_str(STORED_RUN).unwrap();
+        run.kernel.lifetimes = Some(412);
+        run.kernel.accept_wait_p99_ms = Some(1.5);
+        let (again, v) = back(&run);
+        assert_eq!(again, run);
+        assert_eq!(v["lifetimes"], 412);
+        assert!(v.get("lifetime_p50_ms").is_none(), "{v}");
+        // The x is one key of the run's own, not a map under a name.
+        assert!(v.get("x").is_none() && v["clients"] == 1.0, "{v}");
+    }
+
+    #[test]
+    fn every_sweep_entry_reads_back_equal() {
+        let clients = ClientsEntry {
+            knee_clients: Some(8.0),
+            max_requests_per_s: Some(9000.0),
+            reading: Some("It grows.".into()),
+            usl: Some(UslEntry {
+                sigma: 0.1,
+                kappa: 0.0,
+                lambda: 600.0,
+                r_squared: 0.99,
+                n_peak: None,
+                x_peak: None,
+            }),
+            runs: vec![serde_json::from_str(STORED_RUN).unwrap()],
+        };
+        assert_eq!(back(&clients).0, clients);
+        let saturation = SaturationEntry {
+            knee_clients: Some(8),
+            stopped_because: "the cap of 32 clients".into(),
+            reading: "It doubles.".into(),
+        };
+        let (again, v) = back(&saturation);
+        assert_eq!(again, saturation);
+        assert!(
+            v["knee_clients"].is_u64(),
+            "a count of clients stays an integer: {v}"
+        );
+        let filesize = FilesizeEntry {
+            fixed_cost_ms: 0.7,
+            per_kb_ms: 0.004,
+        };
+        assert_eq!(back(&filesize).0, filesize);
+        let techniques = TechniquesEntry {
+            reading: "Faster.".into(),
+            steps: vec![TechniqueStep {
+                step: "+sendfile".into(),
+                requests_per_s: 18130.0,
+                cpu_us_per_request: Some(36.4),
+                p99_ms: 7.0,
+                syscalls_per_request: None,
+            }],
+        };
+        assert_eq!(back(&techniques).0, techniques);
+        let protocols = ProtocolsEntry {
+            reading: "TLS costs.".into(),
+            rows: vec![serde_json::from_str(STORED_PROTOCOL).unwrap()],
+        };
+        assert_eq!(back(&protocols).0, protocols);
+        let model: ModelEntry = serde_json::from_str(STORED_MODEL).unwrap();
+        assert_eq!(back(&model).0, model);
+    }
 }
