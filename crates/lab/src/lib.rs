@@ -3,8 +3,8 @@
 //! own on loopback, or any URL), the load generator pinned apart from it, and the experiments'
 //! runs written to disk as they finish (`run.json`, `experiment.json`, `lab.json`, each
 //! experiment's own files). Ctrl-C stops the current run and keeps what was measured. Beside it:
-//! the verdicts on what bounds a run ([`bottleneck`], [`objective`]; a run's health is
-//! `webscope_record::health`), the preflight, and the interleaved A/B experiment ([`ab`]),
+//! the verdict on the objective ([`objective`]; what bounds a run is `webscope-bottleneck`'s,
+//! a run's health `webscope_record::health`), the preflight, and the interleaved A/B experiment ([`ab`]),
 //! which decides by `webscope-compare`'s rule. It publishes to the live page
 //! (`webscope-live`) as it goes.
 //!
@@ -25,7 +25,6 @@
 #![deny(missing_docs)]
 
 pub mod ab;
-pub mod bottleneck;
 pub mod capacity;
 pub mod clients;
 pub mod degradation;
@@ -35,7 +34,6 @@ pub mod loss;
 pub mod measure;
 pub mod model;
 pub mod objective;
-pub mod os_figures;
 
 pub mod preflight;
 pub mod progress;

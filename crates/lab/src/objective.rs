@@ -24,9 +24,9 @@ use serde::{Deserialize, Serialize};
 use webscope_load::slo::{Check, Measured, Metric, Range, Slo, Verdict};
 use webscope_model::stats::{self, Confidence};
 
-use crate::bottleneck::evidence::evidence;
-use crate::bottleneck::{self, Bound};
 use crate::runner::Ctx;
+use webscope_bottleneck::evidence::evidence;
+use webscope_bottleneck::{self as bottleneck, Bound};
 use webscope_record::RunRecord;
 
 /// What the objective said of one run.

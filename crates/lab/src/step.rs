@@ -70,8 +70,8 @@ pub struct Judged {
     #[serde(alias = "late_share")]
     pub not_sent_share: Option<f64>,
     /// The lab's verdict on what bounds the step, and its reading.
-    #[serde(with = "crate::bottleneck::as_label")]
-    pub bound: crate::bottleneck::Bound,
+    #[serde(with = "webscope_bottleneck::as_label")]
+    pub bound: webscope_bottleneck::Bound,
     /// The figure behind the bound, in words.
     pub bound_reading: String,
     /// The warm-up before it, seconds.

@@ -11,7 +11,7 @@ use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::Block;
 
 use super::point::{goodput_spread, Point};
-use webscope_lab::os_figures::{server_host, server_machine};
+use webscope_bottleneck::os_figures::{server_host, server_machine};
 
 /// The TCP states drawn, as `ports.csv` names them: the monitor's connection states but the
 /// instant `close`.

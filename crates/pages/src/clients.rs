@@ -77,7 +77,7 @@ fn machine_bound(valid: &[Point]) -> Option<Block> {
     let all = !valid.is_empty()
         && valid
             .iter()
-            .all(|p| p.verdict.bound == webscope_lab::bottleneck::Bound::MachineCpu);
+            .all(|p| p.verdict.bound == webscope_bottleneck::Bound::MachineCpu);
     all.then(|| {
         Block::Warning(
             "Every run was bound by the machine's CPUs: work other than the server's and the generator's took them, so these figures measure this machine's neighbours as much as the server. Rerun on a quieter machine (webscope monitor shows who else runs), or compare two servers with lab --experiment ab, whose interleaved rounds cancel a drift of the machine.".into(),
@@ -321,7 +321,7 @@ mod tests {
     use super::*;
 
     use super::super::point::test_sweep;
-    use webscope_lab::bottleneck::{judge, Evidence};
+    use webscope_bottleneck::{judge, Evidence};
 
     /// The quick lab of #27 on 2 CPUs, a connection per request: throughput peaks at 5
     /// clients and falls 43 %; the runs at 10 and 20 clients are bound by the ports their own
@@ -484,13 +484,13 @@ mod tests {
     fn runs_all_bound_by_the_machine_say_to_rerun_elsewhere() {
         let mut pts = test_sweep(&[(1.0, 1000.0), (5.0, 3000.0)], 0.3, Some(0.5));
         for p in &mut pts {
-            p.verdict.bound = webscope_lab::bottleneck::Bound::MachineCpu;
+            p.verdict.bound = webscope_bottleneck::Bound::MachineCpu;
         }
         let Some(Block::Warning(w)) = machine_bound(&pts) else {
             panic!("no warning");
         };
         assert!(w.contains("Rerun on a quieter machine"), "{w}");
-        pts[1].verdict.bound = webscope_lab::bottleneck::Bound::ServerCpu;
+        pts[1].verdict.bound = webscope_bottleneck::Bound::ServerCpu;
         assert!(machine_bound(&pts).is_none());
     }
 }

@@ -45,13 +45,13 @@ pub fn clients(points: &[Point], sat: Option<&Saturation>) -> Vec<Comparison> {
         });
         // "keep one server busy" only where the knee's verdict is the server.
         let server_bound =
-            at.is_some_and(|p| p.verdict.bound == webscope_lab::bottleneck::Bound::ServerCpu);
+            at.is_some_and(|p| p.verdict.bound == webscope_bottleneck::Bound::ServerCpu);
         // A sweep that still grows at its largest load has no saturation point to set beside
         // the paper's, whatever bounds it there (#52: "saturates at 20" beside "still grows at
         // 20" on one page).
         let unsaturated = sat.shape == super::sweep::Shape::Grows;
         let latency_bound =
-            at.is_some_and(|p| p.verdict.bound == webscope_lab::bottleneck::Bound::Latency);
+            at.is_some_and(|p| p.verdict.bound == webscope_bottleneck::Bound::Latency);
         let reading = if unsaturated && latency_bound {
             format!(
                 "The paper saturates at {paper:.0} clients; ours still grows at {} clients, the largest load measured, where no resource is at its limit (its verdict: latency): more clients are needed to find our saturation point.",
@@ -121,8 +121,7 @@ pub fn clients(points: &[Point], sat: Option<&Saturation>) -> Vec<Comparison> {
 /// Why our TIME_WAIT falls as it does from A/4 to A*4, from the runs' verdicts: the port
 /// range's plateau only where the A/4 run is bound by the ports, else the connection rate.
 fn falls_less(ours: f64, paper: f64, small: Option<&Point>, large: Option<&Point>) -> String {
-    let ports_bound =
-        small.is_some_and(|p| p.verdict.bound == webscope_lab::bottleneck::Bound::Ports);
+    let ports_bound = small.is_some_and(|p| p.verdict.bound == webscope_bottleneck::Bound::Ports);
     match (small, large) {
         _ if ours <= paper + 0.2 => "Both fall with the connection rate: every closed connection lingers 60 s, so TIME_WAIT follows connections per second, which larger files lower.".into(),
         _ if ports_bound => "Ours falls less: at A/4 the port's TIME_WAIT fills the ephemeral range (that run's verdict), so the count is set by the ports, not by the connection rate the paper's 10 Mbit/s wire set.".into(),
@@ -453,7 +452,7 @@ mod tests {
             Some(0.5),
         );
         for p in &mut pts {
-            p.verdict.bound = webscope_lab::bottleneck::Bound::MachineCpu;
+            p.verdict.bound = webscope_bottleneck::Bound::MachineCpu;
         }
         let sat = super::super::sweep::saturation(&pts).unwrap();
         assert_eq!(sat.shape, super::super::sweep::Shape::Grows);

@@ -136,7 +136,7 @@ pub fn json(points: &[Point], x: &str) -> Vec<SweepRun> {
 mod tests {
     use super::*;
     use crate::point::test_sweep;
-    use webscope_lab::os_figures::Lifetimes;
+    use webscope_bottleneck::os_figures::Lifetimes;
     use webscope_monitor::kernel::Latency;
 
     fn lives(count: u64, p50: f64, p99: f64, time_wait: u64) -> Option<Lifetimes> {

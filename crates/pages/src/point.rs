@@ -6,9 +6,9 @@ use std::path::Path;
 
 use super::queue_wait::QueueWait;
 use super::rendered::Rendered;
-use webscope_lab::bottleneck::evidence::{evidence, run_time_wait};
-use webscope_lab::bottleneck::{self, Verdict};
-use webscope_lab::os_figures::{lifetimes, server_machine, Lifetimes};
+use webscope_bottleneck::evidence::{evidence, run_time_wait};
+use webscope_bottleneck::os_figures::{lifetimes, server_machine, Lifetimes};
+use webscope_bottleneck::{self as bottleneck, Verdict};
 use webscope_record::health::{Expect, Health, Judge};
 use webscope_record::{read_json, ExperimentRecord, RunRecord};
 

@@ -10,7 +10,7 @@ use webscope_report::human::{plural, sig3};
 use webscope_report::svg::{Axis, BarChart};
 use webscope_report::Block;
 
-pub use webscope_lab::os_figures::{queue_wait as of, QueueWait};
+pub use webscope_bottleneck::os_figures::{queue_wait as of, QueueWait};
 use webscope_record::RunRecord;
 
 /// Why no run of `runs` has an accept-queue wait, said once: the lab did not ask for the

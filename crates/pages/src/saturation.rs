@@ -283,13 +283,13 @@ mod tests {
     #[test]
     fn the_knees_cause_is_its_runs_verdict() {
         let mut p = super::super::point::test_point(8.0, 3600.0, 0.5, Some(0.3));
-        p.verdict = webscope_lab::bottleneck::judge(&webscope_lab::bottleneck::Evidence {
+        p.verdict = webscope_bottleneck::judge(&webscope_bottleneck::Evidence {
             clients: 8.0,
             goodput_rps: 3600.0,
             generator_busy: 0.5,
             server_busy_cores: Some(0.3),
             server_cpus: Some(1.0),
-            server_host: Some(webscope_lab::bottleneck::CpuShares {
+            server_host: Some(webscope_bottleneck::CpuShares {
                 busy: 100.0,
                 user: 8.0,
                 system: 89.0,

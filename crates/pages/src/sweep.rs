@@ -6,7 +6,7 @@
 //! knee).
 
 use super::point::{valid, Point};
-use webscope_lab::bottleneck::{Bound, MORE_CLIENTS};
+use webscope_bottleneck::{Bound, MORE_CLIENTS};
 use webscope_report::human::{plural, sig3};
 
 /// A number of clients with its noun: `1 client`, `64 clients`.

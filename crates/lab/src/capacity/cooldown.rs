@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use webscope_monitor::tcp::{SockDiag, TcpState};
 
-use crate::bottleneck::PORTS_LIMIT;
+use webscope_bottleneck::PORTS_LIMIT;
 
 /// The cool-down's longest wait for the port's open connections to close.
 pub const SETTLE_MOST: Duration = Duration::from_secs(5);

@@ -325,7 +325,7 @@ mod tests {
             reason: String::new(),
             checks: Vec::new(),
             not_sent_share: None,
-            bound: crate::bottleneck::Bound::Latency,
+            bound: webscope_bottleneck::Bound::Latency,
             bound_reading: String::new(),
             warmup_s: 0.2,
             probe_s: 1.0,

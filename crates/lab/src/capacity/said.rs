@@ -7,10 +7,10 @@
 
 use webscope_load::thousands;
 
-use crate::bottleneck::Bound;
 use crate::capacity::search::Ending;
 use crate::objective::Outcome;
 use crate::step::Judged;
+use webscope_bottleneck::Bound;
 
 /// The sentence; `achieved` gives the goodput of the probe at an index of `probes`, when
 /// known (the lab's closing line has no points).

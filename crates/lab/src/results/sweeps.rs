@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bottleneck::Bound;
+use webscope_bottleneck::Bound;
 
 /// One run of a sweep (report.json's `runs`): the figures of the page's table, unrounded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,13 +6,13 @@
 //! explain (`law`).
 //!
 //! Not for: judging probes (`webscope_lab::objective`) nor the verdict on a run
-//! (`webscope_lab::bottleneck`), whose figures it quotes.
+//! (`webscope_bottleneck`), whose figures it quotes.
 
 use webscope_load::slo::{Condition, Metric, Slo, Verdict};
 use webscope_load::{format_us, Latency};
 
 use crate::point::Point;
-use webscope_lab::bottleneck::Refused;
+use webscope_bottleneck::Refused;
 use webscope_lab::objective::Outcome;
 use webscope_lab::step::Judged;
 

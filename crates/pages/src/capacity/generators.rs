@@ -9,7 +9,7 @@
 //! Not for: running several generators (that is `webscope load --segment` and `merge`).
 
 use crate::point::Point;
-use webscope_lab::bottleneck::CPU_LIMIT;
+use webscope_bottleneck::CPU_LIMIT;
 pub use webscope_lab::capacity::said::said_of;
 use webscope_lab::capacity::search::Ending;
 use webscope_lab::objective::Outcome;
@@ -84,7 +84,7 @@ pub fn said(ending: &Ending, points: &[Point], probes: &[Judged]) -> String {
 mod tests {
     use super::*;
     use crate::point::test_point;
-    use webscope_lab::bottleneck::Bound;
+    use webscope_bottleneck::Bound;
 
     fn judged(rate: f64, outcome: &str) -> Judged {
         // As probe.json says it, outcome and all.

@@ -146,7 +146,7 @@ fn machine_warning(probes: &[Judged]) -> Option<Block> {
         .collect();
     let machine = failed
         .iter()
-        .filter(|j| j.bound == webscope_lab::bottleneck::Bound::MachineCpu)
+        .filter(|j| j.bound == webscope_bottleneck::Bound::MachineCpu)
         .count();
     (machine > 0).then(|| {
         Block::Warning(format!(
@@ -332,7 +332,7 @@ fn cooldown_sentence(probes: &[Judged]) -> String {
     let unsettled = probes.iter().filter(|j| !j.cooldown.settled).count();
     format!(
         "Cool-down after each probe: the port's open connections (every state but LISTEN and TIME_WAIT) were waited for until back to their count before the probe (at most 5 s), TIME_WAIT only while the clients' TIME_WAIT sockets (each holds an ephemeral port; the server's hold none) and the next probe's connections, where known, would pass {:.0} % of the ephemeral port range (at most 30 s: it lasts a minute and holds no server work), then 0.1 s more. Mean wait {mean:.2} s, longest {longest:.2} s; {unsettled} of {} probes did not settle in time.",
-        100.0 * webscope_lab::bottleneck::PORTS_LIMIT,
+        100.0 * webscope_bottleneck::PORTS_LIMIT,
         probes.len()
     )
 }

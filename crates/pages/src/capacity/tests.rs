@@ -119,9 +119,9 @@ fn recorded_by(dir: &Path, limit: Limit, rule: Option<Rule>) -> ExperimentRecord
             ],
             not_sent_share: Some(0.0),
             bound: if refused > 0 {
-                webscope_lab::bottleneck::Bound::Refused
+                webscope_bottleneck::Bound::Refused
             } else {
-                webscope_lab::bottleneck::Bound::ServerCpu
+                webscope_bottleneck::Bound::ServerCpu
             },
             bound_reading: String::new(),
             warmup_s: 0.2,
@@ -259,7 +259,7 @@ fn a_503_limited_servers_page_says_it_refuses_load() {
     for p in failing {
         assert_eq!(
             p.verdict.bound,
-            webscope_lab::bottleneck::Bound::Refused,
+            webscope_bottleneck::Bound::Refused,
             "{}",
             p.verdict.reading
         );

@@ -1,12 +1,12 @@
 //! Figures read out of a run's record: the CPU shares of a machine, a run's accept-queue
 //! wait and connection lifetimes (the kernel module), and which machine is the server's (a remote one scraped through
 //! node_exporter, else this one). Not for judging them: that is the evidence's and
-//! [`crate::bottleneck`]'s work.
+//! this crate's work.
 
 use webscope_monitor::kernel::Latency;
 use webscope_monitor::Summary;
 
-use crate::bottleneck::CpuShares;
+use crate::CpuShares;
 use webscope_record::{RunRecord, Sampled};
 
 /// CPU shares of a monitor summary's "all" row.

@@ -18,7 +18,13 @@
 //! thresholds are constants here, so a verdict can always be traced to the number and the
 //! limit it was compared with.
 //! The rules are in `rules.rs`, one function each; the tests, one or more per rule, in
-//! `tests.rs`.
+//! `tests.rs`. The machine's figures they read from a run's record ([`os_figures`]: CPU
+//! shares, the server's host, queue waits, connection lifetimes) are the pages' too.
+//!
+//! Not for: running anything (the lab measures, and stores each run's verdict) nor drawing
+//! it (`webscope-pages`). Out of the lab (#47) so that the pages and the lab read one judge.
+
+#![deny(missing_docs)]
 
 use serde::{Deserialize, Serialize};
 
@@ -346,12 +352,13 @@ pub fn judge(e: &Evidence) -> Verdict {
 }
 
 pub mod evidence;
+pub mod os_figures;
 mod rules;
 #[cfg(test)]
 mod tests;
 
 /// A [`Bound`] kept as its label ("machine CPU"), as probe.json and step.json always kept it:
-/// `#[serde(with = "crate::bottleneck::as_label")]`.
+/// `#[serde(with = "crate::as_label")]`.
 pub mod as_label {
     use serde::{Deserialize, Deserializer, Serializer};
 

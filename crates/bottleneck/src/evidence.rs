@@ -1,12 +1,12 @@
-//! The evidence a run's verdict is drawn from: what [`crate::bottleneck::judge`] weighs
+//! The evidence a run's verdict is drawn from: what [`crate::judge`] weighs
 //! (the server's and the generator's CPUs, the machines, disks, links, ports), gathered from
 //! the run's record. Not for the verdict itself, nor for the figures a page shows (a
 //! point's).
 
 use webscope_monitor::{Stat, Summary};
 
-use crate::bottleneck::{own_time_wait, Evidence, Refused, ACTIVE_THREAD};
 use crate::os_figures::{cpu_shares, server_host};
+use crate::{own_time_wait, Evidence, Refused, ACTIVE_THREAD};
 use webscope_record::health::Health;
 use webscope_record::RunRecord;
 
@@ -163,7 +163,7 @@ fn port_time_wait(os: Option<&Summary>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bottleneck::{judge, Bound};
+    use crate::{judge, Bound};
     use webscope_record::health::Expect;
 
     /// An open-loop run's record: `rate` asked for 2 s, 160 answered, `not_sent` never sent,

@@ -391,7 +391,7 @@ fn refusals_bind_only_when_they_are_most_of_the_errors_and_past_their_limit() {
 fn a_bound_is_kept_as_its_label() {
     #[derive(serde::Serialize, serde::Deserialize)]
     struct Kept {
-        #[serde(with = "crate::bottleneck::as_label")]
+        #[serde(with = "crate::as_label")]
         bound: Bound,
     }
     for b in Bound::ALL {
