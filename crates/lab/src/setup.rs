@@ -360,9 +360,9 @@ pub fn warm_page_cache(target: &Target, fileset: &Path) -> String {
     let available = memory_available().unwrap_or(0);
     if manifest.total_bytes.saturating_mul(2) > available {
         return format!(
-            "The file set ({} MB) was not read ahead: it is larger than half the memory available ({} MB), so the runs read part of it from disk, as a server of such a set does.",
-            manifest.total_bytes >> 20,
-            available >> 20
+            "The file set ({}) was not read ahead: it is larger than half the memory available ({}), so the runs read part of it from disk, as a server of such a set does.",
+            webscope_report::human::bytes(manifest.total_bytes as f64),
+            webscope_report::human::bytes(available as f64)
         );
     }
     let began = std::time::Instant::now();
@@ -383,8 +383,8 @@ pub fn warm_page_cache(target: &Target, fileset: &Path) -> String {
         }
     }
     format!(
-        "The file set was read once before the runs ({} MB in {:.1} s), so that they find it in the page cache, as the papers' warm runs did.",
-        read >> 20,
+        "The file set was read once before the runs ({} in {:.1} s), so that they find it in the page cache, as the papers' warm runs did.",
+        webscope_report::human::bytes(read as f64),
         began.elapsed().as_secs_f64()
     )
 }

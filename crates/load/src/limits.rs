@@ -29,6 +29,8 @@
 
 use std::time::Duration;
 
+use webscope_report::human::bytes;
+
 use crate::config::{Config, Pacing};
 use crate::Error;
 
@@ -236,10 +238,10 @@ impl Config {
         let needed = (sockets as u64).saturating_mul(CONNECTION_BYTES);
         if let Some(available) = memory_available().filter(|&a| needed > a) {
             return Err(Error::Config(format!(
-                "{what}: {sockets} connections here, whose buffers need {} MiB ({} KiB each), but the machine has {} MiB available: give fewer",
-                needed >> 20,
-                CONNECTION_BYTES >> 10,
-                available >> 20
+                "{what}: {sockets} connections here, whose buffers need {} ({} each), but the machine has {} available: give fewer",
+                bytes(needed as f64),
+                bytes(CONNECTION_BYTES as f64),
+                bytes(available as f64)
             )));
         }
         Ok(())

@@ -1,6 +1,8 @@
 //! The compact live line: the figures a performance engineer glances at while a run goes on.
 //!
-//! `  12.3s cpu 45% (us 20 sy 18 si 7) ctx 12k/s | mem 20.1G free | lo 310M/s | tw 1.4k | :8080 est 50 tw 1.4k q 0/128 | 4242 98% run 95 wait 3`
+//! `  12.3s cpu 45% (us 20 sy 18 si 7) ctx 12k/s | mem 20.1 GiB avail | lo 310.2 MiB/s | tw 1.4k | :8080 est 50 tw 1.4k q 0/128 | 4242 98% run 95 wait 3`
+
+use webscope_report::human::bytes;
 
 use crate::Monitor;
 
@@ -39,8 +41,8 @@ impl Monitor {
             short(v("system", "all", "ctxt_per_s")),
         )];
         parts.push(format!(
-            "mem {}B avail",
-            short(v("memory", "all", "available_mib") * 1024.0 * 1024.0)
+            "mem {} avail",
+            bytes(v("memory", "all", "available_mib") * 1024.0 * 1024.0)
         ));
         // The busiest interface.
         if let Some(net) = self.latest().find(|g| g.group.name == "net") {
@@ -50,9 +52,9 @@ impl Monitor {
             });
             if let Some(row) = busiest {
                 parts.push(format!(
-                    "{} {}B/s",
+                    "{} {}/s",
                     row.key[0],
-                    short((row.values[0] + row.values[1]) * 1024.0)
+                    bytes((row.values[0] + row.values[1]) * 1024.0)
                 ));
             }
         }

@@ -3,10 +3,16 @@
 
 use std::fmt::Write;
 
+use webscope_report::human::bytes;
+
 use crate::live::short;
 use crate::profile::Category;
 use crate::tcp::TcpState;
 use crate::Summary;
+
+/// The sources count memory in MiB and rates in KiB/s; sizes are printed in bytes' one rule.
+const KIB: f64 = 1024.0;
+const MIB: f64 = 1024.0 * 1024.0;
 
 /// `v` with `decimals` decimals, or "-" when there is no figure (never "NaN"), as
 /// [`short`] says it.
@@ -85,8 +91,8 @@ impl Summary {
         );
         let _ = writeln!(
             out,
-            "  memory   {} GiB available, {} page faults/s ({} major), swap in/out {}/{} pages/s",
-            fixed(m("memory", "all", "available_mib") / 1024.0, 1),
+            "  memory   {} available, {} page faults/s ({} major), swap in/out {}/{} pages/s",
+            bytes(m("memory", "all", "available_mib") * MIB),
             short(m("memory", "all", "pgfault_per_s")),
             short(m("memory", "all", "pgmajfault_per_s")),
             short(m("memory", "all", "pswpin_per_s")),
@@ -95,12 +101,12 @@ impl Summary {
         for disk in self.rows_of("disk") {
             let _ = writeln!(
                 out,
-                "  disk     {disk}: {}% busy ({}% max), {} reads/s, {} writes/s, {}B/s written, {}",
+                "  disk     {disk}: {}% busy ({}% max), {} reads/s, {} writes/s, {}/s written, {}",
                 fixed(m("disk", disk, "util_pct"), 1),
                 fixed(self.max_or_nan("disk", disk, "util_pct"), 0),
                 short(m("disk", disk, "reads_per_s")),
                 short(m("disk", disk, "writes_per_s")),
-                short(m("disk", disk, "write_kib_per_s") * 1024.0),
+                bytes(m("disk", disk, "write_kib_per_s") * KIB),
                 self.per_io(disk),
             );
         }
@@ -110,9 +116,9 @@ impl Summary {
             if rx + tx > 0.0 {
                 let _ = writeln!(
                     out,
-                    "  net      {iface}: rx {}B/s, tx {}B/s, {} drops/s",
-                    short(rx * 1024.0),
-                    short(tx * 1024.0),
+                    "  net      {iface}: rx {}/s, tx {}/s, {} drops/s",
+                    bytes(rx * KIB),
+                    bytes(tx * KIB),
                     short(m("net", iface, "rx_drop_per_s") + m("net", iface, "tx_drop_per_s")),
                 );
             }
@@ -140,11 +146,11 @@ impl Summary {
             let pid = row.split('/').next().unwrap_or(row);
             let _ = writeln!(
                 out,
-                "  pid {row}: cpu {}% of a core (run {}%, waiting for a CPU {}%), RSS {} MiB, {} fds, {} threads, {} involuntary switches/s",
+                "  pid {row}: cpu {}% of a core (run {}%, waiting for a CPU {}%), RSS {}, {} fds, {} threads, {} involuntary switches/s",
                 fixed(m("process", row, "cpu_pct"), 1),
                 fixed(m("process", row, "run_pct"), 1),
                 fixed(m("process", row, "wait_pct"), 1),
-                fixed(m("process", row, "rss_mib"), 0),
+                bytes(m("process", row, "rss_mib") * MIB),
                 short(self.stat("process", row, "fds").map_or(f64::NAN, |s| s.last)),
                 short(self.stat("process", row, "threads").map_or(f64::NAN, |s| s.last)),
                 short(m("process", row, "invol_cs_per_s")),
@@ -337,7 +343,7 @@ mod tests {
             text.contains("sr0: -% busy (-% max), 0 reads/s, 0 writes/s"),
             "{text}"
         );
-        assert!(text.contains("B/s written, no I/O\n"), "{text}");
+        assert!(text.contains("-/s written, no I/O\n"), "{text}");
         assert!(
             text.contains("vda:") && text.contains("0.25 ms per I/O"),
             "{text}"

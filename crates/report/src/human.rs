@@ -1,6 +1,6 @@
 //! Figures as people read them in a sentence or a table cell: three significant figures,
 //! thousands set apart, nouns that agree with their count, durations in their two largest
-//! units. Every page and terminal summary that prints a measured number goes through here, so
+//! units, byte sizes in binary units. Every page and terminal summary that prints a measured number goes through here, so
 //! that "334.4040687947534 req/s", "8.695652 %", "1 lines" and "3days 11h 1m" cannot come back
 //! one call site at a time.
 //!
@@ -176,6 +176,41 @@ pub fn duration(seconds: f64) -> String {
     }
 }
 
+/// A number of bytes in binary units, as the file sets are sized and as the kernel counts
+/// memory: `512 B`, `1.5 KiB`, `21.8 MiB`, `3.2 GiB`. The one rule for a size or an amount
+/// of bytes on every page and terminal line (a rate appends `/s`: `1.2 MiB/s`).
+///
+/// Below 1 KiB in whole bytes; from there in the largest unit it reaches, to one decimal, and
+/// whole when the amount is a whole number of that unit (`16 MiB`, `64 KiB`: a bound or a
+/// file size given as such reads back as it was written). A figure that rounds up to 1 024
+/// of a unit is written in the next one (`1.0 MiB`, not `1024.0 KiB`). Not finite: `-`.
+///
+/// Written here rather than with a crate (humansize, bytesize): it is a few lines, and a crate
+/// would bring a second rule for decimals beside this module's.
+pub fn bytes(amount: f64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if !amount.is_finite() {
+        return "-".into();
+    }
+    let sign = if amount < 0.0 { "-" } else { "" };
+    let mut value = amount.abs();
+    if value.round() < 1024.0 {
+        return format!("{sign}{} B", value.round());
+    }
+    let mut unit = 0;
+    value /= 1024.0;
+    // Rounded to one decimal before the unit is chosen, so 1023.96 KiB is 1.0 MiB.
+    while (value * 10.0).round() >= 10_240.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{sign}{value} {}", UNITS[unit])
+    } else {
+        format!("{sign}{value:.1} {}", UNITS[unit])
+    }
+}
+
 /// Digits with a space before each group of three from the right: `1234567` → `1 234 567`.
 fn group(digits: &str) -> String {
     let n = digits.len();
@@ -289,5 +324,26 @@ mod tests {
         assert_eq!(pct_brief(0.9949), "99 %");
         assert_eq!(pct_brief(0.0), "0.0 %");
         assert_eq!(pct_brief(f64::NAN), "-");
+    }
+
+    #[test]
+    fn bytes_in_binary_units_to_one_decimal_whole_when_exact() {
+        assert_eq!(bytes(0.0), "0 B");
+        assert_eq!(bytes(512.0), "512 B");
+        assert_eq!(bytes(1023.4), "1023 B");
+        assert_eq!(bytes(1023.6), "1.0 KiB");
+        assert_eq!(bytes(1024.0), "1 KiB");
+        assert_eq!(bytes(1536.0), "1.5 KiB");
+        assert_eq!(bytes(22_858_752.0), "21.8 MiB");
+        assert_eq!(bytes((16u64 << 20) as f64), "16 MiB");
+        assert_eq!(bytes((64u64 << 10) as f64), "64 KiB");
+        assert_eq!(bytes(3.2 * (1u64 << 30) as f64), "3.2 GiB");
+        // Rounding that reaches 1 024 of a unit is written in the next.
+        assert_eq!(bytes(1023.96 * 1024.0), "1.0 MiB");
+        assert_eq!(bytes(1023.9 * 1024.0), "1023.9 KiB");
+        assert_eq!(bytes((1u64 << 40) as f64), "1 TiB");
+        assert_eq!(bytes(-1536.0), "-1.5 KiB");
+        assert_eq!(bytes(f64::NAN), "-");
+        assert_eq!(bytes(f64::INFINITY), "-");
     }
 }

@@ -54,6 +54,6 @@ pub use error::Error;
 pub use manifest::{Class, File, Manifest, FORMAT, MANIFEST, MARKER, MAX_FILES};
 pub use mix::Mix;
 pub use rng::Rng;
-pub use size::{format_size, parse_size};
+pub use size::parse_size;
 pub use spec::Spec;
 pub use write::{content, write, write_with, WriteOptions};

@@ -1,4 +1,5 @@
-//! Byte sizes as people type them (`1024`, `1k`, `1.5MiB`) and as they read them.
+//! Byte sizes as people type them (`1024`, `1k`, `1.5MiB`); they read them as
+//! `webscope_report::human::bytes` prints them, in the same binary units.
 //!
 //! One kilobyte is 1024 bytes here, as in the papers' tables ("KBytes", SPECweb96's 1 KB
 //! class boundary at 1024): `k`, `kb` and `kib` all mean 1024.
@@ -43,22 +44,6 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
-/// Formats a byte count for people: `512 B`, `1.0 KiB`, `21.8 MiB`.
-pub fn format_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,10 +68,12 @@ mod tests {
         assert!(parse_size("1e30").is_err());
     }
 
+    /// What people read (`webscope_report::human::bytes`, the one rule for sizes) reads back.
     #[test]
-    fn formats_for_people() {
-        assert_eq!(format_size(512), "512 B");
-        assert_eq!(format_size(1024), "1.0 KiB");
-        assert_eq!(format_size(22_858_752), "21.8 MiB");
+    fn the_printed_size_reads_back() {
+        for size in [512u64, 1024, 1536, 16 << 20, 3 << 30] {
+            let printed = webscope_report::human::bytes(size as f64);
+            assert_eq!(parse_size(&printed), Ok(size), "{printed}");
+        }
     }
 }

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::content::fill;
 use crate::manifest::{Manifest, BESIDE, MANIFEST, MARKER};
 use crate::rng::Rng;
-use crate::size::format_size;
 use crate::Error;
+use webscope_report::human::bytes;
 
 /// How to write a set.
 #[derive(Debug, Clone, Default)]
@@ -197,8 +197,8 @@ fn check_space(dir: &Path, manifest: &Manifest) -> Result<(), Error> {
     if needed > available {
         return Err(Error::NoSpace {
             path: dir.to_path_buf(),
-            needed: format_size(needed),
-            available: format_size(available),
+            needed: bytes(needed as f64),
+            available: bytes(available as f64),
         });
     }
     Ok(())

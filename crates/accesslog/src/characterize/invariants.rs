@@ -15,8 +15,6 @@
 
 use std::collections::BTreeMap;
 
-use webscope_workload::format_size;
-
 use super::{Characterization, DocType, Hosts, InterReference, TailFit};
 
 /// Where the invariants and their bounds were read.
@@ -151,7 +149,7 @@ impl Unit {
     fn show(self, x: f64) -> String {
         match self {
             Unit::Share => format!("{:.1} %", 100.0 * x),
-            Unit::Bytes => format_size(x.max(0.0).round() as u64),
+            Unit::Bytes => webscope_report::human::bytes(x.max(0.0).round()),
             Unit::Number => format!("{x:.2}"),
         }
     }

@@ -101,7 +101,7 @@ fn a_log_built_to_break_each_row_differs_by_how_much() {
         (
             "Mean transfer size",
             |f| f.mean_transfer = 31.0 * 1024.0,
-            "10.0 KiB above 21.0 KiB",
+            "10 KiB above 21 KiB",
         ),
         (
             "Distinct requests",

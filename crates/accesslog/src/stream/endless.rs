@@ -34,10 +34,7 @@ pub(crate) struct NoLineEnd {
 
 impl std::fmt::Display for NoLineEnd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let size = match self.limit {
-            l if l >= 1 << 30 => format!("{} GiB", l >> 30),
-            l => format!("{} MiB", l >> 20),
-        };
+        let size = webscope_report::human::bytes(self.limit as f64);
         match self.first {
             true => write!(
                 f,

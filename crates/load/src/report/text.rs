@@ -154,10 +154,10 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "  {} requests in {:.2}s, {:.1} MB read, {} connect{}",
+            "  {} requests in {:.2}s, {} read, {} connect{}",
             self.total.requests,
             self.duration_s,
-            self.total.bytes as f64 / 1e6,
+            webscope_report::human::bytes(self.total.bytes as f64),
             self.total.run.connects,
             if self.total.run.connects == 1 {
                 ""

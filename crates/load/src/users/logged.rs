@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use webscope_accesslog::{
     session_scripts, Format, ReadOptions, ReadSummary, ScriptRequest, Scripts,
 };
-use webscope_report::human::plural;
+use webscope_report::human::{bytes, plural};
 
 use super::{Logged, Request, Session, View};
 use crate::replay::ReplayRequest;
@@ -108,14 +108,14 @@ fn left_out(
     }
     if scripts.budget_cut {
         let mut why = format!(
-            "the sample was made smaller to keep its scripts within {} MiB",
-            scripts.budget >> 20
+            "the sample was made smaller to keep its scripts within {}",
+            bytes(scripts.budget as f64)
         );
         if scripts.cut_for_bytes > 0 {
             why += &format!(
-                " ({} cut at {} KiB each)",
+                " ({} cut at {} each)",
                 plural(scripts.cut_for_bytes, "session"),
-                (scripts.budget / 16) >> 10
+                bytes((scripts.budget / 16) as f64)
             );
         }
         notes.push(why);

@@ -165,7 +165,7 @@ impl ServiceTime {
                     "{} ({:.1} % of the search's requests, {} on average; {} at the median, {} at least at {})",
                     c.name,
                     100.0 * c.share,
-                    webscope_workload::format_size(c.mean_bytes as u64),
+                    webscope_report::human::bytes(c.mean_bytes),
                     format_us(c.p50_us),
                     format_us(c.at_quantile_us),
                     self.quantile
@@ -443,7 +443,7 @@ mod tests {
         let said = s.sentence();
         for words in [
             "At 100 req/s, the first rate that failed, p99<=5ms failed on the largest responses' own time",
-            "over-1MB (2.0 % of the search's requests, 12.0 MiB on average; 60.00ms at the median",
+            "over-1MB (2.0 % of the search's requests, 12 MiB on average; 60.00ms at the median",
             "at least 2.0 % of the requests exceed 5.00ms by their own time, as many as or more than the 1 % a p99 allows",
             "p99[0-1KB]<=5ms,p99[1-10KB]<=5ms for the others (p99 0-1KB 9.00ms, 1-10KB 9.00ms here)",
             "its own limit for over-1MB (its p99 was 600.00ms at this rate)",

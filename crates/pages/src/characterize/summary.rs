@@ -8,13 +8,12 @@ use webscope_accesslog::characterize::{
 };
 use webscope_accesslog::printable;
 use webscope_report::human::{count, plural, rate, sig3};
-use webscope_workload::format_size;
 
 pub use webscope_report::human::pct;
 
-/// A size in bytes, as `fileset` prints them.
+/// A size in bytes (`webscope_report::human::bytes`, as `fileset` prints them).
 pub fn size(bytes: f64) -> String {
-    format_size(bytes.max(0.0).round() as u64)
+    webscope_report::human::bytes(bytes.max(0.0).round())
 }
 
 /// A Unix second as an HTTP date (UTC).

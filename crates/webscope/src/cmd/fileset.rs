@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use webscope_report::human::{self, plural};
-use webscope_workload::{format_size, parse_size, Manifest, Spec, WriteOptions};
+use webscope_workload::{parse_size, Manifest, Spec, WriteOptions};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -263,10 +263,10 @@ fn print_request_sizes(observed: &[webscope_workload::like::Observed], manifest:
     };
     println!(
         "  requests' sizes: median {}, {} under {}; the log's: median {}, {} (its documents' sizes weighted by their 200, 206 and 304 requests)",
-        format_size(set.median),
+        human::bytes(set.median as f64),
         human::pct(set.under),
-        format_size(UNDER),
-        format_size(log.median),
+        human::bytes(UNDER as f64),
+        human::bytes(log.median as f64),
         human::pct(log.under)
     );
 }
@@ -390,7 +390,7 @@ fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {
     println!(
         "webscope fileset: {verb} {}, {} to {} ({}; seed {}{})",
         plural(manifest.files.len() as u64, "file"),
-        format_size(manifest.total_bytes),
+        human::bytes(manifest.total_bytes as f64),
         out.display(),
         manifest.description,
         manifest.seed,
@@ -402,7 +402,7 @@ fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {
     );
     println!(
         "  mean response {} (access-weighted)",
-        format_size(manifest.mean_response_bytes.round() as u64)
+        human::bytes(manifest.mean_response_bytes.round())
     );
     println!(
         "  {:<12} {:>8} {:>12} {:>10}",
@@ -413,7 +413,7 @@ fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {
             "  {:<12} {:>8} {:>12} {:>10}",
             class.name,
             human::count(class.files),
-            format_size(class.bytes),
+            human::bytes(class.bytes as f64),
             human::pct(class.probability)
         );
     }

@@ -172,8 +172,8 @@ fn text_of(source: &str) -> anyhow::Result<(String, String)> {
     }
     let too_big = || {
         anyhow::anyhow!(
-            "--config {source} is larger than a config may be ({} MiB): is it the right file?",
-            MAX_CONFIG >> 20
+            "--config {source} is larger than a config may be ({}): is it the right file?",
+            webscope_report::human::bytes(MAX_CONFIG as f64)
         )
     };
     if meta.len() > MAX_CONFIG {
