@@ -128,9 +128,9 @@ fn whole_monitor(port: u16, seconds: u64) {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The workspace's one median (`webscope_model::stats`); NaN for no reading.
+fn median(v: Vec<f64>) -> f64 {
+    webscope_model::stats::median(&v).unwrap_or(f64::NAN)
 }
 
 fn main() {

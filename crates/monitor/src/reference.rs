@@ -24,6 +24,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use webscope_model::stats::Sorted;
 
 /// Words in the buffer the loop reads at random: 16 MiB of `u32`.
 const WORDS: usize = 4 << 20;
@@ -115,9 +116,11 @@ pub struct Speed {
     pub samples: usize,
     /// Their mean, ms of the loop's thread CPU time.
     pub mean_ms: f64,
-    /// Their median.
+    /// Their median (`webscope_model::stats::median`: the mean of the two middle readings
+    /// for an even count).
     pub median_ms: f64,
-    /// The 10th percentile (nearest rank): the machine near its fastest.
+    /// The 10th percentile (`webscope_model::stats`' nearest rank, a reading as read): the
+    /// machine near its fastest.
     pub p10_ms: f64,
     /// The 90th percentile (nearest rank).
     pub p90_ms: f64,
@@ -126,20 +129,15 @@ pub struct Speed {
 impl Speed {
     /// None for no readings.
     pub fn of(readings: &[f64]) -> Option<Speed> {
-        let mut sorted: Vec<f64> = readings.iter().copied().filter(|r| r.is_finite()).collect();
-        if sorted.is_empty() {
-            return None;
-        }
-        sorted.sort_by(f64::total_cmp);
-        // Nearest rank: a figure that was read, not one between two readings.
-        let at =
-            |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+        // The workspace's one rule for medians and quantiles (finite readings only).
+        let sorted = Sorted::new(readings.iter().copied());
+        let values = sorted.as_slice();
         Some(Speed {
             samples: sorted.len(),
-            mean_ms: sorted.iter().sum::<f64>() / sorted.len() as f64,
-            median_ms: at(0.5),
-            p10_ms: at(0.1),
-            p90_ms: at(0.9),
+            mean_ms: values.iter().sum::<f64>() / values.len() as f64,
+            median_ms: sorted.median()?,
+            p10_ms: sorted.quantile(0.1)?,
+            p90_ms: sorted.quantile(0.9)?,
         })
     }
 
@@ -183,7 +181,11 @@ mod tests {
         let readings = [20.0, 18.0, 30.0, 19.0, 22.0, 21.0, 17.0, 25.0, 23.0, 24.0];
         let s = Speed::of(&readings).unwrap();
         assert_eq!(s.samples, 10);
-        assert_eq!((s.p10_ms, s.median_ms, s.p90_ms), (17.0, 21.0, 25.0));
+        // Ten readings: the median is the mean of the two middle ones (21 and 22).
+        assert_eq!((s.p10_ms, s.median_ms, s.p90_ms), (17.0, 21.5, 25.0));
+        // Nine (without 24): the middle one, and p90 at rank ⌈8.1⌉ = 9, the largest.
+        let odd = Speed::of(&readings[..9]).unwrap();
+        assert_eq!((odd.p10_ms, odd.median_ms, odd.p90_ms), (17.0, 21.0, 30.0));
         assert!((s.mean_ms - 21.9).abs() < 1e-9);
         assert_eq!(Speed::of(&[]), None);
         assert_eq!(Speed::of(&[f64::NAN]), None);

@@ -375,8 +375,8 @@ impl Spread {
         Spread {
             mean: sum / n as f64,
             median,
-            // Nearest rank, as `webscope_model::stats::quantile` reads a sorted list.
-            p90: by_rank(((0.9 * n as f64).ceil() as u64).max(1)),
+            // Nearest rank, the rank `webscope_model::stats::quantile` reads a sorted list at.
+            p90: webscope_model::stats::nearest_rank(0.9, n).map_or(0, by_rank),
             max: counts.keys().next_back().copied().unwrap_or(0),
         }
     }

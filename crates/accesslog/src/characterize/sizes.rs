@@ -64,7 +64,8 @@ impl Sample<'_> {
         self.rest.last().map_or(0.0, |r| r.0)
     }
 
-    /// The median (the mean of the two middle values for an even count).
+    /// The median as `webscope_model::stats::median` defines it (the mean of the two middle
+    /// values for an even count), read by rank from the kept values and the bins.
     fn median(&self) -> f64 {
         let n = self.n;
         match n {

@@ -11,6 +11,7 @@
 //! Not for: a figure of capacity (the objective decides that), nor judging a probe.
 
 use webscope_load::thousands;
+use webscope_model::stats::Sorted;
 
 use super::Point;
 use webscope_lab::objective::Outcome;
@@ -88,15 +89,16 @@ impl Peak {
         }
         let numbers = probes.iter().map(|(n, _)| *n);
         let (first, last) = (numbers.clone().min()?, numbers.max()?);
-        let mut carried: Vec<f64> = probes.into_iter().map(|(_, rps)| rps).collect();
-        carried.sort_by(f64::total_cmp);
-        let n = carried.len();
-        // The lower middle for an even count: a figure a probe measured.
+        let n = probes.len();
+        // The workspace's one rule for a median (the mean of the two middle ones for an
+        // even count), as everywhere else the pages say "median".
+        let carried = Sorted::new(probes.into_iter().map(|(_, rps)| rps));
+        let values = carried.as_slice();
         Some(Peak {
             probes: n,
-            low_rps: carried[0],
-            median_rps: carried[(n - 1) / 2],
-            high_rps: carried[n - 1],
+            low_rps: *values.first()?,
+            median_rps: carried.median()?,
+            high_rps: *values.last()?,
             first,
             last,
         })

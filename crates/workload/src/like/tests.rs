@@ -180,6 +180,23 @@ fn a_url_answers_what_most_of_its_requests_got() {
     assert_eq!(planned.counts.sizeless, 1);
 }
 
+/// A target never answered with a size gets the median of the sized ones, by the workspace's
+/// one median (`webscope_model::stats::median`): of an even count, the mean of the two middle
+/// sizes (it took the upper one).
+#[test]
+fn a_sizeless_target_gets_the_median_size_of_an_even_count_as_the_mean_of_the_middle_two() {
+    let sizeless = Observed {
+        size: None,
+        partial: 0,
+        ..seen("/c.png", 0, 1)
+    };
+    let observed = [seen("/a.html", 100, 3), seen("/b.txt", 50, 2), sizeless];
+    let planned = plan(&observed, &keep(), 1).unwrap();
+    assert_eq!(paths(&planned.manifest), ["a.html", "b.txt", "c.png"]);
+    assert_eq!(planned.manifest.files[2].size, 75);
+    assert_eq!(planned.counts.sizeless, 1);
+}
+
 #[test]
 fn paths_no_file_can_have_or_the_sets_own_names_get_rank_names() {
     let long_part = format!("/{}.html", "a".repeat(300));

@@ -199,11 +199,17 @@ pub(crate) fn resources(
     (out, statuses, counts)
 }
 
-/// The median largest-200 size of the targets that have one (1 byte when none has).
+/// The median largest-200 size of the targets that have one (`webscope_model::stats::median`,
+/// rounded to a byte; 1 byte when none has).
 fn median_size(observed: &[Observed]) -> u64 {
-    let mut sizes: Vec<u64> = observed.iter().filter_map(|o| o.size).collect();
-    sizes.sort_unstable();
-    sizes.get(sizes.len() / 2).copied().unwrap_or(1).max(1)
+    let sizes: Vec<f64> = observed
+        .iter()
+        .filter_map(|o| o.size)
+        .map(|s| s as f64)
+        .collect();
+    webscope_model::stats::median(&sizes)
+        .map_or(1, |m| m.round() as u64)
+        .max(1)
 }
 
 /// Where each resource lies (by rank), and the map that makes every target answer.
