@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 use serde::{Deserialize, Serialize};
+use webscope_report::human::pct_brief;
 
 /// A CPU is "at its limit" from this share of its capacity (sampling and the last partial
 /// interval keep a saturated CPU a little under 100 %).
@@ -289,24 +290,12 @@ impl Refused {
         let mut said = format!(
             "{} on {} of requests",
             self.largest,
-            share_pct(self.largest_share)
+            pct_brief(self.largest_share)
         );
         if self.share > self.largest_share * 1.0001 {
-            said += &format!(" (refusals of every kind {})", share_pct(self.share));
+            said += &format!(" (refusals of every kind {})", pct_brief(self.share));
         }
         said
-    }
-}
-
-/// A share as a reading says it: "37 %", "1.5 %", "0.12 %".
-fn share_pct(share: f64) -> String {
-    let pct = 100.0 * share;
-    if pct >= 10.0 {
-        format!("{pct:.0} %")
-    } else if pct >= 1.0 {
-        format!("{pct:.1} %")
-    } else {
-        format!("{pct:.2} %")
     }
 }
 

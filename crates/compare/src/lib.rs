@@ -134,13 +134,14 @@ pub struct Comparison {
 /// and a change in it would be a change in something else than its name says.
 pub const MIN_BEYOND: u64 = 10;
 
-/// The percentile a latency metric names, and how people write it.
-fn percentile(name: &str) -> Option<(f64, &'static str)> {
+/// The percentile a latency metric (report.json's key) names; people read it by
+/// `webscope_load::slo::quantile_name` (`p999` is written `p99.9`).
+fn percentile(name: &str) -> Option<f64> {
     match name {
-        "p50" => Some((0.5, "p50")),
-        "p90" => Some((0.9, "p90")),
-        "p99" => Some((0.99, "p99")),
-        "p999" => Some((0.999, "p99.9")),
+        "p50" => Some(0.5),
+        "p90" => Some(0.9),
+        "p99" => Some(0.99),
+        "p999" => Some(0.999),
         _ => None,
     }
 }
@@ -197,7 +198,7 @@ fn level(v: &[f64]) -> Option<f64> {
 /// [`MIN_BEYOND`] requests beyond it.
 fn figures(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> (Vec<f64>, Vec<f64>, String) {
     let need = percentile(name)
-        .and_then(|(q, _)| requests_for_tail(q, MIN_BEYOND))
+        .and_then(|q| requests_for_tail(q, MIN_BEYOND))
         .map_or(0.0, |n| n as f64);
     let of = |r: &Run| metric(r, name).filter(|_| r.load.total.requests as f64 >= need);
     let (a, b): (Vec<f64>, Vec<f64>) = if paired {
@@ -217,7 +218,10 @@ fn figures(name: &str, base: &[&Run], cand: &[&Run], paired: bool) -> (Vec<f64>,
         format!("{} and {} runs", a.len(), b.len())
     };
     let what = match percentile(name) {
-        Some((_, label)) => format!("{runs} of {need}+ requests ({MIN_BEYOND} beyond {label})"),
+        Some(q) => format!(
+            "{runs} of {need}+ requests ({MIN_BEYOND} beyond {})",
+            webscope_load::slo::quantile_name(q)
+        ),
         None => runs,
     };
     (a, b, what)

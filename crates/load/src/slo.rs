@@ -540,14 +540,23 @@ impl Metric {
 impl fmt::Display for Metric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Metric::Latency { quantile } if *quantile >= 1.0 => f.write_str("max"),
-            Metric::Latency { quantile } => write!(f, "p{}", trim_float(quantile * 100.0)),
+            Metric::Latency { quantile } => f.write_str(&quantile_name(*quantile)),
             Metric::Errors => f.write_str("errors"),
             Metric::Goodput => f.write_str("goodput"),
             Metric::Cpu => f.write_str("cpu"),
             Metric::NotSent => f.write_str("not_sent"),
             Metric::Late => f.write_str("late"),
         }
+    }
+}
+
+/// The one rule for a quantile's name, as people write it and as `--slo` reads it back:
+/// `p50`, `p99`, `p99.9` (never report.json's key `p999`), `p99.99`; `max` for 1.
+pub fn quantile_name(q: f64) -> String {
+    if q >= 1.0 {
+        "max".into()
+    } else {
+        format!("p{}", trim_float(q * 100.0))
     }
 }
 

@@ -286,3 +286,23 @@ fn an_objective_is_stored_as_its_text_and_read_back_the_same() {
     let bad = serde_json::from_str::<Slo>("\"p99<5\"").unwrap_err();
     assert!(bad.to_string().contains("p99<5"), "{bad}");
 }
+
+/// The one rule for a quantile's name: what the pages, compare and `--slo` write, and what
+/// `--slo` reads back to the same quantile.
+#[test]
+fn quantiles_are_named_as_people_write_them_and_read_back() {
+    for (q, name) in [
+        (0.5, "p50"),
+        (0.99, "p99"),
+        (0.999, "p99.9"),
+        (0.9999, "p99.99"),
+        (1.0, "max"),
+    ] {
+        assert_eq!(quantile_name(q), name);
+        assert_eq!(
+            one(&format!("{name}<=5ms")).metric,
+            Metric::Latency { quantile: q },
+            "{name}"
+        );
+    }
+}

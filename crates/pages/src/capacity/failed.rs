@@ -302,7 +302,7 @@ fn service_time(
     Some(ServiceTime {
         rate: point.x,
         condition: text.to_string(),
-        quantile: quantile_name(quantile),
+        quantile: webscope_load::slo::quantile_name(quantile),
         allowed,
         limit_us: limit,
         on: condition.clone(),
@@ -362,15 +362,6 @@ fn at_most(l: &Latency, q: f64) -> f64 {
         .iter()
         .find(|(at, _)| *at >= q - 1e-12)
         .map_or(l.max, |(_, us)| *us)
-}
-
-/// `p99`, `p99.9`, `max` for a quantile.
-fn quantile_name(q: f64) -> String {
-    if q >= 1.0 {
-        "max".into()
-    } else {
-        format!("p{}", trimmed(100.0 * q))
-    }
 }
 
 /// A per-cent figure without trailing zeros: 99, 99.9, 0.1.
@@ -517,11 +508,7 @@ mod tests {
     }
 
     #[test]
-    fn quantiles_are_named_as_people_write_them() {
-        assert_eq!(quantile_name(0.99), "p99");
-        assert_eq!(quantile_name(0.999), "p99.9");
-        assert_eq!(quantile_name(0.5), "p50");
-        assert_eq!(quantile_name(1.0), "max");
+    fn a_quantile_between_two_reported_lies_between_their_latencies() {
         let l = Latency {
             p50: 1.0,
             p90: 2.0,
