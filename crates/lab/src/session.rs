@@ -16,7 +16,7 @@ use anyhow::Context;
 
 use crate::progress::Progress;
 use crate::runner::Ctx;
-use crate::{setup, target, Experiment, Options};
+use crate::{setup, Experiment, Options};
 use webscope_record::{write_json, LabRecord};
 
 /// Runs the lab into `options.out`; its report is drawn from there afterwards.
@@ -50,7 +50,7 @@ pub fn run(options: &Options, interrupt: &AtomicBool) -> anyhow::Result<()> {
         preflight,
     );
     if let Some(cpu) = load_cpu {
-        target::pin_current(cpu).context("cannot pin the load generator")?;
+        webscope_sys::cpus::set_affinity(&[cpu]).context("cannot pin the load generator")?;
     }
     write_json(&options.out.join("lab.json"), &lab)?;
     let runs: usize = chosen.iter().map(|e| (e.runs)(options)).sum();

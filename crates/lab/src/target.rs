@@ -165,7 +165,8 @@ impl Target {
                     return Err(std::io::Error::last_os_error());
                 }
                 match cpu {
-                    Some(cpu) => pin_current(cpu),
+                    // The one pinning rule (`load --cpu`'s), allocation-free after fork.
+                    Some(cpu) => webscope_sys::cpus::set_affinity(&[cpu]),
                     None => Ok(()),
                 }
             });
@@ -397,19 +398,6 @@ impl Drop for Target {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// Pins the calling thread (and what it spawns later) to one CPU.
-pub fn pin_current(cpu: usize) -> std::io::Result<()> {
-    // SAFETY: a zeroed cpu_set_t with one bit set, passed with its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }
 
 /// GET /metrics from the admin endpoint, as `name{labels}` → value.

@@ -1,7 +1,8 @@
 //! A server's processes, found rather than guessed: a process and all its descendants (nginx's
 //! master and workers, Apache's parent and children, a server started under a shell), or every
 //! process holding the listening socket of a port (SO_REUSEPORT workers with a socket each,
-//! pre-forked children sharing one), and the CPU time of such a set over a run.
+//! pre-forked children sharing one), the CPU time of such a set over a run, and the CPUs
+//! it may run on beside the generator's ([`cpus_beside_server`]).
 //!
 //! The listener is found through sock_diag (its inode, from the kernel's small listen table)
 //! and `/proc/*/fd` (which processes hold `socket:[INODE]`), as `ss -p` does. Parents come
@@ -11,6 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use procfs::process::{Process, Stat};
+
+use webscope_sys::cpus::{self, CpuList};
 
 use crate::tcp::SockDiag;
 
@@ -163,6 +166,51 @@ pub fn tree_cpu_s(roots: &[u32]) -> Option<f64> {
         total += stat.utime + stat.stime + (stat.cutime.max(0) + stat.cstime.max(0)) as u64;
     }
     Some(total as f64 / ticks.max(1.0))
+}
+
+/// The summary line of `load --cpu` on the generator's CPUs beside the server's, for a server
+/// on this machine (the URL's address is a loopback one): its processes are found by port
+/// ([`listeners`]) and the CPUs each of their threads may use read from /proc. None where
+/// they cannot be known (not on this machine, or its processes not visible).
+pub fn cpus_beside_server(ours: &CpuList, addr: std::net::SocketAddr) -> Option<String> {
+    if !addr.ip().is_loopback() {
+        return None;
+    }
+    let servers = listeners(addr.port()).ok()?;
+    let name = servers
+        .iter()
+        .map(|p| p.comm.as_str())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect::<Vec<_>>()
+        .join(", ");
+    // Every thread of every process holding the socket: a server may pin its workers one by
+    // one (nginx's worker_cpu_affinity) while its master floats.
+    let mut theirs = BTreeSet::new();
+    for p in &servers {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", p.pid)).ok()?;
+        for task in tasks.flatten() {
+            theirs.extend(cpus::allowed(&task.path().join("status"))?.0);
+        }
+    }
+    let theirs = CpuList(theirs.into_iter().collect());
+    let shared: Vec<usize> = ours
+        .0
+        .iter()
+        .copied()
+        .filter(|c| theirs.0.contains(c))
+        .collect();
+    let port = addr.port();
+    Some(if shared.is_empty() {
+        format!(
+            "CPUs: the generator on {ours}, the server ({name}, port {port}) on {theirs}: apart"
+        )
+    } else {
+        format!(
+            "CPUs: the generator on {ours} shares {} with the server ({name}, port {port}, which may run on {theirs}): each may take CPU time from the other, so neither figure is clean; give them CPUs apart (--cpu, and taskset -c or nginx's worker_cpu_affinity for the server)",
+            CpuList(shared),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@
 //!   replaced, never followed. Every file webscope writes goes through one of the two;
 //! - reading lines of input with a bound on a line's length ([`LineReader`]): an over-long
 //!   line is a bad line, never a buffer that grows with it;
+//! - sets of CPUs and pinning the calling thread to them ([`cpus`]), for `load --cpu` and
+//!   the lab's server and generator alike;
 //! - the one grammar of lengths of time ([`duration`]): `10s`, `1m30s`, a bare number as
 //!   seconds, at most a year, for every flag, config and objective.
 //!
@@ -24,6 +26,7 @@
 #![deny(missing_docs)]
 
 mod clock;
+pub mod cpus;
 pub mod duration;
 mod lines;
 mod replace;

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use webscope_load::slo::Slo;
 use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
+use webscope_sys::cpus::{self, CpuList};
 
 use judge::judge;
 use parse::{parse_io, parse_segment, parse_start_at, parse_threshold};
 
-mod cpu;
 mod judge;
 mod parse;
 mod users;
@@ -132,8 +132,8 @@ struct Flags {
     base: Option<String>,
     /// Pin the generator to these CPUs, as `taskset -c` does: `1`, `2,3`, `0-3`. With a
     /// server on this machine, the summary says whether it may run on them too.
-    #[arg(long, value_name = "LIST", value_parser = cpu::CpuList::parse)]
-    cpu: Option<cpu::CpuList>,
+    #[arg(long, value_name = "LIST", value_parser = CpuList::parse)]
+    cpu: Option<CpuList>,
     /// Connections at the start (spread over the threads) [default: 10]; at most what the
     /// open-files limit (ulimit -n) and the memory allow, 33 KiB each.
     #[arg(short = 'c', long, value_name = "N")]
@@ -515,7 +515,12 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     // Before any thread starts (the threads' default count included): all inherit the set.
     let cpus = args.flags.cpu.take();
     if let Some(cpus) = &cpus {
-        cpu::pin(cpus)?;
+        cpus::pin(cpus).map_err(|e| match e {
+            cpus::PinError::NotAllowed { .. } => anyhow::anyhow!("--cpu {cpus}: {e}"),
+            cpus::PinError::Os(e) => {
+                anyhow::anyhow!("cannot pin the generator to CPUs {cpus}: {e}")
+            }
+        })?;
     }
     let (config, output) = args.flags.config()?;
     let interrupt = crate::signals::interrupt_flag()?;
@@ -562,7 +567,9 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         eprint!("\r\x1b[K");
     }
     print!("{}", report.summary());
-    if let Some(line) = cpus.and_then(|c| cpu::beside_server(&c, config.target.addr)) {
+    if let Some(line) =
+        cpus.and_then(|c| webscope_monitor::procs::cpus_beside_server(&c, config.target.addr))
+    {
         println!("{line}");
     }
     std::io::stdout().flush()?;
