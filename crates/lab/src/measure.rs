@@ -63,6 +63,9 @@ pub fn measure_by(
 ) -> anyhow::Result<Measured> {
     config.hlog = Some(run_dir.join("load.hlog"));
     speak(&mut config, target);
+    // One rule for what is an error: the engine's per-class and per-interval counts (the
+    // degradation page's refusals, the live page's errors) by the lab's `--expect-status`.
+    config.expect = bar.expect().clone();
     let env = run_env(target);
     let before = target.snapshot();
     let ports: Vec<u16> = target.port().into_iter().collect();

@@ -40,6 +40,12 @@ impl<'a> Progress<'a> {
         })
     }
 
+    /// The statuses this lab expects (`--expect-status`): its runs' engines count errors by
+    /// them, as its judges do.
+    pub fn expect(&self) -> &Expect {
+        &self.expect
+    }
+
     /// The bar's position and length, and its estimate of the time left.
     fn step(&self, run: &str) -> (Step, Option<f64>) {
         let step = Step {

@@ -61,7 +61,9 @@ pub enum Pacing {
 /// Serialised whole but for what belongs to one process, which each is given on its own
 /// (`webscope load`'s flags on top of `--config`): its output files (`hlog`, `samples`: every
 /// segment writes its own), its `segment` and `start_at`. Unknown and missing fields are
-/// errors when read back, so that a reader older or newer than the writer cannot drop one.
+/// errors when read back, so that a reader older or newer than the writer cannot drop one;
+/// the one exception is `expect` (#47), which a config written before it lacks and which
+/// reads as the default those runs counted by.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -141,6 +143,11 @@ pub struct Config {
     /// `connections` is then unused. Closed loop.
     #[serde(with = "shared_users")]
     pub users: Option<std::sync::Arc<crate::users::Users>>,
+    /// The statuses that are not errors (`--expect-status`; a replay's logged status is
+    /// expected too): the engine counts each class's and each interval's errors by it, as
+    /// every judge does ([`crate::Outcomes`]). Missing in a stored config: the default.
+    #[serde(default)]
+    pub expect: crate::Expect,
 }
 
 /// How the HTTP/1.1 engine talks to the kernel.
@@ -241,6 +248,7 @@ impl Config {
             io: Io::Epoll,
             replay: None,
             users: None,
+            expect: crate::Expect::default(),
         }
     }
 

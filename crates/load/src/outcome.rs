@@ -80,6 +80,33 @@ impl Expect {
     pub fn accepts(&self, status: u16) -> bool {
         self.ranges.iter().any(|&(a, b)| (a..=b).contains(&status))
     }
+
+    /// Whether a response of `status` to a request whose log had `logged` (a replay's) is an
+    /// error: the one rule, the engine's per-class and per-interval counts included. A status
+    /// the log had is expected whatever it is; any other must be in the expectation.
+    pub fn is_error(&self, status: u16, logged: Option<u16>) -> bool {
+        !(self.accepts(status) || logged == Some(status))
+    }
+
+    /// Whether this is the default expectation (2xx and 3xx).
+    pub fn is_default(&self) -> bool {
+        self.ranges == [(200, 399)]
+    }
+}
+
+/// Stored as written (`"2xx,3xx"`), in a run's config and so in every segment's and pod's:
+/// a reader parses it again, and refuses what does not parse with the parser's one line.
+impl serde::Serialize for Expect {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Expect {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Expect, D::Error> {
+        let text = String::deserialize(d)?;
+        Expect::parse(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 impl std::fmt::Display for Expect {

@@ -11,8 +11,9 @@ use hdrhistogram::Histogram;
 
 /// The kinds of failure counted, in report order; `Failure as usize` indexes them. A failure
 /// is an exchange that got no response: a complete response, whatever its status, is a
-/// response (counted by status), and whether its status is an error is the judge's
-/// expectation's business (the one account of outcomes, `outcome.rs`), not the recorder's.
+/// response (counted by status); whether its status is an error is the run's expectation's
+/// business (`Expect::is_error`, the rule every judge reads in `outcome.rs`), which the
+/// recorder applies to its per-class counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Failure {
     /// The server refused the connection (nothing listens).
@@ -87,8 +88,9 @@ pub(crate) struct ClassStats {
     pub requests: u64,
     /// Bytes received (heads and bodies).
     pub bytes: u64,
-    /// Of `requests`, those with a status of 400 or more: classes keep no statuses of their
-    /// own, and a service's refusals (503) are read per class.
+    /// Of `requests`, those the run's expectation calls errors ([`crate::Expect::is_error`]:
+    /// outside `--expect-status`, and in a replay not the logged status): classes keep no
+    /// statuses of their own, and a service's refusals (503) are read per class.
     pub bad_status: u64,
     /// Exchanges that got no response, by kind.
     pub failures: [u64; FAILURES.len()],

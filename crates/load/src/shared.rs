@@ -87,6 +87,8 @@ pub(crate) struct Shared {
     pub(crate) users: Option<(Arc<crate::users::Users>, usize, usize, usize)>,
     /// `--users`: users that have begun.
     pub(crate) users_active: Cell<usize>,
+    /// The run's expectation: which responses the recorder counts as errors.
+    pub(crate) expect: crate::Expect,
 }
 
 /// The interval bookkeeping the engine drives: at every boundary, and once more when the run

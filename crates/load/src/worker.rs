@@ -62,6 +62,8 @@ pub(crate) struct Setup {
     pub busy_poll: Option<u32>,
     /// How the HTTP/1.1 engine waits for its sockets.
     pub io: Io,
+    /// The run's expectation, by which responses are counted as errors.
+    pub expect: crate::Expect,
     /// A replay: this thread's slots from the feed, in place of the open-loop clock's.
     pub replay: Option<ReplaySchedule>,
     /// `--users`: the plan, and this thread's users (the run's `first, first + stride, ...`,
@@ -167,5 +169,6 @@ fn shared(setup: &mut Setup) -> Shared {
         busy_poll: setup.busy_poll,
         users: setup.users.take(),
         users_active: Cell::new(0),
+        expect: setup.expect.clone(),
     }
 }

@@ -187,6 +187,27 @@ fn runs_of_errors_are_invalid_bannered_and_exit_non_zero() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
+    // #47: the engine counts by the lab's expectation too: each run's class rows and
+    // intervals have the 404s as errors by default and none when they are expected.
+    let class_errors = |out: &std::path::Path| -> Vec<(u64, u64)> {
+        (1..=2)
+            .map(|k| {
+                let path = out.join(format!("clients/clients-{k:03}/run.json"));
+                let run: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+                let load = &run["load"];
+                let errors = load["classes"].as_array().unwrap().iter();
+                let errors = errors.map(|c| c["errors"]["bad_status"].as_u64().unwrap());
+                (load["requests"].as_u64().unwrap(), errors.sum())
+            })
+            .collect()
+    };
+    for (requests, errors) in class_errors(&out) {
+        assert!(requests > 0 && errors == requests, "{requests} {errors}");
+    }
+    for (requests, errors) in class_errors(&out2) {
+        assert!(requests > 0 && errors == 0, "{requests} {errors}");
+    }
 }
 
 #[test]

@@ -440,3 +440,45 @@ fn a_segments_banner_counts_its_own_connections() {
         assert!(banner.contains(expected), "{segment}: {banner}");
     }
 }
+
+/// #47: the run's `--expect-status` decides what an error is, for the whole run, its class
+/// rows and its intervals alike (the engine once counted every status of 400 and above).
+#[test]
+fn expect_status_decides_the_errors_of_classes_and_intervals_too() {
+    let server = TestServer::start(Behavior::Status(404));
+    let url = server.url("/missing");
+    let run = [url.as_str(), "-c", "2", "-t", "1", "-d", "500ms"];
+    let errors = |r: &serde_json::Value| {
+        let class = u(&r["classes"][0]["errors"], "bad_status");
+        let intervals: u64 = r["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| u(i, "errors"))
+            .sum();
+        (class, intervals)
+    };
+    let (r, _) = load_json_failing(&run, LIMIT);
+    let requests = u(&r, "requests");
+    assert!(requests > 0, "{r}");
+    assert_eq!(errors(&r), (requests, requests), "{r}");
+    assert!(r.get("expect").is_none(), "{r}");
+
+    let expecting = [
+        &run[..],
+        &["--expect-status", "404", "--threshold", "errors<=1%"],
+    ]
+    .concat();
+    let (r, out) = load_json(&expecting, LIMIT);
+    assert!(u(&r, "requests") > 0, "{r}");
+    assert_eq!(errors(&r), (0, 0), "{r}");
+    assert_eq!(r["expect"], "404", "{r}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("errors<=1%: 0 %, passed"), "{stdout}");
+    assert!(!stdout.contains("Non-2xx"), "{stdout}");
+
+    let out = load(&[&url, "--expect-status", "600"], LIMIT);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("\"600\" is not a status"), "{stderr}");
+}

@@ -15,6 +15,7 @@ use webscope_http::response::{self, Body, Chunked, Head};
 use webscope_workload::Rng;
 
 use crate::recorder::{record, Failure, Recorder, STATUSES};
+use crate::Expect;
 
 /// Bytes buffered per connection: a response head must fit; bodies stream through.
 const BUFFER: usize = 32 * 1024;
@@ -292,21 +293,30 @@ pub(super) fn io_failure(e: &io::Error) -> Failure {
 pub(super) struct Response {
     pub(super) class: usize,
     pub(super) status: u16,
+    /// A replay: the status the log had for this request.
+    pub(super) logged: Option<u16>,
     pub(super) bytes: u64,
     pub(super) latency: u64,
     pub(super) ttfb: u64,
 }
 
 /// Counts a complete response: its class's requests, bytes, latency and time to first byte,
-/// and the status (a status of 400 or more also in its class's `bad_status`).
+/// the status, a replay's mismatch with the logged status, and, when the run's `expect` calls
+/// it an error (the one rule, [`Expect::is_error`]), its class's `bad_status`.
 #[inline]
-pub(super) fn count_response(recorder: &mut Recorder, response: Response) {
+pub(super) fn count_response(recorder: &mut Recorder, expect: &Expect, response: Response) {
+    if let Some(logged) = response.logged.filter(|l| *l != response.status) {
+        *recorder
+            .mismatches
+            .entry((logged, response.status))
+            .or_insert(0) += 1;
+    }
     let stats = &mut recorder.classes[response.class];
     stats.requests += 1;
     stats.bytes += response.bytes;
     record(&mut stats.latency, response.latency);
     record(&mut stats.ttfb, response.ttfb);
-    if response.status >= 400 {
+    if expect.is_error(response.status, response.logged) {
         stats.bad_status += 1;
     }
     recorder.statuses[(response.status as usize).min(STATUSES - 1)] += 1;

@@ -337,14 +337,13 @@ pub(super) async fn ask_with(
     }
     match result {
         Ok((status, bytes, first)) => {
-            if let Some(logged) = asked.logged.filter(|logged| *logged != status) {
-                *recorder.mismatches.entry((logged, status)).or_insert(0) += 1;
-            }
             count_response(
                 &mut recorder,
+                &shared.expect,
                 Response {
                     class,
                     status,
+                    logged: asked.logged,
                     bytes,
                     latency: (now - from).as_nanos() as u64,
                     ttfb: (first - sent).as_nanos() as u64,

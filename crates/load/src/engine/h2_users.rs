@@ -134,7 +134,7 @@ pub(crate) async fn run<D: Dial>(shared: Rc<Shared>, mut intervals: Intervals, s
     let Some((plan, first, stride, count)) = shared.users.clone() else {
         return;
     };
-    let set = UserSet::new(plan, first, stride, count, seed);
+    let set = UserSet::new(plan, first, stride, count, seed, shared.expect.clone());
     let (users, streams) = (set.len(), set.per_user());
     let set = Rc::new(RefCell::new(set));
     let local = tokio::task::LocalSet::new();

@@ -105,7 +105,14 @@ impl Engine {
         let scan_period =
             (shared.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
         let users = shared.users.as_ref().map(|(plan, first, stride, count)| {
-            users::UserSet::new(Arc::clone(plan), *first, *stride, *count, seed)
+            users::UserSet::new(
+                Arc::clone(plan),
+                *first,
+                *stride,
+                *count,
+                seed,
+                shared.expect.clone(),
+            )
         });
         let connections = users.as_ref().map_or(connections, |u| u.connections());
         let mut engine = Engine {
@@ -496,14 +503,13 @@ impl Engine {
         };
         let latency = nanos(end, conn.from);
         let status = conn.head.map_or(0, |h| h.status);
-        if let Some(logged) = conn.logged.filter(|logged| *logged != status) {
-            *recorder.mismatches.entry((logged, status)).or_insert(0) += 1;
-        }
         count_response(
             &mut recorder,
+            &shared.expect,
             conn::Response {
                 class,
                 status,
+                logged: conn.logged,
                 bytes: conn.bytes,
                 latency,
                 ttfb: nanos(conn.first_byte.unwrap_or(end), conn.sent),

@@ -68,6 +68,7 @@ impl UserSet {
         stride: usize,
         count: usize,
         seed: u64,
+        expect: crate::Expect,
     ) -> UserSet {
         let thinks = match &plan.sessions {
             Sessions::Logged(logged) => logged.thinks().collect(),
@@ -90,7 +91,7 @@ impl UserSet {
                 })
                 .collect(),
             thinks,
-            expect: crate::Expect::default(),
+            expect,
             rng: Rng::for_stream(seed, "users"),
             plan,
         }
@@ -181,7 +182,7 @@ impl UserSet {
     /// `logged` is as expected: the run's account of an expected response (`outcome.rs`), or
     /// the status the log gave the request (a replay's rule).
     pub(super) fn accepts(&self, status: Option<u16>, logged: Option<u16>) -> bool {
-        status.is_some_and(|s| self.expect.accepts(s) || logged == Some(s))
+        status.is_some_and(|s| !self.expect.is_error(s, logged))
     }
 
     /// User `u`'s think time (or its wait to start) ended at `now`: its next page view

@@ -317,6 +317,7 @@ fn described(
         replay: None,
         users: None,
         generators: Vec::new(),
+        expect: config.expect.clone(),
         latency_histogram: None,
     }
 }

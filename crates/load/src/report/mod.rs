@@ -91,10 +91,10 @@ pub struct Errors {
     pub reset: u64,
     /// Requests that got no complete response in time.
     pub timeout: u64,
-    /// Complete responses with status 400 or more: responses, not failures (they are in
-    /// `requests` and in the run's `status_codes`), kept here because a class has no statuses
-    /// of its own. Not in `total`. Whether they are errors is the judge's expectation's
-    /// business (the one account of outcomes, `outcome.rs`).
+    /// Complete responses whose status the run's expectation calls an error (`Config::expect`,
+    /// [`crate::Expect::is_error`]; before #47, any status of 400 or more): responses, not
+    /// failures (they are in `requests` and in the run's `status_codes`), kept here because a
+    /// class has no statuses of its own. Not in `total`.
     pub bad_status: u64,
     /// Bodies cut short.
     pub short_body: u64,
@@ -406,6 +406,11 @@ pub struct Report {
     /// A merged run: the generators that made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generators: Vec<Generator>,
+    /// The statuses the run expected (`Config::expect`), by which its classes' and intervals'
+    /// errors were counted; written only when not the default, so a default run's report
+    /// is as before #47, and one read back without it had the default.
+    #[serde(default, skip_serializing_if = "crate::Expect::is_default")]
+    pub expect: crate::Expect,
     /// The whole run's latency histogram (nanoseconds, as `latency_us` was taken from), for
     /// percentiles the JSON does not carry; not written (a report read back has none).
     #[serde(skip)]

@@ -186,7 +186,7 @@ impl Report {
         }
         // As wrk says it: the responses a success rate must not count (in a replay too, where
         // the judges also expect the logged statuses).
-        let expect = crate::Expect::default();
+        let expect = &self.expect;
         let outcomes = self.outcomes();
         let unexpected: u64 = outcomes.unreadable_statuses
             + outcomes
@@ -195,8 +195,13 @@ impl Report {
                 .filter(|(code, _)| !expect.accepts(**code))
                 .map(|(_, n)| n)
                 .sum::<u64>();
-        if unexpected > 0 {
+        if unexpected > 0 && expect.is_default() {
             let _ = writeln!(out, "  Non-2xx or 3xx responses: {unexpected}");
+        } else if unexpected > 0 {
+            let _ = writeln!(
+                out,
+                "  Responses outside --expect-status {expect}: {unexpected}"
+            );
         }
         if self.rate.is_some() {
             let _ = writeln!(

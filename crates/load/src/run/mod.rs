@@ -27,6 +27,8 @@ use crate::worker::{self, Setup};
 use crate::Error;
 
 #[cfg(test)]
+mod expect_tests;
+#[cfg(test)]
 mod replay_tests;
 #[cfg(test)]
 mod segments_tests;
@@ -258,6 +260,7 @@ fn start_workers(
             http3: common.http3.clone(),
             busy_poll: common.busy_poll,
             io: config.io,
+            expect: config.expect.clone(),
             replay,
             classes: config.target.classes.len(),
             addr: config.target.addr,

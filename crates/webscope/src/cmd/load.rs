@@ -174,10 +174,15 @@ struct Flags {
     /// Length of the reporting intervals (live line, --hlog, per-interval figures).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::cmd::duration)]
     interval: Duration,
+    /// Statuses that count as success (e.g. 200, 2xx, 200-204, 200,404) [default: 2xx,3xx]:
+    /// any other is an error, in the class rows, each interval and --threshold alike (in a
+    /// replay, a status the log had is no error either).
+    #[arg(long, value_name = "LIST", value_parser = webscope_load::Expect::parse)]
+    expect_status: Option<webscope_load::Expect>,
     /// Judge the run against limits, as k6 does: e.g. 'p99<10ms,errors<1%' (any percentile
     /// p50..p99.99 and max from the whole histogram; errors: failures without a response and
-    /// statuses of 400 and above, over the requests that ended (in a replay, a status the log
-    /// had is no error); goodput>=SHARE: the other responses over them; in open loop,
+    /// statuses outside --expect-status, over the requests that ended (in a replay, a status
+    /// the log had is no error); goodput>=SHARE: the other responses over them; in open loop,
     /// not_sent<=SHARE of the requests due never sent, and late<=SHARE of those sent more
     /// than 1 ms after their time). A crossed threshold exits 99, one whose figure was not
     /// measured exits 3.
@@ -485,6 +490,7 @@ impl Flags {
         config.zero_rtt = self.zero_rtt;
         config.busy_poll = self.busy_poll;
         config.io = self.io;
+        config.expect = self.expect_status.unwrap_or_default();
         config.body = match self.body.as_deref() {
             Some(text) => match text.strip_prefix('@') {
                 Some(file) => std::fs::read(file)

@@ -3,13 +3,14 @@
 //! all of it, as the lab does.
 
 use webscope_load::slo::{Measured, Slo, Verdict};
-use webscope_load::{Expect, Report};
+use webscope_load::Report;
 
 use crate::cmd::{Exit, EXIT_INTERRUPTED, EXIT_THRESHOLD_CROSSED, EXIT_UNDECIDED};
 
 /// After the report: no success at all is an error (exit 1, as the lab's), then the
-/// thresholds (exit 99 when one is crossed, 3 when one cannot be decided). A status of 400
-/// and above is an error (the default expectation), one the log had in a replay is not.
+/// thresholds (exit 99 when one is crossed, 3 when one cannot be decided). A status outside
+/// the run's expectation (`--expect-status`, kept in its report) is an error, one the log had
+/// in a replay is not.
 /// A run stopped by Ctrl-C exits 130 (128 + SIGINT, as shells report it, issue 52) whatever
 /// its thresholds say: they were judged on part of a run, and are printed for what they are.
 pub(super) fn judge(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
@@ -25,9 +26,9 @@ pub(super) fn judge(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<
 }
 
 fn judge_run(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
-    let expect = Expect::default();
+    let expect = &report.expect;
     let outcomes = report.outcomes();
-    if outcomes.good(&expect) == 0 && !report.interrupted {
+    if outcomes.good(expect) == 0 && !report.interrupted {
         let responses = match outcomes.responses() {
             0 => "no response".to_string(),
             n => format!("{n} responses, none of them expected ({expect})"),
@@ -41,7 +42,7 @@ fn judge_run(report: &Report, threshold: Option<&Slo>) -> anyhow::Result<()> {
     let Some(slo) = threshold else {
         return Ok(());
     };
-    let checks = slo.judge(&Measured::of_run(report, slo, &expect));
+    let checks = slo.judge(&Measured::of_run(report, slo, expect));
     println!("Thresholds:");
     for check in &checks {
         println!("  {}", check.line());

@@ -10,8 +10,9 @@ use webscope_load::Config;
 
 /// The flags whose settings a config holds: given with `--config`, they would fight it (clap
 /// refuses them; a test checks that every flag is here or is the process's own).
-pub(super) const SHAPING: [&str; 43] = [
+pub(super) const SHAPING: [&str; 44] = [
     "url",
+    "expect_status",
     "requests",
     "replay",
     "speed",

@@ -42,6 +42,7 @@ fn away_from_defaults() -> Vec<Config> {
     uring.mode = Mode::Close;
     uring.backoff_503 = Duration::from_millis(20);
     uring.io = Io::Uring;
+    uring.expect = webscope_load::Expect::parse("200,404").unwrap();
     let logged: Vec<_> = (0..3)
         .map(|i| webscope_load::replay::LoggedRequest {
             time: UNIX_EPOCH + Duration::from_secs(1_700_000_000 + i),
@@ -160,6 +161,7 @@ fn every_flag_either_shapes_the_load_or_is_the_process_own() {
         let candidates = [
             "1",
             "1s",
+            "200",
             "constant",
             "epoll",
             "common",
