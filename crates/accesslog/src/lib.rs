@@ -40,6 +40,7 @@ pub mod characterize;
 mod clf_time;
 mod error;
 mod format;
+pub mod like;
 mod line;
 mod plausible;
 mod printable;

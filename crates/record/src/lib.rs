@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod health;
+pub mod laws;
 
 use std::path::Path;
 

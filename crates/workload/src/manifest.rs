@@ -91,6 +91,49 @@ pub struct File {
 }
 
 impl Manifest {
+    /// What `webscope fileset` says of a set it wrote to `out` (`verb`: "wrote", "would
+    /// write"): its files, bytes and origin, its mean response, and a row per class.
+    pub fn summary(&self, out: &Path, verb: &str) -> String {
+        use std::fmt::Write;
+        use webscope_report::human::{self, plural};
+        let mut text = String::new();
+        let _ = writeln!(
+            text,
+            "webscope fileset: {verb} {}, {} to {} ({}; seed {}{})",
+            plural(self.files.len() as u64, "file"),
+            human::bytes(self.total_bytes as f64),
+            out.display(),
+            self.description,
+            self.seed,
+            if self.copies > 1 {
+                format!(", {}", plural(u64::from(self.copies), "copy"))
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            text,
+            "  mean response {} (access-weighted)",
+            human::bytes(self.mean_response_bytes.round())
+        );
+        let _ = writeln!(
+            text,
+            "  {:<12} {:>8} {:>12} {:>10}",
+            "class", "files", "bytes", "requests"
+        );
+        for class in &self.classes {
+            let _ = writeln!(
+                text,
+                "  {:<12} {:>8} {:>12} {:>10}",
+                class.name,
+                human::count(class.files),
+                human::bytes(class.bytes as f64),
+                human::pct(class.probability)
+            );
+        }
+        text
+    }
+
     /// Builds a manifest from files whose classes are listed in `class_names` order, filling
     /// the totals and the per-class summaries.
     pub(crate) fn assemble(

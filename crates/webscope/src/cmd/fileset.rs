@@ -2,9 +2,12 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use webscope_accesslog::like;
 
 use webscope_report::human::{self, plural};
+use webscope_workload::like::RequestSizes;
 use webscope_workload::{parse_size, Manifest, Spec, WriteOptions};
 
 const EXAMPLES: &str = "\
@@ -173,7 +176,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             common,
         } => {
             let reading = super::reading::Reading::start("fileset like")?;
-            let counted = super::fileset_like::count(&logs, format, synthetic.is_some(), &reading)?;
+            let counted = like::count(
+                &logs,
+                format,
+                synthetic.is_some(),
+                &reading.stop,
+                &mut |n| reading.progress(n),
+            );
+            reading.finished();
+            let counted = counted.context("fileset like")?;
+            if let Some(note) = &counted.cut_note {
+                eprintln!("warning: {note}");
+            }
             print_counted(&counted);
             if counted.interrupted {
                 return Err(super::reading::Reading::interrupted(format!(
@@ -193,7 +207,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             };
             let planned = webscope_workload::like::plan(&counted.observed, &options, common.seed)?;
             if synthetic.is_some() {
-                print_request_sizes(&counted.observed, &planned.manifest);
+                let sizes = RequestSizes::compared(&counted.observed, &planned.manifest);
+                if let Some(line) = sizes {
+                    println!("{line}");
+                }
             }
             if !keep_paths {
                 return write_set(planned.manifest, &[], common);
@@ -209,7 +226,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 )
             })?;
             let (conf, lines) = apache::snippet(&planned.urls, &at)?;
-            print_renamed(&planned);
+            print!("{}", planned.said());
             let map = serde_json::to_vec_pretty(&planned.urls.to_json())?;
             let (http, server) = webscope_workload::like::nginx::snippets(&planned.urls);
             let beside: [(&str, &[u8]); 5] = [
@@ -226,12 +243,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// What the logs held, in one line.
-fn print_counted(counted: &super::fileset_like::Counted) {
+fn print_counted(counted: &like::Counted) {
     let mut line = format!(
         "webscope fileset like: {} to {}, {} of them referenced (answered 2xx or 304: the distinct URLs `webscope characterize` counts)",
         plural(counted.requests, "GET and HEAD request"),
         plural(counted.observed.len() as u64, "distinct URL"),
-        human::count(super::fileset_like::referenced(&counted.observed) as u64)
+        human::count(like::referenced(&counted.observed) as u64)
     );
     if counted.left_out > 0 {
         line += &format!(
@@ -251,26 +268,6 @@ fn print_counted(counted: &super::fileset_like::Counted) {
     println!("{line}");
 }
 
-/// A synthetic set's requests' sizes beside the log's: what `--synthetic` is drawn to match.
-fn print_request_sizes(observed: &[webscope_workload::like::Observed], manifest: &Manifest) {
-    use webscope_workload::like::RequestSizes;
-    const UNDER: u64 = 10 * 1024;
-    let (Some(set), Some(log)) = (
-        RequestSizes::of_set(manifest, UNDER),
-        RequestSizes::of_log(observed, UNDER),
-    ) else {
-        return;
-    };
-    println!(
-        "  requests' sizes: median {}, {} under {}; the log's: median {}, {} (its documents' sizes weighted by their 200, 206 and 304 requests)",
-        human::bytes(set.median as f64),
-        human::pct(set.under),
-        human::bytes(UNDER as f64),
-        human::bytes(log.median as f64),
-        human::pct(log.under)
-    );
-}
-
 /// Replicates, writes (or, dry, only describes) a planned set, with the files it carries
 /// beside its manifest (`beside`: a set like a site's URL map and server snippets).
 fn write_set(
@@ -280,7 +277,7 @@ fn write_set(
 ) -> anyhow::Result<()> {
     manifest.replicate(common.copies)?;
     if common.dry_run {
-        print_summary(&manifest, &common.out, "would write");
+        print!("{}", manifest.summary(&common.out, "would write"));
         return Ok(());
     }
     let cancel = crate::signals::interrupt_flag()?;
@@ -317,104 +314,11 @@ fn write_set(
         )));
     }
     result?;
-    print_summary(&manifest, &common.out, "wrote");
+    print!("{}", manifest.summary(&common.out, "wrote"));
     Ok(())
-}
-
-/// Says how many logged paths --keep-paths could not keep, and why, and what the URL map holds.
-fn print_renamed(planned: &webscope_workload::like::Planned) {
-    let c = planned.counts;
-    println!(
-        "  URL map: {} answered by another file, {}, {} kept 404/410{}{}",
-        plural(c.mapped, "target"),
-        plural(c.redirects, "redirect"),
-        human::count(c.absences),
-        if c.unreproducible > 0 {
-            format!(
-                "; {} mostly answered a status a set cannot give (5xx, 403, ...): left to the server",
-                plural(c.unreproducible, "URL")
-            )
-        } else {
-            String::new()
-        },
-        if c.sizeless > 0 {
-            format!(
-                "; {} never answered 200, sized by their 206 or the median",
-                plural(c.sizeless, "file")
-            )
-        } else {
-            String::new()
-        }
-    );
-    println!(
-        "  for nginx: include {} in http {{}} and {} in the set's server {{}}; for Apache: Include {} where the DocumentRoot is the set (mod_rewrite); webscope serve reads {} itself",
-        webscope_workload::like::nginx::NGINX_HTTP,
-        webscope_workload::like::nginx::NGINX_SERVER,
-        webscope_workload::like::apache::APACHE_CONF,
-        webscope_workload::like::URL_MAP
-    );
-    let r = planned.renamed;
-    let kept = planned.manifest.files.len() as u64 - r.total();
-    let mut why = Vec::new();
-    for (count, reason) in [
-        (r.not_plain, "not plain file names"),
-        (r.too_long, "too long for a file name"),
-        (
-            r.reserved,
-            "named like the set's own manifest.json, .webscope-fileset, urls.json, nginx-*.conf, apache.conf or apache-urls.txt",
-        ),
-        (r.queries, "queries with a file of their own"),
-    ] {
-        if count > 0 {
-            why.push(format!("{} {reason}", human::count(count)));
-        }
-    }
-    if why.is_empty() {
-        println!("  --keep-paths: all {} kept", plural(kept, "path"));
-    } else {
-        println!(
-            "  --keep-paths: {} kept, {} given rank names ({})",
-            plural(kept, "path"),
-            human::count(r.total()),
-            why.join(", ")
-        );
-    }
 }
 
 /// Sizes are parsed here rather than by clap so that a bad one is reported in one line.
 fn size_flag(flag: &str, text: &str) -> anyhow::Result<u64> {
     parse_size(text).map_err(|reason| anyhow::anyhow!("{flag}: {reason}"))
-}
-
-fn print_summary(manifest: &Manifest, out: &std::path::Path, verb: &str) {
-    println!(
-        "webscope fileset: {verb} {}, {} to {} ({}; seed {}{})",
-        plural(manifest.files.len() as u64, "file"),
-        human::bytes(manifest.total_bytes as f64),
-        out.display(),
-        manifest.description,
-        manifest.seed,
-        if manifest.copies > 1 {
-            format!(", {}", plural(u64::from(manifest.copies), "copy"))
-        } else {
-            String::new()
-        }
-    );
-    println!(
-        "  mean response {} (access-weighted)",
-        human::bytes(manifest.mean_response_bytes.round())
-    );
-    println!(
-        "  {:<12} {:>8} {:>12} {:>10}",
-        "class", "files", "bytes", "requests"
-    );
-    for class in &manifest.classes {
-        println!(
-            "  {:<12} {:>8} {:>12} {:>10}",
-            class.name,
-            human::count(class.files),
-            human::bytes(class.bytes as f64),
-            human::pct(class.probability)
-        );
-    }
 }

@@ -5,7 +5,6 @@ pub mod characterize;
 pub mod compare;
 pub mod distribute;
 pub mod fileset;
-pub mod fileset_like;
 pub mod lab;
 pub mod load;
 pub mod merge;

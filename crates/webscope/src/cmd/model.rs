@@ -206,55 +206,15 @@ fn usl_command(a: UslArgs) -> anyhow::Result<String> {
     })
 }
 
-/// The measured figures of a lab run: (throughput, clients, mean response time s, server
-/// busy cores).
-fn run_figures(dir: &Path) -> anyhow::Result<(f64, f64, f64, Option<f64>)> {
-    let record: webscope_record::RunRecord = webscope_record::read_json(&dir.join("run.json"))
-        .with_context(|| format!("--run {}: not a lab run directory", dir.display()))?;
-    let load = &record.load;
-    // Judged as the lab that made it judged it: goodput, and no laws on an invalid run.
-    let judge = dir
-        .parent()
-        .and_then(Path::parent)
-        .and_then(|lab| {
-            webscope_record::read_json::<webscope_record::LabRecord>(&lab.join("lab.json")).ok()
-        })
-        .map(|lab| lab.judge)
-        .unwrap_or_default();
-    let health = judge.health(load)?;
-    if let Some(why) = &health.invalid {
-        anyhow::bail!(
-            "--run {}: the run is invalid ({why}); the laws would describe its errors, not the server",
-            dir.display()
-        );
-    }
-    let throughput = health.goodput_rps;
-    anyhow::ensure!(
-        throughput > 0.0,
-        "--run {}: the run completed no request, so there is nothing to apply the laws to",
-        dir.display()
-    );
-    let clients = match load.connections {
-        0 => record.x,
-        n => n as f64,
-    };
-    let response = load.total.latency_us.mean / 1e6;
-    Ok((
-        throughput,
-        clients,
-        response,
-        record.server.map(|s| s.busy_cores),
-    ))
-}
-
 fn laws_command(mut a: LawsArgs) -> anyhow::Result<String> {
     if let Some(dir) = &a.run {
-        let (throughput, clients, response, busy) = run_figures(dir)?;
-        a.throughput = a.throughput.or(Some(throughput));
-        a.clients = a.clients.or(Some(clients));
-        a.response_time = a.response_time.or(Some(response));
+        let run = webscope_record::laws::LawsFigures::of_run(dir)
+            .with_context(|| format!("--run {}", dir.display()))?;
+        a.throughput = a.throughput.or(Some(run.throughput));
+        a.clients = a.clients.or(Some(run.clients));
+        a.response_time = a.response_time.or(Some(run.response_s));
         if a.utils.is_empty() {
-            let busy = busy.with_context(|| {
+            let busy = run.busy_cores.with_context(|| {
                 format!(
                     "--run {}: the run has no server CPU figures (an external target without --server-pid): give --util",
                     dir.display()

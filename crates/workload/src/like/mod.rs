@@ -23,6 +23,7 @@
 pub mod apache;
 mod names;
 pub mod nginx;
+mod said;
 mod synthetic;
 pub mod urls;
 

@@ -1,20 +1,19 @@
-//! `webscope fileset like LOG...`: the access logs streamed (webscope-accesslog's
-//! `stream_logs`) and counted per target, for `webscope_workload::like` to plan the set.
+//! `webscope fileset like LOG...`'s reading: the access logs streamed ([`crate::stream_logs`])
+//! and counted per target, for `webscope_workload::like` to plan the set.
 //! Memory follows the distinct targets (a path and query, its largest sizes and a count per
 //! status), never the log's lines. Only targets, sizes and counts leave this module: no client
 //! address, referer or user agent is kept, so none can reach the set or its manifest.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::Context;
-use webscope_accesslog::characterize::{
-    document_size, is_reference_status, Characterization, Characterizer, Options,
-};
-use webscope_accesslog::{CompactString, Entry, Format, ReadOptions};
 use webscope_workload::like::{Model, Observed};
 
-use super::reading::Reading;
+use crate::characterize::{
+    document_size, is_reference_status, Characterization, Characterizer, Options,
+};
+use crate::{CompactString, Entry, Error, Format, ReadOptions};
 
 /// Statuses that count as a request for the file: a whole response, a part of it, or the
 /// client's copy confirmed. Each is a reference (`is_reference_status`); the other 2xx (a 204
@@ -25,18 +24,26 @@ fn is_success(status: u16) -> bool {
 
 /// What the logs said, target by target.
 pub struct Counted {
+    /// Each target's counts, by path and query.
     pub observed: Vec<Observed>,
     /// GET and HEAD requests read (the requests a replay sends: `webscope_accesslog::replayed`),
     /// the entries of other methods or with no readable request left out, lines that did not
     /// parse, and entries delivered out of time order.
     pub requests: u64,
+    /// Entries of other methods or with no readable request.
     pub left_out: u64,
+    /// Lines that did not parse.
     pub bad_lines: u64,
+    /// Entries out of time order beyond the look-back.
     pub out_of_order: u64,
     /// Lines read, and whether a signal stopped the reading before the logs' end (the counts
     /// are then of the lines read).
     pub lines: u64,
+    /// A signal stopped the reading.
     pub interrupted: bool,
+    /// A gzip file cut short or damaged was read up to the damage, as zcat reads it: the
+    /// warning that says so ([`crate::ReadSummary::cut_note`]).
+    pub cut_note: Option<String>,
     /// The characterization's fits (Zipf popularity, lognormal body and Pareto tail of the
     /// documents' sizes), when asked for and the log has enough for them.
     pub model: Option<Model>,
@@ -44,14 +51,16 @@ pub struct Counted {
 
 /// Reads `logs` once, as a stream, and counts each target's statuses and largest 200 and 206
 /// bodies; with `fit`, characterizes the same stream for its fits (by path, as the set's
-/// files are counted here), so memory follows the distinct URLs either way. A signal stops
-/// the reading (`reading`): the counts are then of what was read, and say so.
+/// files are counted here), so memory follows the distinct URLs either way. Raising `stop`
+/// stops the reading: the counts are then of what was read, and say so; `progress` is given
+/// the lines read so far.
 pub fn count(
     logs: &[PathBuf],
     format: Option<Format>,
     fit: bool,
-    reading: &Reading,
-) -> anyhow::Result<Counted> {
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Counted, Error> {
     let mut targets: HashMap<(CompactString, Option<CompactString>), Observed> = HashMap::new();
     let (mut requests, mut left_out) = (0, 0);
     let mut characterizer = fit.then(|| {
@@ -60,30 +69,26 @@ pub fn count(
             ..Options::default()
         })
     });
-    let summary = webscope_accesslog::stream_logs_until(
+    let summary = crate::stream_logs_until(
         logs,
         &ReadOptions::format(format),
-        &reading.stop,
+        stop,
         &mut |entry| {
             if let Some(c) = characterizer.as_mut() {
                 c.add(&entry);
             }
             // The requests a replay sends: a set answers those.
-            if webscope_accesslog::replayed(&entry.method) {
+            if crate::replayed(&entry.method) {
                 requests += 1;
                 note(&mut targets, entry);
             } else {
                 left_out += 1;
             }
         },
-        &mut |lines| reading.progress(lines),
+        progress,
     );
-    let interrupted = reading.finished();
-    let summary = summary.context("fileset like")?;
-    // A gzip file cut short or damaged is read up to the damage, as zcat reads it: said.
-    if let Some(note) = summary.cut_note(logs) {
-        eprintln!("warning: {note}");
-    }
+    let interrupted = stop.load(Ordering::Relaxed);
+    let summary = summary?;
     // Interrupted, no set is made: the fits are not drawn.
     let model = characterizer
         .filter(|_| !interrupted)
@@ -98,6 +103,7 @@ pub fn count(
         out_of_order: summary.out_of_order,
         lines: summary.lines,
         interrupted,
+        cut_note: summary.cut_note(logs),
         model,
     })
 }
@@ -125,7 +131,7 @@ fn fitted(c: &Characterization) -> Option<Model> {
 
 /// The distinct URLs among `observed` that were referenced — answered 2xx or 304 at least
 /// once — by the rule `characterize` counts its distinct URLs with
-/// (`webscope_accesslog::characterize::is_reference`), so that the two commands agree.
+/// ([`crate::characterize::is_reference_status`]), so that the two commands agree.
 pub fn referenced(observed: &[Observed]) -> usize {
     observed
         .iter()
