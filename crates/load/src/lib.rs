@@ -51,6 +51,7 @@ mod config;
 mod cpu;
 mod engine;
 mod error;
+pub mod frame;
 mod hdr_text;
 mod hlog;
 pub mod limits;

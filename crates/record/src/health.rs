@@ -38,6 +38,20 @@ fn default_max_error_pct() -> f64 {
 }
 
 impl Judge {
+    /// A judge from `--expect-status` and `--max-error-pct`: the statuses must parse, and the
+    /// share be a per cent from 0 to 100.
+    pub fn new(expect_status: String, max_error_pct: f64) -> anyhow::Result<Judge> {
+        Expect::parse(&expect_status).map_err(anyhow::Error::msg)?;
+        anyhow::ensure!(
+            max_error_pct.is_finite() && (0.0..=100.0).contains(&max_error_pct),
+            "--max-error-pct {max_error_pct} is out of range: give a per cent from 0 to 100 (e.g. 1)"
+        );
+        Ok(Judge {
+            expect_status,
+            max_error_pct,
+        })
+    }
+
     /// The statuses expected, parsed.
     pub fn expect(&self) -> anyhow::Result<Expect> {
         Expect::parse(&self.expect_status).map_err(anyhow::Error::msg)

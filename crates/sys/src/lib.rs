@@ -13,7 +13,8 @@
 //!   a new file beside the target renamed over it, so that a symlink planted at the name is
 //!   replaced, never followed. Every file webscope writes goes through one of the two;
 //! - reading lines of input with a bound on a line's length ([`LineReader`]): an over-long
-//!   line is a bad line, never a buffer that grows with it;
+//!   line is a bad line, never a buffer that grows with it; and a whole text within a bound
+//!   ([`read_text`]: a model file, a measured sweep);
 //! - sets of CPUs and pinning the calling thread to them ([`cpus`]), for `load --cpu` and
 //!   the lab's server and generator alike;
 //! - the one grammar of lengths of time ([`duration`]): `10s`, `1m30s`, a bare number as
@@ -33,6 +34,6 @@ mod replace;
 mod sockopt;
 
 pub use clock::{process_time, thread_time, thread_wait};
-pub use lines::{Line, LineReader, MAX_LINE};
+pub use lines::{read_text, Line, LineReader, TextError, MAX_LINE};
 pub use replace::{create_file, write_file};
 pub use sockopt::{set_busy_poll, setsockopt_int};

@@ -99,6 +99,46 @@ impl<R: BufRead> LineReader<R> {
     }
 }
 
+/// Why [`read_text`] refused an input.
+#[derive(Debug)]
+pub enum TextError {
+    /// The file could not be opened or read.
+    Io(io::Error),
+    /// A line over [`MAX_LINE`].
+    LongLine,
+    /// Bytes that are not UTF-8.
+    NotUtf8,
+    /// More than the bound given.
+    TooBig,
+}
+
+/// A whole text input of at most `max` bytes, in lines of at most [`MAX_LINE`] (each ended
+/// by `\n` in the text returned), from a file or, for `-`, standard input: so that
+/// `/dev/zero` or a wrong file is refused by its first long line or its size, never held.
+pub fn read_text(path: &std::path::Path, max: usize) -> Result<String, TextError> {
+    let input: Box<dyn BufRead> = if path == std::path::Path::new("-") {
+        Box::new(io::stdin().lock())
+    } else {
+        Box::new(io::BufReader::new(
+            std::fs::File::open(path).map_err(TextError::Io)?,
+        ))
+    };
+    let mut lines = LineReader::new(input, MAX_LINE);
+    let mut text = String::new();
+    while let Some(line) = lines.next_line().map_err(TextError::Io)? {
+        let Line::Text(bytes) = line else {
+            return Err(TextError::LongLine);
+        };
+        let line = std::str::from_utf8(bytes).map_err(|_| TextError::NotUtf8)?;
+        if text.len() + line.len() > max {
+            return Err(TextError::TooBig);
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +187,27 @@ mod tests {
         assert!(r.buf.capacity() < 4096, "{}", r.buf.capacity());
         assert_eq!(r.next_line().unwrap(), None);
         assert_eq!(r.line_number(), 1);
+    }
+
+    #[test]
+    fn a_text_is_read_whole_within_its_bounds_and_refused_past_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let ok = file("ok", b"a,b\r\n1,2");
+        assert_eq!(read_text(&ok, 100).unwrap(), "a,b\r\n1,2\n");
+        assert!(matches!(read_text(&ok, 5), Err(TextError::TooBig)));
+        let long = file("long", &vec![b'x'; MAX_LINE + 1]);
+        assert!(matches!(
+            read_text(&long, usize::MAX),
+            Err(TextError::LongLine)
+        ));
+        let binary = file("binary", b"\xff\xfe\n");
+        assert!(matches!(read_text(&binary, 100), Err(TextError::NotUtf8)));
+        let missing = dir.path().join("missing");
+        assert!(matches!(read_text(&missing, 100), Err(TextError::Io(_))));
     }
 }

@@ -287,7 +287,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "--clients needs positive counts, e.g. --clients 1,2,5,10"
         );
     }
-    webscope_record::health::Expect::parse(&args.expect_status).map_err(anyhow::Error::msg)?;
+    let judge = webscope_record::health::Judge::new(args.expect_status, args.max_error_pct)?;
     let capacity = lab::capacity::Settings::new(
         args.slo.as_deref().unwrap_or(lab::capacity::DEFAULT_SLO),
         args.from,
@@ -315,11 +315,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }),
         ..capacity
     };
-    anyhow::ensure!(
-        args.max_error_pct.is_finite() && (0.0..=100.0).contains(&args.max_error_pct),
-        "--max-error-pct {} is out of range: give a per cent from 0 to 100 (e.g. 1)",
-        args.max_error_pct
-    );
     let interrupt = crate::signals::interrupt_flag()?;
     let live = match &args.live {
         Some(addr) => {
@@ -346,10 +341,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         server_pid: args.server_pid,
         no_server_pid: args.no_server_pid,
         server_metrics: args.server_metrics,
-        judge: webscope_record::health::Judge {
-            expect_status: args.expect_status,
-            max_error_pct: args.max_error_pct,
-        },
+        judge,
         no_preflight: args.no_preflight,
         baseline: args.baseline,
         quiet: args.quiet,

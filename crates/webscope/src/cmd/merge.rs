@@ -1,16 +1,13 @@
 //! `webscope merge`: the segments of one run (`load --segment I/N`, from as many hosts) added
-//! into the run's result, exactly; and the line framing (`load --emit`) that carries a
-//! segment's result out of a pod's log.
+//! into the run's result, exactly, from `load --json` files or the results framed in pods'
+//! logs (`webscope_load::frame`, `load --emit`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use webscope_load::{tag_of, Intervals, Part, Report};
-
-/// Every framed line starts so; anything before it on the line (`kubectl logs --prefix`) and
-/// every other line is ignored.
-const FRAME: &str = "webscope-result ";
+use webscope_load::frame;
+use webscope_load::{Part, Report};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -83,14 +80,17 @@ fn read(path: &Path) -> anyhow::Result<Vec<Part>> {
                 hlog.display()
             )
         })?;
-        return Ok(vec![part(report, &log).with_context(|| {
+        let part = frame::part(report, &log).map_err(anyhow::Error::msg);
+        return Ok(vec![part.with_context(|| {
             format!(
                 "{} is not an interval log that `webscope load --hlog` wrote",
                 hlog.display()
             )
         })?]);
     }
-    let parts = framed(&text).with_context(|| path.display().to_string())?;
+    let parts = frame::framed(&text)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| path.display().to_string())?;
     if parts.is_empty() {
         bail!(
             "{} holds no result: give load --json files, or logs of load --emit",
@@ -100,72 +100,7 @@ fn read(path: &Path) -> anyhow::Result<Vec<Part>> {
     Ok(parts)
 }
 
-/// A result, its log checked readable now so that a bad one is named by its file.
-fn part(report: Report, log: &[u8]) -> anyhow::Result<Part> {
-    let mut tags = vec![None];
-    if report.classes.len() > 1 {
-        tags.extend(report.classes.iter().map(|c| Some(tag_of(&c.name))));
-    }
-    // Decoded one interval at a time and dropped: a log's intervals are never all held.
-    for tag in &tags {
-        for interval in Intervals::new(log, tag.as_deref()) {
-            interval.map_err(anyhow::Error::msg)?;
-        }
-    }
-    Ok(Part {
-        report,
-        log: log.to_vec(),
-    })
-}
-
-/// The framed results in a log: `begin`, one `json` line, `hlog` lines, `end`.
-fn framed(text: &str) -> anyhow::Result<Vec<Part>> {
-    let mut parts = Vec::new();
-    let mut current: Option<(Option<Report>, String)> = None;
-    for line in text.lines() {
-        let Some(at) = line.find(FRAME) else {
-            continue;
-        };
-        let rest = &line[at + FRAME.len()..];
-        let (kind, body) = rest.split_once(' ').unwrap_or((rest, ""));
-        match (kind, current.as_mut()) {
-            ("begin", _) => current = Some((None, String::new())),
-            ("json", Some((report, _))) => {
-                *report = Some(serde_json::from_str(body).context("a framed JSON line")?)
-            }
-            ("hlog", Some((_, log))) => {
-                log.push_str(body);
-                log.push('\n');
-            }
-            ("end", Some(_)) => {
-                if let Some((Some(report), log)) = current.take() {
-                    parts.push(part(report, log.as_bytes())?);
-                }
-            }
-            // A line out of order (a log cut short): the result it belonged to is dropped
-            // unless its end comes.
-            _ => {}
-        }
-    }
-    if current.is_some() {
-        bail!("a result's framing has no end: was the log cut short?");
-    }
-    Ok(parts)
-}
-
 /// Writes `report` and its interval log to stdout, framed (`load --emit`).
 pub fn emit(report: &Report, hlog: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{FRAME}begin {}",
-        report.segment.as_deref().unwrap_or("whole")
-    )?;
-    writeln!(out, "{FRAME}json {}", serde_json::to_string(report)?)?;
-    for line in hlog.lines() {
-        writeln!(out, "{FRAME}hlog {line}")?;
-    }
-    writeln!(out, "{FRAME}end")?;
-    out.flush()?;
-    Ok(())
+    Ok(frame::emit(&mut std::io::stdout().lock(), report, hlog)?)
 }

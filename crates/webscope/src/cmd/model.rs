@@ -8,7 +8,7 @@ use anyhow::Context;
 use webscope_model::laws::{self, Measured, Resource};
 use webscope_model::mva::{self, Method, Options};
 use webscope_model::{json, parse_populations, text, usl, Network};
-use webscope_sys::{Line, LineReader, MAX_LINE};
+use webscope_sys::TextError;
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -283,32 +283,17 @@ fn laws_command(mut a: LawsArgs) -> anyhow::Result<String> {
 /// A model file or a measured sweep: text of at most [`MAX_INPUT`] bytes in lines of at most
 /// 64 KiB, so that `/dev/zero` or a wrong file is refused, not held.
 fn read(path: &Path) -> anyhow::Result<String> {
-    let input: Box<dyn std::io::BufRead> = if path == Path::new("-") {
-        Box::new(std::io::stdin().lock())
-    } else {
-        let file =
-            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-        Box::new(std::io::BufReader::new(file))
-    };
     let name = path.display();
-    let mut lines = LineReader::new(input, MAX_LINE);
-    let mut text = String::new();
-    while let Some(line) = lines
-        .next_line()
-        .with_context(|| format!("cannot read {name}"))?
-    {
-        let Line::Text(bytes) = line else {
-            anyhow::bail!("{name}: a line over 64 KiB: not a model file nor a measured sweep");
-        };
-        let line = std::str::from_utf8(bytes)
-            .map_err(|_| anyhow::anyhow!("{name}: not UTF-8 text: give a TOML or CSV file"))?;
-        if text.len() + line.len() > MAX_INPUT {
-            anyhow::bail!("{name}: over 16 MiB: not a model file nor a measured sweep");
+    webscope_sys::read_text(path, MAX_INPUT).map_err(|e| match e {
+        TextError::Io(e) => anyhow::Error::new(e).context(format!("cannot read {name}")),
+        TextError::LongLine => {
+            anyhow::anyhow!("{name}: a line over 64 KiB: not a model file nor a measured sweep")
         }
-        text.push_str(line);
-        text.push('\n');
-    }
-    Ok(text)
+        TextError::NotUtf8 => anyhow::anyhow!("{name}: not UTF-8 text: give a TOML or CSV file"),
+        TextError::TooBig => {
+            anyhow::anyhow!("{name}: over 16 MiB: not a model file nor a measured sweep")
+        }
+    })
 }
 
 /// The most a model file or a measured sweep may hold (a sweep of 100 000 rows is 5 MiB).
