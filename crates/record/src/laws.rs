@@ -28,9 +28,7 @@ impl LawsFigures {
         let judge = dir
             .parent()
             .and_then(std::path::Path::parent)
-            .and_then(|lab| {
-                crate::read_json::<crate::LabRecord>(&lab.join("lab.json")).ok()
-            })
+            .and_then(|lab| crate::read_json::<crate::LabRecord>(&lab.join("lab.json")).ok())
             .map(|lab| lab.judge)
             .unwrap_or_default();
         let health = judge.health(load)?;
