@@ -52,3 +52,48 @@ impl LawsFigures {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run directory `exp/run` under `root` whose run answered `statuses` in one second
+    /// over 4 connections at a mean of 2 ms (no lab.json: the default judge).
+    fn run_dir(root: &std::path::Path, statuses: &[(&str, u64)]) -> PathBuf {
+        let dir = root.join("exp/run");
+        std::fs::create_dir_all(&dir).unwrap();
+        let requests: u64 = statuses.iter().map(|s| s.1).sum();
+        let codes: serde_json::Map<String, serde_json::Value> = statuses
+            .iter()
+            .map(|(c, n)| (c.to_string(), (*n).into()))
+            .collect();
+        let run = serde_json::json!({
+            "x": 4.0, "load_description": "", "server": null, "os": null,
+            "load": {"connections": 4, "duration_s": 1.0, "requests": requests,
+                     "status_codes": codes, "latency_us": {"mean": 2000.0}},
+        });
+        std::fs::write(dir.join("run.json"), run.to_string()).unwrap();
+        dir
+    }
+
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_runs_figures_are_its_goodput_and_an_invalid_run_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = run_dir(tmp.path(), &[("200", 100)]);
+        let figures = LawsFigures::of_run(&dir).unwrap();
+        assert_eq!(
+            (figures.throughput, figures.clients, figures.response_s),
+            (100.0, 4.0, 0.002)
+        );
+        assert_eq!(figures.busy_cores, None);
+        // All 404: invalid by default, the laws refused.
+        let dir = run_dir(tmp.path(), &[("404", 100)]);
+        let err = format!("{:#}", LawsFigures::of_run(&dir).unwrap_err());
+        assert!(err.starts_with("the run is invalid ("), "{err}");
+        let nothing = tmp.path().join("nothing");
+        let err = format!("{:#}", LawsFigures::of_run(&nothing).unwrap_err());
+        assert!(err.starts_with("not a lab run directory"), "{err}");
+    }
+}
