@@ -441,7 +441,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             outcome.index.display()
         );
     }
-    if let Some(why) = disturbed(&outcome.index) {
+    // The capacity (or users) search's sentence when it ended without a capacity because the
+    // machine stayed disturbed (its ending in the report.json beside the index).
+    let searches = outcome.index.parent().map(lab::results::Searches::of_lab);
+    if let Some(why) = searches.and_then(|s| s.ok()?.disturbed()) {
         return Err(Exit {
             code: EXIT_DISTURBED,
             message: format!("{why}; the report is at {}", outcome.index.display()),
@@ -477,13 +480,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// The capacity (or users) search's sentence when it ended without a capacity because the
-/// machine stayed disturbed (its ending in the report.json beside `index`).
-fn disturbed(index: &std::path::Path) -> Option<String> {
-    let dir = index.parent()?;
-    webscope_lab::results::Searches::of_lab(dir)
-        .ok()?
-        .disturbed()
 }
