@@ -99,14 +99,6 @@ impl ExperimentPage {
         self.summary = Some((title.into(), lines.into_iter().collect()));
     }
 
-    /// The page's entry in report.json, under the experiment's name, as a [`Value`] built by
-    /// hand: only `protocols_loss` still does (#50 types it); the others use [`entry`].
-    ///
-    /// [`entry`]: ExperimentPage::entry
-    pub fn json(&mut self, entry: Value) {
-        self.json = Some(entry);
-    }
-
     /// The page's entry in report.json, under the experiment's name: a type of
     /// `webscope_lab::results`, so that no page spells its keys by hand (#47). A Value's
     /// keys are sorted (serde_json without `preserve_order`), so the field order is free.
@@ -241,7 +233,14 @@ mod tests {
         t.row(["1", "10"]);
         page.table("Per point", t.clone());
         page.summary("sweep", ["It grows.".to_string()]);
-        page.json(serde_json::json!({"reading": "It grows."}));
+        #[derive(serde::Serialize)]
+        struct Entry {
+            reading: &'static str,
+        }
+        page.entry(&Entry {
+            reading: "It grows.",
+        })
+        .unwrap();
         page.finish(&mut out);
         assert_eq!(out.csv, vec![("sweep.csv".to_string(), t.to_csv())]);
         assert_eq!(out.summary, format!("sweep\n{}It grows.\n", t.to_text()));

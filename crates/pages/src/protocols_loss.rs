@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use serde_json::json;
+use webscope_lab::results::loss::{Estimate, LossEntry, LossRatio, LossRow};
 use webscope_report::Table;
 
 use super::charts::bars;
@@ -250,22 +250,33 @@ pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> a
         t,
     );
     page.summary("protocols under loss", [reading.clone()]);
-    page.json(json!({
-        "reading": reading,
-        "literature": LITERATURE,
-        "rows": rows.iter().map(|r| json!({
-            "protocol": r.protocol, "loss_pct": r.loss_pct, "page_views": r.views,
-            "page_load_p50_ms": r.p50_ms, "page_load_p99_ms": r.p99_ms, "errors": r.errors,
-            "runs": r.round,
-        })).collect::<Vec<_>>(),
-        "h3_over_h2": rows.iter().filter(|r| r.protocol == "HTTP/3").filter_map(|r| {
-            let q = ratio(&runs, r.loss_pct)?;
-            let side = |(e, i): (f64, Option<(f64, f64)>)| json!({
-                "estimate": e, "low95": i.map(|x| x.0), "high95": i.map(|x| x.1),
-            });
-            Some(json!({"loss_pct": q.loss_pct, "pairs": q.pairs, "p50": side(q.p50), "p99": side(q.p99)}))
-        }).collect::<Vec<_>>(),
-    }));
+    page.entry(&LossEntry {
+        reading: reading.clone(),
+        literature: LITERATURE.to_string(),
+        rows: rows
+            .iter()
+            .map(|r| LossRow {
+                protocol: r.protocol.clone(),
+                loss_pct: r.loss_pct,
+                page_views: r.views,
+                page_load_p50_ms: r.p50_ms,
+                page_load_p99_ms: r.p99_ms,
+                errors: r.errors,
+                runs: r.round,
+            })
+            .collect(),
+        h3_over_h2: rows
+            .iter()
+            .filter(|r| r.protocol == "HTTP/3")
+            .filter_map(|r| ratio(&runs, r.loss_pct))
+            .map(|q| LossRatio {
+                loss_pct: q.loss_pct,
+                pairs: q.pairs,
+                p50: Estimate::of(q.p50),
+                p99: Estimate::of(q.p99),
+            })
+            .collect(),
+    })?;
     page.finish(out);
     Ok(())
 }
