@@ -8,6 +8,7 @@
 //! Not for: choosing the next level (`capacity::search`), the load itself
 //! (`capacity::probe`, `users::step`), nor judging a run (`objective`, `capacity::quiet`).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -20,7 +21,6 @@ use webscope_monitor::disturbance::{Disturbance, Limits};
 
 use crate::capacity::cooldown::{self, port_counts, Cooldown};
 use crate::capacity::quiet;
-use crate::capacity::search::ProbeOutcome;
 use crate::objective::{judge_run, CheckLine, OnObjective, Outcome};
 use crate::runner::Ctx;
 use webscope_record::Measured;
@@ -92,22 +92,42 @@ pub struct Judged {
 }
 
 impl Judged {
-    /// The outcome the search takes.
-    pub fn outcome(&self) -> ProbeOutcome {
+    /// Why, as the search takes it beside the outcome: a disturbed step's machine
+    /// figures alone ("other processes took 39 % of the server's CPU 0, I/O pressure 54 %"),
+    /// which a search's ending quotes, rather than the step's whole reason.
+    pub fn why(&self) -> String {
         match self.outcome {
-            Outcome::Pass => ProbeOutcome::Pass,
-            Outcome::Fail => ProbeOutcome::Fail,
-            Outcome::Generator => ProbeOutcome::GeneratorBound,
-            Outcome::Undecided => ProbeOutcome::Undecided(self.reason.clone()),
-            // The search's ending names the machine's figures alone ("other processes took
-            // 39 % of the server's CPU 0, I/O pressure 54 %"), not the step's whole reason.
-            Outcome::Disturbed => ProbeOutcome::Disturbed(
-                self.disturbance
-                    .as_ref()
-                    .and_then(|d| d.beyond(&Limits::default()))
-                    .unwrap_or_else(|| self.reason.clone()),
-            ),
+            Outcome::Disturbed => self
+                .disturbance
+                .as_ref()
+                .and_then(|d| d.beyond(&Limits::default()))
+                .unwrap_or_else(|| self.reason.clone()),
+            _ => self.reason.clone(),
         }
+    }
+}
+
+/// What each step a search asked for said, by the step's folder name: the search reads it
+/// back when the runner hands it the runs done (a step the lab did not judge, e.g. one cut
+/// short, is undecided).
+#[derive(Debug, Default)]
+pub struct Ledger(HashMap<String, (Outcome, String)>);
+
+impl Ledger {
+    /// Keeps what the step in folder `name` said; true when it ran on a disturbed machine
+    /// (the next step waits for a quiet one).
+    pub fn keep(&mut self, name: &str, judged: &Judged) -> bool {
+        self.0
+            .insert(name.to_string(), (judged.outcome, judged.why()));
+        judged.outcome == Outcome::Disturbed
+    }
+
+    /// What the step in folder `name` said, and why.
+    pub fn of(&self, name: &str) -> (Outcome, &str) {
+        self.0.get(name).map_or(
+            (Outcome::Undecided, "the step was not judged"),
+            |(o, why)| (*o, why.as_str()),
+        )
     }
 }
 
@@ -270,10 +290,8 @@ mod tests {
     fn a_disturbed_step_hands_the_search_the_machines_figures() {
         let judged: Judged =
             serde_json::from_value(judged(serde_json::json!({"rate": 100.0}))).unwrap();
-        assert_eq!(
-            judged.outcome(),
-            ProbeOutcome::Disturbed("CPU pressure 60 %".into())
-        );
+        assert_eq!(judged.outcome, Outcome::Disturbed);
+        assert_eq!(judged.why(), "CPU pressure 60 %");
     }
 
     /// #47: what a step varies is typed. A probe's file keeps its `rate` as it always has; a

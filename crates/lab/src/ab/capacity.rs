@@ -20,7 +20,8 @@ use std::time::Duration;
 use super::{Order, Side};
 use crate::capacity::compare::{self, Bracket, Decision};
 use crate::capacity::probe::Probe;
-use crate::capacity::search::{Ending, Plan, ProbeOutcome, Search};
+use crate::capacity::search::{Ending, Plan, Search};
+use crate::objective::Outcome;
 use crate::results::ab::{AbVerdict, Said};
 use crate::results::{EndingRecord, RpsEnding};
 
@@ -89,11 +90,11 @@ impl Lockstep {
         self.steps
     }
 
-    /// What `side`'s probe at `rate` said.
-    pub fn record(&mut self, side: Side, rate: f64, outcome: ProbeOutcome) {
+    /// What `side`'s probe at `rate` said, and why ([`Search::record`]).
+    pub fn record(&mut self, side: Side, rate: f64, outcome: Outcome, why: &str) {
         match side {
-            Side::A => self.a.record(rate, outcome),
-            Side::B => self.b.record(rate, outcome),
+            Side::A => self.a.record(rate, outcome, why),
+            Side::B => self.b.record(rate, outcome, why),
         }
     }
 
@@ -209,11 +210,11 @@ mod tests {
         while let Some(p) = l.next(|_, f| Duration::from_secs(u64::from(f))) {
             let limit = if p.side == Side::A { a } else { b };
             let outcome = if p.probe.rate <= limit {
-                ProbeOutcome::Pass
+                Outcome::Pass
             } else {
-                ProbeOutcome::Fail
+                Outcome::Fail
             };
-            l.record(p.side, p.probe.rate, outcome);
+            l.record(p.side, p.probe.rate, outcome, "");
             taken.push(p);
         }
         (l, taken)

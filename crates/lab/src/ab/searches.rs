@@ -6,15 +6,14 @@
 //! the page replays both searches from the probes' `probe.json` files, as the capacity page
 //! replays one.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use super::capacity::{Lockstep, SideProbe};
 use super::{Order, Side, Step};
 use crate::capacity::experiment::{plan, write_plan};
 use crate::capacity::probe;
-use crate::capacity::search::ProbeOutcome;
 use crate::runner::{Ctx, Done, Next};
+use crate::step::Ledger;
 use crate::target::Target;
 use crate::Options;
 use webscope_record::RunRecord;
@@ -23,7 +22,7 @@ use webscope_record::RunRecord;
 pub struct Searches {
     lockstep: Lockstep,
     /// Each measured probe's outcome, by folder name.
-    outcomes: HashMap<String, ProbeOutcome>,
+    ledger: Ledger,
     /// The runs already handed to the searches.
     recorded: usize,
     /// Whether each side's last probe ran on a disturbed machine (its next waits).
@@ -37,7 +36,7 @@ impl Searches {
     pub fn new(options: &Options) -> Searches {
         Searches {
             lockstep: Lockstep::new(plan(options), Order::new()),
-            outcomes: HashMap::new(),
+            ledger: Ledger::default(),
             recorded: 0,
             last_disturbed: [false; 2],
             ended: false,
@@ -48,11 +47,8 @@ impl Searches {
     pub fn next(&mut self, runs: &[Done<Step>], ctx: &Ctx<'_>) -> Next<Step> {
         for done in &runs[self.recorded.min(runs.len())..] {
             if let Step::Probe(p) = &done.point {
-                let outcome =
-                    self.outcomes.get(&done.name).cloned().unwrap_or_else(|| {
-                        ProbeOutcome::Undecided("the probe was not judged".into())
-                    });
-                self.lockstep.record(p.side, p.probe.rate, outcome);
+                let (outcome, why) = self.ledger.of(&done.name);
+                self.lockstep.record(p.side, p.probe.rate, outcome, why);
             }
         }
         self.recorded = runs.len();
@@ -95,8 +91,7 @@ impl Searches {
             &ctx.options.capacity,
             self.last_disturbed[i],
         )?;
-        self.last_disturbed[i] = matches!(judged.outcome(), ProbeOutcome::Disturbed(_));
-        self.outcomes.insert(name.to_string(), judged.outcome());
+        self.last_disturbed[i] = self.ledger.keep(name, &judged);
         Ok(record)
     }
 }

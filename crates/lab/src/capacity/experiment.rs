@@ -10,17 +10,16 @@
 //! Rounds of the whole search would give N capacities with no bracket between them; repeats
 //! at the boundary measure the noise exactly where it decides the figure.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::probe::{self, Probe};
-use super::search::{Ending, Plan, ProbeOutcome, Rule, Search, CONFIRM};
+use super::search::{Ending, Plan, Rule, Search, CONFIRM};
 use super::Settings;
 use crate::capacity::said::said_of;
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
-use crate::step::Judged;
+use crate::step::{Judged, Ledger};
 use crate::Options;
 use webscope_record::{read_json, write_json, RunRecord};
 
@@ -102,7 +101,7 @@ pub struct Capacity {
     /// The runs already handed to the search.
     recorded: usize,
     /// Each measured probe's outcome, by folder name.
-    outcomes: HashMap<String, ProbeOutcome>,
+    ledger: Ledger,
     /// Whether the last probe ran on a disturbed machine (the next waits for a quiet one).
     last_disturbed: bool,
     /// What each probe measured so far judged, in order.
@@ -149,7 +148,7 @@ impl Sweep for Capacity {
             settings: ctx.options.capacity.clone(),
             search: Search::new(plan(ctx.options)),
             recorded: 0,
-            outcomes: HashMap::new(),
+            ledger: Ledger::default(),
             last_disturbed: false,
             judged: Vec::new(),
         })
@@ -157,12 +156,8 @@ impl Sweep for Capacity {
 
     fn next(&mut self, so_far: &SoFar<'_, Probe>, ctx: &Ctx<'_>) -> Next<Probe> {
         for done in &so_far.runs[self.recorded..] {
-            let outcome = self
-                .outcomes
-                .get(&done.name)
-                .cloned()
-                .unwrap_or_else(|| ProbeOutcome::Undecided("the probe was not judged".into()));
-            self.search.record(done.point.rate, outcome);
+            let (outcome, why) = self.ledger.of(&done.name);
+            self.search.record(done.point.rate, outcome, why);
         }
         self.recorded = so_far.runs.len();
         match self.search.next_rate() {
@@ -198,8 +193,7 @@ impl Sweep for Capacity {
         }
         let (record, judged) =
             probe::run(run.point, run.dir, ctx, &self.settings, self.last_disturbed)?;
-        self.last_disturbed = matches!(judged.outcome(), ProbeOutcome::Disturbed(_));
-        self.outcomes.insert(run.name.to_string(), judged.outcome());
+        self.last_disturbed = self.ledger.keep(run.name, &judged);
         self.judged.push(judged);
         Ok(record)
     }
@@ -243,7 +237,7 @@ pub fn replay(plan: Plan, probes: &[Judged]) -> Option<Ending> {
     for judged in probes {
         // The search asks before each probe; the replay asks too, so that it ends the same.
         search.next_rate()?;
-        search.record(judged.level.value(), judged.outcome());
+        search.record(judged.level.value(), judged.outcome, &judged.why());
     }
     search.next_rate();
     search.ending().cloned()
@@ -347,7 +341,7 @@ mod tests {
                 Outcome::Fail
             };
             probes.push(judged(probes.len() + 1, rate, outcome));
-            search.record(rate, probes.last().map(Judged::outcome).unwrap());
+            search.record(rate, outcome, "");
         }
         let ending = search.ending().cloned();
         assert_eq!(replay(Plan::new(100.0), &probes), ending);

@@ -30,11 +30,14 @@
 //!
 //! Pure: it only chooses rates and reads outcomes, so it is tested against servers whose
 //! capacity is known by construction. The caller runs the probes (warm-up, cool-down, the
-//! open-loop run, the objective's verdict) and hands back one [`ProbeOutcome`] each.
+//! open-loop run, the objective's verdict) and hands back each probe's [`Outcome`], the judge's
+//! own, with why where it is undecided or disturbed.
 
 use std::collections::BTreeMap;
 
 use webscope_model::stats::sign_test;
+
+use crate::objective::Outcome;
 
 /// How a search is run.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,26 +92,6 @@ impl Plan {
             rule: Rule::Settled,
         }
     }
-}
-
-/// What one probe said.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ProbeOutcome {
-    /// Every condition of the objective held.
-    Pass,
-    /// A condition failed (the server, or the machine, did not keep up).
-    Fail,
-    /// The generator could not offer the rate (it sent late): a verdict on the generator,
-    /// not on the server.
-    GeneratorBound,
-    /// A figure the objective needs was not measured, or its interval straddles the limit:
-    /// no verdict (taken again, longer; [`MOST_UNDECIDED`] of them at a rate count as a fail
-    /// there, the rate not shown to meet the objective).
-    Undecided(String),
-    /// The machine was disturbed while the probe ran (other processes took the server's or
-    /// the generator's CPU, steal, pressure): no verdict on the server (taken again, up to
-    /// [`MOST_DISTURBED`] times in a row).
-    Disturbed(String),
 }
 
 /// Probes at a boundary rate before its verdict counts, at least: a fail is confirmed by a
@@ -307,23 +290,30 @@ impl Search {
         }
     }
 
-    /// What the probe at `rate` (the one [`Search::next_rate`] gave) said.
-    pub fn record(&mut self, rate: f64, outcome: ProbeOutcome) {
+    /// What the probe at `rate` (the one [`Search::next_rate`] gave) said: the judge's
+    /// outcome, and why where it matters to the ending (a disturbed probe's figures, which a
+    /// search that cannot get quiet probes quotes).
+    ///
+    /// A pass or a fail counts at the rate; a generator-bound probe ends the search; an
+    /// undecided one is taken again, [`MOST_UNDECIDED`] of them count as a fail there (the
+    /// rate not shown to meet the objective); a disturbed one does not count, and
+    /// [`MOST_DISTURBED`] in a row end the search.
+    pub fn record(&mut self, rate: f64, outcome: Outcome, why: &str) {
         self.probes += 1;
         let key = rate.round() as u64;
-        if !matches!(outcome, ProbeOutcome::Disturbed(_)) {
+        if outcome != Outcome::Disturbed {
             self.disturbed = (0, 0);
         }
         match outcome {
-            ProbeOutcome::Pass => self.tally.entry(key).or_default().0 += 1,
-            ProbeOutcome::Fail => self.tally.entry(key).or_default().1 += 1,
-            ProbeOutcome::GeneratorBound => {
+            Outcome::Pass => self.tally.entry(key).or_default().0 += 1,
+            Outcome::Fail => self.tally.entry(key).or_default().1 += 1,
+            Outcome::Generator => {
                 self.ended = Some(Ending::GeneratorBound {
                     above: self.bracket().0.map(|r| r as f64),
                     at: rate,
                 });
             }
-            ProbeOutcome::Undecided(_) => {
+            Outcome::Undecided => {
                 let n = self.undecided.entry(key).or_default();
                 *n += 1;
                 if *n >= MOST_UNDECIDED {
@@ -334,7 +324,7 @@ impl Search {
                     *self.unproven.entry(key).or_default() += 1;
                 }
             }
-            ProbeOutcome::Disturbed(why) => {
+            Outcome::Disturbed => {
                 self.disturbed = (self.disturbed.0 + 1, key);
                 if self.disturbed.0 >= MOST_DISTURBED {
                     // The highest rate its probes passed so far, confirmed or not: the
@@ -349,7 +339,7 @@ impl Search {
                     });
                     self.ended = Some(Ending::Disturbed {
                         at: rate,
-                        why,
+                        why: why.to_string(),
                         passed,
                     });
                 }

@@ -25,14 +25,14 @@
 pub mod model;
 pub mod step;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use webscope_load::slo::Slo;
 use webscope_load::users::{Dist, SessionModel, Sessions};
 
-use crate::capacity::search::{Plan, ProbeOutcome, Rule, Search, CONFIRM};
+use crate::capacity::search::{Plan, Rule, Search, CONFIRM};
 use crate::runner::{Ctx, Next, Points, Run, SoFar, Sweep};
+use crate::step::Ledger;
 use crate::Options;
 use step::{Step, StepJudged};
 use webscope_record::{read_json, write_json, RunRecord};
@@ -156,7 +156,7 @@ pub struct UsersSearch {
     /// The distinct requests of logged sessions (None: the file set's mix).
     requests: Option<Arc<Vec<webscope_load::replay::ReplayRequest>>>,
     recorded: usize,
-    outcomes: HashMap<String, ProbeOutcome>,
+    ledger: Ledger,
     last_disturbed: bool,
     judged: Vec<StepJudged>,
 }
@@ -220,7 +220,7 @@ impl Sweep for UsersSearch {
             sessions: Arc::new(sessions),
             requests,
             recorded: 0,
-            outcomes: HashMap::new(),
+            ledger: Ledger::default(),
             last_disturbed: false,
             judged: Vec::new(),
         })
@@ -228,12 +228,8 @@ impl Sweep for UsersSearch {
 
     fn next(&mut self, so_far: &SoFar<'_, Step>, ctx: &Ctx<'_>) -> Next<Step> {
         for done in &so_far.runs[self.recorded..] {
-            let outcome = self
-                .outcomes
-                .get(&done.name)
-                .cloned()
-                .unwrap_or_else(|| ProbeOutcome::Undecided("the step was not judged".into()));
-            self.search.record(done.point.users as f64, outcome);
+            let (outcome, why) = self.ledger.of(&done.name);
+            self.search.record(done.point.users as f64, outcome, why);
         }
         self.recorded = so_far.runs.len();
         match self.search.next_rate() {
@@ -311,9 +307,7 @@ impl Sweep for UsersSearch {
             None => ctx,
         };
         let (record, judged) = step::run(run.point, run.dir, ctx, &given)?;
-        let outcome = judged.judged.outcome();
-        self.last_disturbed = matches!(outcome, ProbeOutcome::Disturbed(_));
-        self.outcomes.insert(run.name.to_string(), outcome);
+        self.last_disturbed = self.ledger.keep(run.name, &judged.judged);
         self.judged.push(judged);
         Ok(record)
     }

@@ -46,14 +46,12 @@ fn recorded_by(dir: &Path, limit: Limit, rule: Option<Rule>) -> ExperimentRecord
     let mut rates = Vec::new();
     while let Some(rate) = search.next_rate() {
         rates.push(rate);
-        search.record(
-            rate,
-            if rate <= 800.0 {
-                webscope_lab::capacity::search::ProbeOutcome::Pass
-            } else {
-                webscope_lab::capacity::search::ProbeOutcome::Fail
-            },
-        );
+        let outcome = if rate <= 800.0 {
+            webscope_lab::objective::Outcome::Pass
+        } else {
+            webscope_lab::objective::Outcome::Fail
+        };
+        search.record(rate, outcome, "");
     }
     for (i, rate) in rates.into_iter().enumerate() {
         let pass = rate <= 800.0;

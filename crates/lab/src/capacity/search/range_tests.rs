@@ -73,9 +73,9 @@ fn the_range_of_a_flaky_knee_is_reliable_up_to_l_and_failing_from_u() {
 fn a_lone_stall_below_the_knee_is_probed_again_and_l_goes_on_above_it() {
     // At 8 000 req/s the first probe stalls, the rest pass; the knee is at 41 800.
     let stall_once = by_probe(|rate, n| match rate {
-        r if r == 8_000.0 && n == 1 => ProbeOutcome::Fail,
-        r if r <= 41_800.0 => ProbeOutcome::Pass,
-        _ => ProbeOutcome::Fail,
+        r if r == 8_000.0 && n == 1 => Outcome::Fail,
+        r if r <= 41_800.0 => Outcome::Pass,
+        _ => Outcome::Fail,
     });
     let (ending, rates) = search(range_plan(), stall_once);
     // Probed again, not moved on at once: two passes clear it, and the search grows on.
@@ -113,9 +113,9 @@ fn a_lone_stall_below_the_knee_is_probed_again_and_l_goes_on_above_it() {
 fn a_stall_that_repeats_at_its_rate_is_a_miss_and_l_stays_below_it() {
     // At 8 000 req/s the first two probes fail: not a stall but a miss, whatever above.
     let stall_twice = by_probe(|rate, n| match rate {
-        r if r == 8_000.0 && n <= 2 => ProbeOutcome::Fail,
-        r if r <= 41_800.0 => ProbeOutcome::Pass,
-        _ => ProbeOutcome::Fail,
+        r if r == 8_000.0 && n <= 2 => Outcome::Fail,
+        r if r <= 41_800.0 => Outcome::Pass,
+        _ => Outcome::Fail,
     });
     let (ending, _) = search(range_plan(), stall_twice);
     let Ending::Found {
@@ -140,8 +140,8 @@ fn a_lone_miss_at_the_top_is_not_l_and_l_is_the_clean_rate_below_it() {
     // below it and the stall is not called the machine's.
     let mut s = Search::new(range_plan());
     let mut at = |rate: f64, pass: u32, fail: u32| {
-        (0..pass).for_each(|_| s.record(rate, ProbeOutcome::Pass));
-        (0..fail).for_each(|_| s.record(rate, ProbeOutcome::Fail));
+        (0..pass).for_each(|_| s.record(rate, Outcome::Pass, ""));
+        (0..fail).for_each(|_| s.record(rate, Outcome::Fail, ""));
     };
     at(40_000.0, 3, 0);
     at(41_000.0, 2, 1);
@@ -207,8 +207,8 @@ fn probes_that_run_out_never_call_a_rate_with_a_fail_reliable() {
     // there is no miss to bound it.
     let mut s = Search::new(range_plan());
     let mut at = |rate: f64, pass: u32, fail: u32| {
-        (0..pass).for_each(|_| s.record(rate, ProbeOutcome::Pass));
-        (0..fail).for_each(|_| s.record(rate, ProbeOutcome::Fail));
+        (0..pass).for_each(|_| s.record(rate, Outcome::Pass, ""));
+        (0..fail).for_each(|_| s.record(rate, Outcome::Fail, ""));
     };
     at(3_100.0, 3, 0);
     at(6_200.0, 3, 1);
@@ -221,8 +221,8 @@ fn probes_that_run_out_never_call_a_rate_with_a_fail_reliable() {
         }
     );
     // A confirmed miss above bounds it: found, L still 3 100, its first miss 6 200.
-    s.record(12_800.0, ProbeOutcome::Fail);
-    s.record(12_800.0, ProbeOutcome::Fail);
+    s.record(12_800.0, Outcome::Fail, "");
+    s.record(12_800.0, Outcome::Fail, "");
     let Ending::Found {
         capacity,
         passes,

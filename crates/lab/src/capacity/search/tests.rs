@@ -1,23 +1,31 @@
 use super::*;
 
 /// Runs a search against `probe` and returns its ending and the rates probed in order.
-pub(super) fn search(plan: Plan, mut probe: impl FnMut(f64) -> ProbeOutcome) -> (Ending, Vec<f64>) {
+pub(super) fn search(plan: Plan, mut probe: impl FnMut(f64) -> Outcome) -> (Ending, Vec<f64>) {
+    search_why(plan, |rate| (probe(rate), ""))
+}
+
+/// [`search`] against a probe that also says why (a disturbed probe's figures).
+fn search_why(
+    plan: Plan,
+    mut probe: impl FnMut(f64) -> (Outcome, &'static str),
+) -> (Ending, Vec<f64>) {
     let mut s = Search::new(plan);
     let mut rates = Vec::new();
     while let Some(rate) = s.next_rate() {
         rates.push(rate);
-        let outcome = probe(rate);
-        s.record(rate, outcome);
+        let (outcome, why) = probe(rate);
+        s.record(rate, outcome, why);
     }
     (s.ending().cloned().unwrap(), rates)
 }
 
-pub(super) fn server(capacity: f64) -> impl FnMut(f64) -> ProbeOutcome {
+pub(super) fn server(capacity: f64) -> impl FnMut(f64) -> Outcome {
     move |rate| {
         if rate <= capacity {
-            ProbeOutcome::Pass
+            Outcome::Pass
         } else {
-            ProbeOutcome::Fail
+            Outcome::Fail
         }
     }
 }
@@ -93,9 +101,9 @@ fn a_noisy_rate_is_decided_by_the_majority_of_its_probes() {
     let probe = move |rate: f64| {
         turn += 1;
         if rate <= 5_000.0 || (rate <= 6_000.0 && turn % 3 == 0) {
-            ProbeOutcome::Pass
+            Outcome::Pass
         } else {
-            ProbeOutcome::Fail
+            Outcome::Fail
         }
     };
     let all = Plan {
@@ -113,9 +121,9 @@ fn a_noisy_rate_is_decided_by_the_majority_of_its_probes() {
 fn a_generator_that_falls_behind_ends_the_search_without_a_server_capacity() {
     let probe = |rate: f64| {
         if rate > 3_000.0 {
-            ProbeOutcome::GeneratorBound
+            Outcome::Generator
         } else {
-            ProbeOutcome::Pass
+            Outcome::Pass
         }
     };
     let (ending, _) = search(Plan::new(100.0), probe);
@@ -146,7 +154,7 @@ fn a_first_failure_goes_down_and_a_rate_that_stays_undecided_counts_as_failing()
         [1_000.0, 1_000.0, 1_000.0, 500.0, 500.0, 500.0, 250.0]
     );
 
-    let (ending, _) = search(Plan::new(10.0), |_| ProbeOutcome::Fail);
+    let (ending, _) = search(Plan::new(10.0), |_| Outcome::Fail);
     assert_eq!(ending, Ending::Below { rate: 1.0 });
 
     // An undecided probe is taken again, longer; a rate that stays undecided is not shown to
@@ -157,7 +165,7 @@ fn a_first_failure_goes_down_and_a_rate_that_stays_undecided_counts_as_failing()
     while let Some(rate) = s.next_rate() {
         rates.push(rate);
         factors.push(s.length_factor(rate));
-        s.record(rate, ProbeOutcome::Undecided("p99 straddles 5ms".into()));
+        s.record(rate, Outcome::Undecided, "p99 straddles 5ms");
         if rates.len() > 60 {
             break;
         }
@@ -174,9 +182,9 @@ fn a_first_failure_goes_down_and_a_rate_that_stays_undecided_counts_as_failing()
     // capacity is the highest rate shown to meet it, the bracket's top counted unproven.
     let (ending, _) = search(Plan::new(100.0), |rate| {
         if rate <= 1_000.0 {
-            ProbeOutcome::Pass
+            Outcome::Pass
         } else {
-            ProbeOutcome::Undecided("p99 straddles 5ms".into())
+            Outcome::Undecided
         }
     });
     let Ending::Found {
@@ -204,7 +212,7 @@ fn one_fail_does_not_move_the_search() {
     let probe = move |rate: f64| {
         if rate == 800.0 && !stalled {
             stalled = true;
-            return ProbeOutcome::Fail;
+            return Outcome::Fail;
         }
         server(41_800.0)(rate)
     };
@@ -223,17 +231,15 @@ fn disturbed_probes_do_not_count_and_a_machine_that_stays_disturbed_ends_the_sea
     let probe = move |rate: f64| {
         n += 1;
         if n <= 2 {
-            ProbeOutcome::Disturbed("other processes took 60 % of CPU 0".into())
+            (Outcome::Disturbed, "other processes took 60 % of CPU 0")
         } else {
-            server(1_000.0)(rate)
+            (server(1_000.0)(rate), "")
         }
     };
-    let (ending, rates) = search(Plan::new(100.0), probe);
+    let (ending, rates) = search_why(Plan::new(100.0), probe);
     assert_eq!(&rates[..4], [100.0, 100.0, 100.0, 200.0]);
     assert!(matches!(ending, Ending::Found { .. }), "{ending:?}");
-    let (ending, rates) = search(Plan::new(100.0), |_| {
-        ProbeOutcome::Disturbed("steal 30 %".into())
-    });
+    let (ending, rates) = search_why(Plan::new(100.0), |_| (Outcome::Disturbed, "steal 30 %"));
     assert_eq!(rates, [100.0; MOST_DISTURBED as usize]);
     let text = ending.sentence();
     assert!(
@@ -250,12 +256,12 @@ fn a_disturbed_search_keeps_the_rates_it_passed() {
     // Passes to 8 000, then the machine stays busy.
     let probe = |rate: f64| {
         if rate > 8_000.0 {
-            ProbeOutcome::Disturbed("other processes took 60 % of CPU 0".into())
+            (Outcome::Disturbed, "other processes took 60 % of CPU 0")
         } else {
-            ProbeOutcome::Pass
+            (Outcome::Pass, "")
         }
     };
-    let (ending, _) = search(Plan::new(1_000.0), probe);
+    let (ending, _) = search_why(Plan::new(1_000.0), probe);
     let Ending::Disturbed {
         passed: Some(passed),
         ..
@@ -295,9 +301,7 @@ fn the_probe_budget_bounds_the_search() {
 
 /// A server whose outcome at a rate depends on that rate's probe number (1, 2, ...): a
 /// pattern of passes and fails each search meets the same way.
-pub(super) fn by_probe(
-    outcome: impl Fn(f64, u32) -> ProbeOutcome,
-) -> impl FnMut(f64) -> ProbeOutcome {
+pub(super) fn by_probe(outcome: impl Fn(f64, u32) -> Outcome) -> impl FnMut(f64) -> Outcome {
     let mut taken: BTreeMap<u64, u32> = BTreeMap::new();
     move |rate| {
         let n = taken.entry(rate as u64).or_default();
@@ -308,11 +312,11 @@ pub(super) fn by_probe(
 
 /// A server that meets the objective always up to 40 000 req/s, in most probes up to 60 000
 /// (each rate's second probe fails: the episodes near a knee) and never above.
-pub(super) fn flaky_server() -> impl FnMut(f64) -> ProbeOutcome {
+pub(super) fn flaky_server() -> impl FnMut(f64) -> Outcome {
     by_probe(|rate, n| match rate {
-        r if r <= 40_000.0 => ProbeOutcome::Pass,
-        r if r <= 60_000.0 && n != 2 => ProbeOutcome::Pass,
-        _ => ProbeOutcome::Fail,
+        r if r <= 40_000.0 => Outcome::Pass,
+        r if r <= 60_000.0 && n != 2 => Outcome::Pass,
+        _ => Outcome::Fail,
     })
 }
 
@@ -365,23 +369,23 @@ fn with_every_probe_one_fail_among_passes_is_probed_again_not_moved_on() {
     };
     let mut s = Search::new(plan);
     assert_eq!(s.next_rate(), Some(1_000.0));
-    s.record(1_000.0, ProbeOutcome::Fail);
+    s.record(1_000.0, Outcome::Fail, "");
     // One fail: taken again, not halved.
     assert_eq!(s.next_rate(), Some(1_000.0));
-    s.record(1_000.0, ProbeOutcome::Pass);
+    s.record(1_000.0, Outcome::Pass, "");
     assert_eq!(s.next_rate(), Some(1_000.0));
-    s.record(1_000.0, ProbeOutcome::Fail);
+    s.record(1_000.0, Outcome::Fail, "");
     // Two fails: confirmed, the search goes down.
     assert_eq!(s.next_rate(), Some(500.0));
 }
 
 /// A server that meets the objective always up to 60 000 req/s, never above 90 000, and in
 /// between in every other probe at each rate: the range where it is a coin's throw.
-fn coin_server() -> impl FnMut(f64) -> ProbeOutcome {
+fn coin_server() -> impl FnMut(f64) -> Outcome {
     by_probe(|rate, n| match rate {
-        r if r <= 60_000.0 => ProbeOutcome::Pass,
-        r if r <= 90_000.0 && n % 2 == 1 => ProbeOutcome::Pass,
-        _ => ProbeOutcome::Fail,
+        r if r <= 60_000.0 => Outcome::Pass,
+        r if r <= 90_000.0 && n % 2 == 1 => Outcome::Pass,
+        _ => Outcome::Fail,
     })
 }
 
@@ -436,7 +440,7 @@ fn rates_that_do_not_settle_are_spanned_by_the_bracket_not_chosen_from() {
 
 /// A server whose share of probes that meet the objective falls from 1 at 60 000 req/s to 0
 /// at 90 000, each probe a throw of a seeded generator.
-pub(super) fn sloping_server(seed: u64) -> impl FnMut(f64) -> ProbeOutcome {
+pub(super) fn sloping_server(seed: u64) -> impl FnMut(f64) -> Outcome {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     move |rate| {
         // xorshift64*: a throw in [0, 1).
@@ -446,9 +450,9 @@ pub(super) fn sloping_server(seed: u64) -> impl FnMut(f64) -> ProbeOutcome {
         let throw = (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
         let share = ((90_000.0 - rate) / 30_000.0).clamp(0.0, 1.0);
         if throw < share {
-            ProbeOutcome::Pass
+            Outcome::Pass
         } else {
-            ProbeOutcome::Fail
+            Outcome::Fail
         }
     }
 }
