@@ -91,6 +91,8 @@ pub struct Saturation {
     cap: usize,
     /// The two-class run has been asked for.
     two_class: bool,
+    /// Which statuses count as served (`--expect-status`), for the steps' errors.
+    expect: webscope_load::Expect,
 }
 
 impl Saturation {
@@ -131,6 +133,7 @@ impl Sweep for Saturation {
         Ok(Saturation {
             cap: Self::cap(ctx.options),
             two_class: false,
+            expect: ctx.options.judge.expect()?,
         })
     }
 
@@ -142,8 +145,6 @@ impl Sweep for Saturation {
             self.two_class = true;
             return Next::Run(Step::TwoClass);
         }
-        // The lab checked --expect-status when it started.
-        let expect = ctx.options.judge.expect().unwrap_or_default();
         let steps: Vec<(usize, f64, f64)> = so_far
             .runs
             .iter()
@@ -151,7 +152,7 @@ impl Sweep for Saturation {
                 Step::Clients(clients) => Some((
                     clients,
                     done.run.load.total.latency_us.mean,
-                    done.run.load.outcomes().errors(&expect) as f64,
+                    done.run.load.outcomes().errors(&self.expect) as f64,
                 )),
                 Step::TwoClass => None,
             })

@@ -283,7 +283,7 @@ impl Outcomes {
         let mut by_status: BTreeMap<u16, u64> = BTreeMap::new();
         match &self.replay_mismatches {
             Some(pairs) => {
-                for &(_, got, n) in pairs.iter().filter(|p| !expect.accepts(p.1)) {
+                for &(_, got, n) in pairs.iter().filter(|p| expect.is_error(p.1, Some(p.0))) {
                     *by_status.entry(got).or_insert(0) += n;
                 }
             }
