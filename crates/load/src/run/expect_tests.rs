@@ -3,11 +3,12 @@
 //! class rows, each interval's errors and the lab's degradation page, so a count that
 //! ignored `--expect-status` made those disagree with the run's own verdict.
 
+use super::replay_tests::{logged, replay_config};
 use super::tests::{config, serve};
 use super::*;
-use crate::config::{Arrivals, Mode};
-use crate::replay::{LoggedRequest, Replay};
-use crate::{Expect, Target};
+use crate::config::Mode;
+use crate::replay::LoggedRequest;
+use crate::Expect;
 
 const NOT_FOUND: &[u8] = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
 
@@ -50,33 +51,15 @@ fn a_default_run_counts_each_404_as_an_error_in_its_class_and_interval() {
 /// A log of `/missing` answered 404 and `/a` answered 200, replayed against a server that
 /// answers 404 to both.
 fn replay_of_missing_and_present() -> Config {
-    let at = |ms: u64, target: &str, status: u16| LoggedRequest {
-        time: SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms),
-        client: "192.0.2.1".into(),
-        method: "GET".into(),
-        target: target.into(),
-        status,
-        bytes: 0,
-    };
     let log: Vec<LoggedRequest> = (0..30)
         .map(|i| match i % 3 {
-            0 => at(i * 20, "/a", 200),
-            _ => at(i * 20, "/missing", 404),
+            0 => logged(i * 20, "GET", "/a", 200, 0),
+            _ => logged(i * 20, "GET", "/missing", 404, 0),
         })
         .collect();
-    let replay = Replay::new(&log, 2.0, false).unwrap();
-    let addr = serve(Some(NOT_FOUND), 0);
-    let mut config = Config::new(Target::replay(&format!("http://{addr}/"), &replay).unwrap());
+    let mut config = replay_config(serve(Some(NOT_FOUND), 0), &log, 2.0);
     config.mode = Mode::Close;
-    config.duration = replay.span();
     config.drain = Duration::from_secs(2);
-    config.interval = Duration::from_millis(100);
-    config.pacing = Pacing::Open {
-        rate: replay.mean_rate(),
-        arrivals: Arrivals::Constant,
-        max_connections: 20,
-    };
-    config.replay = Some(Arc::new(replay));
     config
 }
 
