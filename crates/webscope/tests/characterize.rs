@@ -16,10 +16,20 @@ use serde_json::Value;
 const CONNECTIONS: u64 = 8;
 
 /// What the generator did: requests completed, and connections opened (the server may log
-/// up to one request per connection more: those in flight when the generator stopped).
+/// up to one request per connection more: those in flight when the generator stopped), and
+/// requests it gave up on (a timeout or reset on a busy machine: the server may have logged
+/// them too).
 struct Sent {
     requests: u64,
     connects: u64,
+    unanswered: u64,
+}
+
+impl Sent {
+    /// Requests the server may have logged beyond those the generator completed.
+    fn slack(&self) -> u64 {
+        self.connects + self.unanswered
+    }
 }
 
 /// A temporary directory every user can traverse: nginx's and Apache's workers read the set.
@@ -67,11 +77,17 @@ fn load(set: &Path, base: &str, dir: &Path) -> Sent {
     );
     let report = json(&out);
     let requests = report["requests"].as_u64().unwrap();
-    assert_eq!(report["errors"]["total"], 0, "{}", report["errors"]);
+    // Every response was the file asked for; requests with no response (a timeout, a reset)
+    // are the machine's, counted as slack rather than failing the test.
+    let errors = &report["errors"];
+    for kind in ["bad_status", "short_body", "parse_error"] {
+        assert_eq!(errors[kind], 0, "{errors}");
+    }
     assert_eq!(report["status_codes"]["200"].as_u64(), Some(requests));
     Sent {
         requests,
         connects: report["connects"].as_u64().unwrap(),
+        unanswered: errors["total"].as_u64().unwrap(),
     }
 }
 
@@ -114,10 +130,11 @@ fn matches_the_set(r: &Value, set: &Path, sent: &Sent) {
     let manifest = json(&set.join("manifest.json"));
     let requests = r["requests"].as_u64().unwrap();
     assert!(
-        (sent.requests..=sent.requests + sent.connects).contains(&requests),
-        "the log has {requests} requests, the generator completed {} on {} connections",
+        (sent.requests..=sent.requests + sent.slack()).contains(&requests),
+        "the log has {requests} requests, the generator completed {} on {} connections ({} unanswered)",
         sent.requests,
-        sent.connects
+        sent.connects,
+        sent.unanswered
     );
     assert_eq!(r["bad_lines"], 0);
     assert!(
@@ -177,10 +194,11 @@ fn matches_the_set(r: &Value, set: &Path, sent: &Sent) {
     // it completed was a 200 with its file's size.
     let cut = refs - count;
     assert!(
-        count >= sent.requests as f64 && cut <= sent.connects as f64,
-        "{count} transfers of {refs} references; the generator completed {} on {} connections",
+        count >= sent.requests as f64 && cut <= sent.slack() as f64,
+        "{count} transfers of {refs} references; the generator completed {} on {} connections ({} unanswered)",
         sent.requests,
-        sent.connects
+        sent.connects,
+        sent.unanswered
     );
     let largest = files
         .iter()
