@@ -2,7 +2,7 @@
 //! figure passes its limit, and None when it does not (or was not measured). The last,
 //! [`unbound`], is what is said when no rule fired.
 
-use webscope_report::human::sig3;
+use webscope_report::human::{pct_brief, sig3};
 
 use super::{
     Bound, Evidence, Verdict, ACCEPT_WAIT_MS, ACCEPT_WAIT_SHARE, CPU_LIMIT, DEVICE_LIMIT, KEPT_UP,
@@ -50,9 +50,9 @@ pub(super) fn server_cpu(e: &Evidence) -> Option<Verdict> {
                 String::new()
             };
             return verdict(Bound::ServerCpu, format!(
-                "the server's processes are CPU-bound: {busy:.2} of the {limit:.0} core{} they may use{threads} ({processes}; limit {:.0} %)",
+                "the server's processes are CPU-bound: {busy:.2} of the {limit:.0} core{} they may use{threads} ({processes}; limit {})",
                 plural(limit),
-                100.0 * CPU_LIMIT
+                pct_brief(CPU_LIMIT)
             ));
         }
     }
@@ -69,10 +69,10 @@ pub(super) fn server_cpu(e: &Evidence) -> Option<Verdict> {
         return None;
     }
     verdict(Bound::ServerCpu, format!(
-        "the server's processes are CPU-bound: {used}their busiest thread ({name}) never sleeps: it ran {:.0} % of the run and waited for a CPU {:.0} %, and one thread uses at most one core ({processes}; limit {:.0} % together)",
-        100.0 * run,
-        100.0 * wait,
-        100.0 * CPU_LIMIT
+        "the server's processes are CPU-bound: {used}their busiest thread ({name}) never sleeps: it ran {} of the run and waited for a CPU {}, and one thread uses at most one core ({processes}; limit {} together)",
+        pct_brief(*run),
+        pct_brief(*wait),
+        pct_brief(CPU_LIMIT)
     ))
 }
 
@@ -83,9 +83,9 @@ pub(super) fn generator(e: &Evidence) -> Option<Verdict> {
         return verdict(
             Bound::Generator,
             format!(
-                "the load generator's busiest thread is {:.0} % busy (limit {:.0} %): this run measures the generator, not the server",
-                100.0 * e.generator_busy,
-                100.0 * CPU_LIMIT
+                "the load generator's busiest thread is {} busy (limit {}): this run measures the generator, not the server",
+                pct_brief(e.generator_busy),
+                pct_brief(CPU_LIMIT)
             ),
         );
     }
@@ -93,10 +93,10 @@ pub(super) fn generator(e: &Evidence) -> Option<Verdict> {
         return verdict(
             Bound::Generator,
             format!(
-                "the load generator's thread never waited for the server: it ran {:.0} % of the run and waited for a CPU {:.0} % (limit {:.0} % together); another process takes part of its CPU, so this run measures the generator, not the server",
-                100.0 * e.generator_busy,
-                100.0 * (e.generator_busy_or_waiting - e.generator_busy).max(0.0),
-                100.0 * CPU_LIMIT
+                "the load generator's thread never waited for the server: it ran {} of the run and waited for a CPU {} (limit {} together); another process takes part of its CPU, so this run measures the generator, not the server",
+                pct_brief(e.generator_busy),
+                pct_brief((e.generator_busy_or_waiting - e.generator_busy).max(0.0)),
+                pct_brief(CPU_LIMIT)
             ),
         );
     }
@@ -104,11 +104,11 @@ pub(super) fn generator(e: &Evidence) -> Option<Verdict> {
     verdict(
         Bound::Generator,
         format!(
-            "the load generator did not keep its open-loop rate: {:.0} req/s asked, {:.0} sent; {:.1} % of the requests due were never sent, no connection being free in time (limit {:.0} %): this run measures the generator's connections, not the server at the rate asked",
+            "the load generator did not keep its open-loop rate: {:.0} req/s asked, {:.0} sent; {} of the requests due were never sent, no connection being free in time (limit {}): this run measures the generator's connections, not the server at the rate asked",
             m.asked,
             m.sent,
-            100.0 * m.not_sent_share,
-            100.0 * webscope_load::NOT_SENT_LIMIT
+            pct_brief(m.not_sent_share),
+            pct_brief(webscope_load::NOT_SENT_LIMIT)
         ),
     )
 }
@@ -123,8 +123,8 @@ pub(super) fn refused(e: &Evidence) -> Option<Verdict> {
         .map_or(String::new(), |o| format!(" of the {o:.0} offered"));
     let server = match (e.server_busy_cores, server_limit(e)) {
         (Some(b), Some(c)) => format!(
-            "; the server's CPU was {:.0} % of its {c:.0} core{}",
-            100.0 * b / c,
+            "; the server's CPU was {} of its {c:.0} core{}",
+            pct_brief(b / c),
             plural(c)
         ),
         _ => String::new(),
@@ -132,10 +132,10 @@ pub(super) fn refused(e: &Evidence) -> Option<Verdict> {
     verdict(
         Bound::Refused,
         format!(
-            "the server refuses load beyond {:.0} req/s{offered}: {} (limit {:.1} %; a rate or connection limit, or load shedding){server}",
+            "the server refuses load beyond {:.0} req/s{offered}: {} (limit {}; a rate or connection limit, or load shedding){server}",
             e.goodput_rps,
             r.quoted(),
-            100.0 * REFUSED_LIMIT
+            pct_brief(REFUSED_LIMIT)
         ),
     )
 }
@@ -153,13 +153,13 @@ pub(super) fn machine_cpu(e: &Evidence) -> Option<Verdict> {
             return verdict(
                 Bound::MachineCpu,
                 format!(
-                    "the {host}{}machine's CPUs are {:.0} % busy (user {:.0}, system {:.0}, softirq {:.0}; limit {:.0} %): {}",
+                    "the {host}{}machine's CPUs are {} busy (user {:.0}, system {:.0}, softirq {:.0}; limit {}): {}",
                     if host.is_empty() { "" } else { " " },
-                    c.busy,
+                    pct_brief(c.busy / 100.0),
                     c.user,
                     c.system,
                     c.softirq,
-                    100.0 * MACHINE_LIMIT,
+                    pct_brief(MACHINE_LIMIT),
                     // The cause the shares show: kernel work, or user time (other processes
                     // on a shared machine, or the two processes' own code).
                     if c.system + c.softirq >= c.user {
@@ -181,8 +181,9 @@ pub(super) fn devices(e: &Evidence) -> Option<Verdict> {
             return verdict(
                 Bound::Network,
                 format!(
-                    "interface {name} runs at {util:.0} % of its line rate (limit {:.0} %)",
-                    100.0 * DEVICE_LIMIT
+                    "interface {name} runs at {} of its line rate (limit {})",
+                    pct_brief(util / 100.0),
+                    pct_brief(DEVICE_LIMIT)
                 ),
             );
         }
@@ -190,7 +191,7 @@ pub(super) fn devices(e: &Evidence) -> Option<Verdict> {
     let util = e.disk_util_pct.filter(|u| *u >= 100.0 * DEVICE_LIMIT)?;
     verdict(
         Bound::Disk,
-        format!("the busiest disk is {util:.0} % utilised (limit {:.0} %): the file set does not fit in the page cache, or the access log waits", 100.0 * DEVICE_LIMIT),
+        format!("the busiest disk is {} utilised (limit {}): the file set does not fit in the page cache, or the access log waits", pct_brief(util / 100.0), pct_brief(DEVICE_LIMIT)),
     )
 }
 
@@ -202,11 +203,11 @@ pub(super) fn ports(e: &Evidence) -> Option<Verdict> {
         return verdict(
             Bound::Ports,
             format!(
-                "this run's {:.0} connections in {:.0} s left {tw:.0} sockets in TIME_WAIT against {range:.0} ephemeral ports ({:.0} %, limit {:.0} %: connect() takes even ports first, so past half the range every connection searches for a port); keep-alive, a wider net.ipv4.ip_local_port_range or more client addresses would lift it",
+                "this run's {:.0} connections in {:.0} s left {tw:.0} sockets in TIME_WAIT against {range:.0} ephemeral ports ({}, limit {}: connect() takes even ports first, so past half the range every connection searches for a port); keep-alive, a wider net.ipv4.ip_local_port_range or more client addresses would lift it",
                 e.connects,
                 e.duration_s,
-                100.0 * tw / range,
-                100.0 * PORTS_LIMIT
+                pct_brief(tw / range),
+                pct_brief(PORTS_LIMIT)
             ),
         );
     }
@@ -216,8 +217,8 @@ pub(super) fn ports(e: &Evidence) -> Option<Verdict> {
     verdict(
         Bound::Ports,
         format!(
-            "this run's connections left {tw:.0} sockets in TIME_WAIT against net.ipv4.tcp_max_tw_buckets = {buckets:.0} ({:.0} %): the kernel is destroying TIME_WAIT sockets early",
-            100.0 * tw / buckets
+            "this run's connections left {tw:.0} sockets in TIME_WAIT against net.ipv4.tcp_max_tw_buckets = {buckets:.0} ({}): the kernel is destroying TIME_WAIT sockets early",
+            pct_brief(tw / buckets)
         ),
     )
 }
@@ -243,10 +244,10 @@ pub(super) fn accept_queue(e: &Evidence) -> Option<Verdict> {
     verdict(
         Bound::AcceptQueue,
         format!(
-            "connections waited {} ms in the listen queue at p99, {:.0} % of the mean response time (limit {:.0} %): the server accepts too slowly",
+            "connections waited {} ms in the listen queue at p99, {} of the mean response time (limit {}): the server accepts too slowly",
             sig3(p99),
-            100.0 * per_request / e.mean_ms,
-            100.0 * ACCEPT_WAIT_SHARE
+            pct_brief(per_request / e.mean_ms),
+            pct_brief(ACCEPT_WAIT_SHARE)
         ),
     )
 }
@@ -256,15 +257,15 @@ pub(super) fn accept_queue(e: &Evidence) -> Option<Verdict> {
 pub(super) fn unbound(e: &Evidence) -> Verdict {
     let server = match (e.server_busy_cores, server_limit(e)) {
         (Some(b), Some(c)) => format!(
-            "server {:.0} % of its {c:.0} core{}",
-            100.0 * b / c,
+            "server {} of its {c:.0} core{}",
+            pct_brief(b / c),
             plural(c)
         ),
         _ => "server CPU not measured".into(),
     };
-    let machine = e
-        .server_host
-        .map_or(String::new(), |c| format!(", CPUs {:.0} % busy", c.busy));
+    let machine = e.server_host.map_or(String::new(), |c| {
+        format!(", CPUs {} busy", pct_brief(c.busy / 100.0))
+    });
     if let Some(offered) = e.offered_rps {
         return open_loop(e, offered, &server, &machine);
     }
@@ -284,8 +285,8 @@ pub(super) fn unbound(e: &Evidence) -> Verdict {
     Verdict {
         bound: Bound::Latency,
         reading: format!(
-            "no resource is at its limit ({server}, generator {:.0} %{machine}): the clients' round trips bound throughput{little}{MORE_CLIENTS}",
-            100.0 * e.generator_busy
+            "no resource is at its limit ({server}, generator {}{machine}): the clients' round trips bound throughput{little}{MORE_CLIENTS}",
+            pct_brief(e.generator_busy)
         ),
     }
 }
@@ -295,8 +296,8 @@ pub(super) fn unbound(e: &Evidence) -> Verdict {
 /// clients cannot be, as they do not wait for answers before sending).
 fn open_loop(e: &Evidence, offered: f64, server: &str, machine: &str) -> Verdict {
     let resources = format!(
-        "{server}, generator {:.0} %{machine}",
-        100.0 * e.generator_busy
+        "{server}, generator {}{machine}",
+        pct_brief(e.generator_busy)
     );
     if e.goodput_rps >= KEPT_UP * offered {
         return Verdict {

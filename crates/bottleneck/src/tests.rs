@@ -151,7 +151,7 @@ fn one_busy_thread_is_the_servers_limit_whatever_the_cpus() {
         assert_eq!(v.bound, bound, "{}", v.reading);
         assert!(says.iter().all(|s| v.reading.contains(s)), "{}", v.reading);
     };
-    expect(&e, Bound::ServerCpu, &["ran 88 %", "waited for a CPU 5 %"]);
+    expect(&e, Bound::ServerCpu, &["ran 88 %", "waited for a CPU 5.1 %"]);
     // The sum alone is judged against the one thread, not the two CPUs.
     let e = Evidence {
         server_busy_cores: Some(0.93),
@@ -311,7 +311,7 @@ fn a_503_limited_servers_failing_probes_say_refuses_load() {
         "refuses load beyond 630 req/s of the 1000 offered",
         "503 Service Unavailable on 37 % of requests",
         "a rate or connection limit",
-        "3 % of its 1 core",
+        "3.0 % of its 1 core",
     ] {
         assert!(v.reading.contains(said), "{said:?} in {}", v.reading);
     }
