@@ -19,6 +19,7 @@
 mod latency;
 
 use std::path::Path;
+use webscope_report::human::pct_brief;
 
 use serde::{Deserialize, Serialize};
 use webscope_load::slo::{Check, Measured, Metric, Range, Slo, Verdict};
@@ -296,9 +297,9 @@ pub fn judge(
         return (
             Outcome::Generator,
             format!(
-                "{:.1} % of the requests were never sent (the generator behind its schedule, above the {:.1} % allowed) while the server met the objective on those it got",
-                100.0 * not_sent,
-                100.0 * not_sent_limit
+                "{} of the requests were never sent (the generator behind its schedule, above the {} allowed) while the server met the objective on those it got",
+                pct_brief(not_sent),
+                pct_brief(not_sent_limit)
             ),
             checks,
         );
@@ -376,7 +377,7 @@ mod tests {
         );
         assert_eq!(o, Outcome::Generator);
         assert!(
-            why.contains("10.0 % of the requests were never sent"),
+            why.contains("10 % of the requests were never sent"),
             "{why}"
         );
         let (o, _, _) = judge(

@@ -6,6 +6,7 @@
 //! because the experiment says it too.
 
 use webscope_load::thousands;
+use webscope_report::human::pct_brief;
 
 use crate::capacity::search::Ending;
 use crate::objective::Outcome;
@@ -42,7 +43,7 @@ pub fn said_of(
     let not_sent = judged
         .not_sent_share
         .map_or("not sent: not counted".into(), |s| {
-            format!("{:.1} % not sent", 100.0 * s)
+            format!("{} not sent", pct_brief(s))
         });
     let figures = match achieved(i) {
         Some(rps) => format!("it achieved {} req/s; {not_sent}", thousands(rps)),

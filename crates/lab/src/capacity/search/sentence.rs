@@ -2,6 +2,7 @@
 //! and the bracket's half-width. A range's sentence is `range.rs`'s.
 
 use webscope_load::thousands;
+use webscope_report::human::pct_brief;
 
 use super::{Ending, Unsettled, MOST_DISTURBED, MOST_UNDECIDED};
 
@@ -41,7 +42,7 @@ impl Ending {
                 first_miss: None,
                 ..
             } => format!(
-                "capacity {} {unit} (passes {}/{}; {} fails {}/{}{}; bracket ±{:.1} %){}",
+                "capacity {} {unit} (passes {}/{}; {} fails {}/{}{}; bracket ±{}){}",
                 thousands(*capacity),
                 passes.0,
                 passes.1,
@@ -54,7 +55,7 @@ impl Ending {
                         ", {n} of them for {MOST_UNDECIDED} undecided probes: not shown to meet the objective"
                     ),
                 },
-                self.bracket_pct().unwrap_or(0.0),
+                pct_brief(self.bracket_pct().unwrap_or(0.0) / 100.0),
                 unsettled.map_or(String::new(), |u| u.sentence(unit))
             ),
             Ending::GeneratorBound { above: Some(r), at } => format!(
