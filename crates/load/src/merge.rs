@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use webscope_report::human::pct_brief;
 
 use crate::hlog::{tag_of, Hlog};
 use crate::recorder::{histogram, ClassStats, Recorder, FAILURES, STATUSES};
@@ -329,8 +330,8 @@ fn warnings(parts: &[Part], generators: &[Generator]) -> Vec<String> {
     let mut out = Vec::new();
     for g in generators.iter().filter(|g| g.saturated) {
         out.push(format!(
-            "generator {} on {} was saturated (busiest thread {:.0} % busy, {:.0} % running or waiting for a CPU): the merged figures measure it as much as the server; add generators or cores",
-            g.segment, g.host, g.busy * 100.0, g.busy_or_waiting * 100.0
+            "generator {} on {} was saturated (busiest thread {} busy, {} running or waiting for a CPU): the merged figures measure it as much as the server; add generators or cores",
+            g.segment, g.host, pct_brief(g.busy), pct_brief(g.busy_or_waiting)
         ));
     }
     for p in parts {

@@ -7,6 +7,7 @@
 //! generator managed, and says so; how fast the server answered is the latency's business.
 
 use crate::report::text::thousands;
+use webscope_report::human::pct_brief;
 
 /// An open-loop run missed its rate when more than this share of its schedule's slots was
 /// never sent (the same figure as `--threshold not_sent<=…`), or more than
@@ -63,13 +64,13 @@ impl MissedRate {
     /// The warning in words: what was asked, what was sent, what was not, and why.
     pub fn sentence(&self) -> String {
         format!(
-            "open loop missed its rate: {} req/s asked, {} sent ({:.1} %); {} requests ({:.1} % of those due; limit {:.0} %) were never sent, no connection being free in time (all --max-connections busy, or the generator too slow): the figures describe the generator's pace, not the server at the rate asked",
+            "open loop missed its rate: {} req/s asked, {} sent ({}); {} requests ({} of those due; limit {}) were never sent, no connection being free in time (all --max-connections busy, or the generator too slow): the figures describe the generator's pace, not the server at the rate asked",
             thousands(self.asked),
             thousands(self.sent),
-            100.0 * self.sent / self.asked,
+            pct_brief(self.sent / self.asked),
             self.not_sent,
-            100.0 * self.not_sent_share,
-            100.0 * self.limit
+            pct_brief(self.not_sent_share),
+            pct_brief(self.limit)
         )
     }
 }
@@ -85,9 +86,9 @@ mod tests {
         assert!((m.sent - 23_692.0).abs() < 1.0, "{m:?}");
         let s = m.sentence();
         assert!(s.contains("200 000 req/s asked"), "{s}");
-        assert!(s.contains("23 692 sent (11.8 %)"), "{s}");
+        assert!(s.contains("23 692 sent (12 %)"), "{s}");
         assert!(
-            s.contains("352616 requests (88.3 % of those due; limit 5 %)"),
+            s.contains("352616 requests (88 % of those due; limit 5.0 %)"),
             "{s}"
         );
     }

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use webscope_report::human::pct_brief;
 
 use super::histograms;
 use super::text::format_us;
@@ -360,10 +361,10 @@ fn self_check(busiest: f64, interval_busy: &[f64]) -> Option<String> {
     let saturated = interval_busy.iter().filter(|b| **b >= BUSY).count();
     (busiest >= BUSY || saturated * 2 > interval_busy.len().max(1)).then(|| {
         format!(
-            "the generator was the bottleneck (its busiest thread used {:.0}% of a core): \
+            "the generator was the bottleneck (its busiest thread used {} of a core): \
              these figures measure webscope load as much as the server; add threads (-t) or \
              cores, or lower the load",
-            busiest.max(interval_busy.iter().cloned().fold(0.0, f64::max)) * 100.0
+            pct_brief(busiest.max(interval_busy.iter().cloned().fold(0.0, f64::max)))
         )
     })
 }
@@ -386,7 +387,9 @@ mod tests {
             .unwrap()
             .contains("bottleneck"));
         // Saturated in most intervals though not on average (a burst of work).
-        assert!(self_check(0.8, &[0.95, 0.97, 0.5]).unwrap().contains("97%"));
+        assert!(self_check(0.8, &[0.95, 0.97, 0.5])
+            .unwrap()
+            .contains("used 97 % of a core"));
         assert!(self_check(0.8, &[0.95, 0.5, 0.5]).is_none());
         assert!(self_check(0.0, &[]).is_none());
     }

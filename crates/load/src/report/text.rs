@@ -3,6 +3,7 @@
 //! own serialisation, in `mod.rs`).
 
 use std::fmt::Write as _;
+use webscope_report::human::pct;
 
 use super::{Generator, IntervalReport, Latency, Report};
 use crate::replay::ReplayReport;
@@ -224,11 +225,11 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "Generator:    {:.2}s CPU, {:.2}us per request, busiest thread {:.0}% busy ({:.0}% running or waiting for a CPU)",
+            "Generator:    {:.2}s CPU, {:.2}us per request, busiest thread {} busy ({} running or waiting for a CPU)",
             self.generator_cpu_s,
             self.generator_cpu_per_request_us,
-            self.generator_busy * 100.0,
-            self.generator_busy_or_waiting * 100.0
+            pct(self.generator_busy),
+            pct(self.generator_busy_or_waiting)
         );
         if !self.generators.is_empty() {
             out.push_str(&generators_table(&self.generators));
