@@ -90,19 +90,18 @@ pub fn pct(share: f64) -> String {
 }
 
 /// A share (0.38 for 38 %) in a sentence, where its tenths would not change the reading:
-/// whole per cent from 10 % on (`38 %`), one decimal below (`4.5 %`) and near all
-/// (`99.6 %`), and `100 %` only from 99.95 % on, so that "100 %" is never a rounded 99.6. For causes and limits ("403 Forbidden
-/// on 38 % of requests", "steal 12 %"); a measured figure in a table or a summary is [`pct`].
+/// whole per cent from 10 % on (`38 %`, and a ratio past all, `130 %`), one decimal below
+/// (`4.5 %`) and near all (`99.6 %`), so that "100 %" is never a rounded 99.6. For causes
+/// and limits ("403 Forbidden on 38 % of requests", "steal 12 %"); a measured figure in a
+/// table or a summary is [`pct`].
 pub fn pct_brief(share: f64) -> String {
     let percent = 100.0 * share;
     if !percent.is_finite() {
         "-".into()
-    } else if percent >= 99.95 {
-        "100 %".into()
-    } else if (10.0..99.5).contains(&percent) {
-        format!("{percent:.0} %")
-    } else {
+    } else if percent < 10.0 || (99.5..99.95).contains(&percent) {
         format!("{percent:.1} %")
+    } else {
+        format!("{percent:.0} %")
     }
 }
 
@@ -324,6 +323,9 @@ mod tests {
         assert_eq!(pct_brief(0.9949), "99 %");
         assert_eq!(pct_brief(0.0), "0.0 %");
         assert_eq!(pct_brief(f64::NAN), "-");
+        // A ratio past all is said as it is, never capped at 100 %.
+        assert_eq!(pct_brief(1.3), "130 %");
+        assert_eq!(pct_brief(1.0), "100 %");
     }
 
     #[test]
