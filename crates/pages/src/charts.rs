@@ -4,6 +4,7 @@
 //! latency histograms read back from each run's HdrHistogram log.
 
 use std::path::Path;
+use webscope_report::human::pct_brief;
 
 use webscope_monitor::profile::{Category, Profile};
 use webscope_monitor::tcp::TcpState;
@@ -175,10 +176,10 @@ pub fn cpu_stack(points: &[Point], labels: &[String], what: &str) -> Option<Bloc
         }
         .to_svg(),
         reading: format!(
-            "The kernel's share (system + softirq) is largest at {}: {:.0} % of all CPUs against {:.0} % in user space{}.",
+            "The kernel's share (system + softirq) is largest at {}: {} of all CPUs against {} in user space{}.",
             busiest.0,
-            busiest.1 .1 + busiest.1 .2,
-            busiest.1 .0,
+            pct_brief((busiest.1 .1 + busiest.1 .2) / 100.0),
+            pct_brief(busiest.1 .0 / 100.0),
             // Said only where the figures say it.
             if busiest.1 .1 + busiest.1 .2 > busiest.1 .0 {
                 " — serving files is mostly kernel work"

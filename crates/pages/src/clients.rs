@@ -3,6 +3,7 @@
 //! server, the rest) where the kernel module measured the queue, the saturation point stated.
 
 use std::path::Path;
+use webscope_report::human::pct_brief;
 
 use webscope_report::svg::{Axis, BarChart, Series, Style, XyChart};
 use webscope_report::Block;
@@ -261,18 +262,18 @@ fn latency_reading(
         String::new()
     } else if share < 0.5 {
         format!(
-            "; the server's own time per request is the small part (at most {:.0} % of the mean)",
-            100.0 * share
+            "; the server's own time per request is the small part (at most {} of the mean)",
+            pct_brief(share)
         )
     } else {
         format!(
-            "; the server's own time per request is up to {:.0} % of the mean",
-            100.0 * share
+            "; the server's own time per request is up to {} of the mean",
+            pct_brief(share)
         )
     };
     format!(
-        "{shape}, as Little's law says (measured mean within {:.0} % of N/X){server}.",
-        100.0 * little_err
+        "{shape}, as Little's law says (measured mean within {} of N/X){server}.",
+        pct_brief(little_err)
     )
 }
 

@@ -5,6 +5,7 @@
 use super::point::Point;
 use super::sweep::Saturation;
 use crate::papers::{find, Comparison};
+use webscope_report::human::pct_brief;
 
 /// A figure given in per cent, as the panels' sentences say it.
 fn pct(percent: f64) -> String {
@@ -126,8 +127,8 @@ fn falls_less(ours: f64, paper: f64, small: Option<&Point>, large: Option<&Point
         _ if ours <= paper + 0.2 => "Both fall with the connection rate: every closed connection lingers 60 s, so TIME_WAIT follows connections per second, which larger files lower.".into(),
         _ if ports_bound => "Ours falls less: at A/4 the port's TIME_WAIT fills the ephemeral range (that run's verdict), so the count is set by the ports, not by the connection rate the paper's 10 Mbit/s wire set.".into(),
         (Some(a), Some(b)) if a.rps > 0.0 => format!(
-            "Ours falls less: our connection rate falls less with file size ({:.0} % of A/4's at A*4): what bounds ours is {}, not a 10 Mbit/s wire as in the paper.",
-            100.0 * b.rps / a.rps,
+            "Ours falls less: our connection rate falls less with file size ({} of A/4's at A*4): what bounds ours is {}, not a 10 Mbit/s wire as in the paper.",
+            pct_brief(b.rps / a.rps),
             b.verdict.bound.label()
         ),
         _ => "Ours falls less than the paper's.".into(),
@@ -254,15 +255,17 @@ pub fn techniques(steps: &[(String, f64)]) -> Vec<Comparison> {
         .collect::<Vec<_>>());
     let reading = match (paper_top, ours_top) {
         (Some(p), Some(o)) if p.0 == o.0 => format!(
-            "The largest step is the same in both: {} ({:.0} % of the six steps' gain in the paper, {:.0} % here): a blocking reverse lookup per request costs more than everything else the server does for a small file.",
-            p.0, p.1, o.1
+            "The largest step is the same in both: {} ({} of the six steps' gain in the paper, {} here): a blocking reverse lookup per request costs more than everything else the server does for a small file.",
+            p.0,
+            pct_brief(p.1 / 100.0),
+            pct_brief(o.1 / 100.0)
         ),
         (Some(p), Some(o)) => format!(
-            "The paper's largest step is {} ({:.0} % of the six steps' gain); ours is {} ({:.0} %). {}",
+            "The paper's largest step is {} ({} of the six steps' gain); ours is {} ({}). {}",
             p.0,
-            p.1,
+            pct_brief(p.1 / 100.0),
             o.0,
-            o.1,
+            pct_brief(o.1 / 100.0),
             "Today's kernels make stat and open cheap and the page cache is hot, so the caches that saved system calls in 1999 save less; the steps that remove a blocking lookup or a copy still pay."
         ),
         _ => "Our techniques runs have no gains to compare.".into(),

@@ -10,6 +10,7 @@
 
 use webscope_load::slo::{Condition, Metric, Slo, Verdict};
 use webscope_load::{format_us, Latency};
+use webscope_report::human::pct_brief;
 
 use crate::point::Point;
 use webscope_bottleneck::Refused;
@@ -162,9 +163,9 @@ impl ServiceTime {
             .iter()
             .map(|c| {
                 format!(
-                    "{} ({:.1} % of the search's requests, {} on average; {} at the median, {} at least at {})",
+                    "{} ({} of the search's requests, {} on average; {} at the median, {} at least at {})",
                     c.name,
-                    100.0 * c.share,
+                    pct_brief(c.share),
                     webscope_report::human::bytes(c.mean_bytes),
                     format_us(c.p50_us),
                     format_us(c.at_quantile_us),

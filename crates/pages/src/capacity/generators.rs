@@ -14,6 +14,7 @@ pub use webscope_lab::capacity::said::said_of;
 use webscope_lab::capacity::search::Ending;
 use webscope_lab::objective::Outcome;
 use webscope_lab::step::Judged;
+use webscope_report::human::pct_brief;
 
 /// The estimate, with what it rests on.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,12 +62,12 @@ impl Needed {
     /// the search further.
     pub fn sentence(&self) -> String {
         format!(
-            "At {:.0} req/s, the last rate that passed, the generator's thread was {:.0} % busy ({:.1} µs a request): one generator offers about {:.0} req/s of this workload at {:.0} % of its core. Taking the search on to {:.0} req/s needs {} generators, each on a core (or host) of its own: `webscope lab --segments {n}` where the machine has {n} cores beside the server's, or `webscope load --segment I/{n}` on {n} hosts started together with `--start-at` and added with `webscope merge` (`webscope distribute --kubernetes {n}` writes it as a Job).",
+            "At {:.0} req/s, the last rate that passed, the generator's thread was {} busy ({:.1} µs a request): one generator offers about {:.0} req/s of this workload at {} of its core. Taking the search on to {:.0} req/s needs {} generators, each on a core (or host) of its own: `webscope lab --segments {n}` where the machine has {n} cores beside the server's, or `webscope load --segment I/{n}` on {n} hosts started together with `--start-at` and added with `webscope merge` (`webscope distribute --kubernetes {n}` writes it as a Job).",
             self.rate,
-            100.0 * self.busy,
+            pct_brief(self.busy),
             self.us_per_request,
             self.per_generator,
-            100.0 * CPU_LIMIT,
+            pct_brief(CPU_LIMIT),
             self.next_rate,
             self.generators,
             n = self.generators,

@@ -10,6 +10,7 @@
 //! Not for: drawing (the page's charts are `super`'s) nor judging probes.
 
 use webscope_model::stats::Sorted;
+use webscope_report::human::pct_brief;
 
 use super::failed::Failed;
 use crate::model::demands;
@@ -117,9 +118,9 @@ impl Law {
         out.extend(self.failed.as_ref().and_then(Failed::sentence));
         if let Some(n) = &self.not_cpu {
             out.push(format!(
-                "At {:.0} req/s, the first rate that failed, the server's CPU was at most {:.0} % busy and a request took at most {:.0} µs of it: waiting for the CPU would make a mean response near {:.2} ms, but it was {:.1} ms. So something other than the server's CPU bounds it: too few threads or connections for the load (one request at a time), a lock, a backend it waits for, or a rate limit; the lab measures CPUs, not these.",
+                "At {:.0} req/s, the first rate that failed, the server's CPU was at most {} busy and a request took at most {:.0} µs of it: waiting for the CPU would make a mean response near {:.2} ms, but it was {:.1} ms. So something other than the server's CPU bounds it: too few threads or connections for the load (one request at a time), a lock, a backend it waits for, or a rate limit; the lab measures CPUs, not these.",
                 n.rate,
-                100.0 * n.utilisation,
+                pct_brief(n.utilisation),
                 n.demand_us,
                 n.predicted_ms,
                 n.measured_ms
@@ -127,8 +128,8 @@ impl Law {
         }
         match (self.bound, self.ratio()) {
             (Some(bound), Some(ratio)) => out.push(format!(
-                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the server's CPU at the highest rate that passed, for the cores it may use): the measured capacity is {:.0} % of it.{}",
-                100.0 * ratio,
+                "Operational-law bound 1/D_max = {bound:.0} req/s (D = U/X of the server's CPU at the highest rate that passed, for the cores it may use): the measured capacity is {} of it.{}",
+                pct_brief(ratio),
                 if self.not_cpu.is_some() {
                     ""
                 } else if !self.failed.as_ref().is_none_or(Failed::is_latency) {

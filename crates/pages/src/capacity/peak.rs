@@ -12,6 +12,7 @@
 
 use webscope_load::thousands;
 use webscope_model::stats::Sorted;
+use webscope_report::human::pct_brief;
 
 use super::Point;
 use webscope_lab::objective::Outcome;
@@ -114,8 +115,8 @@ pub fn sentence(p: &Peak) -> String {
         )
     } else {
         format!(
-            " It held within {:.0} % over them, though probes taken close together see less of the machine's moves than probes minutes apart.",
-            100.0 * STEADY
+            " It held within {} over them, though probes taken close together see less of the machine's moves than probes minutes apart.",
+            pct_brief(STEADY)
         )
     };
     let carried = if p.low_rps == p.high_rps {
@@ -230,7 +231,7 @@ mod tests {
         assert!((entry(&moved, None).spread.unwrap() - 19e3 / 104e3).abs() < 1e-12);
         let steady = Peak::from(vec![(5, 850.0), (6, 850.0), (9, 860.0)]).unwrap();
         assert!(
-            sentence(&steady).contains("held within 5 %"),
+            sentence(&steady).contains("held within 5.0 %"),
             "{}",
             sentence(&steady)
         );

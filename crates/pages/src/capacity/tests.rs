@@ -211,7 +211,7 @@ fn the_page_gives_the_capacity_its_bracket_every_probe_and_the_law_beside_it() {
     assert_eq!(peak["capacity_above_median"], false, "{peak:#}");
     assert!(!said.contains("probes it had fallen behind in"), "{said}");
     assert!(
-        said.contains("carried 850 req/s each. It held within 5 %"),
+        said.contains("carried 850 req/s each. It held within 5.0 %"),
         "{said}"
     );
     // Every probe read the same three figures: their means agree, nothing to be unsure of.

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
+use webscope_report::human::pct_brief;
 
 use webscope_accesslog::characterize::{
     Burstiness, Characterization, Invariant, Series, UrlRow, Verdict, MAX_SERIES_BINS, NEAR_PEAK,
@@ -175,8 +176,8 @@ pub fn idc(a: &Burstiness) -> String {
         String::new()
     } else {
         format!(
-            ", within {:.0} % of it from {} to {}",
-            100.0 * (1.0 - NEAR_PEAK),
+            ", within {} of it from {} to {}",
+            pct_brief(1.0 - NEAR_PEAK),
             span(p.near_from_s),
             span(p.near_to_s)
         )

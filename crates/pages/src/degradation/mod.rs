@@ -13,6 +13,7 @@ mod targets;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use webscope_report::human::pct_brief;
 
 use webscope_report::svg::{Axis, Series, XyChart};
 use webscope_report::Block;
@@ -126,8 +127,8 @@ fn policy_chart(set: &str, policy: &str, runs: &[&Run]) -> Block {
         .collect();
     let reading = match (light.first(), light.last(), runs.last()) {
         (Some(&a), Some(&b), Some(last)) if a > 0.0 && runs.len() > 1 => format!(
-            "Under {policy}, light keeps {:.0} % of its throughput as heavy clients grow to {}; heavy completes {:.1} requests/s{}.",
-            100.0 * b / a,
+            "Under {policy}, light keeps {} of its throughput as heavy clients grow to {}; heavy completes {:.1} requests/s{}.",
+            pct_brief(b / a),
             last.heavy,
             last.service("heavy").map_or(0.0, |s| s.ok_per_s),
             last.service("heavy")
@@ -183,8 +184,11 @@ fn light_chart(set: &str, runs: &[Run]) -> Option<Block> {
         }
         .to_svg(),
         reading: format!(
-            "With the most heavy clients, light keeps {:.0} % under {} and {:.0} % under {}.",
-            best.1, best.0, worst.1, worst.0
+            "With the most heavy clients, light keeps {} under {} and {} under {}.",
+            pct_brief(best.1 / 100.0),
+            best.0,
+            pct_brief(worst.1 / 100.0),
+            worst.0
         ),
     })
 }
