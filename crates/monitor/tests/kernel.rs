@@ -19,7 +19,8 @@ use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use kernel_support::{finish, kernel_monitor, serial, tool};
+use kernel_support::{finish, kernel_monitor, kernel_monitor_in, serial, tool};
+use webscope_monitor::kernel::hlog::{accept_wait_tag, lifetime_tag, HLOG, RUNQ_TAG};
 use webscope_monitor::kernel::{KernelSummary, PortFigures};
 
 fn port_of(summary: &KernelSummary, port: u16) -> &PortFigures {
@@ -469,4 +470,71 @@ fn a_cpu_hog_beside_a_watched_thread_moves_its_run_queue_p99_above_1_ms() {
         wait.p99_ms > 1.0,
         "three hogs on its CPU keep a spinning thread waiting: {wait:?}"
     );
+}
+
+#[test]
+fn kernel_hlog_holds_each_intervals_histograms_and_they_add_up_to_the_runs_figures() {
+    let _serial = serial();
+    const ROUNDS: usize = 3;
+    const PER_ROUND: u64 = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let (listener, port) = listener("127.0.0.1:0", 128);
+    let Some(mut monitor) = kernel_monitor_in(&[port], &[std::process::id()], Some(dir.path()))
+    else {
+        return;
+    };
+    // Each round's connections are accepted (accept() returns after the kernel saw them
+    // leave the queue) before its sample: each interval holds exactly one round's waits.
+    for _ in 0..ROUNDS {
+        for _ in 0..PER_ROUND {
+            let c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let (s, _) = listener.accept().unwrap();
+            drop(s);
+            drop(c);
+        }
+        monitor.sample().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    monitor.sample().unwrap();
+    let results = monitor.stop().unwrap();
+    let k = results.summary.kernel.expect("kernel figures");
+    let p = port_of(&k, port);
+    let path = dir.path().join(HLOG);
+    assert!(results.files.contains(&path), "{:?}", results.files);
+    // Read back by the hdrhistogram crate's log reader (webscope-load's, which checks each
+    // histogram before it decodes it).
+    let intervals = |tag: &str| webscope_load::read_intervals(&path, Some(tag)).unwrap();
+    let counts =
+        |tag: &str| -> Vec<u64> { intervals(tag).iter().map(|i| i.histogram.len()).collect() };
+    let waits = counts(&accept_wait_tag(port));
+    assert!(waits.len() > ROUNDS, "one line per interval: {waits:?}");
+    assert_eq!(&waits[..ROUNDS], &[PER_ROUND; ROUNDS], "{waits:?}");
+    let total = ROUNDS as u64 * PER_ROUND;
+    assert_eq!(waits.iter().sum::<u64>(), total, "{waits:?}");
+    assert_eq!(p.accept_wait.map(|w| w.count), Some(total), "{p:?}");
+    let lives = counts(&lifetime_tag(port));
+    assert_eq!(
+        lives.iter().sum::<u64>(),
+        p.lifetime.map_or(0, |l| l.count),
+        "the lifetimes' intervals add up to the run's: {lives:?}, {p:?}"
+    );
+    assert!(lives.iter().sum::<u64>() > 0, "{p:?}");
+    let runq = counts(RUNQ_TAG);
+    assert_eq!(
+        runq.iter().sum::<u64>(),
+        k.runq.wait.map_or(0, |w| w.count),
+        "the run-queue waits' intervals add up to the run's: {runq:?}"
+    );
+    // The intervals follow each other, and nothing is untagged.
+    let starts: Vec<(f64, f64)> = intervals(&accept_wait_tag(port))
+        .iter()
+        .map(|i| (i.start_s, i.length_s))
+        .collect();
+    assert!(
+        starts.windows(2).all(|w| w[1].0 >= w[0].0 + w[0].1 - 0.002),
+        "{starts:?}"
+    );
+    assert!(webscope_load::read_intervals(&path, None)
+        .unwrap()
+        .is_empty());
 }
