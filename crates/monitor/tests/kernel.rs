@@ -538,3 +538,53 @@ fn kernel_hlog_holds_each_intervals_histograms_and_they_add_up_to_the_runs_figur
         .unwrap()
         .is_empty());
 }
+
+#[test]
+fn a_run_stopped_early_as_by_ctrl_c_keeps_what_it_measured() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _serial = serial();
+    const N: u64 = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let (listener, port) = listener("127.0.0.1:0", 128);
+    // Whether the module loads here, asked as the other tests ask it.
+    let Some(probe) = kernel_monitor(&[port], &[]) else {
+        return;
+    };
+    drop(probe.stop().unwrap());
+    let stop = AtomicBool::new(false);
+    let config = webscope_monitor::Config {
+        ports: vec![port],
+        kernel: true,
+        interval: Duration::from_millis(100),
+        // Far longer than the test: only the stop flag (what Ctrl-C raises) ends it.
+        duration: Some(Duration::from_secs(600)),
+        out: Some(dir.path().to_path_buf()),
+        ..webscope_monitor::Config::default()
+    };
+    let results = std::thread::scope(|scope| {
+        let stop = &stop;
+        let running = scope.spawn(move || webscope_monitor::run(config, stop, &mut |_, _| {}));
+        // Give the monitor time to load the program before the connections it must see.
+        std::thread::sleep(Duration::from_millis(500));
+        for _ in 0..N {
+            let c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let (s, _) = listener.accept().unwrap();
+            drop(s);
+            drop(c);
+        }
+        stop.store(true, Ordering::Relaxed);
+        running.join().unwrap().unwrap()
+    });
+    assert!(results.summary.interrupted, "a run stopped early says so");
+    let k = results.summary.kernel.expect("kernel figures");
+    let p = port_of(&k, port);
+    assert_eq!(p.accept_wait.map(|w| w.count), Some(N), "{p:?}");
+    let logged: u64 =
+        webscope_load::read_intervals(&dir.path().join(HLOG), Some(&accept_wait_tag(port)))
+            .unwrap()
+            .iter()
+            .map(|i| i.histogram.len())
+            .sum();
+    assert_eq!(logged, N, "kernel.hlog keeps every interval up to the stop");
+    assert!(dir.path().join("monitor.json").exists());
+}
