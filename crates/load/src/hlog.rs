@@ -16,8 +16,9 @@ use hdrhistogram::Histogram;
 
 use crate::Error;
 
-/// An open interval log.
-pub(crate) struct Hlog {
+/// An open interval log. Public so that another writer of per-interval histograms (the
+/// monitor's kernel module, `kernel.hlog`) writes the same format through the same code.
+pub struct Hlog {
     path: PathBuf,
     file: BufWriter<File>,
     serializer: V2DeflateSerializer,
@@ -26,6 +27,19 @@ pub(crate) struct Hlog {
 impl Hlog {
     /// Creates the log and writes its header; `start` is the run's start (the base time).
     pub(crate) fn create(path: &Path, start: SystemTime, what: &str) -> Result<Hlog, Error> {
+        Hlog::with_header(
+            path,
+            start,
+            &[
+                &format!("webscope load interval log: {what}"),
+                "Latency in nanoseconds; untagged lines hold all requests, Tag=<class> lines one class",
+            ],
+        )
+    }
+
+    /// Creates a log whose header's comment lines are `about` (each written after a `#`),
+    /// then the start and base times (`start`) and the column names.
+    pub fn with_header(path: &Path, start: SystemTime, about: &[&str]) -> Result<Hlog, Error> {
         let fail = |source| Error::Hlog {
             path: path.to_path_buf(),
             source,
@@ -40,20 +54,23 @@ impl Hlog {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs_f64();
-        let header = format!(
-            "#webscope load interval log: {what}\n\
-             #Latency in nanoseconds; untagged lines hold all requests, Tag=<class> lines one class\n\
-             #[StartTime: {epoch:.3} (seconds since epoch)]\n\
+        // A line break inside a comment would start a line no reader expects.
+        let mut header: String = about
+            .iter()
+            .map(|line| format!("#{}\n", line.replace(['\r', '\n'], " ")))
+            .collect();
+        header.push_str(&format!(
+            "#[StartTime: {epoch:.3} (seconds since epoch)]\n\
              #[BaseTime: {epoch:.3} (seconds since epoch)]\n\
              \"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"
-        );
+        ));
         log.file.write_all(header.as_bytes()).map_err(fail)?;
         log.file.flush().map_err(fail)?;
         Ok(log)
     }
 
     /// Writes one interval histogram, `offset` after the base time, with an optional tag.
-    pub(crate) fn write(
+    pub fn write(
         &mut self,
         histogram: &Histogram<u64>,
         offset: Duration,
@@ -80,7 +97,7 @@ impl Hlog {
     }
 
     /// Pushes what was written to the file (see [`read_bins`] for reading it back).
-    pub(crate) fn flush(&mut self) -> Result<(), Error> {
+    pub fn flush(&mut self) -> Result<(), Error> {
         self.file.flush().map_err(|source| Error::Hlog {
             path: self.path.clone(),
             source,

@@ -79,7 +79,9 @@ pub use busy_poll::probe as busy_poll_probe;
 pub use config::{Arrivals, Config, Io, Mode, Pacing, MAX_SAMPLES};
 pub use cpu::{process_time, thread_time};
 pub use error::Error;
-pub use hlog::{parse_intervals, read_bins, read_intervals, tag_of, Intervals, LoggedInterval};
+pub use hlog::{
+    parse_intervals, read_bins, read_intervals, tag_of, Hlog, Intervals, LoggedInterval,
+};
 pub use merge::{merge, Part};
 pub use outcome::{Expect, Outcomes, DEFAULT_EXPECT};
 pub use pace::{missed_rate, not_sent_limit, MissedRate, NOT_SENT_ALLOWANCE_S, NOT_SENT_LIMIT};

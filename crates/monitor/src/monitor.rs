@@ -100,10 +100,11 @@ fn out_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 /// stale looks like part of this run.
 fn prepare_out(dir: &Path) -> Result<(), Error> {
     std::fs::create_dir_all(dir).map_err(out_error(dir))?;
-    let stale = GROUPS
-        .iter()
-        .map(|g| format!("{}.csv", g.name))
-        .chain(["monitor.json".to_string(), "perf.data".to_string()]);
+    let stale = GROUPS.iter().map(|g| format!("{}.csv", g.name)).chain([
+        "monitor.json".to_string(),
+        "perf.data".to_string(),
+        crate::kernel::hlog::HLOG.to_string(),
+    ]);
     for name in stale {
         let path = dir.join(name);
         match std::fs::remove_file(&path) {
@@ -165,9 +166,14 @@ impl Monitor {
         };
         let (kernel, kernel_error) = if config.kernel {
             match Kernel::start(&config.ports, &config.pids, config.children) {
-                Ok(kernel) => {
+                Ok(mut kernel) => {
                     for why in kernel.unattached() {
                         notes.add(0.0, "kernel", format!("hook not attached: {why}"));
+                    }
+                    if let Some(dir) = &config.out {
+                        if let Err(why) = kernel.log_to(&dir.join(crate::kernel::hlog::HLOG)) {
+                            notes.add(0.0, "kernel", format!("no kernel.hlog: {why}"));
+                        }
                     }
                     (Some(kernel), None)
                 }
@@ -358,7 +364,7 @@ impl Monitor {
             tcp_walks: self.ports.as_ref().map(Ports::stats),
             profile,
             profile_error: self.profile_error.clone(),
-            kernel: self.kernel.as_ref().map(Kernel::summary),
+            kernel: self.kernel.as_mut().map(Kernel::summary),
             kernel_error: self.kernel_error.clone(),
             notes: self.notes.all().to_vec(),
             cost,
@@ -373,6 +379,9 @@ impl Monitor {
                     .map_err(out_error(&path))?;
                 files.push(path);
                 files.push(dir.join("perf.data"));
+            }
+            if summary.kernel.is_some() && dir.join(crate::kernel::hlog::HLOG).exists() {
+                files.push(dir.join(crate::kernel::hlog::HLOG));
             }
             let path = dir.join("monitor.json");
             write_atomically(&path, &summary)?;

@@ -19,7 +19,8 @@ use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use kernel_support::{finish, kernel_monitor, serial, tool};
+use kernel_support::{finish, kernel_monitor, kernel_monitor_in, serial, tool};
+use webscope_monitor::kernel::hlog::{accept_wait_tag, lifetime_tag, HLOG, RUNQ_TAG};
 use webscope_monitor::kernel::{KernelSummary, PortFigures};
 
 fn port_of(summary: &KernelSummary, port: u16) -> &PortFigures {
@@ -469,4 +470,121 @@ fn a_cpu_hog_beside_a_watched_thread_moves_its_run_queue_p99_above_1_ms() {
         wait.p99_ms > 1.0,
         "three hogs on its CPU keep a spinning thread waiting: {wait:?}"
     );
+}
+
+#[test]
+fn kernel_hlog_holds_each_intervals_histograms_and_they_add_up_to_the_runs_figures() {
+    let _serial = serial();
+    const ROUNDS: usize = 3;
+    const PER_ROUND: u64 = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let (listener, port) = listener("127.0.0.1:0", 128);
+    let Some(mut monitor) = kernel_monitor_in(&[port], &[std::process::id()], Some(dir.path()))
+    else {
+        return;
+    };
+    // Each round's connections are accepted (accept() returns after the kernel saw them
+    // leave the queue) before its sample: each interval holds exactly one round's waits.
+    for _ in 0..ROUNDS {
+        for _ in 0..PER_ROUND {
+            let c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let (s, _) = listener.accept().unwrap();
+            drop(s);
+            drop(c);
+        }
+        monitor.sample().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    monitor.sample().unwrap();
+    let results = monitor.stop().unwrap();
+    let k = results.summary.kernel.expect("kernel figures");
+    let p = port_of(&k, port);
+    let path = dir.path().join(HLOG);
+    assert!(results.files.contains(&path), "{:?}", results.files);
+    // Read back by the hdrhistogram crate's log reader (webscope-load's, which checks each
+    // histogram before it decodes it).
+    let intervals = |tag: &str| webscope_load::read_intervals(&path, Some(tag)).unwrap();
+    let counts =
+        |tag: &str| -> Vec<u64> { intervals(tag).iter().map(|i| i.histogram.len()).collect() };
+    let waits = counts(&accept_wait_tag(port));
+    assert!(waits.len() > ROUNDS, "one line per interval: {waits:?}");
+    assert_eq!(&waits[..ROUNDS], &[PER_ROUND; ROUNDS], "{waits:?}");
+    let total = ROUNDS as u64 * PER_ROUND;
+    assert_eq!(waits.iter().sum::<u64>(), total, "{waits:?}");
+    assert_eq!(p.accept_wait.map(|w| w.count), Some(total), "{p:?}");
+    let lives = counts(&lifetime_tag(port));
+    assert_eq!(
+        lives.iter().sum::<u64>(),
+        p.lifetime.map_or(0, |l| l.count),
+        "the lifetimes' intervals add up to the run's: {lives:?}, {p:?}"
+    );
+    assert!(lives.iter().sum::<u64>() > 0, "{p:?}");
+    let runq = counts(RUNQ_TAG);
+    assert_eq!(
+        runq.iter().sum::<u64>(),
+        k.runq.wait.map_or(0, |w| w.count),
+        "the run-queue waits' intervals add up to the run's: {runq:?}"
+    );
+    // The intervals follow each other, and nothing is untagged.
+    let starts: Vec<(f64, f64)> = intervals(&accept_wait_tag(port))
+        .iter()
+        .map(|i| (i.start_s, i.length_s))
+        .collect();
+    assert!(
+        starts.windows(2).all(|w| w[1].0 >= w[0].0 + w[0].1 - 0.002),
+        "{starts:?}"
+    );
+    assert!(webscope_load::read_intervals(&path, None)
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn a_run_stopped_early_as_by_ctrl_c_keeps_what_it_measured() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _serial = serial();
+    const N: u64 = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let (listener, port) = listener("127.0.0.1:0", 128);
+    // Whether the module loads here, asked as the other tests ask it.
+    let Some(probe) = kernel_monitor(&[port], &[]) else {
+        return;
+    };
+    drop(probe.stop().unwrap());
+    let stop = AtomicBool::new(false);
+    let config = webscope_monitor::Config {
+        ports: vec![port],
+        kernel: true,
+        interval: Duration::from_millis(100),
+        // Far longer than the test: only the stop flag (what Ctrl-C raises) ends it.
+        duration: Some(Duration::from_secs(600)),
+        out: Some(dir.path().to_path_buf()),
+        ..webscope_monitor::Config::default()
+    };
+    let results = std::thread::scope(|scope| {
+        let stop = &stop;
+        let running = scope.spawn(move || webscope_monitor::run(config, stop, &mut |_, _| {}));
+        // Give the monitor time to load the program before the connections it must see.
+        std::thread::sleep(Duration::from_millis(500));
+        for _ in 0..N {
+            let c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let (s, _) = listener.accept().unwrap();
+            drop(s);
+            drop(c);
+        }
+        stop.store(true, Ordering::Relaxed);
+        running.join().unwrap().unwrap()
+    });
+    assert!(results.summary.interrupted, "a run stopped early says so");
+    let k = results.summary.kernel.expect("kernel figures");
+    let p = port_of(&k, port);
+    assert_eq!(p.accept_wait.map(|w| w.count), Some(N), "{p:?}");
+    let logged: u64 =
+        webscope_load::read_intervals(&dir.path().join(HLOG), Some(&accept_wait_tag(port)))
+            .unwrap()
+            .iter()
+            .map(|i| i.histogram.len())
+            .sum();
+    assert_eq!(logged, N, "kernel.hlog keeps every interval up to the stop");
+    assert!(dir.path().join("monitor.json").exists());
 }

@@ -4,13 +4,14 @@
 //! connects, a connection per request). Where the
 //! module is not built (the `kernel` feature) or cannot load (not root, no BTF), the lab runs
 //! as before and the page says once why the column is absent; CI runs as root with the
-//! feature and sets WEBSCOPE_REQUIRE_KERNEL, so there the figures must be there.
+//! feature and sets WEBSCOPE_REQUIRE_KERNEL, so there the figures must be there. A `--target`
+//! nginx gets them too, its accepts seen at accept4()'s return.
 
 mod lab_support;
 
 use std::path::Path;
 
-use lab_support::{tiny_fileset, webscope};
+use lab_support::{tiny_fileset, webscope, Nginx, NginxConf};
 
 const NOTE: &str = "No accept-queue wait in these runs";
 const COLUMN: &str = "accept queue p50/p99 ms";
@@ -122,6 +123,64 @@ fn every_connection_of_a_run_is_timed_in_the_accept_queue_or_the_page_says_once_
         assert!(p50 > 0.0 && p99 >= p50, "{run}: {row}");
     }
     assert!(html.contains(LIFETIME), "no lifetime column");
+    // Each run's interval log of the kernel's histograms is in its run directory.
+    assert!(out.join("clients/clients-001/monitor/kernel.hlog").exists());
+}
+
+#[test]
+fn a_target_nginx_gets_its_queue_wait_and_lifetimes_seen_at_accept() {
+    let tmp = tempfile::tempdir().unwrap();
+    // nginx's workers (root's, as the test runs as root) read the fileset under it.
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let fileset = tmp.path().join("set");
+    tiny_fileset(&fileset);
+    let conf = NginxConf {
+        workers: 1,
+        cpu: None,
+        access_log: false,
+        user: None,
+    };
+    let Some(nginx) = Nginx::start_conf(&fileset, tmp.path(), &conf) else {
+        return;
+    };
+    let out = tmp.path().join("report");
+    lab(
+        &out,
+        &fileset,
+        &["--clients", "2", "--target", &nginx.base_url],
+    );
+    let run = json(&out.join("clients/clients-002/run.json"));
+    if run["os"]["kernel"].is_null() {
+        assert!(
+            std::env::var_os("WEBSCOPE_REQUIRE_KERNEL").is_none(),
+            "WEBSCOPE_REQUIRE_KERNEL is set but the run against nginx has no kernel figures: {}",
+            run["os"]["kernel_error"]
+        );
+        eprintln!(
+            "skipping: no kernel figures ({})",
+            run["os"]["kernel_error"]
+        );
+        return;
+    }
+    let connects = run["load"]["connects"].as_u64().unwrap();
+    let port = &run["os"]["kernel"]["ports"][0];
+    let timed = port["accept_wait"]["count"].as_u64().unwrap();
+    // nginx accepts by accept4(): every wait is seen at its return, none at a first read.
+    assert_eq!(port["accepted_syscall"].as_u64(), Some(timed), "{port}");
+    assert_eq!(port["accepted_read"].as_u64(), Some(0), "{port}");
+    assert!(
+        timed <= connects && timed + 2 >= connects && connects > 10,
+        "{timed} waits timed for {connects} connects"
+    );
+    let lived = port["lifetime"]["count"].as_u64().unwrap();
+    assert!(
+        lived <= connects && lived + 2 >= connects,
+        "{lived} lifetimes for {connects} connects"
+    );
 }
 
 #[test]

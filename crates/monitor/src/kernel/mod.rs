@@ -66,6 +66,7 @@
 //! `docs/architecture.md` for the measured cost per request (`bench/kernel_cost.py`).
 
 mod groups;
+pub mod hlog;
 pub mod layout;
 #[cfg(feature = "kernel")]
 pub mod probe;

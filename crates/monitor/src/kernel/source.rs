@@ -3,11 +3,13 @@
 //! at the end the run's figures ([`KernelSummary`]).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
 
 use hdrhistogram::Histogram;
 
 use super::groups::{listen_drops, KERNEL, KERNEL_STATES, RUNQ};
+use super::hlog::{accept_wait_tag, lifetime_tag, KernelLog, RUNQ_TAG};
 use super::layout::{to_hdr, Counter, RUNQ_MISSED, RUNQ_WAITS};
 use super::probe::{Probe, Reading};
 use super::summary::{KernelSummary, Latency, PortFigures, RunQueue};
@@ -34,6 +36,12 @@ pub struct Kernel {
     drops_last: Vec<Option<u64>>,
     /// Hooks detached once the server showed which way it accepts, and why.
     detached: Vec<String>,
+    /// The interval log (`kernel.hlog`), with an output directory; dropped after a failed
+    /// write (said once in a note).
+    log: Option<KernelLog>,
+    /// When the log's base time was, and how long after it `last` was read.
+    log_began: Instant,
+    last_at: Duration,
 }
 
 /// Connections seen leaving the accept queue one way, none the other, before the hook of the
@@ -62,9 +70,56 @@ impl Kernel {
             drops_last: drops_first.clone(),
             drops_first,
             detached: Vec::new(),
+            log: None,
+            log_began: Instant::now(),
+            last_at: Duration::ZERO,
         };
         kernel.refresh_tgids();
         Ok(kernel)
+    }
+
+    /// Writes each interval's histograms to the interval log at `path` from now on (see
+    /// [`super::hlog`]). Err: one line saying why it cannot be created.
+    pub fn log_to(&mut self, path: &Path) -> Result<(), String> {
+        let log = KernelLog::create(path, SystemTime::now())?;
+        // The log's intervals start from the reading the run's figures start from.
+        self.log = Some(log);
+        self.log_began = Instant::now();
+        self.last_at = Duration::ZERO;
+        Ok(())
+    }
+
+    /// The histograms of the interval from reading `a` to reading `b`, tagged for the log.
+    fn interval_figures(&self, a: &Reading, b: &Reading) -> Vec<(String, Histogram<u64>)> {
+        let mut figures = Vec::new();
+        for (i, &port) in self.ports.iter().enumerate() {
+            let (a, b) = (&a.ports[i], &b.ports[i]);
+            figures.push((
+                accept_wait_tag(port),
+                to_hdr(&diff(&b.accept_wait, &a.accept_wait)),
+            ));
+            figures.push((lifetime_tag(port), to_hdr(&diff(&b.lifetime, &a.lifetime))));
+        }
+        if !self.tgids.is_empty() {
+            figures.push((RUNQ_TAG.to_string(), to_hdr(&diff(&b.runq, &a.runq))));
+        }
+        figures
+    }
+
+    /// Logs the interval from the last reading to now, its `figures`; `Err` (one line) once,
+    /// when a write fails, after which the log is dropped.
+    fn log_interval(&mut self, figures: Vec<(String, Histogram<u64>)>) -> Result<(), String> {
+        let at = self.log_began.elapsed();
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        let result = log.write(self.last_at, at.saturating_sub(self.last_at), &figures);
+        self.last_at = at;
+        if let Err(why) = result {
+            self.log = None;
+            return Err(format!("kernel.hlog no longer written: {why}"));
+        }
+        Ok(())
     }
 
     /// Hooks that would not attach, each with why.
@@ -128,9 +183,16 @@ impl Kernel {
         self.tgids_at = Instant::now();
     }
 
-    /// The run's figures: everything summed since the start.
-    pub fn summary(&self) -> KernelSummary {
+    /// The run's figures: everything summed since the start. What came after the last
+    /// sample goes to the interval log first (when there is any), so that its intervals add
+    /// up to these figures.
+    pub fn summary(&mut self) -> KernelSummary {
         let now = self.probe.read();
+        let trailing = self.interval_figures(&self.last, &now);
+        if self.log.is_some() && trailing.iter().any(|(_, h)| !h.is_empty()) {
+            // A failure here has no sample left to note it in; the log says up to where.
+            let _ = self.log_interval(trailing);
+        }
         let drops_now = self.drops_last.clone();
         let ports = self
             .ports
@@ -233,7 +295,8 @@ impl Source for Kernel {
         self.settle_accept_hooks(&now);
         let drops_now = drops(&mut self.diag, &self.ports);
         if ctx.dt <= 0.0 {
-            self.last = now;
+            // The baseline sample: `last` stays the first reading, which the run's figures
+            // start from, so that the intervals add up to them.
             self.drops_last = drops_now;
             return Ok(());
         }
@@ -308,6 +371,12 @@ impl Source for Kernel {
                 )],
             });
         }
+        let logged = if self.log.is_some() {
+            let figures = self.interval_figures(&self.last, &now);
+            self.log_interval(figures)
+        } else {
+            Ok(())
+        };
         self.last = now;
         // A listener that vanished keeps its last count, so the run's figure still spans it.
         for (last, now) in self.drops_last.iter_mut().zip(drops_now) {
@@ -315,6 +384,6 @@ impl Source for Kernel {
                 *last = now;
             }
         }
-        Ok(())
+        logged
     }
 }

@@ -2,6 +2,7 @@
 //! the module on (or the reason it cannot load), and its figures once stopped.
 #![allow(dead_code)] // each test binary uses its own part
 
+use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -29,11 +30,17 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// A monitor with the kernel module on `ports` (and `pids`' run-queue waits); None, with the
 /// reason printed, where the module cannot load, unless WEBSCOPE_REQUIRE_KERNEL is set.
 pub fn kernel_monitor(ports: &[u16], pids: &[u32]) -> Option<Monitor> {
+    kernel_monitor_in(ports, pids, None)
+}
+
+/// [`kernel_monitor`], writing its files (`kernel.hlog` among them) in `out`.
+pub fn kernel_monitor_in(ports: &[u16], pids: &[u32], out: Option<&Path>) -> Option<Monitor> {
     let monitor = Monitor::start(Config {
         ports: ports.to_vec(),
         pids: pids.to_vec(),
         kernel: true,
         interval: Duration::from_millis(100),
+        out: out.map(Path::to_path_buf),
         ..Config::default()
     })
     .expect("the monitor starts whether or not the kernel module loads");

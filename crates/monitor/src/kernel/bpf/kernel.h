@@ -73,6 +73,9 @@ struct inet_connection_sock {
 
 struct tcp_sock {
 	__u32 total_retrans;
+	__u64 bytes_received;
+	__u32 rcv_nxt;
+	__u32 copied_seq;
 };
 
 struct sk_buff {

@@ -283,11 +283,25 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+/* Runs at every receive on the machine, so at every request a server reads: it returns at
+ * once unless this could be the connection's first receive, without the hash lookup that
+ * dequeued() makes. What the application has read so far is what arrived in order
+ * (bytes_received, a FIN counted as one) less what it has not read yet (rcv_nxt - copied_seq);
+ * at the first receive that is at most what this one returned, plus one for a FIN. Read in
+ * this order, data arriving meanwhile can only make it smaller, so a first receive is never
+ * missed; a later receive let through is looked up and found already dequeued. */
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 {
 	__u32 slot;
 	if (!slot_of(sk, &slot) || sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	const struct tcp_sock *tp = bpf_core_cast(sk, struct tcp_sock);
+	__s64 received = tp->bytes_received;
+	__u32 unread = tp->rcv_nxt - tp->copied_seq;
+	/* Signed: data arriving between the two reads can make it negative. */
+	__s64 read = received - unread;
+	if (read > (__s64)(ret > 0 ? ret : 0) + 1)
 		return 0;
 	dequeued(sk, C_ACCEPTED_READ);
 	return 0;
