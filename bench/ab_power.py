@@ -3,11 +3,18 @@
 pairs of nginx (one worker each, both pinned to CPU 0; the lab's generator on CPU 1), each
 counting the verdicts per threshold: within, CROSSED, cannot be decided.
 
-Cases (--cases): `aa`, two identical nginx (every CROSSED is a false alarm); `log`, B writes an
-unbuffered access log (#53 measured it about 10 % slower at 1 KiB); `nocache`, B without
-open_file_cache. Before a case's experiments, its true difference is measured with --truth
-interleaved pairs of longer `webscope load` runs (goodput and nginx's CPU per request, read from
-/proc), and each experiment's interval is checked against it (covered or not).
+Cases (--cases), each B one directive off A's base configuration: `aa`, two identical nginx
+(every CROSSED is a false alarm); `log`, B writes an unbuffered access log (#53 measured it about
+10 % slower at 1 KiB); `logbuf`, the same log buffered by 64 KiB (the format's work without a
+write(2) per request: the ~5 % case); `nocache`, B without open_file_cache; and the candidates
+measured while looking for a ~5 % case: `nosendfile`, `noetag`, `headers` (ten more response
+headers). Before a case's experiments, its true difference is measured with --truth pairs of
+5-s `webscope load` runs, both ways (--truth-ways): solo, one server at a time interleaved (A B,
+B A, ...), and duet, both at once as `lab --duet` loads them (goodput then compares the two
+sharing CPU 0, not each alone). Goodput from the runs, nginx's CPU per request from
+/proc/PID/schedstat. Each experiment's interval is checked against the truth of its own method
+(--truth-by: the duet's when --lab-args has --duet), covered or not; both truths are printed.
+--experiments 0 measures the truths only.
 
 --hog runs a CPU hog on CPU 0 half of every 4 s (the servers' CPU), as a neighbour would: the
 verdicts must then be within or undecided, never wrong.
@@ -37,6 +44,10 @@ BASE = {"access_log": "off", "open_file_cache": "max=1000 inactive=20s", "sendfi
         "tcp_nodelay": "on", "etag": "on"}
 # Ten response headers of 40 bytes each: nginx formats and sends each one on every response.
 PAD_HEADERS = "\n".join(f'add_header X-Pad-{i} "{"x" * 24}";' for i in range(10))
+WIDE_FORMAT = ("log_format wide '$remote_addr - $remote_user [$time_iso8601] \"$request\" $status "
+               "$body_bytes_sent $bytes_sent $request_length \"$http_referer\" \"$http_user_agent\" "
+               "$connection $connection_requests $msec $request_time $sent_http_content_type "
+               "$sent_http_etag $sent_http_last_modified $server_port';")
 KINDS = {
     "plain": {},
     "log": {"access_log": "{work}/access.log combined"},
@@ -46,17 +57,20 @@ KINDS = {
     "nosendfile": {"sendfile": "off"},
     "noetag": {"etag": "off"},
     "headers": {"extra": PAD_HEADERS},
+    # The buffered log in a wider format: twice the variables formatted per request.
+    "logwide": {"access_log": "{work}/access.log wide buffer=64k", "extra": WIDE_FORMAT},
 }
 # A case is (A's kind, B's kind); named for what B does differently.
 CASES = {"aa": ("plain", "plain"), "log": ("plain", "log"), "nocache": ("plain", "nocache"),
          "logbuf": ("plain", "logbuf"), "nosendfile": ("plain", "nosendfile"),
-         "noetag": ("plain", "noetag"), "headers": ("plain", "headers")}
+         "noetag": ("plain", "noetag"), "headers": ("plain", "headers"), "logwide": ("plain", "logwide")}
 
 
 def directives(kind, work):
     """KINDS[kind]'s nginx http-level directives, one a line."""
     own = KINDS[kind]
-    lines = [f"{k} {own.get(k, v)};" for k, v in BASE.items()] + own.get("extra", "").splitlines()
+    # The extra lines first: a log_format must come before the access_log that names it.
+    lines = own.get("extra", "").splitlines() + [f"{k} {own.get(k, v)};" for k, v in BASE.items()]
     return "\n    ".join(lines).format(work=work)
 
 
