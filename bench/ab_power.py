@@ -48,6 +48,10 @@ WIDE_FORMAT = ("log_format wide '$remote_addr - $remote_user [$time_iso8601] \"$
                "$body_bytes_sent $bytes_sent $request_length \"$http_referer\" \"$http_user_agent\" "
                "$connection $connection_requests $msec $request_time $sent_http_content_type "
                "$sent_http_etag $sent_http_last_modified $server_port';")
+# Between the two: the combined format and three more variables, one of them a response header.
+MID_FORMAT = ("log_format mid '$remote_addr - $remote_user [$time_local] \"$request\" $status "
+              "$body_bytes_sent \"$http_referer\" \"$http_user_agent\" $request_time $connection_requests "
+              "$sent_http_etag';")
 KINDS = {
     "plain": {},
     "log": {"access_log": "{work}/access.log combined"},
@@ -59,11 +63,13 @@ KINDS = {
     "headers": {"extra": PAD_HEADERS},
     # The buffered log in a wider format: twice the variables formatted per request.
     "logwide": {"access_log": "{work}/access.log wide buffer=64k", "extra": WIDE_FORMAT},
+    "logmid": {"access_log": "{work}/access.log mid buffer=64k", "extra": MID_FORMAT},
 }
 # A case is (A's kind, B's kind); named for what B does differently.
 CASES = {"aa": ("plain", "plain"), "log": ("plain", "log"), "nocache": ("plain", "nocache"),
          "logbuf": ("plain", "logbuf"), "nosendfile": ("plain", "nosendfile"),
-         "noetag": ("plain", "noetag"), "headers": ("plain", "headers"), "logwide": ("plain", "logwide")}
+         "noetag": ("plain", "noetag"), "headers": ("plain", "headers"), "logwide": ("plain", "logwide"),
+         "logmid": ("plain", "logmid")}
 
 
 def directives(kind, work):
