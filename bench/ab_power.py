@@ -208,7 +208,7 @@ def experiment(ws, a, b, fileset, out, args):
     except (OSError, ValueError, KeyError):
         # A lab that stopped before its verdict (a refusal, a crash): counted by its exit, not a verdict.
         print(f"  the lab exited {code} without a verdict: {said_last}", file=sys.stderr, flush=True)
-        return code, {}, {}, 0, elapsed
+        return code, {}, {}, (0, 0), elapsed
     rows = {r["metric"]: r for r in (ab.get("comparison") or {}).get("rows", [])}
     verdicts = {v["threshold"]: v["verdict"] for v in ab["verdict"]["verdicts"]}
     # capacity>-5%: each side's lower edge L from the two searches in lockstep.
@@ -216,7 +216,8 @@ def experiment(ws, a, b, fileset, out, args):
     for side in ("a", "b"):
         ending = searched.get(side) or {}
         verdicts[f"L_{side}"] = ending.get("capacity_rps", ending.get("kind"))
-    return code, verdicts, rows, ab["verdict"]["rounds"], elapsed
+    # Rounds kept and rounds disturbed (taken again, never used): a hog shows in the second.
+    return code, verdicts, rows, (ab["verdict"]["rounds"], ab["verdict"].get("disturbed", 0)), elapsed
 
 
 def hog():
@@ -262,7 +263,7 @@ def main():
                         covered[metric] = iv is not None and iv[0] <= t <= iv[1]
                     results.append((case, code, verdicts, covered, rounds, elapsed))
                     b.trim_log()
-                    print(f"{case} #{i + 1}: exit {code}, {rounds} rounds, {elapsed:.0f} s, {verdicts}, covered {covered}",
+                    print(f"{case} #{i + 1}: exit {code}, {rounds[0]} rounds ({rounds[1]} disturbed), {elapsed:.0f} s, {verdicts}, covered {covered}",
                           flush=True)
                 if hogging:
                     kill_group(hogging)
@@ -284,9 +285,9 @@ def table(results, truths, by):
         for (case, way), t in truths.items():
             cells = [f"{m:+.1f} % ({q1:+.1f} .. {q3:+.1f})" for m, q1, q3 in (t["goodput"], t["cpu_us"])]
             print(f"| {case} | {way}{' (coverage)' if way == by else ''} | {cells[0]} | {cells[1]} |")
-    print(f"\n| case | experiments | exit 0 / 1 / 3 | within | CROSSED | undecided | goodput: CROSSED / covers the "
+    print(f"\n| case | experiments | exit 0 / 1 / 3 | rounds (disturbed), median | within | CROSSED | undecided | goodput: CROSSED / covers the "
           f"{by} truth | cpu_us: CROSSED / covers the {by} truth | median time |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for case in dict.fromkeys(r[0] for r in results):
         rs = [r for r in results if r[0] == case]
         exits = "/".join(str(sum(1 for r in rs if r[1] == c)) for c in (0, 1, 3))
@@ -296,7 +297,8 @@ def table(results, truths, by):
             crossed = sum(1 for r in rs for k, v in r[2].items() if k.startswith(metric) and v == "crossed")
             checked = [r[3][metric] for r in rs if metric in r[3]]
             cells.append(f"{crossed} / {sum(checked)} of {len(checked)}" if checked else f"{crossed} / -")
-        print(f"| {case} | {len(rs)} | {exits} | {count('within')} | {count('crossed')} | {count('undecided')} | "
+        kept, disturbed = (statistics.median(r[4][k] for r in rs) for k in (0, 1))
+        print(f"| {case} | {len(rs)} | {exits} | {kept:.0f} ({disturbed:.0f}) | {count('within')} | {count('crossed')} | {count('undecided')} | "
               f"{cells[0]} | {cells[1]} | {statistics.median(r[5] for r in rs):.0f} s |")
 
 
