@@ -5,10 +5,13 @@ counting the verdicts per threshold: within, CROSSED, cannot be decided.
 
 Cases (--cases), each B one directive off A's base configuration: `aa`, two identical nginx
 (every CROSSED is a false alarm); `log`, B writes an unbuffered access log (#53 measured it about
-10 % slower at 1 KiB); `logbuf`, the same log buffered by 64 KiB (the format's work without a
-write(2) per request: the ~5 % case); `nocache`, B without open_file_cache; and the candidates
-measured while looking for a ~5 % case: `nosendfile`, `noetag`, `headers` (ten more response
-headers). Before a case's experiments, its true difference is measured with --truth pairs of
+10 % slower at 1 KiB); `logmid`, a log buffered by 64 KiB in the combined format and three more
+variables: the ~5 % case (duet truth +5.7 and +5.5 % CPU per request, goodput -3.7 and -5.5 %);
+`logbuf`, the combined log buffered (+3.0 to +5.3 % over three duet truths: less steady);
+`logwide`, buffered with twice the variables (the ~10 % case, +10.2 %); `nocache`, B without
+open_file_cache; and the candidates that came out near 0 or unsteady: `headers` (ten more
+response headers, -0.6 %), `nosendfile` (+6.6 %, its pairs' IQR +1.0 .. +12.6), `noetag`.
+Before a case's experiments, its true difference is measured with --truth pairs of
 5-s `webscope load` runs, both ways (--truth-ways): solo, one server at a time interleaved (A B,
 B A, ...), and duet, both at once as `lab --duet` loads them (goodput then compares the two
 sharing CPU 0, not each alone). Goodput from the runs, nginx's CPU per request from
@@ -82,7 +85,7 @@ def directives(kind, work):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cases", default="aa,log,nocache", help="which cases (default aa,log,nocache)")
+    p.add_argument("--cases", default="aa,logmid,log", help="which cases (default aa,logmid,log: A/A, ~5 %%, 10-20 %%)")
     p.add_argument("--experiments", type=int, default=20, help="experiments per case (default 20)")
     p.add_argument("--truth", type=int, default=40, help="interleaved pairs for the true difference (default 40)")
     p.add_argument("--truth-ways", default="solo,duet",
