@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ab_power import CASES, Nginx  # noqa: E402
+from ab_power import CASES, Nginx, run_ns  # noqa: E402
 from capacity_repeatability import ensure_nginx, raise_interrupt, stop_all  # noqa: E402
 from serve_vs_nginx import webscope_binary  # noqa: E402
 
@@ -52,12 +52,6 @@ def parse_args():
     p.add_argument("--methods", default="rmit,duet", help="which methods (default rmit,duet)")
     p.add_argument("--webscope", metavar="BIN", help="webscope binary (default: cargo build --release)")
     return p.parse_args()
-
-
-def run_ns(pid):
-    """The process's CPU time so far, ns (schedstat's first field)."""
-    with open(f"/proc/{pid}/schedstat") as f:
-        return int(f.read().split()[0])
 
 
 def start_load(ws, server, fileset, out, args):

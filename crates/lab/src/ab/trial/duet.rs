@@ -25,12 +25,18 @@ use crate::runner::Ctx;
 use crate::step::warm_up;
 use webscope_record::{write_json, RunRecord};
 
-/// What disturbs a duet: others' share of the CPUs and steal, as for any trial. The two
-/// servers share their CPU and wait for each other by design, so a server thread's run-queue
-/// wait and the machine's CPU pressure, which count that, are not limited (1.0 turns a limit
-/// off).
+/// What disturbs a duet: steal and I/O pressure. Whatever contends for the CPUs the two
+/// servers share, or for the lab's CPU their two generators share, meets both sides at once
+/// and cancels in their ratio, which is the duet's point: so others' share of those CPUs is
+/// not limited, nor a server thread's run-queue wait or the machine's CPU pressure (the two
+/// servers wait for each other by design). With others limited as for a solo trial, a duet
+/// under `bench/ab_power.py --hog` (a neighbour busy 2 s of every 4 on the servers' CPU,
+/// with others' builds beside it: others took 81 % of CPU 0 and 78 % of CPU 1) kept no
+/// round in a minute and could never decide; its rounds are now used, and their spread goes
+/// into the interval. 1.0 turns a limit off.
 fn limits() -> Limits {
     Limits {
+        others: 1.0,
         wait: 1.0,
         cpu_pressure: 1.0,
         ..Limits::default()
@@ -127,5 +133,50 @@ impl AbTrials {
         }
         write_json(&b_dir.join("run.json"), &self.record(Side::B, t.round, b))?;
         Ok(self.record(Side::A, t.round, a))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use webscope_monitor::disturbance::{Disturbance, Region, Role};
+
+    fn region(cpu: usize, role: Role, others: f64, steal: f64) -> Region {
+        Region {
+            cpus: vec![cpu],
+            roles: vec![role],
+            others,
+            steal,
+        }
+    }
+
+    #[test]
+    fn a_neighbour_on_the_shared_cpus_does_not_disturb_a_duet_but_steal_does() {
+        let busy = Disturbance {
+            seconds: 2.0,
+            regions: vec![
+                region(0, Role::Server, 0.81, 0.0),
+                region(1, Role::Generator, 0.78, 0.0),
+            ],
+            cpu_pressure: Some(0.9),
+            ..Disturbance::default()
+        };
+        assert_eq!(busy.beyond(&limits()), None);
+        // The same neighbour disturbs a solo trial, whose limits are the default ones.
+        assert!(busy.beyond(&Limits::default()).is_some());
+        let stolen = Disturbance {
+            regions: vec![region(0, Role::Server, 0.0, 0.2)],
+            ..busy.clone()
+        };
+        let why = stolen.beyond(&limits()).expect("steal disturbs a duet");
+        assert!(why.contains("steal"), "{why}");
+        let io = Disturbance {
+            io_pressure: Some(0.5),
+            ..busy
+        };
+        assert!(
+            io.beyond(&limits()).is_some(),
+            "I/O pressure disturbs a duet"
+        );
     }
 }
