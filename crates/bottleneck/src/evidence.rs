@@ -201,7 +201,12 @@ mod tests {
             "{}",
             v.reading
         );
-        assert!(v.reading.contains("80 % of the requests due were never sent"), "{}", v.reading);
+        assert!(
+            v.reading
+                .contains("80 % of the requests due were never sent"),
+            "{}",
+            v.reading
+        );
         // The same run with its rate kept (1 slot in 161 missed, under 1 %) is not.
         let (run, health) = open_run(80.0, 1);
         assert_ne!(judge(&evidence(&run, &health)).bound, Bound::Generator);

@@ -151,7 +151,11 @@ fn one_busy_thread_is_the_servers_limit_whatever_the_cpus() {
         assert_eq!(v.bound, bound, "{}", v.reading);
         assert!(says.iter().all(|s| v.reading.contains(s)), "{}", v.reading);
     };
-    expect(&e, Bound::ServerCpu, &["ran 88 %", "waited for a CPU 5.1 %"]);
+    expect(
+        &e,
+        Bound::ServerCpu,
+        &["ran 88 %", "waited for a CPU 5.1 %"],
+    );
     // The sum alone is judged against the one thread, not the two CPUs.
     let e = Evidence {
         server_busy_cores: Some(0.93),
