@@ -410,7 +410,15 @@ fn users_over_http3_keep_one_quic_connection_each_and_load_their_pages() {
     let users = &r["users"];
     assert_eq!(r["protocol"], "HTTP/3 (a connection per user)", "{text}");
     assert_eq!(r["connects"], users_n, "{text}");
+    // Each user's QUIC handshake timed and counted, as over HTTP/2 (the text's line too).
     assert_eq!(r["tls"]["full"], users_n, "{text}");
+    assert_eq!(r["tls"]["resumed"], 0, "{text}");
+    assert_eq!(r["tls"]["handshake_us"]["count"], users_n, "{text}");
+    assert!(
+        r["tls"]["handshake_us"]["min"].as_f64() > Some(0.0),
+        "{text}"
+    );
+    assert!(text.contains("TLS handshakes: 3 full, 0 resumed"), "{text}");
     assert_eq!(users["connections_per_user"], 1, "{users}");
     assert_eq!(users["streams_per_user"], 6, "{users}");
     assert_eq!(r["errors"]["total"], 0, "{text}");
@@ -441,4 +449,56 @@ fn users_over_http3_keep_one_quic_connection_each_and_load_their_pages() {
         lines.iter().all(|l| l.contains("HTTP/3.0\" 200 1024")),
         "{lines:?}"
     );
+}
+
+/// Issue 50: users over HTTP/3 time and count every handshake, resumed ones apart. The server
+/// goes away after 10 requests, so each user opens a new connection every second page view or
+/// so; the later ones resume with a ticket of the first: one handshake per connection, each
+/// counted full or resumed, as the closed loop counts them.
+#[test]
+fn users_over_http3_count_a_handshake_per_connection_full_or_resumed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(
+        &root,
+        tmp.path(),
+        (&cert, &key),
+        &["--http3", "--keepalive-requests", "10"],
+    );
+    let url = serve.url("/1k.bin");
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "--cacert",
+            cert.to_str().unwrap(),
+            "--users",
+            "2",
+            "--objects",
+            "const(5)",
+            "--think",
+            "const(20ms)",
+            "--ramp-up",
+            "0s",
+            "-d",
+            "1s",
+        ],
+        &tmp.path().join("r.json"),
+        0,
+    );
+    let connects = r["connects"].as_u64().unwrap();
+    assert!(connects > 2, "no user reconnected: {text}");
+    let (full, resumed) = (r["tls"]["full"].as_u64(), r["tls"]["resumed"].as_u64());
+    let (full, resumed) = (full.unwrap(), resumed.unwrap());
+    // A connection the run's end cut mid-handshake (at most one per user) is counted as a
+    // connect, not a handshake.
+    assert!(
+        full + resumed <= connects && full + resumed + 2 >= connects,
+        "{full} full + {resumed} resumed for {connects} connections: {text}"
+    );
+    assert_eq!(r["tls"]["handshake_us"]["count"], full + resumed, "{text}");
+    assert!(full >= 2, "each user's first handshake is full: {text}");
+    assert!(resumed >= 1, "no reconnection resumed: {text}");
+    assert_eq!(r["errors"]["total"], 0, "{text}");
 }
