@@ -502,3 +502,63 @@ fn users_over_http3_count_a_handshake_per_connection_full_or_resumed() {
     assert!(resumed >= 1, "no reconnection resumed: {text}");
     assert_eq!(r["errors"]["total"], 0, "{text}");
 }
+
+/// Issue 50 §1: the figures every protocol has, over HTTP/3. `-k` takes the self-signed
+/// certificate without `--cacert`; `--interval` cuts the run into intervals and `--hlog`
+/// writes one histogram line per interval; `--threshold` judges the HTTP/3 run (a p50 under
+/// a microsecond is crossed: exit 99).
+#[test]
+fn insecure_intervals_hlog_and_thresholds_work_over_http3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
+    let url = serve.url("/1k.bin");
+    let hlog = tmp.path().join("run.hlog");
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "-k",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--interval",
+            "250ms",
+            "--hlog",
+            hlog.to_str().unwrap(),
+            "--threshold",
+            "p50<1us,errors<=1%",
+        ],
+        &tmp.path().join("r.json"),
+        99,
+    );
+    assert!(r["requests"].as_u64().unwrap() > 0, "{text}");
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    assert_eq!(r["tls"]["full"], 2, "{text}");
+    assert!(
+        text.contains("p50<1us: ") && text.contains("FAILED"),
+        "{text}"
+    );
+    assert!(text.contains("errors<=1%: 0 %, passed"), "{text}");
+    assert!(
+        text.contains("webscope: threshold crossed: p50<1us"),
+        "{text}"
+    );
+    let intervals = r["intervals"].as_array().unwrap();
+    assert!((4..=5).contains(&intervals.len()), "{intervals:?}");
+    let lines = std::fs::read_to_string(&hlog).unwrap();
+    let histograms: Vec<&str> = lines
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with('"') && !l.starts_with("Tag="))
+        .collect();
+    assert_eq!(histograms.len(), intervals.len(), "{lines}");
+    assert!(
+        histograms.iter().all(|l| l
+            .split(',')
+            .nth(3)
+            .is_some_and(|h| h.starts_with("HISTFAA"))),
+        "{lines}"
+    );
+}

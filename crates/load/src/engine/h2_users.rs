@@ -100,7 +100,7 @@ impl Drop for H3 {
 impl H3 {
     /// The thread's endpoint, bound as the HTTP/3 engine binds its own.
     pub(crate) fn new(shared: &Shared, client: Arc<crate::quic::Client>) -> std::io::Result<H3> {
-        let endpoint = super::h3::endpoint(super::h3::unspecified(shared.addr))?;
+        let endpoint = super::h3::endpoint(super::h3::unspecified(shared.addr), shared.busy_poll)?;
         Ok(H3 {
             endpoint,
             client,
