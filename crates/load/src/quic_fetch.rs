@@ -41,7 +41,7 @@ pub fn fetch_h3(
         } else {
             (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
         };
-        let endpoint = crate::engine::h3::endpoint(bind)
+        let endpoint = crate::engine::h3::endpoint(bind, None)
             .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
         let (config, verified) = client.connection();
         let connecting = endpoint

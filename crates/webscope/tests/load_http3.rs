@@ -410,7 +410,15 @@ fn users_over_http3_keep_one_quic_connection_each_and_load_their_pages() {
     let users = &r["users"];
     assert_eq!(r["protocol"], "HTTP/3 (a connection per user)", "{text}");
     assert_eq!(r["connects"], users_n, "{text}");
+    // Each user's QUIC handshake timed and counted, as over HTTP/2 (the text's line too).
     assert_eq!(r["tls"]["full"], users_n, "{text}");
+    assert_eq!(r["tls"]["resumed"], 0, "{text}");
+    assert_eq!(r["tls"]["handshake_us"]["count"], users_n, "{text}");
+    assert!(
+        r["tls"]["handshake_us"]["min"].as_f64() > Some(0.0),
+        "{text}"
+    );
+    assert!(text.contains("TLS handshakes: 3 full, 0 resumed"), "{text}");
     assert_eq!(users["connections_per_user"], 1, "{users}");
     assert_eq!(users["streams_per_user"], 6, "{users}");
     assert_eq!(r["errors"]["total"], 0, "{text}");
@@ -440,5 +448,117 @@ fn users_over_http3_keep_one_quic_connection_each_and_load_their_pages() {
     assert!(
         lines.iter().all(|l| l.contains("HTTP/3.0\" 200 1024")),
         "{lines:?}"
+    );
+}
+
+/// Issue 50: users over HTTP/3 time and count every handshake, resumed ones apart. The server
+/// goes away after 10 requests, so each user opens a new connection every second page view or
+/// so; the later ones resume with a ticket of the first: one handshake per connection, each
+/// counted full or resumed, as the closed loop counts them.
+#[test]
+fn users_over_http3_count_a_handshake_per_connection_full_or_resumed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(
+        &root,
+        tmp.path(),
+        (&cert, &key),
+        &["--http3", "--keepalive-requests", "10"],
+    );
+    let url = serve.url("/1k.bin");
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "--cacert",
+            cert.to_str().unwrap(),
+            "--users",
+            "2",
+            "--objects",
+            "const(5)",
+            "--think",
+            "const(20ms)",
+            "--ramp-up",
+            "0s",
+            "-d",
+            "1s",
+        ],
+        &tmp.path().join("r.json"),
+        0,
+    );
+    let connects = r["connects"].as_u64().unwrap();
+    assert!(connects > 2, "no user reconnected: {text}");
+    let (full, resumed) = (r["tls"]["full"].as_u64(), r["tls"]["resumed"].as_u64());
+    let (full, resumed) = (full.unwrap(), resumed.unwrap());
+    // A connection the run's end cut mid-handshake (at most one per user) is counted as a
+    // connect, not a handshake.
+    assert!(
+        full + resumed <= connects && full + resumed + 2 >= connects,
+        "{full} full + {resumed} resumed for {connects} connections: {text}"
+    );
+    assert_eq!(r["tls"]["handshake_us"]["count"], full + resumed, "{text}");
+    assert!(full >= 2, "each user's first handshake is full: {text}");
+    assert!(resumed >= 1, "no reconnection resumed: {text}");
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+}
+
+/// Issue 50 §1: the figures every protocol has, over HTTP/3. `-k` takes the self-signed
+/// certificate without `--cacert`; `--interval` cuts the run into intervals and `--hlog`
+/// writes one histogram line per interval; `--threshold` judges the HTTP/3 run (a p50 under
+/// a microsecond is crossed: exit 99).
+#[test]
+fn insecure_intervals_hlog_and_thresholds_work_over_http3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
+    let url = serve.url("/1k.bin");
+    let hlog = tmp.path().join("run.hlog");
+    let (r, text) = load(
+        &[
+            &url,
+            "--http3",
+            "-k",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--interval",
+            "250ms",
+            "--hlog",
+            hlog.to_str().unwrap(),
+            "--threshold",
+            "p50<1us,errors<=1%",
+        ],
+        &tmp.path().join("r.json"),
+        99,
+    );
+    assert!(r["requests"].as_u64().unwrap() > 0, "{text}");
+    assert_eq!(r["errors"]["total"], 0, "{text}");
+    assert_eq!(r["tls"]["full"], 2, "{text}");
+    assert!(
+        text.contains("p50<1us: ") && text.contains("FAILED"),
+        "{text}"
+    );
+    assert!(text.contains("errors<=1%: 0 %, passed"), "{text}");
+    assert!(
+        text.contains("webscope: threshold crossed: p50<1us"),
+        "{text}"
+    );
+    let intervals = r["intervals"].as_array().unwrap();
+    assert!((4..=5).contains(&intervals.len()), "{intervals:?}");
+    let lines = std::fs::read_to_string(&hlog).unwrap();
+    let histograms: Vec<&str> = lines
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with('"') && !l.starts_with("Tag="))
+        .collect();
+    assert_eq!(histograms.len(), intervals.len(), "{lines}");
+    assert!(
+        histograms.iter().all(|l| l
+            .split(',')
+            .nth(3)
+            .is_some_and(|h| h.starts_with("HISTFAA"))),
+        "{lines}"
     );
 }

@@ -44,8 +44,11 @@ const TIMER_EARLY: Duration = Duration::from_millis(1);
 pub(crate) trait Dial: 'static {
     /// What asks requests on an open connection (a clone per stream).
     type Sender: Clone + 'static;
-    /// Opens a connection (its handshake counted), returning its sender and, over TCP, the
-    /// connect time to count with its first request; Err(the failure) when it could not.
+    /// Opens a connection, its handshake timed and counted full or resumed by the engine's
+    /// own `open` (the closed loop's rule, one for both loops), returning its sender and,
+    /// over TCP, the connect time to count with its first request (over QUIC none: the
+    /// handshake is the transport's and TLS's at once, `h3.rs`); Err(the failure) when it
+    /// could not.
     async fn open(&self, shared: &Rc<Shared>) -> Result<(Self::Sender, Option<Duration>), Failure>;
     /// Asks `asked` on a new stream, holding `slot` meanwhile, and counts what came (see
     /// `h2::ask`).
@@ -97,7 +100,7 @@ impl Drop for H3 {
 impl H3 {
     /// The thread's endpoint, bound as the HTTP/3 engine binds its own.
     pub(crate) fn new(shared: &Shared, client: Arc<crate::quic::Client>) -> std::io::Result<H3> {
-        let endpoint = super::h3::endpoint(super::h3::unspecified(shared.addr))?;
+        let endpoint = super::h3::endpoint(super::h3::unspecified(shared.addr), shared.busy_poll)?;
         Ok(H3 {
             endpoint,
             client,
@@ -110,7 +113,8 @@ impl Dial for H3 {
     type Sender = super::h3::SendRequest;
     async fn open(&self, shared: &Rc<Shared>) -> Result<(Self::Sender, Option<Duration>), Failure> {
         // The QUIC connection closes (H3_NO_ERROR) when its last sender is dropped: when
-        // the user drops it for a new one, and at the run's end.
+        // the user drops it for a new one, and at the run's end. `h3::open` has timed the
+        // handshake (connect to established) and counted it, as for the closed loop.
         let (quic, sender, _verified) =
             super::h3::open(shared, &self.endpoint, &self.client).await?;
         if std::env::var_os(webscope_quic::stats::STATS_VAR).is_some() {

@@ -57,7 +57,7 @@ pub(crate) async fn run(
             intervals.begin();
             let in_flight: InFlight =
                 Rc::new(std::cell::RefCell::new(vec![None; connections * streams]));
-            match endpoint(unspecified(shared.addr)) {
+            match endpoint(unspecified(shared.addr), shared.busy_poll) {
                 Ok(endpoint) => {
                     for c in 0..connections {
                         let rng =
@@ -109,12 +109,23 @@ pub(crate) fn unspecified(target: std::net::SocketAddr) -> std::net::SocketAddr 
 
 /// The thread's QUIC endpoint: quinn's client endpoint on a UDP socket of `bind` with the
 /// large buffers QUIC needs (`webscope_quic::UDP_BUFFER`: with the default, responses were
-/// lost to a full receive buffer on loopback), which `quinn::Endpoint::client` does not ask.
-pub(crate) fn endpoint(bind: std::net::SocketAddr) -> std::io::Result<quinn::Endpoint> {
+/// lost to a full receive buffer on loopback), which `quinn::Endpoint::client` does not ask;
+/// `--busy-poll` on it as on the TCP engines' connections (the thread's connections share
+/// this one socket).
+pub(crate) fn endpoint(
+    bind: std::net::SocketAddr,
+    busy_poll: Option<u32>,
+) -> std::io::Result<quinn::Endpoint> {
     use socket2::{Domain, Protocol, Socket, Type};
+    use std::os::fd::AsRawFd;
     let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))?;
     socket.set_recv_buffer_size(webscope_quic::UDP_BUFFER)?;
     socket.set_send_buffer_size(webscope_quic::UDP_BUFFER)?;
+    if let Some(usecs) = busy_poll {
+        // Probed at the run's start (`busy_poll::probe`): a refusal here is the same one,
+        // already said.
+        let _ = crate::busy_poll::set(socket.as_raw_fd(), usecs);
+    }
     socket.bind(&bind.into())?;
     quinn::Endpoint::new(
         quinn::EndpointConfig::default(),

@@ -59,11 +59,25 @@ impl Drop for Handshaking {
     }
 }
 
+/// A connection attempt accepted by [`Conn::accept`]: its handshake's first flight computed
+/// and queued, the rest of it to come in [`Conn::serve`].
+pub(super) struct Accepted {
+    connecting: quinn::Connecting,
+    accepted: u64,
+    began: u64,
+    peer: Rc<Peer>,
+    shown: Arc<super::setup::Handshake>,
+    handshaking: Handshaking,
+}
+
 impl Conn {
-    pub(super) async fn serve(self, incoming: quinn::Incoming) {
+    /// Starts the handshake of `incoming`: quinn reads its ClientHello and rustls computes
+    /// the server's first flight (key exchange, certificate signature) here, in the caller's
+    /// turn, and queues it for the connection's driver to send. None: it could not start
+    /// (counted as a failed handshake).
+    pub(super) fn accept(&self, incoming: quinn::Incoming) -> Option<Accepted> {
         let worker = &self.worker;
         let timing = &worker.timing;
-        let config = &worker.config;
         let accepted = timing.start_connection();
         let peer = Rc::new(Peer::new(incoming.remote_address(), worker));
         let (quinn_config, shown) = self.setup.connection();
@@ -72,8 +86,30 @@ impl Conn {
         let Ok(connecting) = incoming.accept_with(quinn_config) else {
             timing.handshake(None);
             timing.end_connection(accepted, 0);
-            return;
+            return None;
         };
+        Some(Accepted {
+            connecting,
+            accepted,
+            began,
+            peer,
+            shown,
+            handshaking,
+        })
+    }
+
+    pub(super) async fn serve(self, accepted: Accepted) {
+        let worker = &self.worker;
+        let timing = &worker.timing;
+        let config = &worker.config;
+        let Accepted {
+            connecting,
+            accepted,
+            began,
+            peer,
+            shown,
+            handshaking,
+        } = accepted;
         // On the server this always succeeds: requests that came as 0-RTT early data are
         // answered before the handshake ends, which the second half tells.
         let (quic, done) = match connecting.into_0rtt() {
