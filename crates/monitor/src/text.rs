@@ -2,6 +2,7 @@
 //! group (means, with maxima where peaks matter), the profile, the monitor's own cost.
 
 use std::fmt::Write;
+use webscope_report::human::pct;
 
 use webscope_report::human::bytes;
 
@@ -194,14 +195,14 @@ impl Summary {
         self.profile_text(&mut out);
         let _ = writeln!(
             out,
-            "  cost     sampling used {:.2}% of one core ({:.0} us per sample){}",
-            self.cost.pct_of_one_core,
+            "  cost     sampling used {} of one core ({:.0} us per sample){}",
+            pct(self.cost.pct_of_one_core / 100.0),
             self.cost.mean_sample_us,
             self.cost
                 .perf_record_cpu_s
                 .map_or(String::new(), |s| format!(
-                    "; perf record {:.1}% more",
-                    s * 100.0 / self.duration_s.max(1e-9)
+                    "; perf record {} more",
+                    pct(s / self.duration_s.max(1e-9))
                 )),
         );
         out
@@ -256,13 +257,19 @@ impl Summary {
                 .categories
                 .iter()
                 .filter(|c| c.category.is_kernel())
-                .map(|c| format!("{} {:.1}%", c.category.name(), c.kernel_pct.unwrap_or(0.0)))
+                .map(|c| {
+                    format!(
+                        "{} {}",
+                        c.category.name(),
+                        pct(c.kernel_pct.unwrap_or(0.0) / 100.0)
+                    )
+                })
                 .collect();
             let all: Vec<String> = p
                 .categories
                 .iter()
                 .filter(|c| !c.category.is_kernel())
-                .map(|c| format!("{} {:.1}%", c.category.name(), c.pct))
+                .map(|c| format!("{} {}", c.category.name(), pct(c.pct / 100.0)))
                 .collect();
             let kernel_share: f64 = p
                 .categories
@@ -272,10 +279,10 @@ impl Summary {
                 .sum();
             let _ = writeln!(
                 out,
-                "  profile  {} samples at {} Hz; kernel {:.1}% of all: {}",
+                "  profile  {} samples at {} Hz; kernel {} of all: {}",
                 p.samples,
                 p.frequency_hz,
-                kernel_share,
+                pct(kernel_share / 100.0),
                 kernel.join(", ")
             );
             let _ = writeln!(out, "           of all samples: {}", all.join(", "));
@@ -288,7 +295,7 @@ impl Summary {
                         .top
                         .iter()
                         .take(4)
-                        .map(|s| format!("{} {:.0}%", s.symbol, s.pct))
+                        .map(|s| format!("{} {}", s.symbol, pct(s.pct / 100.0)))
                         .collect();
                     let _ = writeln!(out, "           {:<12} {}", c.name(), top.join(", "));
                 }

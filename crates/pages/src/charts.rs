@@ -232,7 +232,8 @@ pub fn kernel_profile(points: &[Point], labels: &[String], what: &str) -> Option
         }
         .to_svg(),
         reading: format!(
-            "{top} takes the most kernel time, {mean:.0} % of kernel samples on average (Yates et al. found the network's high layers and the driver routines on top in 1997)."
+            "{top} takes the most kernel time, {} of kernel samples on average (Yates et al. found the network's high layers and the driver routines on top in 1997).",
+            pct_brief(mean / 100.0)
         ),
     })
 }

@@ -4,6 +4,7 @@
 //! response time, with the prediction error at each measured point.
 
 use std::path::Path;
+use webscope_report::human::pct_brief;
 
 use webscope_model::mva;
 use webscope_model::stats::Sorted;
@@ -232,20 +233,20 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         )
     };
     let reading_x = format!(
-        "Exact MVA with the measured demands (server CPU {:.1} µs, load generator {:.1} µs, disk {:.1} µs per request, and a {:.1} µs delay) predicts throughput within {:.0} % on average ({}); the USL (λ = {}) {}. {more_cpus}.",
+        "Exact MVA with the measured demands (server CPU {:.1} µs, load generator {:.1} µs, disk {:.1} µs per request, and a {:.1} µs delay) predicts throughput within {} on average ({}); the USL (λ = {}) {}. {more_cpus}.",
         d.cpu * 1e6,
         d.generator * 1e6,
         d.disk * 1e6,
         d.delay * 1e6,
-        mean_abs(&mva_x_err),
-        if mva_x_err.is_empty() { "no point to compare".to_string() } else { format!("largest {:.0} %", mva_x_err.iter().fold(0.0f64, |a, e| a.max(e.abs()))) },
+        pct_brief(mean_abs(&mva_x_err) / 100.0),
+        if mva_x_err.is_empty() { "no point to compare".to_string() } else { format!("largest {}", pct_brief(mva_x_err.iter().fold(0.0f64, |a, e| a.max(e.abs())) / 100.0)) },
         usl.as_ref().map_or("-".to_string(), |f| format!("{:.0}/s", f.lambda)),
         match (&usl, super::sweep::not_the_server(&points)) {
-            (Ok(_), None) => format!("within {:.0} %", mean_abs(&usl_err)),
+            (Ok(_), None) => format!("within {}", pct_brief(mean_abs(&usl_err) / 100.0)),
             // The runs' verdicts say what the curve goes through.
             (Ok(_), Some(others)) => format!(
-                "within {:.0} %, but it runs through runs the server does not bound ({others}): it describes those limits, not the server's scalability",
-                mean_abs(&usl_err)
+                "within {}, but it runs through runs the server does not bound ({others}): it describes those limits, not the server's scalability",
+                pct_brief(mean_abs(&usl_err) / 100.0)
             ),
             (Err(why), _) => format!("does not fit ({why})"),
         },
@@ -269,8 +270,8 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         }
         .to_svg(),
         format!(
-            "MVA predicts the mean response time within {:.0} % on average: past the knee it grows by one bottleneck demand per client, as Little's law requires.",
-            mean_abs(&mva_r_err)
+            "MVA predicts the mean response time within {} on average: past the knee it grows by one bottleneck demand per client, as Little's law requires.",
+            pct_brief(mean_abs(&mva_r_err) / 100.0)
         ),
     );
     page.table(

@@ -420,8 +420,8 @@ pub fn degradation(lost_pct: &[(String, f64)]) -> Vec<Comparison> {
     let fair = ours("fair");
     let reading = format!(
         "Under the OS's own scheduling the paper's Linux, FreeBSD and Windows lost {least:.0}-{most:.0} % of the light service at 40 heavy clients and Solaris {solaris:.0} %; Linux 6's CFS under our thread pool loses {}, and the middleware's fair scheduler {} — the OS-independent control the paper called for.",
-        threads.map_or("-".into(), |t| format!("{t:.0} %")),
-        fair.map_or("-".into(), |f| format!("{f:.0} %"))
+        threads.map_or("-".into(), |t| pct_brief(t / 100.0)),
+        fair.map_or("-".into(), |f| pct_brief(f / 100.0))
     );
     vec![Comparison::new(
         "light service's throughput lost at 40 heavy clients (%)",

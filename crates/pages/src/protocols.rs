@@ -2,6 +2,7 @@
 //! HTTP/1.1, HTTPS, HTTP/2 and HTTP/3, the handshakes the clients made, and what a handshake costs.
 
 use std::path::Path;
+use webscope_report::human::pct_brief;
 
 use webscope_report::Table;
 
@@ -86,7 +87,10 @@ pub fn reading(rows: &[Row]) -> String {
         let share = find(rows, "HTTPS close")
             .and_then(|r| r.handshake_pct)
             .map_or(String::new(), |p| {
-                format!(", and the handshake takes {p:.0} % of the clients' time")
+                format!(
+                    ", and the handshake takes {} of the clients' time",
+                    pct_brief(p / 100.0)
+                )
             });
         parts.push(format!(
             "with a connection per request it costs {closed:.1} µs: the connection and its (mostly resumed) handshake add {:.1} µs{share}",

@@ -175,8 +175,8 @@ impl ServiceTime {
             .collect();
         let why = if self.forced() {
             format!(
-                "so at least {:.1} % of the requests exceed {} by their own time, as many as or more than the {} % a {} allows: the condition fails at any rate with this mix, and the search's answer follows how many large files a probe happens to draw (and so the probes' length), not the server",
-                100.0 * self.beyond,
+                "so at least {} of the requests exceed {} by their own time, as many as or more than the {} % a {} allows: the condition fails at any rate with this mix, and the search's answer follows how many large files a probe happens to draw (and so the probes' length), not the server",
+                pct_brief(self.beyond),
                 format_us(self.limit_us),
                 trimmed(100.0 * self.allowed),
                 self.quantile

@@ -6,6 +6,7 @@
 //! Not for running or judging probes (`capacity::probe`).
 
 use std::path::Path;
+use webscope_report::human::pct_brief;
 
 use webscope_lab::results::capacity::{
     BeyondTheCpu, CapacityEntry, Condition, GeneratorsNeeded, ProbeCooldown, ProbeRow,
@@ -165,7 +166,7 @@ fn capitalise(text: &str) -> String {
 
 fn plan_sentence(r: &Recorded) -> String {
     format!(
-        "Objective: {}, each condition judged on its 95 % interval (a percentile's from the order statistics of the probe's requests, a share's by Wilson): it passes only when all of the interval meets the limit, fails only when none of it does, and a probe whose interval straddles a limit is undecided and taken again, twice as long. Open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate, longer at rates too low to offer the requests the objective needs in that time ({} for these conditions; at most 60 s). The search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; it never moves on one probe: a fail is confirmed by a second {}{}. A probe that failed on a machine other processes disturbed (their share of the server's or the generator's CPU, steal, CPU or I/O pressure past their limits) is disturbed, not failed: the machine is waited for and the probe taken again; three in a row end the search without a capacity. A probe the generator could not offer (its verdict says generator, or more than {:.0} % of its requests were never sent while no condition failed) ends the search (unless other processes took its CPU or steal did while it ran: then it is disturbed too): it says nothing of the server. Goodput counts good responses over the requests that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
+        "Objective: {}, each condition judged on its 95 % interval (a percentile's from the order statistics of the probe's requests, a share's by Wilson): it passes only when all of the interval meets the limit, fails only when none of it does, and a probe whose interval straddles a limit is undecided and taken again, twice as long. Open-loop probes of {} s ({} arrivals) after {} s of warm-up at the probe's rate, longer at rates too low to offer the requests the objective needs in that time ({} for these conditions; at most 60 s). The search starts at {:.0} req/s, grows ×{}, then bisects until the bracket is within {} %; it never moves on one probe: a fail is confirmed by a second {}{}. A probe that failed on a machine other processes disturbed (their share of the server's or the generator's CPU, steal, CPU or I/O pressure past their limits) is disturbed, not failed: the machine is waited for and the probe taken again; three in a row end the search without a capacity. A probe the generator could not offer (its verdict says generator, or more than {} of its requests were never sent while no condition failed) ends the search (unless other processes took its CPU or steal did while it ran: then it is disturbed too): it says nothing of the server. Goodput counts good responses over the requests that ended (those in flight when a probe ends are dropped by the generator, and are not the server's failures).",
         r.slo,
         r.probe_s,
         r.arrivals,
@@ -188,7 +189,7 @@ fn plan_sentence(r: &Recorded) -> String {
                 r.repeat
             )
         },
-        100.0 * webscope_load::not_sent_limit(r.probe_s)
+        pct_brief(webscope_load::not_sent_limit(r.probe_s))
     )
 }
 
@@ -331,8 +332,8 @@ fn cooldown_sentence(probes: &[Judged]) -> String {
     let mean = waits.iter().sum::<f64>() / waits.len().max(1) as f64;
     let unsettled = probes.iter().filter(|j| !j.cooldown.settled).count();
     format!(
-        "Cool-down after each probe: the port's open connections (every state but LISTEN and TIME_WAIT) were waited for until back to their count before the probe (at most 5 s), TIME_WAIT only while the clients' TIME_WAIT sockets (each holds an ephemeral port; the server's hold none) and the next probe's connections, where known, would pass {:.0} % of the ephemeral port range (at most 30 s: it lasts a minute and holds no server work), then 0.1 s more. Mean wait {mean:.2} s, longest {longest:.2} s; {unsettled} of {} probes did not settle in time.",
-        100.0 * webscope_bottleneck::PORTS_LIMIT,
+        "Cool-down after each probe: the port's open connections (every state but LISTEN and TIME_WAIT) were waited for until back to their count before the probe (at most 5 s), TIME_WAIT only while the clients' TIME_WAIT sockets (each holds an ephemeral port; the server's hold none) and the next probe's connections, where known, would pass {} of the ephemeral port range (at most 30 s: it lasts a minute and holds no server work), then 0.1 s more. Mean wait {mean:.2} s, longest {longest:.2} s; {unsettled} of {} probes did not settle in time.",
+        pct_brief(webscope_bottleneck::PORTS_LIMIT),
         probes.len()
     )
 }

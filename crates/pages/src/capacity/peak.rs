@@ -111,7 +111,8 @@ pub fn sentence(p: &Peak) -> String {
     let spread = 100.0 * p.spread();
     let reading = if p.spread() > STEADY {
         format!(
-            " A capacity found near that peak is no steadier than it, whatever its bracket: two searches of an unchanged server here may differ by as much, so read a change smaller than {spread:.0} % between them as the machine's, not the server's."
+            " A capacity found near that peak is no steadier than it, whatever its bracket: two searches of an unchanged server here may differ by as much, so read a change smaller than {} between them as the machine's, not the server's.",
+            pct_brief(spread / 100.0)
         )
     } else {
         format!(

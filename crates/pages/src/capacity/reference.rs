@@ -8,6 +8,7 @@
 
 use webscope_lab::results::capacity::MachineReference;
 use webscope_monitor::reference::Speed;
+use webscope_report::human::pct_brief;
 
 use webscope_lab::capacity::compare::{MACHINE_LIMIT, MACHINE_Z};
 use webscope_lab::step::Judged;
@@ -70,13 +71,13 @@ pub fn sentence(m: &Machine) -> String {
         )
     });
     format!(
-        "The machine's speed: a reference loop (a fixed amount of work: random reads over 16 MiB and four chains of multiplies) took {:.1} ms of its thread's CPU time on average over {} readings, taken before each measured run {on} (p10 {:.1}, median {:.1}, p90 {:.1} ms{se}). On a shared machine this moves between searches while nothing in /proc does (the host's other tenants take the core's sibling, its cache, its memory bandwidth), and the capacity can move with it (on 2-vCPU VMs, a host whose loop ran 1.8 times as fast carried nginx 1.9 times as fast; within one host, one run of searches whose loop ran 3 % slower found capacities 10-25 % lower, and the next run did not): compare does not decide a change the machine's own could have made, when the two means differ by more than {:.0} % or by more than their standard errors allow (z above {MACHINE_Z}).",
+        "The machine's speed: a reference loop (a fixed amount of work: random reads over 16 MiB and four chains of multiplies) took {:.1} ms of its thread's CPU time on average over {} readings, taken before each measured run {on} (p10 {:.1}, median {:.1}, p90 {:.1} ms{se}). On a shared machine this moves between searches while nothing in /proc does (the host's other tenants take the core's sibling, its cache, its memory bandwidth), and the capacity can move with it (on 2-vCPU VMs, a host whose loop ran 1.8 times as fast carried nginx 1.9 times as fast; within one host, one run of searches whose loop ran 3 % slower found capacities 10-25 % lower, and the next run did not): compare does not decide a change the machine's own could have made, when the two means differ by more than {} or by more than their standard errors allow (z above {MACHINE_Z}).",
         m.speed.mean_ms,
         m.speed.samples,
         m.speed.p10_ms,
         m.speed.median_ms,
         m.speed.p90_ms,
-        100.0 * MACHINE_LIMIT
+        pct_brief(MACHINE_LIMIT)
     )
 }
 

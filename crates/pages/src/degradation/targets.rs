@@ -4,6 +4,7 @@
 
 use super::rows::Degradation;
 use super::runs::Run;
+use webscope_report::human::pct_brief;
 
 /// The targets, each as a sentence with its measured figures and a verdict.
 pub fn targets(runs: &[Run], rows: &[Degradation]) -> Vec<(String, bool)> {
@@ -16,7 +17,8 @@ pub fn targets(runs: &[Run], rows: &[Degradation]) -> Vec<(String, bool)> {
         if let Some(kept) = light.kept_pct {
             out.push((
                 format!(
-                    "fair, set 1: light keeps {kept:.0} % of its throughput at {} heavy clients (target ≥ 80 %)",
+                    "fair, set 1: light keeps {} of its throughput at {} heavy clients (target ≥ 80 %)",
+                    pct_brief(kept / 100.0),
                     light.heavy_max
                 ),
                 kept >= 80.0,
@@ -27,8 +29,10 @@ pub fn targets(runs: &[Run], rows: &[Degradation]) -> Vec<(String, bool)> {
             let owed = 800.0 / 9.0;
             out.push((
                 format!(
-                    "fair, set 1: light has {share:.0} % of the services' CPU, heavy {:.0} % (weights 8:1 give {owed:.0} %, target ± 10 points)",
-                    heavy.cpu_share_pct.unwrap_or(0.0)
+                    "fair, set 1: light has {} of the services' CPU, heavy {} (weights 8:1 give {}, target ± 10 points)",
+                    pct_brief(share / 100.0),
+                    pct_brief(heavy.cpu_share_pct.unwrap_or(0.0) / 100.0),
+                    pct_brief(owed / 100.0)
                 ),
                 (share - owed).abs() <= 10.0,
             ));
@@ -45,7 +49,8 @@ pub fn targets(runs: &[Run], rows: &[Degradation]) -> Vec<(String, bool)> {
         if let Some(kept) = light.kept_pct {
             out.push((
                 format!(
-                    "threads, set 1: light keeps {kept:.0} % (no target: what this OS's scheduler does; the paper saw 1-3 % on Linux 2.6)"
+                    "threads, set 1: light keeps {} (no target: what this OS's scheduler does; the paper saw 1-3 % on Linux 2.6)",
+                    pct_brief(kept / 100.0)
                 ),
                 true,
             ));
