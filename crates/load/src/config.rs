@@ -450,6 +450,16 @@ impl Config {
             }
         }
         self.check_http3()?;
+        // Only the HTTP/1.1 engine's closed loop pauses a connection after a 503; a flag the
+        // other engines would take and ignore is refused instead.
+        if !self.backoff_503.is_zero() {
+            if self.http2.is_some() || self.http3.is_some() {
+                return bad("--backoff-503 pauses an HTTP/1.1 connection after a 503; the HTTP/2 and HTTP/3 engines do not yet: leave it out with --http2 or --http3");
+            }
+            if self.users.is_some() {
+                return bad("--backoff-503 with --users: a user's pause after an answer is its think time; leave --backoff-503 out");
+            }
+        }
         for header in &self.headers {
             let ok = header.split_once(':').is_some_and(|(name, value)| {
                 !name.is_empty()

@@ -268,3 +268,17 @@ fn a_bare_number_is_seconds() {
         "{intervals} intervals of 0.5 s"
     );
 }
+
+#[test]
+fn a_backoff_the_engine_would_ignore_is_refused_naming_it() {
+    let url = "https://127.0.0.1:9/";
+    for (more, says) in [
+        (&["--http2"][..], "leave it out with --http2 or --http3"),
+        (&["--http3"], "leave it out with --http2 or --http3"),
+        (&["--users", "2"], "leave --backoff-503 out"),
+    ] {
+        let mut args = vec![url, "--backoff-503", "100ms", "-d", "1s", "-k"];
+        args.extend_from_slice(more);
+        refused(&load_limited(&args, None), says);
+    }
+}
