@@ -562,3 +562,58 @@ fn insecure_intervals_hlog_and_thresholds_work_over_http3() {
         "{lines}"
     );
 }
+
+/// Issue 50, the generator with UDP blocked: a UDP port that takes every datagram and never
+/// answers (a bound socket that reads nothing, as a firewall that drops), and a closed one
+/// (the kernel's ICMP port unreachable, which quinn's unconnected socket never sees). Each
+/// run is one line that names the UDP port and what to do, exit 1, and ends within its
+/// duration and the handshake timeout (`-d 2s --timeout 1s`: bounded here by 2 + 1 s and a
+/// margin of 7 s for a busy machine), with no line blaming a server that never answers.
+#[test]
+fn with_udp_blocked_the_run_is_one_clear_line_exit_1_within_its_duration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("r.json");
+    let dropping = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let dropping_port = dropping.local_addr().unwrap().port();
+    let closed_port = {
+        let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    for port in [dropping_port, closed_port] {
+        let url = format!("https://127.0.0.1:{port}/1k.bin");
+        let started = std::time::Instant::now();
+        let (r, text) = load(
+            &[
+                &url,
+                "--http3",
+                "-k",
+                "-c",
+                "2",
+                "-d",
+                "2s",
+                "--timeout",
+                "1s",
+            ],
+            &json,
+            1,
+        );
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "{port}: took {took:?}");
+        assert_eq!(r["requests"], 0, "{text}");
+        // Each connection's handshake timed out (no answer is no response: a timeout).
+        assert!(r["errors"]["total"].as_u64().unwrap() > 0, "{text}");
+        let said: Vec<&str> = text.lines().filter(|l| l.contains("UDP")).collect();
+        assert_eq!(said.len(), 1, "{text}");
+        assert!(
+            said[0].contains(&format!("no QUIC answer from the server's UDP port {port}"))
+                && said[0].contains("leave --http3 out"),
+            "{text}"
+        );
+        assert!(!text.contains("never answers"), "{text}");
+        assert!(
+            text.contains("webscope: error: no request succeeded"),
+            "{text}"
+        );
+    }
+    drop(dropping);
+}
