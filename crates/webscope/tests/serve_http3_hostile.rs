@@ -1,6 +1,7 @@
 //! `webscope serve --http3` against hostile QUIC clients made here with quinn and h3: a flood
 //! of handshakes whose answers never reach their sender (as from spoofed addresses), clients
-//! that open streams and never read, and a flood of reset streams. Each time the server must
+//! that open streams and never read, a flood of reset streams, and a flood of new connection
+//! IDs. Each time the server must
 //! keep its memory bounded and go on serving an honest client (`webscope load --http3`).
 
 mod h3_support;
@@ -415,4 +416,100 @@ fn a_replayed_0rtt_flight_does_nothing() {
     std::thread::sleep(Duration::from_millis(1200));
     let after = posts(&serve.log_lines(0));
     assert_eq!(after, before, "the replayed POST was processed");
+}
+
+/// Connection IDs that live 2 ms: quinn retires each as it expires and issues a new one, a
+/// NEW_CONNECTION_ID frame whose retire_prior_to makes the server retire the old ones (a
+/// RETIRE_CONNECTION_ID back each), as fast as the round trip allows. IDs made from a
+/// counter, not at random: the flood needs them distinct, not unguessable.
+struct Rotating(u64);
+
+impl quinn::ConnectionIdGenerator for Rotating {
+    fn generate_cid(&mut self) -> quinn::ConnectionId {
+        self.0 += 1;
+        quinn::ConnectionId::new(&self.0.to_be_bytes())
+    }
+    fn cid_len(&self) -> usize {
+        8
+    }
+    fn cid_lifetime(&self) -> Option<Duration> {
+        Some(Duration::from_millis(2))
+    }
+}
+
+/// Issue 50: a flood of new connection IDs. 32 HTTP/3 connections whose client rotates its
+/// connection IDs every 2 ms: the server takes and retires thousands (counted by the
+/// clients' frames) while its memory stays bounded and an honest client is served.
+#[test]
+fn a_flood_of_new_connection_ids_holds_bounded_memory_and_others_are_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = site(tmp.path());
+    let (cert, key) = certificate(tmp.path());
+    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
+    let rss_before = serve.rss_kib();
+    let (addr, config) = (serve.addr, client_config(&cert, None));
+    let flood = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let mut endpoint_config = quinn::EndpointConfig::default();
+            endpoint_config.cid_generator(|| Box::new(Rotating(0)));
+            let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let endpoint =
+                quinn::Endpoint::new(endpoint_config, None, socket, Arc::new(quinn::TokioRuntime))
+                    .unwrap();
+            let mut held = Vec::new();
+            for _ in 0..32 {
+                let quic = endpoint
+                    .connect_with(config.clone(), addr, "localhost")
+                    .unwrap()
+                    .await
+                    .unwrap();
+                let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
+                    .await
+                    .unwrap();
+                tokio::spawn(async move {
+                    let _ = driver.wait_idle().await;
+                });
+                held.push((quic, sender));
+            }
+            // At least 2 s (the honest run's second within it), until 2 000 new IDs have
+            // gone (about 800 a second here), for at most 15 s.
+            let started = tokio::time::Instant::now();
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let (mut issued, mut retired, mut open) = (0, 0, 0);
+                for (quic, _) in &held {
+                    let stats = quic.stats();
+                    issued += stats.frame_tx.new_connection_id;
+                    retired += stats.frame_rx.retire_connection_id;
+                    open += usize::from(quic.close_reason().is_none());
+                }
+                let elapsed = started.elapsed();
+                let enough = issued >= 2000 && elapsed >= Duration::from_secs(2);
+                if enough || elapsed >= Duration::from_secs(15) {
+                    break (issued, retired, open);
+                }
+            }
+        })
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let r = honest_run(&serve, &cert, tmp.path());
+    let (issued, retired, open) = flood.join().unwrap();
+    let grown = serve.rss_kib().saturating_sub(rss_before);
+    eprintln!(
+        "connection ID flood: {issued} NEW_CONNECTION_ID sent, {retired} retired by the server, \
+         {open} of 32 connections open, RSS +{grown} KiB"
+    );
+    assert!(
+        issued >= 2000,
+        "only {issued} new connection IDs sent in 15 s"
+    );
+    assert!(retired >= 1000, "the server retired only {retired}");
+    assert_eq!(open, 32, "the server closed a flooding connection");
+    assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
+    assert_eq!(r["tls"]["full"], 1, "{r}");
+    honest_run(&serve, &cert, tmp.path());
 }

@@ -21,6 +21,9 @@
 //! connection past it is refused: CONNECTION_REFUSED); at most 128 streams at once per
 //! connection, each holding at most a 64 KiB chunk beyond quinn's 2 MiB send window, and
 //! reset after `--send-timeout` without progress; a reset stream frees its task at once.
+//! A flood of new connection IDs is quinn's to bound: it keeps at most its
+//! active_connection_id_limit of a client's IDs (more is CONNECTION_ID_LIMIT_ERROR) and a
+//! bounded queue of retirements to send (`serve_http3_hostile.rs` measures it).
 //! Non-idempotent requests that arrive as 0-RTT early data (before the handshake ends) are
 //! answered 425 Too Early (RFC 8470) and tickets resume once: a replayed one does nothing.
 
