@@ -98,6 +98,9 @@ pub(crate) async fn serve(
     setup: Arc<Setup>,
     slots: Arc<Slots>,
 ) {
+    // quinn turns UDP_GRO on when it takes the socket: without the `gso` technique it is
+    // turned off again through a second handle on the same socket.
+    let gro_off = (!setup.offload).then(|| socket.try_clone());
     let endpoint = match quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
         Some(setup.base()),
@@ -110,6 +113,11 @@ pub(crate) async fn serve(
             return;
         }
     };
+    if let Some(handle) = gro_off {
+        if let Err(e) = handle.and_then(|h| no_gro(&h)) {
+            eprintln!("webscope serve: HTTP/3 cannot turn GRO off on this worker: {e}");
+        }
+    }
     let live = Rc::new(Live::default());
     loop {
         let incoming = tokio::select! {
@@ -139,6 +147,27 @@ pub(crate) async fn serve(
         drained.await;
     }
     endpoint.close(0u32.into(), b"");
+}
+
+/// Turns UDP generic receive offload off on `socket` (Linux's UDP_GRO).
+fn no_gro(socket: &UdpSocket) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let off: libc::c_int = 0;
+    // SAFETY: setsockopt on a socket we own, with a c_int option value and its size.
+    let done = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            (&off as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// Accepts, retries or refuses one connection attempt; true when its handshake began (its
