@@ -271,10 +271,7 @@ fn an_http3_lab_refuses_a_target_with_nothing_on_its_udp_port_in_its_preflight()
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("set");
     tiny_fileset(&set);
-    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
-    let (cert, key) = (tmp.path().join("cert.pem"), tmp.path().join("key.pem"));
-    std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(&key, made.key_pair.serialize_pem()).unwrap();
+    let (cert, key) = lab_support::tls::certificate(tmp.path());
     let served = lab_support::Served::start_with(
         &set,
         &[
