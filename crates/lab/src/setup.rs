@@ -71,7 +71,14 @@ const SECURE_EXPERIMENTS: [&str; 6] = [
 
 /// Experiments that run over HTTP/3 when asked (the capacity search's open-loop probes as
 /// over HTTP/2: a few QUIC connections of many streams).
-const HTTP3_EXPERIMENTS: [&str; 5] = ["clients", "filesize", "model", "protocols", "capacity"];
+const HTTP3_EXPERIMENTS: [&str; 6] = [
+    "clients",
+    "filesize",
+    "model",
+    "protocols",
+    "capacity",
+    "users",
+];
 
 /// `--tls`, `--http2` and `--http3` apply to some experiments only, `--tls` to the embedded
 /// server only, `--http3` to an https `--target` only: anything else is refused before any
