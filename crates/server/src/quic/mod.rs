@@ -149,7 +149,8 @@ pub(crate) async fn serve(
     endpoint.close(0u32.into(), b"");
 }
 
-/// Turns UDP generic receive offload off on `socket` (Linux's UDP_GRO).
+/// Turns UDP generic receive offload off on `socket` (Linux's UDP_GRO; by hand: socket2 has
+/// no setter for it).
 fn no_gro(socket: &UdpSocket) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     let off: libc::c_int = 0;
