@@ -539,10 +539,13 @@ fn server_datagrams_and_calls(file: &Path) -> (u64, u64) {
 #[test]
 fn gso_sends_datagrams_in_batches_and_disable_gso_one_a_call() {
     let mut measured = Vec::new();
-    for extra in [&[][..], &["--disable", "gso"][..]] {
+    // A connection's line is written at its end: idle for 1 s after the run.
+    let idle = ["--keepalive-timeout", "1s"];
+    for gso in [&[][..], &["--disable", "gso"][..]] {
         let stats_dir = tempfile::tempdir().unwrap();
         let stats = stats_dir.path().join("quic.stats");
-        let h3 = Http3::start_env(extra, &[("WEBSCOPE_QUIC_STATS", &stats)]);
+        let extra: Vec<&str> = idle.iter().chain(gso).copied().collect();
+        let h3 = Http3::start_env(&extra, &[("WEBSCOPE_QUIC_STATS", &stats)]);
         let (r, text) = h3.load("/1m.bin", &["-c", "1", "-d", "1s"], 0);
         assert_eq!(r["errors"]["total"], 0, "{text}");
         assert_eq!(r["connects"], 1, "{text}");
