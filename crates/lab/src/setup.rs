@@ -70,8 +70,9 @@ const SECURE_EXPERIMENTS: [&str; 6] = [
 ];
 
 /// Experiments that run over HTTP/3 when asked (the capacity search's open-loop probes as
-/// over HTTP/2: a few QUIC connections of many streams).
-const HTTP3_EXPERIMENTS: [&str; 5] = ["clients", "filesize", "model", "protocols", "capacity"];
+/// over HTTP/2: a few QUIC connections of many streams; the users search's users a QUIC
+/// connection each, issue 50): the same as over TLS and HTTP/2.
+const HTTP3_EXPERIMENTS: [&str; 6] = SECURE_EXPERIMENTS;
 
 /// `--tls`, `--http2` and `--http3` apply to some experiments only, `--tls` to the embedded
 /// server only, `--http3` to an https `--target` only: anything else is refused before any

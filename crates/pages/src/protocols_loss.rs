@@ -13,6 +13,7 @@
 
 use std::path::Path;
 
+use webscope_lab::results::handshakes::{Handshakes, HEADINGS};
 use webscope_lab::results::loss::{Estimate, LossEntry, LossRatio, LossRow};
 use webscope_report::Table;
 
@@ -46,6 +47,8 @@ pub struct Row {
     pub errors: u64,
     /// The round of `--repeat` it was taken in, from 1 (pooled rows: how many rounds).
     pub round: usize,
+    /// The users' handshakes (TLS over TCP for HTTP/2, QUIC's for HTTP/3).
+    pub handshakes: Option<Handshakes>,
 }
 
 /// The round of a run, from its folder's name (`row-6`, `row-6-r2`: the runner's
@@ -70,6 +73,7 @@ fn runs(points: &[Point]) -> Vec<Row> {
                 p99_ms: users.page_load_us.p99 / 1000.0,
                 errors: p.run.load.total.errors.total,
                 round: round_of(&p.name),
+                handshakes: Handshakes::of(&p.run.load),
             })
         })
         .collect()
@@ -217,12 +221,15 @@ pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> a
         ),
         format!("{reading} {LITERATURE}"),
     );
+    let [handshakes, handshake_mean] = HEADINGS;
     let mut t = Table::new([
         "loss",
         "protocol",
         "page views",
         "page load p50 (ms)",
         "page load p99 (ms)",
+        handshakes,
+        handshake_mean,
         "errors",
         "runs",
         "HTTP/3 ÷ HTTP/2 p50",
@@ -230,12 +237,15 @@ pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> a
     ]);
     for r in &rows {
         let ratio = ratio(&runs, r.loss_pct).filter(|_| r.protocol == "HTTP/3");
+        let [handshakes, handshake_mean] = Handshakes::cells(r.handshakes.as_ref());
         t.row([
             format!("{} %", r.loss_pct),
             r.protocol.clone(),
             r.views.to_string(),
             format!("{:.1}", r.p50_ms),
             format!("{:.1}", r.p99_ms),
+            handshakes,
+            handshake_mean,
             r.errors.to_string(),
             r.round.to_string(),
             ratio.as_ref().map_or("-".into(), |q| ratio_text(q.p50)),
@@ -263,6 +273,7 @@ pub fn render(exp: &ExperimentRecord, points: &[Point], out: &mut Rendered) -> a
                 page_load_p99_ms: r.p99_ms,
                 errors: r.errors,
                 runs: r.round,
+                handshakes: r.handshakes,
             })
             .collect(),
         h3_over_h2: rows
@@ -303,6 +314,7 @@ mod tests {
             p99_ms: p99,
             errors: 0,
             round,
+            handshakes: None,
         }
     }
 

@@ -14,6 +14,7 @@ use super::capacity::knee;
 use super::page::ExperimentPage;
 use super::rendered::Rendered;
 use webscope_lab::capacity::search::Plan;
+use webscope_lab::results::handshakes::{Handshakes, HEADINGS};
 use webscope_lab::users::model::{ending_sentence, predict, Prediction};
 use webscope_lab::users::step::StepJudged;
 use webscope_lab::users::Recorded;
@@ -172,8 +173,10 @@ fn chart(steps: &[StepJudged], p: Option<&Prediction>) -> XyChart {
     }
 }
 
+/// Over TLS (HTTPS, HTTP/2, HTTP/3) two more columns: the users' handshakes and their mean.
 fn table(steps: &[StepJudged]) -> Table {
-    let mut t = Table::new([
+    let tls = steps.iter().any(|s| s.figures.handshakes.is_some());
+    let mut header = vec![
         "step",
         "users",
         "page views/s",
@@ -182,12 +185,15 @@ fn table(steps: &[StepJudged]) -> Table {
         "law N/X − Z (ms)",
         "think kept (ms)",
         "D per page view (ms)",
-        "verdict",
-        "why",
-    ]);
+    ];
+    if tls {
+        header.extend(HEADINGS);
+    }
+    header.extend(["verdict", "why"]);
+    let mut t = Table::new(header);
     for s in steps {
         let f = &s.figures;
-        t.row([
+        let mut row = vec![
             s.judged.number.to_string(),
             f.users.to_string(),
             sig3(f.page_views_per_s),
@@ -196,9 +202,12 @@ fn table(steps: &[StepJudged]) -> Table {
             sig3(f.law_response_s * 1e3),
             sig3(f.think_s * 1e3),
             f.demand_s.map_or("—".into(), |d| sig3(d * 1e3)),
-            s.judged.outcome.cell().to_string(),
-            s.judged.reason.clone(),
-        ]);
+        ];
+        if tls {
+            row.extend(Handshakes::cells(f.handshakes.as_ref()));
+        }
+        row.extend([s.judged.outcome.cell().to_string(), s.judged.reason.clone()]);
+        t.row(row);
     }
     t
 }
@@ -250,5 +259,37 @@ mod tests {
             "{said}"
         );
         assert!(said.contains("capacity 90 users (their"), "{said}");
+    }
+
+    /// A step as step.json keeps it, `handshakes` its users' (None: plain HTTP).
+    fn step(handshakes: Option<(u64, u64, f64)>) -> StepJudged {
+        let handshakes = handshakes.map(|(full, resumed, mean_ms)| {
+            serde_json::json!({"full": full, "resumed": resumed, "mean_ms": mean_ms})
+        });
+        serde_json::from_value(serde_json::json!({
+            "judged": {
+                "number": 1, "users": 4, "outcome": "pass", "reason": "within the objective",
+                "checks": [], "not_sent_share": null, "bound": "latency", "bound_reading": "",
+                "warmup_s": 0.2,
+                "cooldown": {"waited_s": 0.1, "open_before": 0, "open_after": 0, "time_wait": 0,
+                    "time_wait_clients": 0, "room_for": 48.0, "settled": true}
+            },
+            "figures": {"users": 4, "page_views_per_s": 60.3, "handshakes": handshakes}
+        }))
+        .unwrap()
+    }
+
+    /// Issue 50: over HTTP/3 (as over HTTPS and HTTP/2) every step says its users'
+    /// handshakes, full and resumed, and their mean; over plain HTTP the columns are not there.
+    #[test]
+    fn steps_over_tls_show_their_handshakes_and_plain_ones_no_column() {
+        let t = table(&[step(Some((3, 1, 30.12)))]);
+        let at = |name: &str| t.header.iter().position(|h| h == name).unwrap();
+        assert_eq!(t.rows[0][at("handshakes full/resumed")], "3/1");
+        assert_eq!(t.rows[0][at("handshake mean (ms)")], "30.1");
+        assert_eq!(t.rows[0][at("verdict")], t.rows[0][t.header.len() - 2]);
+        let plain = table(&[step(None)]);
+        assert!(!plain.header.iter().any(|h| h.contains("handshake")));
+        assert_eq!(plain.header.len(), t.header.len() - 2);
     }
 }

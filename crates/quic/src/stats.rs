@@ -2,7 +2,9 @@
 //! `WEBSCOPE_QUIC_STATS` (when set): what quinn knows of its loss recovery and congestion
 //! control (packets sent and lost, congestion events, window, RTT estimates, PMTU probes and
 //! black holes, PING frames: quinn sends one in a probe packet when a PTO fires with nothing
-//! else to send), from the server and the load generator alike. A diagnostic for the lab's
+//! else to send), datagrams sent and the system calls that sent them (more datagrams than
+//! calls: segmentation offload, the `gso` technique), from the server and the load generator
+//! alike. A diagnostic for the lab's
 //! loss experiment, beside TCP's `ss -ti`; nothing reads it back.
 
 use std::io::Write;
@@ -16,7 +18,7 @@ pub const STATS_VAR: &str = "WEBSCOPE_QUIC_STATS";
 pub fn stats_line(side: &str, stats: &ConnectionStats) -> String {
     let p = &stats.path;
     format!(
-        "side={side} sent_packets={} lost_packets={} lost_bytes={} congestion_events={} cwnd={} rtt_ms={:.1} min_rtt_ms={:.1} mtu={} plpmtud_sent={} plpmtud_lost={} black_holes={} udp_tx={} udp_rx={} acks_tx={} acks_rx={} ping_tx={} stream_tx={}",
+        "side={side} sent_packets={} lost_packets={} lost_bytes={} congestion_events={} cwnd={} rtt_ms={:.1} min_rtt_ms={:.1} mtu={} plpmtud_sent={} plpmtud_lost={} black_holes={} udp_tx={} udp_tx_calls={} udp_rx={} acks_tx={} acks_rx={} ping_tx={} stream_tx={}",
         p.sent_packets,
         p.lost_packets,
         p.lost_bytes,
@@ -29,6 +31,7 @@ pub fn stats_line(side: &str, stats: &ConnectionStats) -> String {
         p.lost_plpmtud_probes,
         p.black_holes_detected,
         stats.udp_tx.datagrams,
+        stats.udp_tx.ios,
         stats.udp_rx.datagrams,
         stats.frame_tx.acks,
         stats.frame_rx.acks,
@@ -102,7 +105,10 @@ mod tests {
         let mut stats = ConnectionStats::default();
         stats.path.lost_packets = 7;
         stats.path.rtt = std::time::Duration::from_millis(21);
+        stats.udp_tx.datagrams = 10;
+        stats.udp_tx.ios = 1;
         let line = stats_line("server", &stats);
+        assert!(line.contains(" udp_tx=10 udp_tx_calls=1 "), "{line}");
         assert!(line.starts_with("side=server "), "{line}");
         assert!(line.contains(" lost_packets=7 "), "{line}");
         assert!(line.contains(" rtt_ms=21.0 "), "{line}");

@@ -37,10 +37,17 @@ pub struct Techniques {
     /// go to the kernel, so records are encrypted there and sendfile works under TLS. Used
     /// only where the kernel has the `tls` ULP; the server says which way it ran.
     pub ktls: bool,
+    /// `gso` (not one of the paper's; only with `--http3`): UDP segmentation offload, the
+    /// QUIC form of sendfile's point (fewer trips through the stack per byte): quinn hands the
+    /// kernel one buffer of up to 10 of a connection's datagrams per sendmsg and the kernel
+    /// (or the NIC) cuts it into packets; and its receiving twin GRO, the kernel coalescing a
+    /// flow's datagrams into one buffer per recvmsg. Off, one datagram per system call each
+    /// way. Used where the kernel has them (quinn probes UDP_SEGMENT and UDP_GRO).
+    pub gso: bool,
 }
 
-/// Techniques beyond the paper's, switchable the same way (`--disable ktls`).
-pub const EXTRA: [&str; 1] = ["ktls"];
+/// Techniques beyond the paper's, switchable the same way (`--disable ktls`, `--disable gso`).
+pub const EXTRA: [&str; 2] = ["ktls", "gso"];
 
 /// The paper's techniques' names, in the order of its cumulative ablation (Figure 10).
 pub const NAMES: [&str; 8] = [
@@ -66,6 +73,7 @@ impl Default for Techniques {
             sendfile: true,
             async_log: true,
             ktls: true,
+            gso: true,
         }
     }
 }
@@ -101,6 +109,7 @@ impl Techniques {
             sendfile: false,
             async_log: false,
             ktls: false,
+            gso: false,
         }
     }
 
@@ -115,6 +124,7 @@ impl Techniques {
             "sendfile" => &mut self.sendfile,
             "async-log" => &mut self.async_log,
             "ktls" => &mut self.ktls,
+            "gso" => &mut self.gso,
             _ => return Err(UnknownTechnique(name.to_string())),
         })
     }

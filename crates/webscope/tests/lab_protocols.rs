@@ -265,16 +265,14 @@ fn the_capacity_search_runs_over_http3_with_its_preflight_over_quic() {
 
 /// `--http3` against a target that serves HTTPS over TCP but nothing on its UDP port: the
 /// preflight, over QUIC, refuses it in one line naming the UDP port, before any probe (a
-/// preflight over TCP would have passed it, and every probe failed).
+/// preflight over TCP would have passed it, and every probe failed). The capacity search
+/// and the users search alike (users runs over HTTP/3 too: issue 50).
 #[test]
 fn an_http3_lab_refuses_a_target_with_nothing_on_its_udp_port_in_its_preflight() {
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("set");
     tiny_fileset(&set);
-    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
-    let (cert, key) = (tmp.path().join("cert.pem"), tmp.path().join("key.pem"));
-    std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(&key, made.key_pair.serialize_pem()).unwrap();
+    let (cert, key) = lab_support::tls::certificate(tmp.path());
     let served = lab_support::Served::start_with(
         &set,
         &[
@@ -291,30 +289,32 @@ fn an_http3_lab_refuses_a_target_with_nothing_on_its_udp_port_in_its_preflight()
         .next()
         .unwrap()
         .trim_end_matches('/');
-    let run = lab(
-        tmp.path(),
-        &[
-            "--http3",
-            "--target",
-            &served.base_url,
-            "--insecure",
-            "--experiment",
-            "capacity",
-        ],
-    );
-    assert_eq!(run.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&run.stderr);
-    // One line says it all: what failed, the UDP port, what to do.
-    let said = err
-        .lines()
-        .find(|l| l.contains("does not answer over HTTP/3"))
-        .unwrap_or_else(|| panic!("{err}"));
-    assert!(
-        said.contains(&format!("no QUIC answer from the server's UDP port {port}"))
-            && said.contains("leave --http3 out"),
-        "{err}"
-    );
-    assert!(!tmp.path().join("report/capacity").exists());
+    for experiment in ["capacity", "users"] {
+        let run = lab(
+            tmp.path(),
+            &[
+                "--http3",
+                "--target",
+                &served.base_url,
+                "--insecure",
+                "--experiment",
+                experiment,
+            ],
+        );
+        assert_eq!(run.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&run.stderr);
+        // One line says it all: what failed, the UDP port, what to do.
+        let said = err
+            .lines()
+            .find(|l| l.contains("does not answer over HTTP/3"))
+            .unwrap_or_else(|| panic!("{experiment}: {err}"));
+        assert!(
+            said.contains(&format!("no QUIC answer from the server's UDP port {port}"))
+                && said.contains("leave --http3 out"),
+            "{experiment}: {err}"
+        );
+        assert!(!tmp.path().join("report").join(experiment).exists());
+    }
     served.stop();
 }
 
@@ -465,6 +465,19 @@ fn the_loss_comparison_loads_pages_over_http2_and_http3_across_a_delayed_link() 
         assert!(!text.contains("down: 0 of"), "nothing dropped: {text}");
     }
     assert!(page.contains("Kakhki et al."));
+    // Each row says its users' handshakes (TLS over TCP, QUIC's), as the protocols page does:
+    // 4 full, one a user, each at least the link's round trip of 10 ms.
+    assert!(
+        page.contains("handshakes full/resumed"),
+        "no handshakes' column"
+    );
+    let rows = report["protocols"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in rows {
+        assert_eq!(row["handshakes"]["full"], 4, "{row}");
+        let mean = row["handshakes"]["mean_ms"].as_f64().unwrap();
+        assert!(mean >= 10.0, "a handshake under the RTT: {row}");
+    }
 }
 
 #[test]

@@ -3,53 +3,37 @@
 //! peer: quic-go), an external client against `serve --http3` (aioquic's example client),
 //! and servers that do not speak HTTP/3 (one clear line, exit 1).
 
-mod h3_support;
+mod lab_support;
 
 use std::path::Path;
 use std::time::Duration;
 
-use h3_support::{certificate, load, pattern, site, Caddy, Serve};
+use lab_support::tls::{certificate, load, pattern, site, Caddy, Http3, Serve};
 
-#[test]
-fn http3_against_serve_http3_bytes_handshakes_0rtt_log_and_metrics() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
-    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
-    let ca = cert.to_str().unwrap();
-    let json = tmp.path().join("r.json");
-
-    // Keep-alive, 4 streams on each of 2 connections: every body whole.
-    let url = serve.url("/100k.bin");
-    let (r, text) = load(
-        &[
-            &url, "--http3", "-M", "4", "-c", "2", "-d", "1s", "--cacert", ca,
-        ],
-        &json,
-        0,
-    );
+/// A run's requests (at least one), every one answered 200 with all of its `size` bytes.
+fn all_whole(r: &serde_json::Value, text: &str, size: u64) -> u64 {
     let requests = r["requests"].as_u64().unwrap();
     assert!(requests > 0, "{text}");
     assert_eq!(r["errors"]["total"], 0, "{text}");
     assert_eq!(r["status_codes"]["200"], requests, "{text}");
-    assert_eq!(
-        r["bytes"].as_u64().unwrap(),
-        requests * 100 * 1024,
-        "{text}"
-    );
+    assert_eq!(r["bytes"].as_u64().unwrap(), requests * size, "{text}");
+    requests
+}
+
+#[test]
+fn http3_against_serve_http3_bytes_handshakes_0rtt_log_and_metrics() {
+    let h3 = Http3::start(&[]);
+    let serve = &h3.serve;
+
+    // Keep-alive, 4 streams on each of 2 connections: every body whole.
+    let (r, text) = h3.load("/100k.bin", &["-M", "4", "-c", "2", "-d", "1s"], 0);
+    let requests = all_whole(&r, &text, 100 * 1024);
     assert_eq!(r["protocol"], "HTTP/3 (4 streams per connection)");
     assert_eq!(r["tls"]["full"], 2, "{text}");
     assert!(text.contains("TLS handshake"), "{text}");
 
     // A connection per request, resuming, with 0-RTT: handshakes saved, counted.
-    let url = serve.url("/1k.bin");
-    let (r, text) = load(
-        &[
-            &url, "--http3", "--close", "--0rtt", "-c", "2", "-d", "1s", "--cacert", ca,
-        ],
-        &json,
-        0,
-    );
+    let (r, text) = h3.load("/1k.bin", &["--close", "--0rtt", "-c", "2", "-d", "1s"], 0);
     assert_eq!(r["errors"]["total"], 0, "{text}");
     let (full, resumed, early) = (
         r["tls"]["full"].as_u64().unwrap(),
@@ -84,23 +68,11 @@ fn http3_against_serve_http3_bytes_handshakes_0rtt_log_and_metrics() {
 
 #[test]
 fn a_0rtt_request_that_is_not_idempotent_is_answered_too_early() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
-    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
-    let ca = cert.to_str().unwrap();
-    let json = tmp.path().join("r.json");
-    let url = serve.url("/1k.bin");
+    let h3 = Http3::start(&[]);
     // POSTs, a connection each, in 0-RTT when a ticket allows: those that came as early data
     // are refused (425); the others reach the file server, which allows no POST (405).
-    let (r, text) = load(
-        &[
-            &url, "--http3", "--close", "--0rtt", "-m", "POST", "-c", "1", "-d", "1s", "--cacert",
-            ca,
-        ],
-        &json,
-        1,
-    );
+    let post = ["--close", "--0rtt", "-m", "POST", "-c", "1", "-d", "1s"];
+    let (r, text) = h3.load("/1k.bin", &post, 1);
     let codes = &r["status_codes"];
     let too_early = codes["425"].as_u64().unwrap_or(0);
     let not_allowed = codes["405"].as_u64().unwrap_or(0);
@@ -111,13 +83,7 @@ fn a_0rtt_request_that_is_not_idempotent_is_answered_too_early() {
         "{text}"
     );
     // GETs in 0-RTT are answered, early or not.
-    let (r, text) = load(
-        &[
-            &url, "--http3", "--close", "--0rtt", "-c", "1", "-d", "1s", "--cacert", ca,
-        ],
-        &json,
-        0,
-    );
+    let (r, text) = h3.load("/1k.bin", &["--close", "--0rtt", "-c", "1", "-d", "1s"], 0);
     assert_eq!(r["status_codes"]["200"], r["requests"], "{text}");
     assert!(r["tls"]["early"].as_u64().unwrap_or(0) > 0, "{text}");
 }
@@ -139,15 +105,7 @@ fn http3_against_caddy() {
         &json,
         0,
     );
-    let requests = r["requests"].as_u64().unwrap();
-    assert!(requests > 0, "{text}");
-    assert_eq!(r["errors"]["total"], 0, "{text}");
-    assert_eq!(r["status_codes"]["200"], requests, "{text}");
-    assert_eq!(
-        r["bytes"].as_u64().unwrap(),
-        requests * 100 * 1024,
-        "{text}"
-    );
+    all_whole(&r, &text, 100 * 1024);
     // Caddy's quic-go resumes and takes 0-RTT too.
     let url = format!("https://localhost:{}/1k.bin", caddy.port);
     let (r, text) = load(
@@ -218,7 +176,7 @@ fn a_server_that_does_not_speak_http3_is_one_clear_line_and_exit_1() {
     assert!(line.contains("does not speak HTTP/3"), "{line}");
 
     // An http:// URL is refused before anything is sent.
-    let out = h3_support::webscope()
+    let out = lab_support::webscope()
         .args(["load", "http://127.0.0.1:9/", "--http3", "-d", "1s"])
         .output()
         .unwrap();
@@ -300,11 +258,9 @@ fn aioquic_fetches_from_serve_http3_byte_for_byte() {
     let Some(client) = aioquic_client() else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
-    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
-    let out_dir = tmp.path().join("fetched");
+    let h3 = Http3::start(&[]);
+    let serve = &h3.serve;
+    let out_dir = h3.tmp.path().join("fetched");
     std::fs::create_dir(&out_dir).unwrap();
     let urls: Vec<String> = ["/1k.bin", "/100k.bin", "/1m.bin"]
         .iter()
@@ -313,7 +269,7 @@ fn aioquic_fetches_from_serve_http3_byte_for_byte() {
     let out = std::process::Command::new("python3")
         .arg(&client)
         .arg("--ca-certs")
-        .arg(&cert)
+        .arg(&h3.cert)
         .arg("--output-dir")
         .arg(&out_dir)
         .args(&urls)
@@ -340,37 +296,29 @@ fn aioquic_fetches_from_serve_http3_byte_for_byte() {
 
 #[test]
 fn a_server_going_away_after_its_request_limit_is_reconnected_to_without_errors() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
     // GOAWAY after 50 requests, with up to 8 more already sent on the connection: those are
     // rejected unprocessed (H3_REQUEST_REJECTED), which is no error of theirs.
-    let serve = Serve::start(
-        &root,
-        tmp.path(),
-        (&cert, &key),
-        &["--http3", "--keepalive-requests", "50"],
-    );
-    let url = serve.url("/1k.bin");
-    let (r, text) = load(
-        &[
-            &url,
-            "--http3",
-            "-M",
-            "8",
-            "-c",
-            "1",
-            "-d",
-            "1s",
-            "--cacert",
-            cert.to_str().unwrap(),
-        ],
-        &tmp.path().join("r.json"),
-        0,
-    );
+    let h3 = Http3::start(&["--keepalive-requests", "50"]);
+    let (r, text) = h3.load("/1k.bin", &["-M", "8", "-c", "1", "-d", "1s"], 0);
     assert_eq!(r["errors"]["total"], 0, "{text}");
     assert!(r["connects"].as_u64().unwrap() > 1, "{text}");
     assert_eq!(r["status_codes"]["200"], r["requests"], "{text}");
+}
+
+/// `--users N`, each page view a page and 5 objects, `think` between views, for 1 s.
+fn users_args<'a>(users: &'a str, think: &'a str) -> [&'a str; 10] {
+    [
+        "--users",
+        users,
+        "--objects",
+        "const(5)",
+        "--think",
+        think,
+        "--ramp-up",
+        "0s",
+        "-d",
+        "1s",
+    ]
 }
 
 /// Issue 50: users over HTTP/3. Against `webscope serve --http3`: each user keeps one QUIC
@@ -378,35 +326,11 @@ fn a_server_going_away_after_its_request_limit_is_reconnected_to_without_errors(
 /// report has the users' figures as over HTTP/2.
 #[test]
 fn users_over_http3_keep_one_quic_connection_each_and_load_their_pages() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
-    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
-    let ca = cert.to_str().unwrap();
-    let json = tmp.path().join("r.json");
-    let url = serve.url("/1k.bin");
+    let h3 = Http3::start(&[]);
+    let serve = &h3.serve;
     // 3 users, each page view a page and 5 objects, 100 ms of thought between views.
     let users_n = 3u64;
-    let (r, text) = load(
-        &[
-            &url,
-            "--http3",
-            "--cacert",
-            ca,
-            "--users",
-            "3",
-            "--objects",
-            "const(5)",
-            "--think",
-            "const(100ms)",
-            "--ramp-up",
-            "0s",
-            "-d",
-            "1s",
-        ],
-        &json,
-        0,
-    );
+    let (r, text) = h3.load("/1k.bin", &users_args("3", "const(100ms)"), 0);
     let users = &r["users"];
     assert_eq!(r["protocol"], "HTTP/3 (a connection per user)", "{text}");
     assert_eq!(r["connects"], users_n, "{text}");
@@ -457,36 +381,8 @@ fn users_over_http3_keep_one_quic_connection_each_and_load_their_pages() {
 /// counted full or resumed, as the closed loop counts them.
 #[test]
 fn users_over_http3_count_a_handshake_per_connection_full_or_resumed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
-    let serve = Serve::start(
-        &root,
-        tmp.path(),
-        (&cert, &key),
-        &["--http3", "--keepalive-requests", "10"],
-    );
-    let url = serve.url("/1k.bin");
-    let (r, text) = load(
-        &[
-            &url,
-            "--http3",
-            "--cacert",
-            cert.to_str().unwrap(),
-            "--users",
-            "2",
-            "--objects",
-            "const(5)",
-            "--think",
-            "const(20ms)",
-            "--ramp-up",
-            "0s",
-            "-d",
-            "1s",
-        ],
-        &tmp.path().join("r.json"),
-        0,
-    );
+    let h3 = Http3::start(&["--keepalive-requests", "10"]);
+    let (r, text) = h3.load("/1k.bin", &users_args("2", "const(20ms)"), 0);
     let connects = r["connects"].as_u64().unwrap();
     assert!(connects > 2, "no user reconnected: {text}");
     let (full, resumed) = (r["tls"]["full"].as_u64(), r["tls"]["resumed"].as_u64());
@@ -503,35 +399,38 @@ fn users_over_http3_count_a_handshake_per_connection_full_or_resumed() {
     assert_eq!(r["errors"]["total"], 0, "{text}");
 }
 
+/// `webscope load URL --http3 -k ARGS MORE` (no --cacert: -k takes any certificate), which
+/// must exit with `code`.
+fn load_insecure(
+    url: &str,
+    args: &[&str],
+    more: &[&str],
+    json: &Path,
+    code: i32,
+) -> (serde_json::Value, String) {
+    let flags: Vec<&str> = [url, "--http3", "-k"]
+        .iter()
+        .chain(args)
+        .chain(more)
+        .copied()
+        .collect();
+    load(&flags, json, code)
+}
+
 /// Issue 50 §1: the figures every protocol has, over HTTP/3. `-k` takes the self-signed
 /// certificate without `--cacert`; `--interval` cuts the run into intervals and `--hlog`
 /// writes one histogram line per interval; `--threshold` judges the HTTP/3 run (a p50 under
 /// a microsecond is crossed: exit 99).
 #[test]
 fn insecure_intervals_hlog_and_thresholds_work_over_http3() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
-    let serve = Serve::start(&root, tmp.path(), (&cert, &key), &["--http3"]);
-    let url = serve.url("/1k.bin");
-    let hlog = tmp.path().join("run.hlog");
-    let (r, text) = load(
-        &[
-            &url,
-            "--http3",
-            "-k",
-            "-c",
-            "2",
-            "-d",
-            "1s",
-            "--interval",
-            "250ms",
-            "--hlog",
-            hlog.to_str().unwrap(),
-            "--threshold",
-            "p50<1us,errors<=1%",
-        ],
-        &tmp.path().join("r.json"),
+    let h3 = Http3::start(&[]);
+    let url = h3.serve.url("/1k.bin");
+    let hlog = h3.tmp.path().join("run.hlog");
+    let (r, text) = load_insecure(
+        &url,
+        &["-c", "2", "-d", "1s", "--interval", "250ms", "--hlog"],
+        &[hlog.to_str().unwrap(), "--threshold", "p50<1us,errors<=1%"],
+        &h3.tmp.path().join("r.json"),
         99,
     );
     assert!(r["requests"].as_u64().unwrap() > 0, "{text}");
@@ -560,5 +459,111 @@ fn insecure_intervals_hlog_and_thresholds_work_over_http3() {
             .nth(3)
             .is_some_and(|h| h.starts_with("HISTFAA"))),
         "{lines}"
+    );
+}
+
+/// Issue 50, the generator with UDP blocked: a UDP port that takes every datagram and never
+/// answers (a bound socket that reads nothing, as a firewall that drops), and a closed one
+/// (the kernel's ICMP port unreachable, which quinn's unconnected socket never sees). Each
+/// run is one line that names the UDP port and what to do, exit 1, and ends within its
+/// duration and the handshake timeout (`-d 2s --timeout 1s`: bounded here by 2 + 1 s and a
+/// margin of 7 s for a busy machine), with no line blaming a server that never answers.
+#[test]
+fn with_udp_blocked_the_run_is_one_clear_line_exit_1_within_its_duration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("r.json");
+    let dropping = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let dropping_port = dropping.local_addr().unwrap().port();
+    let closed_port = {
+        let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    for port in [dropping_port, closed_port] {
+        let url = format!("https://127.0.0.1:{port}/1k.bin");
+        let started = std::time::Instant::now();
+        let run = ["-c", "2", "-d", "2s", "--timeout", "1s"];
+        let (r, text) = load_insecure(&url, &run, &[], &json, 1);
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "{port}: took {took:?}");
+        assert_eq!(r["requests"], 0, "{text}");
+        // Each connection's handshake timed out (no answer is no response: a timeout).
+        assert!(r["errors"]["total"].as_u64().unwrap() > 0, "{text}");
+        let said: Vec<&str> = text.lines().filter(|l| l.contains("UDP")).collect();
+        assert_eq!(said.len(), 1, "{text}");
+        assert!(
+            said[0].contains(&format!("no QUIC answer from the server's UDP port {port}"))
+                && said[0].contains("leave --http3 out"),
+            "{text}"
+        );
+        assert!(!text.contains("never answers"), "{text}");
+        assert!(
+            text.contains("webscope: error: no request succeeded"),
+            "{text}"
+        );
+    }
+    drop(dropping);
+}
+
+/// The server's WEBSCOPE_QUIC_STATS lines in `file` (one a connection, at its end, waited
+/// for up to 10 s): the datagrams its connections sent and the system calls that sent them.
+fn server_datagrams_and_calls(file: &Path) -> (u64, u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let field = |line: &str, key: &str| -> u64 {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {key} in {line}"))
+        };
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("side=server "))
+            .collect();
+        if !lines.is_empty() {
+            let sum = |key| lines.iter().map(|l| field(l, key)).sum();
+            return (sum("udp_tx"), sum("udp_tx_calls"));
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no server line in {}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Issue 50 §2, `gso` as a technique: 1 MiB downloads from `serve --http3` go out in fewer
+/// system calls than datagrams with it (quinn hands the kernel up to 10 of a connection's
+/// datagrams at once), and in one call a datagram with `--disable gso`.
+#[test]
+fn gso_sends_datagrams_in_batches_and_disable_gso_one_a_call() {
+    let mut measured = Vec::new();
+    // A connection's line is written at its end: idle for 1 s after the run.
+    let idle = ["--keepalive-timeout", "1s"];
+    for gso in [&[][..], &["--disable", "gso"][..]] {
+        let stats_dir = tempfile::tempdir().unwrap();
+        let stats = stats_dir.path().join("quic.stats");
+        let extra: Vec<&str> = idle.iter().chain(gso).copied().collect();
+        let h3 = Http3::start_env(&extra, &[("WEBSCOPE_QUIC_STATS", &stats)]);
+        let (r, text) = h3.load("/1m.bin", &["-c", "1", "-d", "1s"], 0);
+        assert_eq!(r["errors"]["total"], 0, "{text}");
+        assert_eq!(r["connects"], 1, "{text}");
+        measured.push(server_datagrams_and_calls(&stats));
+    }
+    eprintln!("gso on, off: (datagrams, calls) {measured:?}");
+    let [(on_datagrams, on_calls), (off_datagrams, off_calls)] = measured[..] else {
+        unreachable!()
+    };
+    // At least a megabyte each way: hundreds of full datagrams.
+    assert!(on_datagrams > 700 && off_datagrams > 700, "{measured:?}");
+    assert_eq!(off_datagrams, off_calls, "--disable gso batched datagrams");
+    if on_calls == on_datagrams {
+        lab_support::unchecked("the kernel has no UDP GSO here: one datagram a call either way");
+        return;
+    }
+    assert!(
+        on_datagrams >= 2 * on_calls,
+        "{on_datagrams} datagrams in {on_calls} calls with gso on"
     );
 }

@@ -5,20 +5,11 @@
 
 mod lab_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use lab_support::tls::certificate;
 use lab_support::{webscope, Nginx, Served};
 use serde_json::Value;
-
-/// A self-signed certificate for 127.0.0.1 and localhost: (cert.pem, key.pem).
-fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
-    let made =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(&key, made.key_pair.serialize_pem()).unwrap();
-    (cert, key)
-}
 
 fn load(args: &[&str], json: &Path) -> (Value, String) {
     load_exiting(args, json, 0)

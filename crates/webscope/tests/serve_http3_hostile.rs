@@ -1,16 +1,17 @@
 //! `webscope serve --http3` against hostile QUIC clients made here with quinn and h3: a flood
 //! of handshakes whose answers never reach their sender (as from spoofed addresses), clients
-//! that open streams and never read, and a flood of reset streams. Each time the server must
+//! that open streams and never read, a flood of reset streams, and a flood of new connection
+//! IDs. Each time the server must
 //! keep its memory bounded and go on serving an honest client (`webscope load --http3`).
 
-mod h3_support;
+mod lab_support;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use h3_support::{certificate, load, site, Serve};
+use lab_support::tls::{load, Http3};
 
 /// A client configuration that trusts `cert` (the server's own), ALPN h3; `window` bounds
 /// what the client takes unread on a stream (and 4 times it on the connection).
@@ -39,6 +40,30 @@ fn client_config(cert: &std::path::Path, window: Option<u32>) -> quinn::ClientCo
     config
 }
 
+/// An HTTP/3 client of `addr` on `endpoint`: its QUIC connection and its request sender,
+/// the connection's driver a task of the runtime.
+async fn h3_client(
+    endpoint: &quinn::Endpoint,
+    config: quinn::ClientConfig,
+    addr: SocketAddr,
+) -> (
+    quinn::Connection,
+    h3::client::SendRequest<h3_quinn::OpenStreams, bytes::Bytes>,
+) {
+    let quic = endpoint
+        .connect_with(config, addr, "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let _ = driver.wait_idle().await;
+    });
+    (quic, sender)
+}
+
 /// A one-way relay: what reaches its address goes on to `server`, what the server answers is
 /// lost, as for a client whose source address was spoofed. Runs until `stop`.
 fn one_way_relay(server: SocketAddr, stop: Arc<AtomicBool>) -> SocketAddr {
@@ -60,22 +85,8 @@ fn one_way_relay(server: SocketAddr, stop: Arc<AtomicBool>) -> SocketAddr {
 }
 
 /// An honest client's run during the abuse: every request answered.
-fn honest_run(serve: &Serve, cert: &std::path::Path, dir: &std::path::Path) -> serde_json::Value {
-    let url = serve.url("/1k.bin");
-    let (r, text) = load(
-        &[
-            &url,
-            "--http3",
-            "-c",
-            "1",
-            "-d",
-            "1s",
-            "--cacert",
-            cert.to_str().unwrap(),
-        ],
-        &dir.join("honest.json"),
-        0,
-    );
+fn honest_run(h3: &Http3) -> serde_json::Value {
+    let (r, text) = h3.load("/1k.bin", &["-c", "1", "-d", "1s"], 0);
     assert_eq!(r["errors"]["total"], 0, "{text}");
     assert!(r["requests"].as_u64().unwrap() > 0, "{text}");
     r
@@ -83,19 +94,12 @@ fn honest_run(serve: &Serve, cert: &std::path::Path, dir: &std::path::Path) -> s
 
 #[test]
 fn a_flood_of_handshakes_that_never_finish_is_met_with_retries() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
-    let serve = Serve::start(
-        &root,
-        tmp.path(),
-        (&cert, &key),
-        &["--http3", "--header-timeout", "3s"],
-    );
+    let h3 = Http3::start(&["--header-timeout", "3s"]);
+    let serve = &h3.serve;
     let rss_before = serve.rss_kib();
     let stop = Arc::new(AtomicBool::new(false));
     let relay = one_way_relay(serve.addr, Arc::clone(&stop));
-    let config = client_config(&cert, None);
+    let config = client_config(&h3.cert, None);
     // 400 connection attempts through the relay: their Initials reach the server, its answers
     // never come back, so the handshakes stay in progress until the header timeout.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -116,7 +120,7 @@ fn a_flood_of_handshakes_that_never_finish_is_met_with_retries() {
         }
         endpoint
     });
-    let r = honest_run(&serve, &cert, tmp.path());
+    let r = honest_run(&h3);
     let retries = serve.counter("webscope_quic_retries_total");
     stop.store(true, Ordering::Relaxed);
     drop(flood);
@@ -129,15 +133,8 @@ fn a_flood_of_handshakes_that_never_finish_is_met_with_retries() {
 
 #[test]
 fn streams_never_read_are_cut_and_hold_bounded_memory_and_resets_free_theirs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
-    let serve = Serve::start(
-        &root,
-        tmp.path(),
-        (&cert, &key),
-        &["--http3", "--send-timeout", "1s"],
-    );
+    let h3 = Http3::start(&["--send-timeout", "1s"]);
+    let (serve, cert) = (&h3.serve, &h3.cert);
     let rss_before = serve.rss_kib();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -150,17 +147,8 @@ fn streams_never_read_are_cut_and_hold_bounded_memory_and_resets_free_theirs() {
         let mut held = Vec::new();
         for _ in 0..4 {
             let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-            let quic = endpoint
-                .connect_with(client_config(&cert, Some(16 * 1024)), addr, "localhost")
-                .unwrap()
-                .await
-                .unwrap();
-            let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(quic))
-                .await
-                .unwrap();
-            tokio::spawn(async move {
-                let _ = driver.wait_idle().await;
-            });
+            let config = client_config(cert, Some(16 * 1024));
+            let (_, mut sender) = h3_client(&endpoint, config, addr).await;
             let mut streams = Vec::new();
             for _ in 0..100 {
                 let request =
@@ -183,7 +171,7 @@ fn streams_never_read_are_cut_and_hold_bounded_memory_and_resets_free_theirs() {
         grown < 96 * 1024,
         "RSS grew by {grown} KiB for 400 unread streams"
     );
-    honest_run(&serve, &cert, tmp.path());
+    honest_run(&h3);
     // The unread responses were cut: their log lines say what left, less than the file.
     let deadline = Instant::now() + Duration::from_secs(10);
     let cut = loop {
@@ -204,17 +192,7 @@ fn streams_never_read_are_cut_and_hold_bounded_memory_and_resets_free_theirs() {
     // A flood of streams reset as soon as they are opened.
     let reset = runtime.block_on(async {
         let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        let quic = endpoint
-            .connect_with(client_config(&cert, None), addr, "localhost")
-            .unwrap()
-            .await
-            .unwrap();
-        let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(quic))
-            .await
-            .unwrap();
-        tokio::spawn(async move {
-            let _ = driver.wait_idle().await;
-        });
+        let (_, mut sender) = h3_client(&endpoint, client_config(cert, None), addr).await;
         let mut reset = 0;
         for _ in 0..2000 {
             let request = http::Request::get(format!("https://localhost:{}/1m.bin", addr.port()))
@@ -239,7 +217,7 @@ fn streams_never_read_are_cut_and_hold_bounded_memory_and_resets_free_theirs() {
         grown < 96 * 1024,
         "RSS grew by {grown} KiB after a reset flood"
     );
-    honest_run(&serve, &cert, tmp.path());
+    honest_run(&h3);
 }
 
 /// A two-way relay between one client and `server` that keeps every datagram the client sent,
@@ -330,15 +308,8 @@ fn long_packets(datagram: &[u8]) -> Vec<(u8, Vec<u8>)> {
 
 #[test]
 fn a_replayed_0rtt_flight_does_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = site(tmp.path());
-    let (cert, key) = certificate(tmp.path());
-    let serve = Serve::start(
-        &root,
-        tmp.path(),
-        (&cert, &key),
-        &["--http3", "--header-timeout", "1s"],
-    );
+    let h3 = Http3::start(&["--header-timeout", "1s"]);
+    let serve = &h3.serve;
     let stop = Arc::new(AtomicBool::new(false));
     let (relay, sent) = recording_relay(serve.addr, Arc::clone(&stop));
     // A client that POSTs, a connection per request, in 0-RTT when it can.
@@ -356,9 +327,9 @@ fn a_replayed_0rtt_flight_does_nothing() {
             "-d",
             "1s",
             "--cacert",
-            cert.to_str().unwrap(),
+            h3.cacert(),
         ],
-        &tmp.path().join("r.json"),
+        &h3.tmp.path().join("r.json"),
         1,
     );
     stop.store(true, Ordering::Relaxed);
@@ -389,14 +360,14 @@ fn a_replayed_0rtt_flight_does_nothing() {
     let posts = |lines: &[String]| lines.iter().filter(|l| l.contains("\"POST ")).count();
     let requests = r["requests"].as_u64().unwrap() as usize;
     let before = posts(&serve.log_lines(requests));
-    let failed = |s: &Serve| {
+    let failed = |s: &lab_support::tls::Serve| {
         s.metrics()
             .lines()
             .find(|l| l.starts_with("webscope_tls_handshakes_total{result=\"failed\"}"))
             .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .unwrap_or(0.0)
     };
-    let failed_before = failed(&serve);
+    let failed_before = failed(serve);
     // The attacker's copy, from another address: the ticket was used once already, so the
     // server makes it a full handshake without the early data, which the replayer can never
     // finish.
@@ -405,7 +376,7 @@ fn a_replayed_0rtt_flight_does_nothing() {
         attacker.send_to(datagram, serve.addr).unwrap();
     }
     let deadline = Instant::now() + Duration::from_secs(10);
-    while failed(&serve) <= failed_before {
+    while failed(serve) <= failed_before {
         assert!(
             Instant::now() < deadline,
             "the replay never reached a handshake"
@@ -415,4 +386,87 @@ fn a_replayed_0rtt_flight_does_nothing() {
     std::thread::sleep(Duration::from_millis(1200));
     let after = posts(&serve.log_lines(0));
     assert_eq!(after, before, "the replayed POST was processed");
+}
+
+/// Connection IDs that live 2 ms: quinn retires each as it expires and issues a new one, a
+/// NEW_CONNECTION_ID frame whose retire_prior_to makes the server retire the old ones (a
+/// RETIRE_CONNECTION_ID back each), as fast as the round trip allows. IDs made from a
+/// counter, not at random: the flood needs them distinct, not unguessable.
+struct Rotating(u64);
+
+impl quinn::ConnectionIdGenerator for Rotating {
+    fn generate_cid(&mut self) -> quinn::ConnectionId {
+        self.0 += 1;
+        quinn::ConnectionId::new(&self.0.to_be_bytes())
+    }
+    fn cid_len(&self) -> usize {
+        8
+    }
+    fn cid_lifetime(&self) -> Option<Duration> {
+        Some(Duration::from_millis(2))
+    }
+}
+
+/// Issue 50: a flood of new connection IDs. 32 HTTP/3 connections whose client rotates its
+/// connection IDs every 2 ms: the server takes and retires thousands (counted by the
+/// clients' frames) while its memory stays bounded and an honest client is served.
+#[test]
+fn a_flood_of_new_connection_ids_holds_bounded_memory_and_others_are_served() {
+    let h3 = Http3::start(&[]);
+    let serve = &h3.serve;
+    let rss_before = serve.rss_kib();
+    let (addr, config) = (serve.addr, client_config(&h3.cert, None));
+    let flood = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let mut endpoint_config = quinn::EndpointConfig::default();
+            endpoint_config.cid_generator(|| Box::new(Rotating(0)));
+            let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let endpoint =
+                quinn::Endpoint::new(endpoint_config, None, socket, Arc::new(quinn::TokioRuntime))
+                    .unwrap();
+            let mut held = Vec::new();
+            for _ in 0..32 {
+                held.push(h3_client(&endpoint, config.clone(), addr).await);
+            }
+            // At least 2 s (the honest run's second within it), until 2 000 new IDs have
+            // gone (about 800 a second here), for at most 15 s.
+            let started = tokio::time::Instant::now();
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let (mut issued, mut retired, mut open) = (0, 0, 0);
+                for (quic, _) in &held {
+                    let stats = quic.stats();
+                    issued += stats.frame_tx.new_connection_id;
+                    retired += stats.frame_rx.retire_connection_id;
+                    open += usize::from(quic.close_reason().is_none());
+                }
+                let elapsed = started.elapsed();
+                let enough = issued >= 2000 && elapsed >= Duration::from_secs(2);
+                if enough || elapsed >= Duration::from_secs(15) {
+                    break (issued, retired, open);
+                }
+            }
+        })
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let r = honest_run(&h3);
+    let (issued, retired, open) = flood.join().unwrap();
+    let grown = serve.rss_kib().saturating_sub(rss_before);
+    eprintln!(
+        "connection ID flood: {issued} NEW_CONNECTION_ID sent, {retired} retired by the server, \
+         {open} of 32 connections open, RSS +{grown} KiB"
+    );
+    assert!(
+        issued >= 2000,
+        "only {issued} new connection IDs sent in 15 s"
+    );
+    assert!(retired >= 1000, "the server retired only {retired}");
+    assert_eq!(open, 32, "the server closed a flooding connection");
+    assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
+    assert_eq!(r["tls"]["full"], 1, "{r}");
+    honest_run(&h3);
 }

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::handshakes::Handshakes;
+
 /// The experiment's entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LossEntry {
@@ -34,6 +36,9 @@ pub struct LossRow {
     pub errors: u64,
     /// The rounds of `--repeat` the row stands for.
     pub runs: usize,
+    /// The users' handshakes in the row's run (labs before: none kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshakes: Option<Handshakes>,
 }
 
 /// HTTP/3 over HTTP/2 at one loss rate.
@@ -89,6 +94,7 @@ mod tests {
                 page_load_p99_ms: 1596.0,
                 errors: 0,
                 runs: 3,
+                handshakes: None,
             }],
             h3_over_h2: vec![LossRatio {
                 loss_pct: 1.0,

@@ -20,6 +20,7 @@ pub mod ab;
 pub mod capacity;
 pub mod degradation;
 pub mod ending;
+pub mod handshakes;
 pub mod loss;
 pub mod replay;
 pub mod report;

@@ -18,6 +18,7 @@ use webscope_model::mva::{self, Options as MvaOptions};
 use webscope_model::Network;
 
 use crate::capacity::search::Ending;
+use crate::results::handshakes::Handshakes;
 use webscope_record::RunRecord;
 
 /// The model's curve goes no further than this many users.
@@ -50,6 +51,9 @@ pub struct StepFigures {
     pub server_cpus: Option<f64>,
     /// The server's CPU use over the step, in cores (U).
     pub server_busy: Option<f64>,
+    /// Over TLS (HTTPS, HTTP/2, HTTP/3): the users' handshakes, one per connection they
+    /// opened (labs before: none kept).
+    pub handshakes: Option<Handshakes>,
 }
 
 impl StepFigures {
@@ -77,6 +81,7 @@ impl StepFigures {
             demand_s,
             server_cpus: record.env.server_cpus,
             server_busy: record.server.as_ref().map(|s| s.busy_cores),
+            handshakes: Handshakes::of(&record.load),
         }
     }
 }

@@ -111,9 +111,14 @@ pub fn run(
     ctx: &Ctx<'_>,
     given: &Given<'_>,
 ) -> anyhow::Result<(RunRecord, StepJudged)> {
-    let description = if ctx.target.http2 {
+    let one_connection = match (ctx.target.http2, ctx.target.http3) {
+        (true, _) => Some("HTTP/2"),
+        (_, true) => Some("HTTP/3 (QUIC)"),
+        _ => None,
+    };
+    let description = if let Some(protocol) = one_connection {
         format!(
-            "closed loop, {} users of one HTTP/2 connection each, up to {} streams at once",
+            "closed loop, {} users of one {protocol} connection each, up to {} streams at once",
             step.users, BROWSER_CONNECTIONS
         )
     } else {

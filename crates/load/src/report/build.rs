@@ -223,19 +223,24 @@ pub(crate) fn report(config: &Config, run: RunFigures) -> Report {
     if let Some(missed) = missed {
         report.warnings.push(missed.sentence());
     }
-    if let Some(warning) = nothing_finished(&report.total) {
+    // Over HTTP/3 a connection is made by its handshake: none completed, none was made.
+    let never_connected = config.http3.is_some() && report.tls.is_none();
+    if let Some(warning) = nothing_finished(&report.total, never_connected) {
         report.warnings.push(warning);
     }
     report
 }
 
 /// The warning of a run in which no response came: what became of its requests (failed, or
-/// still unanswered at the end and how old).
-fn nothing_finished<Run>(total: &Figures<Run>) -> Option<String> {
+/// still unanswered at the end and how old). When no connection was ever made (a QUIC
+/// handshake with no answer: UDP blocked), the requests unanswered at the end were never
+/// sent, and the errors' own warning says why: no "server that never answers".
+fn nothing_finished<Run>(total: &Figures<Run>, never_connected: bool) -> Option<String> {
     if total.requests > 0 || total.errors.no_response() + total.unfinished == 0 {
         return None;
     }
-    let Some(ages) = total.unfinished_age_us.filter(|_| total.unfinished > 0) else {
+    let ages = total.unfinished_age_us.filter(|_| total.unfinished > 0);
+    let Some(ages) = ages.filter(|_| !never_connected) else {
         return Some("no request succeeded: see the errors above".to_string());
     };
     Some(format!(

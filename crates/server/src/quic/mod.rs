@@ -21,6 +21,9 @@
 //! connection past it is refused: CONNECTION_REFUSED); at most 128 streams at once per
 //! connection, each holding at most a 64 KiB chunk beyond quinn's 2 MiB send window, and
 //! reset after `--send-timeout` without progress; a reset stream frees its task at once.
+//! A flood of new connection IDs is quinn's to bound: it keeps at most its
+//! active_connection_id_limit of a client's IDs (more is CONNECTION_ID_LIMIT_ERROR) and a
+//! bounded queue of retirements to send (`serve_http3_hostile.rs` measures it).
 //! Non-idempotent requests that arrive as 0-RTT early data (before the handshake ends) are
 //! answered 425 Too Early (RFC 8470) and tickets resume once: a replayed one does nothing.
 
@@ -95,6 +98,9 @@ pub(crate) async fn serve(
     setup: Arc<Setup>,
     slots: Arc<Slots>,
 ) {
+    // quinn turns UDP_GRO on when it takes the socket: without the `gso` technique it is
+    // turned off again through a second handle on the same socket.
+    let gro_off = (!setup.offload).then(|| socket.try_clone());
     let endpoint = match quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
         Some(setup.base()),
@@ -107,6 +113,11 @@ pub(crate) async fn serve(
             return;
         }
     };
+    if let Some(handle) = gro_off {
+        if let Err(e) = handle.and_then(|h| no_gro(&h)) {
+            eprintln!("webscope serve: HTTP/3 cannot turn GRO off on this worker: {e}");
+        }
+    }
     let live = Rc::new(Live::default());
     loop {
         let incoming = tokio::select! {
@@ -136,6 +147,28 @@ pub(crate) async fn serve(
         drained.await;
     }
     endpoint.close(0u32.into(), b"");
+}
+
+/// Turns UDP generic receive offload off on `socket` (Linux's UDP_GRO; by hand: socket2 has
+/// no setter for it).
+fn no_gro(socket: &UdpSocket) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let off: libc::c_int = 0;
+    // SAFETY: setsockopt on a socket we own, with a c_int option value and its size.
+    let done = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            (&off as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// Accepts, retries or refuses one connection attempt; true when its handshake began (its

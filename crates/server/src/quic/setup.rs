@@ -51,6 +51,9 @@ pub(crate) struct Setup {
     /// rustls for QUIC: ALPN h3, early data, stateful single-use tickets.
     crypto: Arc<QuicServerConfig>,
     base: quinn::ServerConfig,
+    /// The `gso` technique: segmentation offload on sending (quinn's transport setting) and
+    /// GRO on receiving (the socket's UDP_GRO, which `quic::serve` turns off when this is not).
+    pub(crate) offload: bool,
 }
 
 impl Setup {
@@ -74,14 +77,19 @@ impl Setup {
             .stream_receive_window(STREAM_WINDOW.into())
             .receive_window(CONNECTION_WINDOW.into())
             .send_window(SEND_WINDOW)
-            .max_idle_timeout(quinn::IdleTimeout::try_from(idle).ok());
+            .max_idle_timeout(quinn::IdleTimeout::try_from(idle).ok())
+            .enable_segmentation_offload(config.techniques.gso);
         webscope_quic::stats::tune(&mut transport).map_err(Error::Tls)?;
         let mut base = quinn::ServerConfig::with_crypto(quic.clone());
         base.transport_config(Arc::new(transport))
             .max_incoming(MAX_INCOMING)
             .incoming_buffer_size(INCOMING_BUFFER)
             .incoming_buffer_size_total(INCOMING_BUFFER_TOTAL);
-        Ok(Setup { crypto: quic, base })
+        Ok(Setup {
+            crypto: quic,
+            base,
+            offload: config.techniques.gso,
+        })
     }
 
     /// The endpoint's configuration (what a connection is accepted with unless it is given

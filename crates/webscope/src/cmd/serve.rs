@@ -38,6 +38,12 @@ TECHNIQUES (Hu, Nanda & Yang 1999; all on by default, --disable LIST or --baseli
     ktls          (not the paper's; with --tls-cert) session keys handed to the kernel after
                   the handshake, so records are encrypted there and sendfile works under TLS;
                   used only where the kernel has the tls ULP (the start-up line says)
+    gso           (not the paper's; with --http3) UDP segmentation offload: up to 10 of a
+                  connection's datagrams handed to the kernel in one sendmsg, cut into packets
+                  below, and GRO, received datagrams coalesced into one buffer; off, one
+                  datagram per system call each way. Used where the kernel has them
+    Over HTTP/3 the caches and async-log apply unchanged; sendfile, mmap and ktls have no
+    meaning (QUIC encrypts and frames every byte in user space); gso is QUIC's own.
     Cached files are revalidated after at most 1 s: a changed or deleted file is noticed
     within 1 s.
 

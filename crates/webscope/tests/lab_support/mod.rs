@@ -9,6 +9,8 @@ mod peers;
 #[allow(unused_imports)]
 pub use peers::{Apache, NodeExporter};
 
+pub mod tls;
+
 mod unchecked;
 #[allow(unused_imports)]
 pub use unchecked::unchecked;

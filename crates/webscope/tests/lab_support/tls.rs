@@ -1,5 +1,7 @@
-//! Shared by the HTTP/3 tests (`load_http3.rs`, `serve_http3_hostile.rs`): a certificate made
-//! here, `webscope serve --http3` on 127.0.0.1 port 0 (TCP and the same UDP port), Caddy
+//! HTTPS and HTTP/3 for the tests (`load_http3.rs`, `serve_http3_hostile.rs`, `load_tls.rs`,
+//! `lab_protocols.rs`): a certificate made here, `webscope serve` with it on 127.0.0.1 port 0
+//! (with `--http3`, TCP and the same UDP port), [`Http3`] (a site, its certificate and
+//! `serve --http3` in a temporary directory, and `load --http3 --cacert` against it), Caddy
 //! serving HTTP/3 with its own local CA, and `webscope load` runs read back as JSON.
 #![allow(dead_code)]
 
@@ -11,9 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub fn webscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_webscope"))
-}
+use super::webscope;
 
 /// Byte i is i mod 251, so that a body's bytes are checkable.
 pub fn pattern(len: usize) -> Vec<u8> {
@@ -56,7 +56,18 @@ pub struct Serve {
 impl Serve {
     /// On 127.0.0.1 port 0, 2 workers, an access log in `dir`, the admin endpoint; `extra`
     /// flags after (e.g. `--http3`).
-    pub fn start(root: &Path, dir: &Path, (cert, key): (&Path, &Path), extra: &[&str]) -> Serve {
+    pub fn start(root: &Path, dir: &Path, cert_key: (&Path, &Path), extra: &[&str]) -> Serve {
+        Serve::start_env(root, dir, cert_key, extra, &[])
+    }
+
+    /// As [`Serve::start`], with variables set in the server's environment.
+    pub fn start_env(
+        root: &Path,
+        dir: &Path,
+        (cert, key): (&Path, &Path),
+        extra: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Serve {
         let access_log = dir.join("access.log");
         let mut child = webscope()
             .args(["serve", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
@@ -69,6 +80,7 @@ impl Serve {
             .arg("--access-log")
             .arg(&access_log)
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -178,6 +190,57 @@ pub fn load(args: &[&str], json: &Path, code: i32) -> (Value, String) {
     assert_eq!(out.status.code(), Some(code), "{text}");
     let report = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
     (report, text)
+}
+
+/// `webscope serve --http3` on a site of its own (`1k.bin`, `100k.bin`, `1m.bin`) in a
+/// temporary directory, with a certificate made for it: what an HTTP/3 test starts from.
+pub struct Http3 {
+    pub serve: Serve,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub root: PathBuf,
+    /// Dropped last: the server is stopped before its files go.
+    pub tmp: tempfile::TempDir,
+}
+
+impl Http3 {
+    /// `serve --http3` and `extra` flags (2 workers, an access log, the admin endpoint).
+    pub fn start(extra: &[&str]) -> Http3 {
+        Http3::start_env(extra, &[])
+    }
+
+    /// As [`Http3::start`], with variables set in the server's environment.
+    pub fn start_env(extra: &[&str], env: &[(&str, &Path)]) -> Http3 {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = site(tmp.path());
+        let (cert, key) = certificate(tmp.path());
+        let flags: Vec<&str> = ["--http3"].iter().chain(extra).copied().collect();
+        let serve = Serve::start_env(&root, tmp.path(), (&cert, &key), &flags, env);
+        Http3 {
+            serve,
+            cert,
+            key,
+            root,
+            tmp,
+        }
+    }
+
+    /// The certificate, for `--cacert`.
+    pub fn cacert(&self) -> &str {
+        self.cert.to_str().unwrap()
+    }
+
+    /// `webscope load URL --http3 --cacert CERT ARGS` for `path` on the server, which must
+    /// exit with `code`: the report and the summary.
+    pub fn load(&self, path: &str, args: &[&str], code: i32) -> (Value, String) {
+        let url = self.serve.url(path);
+        let flags: Vec<&str> = [url.as_str(), "--http3", "--cacert", self.cacert()]
+            .iter()
+            .chain(args)
+            .copied()
+            .collect();
+        load(&flags, &self.tmp.path().join("r.json"), code)
+    }
 }
 
 /// Caddy serving `root` over HTTP/1.1, HTTP/2 and HTTP/3 with its own local CA, killed on
