@@ -46,10 +46,22 @@ pub enum Counter {
     /// Bare ACKs dropped by a listener with TCP_DEFER_ACCEPT (each handshake's last ACK: the
     /// kernel waits for the first data).
     DeferredAck,
+    /// TIME_WAIT sockets that ran their course (the timer fired, 60 s on Linux).
+    TimeWaitExpired,
+    /// TIME_WAIT sockets ended early (their timer cancelled: a SYN reusing the address pair,
+    /// an RST).
+    TimeWaitCut,
+    /// A TIME_WAIT timer re-armed (the peer's FIN reaching a FIN_WAIT2 timewait socket),
+    /// which the kernel traces as a cancel: no end.
+    TimeWaitRearmed,
+    /// Timewait sockets that ended still in FIN_WAIT2 (the peer's FIN never came).
+    TimeWaitFinWait2,
+    /// TIME_WAIT ends not timed: the kernel has no `tw_entry_stamp` (before 6.14).
+    TimeWaitUntimed,
 }
 
 /// Counters per port in the C struct (`COUNTERS`).
-pub const COUNTERS: usize = 16;
+pub const COUNTERS: usize = 32;
 
 /// Run-queue counters (`enum runq_counter`): waits timed, and threads switched in whose
 /// wake-up came before the monitor started.

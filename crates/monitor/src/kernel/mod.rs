@@ -25,7 +25,14 @@
 //! - **connection lifetimes**: ESTABLISHED to CLOSE (the SYN is not visible for a passive
 //!   open: the request socket makes no state change); entries into TIME_WAIT (a close from
 //!   FIN_WAIT1/2 or CLOSING with no error: the kernel swaps in a timewait socket, which
-//!   makes no state change either); connections closed while still queued;
+//!   makes no state change either); **time in TIME_WAIT**: a timewait socket is an
+//!   `inet_timewait_sock`, which no socket tracepoint shows, but its timer is a `timer_list`
+//!   running `tw_timer_handler` (its address from `/proc/kallsyms`): `timer_expire_entry`
+//!   on it is a TIME_WAIT that ran its course (60 s), `timer_cancel` one cut short (a SYN
+//!   reusing the address pair, an RST), and the time is the kernel's own entry stamp
+//!   (`tw_entry_stamp`, milliseconds, 6.14 on) to then. Those of sockets that entered
+//!   before the monitor started count too. A cancel within 2 ms of the stamp is the timer
+//!   re-armed by the peer's FIN reaching a FIN_WAIT2 timewait, not an end; connections closed while still queued;
 //! - **TCP state transitions**, counted by the state entered;
 //! - **retransmitted segments** (as `TcpRetransSegs` counts them), retransmission timeouts
 //!   (entries into the Loss state), SYN-ACK retransmits, and per connection the number

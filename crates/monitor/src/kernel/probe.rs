@@ -28,6 +28,8 @@ pub struct PortReading {
     pub lifetime: Vec<u64>,
     /// Retransmits of each closed connection that had any, by bucket.
     pub retrans_per_conn: Vec<u64>,
+    /// Time in TIME_WAIT, nanoseconds (whole milliseconds), by bucket.
+    pub time_wait: Vec<u64>,
 }
 
 /// Everything the program has summed, cumulative since the load.
@@ -147,12 +149,14 @@ impl Probe {
             Some(bss) => bss,
             None => return Err("the BPF program's global data is not mapped".into()),
         };
+        let tw_timer_fn = kernel_symbol(TW_TIMER_HANDLER);
         // SAFETY: `bss` points into the mapping the skeleton keeps for its life; the program
         // reads these fields, nothing else writes them.
         unsafe {
             for (i, port) in ports.iter().enumerate() {
                 (*bss).port_slot[usize::from(*port)] = (i + 1) as u8;
             }
+            (*bss).tw_timer_fn = tw_timer_fn.as_ref().map_or(0, |a| *a);
         }
         let progs = &skel.progs;
         let hooks = [
@@ -166,10 +170,18 @@ impl Probe {
             ("sched_wakeup", &progs.on_wakeup),
             ("sched_wakeup_new", &progs.on_wakeup_new),
             ("sched_switch", &progs.on_switch),
+            ("timer_expire_entry", &progs.on_timer_fire),
+            ("timer_cancel", &progs.on_timer_cancel),
         ];
         let mut links = Vec::new();
         let mut unattached = Vec::new();
         for (name, prog) in hooks {
+            if name.starts_with("timer_") {
+                if let Err(why) = &tw_timer_fn {
+                    unattached.push(format!("{name}: {why}: no time in TIME_WAIT"));
+                    continue;
+                }
+            }
             match prog.attach() {
                 Ok(link) => links.push((name, link)),
                 Err(e) => unattached.push(explain(name, &e)),
@@ -220,6 +232,7 @@ impl Probe {
                         accept_wait: read_vec(addr_of!((*p).accept_wait).cast(), BUCKETS),
                         lifetime: read_vec(addr_of!((*p).lifetime).cast(), BUCKETS),
                         retrans_per_conn: read_vec(addr_of!((*p).retrans_per_conn).cast(), BUCKETS),
+                        time_wait: read_vec(addr_of!((*p).time_wait).cast(), BUCKETS),
                     }
                 })
                 .collect();
@@ -242,6 +255,34 @@ impl Probe {
         self.links.retain(|(hook, _)| *hook != name);
         self.links.len() < before
     }
+}
+
+/// The function TIME_WAIT sockets' timers run: the timer hooks know them by it.
+const TW_TIMER_HANDLER: &str = "tw_timer_handler";
+
+/// A kernel function's address from `/proc/kallsyms` (read by line: 120 000 of them, some
+/// 50 ms); Err: one line saying why not (absent, or hidden as 0 by kptr_restrict).
+fn kernel_symbol(name: &str) -> Result<u64, String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open("/proc/kallsyms")
+        .map_err(|e| format!("cannot read /proc/kallsyms: {e}"))?;
+    for line in std::io::BufReader::with_capacity(1 << 16, file).lines() {
+        let line = line.map_err(|e| format!("cannot read /proc/kallsyms: {e}"))?;
+        let mut fields = line.split_ascii_whitespace();
+        let (Some(addr), Some(_kind), Some(sym)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if sym != name {
+            continue;
+        }
+        return match u64::from_str_radix(addr, 16) {
+            Ok(0) => Err(format!("{name}'s address is hidden (kernel.kptr_restrict)")),
+            Ok(a) => Ok(a),
+            Err(_) => Err(format!("{name}'s address in /proc/kallsyms is not hex")),
+        };
+    }
+    Err(format!("{name} is not in /proc/kallsyms"))
 }
 
 /// # Safety

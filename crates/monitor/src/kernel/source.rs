@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hdrhistogram::Histogram;
 
 use super::groups::{listen_drops, KERNEL, KERNEL_STATES, RUNQ};
-use super::hlog::{accept_wait_tag, lifetime_tag, KernelLog, RUNQ_TAG};
+use super::hlog::{accept_wait_tag, lifetime_tag, time_wait_tag, KernelLog, RUNQ_TAG};
 use super::layout::{to_hdr, Counter, RUNQ_MISSED, RUNQ_WAITS};
 use super::probe::{Probe, Reading};
 use super::summary::{KernelSummary, Latency, PortFigures, RunQueue};
@@ -99,6 +99,10 @@ impl Kernel {
                 to_hdr(&diff(&b.accept_wait, &a.accept_wait)),
             ));
             figures.push((lifetime_tag(port), to_hdr(&diff(&b.lifetime, &a.lifetime))));
+            figures.push((
+                time_wait_tag(port),
+                to_hdr(&diff(&b.time_wait, &a.time_wait)),
+            ));
         }
         if !self.tgids.is_empty() {
             figures.push((RUNQ_TAG.to_string(), to_hdr(&diff(&b.runq, &a.runq))));
@@ -224,6 +228,10 @@ impl Kernel {
                     closed_unseen: c(Counter::ClosedUnseen),
                     closed_waiting: c(Counter::ClosedWaiting),
                     time_wait: c(Counter::TimeWait),
+                    time_wait_expired: c(Counter::TimeWaitExpired),
+                    time_wait_cut: c(Counter::TimeWaitCut),
+                    time_wait_fin_wait2: c(Counter::TimeWaitFinWait2),
+                    time_in_time_wait: Latency::of(&to_hdr(&diff(&b.time_wait, &a.time_wait))),
                     retrans_segs: c(Counter::RetransSegs),
                     retransmissions: c(Counter::RetransEvents),
                     rtos: c(Counter::Rto),
@@ -310,6 +318,7 @@ impl Source for Kernel {
             };
             let wait = to_hdr(&diff(&b.accept_wait, &a.accept_wait));
             let life = to_hdr(&diff(&b.lifetime, &a.lifetime));
+            let tw = to_hdr(&diff(&b.time_wait, &a.time_wait));
             let dropped = listen_drops(
                 self.drops_last[i],
                 drops_now[i],
@@ -328,6 +337,9 @@ impl Source for Kernel {
                     ms(&life, 0.5),
                     ms(&life, 0.99),
                     rate(c(Counter::TimeWait)),
+                    rate(c(Counter::TimeWaitExpired) + c(Counter::TimeWaitCut)),
+                    ms(&tw, 0.5),
+                    ms(&tw, 1.0),
                     rate(c(Counter::ClosedWaiting)),
                     dropped.map_or(f64::NAN, rate),
                     rate(c(Counter::OverflowAck)),

@@ -43,6 +43,22 @@ pub struct PortFigures {
     pub closed_waiting: u64,
     /// Connections closed into TIME_WAIT (this side closed first).
     pub time_wait: u64,
+    /// TIME_WAIT sockets that ran their course (the kernel's 60 s), those born before the
+    /// monitor started included.
+    #[serde(default)]
+    pub time_wait_expired: u64,
+    /// TIME_WAIT sockets ended early: a SYN reusing the address pair (the client's port
+    /// coming round again), an RST.
+    #[serde(default)]
+    pub time_wait_cut: u64,
+    /// Timewait sockets that ended still in FIN_WAIT2: the peer's FIN never came (no time
+    /// in TIME_WAIT).
+    #[serde(default)]
+    pub time_wait_fin_wait2: u64,
+    /// Time in TIME_WAIT of those that ended (expired or cut), from the kernel's own entry
+    /// stamp (whole milliseconds; kernel 6.14 on, else `None`).
+    #[serde(default)]
+    pub time_in_time_wait: Option<Latency>,
     /// Segments retransmitted (as the kernel's TcpRetransSegs counts them).
     pub retrans_segs: u64,
     /// Retransmissions (packets sent again, each one or more segments).
@@ -182,6 +198,16 @@ impl KernelSummary {
                     String::new()
                 },
             ));
+            if p.time_wait_expired + p.time_wait_cut + p.time_wait_fin_wait2 > 0 {
+                out.push_str(&format!(
+                    "           :{} TIME_WAIT ended: {} ran their course, {} cut short, {} still in FIN_WAIT2; time in it {}\n",
+                    p.port,
+                    p.time_wait_expired,
+                    p.time_wait_cut,
+                    p.time_wait_fin_wait2,
+                    spread(&p.time_in_time_wait)
+                ));
+            }
             if p.retrans_segs + p.rtos + p.synack_retrans > 0 {
                 out.push_str(&format!(
                     "           :{} {} segments retransmitted, {} timeouts, {} SYN-ACKs again; {} connections retransmitted (at most {} each)\n",

@@ -122,6 +122,22 @@ struct pt_regs {
 
 struct request_sock;
 
+struct timer_list {
+	unsigned long expires;
+	void (*function)(struct timer_list *);
+};
+
+/* A socket in TIME_WAIT is this, not a struct sock: the kernel swaps it in at the close and
+ * traces no state change for it. tw_entry_stamp (6.14 on) is when it entered TIME_WAIT, in
+ * milliseconds of the monotonic clock (tcp_clock_ms). */
+struct inet_timewait_sock {
+	struct sock_common __tw_common;
+	unsigned char tw_substate;
+	__be16 tw_sport;
+	__u32 tw_entry_stamp;
+	struct timer_list tw_timer;
+};
+
 #pragma clang attribute pop
 
 /* Their values are relocated too (bpf_core_enum_value): they move between kernels, and

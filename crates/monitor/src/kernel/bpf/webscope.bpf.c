@@ -20,6 +20,10 @@
  *                         full accept queue, or a bare ACK dropped under TCP_DEFER_ACCEPT.
  *   tcp_retransmit_skb    retransmitted segments; tcp_cong_state_set into Loss: a timeout.
  *   tcp_retransmit_synack SYN-ACKs sent again (the client's ACK lost, or dropped on overflow).
+ *   timer_expire_entry, timer_cancel
+ *                         a TIME_WAIT socket's timer (tw_timer_handler's) firing: it ran its
+ *                         course; cancelled: it ended early (a new SYN on the same pair, an
+ *                         RST). Its time in TIME_WAIT is the kernel's own entry stamp to now.
  *   sched_wakeup(_new), sched_switch
  *                         run-queue latency of the watched processes' threads: from the
  *                         wake-up (or a preemption) to running.
@@ -55,7 +59,12 @@ enum counter {
 	C_OVERFLOW_ACK,      /* handshakes completed into a full accept queue, dropped */
 	C_CONNS_RETRANS,     /* closed connections that retransmitted at least once */
 	C_DEFERRED_ACK,      /* bare ACKs dropped by a listener with TCP_DEFER_ACCEPT */
-	COUNTERS = 16,
+	C_TW_EXPIRED,        /* TIME_WAIT ran its course: its timer fired */
+	C_TW_CUT,            /* TIME_WAIT ended early: its timer cancelled */
+	C_TW_REARMED,        /* a cancel under 2 ms after entering TIME_WAIT: re-armed, no end */
+	C_TW_FIN_WAIT2,      /* a timewait socket ended still waiting for the peer's FIN */
+	C_TW_UNTIMED,        /* TIME_WAIT ended on a kernel without tw_entry_stamp (before 6.14) */
+	COUNTERS = 32,
 };
 
 enum runq_counter {
@@ -70,12 +79,15 @@ struct port_stats {
 	__u64 accept_wait[BUCKETS];    /* ns from ESTABLISHED to leaving the queue */
 	__u64 lifetime[BUCKETS];       /* ns from ESTABLISHED to CLOSE */
 	__u64 retrans_per_conn[BUCKETS]; /* retransmits of each closed connection that had any */
+	__u64 time_wait[BUCKETS];      /* ns from entering TIME_WAIT to its end */
 };
 
 /* Written by user space through the mapping: which ports and processes to watch. */
 __u8 port_slot[65536];        /* a port's slot + 1; 0: not watched */
 __u32 tgids[MAX_TGIDS];
 __u32 ntgids;
+/* tw_timer_handler's address (/proc/kallsyms): the timers of TIME_WAIT sockets. */
+__u64 tw_timer_fn;
 
 /* Read by user space. */
 struct port_stats ports[MAX_PORTS];
@@ -117,6 +129,7 @@ struct {
 #define TCP_SYN_RECV 3
 #define TCP_FIN_WAIT1 4
 #define TCP_FIN_WAIT2 5
+#define TCP_TIME_WAIT 6
 #define TCP_CLOSE 7
 #define TCP_LISTEN 10
 #define TCP_CLOSING 11
@@ -384,6 +397,57 @@ int BPF_PROG(on_synack, const struct sock *sk, const struct request_sock *req)
 	__u32 slot;
 	if (slot_of(sk, &slot))
 		count(slot, C_SYNACK_RETRANS);
+	return 0;
+}
+
+/* A TIME_WAIT socket's timer fired (its 60 s ran out) or was cancelled (it ended early:
+ * a SYN reusing the pair, an RST, the namespace going). Its time in TIME_WAIT runs from the
+ * kernel's own stamp (tw_entry_stamp, ms, set when it entered and refreshed when a FIN_WAIT2
+ * timewait gets the peer's FIN) to now. That FIN re-arms the timer, which the kernel traces
+ * as a cancel when the new expiry falls in another bucket of its timer wheel: a cancel under
+ * 2 ms after the stamp is that re-arm (a SYN reusing the pair within 2 ms is refused for an
+ * older timestamp), counted and not taken for an end. */
+static __always_inline void time_wait_ended(const struct timer_list *timer, bool cancelled)
+{
+	const struct inet_timewait_sock *tw = bpf_core_cast(
+		(void *)timer - bpf_core_field_offset(struct inet_timewait_sock, tw_timer),
+		struct inet_timewait_sock);
+	__u32 s = port_slot[bpf_ntohs(tw->tw_sport)];
+	if (s == 0 || s > MAX_PORTS)
+		return;
+	__u32 slot = (s - 1) & (MAX_PORTS - 1);
+	if (tw->tw_substate != TCP_TIME_WAIT) {
+		count(slot, C_TW_FIN_WAIT2);
+		return;
+	}
+	if (!bpf_core_field_exists(tw->tw_entry_stamp)) {
+		count(slot, cancelled ? C_TW_CUT : C_TW_EXPIRED);
+		count(slot, C_TW_UNTIMED);
+		return;
+	}
+	__u32 ms = (__u32)(bpf_ktime_get_ns() / 1000000) - tw->tw_entry_stamp;
+	if (cancelled && ms < 2) {
+		count(slot, C_TW_REARMED);
+		return;
+	}
+	record(ports[slot].time_wait, (__u64)ms * 1000000);
+	count(slot, cancelled ? C_TW_CUT : C_TW_EXPIRED);
+}
+
+/* Both run for every timer on the machine: the handler's compare comes first. */
+SEC("tp_btf/timer_expire_entry")
+int BPF_PROG(on_timer_fire, struct timer_list *timer, unsigned long baseclk)
+{
+	if ((__u64)timer->function == tw_timer_fn)
+		time_wait_ended(timer, false);
+	return 0;
+}
+
+SEC("tp_btf/timer_cancel")
+int BPF_PROG(on_timer_cancel, struct timer_list *timer)
+{
+	if ((__u64)timer->function == tw_timer_fn)
+		time_wait_ended(timer, true);
 	return 0;
 }
 
