@@ -3,7 +3,8 @@
 //! the watched threads, as HdrHistograms of nanoseconds in the interval log format that
 //! `webscope load --hlog` writes (through its writer, [`webscope_load::Hlog`]), so that
 //! HistogramLogAnalyzer, HistogramLogProcessor and the `hdrhistogram` crate read it. One tag
-//! per figure and port ([`accept_wait_tag`], [`lifetime_tag`], [`time_wait_tag`], [`RUNQ_TAG`]); no untagged
+//! per figure and port ([`accept_wait_tag`], [`lifetime_tag`], [`lifetime_syn_tag`],
+//! [`time_wait_tag`], [`RUNQ_TAG`]); no untagged
 //! lines. The run's histogram of a figure is the sum of its intervals, and its count is the
 //! run's count in `monitor.json` (`kernel.ports[].accept_wait.count`, ...).
 //!
@@ -22,6 +23,12 @@ pub fn accept_wait_tag(port: u16) -> String {
 /// The tag of a port's connection lifetimes (ESTABLISHED to CLOSE).
 pub fn lifetime_tag(port: u16) -> String {
     format!("lifetime_{port}")
+}
+
+/// The tag of a port's connection lifetimes from the SYN (see
+/// `PortFigures::lifetime_from_syn`).
+pub fn lifetime_syn_tag(port: u16) -> String {
+    format!("lifetime_syn_{port}")
 }
 
 /// The tag of a port's times in TIME_WAIT (whole milliseconds, as nanoseconds), one per
@@ -57,7 +64,7 @@ mod writer {
                 start,
                 &[
                     "webscope monitor kernel interval log",
-                    "Nanoseconds; Tag=accept_wait_<port>: accept-queue waits, Tag=lifetime_<port>: connection lifetimes, Tag=time_wait_<port>: times in TIME_WAIT, Tag=runq: run-queue waits",
+                    "Nanoseconds; Tag=accept_wait_<port>: accept-queue waits, Tag=lifetime_<port>: connection lifetimes, Tag=lifetime_syn_<port>: the same from the SYN, Tag=time_wait_<port>: times in TIME_WAIT, Tag=runq: run-queue waits",
                 ],
             )
             .map_err(|e| e.to_string())?;

@@ -22,8 +22,12 @@
 //!   every handshake (the embedded server's: nothing lost, the kernel waits for the data):
 //!   `kfree_skb` with no reason at a watched listener that has the option counts those
 //!   (`deferred_acks`), and the port's listen drops leave them out.
-//! - **connection lifetimes**: ESTABLISHED to CLOSE (the SYN is not visible for a passive
-//!   open: the request socket makes no state change); entries into TIME_WAIT (a close from
+//! - **connection lifetimes**: ESTABLISHED to CLOSE, and from the SYN to CLOSE. A passive
+//!   open's SYN makes no state change (the request socket has none), but at ESTABLISHED the
+//!   kernel has just timed the handshake, its first RTT sample, from the first SYN-ACK (sent
+//!   as the SYN arrived) to then: added to the lifetime, that is the lifetime from the SYN,
+//!   for the connections whose SYN-ACK went once (with it sent again, the sample is from the
+//!   last one, or none). With TCP_DEFER_ACCEPT the handshake ends at the first data; entries into TIME_WAIT (a close from
 //!   FIN_WAIT1/2 or CLOSING with no error: the kernel swaps in a timewait socket, which
 //!   makes no state change either); **time in TIME_WAIT**: a timewait socket is an
 //!   `inet_timewait_sock`, which no socket tracepoint shows, but its timer is a `timer_list`

@@ -26,6 +26,8 @@ pub struct PortReading {
     pub accept_wait: Vec<u64>,
     /// Lifetime, nanoseconds, by bucket.
     pub lifetime: Vec<u64>,
+    /// Lifetime from the SYN (its SYN-ACK), nanoseconds, by bucket.
+    pub lifetime_syn: Vec<u64>,
     /// Retransmits of each closed connection that had any, by bucket.
     pub retrans_per_conn: Vec<u64>,
     /// Time in TIME_WAIT, nanoseconds (whole milliseconds), by bucket.
@@ -231,6 +233,7 @@ impl Probe {
                         states: read_array(addr_of!((*p).states)),
                         accept_wait: read_vec(addr_of!((*p).accept_wait).cast(), BUCKETS),
                         lifetime: read_vec(addr_of!((*p).lifetime).cast(), BUCKETS),
+                        lifetime_syn: read_vec(addr_of!((*p).lifetime_syn).cast(), BUCKETS),
                         retrans_per_conn: read_vec(addr_of!((*p).retrans_per_conn).cast(), BUCKETS),
                         time_wait: read_vec(addr_of!((*p).time_wait).cast(), BUCKETS),
                     }

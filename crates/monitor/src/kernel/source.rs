@@ -9,7 +9,9 @@ use std::time::{Duration, Instant, SystemTime};
 use hdrhistogram::Histogram;
 
 use super::groups::{listen_drops, KERNEL, KERNEL_STATES, RUNQ};
-use super::hlog::{accept_wait_tag, lifetime_tag, time_wait_tag, KernelLog, RUNQ_TAG};
+use super::hlog::{
+    accept_wait_tag, lifetime_syn_tag, lifetime_tag, time_wait_tag, KernelLog, RUNQ_TAG,
+};
 use super::layout::{to_hdr, Counter, RUNQ_MISSED, RUNQ_WAITS};
 use super::probe::{Probe, Reading};
 use super::summary::{KernelSummary, Latency, PortFigures, RunQueue};
@@ -99,6 +101,10 @@ impl Kernel {
                 to_hdr(&diff(&b.accept_wait, &a.accept_wait)),
             ));
             figures.push((lifetime_tag(port), to_hdr(&diff(&b.lifetime, &a.lifetime))));
+            figures.push((
+                lifetime_syn_tag(port),
+                to_hdr(&diff(&b.lifetime_syn, &a.lifetime_syn)),
+            ));
             figures.push((
                 time_wait_tag(port),
                 to_hdr(&diff(&b.time_wait, &a.time_wait)),
@@ -249,6 +255,10 @@ impl Kernel {
                     transitions,
                     accept_wait: Latency::of(&to_hdr(&diff(&b.accept_wait, &a.accept_wait))),
                     lifetime: Latency::of(&to_hdr(&diff(&b.lifetime, &a.lifetime))),
+                    lifetime_from_syn: Latency::of(&to_hdr(&diff(
+                        &b.lifetime_syn,
+                        &a.lifetime_syn,
+                    ))),
                 }
             })
             .collect();
@@ -318,6 +328,7 @@ impl Source for Kernel {
             };
             let wait = to_hdr(&diff(&b.accept_wait, &a.accept_wait));
             let life = to_hdr(&diff(&b.lifetime, &a.lifetime));
+            let life_syn = to_hdr(&diff(&b.lifetime_syn, &a.lifetime_syn));
             let tw = to_hdr(&diff(&b.time_wait, &a.time_wait));
             let dropped = listen_drops(
                 self.drops_last[i],
@@ -336,6 +347,8 @@ impl Source for Kernel {
                     rate(c(Counter::Closed) + c(Counter::ClosedUnseen)),
                     ms(&life, 0.5),
                     ms(&life, 0.99),
+                    ms(&life_syn, 0.5),
+                    ms(&life_syn, 0.99),
                     rate(c(Counter::TimeWait)),
                     rate(c(Counter::TimeWaitExpired) + c(Counter::TimeWaitCut)),
                     ms(&tw, 0.5),

@@ -93,6 +93,13 @@ pub struct PortFigures {
     pub accept_wait: Option<Latency>,
     /// Lifetime, ESTABLISHED to CLOSE.
     pub lifetime: Option<Latency>,
+    /// Lifetime from the SYN to CLOSE: `lifetime` plus the handshake as the kernel timed it
+    /// (its first RTT sample, from the first SYN-ACK, sent as the SYN arrived, to
+    /// ESTABLISHED; with TCP_DEFER_ACCEPT to the first data). Of the connections whose
+    /// SYN-ACK went once (the kernel times no handshake with a SYN-ACK sent again), so its
+    /// count may be under `lifetime`'s.
+    #[serde(default)]
+    pub lifetime_from_syn: Option<Latency>,
 }
 
 /// The run-queue latency of the watched threads.
@@ -182,10 +189,11 @@ impl KernelSummary {
                 spread(&p.accept_wait)
             ));
             out.push_str(&format!(
-                "           :{} {} closed (lifetime {}), {} into TIME_WAIT, {} closed while queued, listen drops {}{}\n",
+                "           :{} {} closed (lifetime {}; from the SYN {}), {} into TIME_WAIT, {} closed while queued, listen drops {}{}\n",
                 p.port,
                 p.closed,
                 spread(&p.lifetime),
+                spread(&p.lifetime_from_syn),
                 p.time_wait,
                 p.closed_waiting,
                 p.listen_drops.map_or("-".into(), |d| d.to_string()),

@@ -73,6 +73,7 @@ struct inet_connection_sock {
 
 struct tcp_sock {
 	__u32 total_retrans;
+	__u32 srtt_us;
 	__u64 bytes_received;
 	__u32 rcv_nxt;
 	__u32 copied_seq;

@@ -10,8 +10,9 @@
  * sample and differences against the previous reading.
  *
  *   inet_sock_set_state   SYN_RECV -> ESTABLISHED on a watched port: the connection enters
- *                         the accept queue (its birth); -> CLOSE: its lifetime; every
- *                         transition counted by the state entered.
+ *                         the accept queue (its birth; its handshake, from the SYN-ACK the
+ *                         SYN made, is the kernel's first RTT sample); -> CLOSE: its lifetime
+ *                         from either; every transition counted by the state entered.
  *   sys_exit              accept()/accept4() returning an fd: the fd's socket through the
  *                         task's fd table; it left the accept queue now.
  *   sock_recv_length      the first receive on a connection not seen leaving by accept():
@@ -78,6 +79,7 @@ struct port_stats {
 	__u64 states[16];              /* transitions, by the state entered (TCP_*) */
 	__u64 accept_wait[BUCKETS];    /* ns from ESTABLISHED to leaving the queue */
 	__u64 lifetime[BUCKETS];       /* ns from ESTABLISHED to CLOSE */
+	__u64 lifetime_syn[BUCKETS];   /* ns from the SYN(-ACK) to CLOSE */
 	__u64 retrans_per_conn[BUCKETS]; /* retransmits of each closed connection that had any */
 	__u64 time_wait[BUCKETS];      /* ns from entering TIME_WAIT to its end */
 };
@@ -99,8 +101,10 @@ struct conn {
 	__u32 slot;
 	__u32 waiting;  /* still in the accept queue (not seen leaving it) */
 	__u32 retrans_seen; /* its total_retrans at the last retransmit seen */
-	__u32 pad;
+	__u32 handshake_us; /* from its first SYN-ACK to ESTABLISHED; NO_HANDSHAKE: unknown */
 };
+
+#define NO_HANDSHAKE 0xffffffff
 
 /* Connections of watched ports from ESTABLISHED to CLOSE: 64 Ki open at once. A plain hash
  * map, preallocated: an LRU one costs more per update, and every connection's CLOSE (every
@@ -229,7 +233,15 @@ int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int news
 	__u64 key = (__u64)sk;
 	if (newstate == TCP_ESTABLISHED && oldstate == TCP_SYN_RECV) {
 		struct conn c = { .born = bpf_ktime_get_ns(), .slot = slot, .waiting = 1 };
-		c.retrans_seen = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
+		const struct tcp_sock *tp = bpf_core_cast(sk, struct tcp_sock);
+		c.retrans_seen = tp->total_retrans;
+		/* A passive open's SYN makes no state change (the request socket has none), but
+		 * the kernel has just timed the handshake: tcp_check_req's first RTT sample is
+		 * from the first SYN-ACK, sent as the SYN arrived, to now (with TCP_DEFER_ACCEPT,
+		 * to the first data). With the SYN-ACK sent again (total_retrans is its count
+		 * here) the sample is from the last one or none: not the handshake. */
+		__u32 srtt = tp->srtt_us >> 3;
+		c.handshake_us = c.retrans_seen == 0 && srtt ? srtt : NO_HANDSHAKE;
 		bpf_map_update_elem(&conns, &key, &c, BPF_ANY);
 		count(slot, C_ESTABLISHED);
 		return 0;
@@ -251,7 +263,10 @@ int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int news
 		return 0;
 	}
 	__u64 now = bpf_ktime_get_ns();
-	record(ports[slot].lifetime, now > c->born ? now - c->born : 0);
+	__u64 life = now > c->born ? now - c->born : 0;
+	record(ports[slot].lifetime, life);
+	if (c->handshake_us != NO_HANDSHAKE)
+		record(ports[slot].lifetime_syn, life + (__u64)c->handshake_us * 1000);
 	count(slot, C_CLOSED);
 	if (c->waiting)
 		count(slot, C_CLOSED_WAITING);
