@@ -58,6 +58,9 @@ pub enum Counter {
     TimeWaitFinWait2,
     /// TIME_WAIT ends not timed: the kernel has no `tw_entry_stamp` (before 6.14).
     TimeWaitUntimed,
+    /// Retransmitting connections closed when the ring to user space was full: in the
+    /// counts, not in the list of the worst.
+    RetransUnlisted,
 }
 
 /// Counters per port in the C struct (`COUNTERS`).

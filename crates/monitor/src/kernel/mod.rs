@@ -40,7 +40,10 @@
 //! - **TCP state transitions**, counted by the state entered;
 //! - **retransmitted segments** (as `TcpRetransSegs` counts them), retransmission timeouts
 //!   (entries into the Loss state), SYN-ACK retransmits, and per connection the number
-//!   retransmitted by each connection that closed having retransmitted;
+//!   retransmitted by each connection that closed having retransmitted: as a histogram,
+//!   and the run's worst ten by name (addresses and ports, `most_retransmitting`), each
+//!   sent as it closes through a ring buffer (only those that retransmitted use it) and kept
+//!   by the source. Connections still open at the end are not in that list;
 //! - **run-queue latency** of the server's threads (`Config::pids`, with `children` their
 //!   descendants; else the processes holding the ports' listeners): from a wake-up, or a
 //!   preemption that left the thread runnable, to its running again.
@@ -103,7 +106,9 @@ mod skel {
 pub use groups::{listen_drops, KERNEL, KERNEL_STATES, RUNQ};
 #[cfg(feature = "kernel")]
 pub use source::Kernel;
-pub use summary::{KernelSummary, Latency, PortFigures, RunQueue};
+pub use summary::{
+    KernelSummary, Latency, PortFigures, Retransmitting, RunQueue, MOST_RETRANSMITTING,
+};
 #[cfg(not(feature = "kernel"))]
 pub use unbuilt::Kernel;
 

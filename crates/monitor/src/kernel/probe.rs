@@ -6,11 +6,12 @@
 //! or two monitors at once leave nothing behind (`bpftool prog` shows no `on_state` after).
 
 use std::mem::MaybeUninit;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ptr::{addr_of, addr_of_mut};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, OpenObject, PrintLevel};
+use libbpf_rs::{Link, OpenObject, PrintLevel, RingBuffer, RingBufferBuilder};
 
 use super::layout::{BUCKETS, COUNTERS, MAX_PORTS, MAX_TGIDS};
 use super::skel::{types, WebscopeSkel, WebscopeSkelBuilder};
@@ -45,9 +46,54 @@ pub struct Reading {
     pub runq_counters: [u64; 4],
 }
 
+/// A connection that retransmitted, as it closed (`struct retransmitter`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retransmitter {
+    /// The watched port's slot (its index in the ports given).
+    pub slot: usize,
+    /// The server's side.
+    pub local: SocketAddr,
+    /// The peer's.
+    pub peer: SocketAddr,
+    /// Segments it sent again (its `total_retrans`, SYN-ACKs included).
+    pub retrans: u32,
+}
+
+/// `struct retransmitter`'s size and fields' offsets (see the C program).
+const RETRANSMITTER_LEN: usize = 48;
+const AF_INET6: u16 = 10;
+
+impl Retransmitter {
+    /// Decodes one ring record; None if it is not one.
+    fn decode(b: &[u8]) -> Option<Retransmitter> {
+        if b.len() < RETRANSMITTER_LEN {
+            return None;
+        }
+        let u16_at = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+        let ip = |at: usize, v6: bool| -> IpAddr {
+            if v6 {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(&b[at..at + 16]);
+                IpAddr::V6(Ipv6Addr::from(a))
+            } else {
+                IpAddr::V4(Ipv4Addr::new(b[at], b[at + 1], b[at + 2], b[at + 3]))
+            }
+        };
+        let v6 = u16_at(40) == AF_INET6;
+        Some(Retransmitter {
+            slot: usize::from(b[42]),
+            local: SocketAddr::new(ip(0, v6), u16_at(36)),
+            peer: SocketAddr::new(ip(16, v6), u16_at(38)),
+            retrans: u32::from_ne_bytes([b[32], b[33], b[34], b[35]]),
+        })
+    }
+}
+
 /// The loaded, attached program.
 pub struct Probe {
-    // Declared first: dropped (detached) before the object they attach.
+    // Declared first: unmapped and detached before the object they belong to.
+    ring: Option<RingBuffer<'static>>,
+    retransmitters: Arc<Mutex<Vec<Retransmitter>>>,
     links: Vec<(&'static str, Link)>,
     _skel: WebscopeSkel<'static>,
     bss: *mut types::bss,
@@ -195,7 +241,27 @@ impl Probe {
                 unattached.first().map_or("", String::as_str)
             ));
         }
+        let retransmitters = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&retransmitters);
+        let mut builder = RingBufferBuilder::new();
+        let added = builder
+            .add(&skel.maps.retransmitters, move |record: &[u8]| {
+                if let (Some(r), Ok(mut sink)) = (Retransmitter::decode(record), sink.lock()) {
+                    sink.push(r);
+                }
+                0
+            })
+            .map(|_| ());
+        let ring = match added.and_then(|()| builder.build()) {
+            Ok(ring) => Some(ring),
+            Err(e) => {
+                unattached.push(explain("the retransmitting connections' ring", &e));
+                None
+            }
+        };
         Ok(Probe {
+            ring,
+            retransmitters,
             links,
             _skel: skel,
             bss,
@@ -245,6 +311,19 @@ impl Probe {
                 runq_counters: read_array(addr_of!((*bss).runq_counters)),
             }
         }
+    }
+
+    /// The connections that closed having retransmitted since the last call (at most what
+    /// the ring holds between calls: 64 KiB, 1 365 of them).
+    pub fn retransmitters(&mut self) -> Vec<Retransmitter> {
+        if let Some(ring) = &self.ring {
+            // Never blocks; a failure leaves the records for the next call.
+            let _ = ring.consume();
+        }
+        self.retransmitters
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
     }
 
     /// How many hooks are attached.

@@ -14,7 +14,7 @@ use super::hlog::{
 };
 use super::layout::{to_hdr, Counter, RUNQ_MISSED, RUNQ_WAITS};
 use super::probe::{Probe, Reading};
-use super::summary::{KernelSummary, Latency, PortFigures, RunQueue};
+use super::summary::{KernelSummary, Latency, PortFigures, Retransmitting, RunQueue};
 use crate::sources::{Ctx, Source};
 use crate::table::{GroupRows, Row};
 use crate::tcp::{SockDiag, TcpState};
@@ -36,6 +36,8 @@ pub struct Kernel {
     last: Reading,
     drops_first: Vec<Option<u64>>,
     drops_last: Vec<Option<u64>>,
+    /// The run's connections that retransmitted most, most first.
+    worst: Vec<Retransmitting>,
     /// Hooks detached once the server showed which way it accepts, and why.
     detached: Vec<String>,
     /// The interval log (`kernel.hlog`), with an output directory; dropped after a failed
@@ -71,6 +73,7 @@ impl Kernel {
             first,
             drops_last: drops_first.clone(),
             drops_first,
+            worst: Vec::new(),
             detached: Vec::new(),
             log: None,
             log_began: Instant::now(),
@@ -168,6 +171,22 @@ impl Kernel {
         }
     }
 
+    /// Takes the connections that closed having retransmitted since the last call into the
+    /// run's worst.
+    fn collect_retransmitters(&mut self) {
+        let more = self.probe.retransmitters().into_iter().filter_map(|r| {
+            // The slot is the program's; a watched port, so its own.
+            self.ports.get(r.slot)?;
+            Some(Retransmitting {
+                local: r.local,
+                peer: r.peer,
+                retrans: u64::from(r.retrans),
+            })
+        });
+        let more: Vec<Retransmitting> = more.collect();
+        Retransmitting::keep_worst(&mut self.worst, more);
+    }
+
     fn refresh_tgids(&mut self) {
         let mut tgids: Vec<u32> = if self.pids.is_empty() {
             self.ports
@@ -197,6 +216,7 @@ impl Kernel {
     /// sample goes to the interval log first (when there is any), so that its intervals add
     /// up to these figures.
     pub fn summary(&mut self) -> KernelSummary {
+        self.collect_retransmitters();
         let now = self.probe.read();
         let trailing = self.interval_figures(&self.last, &now);
         if self.log.is_some() && trailing.iter().any(|(_, h)| !h.is_empty()) {
@@ -263,7 +283,18 @@ impl Kernel {
             })
             .collect();
         let runq = to_hdr(&diff(&now.runq, &self.first.runq));
+        let unlisted = now
+            .ports
+            .iter()
+            .zip(&self.first.ports)
+            .map(|(b, a)| {
+                let i = Counter::RetransUnlisted as usize;
+                b.counters[i].wrapping_sub(a.counters[i])
+            })
+            .sum();
         KernelSummary {
+            most_retransmitting: self.worst.clone(),
+            retransmitting_unlisted: unlisted,
             dequeue: "accept()/accept4() returning; for io_uring's accepts, the first receive"
                 .into(),
             unattached: self.probe.unattached.clone(),
@@ -309,6 +340,7 @@ impl Source for Kernel {
         if self.tgids_at.elapsed() >= PIDS_EVERY && (self.children || self.pids.is_empty()) {
             self.refresh_tgids();
         }
+        self.collect_retransmitters();
         let now = self.probe.read();
         self.settle_accept_hooks(&now);
         let drops_now = drops(&mut self.diag, &self.ports);

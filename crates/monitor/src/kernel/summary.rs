@@ -1,6 +1,7 @@
 //! The kernel module's figures for a whole run, as `monitor.json` holds them.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,43 @@ pub struct KernelSummary {
     pub ports: Vec<PortFigures>,
     /// The run-queue latency of the watched processes' threads.
     pub runq: RunQueue,
+    /// The connections that retransmitted most, of those that closed during the run, most
+    /// first: at most [`MOST_RETRANSMITTING`], over all ports.
+    #[serde(default)]
+    pub most_retransmitting: Vec<Retransmitting>,
+    /// Retransmitting connections left out of that list because the ring that brings them
+    /// to the monitor was full (over a thousand closing in one interval).
+    #[serde(default)]
+    pub retransmitting_unlisted: u64,
+}
+
+/// How many connections [`KernelSummary::most_retransmitting`] names.
+pub const MOST_RETRANSMITTING: usize = 10;
+
+/// One connection that retransmitted, as it closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retransmitting {
+    /// The server's address and port.
+    pub local: SocketAddr,
+    /// The peer's.
+    pub peer: SocketAddr,
+    /// Segments it sent again over its life (the kernel's `total_retrans`, SYN-ACKs
+    /// included).
+    pub retrans: u64,
+}
+
+impl Retransmitting {
+    /// Adds `more` to the `worst` (most first), keeping [`MOST_RETRANSMITTING`]; ties keep
+    /// the first seen.
+    pub fn keep_worst(
+        worst: &mut Vec<Retransmitting>,
+        more: impl IntoIterator<Item = Retransmitting>,
+    ) {
+        worst.extend(more);
+        // Stable: among equals, the earlier stays ahead.
+        worst.sort_by_key(|r| std::cmp::Reverse(r.retrans));
+        worst.truncate(MOST_RETRANSMITTING);
+    }
 }
 
 /// One port's figures over a run (the server's side: sockets whose local port it is).
@@ -223,6 +261,18 @@ impl KernelSummary {
                 ));
             }
         }
+        if !self.most_retransmitting.is_empty() {
+            let named: Vec<String> = self
+                .most_retransmitting
+                .iter()
+                .take(3)
+                .map(|r| format!("{} <- {} {}", r.local, r.peer, r.retrans))
+                .collect();
+            out.push_str(&format!(
+                "  kernel   most retransmits: {}\n",
+                named.join(", ")
+            ));
+        }
         if !self.runq.pids.is_empty() {
             out.push_str(&format!(
                 "  kernel   run queue of {} process(es): {} waits, {}\n",
@@ -238,5 +288,43 @@ impl KernelSummary {
             out.push_str(&format!("  kernel   hook not attached: {why}\n"));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(port: u16, retrans: u64) -> Retransmitting {
+        Retransmitting {
+            local: "127.0.0.1:80".parse().unwrap(),
+            peer: SocketAddr::from(([10, 0, 0, 1], port)),
+            retrans,
+        }
+    }
+
+    #[test]
+    fn the_worst_retransmitters_are_kept_most_first_and_bounded() {
+        let mut worst = Vec::new();
+        Retransmitting::keep_worst(&mut worst, (1..=8).map(|p| conn(p, u64::from(p))));
+        Retransmitting::keep_worst(&mut worst, [conn(100, 50), conn(101, 3), conn(102, 9)]);
+        Retransmitting::keep_worst(&mut worst, (200..210).map(|p| conn(p, 1)));
+        let kept: Vec<(u16, u64)> = worst.iter().map(|r| (r.peer.port(), r.retrans)).collect();
+        assert_eq!(
+            kept,
+            [
+                (100, 50),
+                (102, 9),
+                (8, 8),
+                (7, 7),
+                (6, 6),
+                (5, 5),
+                (4, 4),
+                (3, 3),
+                (101, 3),
+                (2, 2)
+            ]
+        );
+        assert_eq!(worst.len(), MOST_RETRANSMITTING);
     }
 }

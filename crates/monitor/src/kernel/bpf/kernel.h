@@ -28,6 +28,7 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_LRU_HASH = 9,
+	BPF_MAP_TYPE_RINGBUF = 27,
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 enum {
@@ -44,7 +45,17 @@ enum {
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
+struct in6_addr {
+	union {
+		__u32 u6_addr32[4];
+	} in6_u;
+};
+
 struct sock_common {
+	__be32 skc_daddr;
+	__be32 skc_rcv_saddr;
+	struct in6_addr skc_v6_daddr;
+	struct in6_addr skc_v6_rcv_saddr;
 	__be16 skc_dport;
 	__u16 skc_num;
 	unsigned short skc_family;

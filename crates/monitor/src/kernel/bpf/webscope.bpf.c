@@ -65,6 +65,7 @@ enum counter {
 	C_TW_REARMED,        /* a cancel under 2 ms after entering TIME_WAIT: re-armed, no end */
 	C_TW_FIN_WAIT2,      /* a timewait socket ended still waiting for the peer's FIN */
 	C_TW_UNTIMED,        /* TIME_WAIT ended on a kernel without tw_entry_stamp (before 6.14) */
+	C_RETRANS_UNLISTED,  /* retransmitting connections the ring had no room for */
 	COUNTERS = 32,
 };
 
@@ -106,6 +107,24 @@ struct conn {
 
 #define NO_HANDSHAKE 0xffffffff
 
+/* A connection that retransmitted, as it closes: the monitor keeps the run's worst few. Only
+ * those that retransmitted come here, so the ring is quiet. kernel/probe.rs reads it. */
+struct retransmitter {
+	__u32 saddr[4];      /* the server's side; IPv4 in saddr[0] (network order) */
+	__u32 daddr[4];      /* the peer's */
+	__u32 retrans;       /* its total_retrans: segments sent again (SYN-ACKs included) */
+	__u16 sport;         /* host order */
+	__u16 dport;         /* host order */
+	__u16 family;        /* AF_INET, AF_INET6 */
+	__u8 slot;
+	__u8 pad[5];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} retransmitters SEC(".maps");
+
 /* Connections of watched ports from ESTABLISHED to CLOSE: 64 Ki open at once. A plain hash
  * map, preallocated: an LRU one costs more per update, and every connection's CLOSE (every
  * TCP socket passes through it before it is freed) deletes its entry. Socket-local storage
@@ -139,6 +158,7 @@ struct {
 #define TCP_CLOSING 11
 #define TCP_CA_LOSS 4
 #define IPPROTO_TCP 6
+#define AF_INET6 10
 
 static __always_inline __u32 log2_u64(__u64 v)
 {
@@ -220,6 +240,29 @@ static __always_inline void dequeued(const struct sock *sk, int how)
 	count(slot, how);
 }
 
+static __always_inline void report_retransmitter(const struct sock *sk, __u32 slot, __u32 retrans)
+{
+	struct retransmitter r = {};
+	const struct sock_common *c = &sk->__sk_common;
+
+	r.family = c->skc_family;
+	if (r.family == AF_INET6) {
+		for (int i = 0; i < 4; i++) {
+			r.saddr[i] = c->skc_v6_rcv_saddr.in6_u.u6_addr32[i];
+			r.daddr[i] = c->skc_v6_daddr.in6_u.u6_addr32[i];
+		}
+	} else {
+		r.saddr[0] = c->skc_rcv_saddr;
+		r.daddr[0] = c->skc_daddr;
+	}
+	r.sport = bpf_ntohs(bpf_core_cast(sk, struct inet_sock)->inet_sport);
+	r.dport = bpf_ntohs(c->skc_dport);
+	r.retrans = retrans;
+	r.slot = slot;
+	if (bpf_ringbuf_output(&retransmitters, &r, sizeof(r), 0))
+		count(slot, C_RETRANS_UNLISTED);
+}
+
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int newstate)
 {
@@ -256,6 +299,7 @@ int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int news
 	if (retrans) {
 		count(slot, C_CONNS_RETRANS);
 		record(ports[slot].retrans_per_conn, retrans);
+		report_retransmitter(sk, slot, retrans);
 	}
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);
 	if (!c) {
