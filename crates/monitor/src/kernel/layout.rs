@@ -48,12 +48,8 @@ pub enum Counter {
     DeferredAck,
     /// TIME_WAIT sockets that ran their course (the timer fired, 60 s on Linux).
     TimeWaitExpired,
-    /// TIME_WAIT sockets ended early (their timer cancelled: a SYN reusing the address pair,
-    /// an RST).
+    /// TIME_WAIT sockets ended early by a new connection on their address pair (its SYN).
     TimeWaitCut,
-    /// A TIME_WAIT timer re-armed (the peer's FIN reaching a FIN_WAIT2 timewait socket),
-    /// which the kernel traces as a cancel: no end.
-    TimeWaitRearmed,
     /// Timewait sockets that ended still in FIN_WAIT2 (the peer's FIN never came).
     TimeWaitFinWait2,
     /// TIME_WAIT ends not timed: the kernel has no `tw_entry_stamp` (before 6.14).
@@ -61,6 +57,9 @@ pub enum Counter {
     /// Retransmitting connections closed when the ring to user space was full: in the
     /// counts, not in the list of the worst.
     RetransUnlisted,
+    /// Connections displaced from the program's table of open connections by another
+    /// (both entries of their index taken): no queue wait or lifetime for them.
+    ConnDisplaced,
 }
 
 /// Counters per port in the C struct (`COUNTERS`).

@@ -27,16 +27,19 @@
 //!   kernel has just timed the handshake, its first RTT sample, from the first SYN-ACK (sent
 //!   as the SYN arrived) to then: added to the lifetime, that is the lifetime from the SYN,
 //!   for the connections whose SYN-ACK went once (with it sent again, the sample is from the
-//!   last one, or none). With TCP_DEFER_ACCEPT the handshake ends at the first data; entries into TIME_WAIT (a close from
-//!   FIN_WAIT1/2 or CLOSING with no error: the kernel swaps in a timewait socket, which
-//!   makes no state change either); **time in TIME_WAIT**: a timewait socket is an
-//!   `inet_timewait_sock`, which no socket tracepoint shows, but its timer is a `timer_list`
-//!   running `tw_timer_handler` (its address from `/proc/kallsyms`): `timer_expire_entry`
-//!   on it is a TIME_WAIT that ran its course (60 s), `timer_cancel` one cut short (a SYN
-//!   reusing the address pair, an RST), and the time is the kernel's own entry stamp
-//!   (`tw_entry_stamp`, milliseconds, 6.14 on) to then. Those of sockets that entered
-//!   before the monitor started count too. A cancel within 2 ms of the stamp is the timer
-//!   re-armed by the peer's FIN reaching a FIN_WAIT2 timewait, not an end; connections closed while still queued;
+//!   last one, or none). With TCP_DEFER_ACCEPT the handshake ends at the first data;
+//!   entries into TIME_WAIT (a close from FIN_WAIT1/2 or CLOSING with no error: the kernel
+//!   swaps in a timewait socket, which makes no state change either); **time in
+//!   TIME_WAIT**: a timewait socket is an `inet_timewait_sock`, which no socket tracepoint
+//!   shows. One that runs its course (60 s) ends with its timer, a `timer_list` running
+//!   `tw_timer_handler` (its address from `/proc/kallsyms`): `timer_expire_entry` on it,
+//!   timed from the kernel's own entry stamp (`tw_entry_stamp`, ms, 6.14 on). One cut
+//!   short by a new connection on its address pair (the kernel lets the SYN end it) is seen
+//!   at that connection's ESTABLISHED: the pair's hash, which the kernel keeps for both,
+//!   indexes a table of the entries seen (time from the close to the new SYN). Its timer's
+//!   `timer_cancel` would show it too, but that tracepoint fires at every re-arming of any
+//!   pending timer, 9 times per request at close; one an RST ends is not seen;
+//!   connections closed while still queued;
 //! - **TCP state transitions**, counted by the state entered;
 //! - **retransmitted segments** (as `TcpRetransSegs` counts them), retransmission timeouts
 //!   (entries into the Loss state), SYN-ACK retransmits, and per connection the number

@@ -219,7 +219,6 @@ impl Probe {
             ("sched_wakeup_new", &progs.on_wakeup_new),
             ("sched_switch", &progs.on_switch),
             ("timer_expire_entry", &progs.on_timer_fire),
-            ("timer_cancel", &progs.on_timer_cancel),
         ];
         let mut links = Vec::new();
         let mut unattached = Vec::new();

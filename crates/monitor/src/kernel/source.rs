@@ -252,6 +252,7 @@ impl Kernel {
                     accepted_read: c(Counter::AcceptedRead),
                     closed: c(Counter::Closed),
                     closed_unseen: c(Counter::ClosedUnseen),
+                    displaced: c(Counter::ConnDisplaced),
                     closed_waiting: c(Counter::ClosedWaiting),
                     time_wait: c(Counter::TimeWait),
                     time_wait_expired: c(Counter::TimeWaitExpired),

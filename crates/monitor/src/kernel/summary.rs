@@ -76,6 +76,11 @@ pub struct PortFigures {
     pub closed: u64,
     /// Connections closed that were open before the monitor started (no lifetime).
     pub closed_unseen: u64,
+    /// Connections displaced from the program's table of open connections (16 Ki entries,
+    /// two per index) by a later one: untimed, counted in `closed_unseen` at their close.
+    /// Rare below thousands open at once.
+    #[serde(default)]
+    pub displaced: u64,
     /// Connections closed while still in the accept queue (never accepted); for a server
     /// accepting through io_uring, also those accepted and closed without a read.
     pub closed_waiting: u64,
@@ -85,16 +90,17 @@ pub struct PortFigures {
     /// monitor started included.
     #[serde(default)]
     pub time_wait_expired: u64,
-    /// TIME_WAIT sockets ended early: a SYN reusing the address pair (the client's port
-    /// coming round again), an RST.
+    /// TIME_WAIT sockets ended early by a new connection on their address pair (the
+    /// client's port coming round again: the kernel lets its SYN end the TIME_WAIT). One an
+    /// RST ends is not seen (until that pair's next connection within 60 s, taken for a cut).
     #[serde(default)]
     pub time_wait_cut: u64,
     /// Timewait sockets that ended still in FIN_WAIT2: the peer's FIN never came (no time
     /// in TIME_WAIT).
     #[serde(default)]
     pub time_wait_fin_wait2: u64,
-    /// Time in TIME_WAIT of those that ended (expired or cut), from the kernel's own entry
-    /// stamp (whole milliseconds; kernel 6.14 on, else `None`).
+    /// Time in TIME_WAIT of those that ended: expired, from the kernel's own entry stamp
+    /// (whole milliseconds; kernel 6.14 on); cut short, from the close to the new SYN.
     #[serde(default)]
     pub time_in_time_wait: Option<Latency>,
     /// Segments retransmitted (as the kernel's TcpRetransSegs counts them).
@@ -244,6 +250,12 @@ impl KernelSummary {
                     String::new()
                 },
             ));
+            if p.displaced > 0 {
+                out.push_str(&format!(
+                    "           :{} {} connections untimed: displaced from the program's table of open connections\n",
+                    p.port, p.displaced
+                ));
+            }
             if p.time_wait_expired + p.time_wait_cut + p.time_wait_fin_wait2 > 0 {
                 out.push_str(&format!(
                     "           :{} TIME_WAIT ended: {} ran their course, {} cut short, {} still in FIN_WAIT2; time in it {}\n",

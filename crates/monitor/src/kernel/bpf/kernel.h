@@ -58,6 +58,7 @@ struct sock_common {
 	struct in6_addr skc_v6_rcv_saddr;
 	__be16 skc_dport;
 	__u16 skc_num;
+	unsigned int skc_hash;
 	unsigned short skc_family;
 	volatile unsigned char skc_state;
 };
