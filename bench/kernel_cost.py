@@ -53,7 +53,7 @@ def cpu_seconds(pid):
 
 # The monitor's programs (webscope.bpf.c), by the names bpftool shows (15 characters at most).
 PROGRAMS = ["on_state", "on_sys_exit", "on_recv", "on_drop", "on_retransmit", "on_ca_state",
-            "on_synack", "on_wakeup", "on_wakeup_new", "on_switch"]
+            "on_synack", "on_wakeup", "on_wakeup_new", "on_switch", "on_timer_fire"]
 
 
 def bpf_programs():

@@ -19,7 +19,7 @@ use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use kernel_support::{finish, kernel_monitor, kernel_monitor_in, serial, tool};
+use kernel_support::{finish, in_netns, kernel_monitor, kernel_monitor_in, mib, nft, serial, tool};
 use webscope_monitor::kernel::hlog::{accept_wait_tag, lifetime_tag, HLOG, RUNQ_TAG};
 use webscope_monitor::kernel::{KernelSummary, PortFigures};
 
@@ -174,49 +174,6 @@ fn n_connections_give_n_lifetimes_and_time_wait_entries_agree_with_ss() {
     );
 }
 
-/// Runs `body` on a thread moved into a network namespace of its own, loopback up. None
-/// (with a note) where none can be made, unless WEBSCOPE_REQUIRE_NETNS is set.
-fn in_netns<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    std::thread::spawn(move || {
-        // SAFETY: unshare moves only this thread, which the closure then uses alone.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            let why = std::io::Error::last_os_error();
-            assert!(
-                std::env::var_os("WEBSCOPE_REQUIRE_NETNS").is_none(),
-                "WEBSCOPE_REQUIRE_NETNS is set but no network namespace could be made: {why}"
-            );
-            eprintln!("skipping: no network namespace here (needs root): {why}");
-            return None;
-        }
-        // A child started from this thread is in its namespace.
-        let up = tool("ip").args(["link", "set", "lo", "up"]).status();
-        assert!(
-            matches!(&up, Ok(s) if s.success()),
-            "ip link set lo up: {up:?}"
-        );
-        Some(body())
-    })
-    .join()
-    .unwrap()
-}
-
-/// The namespace's counter `name` of `table` ("TcpExt", "Tcp") in /proc/thread-self/net's
-/// `file` (netstat, snmp), as nstat reads it.
-fn mib(file: &str, table: &str, name: &str) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/thread-self/net/{file}")).unwrap();
-    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with(table)).collect();
-    for pair in lines.chunks(2) {
-        let (head, values) = (pair[0], pair[1]);
-        if head.split_whitespace().next() != Some(&format!("{table}:")) {
-            continue;
-        }
-        if let Some(i) = head.split_whitespace().position(|h| h == name) {
-            return values.split_whitespace().nth(i).unwrap().parse().unwrap();
-        }
-    }
-    panic!("no {table} {name} in {file}");
-}
-
 #[test]
 fn a_flooded_backlog_of_one_counts_its_drops_as_the_kernels_listen_overflows() {
     let _serial = serial();
@@ -332,26 +289,6 @@ fn the_bare_acks_defer_accept_discards_are_no_listen_drops() {
         (0, Some(0)),
         "{plain:?}"
     );
-}
-
-/// Runs `nft` with `args` (in the calling thread's namespace); panics with its error.
-fn nft(rules: &str) {
-    let out = tool("nft")
-        .args(["-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .spawn();
-    let mut child = match out {
-        Ok(child) => child,
-        Err(err) => panic!("nft (Debian: nftables) is needed to drop packets: {err}"),
-    };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(rules.as_bytes())
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert!(status.success(), "nft -f - failed on:\n{rules}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::table::Group;
 /// Per port and interval: the connections' passage through the kernel.
 pub static KERNEL: Group = Group {
     name: "kernel",
-    about: "with --kernel, per --port (the server's side), from eBPF: connections entering the accept queue and leaving it, the wait between (ms), closes and lifetimes, TIME_WAIT entries, listen drops (not the bare ACKs TCP_DEFER_ACCEPT drops: deferred_acks), retransmits",
+    about: "with --kernel, per --port (the server's side), from eBPF: connections entering the accept queue and leaving it, the wait between (ms), closes and lifetimes (from ESTABLISHED, and from the SYN), TIME_WAIT entries, TIME_WAIT sockets ended and their time in it (ms), listen drops (not the bare ACKs TCP_DEFER_ACCEPT drops: deferred_acks), retransmits",
     keys: &["port"],
     columns: &[
         "established_per_s",
@@ -18,7 +18,12 @@ pub static KERNEL: Group = Group {
         "closed_per_s",
         "lifetime_p50_ms",
         "lifetime_p99_ms",
+        "lifetime_syn_p50_ms",
+        "lifetime_syn_p99_ms",
         "time_wait_per_s",
+        "time_wait_ended_per_s",
+        "time_wait_p50_ms",
+        "time_wait_max_ms",
         "closed_waiting_per_s",
         "listen_drops_per_s",
         "overflows_ack_per_s",

@@ -1,9 +1,10 @@
 //! The kernel module's interval log, `kernel.hlog` in the output directory: at each sample,
-//! that interval's accept-queue waits and lifetimes of each port and the run-queue waits of
+//! that interval's accept-queue waits, lifetimes and times in TIME_WAIT of each port and the run-queue waits of
 //! the watched threads, as HdrHistograms of nanoseconds in the interval log format that
 //! `webscope load --hlog` writes (through its writer, [`webscope_load::Hlog`]), so that
 //! HistogramLogAnalyzer, HistogramLogProcessor and the `hdrhistogram` crate read it. One tag
-//! per figure and port ([`accept_wait_tag`], [`lifetime_tag`], [`RUNQ_TAG`]); no untagged
+//! per figure and port ([`accept_wait_tag`], [`lifetime_tag`], [`lifetime_syn_tag`],
+//! [`time_wait_tag`], [`RUNQ_TAG`]); no untagged
 //! lines. The run's histogram of a figure is the sum of its intervals, and its count is the
 //! run's count in `monitor.json` (`kernel.ports[].accept_wait.count`, ...).
 //!
@@ -22,6 +23,18 @@ pub fn accept_wait_tag(port: u16) -> String {
 /// The tag of a port's connection lifetimes (ESTABLISHED to CLOSE).
 pub fn lifetime_tag(port: u16) -> String {
     format!("lifetime_{port}")
+}
+
+/// The tag of a port's connection lifetimes from the SYN (see
+/// `PortFigures::lifetime_from_syn`).
+pub fn lifetime_syn_tag(port: u16) -> String {
+    format!("lifetime_syn_{port}")
+}
+
+/// The tag of a port's times in TIME_WAIT (whole milliseconds, as nanoseconds), one per
+/// TIME_WAIT socket that ended in the interval.
+pub fn time_wait_tag(port: u16) -> String {
+    format!("time_wait_{port}")
 }
 
 /// The tag of the watched threads' run-queue waits.
@@ -51,7 +64,7 @@ mod writer {
                 start,
                 &[
                     "webscope monitor kernel interval log",
-                    "Nanoseconds; Tag=accept_wait_<port>: accept-queue waits, Tag=lifetime_<port>: connection lifetimes, Tag=runq: run-queue waits",
+                    "Nanoseconds; Tag=accept_wait_<port>: accept-queue waits, Tag=lifetime_<port>: connection lifetimes, Tag=lifetime_syn_<port>: the same from the SYN, Tag=time_wait_<port>: times in TIME_WAIT, Tag=runq: run-queue waits",
                 ],
             )
             .map_err(|e| e.to_string())?;

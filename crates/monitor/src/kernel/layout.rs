@@ -46,10 +46,24 @@ pub enum Counter {
     /// Bare ACKs dropped by a listener with TCP_DEFER_ACCEPT (each handshake's last ACK: the
     /// kernel waits for the first data).
     DeferredAck,
+    /// TIME_WAIT sockets that ran their course (the timer fired, 60 s on Linux).
+    TimeWaitExpired,
+    /// TIME_WAIT sockets ended early by a new connection on their address pair (its SYN).
+    TimeWaitCut,
+    /// Timewait sockets that ended still in FIN_WAIT2 (the peer's FIN never came).
+    TimeWaitFinWait2,
+    /// TIME_WAIT ends not timed: the kernel has no `tw_entry_stamp` (before 6.14).
+    TimeWaitUntimed,
+    /// Retransmitting connections closed when the ring to user space was full: in the
+    /// counts, not in the list of the worst.
+    RetransUnlisted,
+    /// Connections displaced from the program's table of open connections by another
+    /// (both entries of their index taken): no queue wait or lifetime for them.
+    ConnDisplaced,
 }
 
 /// Counters per port in the C struct (`COUNTERS`).
-pub const COUNTERS: usize = 16;
+pub const COUNTERS: usize = 32;
 
 /// Run-queue counters (`enum runq_counter`): waits timed, and threads switched in whose
 /// wake-up came before the monitor started.

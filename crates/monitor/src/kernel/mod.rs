@@ -22,14 +22,31 @@
 //!   every handshake (the embedded server's: nothing lost, the kernel waits for the data):
 //!   `kfree_skb` with no reason at a watched listener that has the option counts those
 //!   (`deferred_acks`), and the port's listen drops leave them out.
-//! - **connection lifetimes**: ESTABLISHED to CLOSE (the SYN is not visible for a passive
-//!   open: the request socket makes no state change); entries into TIME_WAIT (a close from
-//!   FIN_WAIT1/2 or CLOSING with no error: the kernel swaps in a timewait socket, which
-//!   makes no state change either); connections closed while still queued;
+//! - **connection lifetimes**: ESTABLISHED to CLOSE, and from the SYN to CLOSE. A passive
+//!   open's SYN makes no state change (the request socket has none), but at ESTABLISHED the
+//!   kernel has just timed the handshake, its first RTT sample, from the first SYN-ACK (sent
+//!   as the SYN arrived) to then: added to the lifetime, that is the lifetime from the SYN,
+//!   for the connections whose SYN-ACK went once (with it sent again, the sample is from the
+//!   last one, or none). With TCP_DEFER_ACCEPT the handshake ends at the first data;
+//!   entries into TIME_WAIT (a close from FIN_WAIT1/2 or CLOSING with no error: the kernel
+//!   swaps in a timewait socket, which makes no state change either); **time in
+//!   TIME_WAIT**: a timewait socket is an `inet_timewait_sock`, which no socket tracepoint
+//!   shows. One that runs its course (60 s) ends with its timer, a `timer_list` running
+//!   `tw_timer_handler` (its address from `/proc/kallsyms`): `timer_expire_entry` on it,
+//!   timed from the kernel's own entry stamp (`tw_entry_stamp`, ms, 6.14 on). One cut
+//!   short by a new connection on its address pair (the kernel lets the SYN end it) is seen
+//!   at that connection's ESTABLISHED: the pair's hash, which the kernel keeps for both,
+//!   indexes a table of the entries seen (time from the close to the new SYN). Its timer's
+//!   `timer_cancel` would show it too, but that tracepoint fires at every re-arming of any
+//!   pending timer, 9 times per request at close; one an RST ends is not seen;
+//!   connections closed while still queued;
 //! - **TCP state transitions**, counted by the state entered;
 //! - **retransmitted segments** (as `TcpRetransSegs` counts them), retransmission timeouts
 //!   (entries into the Loss state), SYN-ACK retransmits, and per connection the number
-//!   retransmitted by each connection that closed having retransmitted;
+//!   retransmitted by each connection that closed having retransmitted: as a histogram,
+//!   and the run's worst ten by name (addresses and ports, `most_retransmitting`), each
+//!   sent as it closes through a ring buffer (only those that retransmitted use it) and kept
+//!   by the source. Connections still open at the end are not in that list;
 //! - **run-queue latency** of the server's threads (`Config::pids`, with `children` their
 //!   descendants; else the processes holding the ports' listeners): from a wake-up, or a
 //!   preemption that left the thread runnable, to its running again.
@@ -92,7 +109,9 @@ mod skel {
 pub use groups::{listen_drops, KERNEL, KERNEL_STATES, RUNQ};
 #[cfg(feature = "kernel")]
 pub use source::Kernel;
-pub use summary::{KernelSummary, Latency, PortFigures, RunQueue};
+pub use summary::{
+    KernelSummary, Latency, PortFigures, Retransmitting, RunQueue, MOST_RETRANSMITTING,
+};
 #[cfg(not(feature = "kernel"))]
 pub use unbuilt::Kernel;
 

@@ -6,11 +6,12 @@
 //! or two monitors at once leave nothing behind (`bpftool prog` shows no `on_state` after).
 
 use std::mem::MaybeUninit;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ptr::{addr_of, addr_of_mut};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, OpenObject, PrintLevel};
+use libbpf_rs::{Link, OpenObject, PrintLevel, RingBuffer, RingBufferBuilder};
 
 use super::layout::{BUCKETS, COUNTERS, MAX_PORTS, MAX_TGIDS};
 use super::skel::{types, WebscopeSkel, WebscopeSkelBuilder};
@@ -26,8 +27,12 @@ pub struct PortReading {
     pub accept_wait: Vec<u64>,
     /// Lifetime, nanoseconds, by bucket.
     pub lifetime: Vec<u64>,
+    /// Lifetime from the SYN (its SYN-ACK), nanoseconds, by bucket.
+    pub lifetime_syn: Vec<u64>,
     /// Retransmits of each closed connection that had any, by bucket.
     pub retrans_per_conn: Vec<u64>,
+    /// Time in TIME_WAIT, nanoseconds (whole milliseconds), by bucket.
+    pub time_wait: Vec<u64>,
 }
 
 /// Everything the program has summed, cumulative since the load.
@@ -41,9 +46,54 @@ pub struct Reading {
     pub runq_counters: [u64; 4],
 }
 
+/// A connection that retransmitted, as it closed (`struct retransmitter`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retransmitter {
+    /// The watched port's slot (its index in the ports given).
+    pub slot: usize,
+    /// The server's side.
+    pub local: SocketAddr,
+    /// The peer's.
+    pub peer: SocketAddr,
+    /// Segments it sent again (its `total_retrans`, SYN-ACKs included).
+    pub retrans: u32,
+}
+
+/// `struct retransmitter`'s size and fields' offsets (see the C program).
+const RETRANSMITTER_LEN: usize = 48;
+const AF_INET6: u16 = 10;
+
+impl Retransmitter {
+    /// Decodes one ring record; None if it is not one.
+    fn decode(b: &[u8]) -> Option<Retransmitter> {
+        if b.len() < RETRANSMITTER_LEN {
+            return None;
+        }
+        let u16_at = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+        let ip = |at: usize, v6: bool| -> IpAddr {
+            if v6 {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(&b[at..at + 16]);
+                IpAddr::V6(Ipv6Addr::from(a))
+            } else {
+                IpAddr::V4(Ipv4Addr::new(b[at], b[at + 1], b[at + 2], b[at + 3]))
+            }
+        };
+        let v6 = u16_at(40) == AF_INET6;
+        Some(Retransmitter {
+            slot: usize::from(b[42]),
+            local: SocketAddr::new(ip(0, v6), u16_at(36)),
+            peer: SocketAddr::new(ip(16, v6), u16_at(38)),
+            retrans: u32::from_ne_bytes([b[32], b[33], b[34], b[35]]),
+        })
+    }
+}
+
 /// The loaded, attached program.
 pub struct Probe {
-    // Declared first: dropped (detached) before the object they attach.
+    // Declared first: unmapped and detached before the object they belong to.
+    ring: Option<RingBuffer<'static>>,
+    retransmitters: Arc<Mutex<Vec<Retransmitter>>>,
     links: Vec<(&'static str, Link)>,
     _skel: WebscopeSkel<'static>,
     bss: *mut types::bss,
@@ -147,12 +197,14 @@ impl Probe {
             Some(bss) => bss,
             None => return Err("the BPF program's global data is not mapped".into()),
         };
+        let tw_timer_fn = kernel_symbol(TW_TIMER_HANDLER);
         // SAFETY: `bss` points into the mapping the skeleton keeps for its life; the program
         // reads these fields, nothing else writes them.
         unsafe {
             for (i, port) in ports.iter().enumerate() {
                 (*bss).port_slot[usize::from(*port)] = (i + 1) as u8;
             }
+            (*bss).tw_timer_fn = tw_timer_fn.as_ref().map_or(0, |a| *a);
         }
         let progs = &skel.progs;
         let hooks = [
@@ -166,10 +218,17 @@ impl Probe {
             ("sched_wakeup", &progs.on_wakeup),
             ("sched_wakeup_new", &progs.on_wakeup_new),
             ("sched_switch", &progs.on_switch),
+            ("timer_expire_entry", &progs.on_timer_fire),
         ];
         let mut links = Vec::new();
         let mut unattached = Vec::new();
         for (name, prog) in hooks {
+            if name.starts_with("timer_") {
+                if let Err(why) = &tw_timer_fn {
+                    unattached.push(format!("{name}: {why}: no time in TIME_WAIT"));
+                    continue;
+                }
+            }
             match prog.attach() {
                 Ok(link) => links.push((name, link)),
                 Err(e) => unattached.push(explain(name, &e)),
@@ -181,7 +240,27 @@ impl Probe {
                 unattached.first().map_or("", String::as_str)
             ));
         }
+        let retransmitters = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&retransmitters);
+        let mut builder = RingBufferBuilder::new();
+        let added = builder
+            .add(&skel.maps.retransmitters, move |record: &[u8]| {
+                if let (Some(r), Ok(mut sink)) = (Retransmitter::decode(record), sink.lock()) {
+                    sink.push(r);
+                }
+                0
+            })
+            .map(|_| ());
+        let ring = match added.and_then(|()| builder.build()) {
+            Ok(ring) => Some(ring),
+            Err(e) => {
+                unattached.push(explain("the retransmitting connections' ring", &e));
+                None
+            }
+        };
         Ok(Probe {
+            ring,
+            retransmitters,
             links,
             _skel: skel,
             bss,
@@ -219,7 +298,9 @@ impl Probe {
                         states: read_array(addr_of!((*p).states)),
                         accept_wait: read_vec(addr_of!((*p).accept_wait).cast(), BUCKETS),
                         lifetime: read_vec(addr_of!((*p).lifetime).cast(), BUCKETS),
+                        lifetime_syn: read_vec(addr_of!((*p).lifetime_syn).cast(), BUCKETS),
                         retrans_per_conn: read_vec(addr_of!((*p).retrans_per_conn).cast(), BUCKETS),
+                        time_wait: read_vec(addr_of!((*p).time_wait).cast(), BUCKETS),
                     }
                 })
                 .collect();
@@ -229,6 +310,19 @@ impl Probe {
                 runq_counters: read_array(addr_of!((*bss).runq_counters)),
             }
         }
+    }
+
+    /// The connections that closed having retransmitted since the last call (at most what
+    /// the ring holds between calls: 64 KiB, 1 365 of them).
+    pub fn retransmitters(&mut self) -> Vec<Retransmitter> {
+        if let Some(ring) = &self.ring {
+            // Never blocks; a failure leaves the records for the next call.
+            let _ = ring.consume();
+        }
+        self.retransmitters
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
     }
 
     /// How many hooks are attached.
@@ -242,6 +336,34 @@ impl Probe {
         self.links.retain(|(hook, _)| *hook != name);
         self.links.len() < before
     }
+}
+
+/// The function TIME_WAIT sockets' timers run: the timer hooks know them by it.
+const TW_TIMER_HANDLER: &str = "tw_timer_handler";
+
+/// A kernel function's address from `/proc/kallsyms` (read by line: 120 000 of them, some
+/// 50 ms); Err: one line saying why not (absent, or hidden as 0 by kptr_restrict).
+fn kernel_symbol(name: &str) -> Result<u64, String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open("/proc/kallsyms")
+        .map_err(|e| format!("cannot read /proc/kallsyms: {e}"))?;
+    for line in std::io::BufReader::with_capacity(1 << 16, file).lines() {
+        let line = line.map_err(|e| format!("cannot read /proc/kallsyms: {e}"))?;
+        let mut fields = line.split_ascii_whitespace();
+        let (Some(addr), Some(_kind), Some(sym)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if sym != name {
+            continue;
+        }
+        return match u64::from_str_radix(addr, 16) {
+            Ok(0) => Err(format!("{name}'s address is hidden (kernel.kptr_restrict)")),
+            Ok(a) => Ok(a),
+            Err(_) => Err(format!("{name}'s address in /proc/kallsyms is not hex")),
+        };
+    }
+    Err(format!("{name} is not in /proc/kallsyms"))
 }
 
 /// # Safety

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant, SystemTime};
 use hdrhistogram::Histogram;
 
 use super::groups::{listen_drops, KERNEL, KERNEL_STATES, RUNQ};
-use super::hlog::{accept_wait_tag, lifetime_tag, KernelLog, RUNQ_TAG};
+use super::hlog::{
+    accept_wait_tag, lifetime_syn_tag, lifetime_tag, time_wait_tag, KernelLog, RUNQ_TAG,
+};
 use super::layout::{to_hdr, Counter, RUNQ_MISSED, RUNQ_WAITS};
 use super::probe::{Probe, Reading};
-use super::summary::{KernelSummary, Latency, PortFigures, RunQueue};
+use super::summary::{KernelSummary, Latency, PortFigures, Retransmitting, RunQueue};
 use crate::sources::{Ctx, Source};
 use crate::table::{GroupRows, Row};
 use crate::tcp::{SockDiag, TcpState};
@@ -34,6 +36,8 @@ pub struct Kernel {
     last: Reading,
     drops_first: Vec<Option<u64>>,
     drops_last: Vec<Option<u64>>,
+    /// The run's connections that retransmitted most, most first.
+    worst: Vec<Retransmitting>,
     /// Hooks detached once the server showed which way it accepts, and why.
     detached: Vec<String>,
     /// The interval log (`kernel.hlog`), with an output directory; dropped after a failed
@@ -69,6 +73,7 @@ impl Kernel {
             first,
             drops_last: drops_first.clone(),
             drops_first,
+            worst: Vec::new(),
             detached: Vec::new(),
             log: None,
             log_began: Instant::now(),
@@ -99,6 +104,14 @@ impl Kernel {
                 to_hdr(&diff(&b.accept_wait, &a.accept_wait)),
             ));
             figures.push((lifetime_tag(port), to_hdr(&diff(&b.lifetime, &a.lifetime))));
+            figures.push((
+                lifetime_syn_tag(port),
+                to_hdr(&diff(&b.lifetime_syn, &a.lifetime_syn)),
+            ));
+            figures.push((
+                time_wait_tag(port),
+                to_hdr(&diff(&b.time_wait, &a.time_wait)),
+            ));
         }
         if !self.tgids.is_empty() {
             figures.push((RUNQ_TAG.to_string(), to_hdr(&diff(&b.runq, &a.runq))));
@@ -158,6 +171,22 @@ impl Kernel {
         }
     }
 
+    /// Takes the connections that closed having retransmitted since the last call into the
+    /// run's worst.
+    fn collect_retransmitters(&mut self) {
+        let more = self.probe.retransmitters().into_iter().filter_map(|r| {
+            // The slot is the program's; a watched port, so its own.
+            self.ports.get(r.slot)?;
+            Some(Retransmitting {
+                local: r.local,
+                peer: r.peer,
+                retrans: u64::from(r.retrans),
+            })
+        });
+        let more: Vec<Retransmitting> = more.collect();
+        Retransmitting::keep_worst(&mut self.worst, more);
+    }
+
     fn refresh_tgids(&mut self) {
         let mut tgids: Vec<u32> = if self.pids.is_empty() {
             self.ports
@@ -187,6 +216,7 @@ impl Kernel {
     /// sample goes to the interval log first (when there is any), so that its intervals add
     /// up to these figures.
     pub fn summary(&mut self) -> KernelSummary {
+        self.collect_retransmitters();
         let now = self.probe.read();
         let trailing = self.interval_figures(&self.last, &now);
         if self.log.is_some() && trailing.iter().any(|(_, h)| !h.is_empty()) {
@@ -222,8 +252,13 @@ impl Kernel {
                     accepted_read: c(Counter::AcceptedRead),
                     closed: c(Counter::Closed),
                     closed_unseen: c(Counter::ClosedUnseen),
+                    displaced: c(Counter::ConnDisplaced),
                     closed_waiting: c(Counter::ClosedWaiting),
                     time_wait: c(Counter::TimeWait),
+                    time_wait_expired: c(Counter::TimeWaitExpired),
+                    time_wait_cut: c(Counter::TimeWaitCut),
+                    time_wait_fin_wait2: c(Counter::TimeWaitFinWait2),
+                    time_in_time_wait: Latency::of(&to_hdr(&diff(&b.time_wait, &a.time_wait))),
                     retrans_segs: c(Counter::RetransSegs),
                     retransmissions: c(Counter::RetransEvents),
                     rtos: c(Counter::Rto),
@@ -241,11 +276,26 @@ impl Kernel {
                     transitions,
                     accept_wait: Latency::of(&to_hdr(&diff(&b.accept_wait, &a.accept_wait))),
                     lifetime: Latency::of(&to_hdr(&diff(&b.lifetime, &a.lifetime))),
+                    lifetime_from_syn: Latency::of(&to_hdr(&diff(
+                        &b.lifetime_syn,
+                        &a.lifetime_syn,
+                    ))),
                 }
             })
             .collect();
         let runq = to_hdr(&diff(&now.runq, &self.first.runq));
+        let unlisted = now
+            .ports
+            .iter()
+            .zip(&self.first.ports)
+            .map(|(b, a)| {
+                let i = Counter::RetransUnlisted as usize;
+                b.counters[i].wrapping_sub(a.counters[i])
+            })
+            .sum();
         KernelSummary {
+            most_retransmitting: self.worst.clone(),
+            retransmitting_unlisted: unlisted,
             dequeue: "accept()/accept4() returning; for io_uring's accepts, the first receive"
                 .into(),
             unattached: self.probe.unattached.clone(),
@@ -291,6 +341,7 @@ impl Source for Kernel {
         if self.tgids_at.elapsed() >= PIDS_EVERY && (self.children || self.pids.is_empty()) {
             self.refresh_tgids();
         }
+        self.collect_retransmitters();
         let now = self.probe.read();
         self.settle_accept_hooks(&now);
         let drops_now = drops(&mut self.diag, &self.ports);
@@ -310,6 +361,8 @@ impl Source for Kernel {
             };
             let wait = to_hdr(&diff(&b.accept_wait, &a.accept_wait));
             let life = to_hdr(&diff(&b.lifetime, &a.lifetime));
+            let life_syn = to_hdr(&diff(&b.lifetime_syn, &a.lifetime_syn));
+            let tw = to_hdr(&diff(&b.time_wait, &a.time_wait));
             let dropped = listen_drops(
                 self.drops_last[i],
                 drops_now[i],
@@ -327,7 +380,12 @@ impl Source for Kernel {
                     rate(c(Counter::Closed) + c(Counter::ClosedUnseen)),
                     ms(&life, 0.5),
                     ms(&life, 0.99),
+                    ms(&life_syn, 0.5),
+                    ms(&life_syn, 0.99),
                     rate(c(Counter::TimeWait)),
+                    rate(c(Counter::TimeWaitExpired) + c(Counter::TimeWaitCut)),
+                    ms(&tw, 0.5),
+                    ms(&tw, 1.0),
                     rate(c(Counter::ClosedWaiting)),
                     dropped.map_or(f64::NAN, rate),
                     rate(c(Counter::OverflowAck)),

@@ -1,6 +1,7 @@
 //! The kernel module's figures for a whole run, as `monitor.json` holds them.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,43 @@ pub struct KernelSummary {
     pub ports: Vec<PortFigures>,
     /// The run-queue latency of the watched processes' threads.
     pub runq: RunQueue,
+    /// The connections that retransmitted most, of those that closed during the run, most
+    /// first: at most [`MOST_RETRANSMITTING`], over all ports.
+    #[serde(default)]
+    pub most_retransmitting: Vec<Retransmitting>,
+    /// Retransmitting connections left out of that list because the ring that brings them
+    /// to the monitor was full (over a thousand closing in one interval).
+    #[serde(default)]
+    pub retransmitting_unlisted: u64,
+}
+
+/// How many connections [`KernelSummary::most_retransmitting`] names.
+pub const MOST_RETRANSMITTING: usize = 10;
+
+/// One connection that retransmitted, as it closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retransmitting {
+    /// The server's address and port.
+    pub local: SocketAddr,
+    /// The peer's.
+    pub peer: SocketAddr,
+    /// Segments it sent again over its life (the kernel's `total_retrans`, SYN-ACKs
+    /// included).
+    pub retrans: u64,
+}
+
+impl Retransmitting {
+    /// Adds `more` to the `worst` (most first), keeping [`MOST_RETRANSMITTING`]; ties keep
+    /// the first seen.
+    pub fn keep_worst(
+        worst: &mut Vec<Retransmitting>,
+        more: impl IntoIterator<Item = Retransmitting>,
+    ) {
+        worst.extend(more);
+        // Stable: among equals, the earlier stays ahead.
+        worst.sort_by_key(|r| std::cmp::Reverse(r.retrans));
+        worst.truncate(MOST_RETRANSMITTING);
+    }
 }
 
 /// One port's figures over a run (the server's side: sockets whose local port it is).
@@ -38,11 +76,33 @@ pub struct PortFigures {
     pub closed: u64,
     /// Connections closed that were open before the monitor started (no lifetime).
     pub closed_unseen: u64,
+    /// Connections displaced from the program's table of open connections (16 Ki entries,
+    /// two per index) by a later one: untimed, counted in `closed_unseen` at their close.
+    /// Rare below thousands open at once.
+    #[serde(default)]
+    pub displaced: u64,
     /// Connections closed while still in the accept queue (never accepted); for a server
     /// accepting through io_uring, also those accepted and closed without a read.
     pub closed_waiting: u64,
     /// Connections closed into TIME_WAIT (this side closed first).
     pub time_wait: u64,
+    /// TIME_WAIT sockets that ran their course (the kernel's 60 s), those born before the
+    /// monitor started included.
+    #[serde(default)]
+    pub time_wait_expired: u64,
+    /// TIME_WAIT sockets ended early by a new connection on their address pair (the
+    /// client's port coming round again: the kernel lets its SYN end the TIME_WAIT). One an
+    /// RST ends is not seen (until that pair's next connection within 60 s, taken for a cut).
+    #[serde(default)]
+    pub time_wait_cut: u64,
+    /// Timewait sockets that ended still in FIN_WAIT2: the peer's FIN never came (no time
+    /// in TIME_WAIT).
+    #[serde(default)]
+    pub time_wait_fin_wait2: u64,
+    /// Time in TIME_WAIT of those that ended: expired, from the kernel's own entry stamp
+    /// (whole milliseconds; kernel 6.14 on); cut short, from the close to the new SYN.
+    #[serde(default)]
+    pub time_in_time_wait: Option<Latency>,
     /// Segments retransmitted (as the kernel's TcpRetransSegs counts them).
     pub retrans_segs: u64,
     /// Retransmissions (packets sent again, each one or more segments).
@@ -77,6 +137,13 @@ pub struct PortFigures {
     pub accept_wait: Option<Latency>,
     /// Lifetime, ESTABLISHED to CLOSE.
     pub lifetime: Option<Latency>,
+    /// Lifetime from the SYN to CLOSE: `lifetime` plus the handshake as the kernel timed it
+    /// (its first RTT sample, from the first SYN-ACK, sent as the SYN arrived, to
+    /// ESTABLISHED; with TCP_DEFER_ACCEPT to the first data). Of the connections whose
+    /// SYN-ACK went once (the kernel times no handshake with a SYN-ACK sent again), so its
+    /// count may be under `lifetime`'s.
+    #[serde(default)]
+    pub lifetime_from_syn: Option<Latency>,
 }
 
 /// The run-queue latency of the watched threads.
@@ -166,10 +233,11 @@ impl KernelSummary {
                 spread(&p.accept_wait)
             ));
             out.push_str(&format!(
-                "           :{} {} closed (lifetime {}), {} into TIME_WAIT, {} closed while queued, listen drops {}{}\n",
+                "           :{} {} closed (lifetime {}; from the SYN {}), {} into TIME_WAIT, {} closed while queued, listen drops {}{}\n",
                 p.port,
                 p.closed,
                 spread(&p.lifetime),
+                spread(&p.lifetime_from_syn),
                 p.time_wait,
                 p.closed_waiting,
                 p.listen_drops.map_or("-".into(), |d| d.to_string()),
@@ -182,12 +250,40 @@ impl KernelSummary {
                     String::new()
                 },
             ));
+            if p.displaced > 0 {
+                out.push_str(&format!(
+                    "           :{} {} connections untimed: displaced from the program's table of open connections\n",
+                    p.port, p.displaced
+                ));
+            }
+            if p.time_wait_expired + p.time_wait_cut + p.time_wait_fin_wait2 > 0 {
+                out.push_str(&format!(
+                    "           :{} TIME_WAIT ended: {} ran their course, {} cut short, {} still in FIN_WAIT2; time in it {}\n",
+                    p.port,
+                    p.time_wait_expired,
+                    p.time_wait_cut,
+                    p.time_wait_fin_wait2,
+                    spread(&p.time_in_time_wait)
+                ));
+            }
             if p.retrans_segs + p.rtos + p.synack_retrans > 0 {
                 out.push_str(&format!(
                     "           :{} {} segments retransmitted, {} timeouts, {} SYN-ACKs again; {} connections retransmitted (at most {} each)\n",
                     p.port, p.retrans_segs, p.rtos, p.synack_retrans, p.conns_retransmitting, p.most_retrans_per_conn
                 ));
             }
+        }
+        if !self.most_retransmitting.is_empty() {
+            let named: Vec<String> = self
+                .most_retransmitting
+                .iter()
+                .take(3)
+                .map(|r| format!("{} <- {} {}", r.local, r.peer, r.retrans))
+                .collect();
+            out.push_str(&format!(
+                "  kernel   most retransmits: {}\n",
+                named.join(", ")
+            ));
         }
         if !self.runq.pids.is_empty() {
             out.push_str(&format!(
@@ -204,5 +300,43 @@ impl KernelSummary {
             out.push_str(&format!("  kernel   hook not attached: {why}\n"));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(port: u16, retrans: u64) -> Retransmitting {
+        Retransmitting {
+            local: "127.0.0.1:80".parse().unwrap(),
+            peer: SocketAddr::from(([10, 0, 0, 1], port)),
+            retrans,
+        }
+    }
+
+    #[test]
+    fn the_worst_retransmitters_are_kept_most_first_and_bounded() {
+        let mut worst = Vec::new();
+        Retransmitting::keep_worst(&mut worst, (1..=8).map(|p| conn(p, u64::from(p))));
+        Retransmitting::keep_worst(&mut worst, [conn(100, 50), conn(101, 3), conn(102, 9)]);
+        Retransmitting::keep_worst(&mut worst, (200..210).map(|p| conn(p, 1)));
+        let kept: Vec<(u16, u64)> = worst.iter().map(|r| (r.peer.port(), r.retrans)).collect();
+        assert_eq!(
+            kept,
+            [
+                (100, 50),
+                (102, 9),
+                (8, 8),
+                (7, 7),
+                (6, 6),
+                (5, 5),
+                (4, 4),
+                (3, 3),
+                (101, 3),
+                (2, 2)
+            ]
+        );
+        assert_eq!(worst.len(), MOST_RETRANSMITTING);
     }
 }

@@ -1,7 +1,9 @@
 //! What the kernel module's tests share: system tools, one test at a time, a monitor with
-//! the module on (or the reason it cannot load), and its figures once stopped.
+//! the module on (or the reason it cannot load), and its figures once stopped; a network
+//! namespace, nftables and the kernel's TCP counters for the tests that drop packets.
 #![allow(dead_code)] // each test binary uses its own part
 
+use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
@@ -60,4 +62,67 @@ pub fn finish(mut monitor: Monitor) -> KernelSummary {
     monitor.sample().unwrap();
     let results = monitor.stop().unwrap();
     results.summary.kernel.expect("kernel figures")
+}
+
+/// Runs `body` on a thread moved into a network namespace of its own, loopback up. None
+/// (with a note) where none can be made, unless WEBSCOPE_REQUIRE_NETNS is set.
+pub fn in_netns<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    std::thread::spawn(move || {
+        // SAFETY: unshare moves only this thread, which the closure then uses alone.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            let why = std::io::Error::last_os_error();
+            assert!(
+                std::env::var_os("WEBSCOPE_REQUIRE_NETNS").is_none(),
+                "WEBSCOPE_REQUIRE_NETNS is set but no network namespace could be made: {why}"
+            );
+            eprintln!("skipping: no network namespace here (needs root): {why}");
+            return None;
+        }
+        // A child started from this thread is in its namespace.
+        let up = tool("ip").args(["link", "set", "lo", "up"]).status();
+        assert!(
+            matches!(&up, Ok(s) if s.success()),
+            "ip link set lo up: {up:?}"
+        );
+        Some(body())
+    })
+    .join()
+    .unwrap()
+}
+
+/// The namespace's counter `name` of `table` ("TcpExt", "Tcp") in /proc/thread-self/net's
+/// `file` (netstat, snmp), as nstat reads it.
+pub fn mib(file: &str, table: &str, name: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/thread-self/net/{file}")).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with(table)).collect();
+    for pair in lines.chunks(2) {
+        let (head, values) = (pair[0], pair[1]);
+        if head.split_whitespace().next() != Some(&format!("{table}:")) {
+            continue;
+        }
+        if let Some(i) = head.split_whitespace().position(|h| h == name) {
+            return values.split_whitespace().nth(i).unwrap().parse().unwrap();
+        }
+    }
+    panic!("no {table} {name} in {file}");
+}
+
+/// Runs `nft` with `args` (in the calling thread's namespace); panics with its error.
+pub fn nft(rules: &str) {
+    let out = tool("nft")
+        .args(["-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match out {
+        Ok(child) => child,
+        Err(err) => panic!("nft (Debian: nftables) is needed to drop packets: {err}"),
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(rules.as_bytes())
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "nft -f - failed on:\n{rules}");
 }

@@ -28,6 +28,7 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_LRU_HASH = 9,
+	BPF_MAP_TYPE_RINGBUF = 27,
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 enum {
@@ -44,9 +45,20 @@ enum {
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
+struct in6_addr {
+	union {
+		__u32 u6_addr32[4];
+	} in6_u;
+};
+
 struct sock_common {
+	__be32 skc_daddr;
+	__be32 skc_rcv_saddr;
+	struct in6_addr skc_v6_daddr;
+	struct in6_addr skc_v6_rcv_saddr;
 	__be16 skc_dport;
 	__u16 skc_num;
+	unsigned int skc_hash;
 	unsigned short skc_family;
 	volatile unsigned char skc_state;
 };
@@ -73,6 +85,7 @@ struct inet_connection_sock {
 
 struct tcp_sock {
 	__u32 total_retrans;
+	__u32 srtt_us;
 	__u64 bytes_received;
 	__u32 rcv_nxt;
 	__u32 copied_seq;
@@ -121,6 +134,22 @@ struct pt_regs {
 };
 
 struct request_sock;
+
+struct timer_list {
+	unsigned long expires;
+	void (*function)(struct timer_list *);
+};
+
+/* A socket in TIME_WAIT is this, not a struct sock: the kernel swaps it in at the close and
+ * traces no state change for it. tw_entry_stamp (6.14 on) is when it entered TIME_WAIT, in
+ * milliseconds of the monotonic clock (tcp_clock_ms). */
+struct inet_timewait_sock {
+	struct sock_common __tw_common;
+	unsigned char tw_substate;
+	__be16 tw_sport;
+	__u32 tw_entry_stamp;
+	struct timer_list tw_timer;
+};
 
 #pragma clang attribute pop
 

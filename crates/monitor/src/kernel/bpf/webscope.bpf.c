@@ -10,8 +10,9 @@
  * sample and differences against the previous reading.
  *
  *   inet_sock_set_state   SYN_RECV -> ESTABLISHED on a watched port: the connection enters
- *                         the accept queue (its birth); -> CLOSE: its lifetime; every
- *                         transition counted by the state entered.
+ *                         the accept queue (its birth; its handshake, from the SYN-ACK the
+ *                         SYN made, is the kernel's first RTT sample); -> CLOSE: its lifetime
+ *                         from either; every transition counted by the state entered.
  *   sys_exit              accept()/accept4() returning an fd: the fd's socket through the
  *                         task's fd table; it left the accept queue now.
  *   sock_recv_length      the first receive on a connection not seen leaving by accept():
@@ -20,6 +21,10 @@
  *                         full accept queue, or a bare ACK dropped under TCP_DEFER_ACCEPT.
  *   tcp_retransmit_skb    retransmitted segments; tcp_cong_state_set into Loss: a timeout.
  *   tcp_retransmit_synack SYN-ACKs sent again (the client's ACK lost, or dropped on overflow).
+ *   timer_expire_entry    a TIME_WAIT socket's timer (tw_timer_handler's) firing: it ran its
+ *                         course, from the kernel's own entry stamp to now. One cut short
+ *                         by a new connection on its address pair is seen at that
+ *                         connection's ESTABLISHED (tw_table).
  *   sched_wakeup(_new), sched_switch
  *                         run-queue latency of the watched processes' threads: from the
  *                         wake-up (or a preemption) to running.
@@ -55,7 +60,13 @@ enum counter {
 	C_OVERFLOW_ACK,      /* handshakes completed into a full accept queue, dropped */
 	C_CONNS_RETRANS,     /* closed connections that retransmitted at least once */
 	C_DEFERRED_ACK,      /* bare ACKs dropped by a listener with TCP_DEFER_ACCEPT */
-	COUNTERS = 16,
+	C_TW_EXPIRED,        /* TIME_WAIT ran its course: its timer fired */
+	C_TW_CUT,            /* TIME_WAIT ended early: a new connection on its pair */
+	C_TW_FIN_WAIT2,      /* a timewait socket ended still waiting for the peer's FIN */
+	C_TW_UNTIMED,        /* TIME_WAIT ended on a kernel without tw_entry_stamp (before 6.14) */
+	C_RETRANS_UNLISTED,  /* retransmitting connections the ring had no room for */
+	C_CONN_DISPLACED,    /* connections displaced from the table by another: untimed */
+	COUNTERS = 32,
 };
 
 enum runq_counter {
@@ -69,13 +80,17 @@ struct port_stats {
 	__u64 states[16];              /* transitions, by the state entered (TCP_*) */
 	__u64 accept_wait[BUCKETS];    /* ns from ESTABLISHED to leaving the queue */
 	__u64 lifetime[BUCKETS];       /* ns from ESTABLISHED to CLOSE */
+	__u64 lifetime_syn[BUCKETS];   /* ns from the SYN(-ACK) to CLOSE */
 	__u64 retrans_per_conn[BUCKETS]; /* retransmits of each closed connection that had any */
+	__u64 time_wait[BUCKETS];      /* ns from entering TIME_WAIT to its end */
 };
 
 /* Written by user space through the mapping: which ports and processes to watch. */
 __u8 port_slot[65536];        /* a port's slot + 1; 0: not watched */
 __u32 tgids[MAX_TGIDS];
 __u32 ntgids;
+/* tw_timer_handler's address (/proc/kallsyms): the timers of TIME_WAIT sockets. */
+__u64 tw_timer_fn;
 
 /* Read by user space. */
 struct port_stats ports[MAX_PORTS];
@@ -83,45 +98,49 @@ __u64 runq[BUCKETS];          /* ns from wake-up to running */
 __u64 runq_counters[RUNQ_COUNTERS];
 
 struct conn {
+	__u64 sk;       /* the socket's address; 0: a free entry */
 	__u64 born;     /* ns, bpf_ktime_get_ns */
 	__u32 slot;
 	__u32 waiting;  /* still in the accept queue (not seen leaving it) */
 	__u32 retrans_seen; /* its total_retrans at the last retransmit seen */
-	__u32 pad;
+	__u32 handshake_us; /* from its first SYN-ACK to ESTABLISHED; NO_HANDSHAKE: unknown */
 };
 
-/* Connections of watched ports from ESTABLISHED to CLOSE: 64 Ki open at once. A plain hash
- * map, preallocated: an LRU one costs more per update, and every connection's CLOSE (every
- * TCP socket passes through it before it is freed) deletes its entry. Socket-local storage
- * would be cheaper still, but accept()'s fd leads to the socket through plain reads, and the
- * verifier lets no such pointer reach bpf_sk_storage_get. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, struct conn);
-} conns SEC(".maps");
+#define NO_HANDSHAKE 0xffffffff
 
-/* When each watched thread became runnable (0: not waiting), kept in the task itself:
- * task-local storage is a few loads where a hash map update took the better part of a
- * microsecond here. */
+/* A connection that retransmitted, as it closes: the monitor keeps the run's worst few. Only
+ * those that retransmitted come here, so the ring is quiet. kernel/probe.rs reads it. */
+struct retransmitter {
+	__u32 saddr[4];      /* the server's side; IPv4 in saddr[0] (network order) */
+	__u32 daddr[4];      /* the peer's */
+	__u32 retrans;       /* its total_retrans: segments sent again (SYN-ACKs included) */
+	__u16 sport;         /* host order */
+	__u16 dport;         /* host order */
+	__u16 family;        /* AF_INET, AF_INET6 */
+	__u8 slot;
+	__u8 pad[5];
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, __u64);
-} woken SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} retransmitters SEC(".maps");
+
+
+
 
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_SENT 2
 #define TCP_SYN_RECV 3
 #define TCP_FIN_WAIT1 4
 #define TCP_FIN_WAIT2 5
+#define TCP_TIME_WAIT 6
 #define TCP_CLOSE 7
 #define TCP_LISTEN 10
 #define TCP_CLOSING 11
 #define TCP_CA_LOSS 4
 #define IPPROTO_TCP 6
+#define AF_INET6 10
 
 static __always_inline __u32 log2_u64(__u64 v)
 {
@@ -155,6 +174,71 @@ static __always_inline void record(__u64 *hist, __u64 v)
 static __always_inline void count(__u32 slot, int which)
 {
 	__sync_fetch_and_add(&ports[slot & (MAX_PORTS - 1)].counters[which & (COUNTERS - 1)], 1);
+}
+
+/* Connections of watched ports from ESTABLISHED to CLOSE, in a table indexed by a hash of
+ * the socket's address, two entries per index (one cache line): finding, adding and
+ * removing one is a few loads and stores. A hash map's update and delete (its bucket lock,
+ * its free list, the call) cost far more on the close path; socket-local storage cost more
+ * again (creating a socket's storage), and the verifier refuses it the socket reached from
+ * accept()'s fd. A connection that finds both entries taken takes the first, and the one it
+ * displaces goes untimed (counted): with 16 Ki entries, rare below thousands open at once.
+ * Entries are written by the hooks of their own socket, which the socket's lock orders. */
+#define CONN_BITS 14
+#define CONN_SLOTS (1 << CONN_BITS)
+struct conn conns[CONN_SLOTS] SEC(".data.conns");
+
+static __always_inline __u32 conn_index(const struct sock *sk)
+{
+	/* The socket's hash in the established table (of its addresses and ports, salted):
+	 * set before ESTABLISHED, kept through CLOSE. The verifier allows no arithmetic on the
+	 * socket's address itself. Cast: accept()'s path reaches the socket by plain reads. */
+	return bpf_core_cast(sk, struct sock)->__sk_common.skc_hash & (CONN_SLOTS - 2);
+}
+
+static __always_inline struct conn *conn_find(const struct sock *sk)
+{
+	__u32 i = conn_index(sk);
+	struct conn *c = &conns[i & (CONN_SLOTS - 1)];
+
+	if (c->sk == (__u64)sk)
+		return c;
+	c = &conns[(i + 1) & (CONN_SLOTS - 1)];
+	return c->sk == (__u64)sk ? c : 0;
+}
+
+/* TIME_WAIT entries of watched ports by the hash of their address pair, which the kernel
+ * keeps for the timewait socket and gives the next connection on the same pair: when that
+ * connection reaches ESTABLISHED, the TIME_WAIT it reused (the kernel lets a SYN end it)
+ * lasted from the close to its SYN. One entry per index, the later taking it. An entry left
+ * by a TIME_WAIT an RST ended (not seen) is taken for one cut short at the pair's next
+ * connection within 60 s. */
+#define TW_SLOTS (1 << 14)
+struct tw_entry {
+	__u32 hash;
+	__u32 slot;
+	__u64 entered;  /* ns; 0: free */
+};
+struct tw_entry tw_table[TW_SLOTS] SEC(".data.tw");
+
+static __always_inline void conn_add(const struct sock *sk, const struct conn *v, __u32 slot)
+{
+	__u32 i = conn_index(sk);
+	struct conn *c = &conns[i & (CONN_SLOTS - 1)];
+
+	if (c->sk) {
+		struct conn *d = &conns[(i + 1) & (CONN_SLOTS - 1)];
+		if (!d->sk)
+			c = d;
+		else
+			count(slot, C_CONN_DISPLACED);
+	}
+	c->born = v->born;
+	c->slot = v->slot;
+	c->waiting = v->waiting;
+	c->retrans_seen = v->retrans_seen;
+	c->handshake_us = v->handshake_us;
+	c->sk = (__u64)sk;
 }
 
 /* The watched slot of a socket's local port, in *slot; false if the port is not watched.
@@ -191,8 +275,7 @@ static __always_inline bool watched_tgid(__u32 tgid)
 /* The connection left the accept queue now: its wait, once. */
 static __always_inline void dequeued(const struct sock *sk, int how)
 {
-	__u64 key = (__u64)sk;
-	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	struct conn *c = conn_find(sk);
 
 	if (!c || !c->waiting)
 		return;
@@ -203,21 +286,61 @@ static __always_inline void dequeued(const struct sock *sk, int how)
 	count(slot, how);
 }
 
+static __always_inline void report_retransmitter(const struct sock *sk, __u32 slot, __u32 retrans)
+{
+	struct retransmitter r = {};
+	const struct sock_common *c = &sk->__sk_common;
+
+	r.family = c->skc_family;
+	if (r.family == AF_INET6) {
+		for (int i = 0; i < 4; i++) {
+			r.saddr[i] = c->skc_v6_rcv_saddr.in6_u.u6_addr32[i];
+			r.daddr[i] = c->skc_v6_daddr.in6_u.u6_addr32[i];
+		}
+	} else {
+		r.saddr[0] = c->skc_rcv_saddr;
+		r.daddr[0] = c->skc_daddr;
+	}
+	r.sport = bpf_ntohs(bpf_core_cast(sk, struct inet_sock)->inet_sport);
+	r.dport = bpf_ntohs(c->skc_dport);
+	r.retrans = retrans;
+	r.slot = slot;
+	if (bpf_ringbuf_output(&retransmitters, &r, sizeof(r), 0))
+		count(slot, C_RETRANS_UNLISTED);
+}
+
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int newstate)
 {
-	if (sk->sk_protocol != IPPROTO_TCP)
-		return 0;
+	/* The port first: half the sockets that pass here on a loopback run are the
+	 * client's, on unwatched ports. */
 	__u32 slot;
-	if (!slot_of(sk, &slot))
+	if (!slot_of(sk, &slot) || sk->sk_protocol != IPPROTO_TCP)
 		return 0;
 	__sync_fetch_and_add(&ports[slot].states[newstate & 15], 1);
 
-	__u64 key = (__u64)sk;
 	if (newstate == TCP_ESTABLISHED && oldstate == TCP_SYN_RECV) {
 		struct conn c = { .born = bpf_ktime_get_ns(), .slot = slot, .waiting = 1 };
-		c.retrans_seen = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
-		bpf_map_update_elem(&conns, &key, &c, BPF_ANY);
+		const struct tcp_sock *tp = bpf_core_cast(sk, struct tcp_sock);
+		c.retrans_seen = tp->total_retrans;
+		/* A passive open's SYN makes no state change (the request socket has none), but
+		 * the kernel has just timed the handshake: tcp_check_req's first RTT sample is
+		 * from the first SYN-ACK, sent as the SYN arrived, to now (with TCP_DEFER_ACCEPT,
+		 * to the first data). With the SYN-ACK sent again (total_retrans is its count
+		 * here) the sample is from the last one or none: not the handshake. */
+		__u32 srtt = tp->srtt_us >> 3;
+		c.handshake_us = c.retrans_seen == 0 && srtt ? srtt : NO_HANDSHAKE;
+		/* A TIME_WAIT on this pair, seen entering and not expiring: this connection's SYN
+		 * ended it. */
+		__u32 hash = sk->__sk_common.skc_hash;
+		struct tw_entry *e = &tw_table[hash & (TW_SLOTS - 1)];
+		if (e->hash == hash && e->entered) {
+			__u64 syn = c.born - (c.handshake_us != NO_HANDSHAKE ? (__u64)c.handshake_us * 1000 : 0);
+			record(ports[e->slot & (MAX_PORTS - 1)].time_wait, syn > e->entered ? syn - e->entered : 0);
+			count(e->slot, C_TW_CUT);
+			e->entered = 0;
+		}
+		conn_add(sk, &c, slot);
 		count(slot, C_ESTABLISHED);
 		return 0;
 	}
@@ -225,24 +348,34 @@ int BPF_PROG(on_state, const struct sock *sk, const int oldstate, const int news
 		return 0;
 
 	if ((oldstate == TCP_FIN_WAIT1 || oldstate == TCP_FIN_WAIT2 || oldstate == TCP_CLOSING) &&
-	    sk->sk_err == 0)
+	    sk->sk_err == 0) {
 		count(slot, C_TIME_WAIT);
+		__u32 hash = sk->__sk_common.skc_hash;
+		struct tw_entry *e = &tw_table[hash & (TW_SLOTS - 1)];
+		e->hash = hash;
+		e->slot = slot;
+		e->entered = bpf_ktime_get_ns();
+	}
 	__u32 retrans = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
 	if (retrans) {
 		count(slot, C_CONNS_RETRANS);
 		record(ports[slot].retrans_per_conn, retrans);
+		report_retransmitter(sk, slot, retrans);
 	}
-	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	struct conn *c = conn_find(sk);
 	if (!c) {
 		count(slot, C_CLOSED_UNSEEN);
 		return 0;
 	}
 	__u64 now = bpf_ktime_get_ns();
-	record(ports[slot].lifetime, now > c->born ? now - c->born : 0);
+	__u64 life = now > c->born ? now - c->born : 0;
+	record(ports[slot].lifetime, life);
+	if (c->handshake_us != NO_HANDSHAKE)
+		record(ports[slot].lifetime_syn, life + (__u64)c->handshake_us * 1000);
 	count(slot, C_CLOSED);
 	if (c->waiting)
 		count(slot, C_CLOSED_WAITING);
-	bpf_map_delete_elem(&conns, &key);
+	c->sk = 0;
 	return 0;
 }
 
@@ -347,8 +480,7 @@ int BPF_PROG(on_retransmit, const struct sock *sk, const struct sk_buff *skb, in
 	__u32 s;
 	if (!slot_of(sk, &s))
 		return 0;
-	__u64 key = (__u64)sk;
-	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	struct conn *c = conn_find(sk);
 	__u32 segs = 0;
 	if (c) {
 		__u32 total = bpf_core_cast(sk, struct tcp_sock)->total_retrans;
@@ -387,49 +519,46 @@ int BPF_PROG(on_synack, const struct sock *sk, const struct request_sock *req)
 	return 0;
 }
 
-static __always_inline void runnable(struct task_struct *p)
+/* A TIME_WAIT socket's timer fired: its 60 s ran out. Its time in TIME_WAIT runs from the
+ * kernel's own stamp (tw_entry_stamp, ms, set when it entered and refreshed when a FIN_WAIT2
+ * timewait gets the peer's FIN) to now. Its entry in tw_table, if it has one, goes. */
+static __always_inline void time_wait_expired(const struct timer_list *timer)
 {
-	__u64 *since = bpf_task_storage_get(&woken, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-
-	if (since)
-		*since = bpf_ktime_get_ns();
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_wakeup, struct task_struct *p)
-{
-	if (ntgids && watched_tgid(p->tgid))
-		runnable(p);
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(on_wakeup_new, struct task_struct *p)
-{
-	if (ntgids && watched_tgid(p->tgid))
-		runnable(p);
-	return 0;
-}
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
-{
-	if (!ntgids)
-		return 0;
-	/* Preempted while runnable: it waits in the run queue from now. */
-	if (prev_state == 0 && watched_tgid(prev->tgid))
-		runnable(prev);
-	if (!watched_tgid(next->tgid))
-		return 0;
-	__u64 *since = bpf_task_storage_get(&woken, next, 0, 0);
-	if (!since || !*since) {
-		__sync_fetch_and_add(&runq_counters[R_MISSED], 1);
-		return 0;
+	const struct inet_timewait_sock *tw = bpf_core_cast(
+		(void *)timer - bpf_core_field_offset(struct inet_timewait_sock, tw_timer),
+		struct inet_timewait_sock);
+	__u32 s = port_slot[bpf_ntohs(tw->tw_sport)];
+	if (s == 0 || s > MAX_PORTS)
+		return;
+	__u32 slot = (s - 1) & (MAX_PORTS - 1);
+	__u32 hash = tw->__tw_common.skc_hash;
+	struct tw_entry *e = &tw_table[hash & (TW_SLOTS - 1)];
+	if (e->hash == hash && e->entered)
+		e->entered = 0;
+	if (tw->tw_substate != TCP_TIME_WAIT) {
+		count(slot, C_TW_FIN_WAIT2);
+		return;
 	}
-	__u64 now = bpf_ktime_get_ns();
-	record(runq, now > *since ? now - *since : 0);
-	*since = 0;
-	__sync_fetch_and_add(&runq_counters[R_WAITS], 1);
+	count(slot, C_TW_EXPIRED);
+	if (!bpf_core_field_exists(tw->tw_entry_stamp)) {
+		count(slot, C_TW_UNTIMED);
+		return;
+	}
+	__u32 ms = (__u32)(bpf_ktime_get_ns() / 1000000) - tw->tw_entry_stamp;
+	record(ports[slot].time_wait, (__u64)ms * 1000000);
+}
+
+/* Runs for every timer that fires on the machine (a few hundred a second here): the
+ * handler's compare comes first. A TIME_WAIT cut short cancels its timer instead, but
+ * timer_cancel fires at every re-arming of any pending timer (9 per request at close, every
+ * TCP timer pushed back): those are seen from the new connection instead (tw_table). */
+SEC("tp_btf/timer_expire_entry")
+int BPF_PROG(on_timer_fire, struct timer_list *timer, unsigned long baseclk)
+{
+	if ((__u64)timer->function == tw_timer_fn)
+		time_wait_expired(timer);
 	return 0;
 }
+
+/* The run-queue hooks (sched_wakeup, sched_wakeup_new, sched_switch). */
+#include "runq.bpf.h"
