@@ -120,9 +120,16 @@ fn one_lossy_connection_among_clean_ones(ip: &'static str) {
         .first()
         .expect("a retransmitting connection");
     assert_eq!(
-        (first.local, first.peer, first.retrans),
-        (server, lossy, truth),
-        "the lossy connection first, with the retransmits its socket counted"
+        (first.local, first.peer),
+        (server, lossy),
+        "the lossy connection first"
+    );
+    // The count the socket closes with: the one read before the close, plus the server's
+    // FIN sent again where the rule dropped it too (1 time in 20), after the count was read.
+    assert!(
+        (truth..=truth + 2).contains(&first.retrans),
+        "the lossy connection's retransmits: {} listed, its socket counted {truth} before its FIN",
+        first.retrans
     );
     // The others lost nothing; any of them that retransmitted (a spurious timeout) is
     // listed with its own count.
