@@ -245,6 +245,29 @@ pub struct Cost {
     pub monitor_cpu_s: f64,
 }
 
+impl Cost {
+    /// The run summary's one line for what the page cost, against `of_s` seconds of CPU of
+    /// `whose` ("the generator's", "this process's"): `load` and `lab` say it alike.
+    pub fn line(&self, whose: &str, of_s: f64) -> String {
+        let total = self.cpu_s + self.monitor_cpu_s;
+        let parts = if self.monitor_cpu_s > 0.0 {
+            format!(
+                " (page {:.1} ms, its monitor {:.1} ms)",
+                self.cpu_s * 1e3,
+                self.monitor_cpu_s * 1e3
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "live page: {} requests answered; {:.1} ms of CPU{parts} = {:.3} % of {whose} {of_s:.2} s",
+            self.polls,
+            total * 1e3,
+            100.0 * total / of_s.max(1e-9)
+        )
+    }
+}
+
 impl Live {
     /// Binds `addr` (`PORT`, `HOST:PORT`; loopback when only a port is given) and serves the
     /// page from a thread of its own.

@@ -111,3 +111,24 @@ fn stopping_closes_the_port() {
     assert_eq!(cost.polls, 0);
     assert!(TcpStream::connect(&a).is_err());
 }
+
+#[test]
+fn the_cost_line_names_the_monitor_only_where_the_page_started_one() {
+    let with = Cost {
+        polls: 12,
+        cpu_s: 0.004,
+        monitor_cpu_s: 0.001,
+    };
+    assert_eq!(
+        with.line("the generator's", 2.5),
+        "live page: 12 requests answered; 5.0 ms of CPU (page 4.0 ms, its monitor 1.0 ms) = 0.200 % of the generator's 2.50 s"
+    );
+    let without = Cost {
+        monitor_cpu_s: 0.0,
+        ..with
+    };
+    assert_eq!(
+        without.line("this process's", 8.0),
+        "live page: 12 requests answered; 4.0 ms of CPU = 0.050 % of this process's 8.00 s"
+    );
+}

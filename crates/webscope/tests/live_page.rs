@@ -262,7 +262,7 @@ fn the_load_page_advances_during_the_run_and_ends_on_the_runs_json() {
     }
 
     let out = watched.interrupt_and_wait();
-    assert!(out.contains("Live page:"), "{out}");
+    assert!(out.contains("live page:"), "{out}");
     assert!(out.contains("of the generator's"), "{out}");
 }
 

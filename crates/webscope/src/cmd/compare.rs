@@ -8,6 +8,7 @@ use webscope_compare::{self as compare, input, Comparison, Threshold};
 use webscope_lab::capacity::compare as capacity;
 use webscope_lab::results::{Search, Searches};
 use webscope_pages::compare::table::{table, Layout};
+use webscope_report::human::plural;
 
 use super::{Exit, EXIT_UNDECIDED};
 
@@ -130,12 +131,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     for c in &comparisons {
         println!(
-            "{} ({} baseline run{}, {} candidate run{})",
+            "{} ({}, {})",
             c.scope,
-            c.runs.0,
-            if c.runs.0 == 1 { "" } else { "s" },
-            c.runs.1,
-            if c.runs.1 == 1 { "" } else { "s" }
+            plural(c.runs.0 as u64, "baseline run"),
+            plural(c.runs.1 as u64, "candidate run")
         );
         for t in &thresholds {
             let row = c.rows.iter().find(|r| r.metric == t.metric);
@@ -238,18 +237,16 @@ fn judge_searches(
 fn verdict(crossed: &[String], undecided: &[String]) -> anyhow::Result<()> {
     if let Some(first) = crossed.first() {
         bail!(
-            "{} threshold{} crossed: {first}",
-            crossed.len(),
-            if crossed.len() == 1 { "" } else { "s" }
+            "{} crossed: {first}",
+            plural(crossed.len() as u64, "threshold")
         );
     }
     if let Some(first) = undecided.first() {
         return Err(Exit {
             code: EXIT_UNDECIDED,
             message: format!(
-                "{} threshold{} cannot be decided (exit {EXIT_UNDECIDED}, never a pass): {first}",
-                undecided.len(),
-                if undecided.len() == 1 { "" } else { "s" }
+                "{} cannot be decided (exit {EXIT_UNDECIDED}, never a pass): {first}",
+                plural(undecided.len() as u64, "threshold")
             ),
         }
         .into());

@@ -416,13 +416,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(live) = options.live {
         let lab_cpu_s = (webscope_load::process_time() - cpu_before).as_secs_f64();
         let cost = live.linger(args.live_linger, &interrupt);
-        println!(
-            "live page: {} requests answered, {:.1} ms of CPU = {:.3} % of this process's {:.1} s (generator, monitor, report)",
-            cost.polls,
-            cost.cpu_s * 1e3,
-            100.0 * cost.cpu_s / lab_cpu_s.max(1e-9),
-            lab_cpu_s
-        );
+        // The lab's one process generates, monitors and writes the report.
+        println!("{}", cost.line("this process's", lab_cpu_s));
     }
     if outcome.interrupted {
         // As shells expect of a command stopped by SIGINT (128 + 2); what was measured is kept.

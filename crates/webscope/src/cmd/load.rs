@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use webscope_load::slo::Slo;
 use webscope_load::{Arrivals, Config, Mode, Pacing, Report, Target};
+use webscope_report::human::plural;
 use webscope_sys::cpus::{self, CpuList};
 
 use judge::judge;
@@ -459,28 +460,21 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     let (config, output) = args.flags.config()?;
     let interrupt = crate::signals::interrupt_flag()?;
     let live = output.live_line && std::io::stderr().is_terminal();
-    let page = match &output.live_page {
-        Some(addr) => Some(webscope_live::LoadPage::start(addr, &config)?),
-        None => None,
-    };
+    let start_page = |addr| webscope_live::LoadPage::start(addr, &config);
+    let page = output.live_page.as_deref().map(start_page).transpose()?;
     let who = match &config.users {
         Some(users) => format!(
-            "{} user{} ({})",
-            users.count,
-            if users.count == 1 { "" } else { "s" },
+            "{} ({})",
+            plural(users.count as u64, "user"),
             users.thinking()
         ),
-        None => {
-            let n = config.connections_here();
-            format!("{n} connection{}", if n == 1 { "" } else { "s" })
-        }
+        None => plural(config.connections_here() as u64, "connection"),
     };
     println!(
-        "webscope load: {} for {} with {who} on {} thread{}{}",
+        "webscope load: {} for {} with {who} on {}{}",
         config.target.description,
         humantime::format_duration(config.duration),
-        config.threads,
-        if config.threads == 1 { "" } else { "s" },
+        plural(config.threads as u64, "thread"),
         if live { " (Ctrl-C stops early)" } else { "" }
     );
     if let Some(line) = &output.read {
@@ -525,16 +519,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     if let Some(page) = page {
         let written = output.json.as_ref().map(|p| p.display().to_string());
         let cost = page.finish(&report, written, output.linger, &interrupt);
-        let total = cost.cpu_s + cost.monitor_cpu_s;
-        println!(
-            "Live page: {} requests answered; {:.1} ms of CPU (page {:.1} ms, its monitor {:.1} ms) = {:.2} % of the generator's {:.2} s",
-            cost.polls,
-            total * 1e3,
-            cost.cpu_s * 1e3,
-            cost.monitor_cpu_s * 1e3,
-            100.0 * total / report.generator_cpu_s.max(1e-9),
-            report.generator_cpu_s
-        );
+        println!("{}", cost.line("the generator's", report.generator_cpu_s));
     }
     judge(&report, output.threshold.as_ref())
 }
