@@ -56,6 +56,7 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
             a: s.a,
             b: s.b,
             steps: s.steps,
+            check: s.check,
         }),
     })?;
     page.finish(out);

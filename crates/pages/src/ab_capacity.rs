@@ -2,7 +2,8 @@
 //! in lockstep, each side's range in the capacity page's words, how the steps went, each
 //! side's probed rates step by step (passes and fails apart), and every step in a table.
 //! Both searches are replayed from their probes' `probe.json` files by the plan in the
-//! experiment's `capacity.json`, as the capacity page replays one.
+//! experiment's `capacity.json`, as the capacity page replays one; the check of a crossing
+//! (`webscope_lab::ab::check`) from its probes' files beside them.
 
 use std::path::Path;
 
@@ -12,6 +13,7 @@ use webscope_report::{Block, Table};
 
 use super::page::ExperimentPage;
 use webscope_lab::ab::capacity::{verdict, SideProbe};
+use webscope_lab::ab::check::{self, Rates, Tally};
 use webscope_lab::ab::Side;
 use webscope_lab::capacity::experiment::{replay, Recorded};
 use webscope_lab::capacity::search::Ending;
@@ -41,6 +43,8 @@ pub struct Searched {
     pub b: Option<RpsEnding>,
     /// Steps the searches took in lockstep (each probes both sides).
     pub steps: usize,
+    /// The check of a crossing, when one ran.
+    pub check: Option<Tally>,
 }
 
 /// Adds the searches' part to `page`; what they found and their verdict on the threshold
@@ -66,7 +70,10 @@ pub fn render(
         replay(recorded.as_ref()?.plan(), &probes)
     };
     let (a, b) = (ending(Side::A), ending(Side::B));
-    let said = verdict(written, least, a.as_ref(), b.as_ref(), steps.len());
+    let brackets = verdict(written, least, a.as_ref(), b.as_ref(), steps.len());
+    let pairs = check_pairs(dir, exp)?;
+    let rates = a.as_ref().and_then(|a| Rates::of(a, least));
+    let said = check::judge(brackets, rates, &pairs);
     page.push(Block::Text(format!("{}.", said.sentence)));
     for (side, e) in [("A", &a), ("B", &b)] {
         page.push(Block::Text(match e {
@@ -82,12 +89,51 @@ pub fn render(
             steps_table(&steps),
         );
     }
+    if !pairs.is_empty() {
+        page.table(
+            "The crossing checked: A at its lower edge and B at the least it may carry, pair by pair",
+            check_table(&pairs, rates),
+        );
+    }
     Ok(Searched {
         verdict: said,
         a: a.as_ref().map(RpsEnding::from),
         b: b.as_ref().map(RpsEnding::from),
         steps: steps.len(),
+        check: (!pairs.is_empty()).then(|| Tally::of(&pairs)),
     })
+}
+
+/// The check's pairs, each (A's outcome, B's), in the order they ran; a pair cut in half
+/// (Ctrl-C) is left out.
+fn check_pairs(dir: &Path, exp: &ExperimentRecord) -> anyhow::Result<Vec<(Outcome, Outcome)>> {
+    let mut by_pair: std::collections::BTreeMap<usize, [Option<Outcome>; 2]> = Default::default();
+    for name in &exp.runs {
+        if let Some((side, pair)) = SideProbe::check_of(name) {
+            let judged = read_json::<Judged>(&dir.join(name).join("probe.json"))?;
+            by_pair.entry(pair).or_default()[usize::from(side == Side::B)] = Some(judged.outcome);
+        }
+    }
+    Ok(by_pair
+        .into_values()
+        .filter_map(|[a, b]| Some((a?, b?)))
+        .collect())
+}
+
+/// The check's pairs: each side's rate and verdict.
+fn check_table(pairs: &[(Outcome, Outcome)], rates: Option<Rates>) -> Table {
+    let mut t = Table::new(["pair", "A rate", "A", "B rate", "B"]);
+    let rate = |side| rates.map_or("-".into(), |r: Rates| human::rate(r.of_side(side)));
+    for (i, (a, b)) in pairs.iter().enumerate() {
+        t.row([
+            (i + 1).to_string(),
+            rate(Side::A),
+            a.cell().to_string(),
+            rate(Side::B),
+            b.cell().to_string(),
+        ]);
+    }
+    t
 }
 
 /// The probes of both searches, grouped into their steps. A step's probes ran back to

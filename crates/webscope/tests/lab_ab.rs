@@ -1,8 +1,8 @@
 //! `lab --experiment ab` (#48): randomized interleaved trials of A and B, decided by the
 //! rounds as pairs. Two identical nginx are never a regression (0 or 3); the paper's naive
 //! server against the embedded default is found slower (exit 1); each pair of rounds runs in
-//! both orders; a server of half the capacity is found so by two searches in lockstep; bad
-//! input is one line before anything runs.
+//! both orders; a server of half the capacity is found so by two searches in lockstep, and
+//! the crossing confirmed by paired probes; bad input is one line before anything runs.
 
 mod capacity_support;
 mod lab_support;
@@ -359,6 +359,14 @@ fn a_server_of_half_the_capacity_is_found_by_two_searches_in_lockstep() {
             && sentence.contains("CROSSED capacity>-5%"),
         "{sentence}"
     );
+    // The crossing is said only once paired probes confirmed it: B at 95 % of A's lower
+    // edge misses where A meets the objective.
+    assert!(sentence.contains("; confirmed by "), "{sentence}");
+    let check = &entry["capacity"]["check"];
+    assert!(
+        check["b_missed"].as_u64().unwrap_or(0) >= 5 && check["a_missed"] == 0,
+        "{check:#}"
+    );
     // The steps ran both orders (pairs of steps are balanced), each side's probes in its
     // own folders.
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
@@ -370,7 +378,7 @@ fn a_server_of_half_the_capacity_is_found_by_two_searches_in_lockstep() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    for side in ["a-probe-", "b-probe-"] {
+    for side in ["a-probe-", "b-probe-", "a-check-", "b-check-"] {
         assert!(runs.iter().any(|r| r.starts_with(side)), "{runs:?}");
     }
     assert!(

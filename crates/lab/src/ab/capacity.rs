@@ -30,21 +30,45 @@ use crate::results::{EndingRecord, RpsEnding};
 pub struct SideProbe {
     /// The server it loads.
     pub side: Side,
-    /// The step (from 1) it belongs to: both searches' probes of a step run back to back.
+    /// The step (from 1) it belongs to: both searches' probes of a step run back to back
+    /// (a check's pair, for a check's probe).
     pub step: usize,
+    /// A probe of the check after the searches ([`super::check`]), not of a search.
+    pub check: bool,
     /// Its place in its side's search, its rate and its length.
     pub probe: Probe,
 }
 
 impl SideProbe {
-    /// Its folder: `a-probe-03-800rps`.
+    /// Its folder: `a-probe-03-800rps`, or `b-check-02-760rps` for a check's probe.
     pub fn name(&self) -> String {
+        if self.check {
+            return format!(
+                "{}-check-{:02}-{:.0}rps",
+                self.side.letter(),
+                self.probe.number,
+                self.probe.rate
+            );
+        }
         format!("{}-{}", self.side.letter(), self.probe.name())
     }
 
-    /// How the bar says it: "A probe 3 at 800 req/s for 2.0 s".
+    /// How the bar says it: "A probe 3 at 800 req/s for 2.0 s", "B check 2 at …".
     pub fn label(&self) -> String {
-        format!("{} {}", self.side.upper(), self.probe.label())
+        let label = self.probe.label();
+        if self.check {
+            return format!("{} check{}", self.side.upper(), &label["probe".len()..]);
+        }
+        format!("{} {label}", self.side.upper())
+    }
+
+    /// The side and pair of the check's probe whose folder `name` is.
+    pub fn check_of(name: &str) -> Option<(Side, usize)> {
+        let (letter, rest) = name.split_once("-check-")?;
+        let side = [Side::A, Side::B]
+            .into_iter()
+            .find(|s| letter.len() == 1 && letter.starts_with(s.letter()))?;
+        Some((side, rest.split('-').next()?.parse().ok()?))
     }
 
     /// The side whose folder `name` is, and whether it is a probe's at all.
@@ -125,6 +149,7 @@ impl Lockstep {
             self.queue.push_back(SideProbe {
                 side,
                 step: self.steps,
+                check: false,
                 probe: Probe {
                     number,
                     rate,

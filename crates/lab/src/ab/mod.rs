@@ -23,12 +23,14 @@
 //! **The capacity** (`capacity>-5%` among the thresholds) is found by two range searches in
 //! lockstep after the trials ([`capacity`]): each step probes both searches' next rates back
 //! to back in a random order, and the two brackets are judged as `compare` judges two
-//! searches. `--max-time` bounds the trials; the searches are bounded by their probes (40
-//! each), as a capacity search is.
+//! searches; a crossing is said only once paired probes at A's lower edge confirm it
+//! ([`check`]). `--max-time` bounds the trials; the searches are bounded by their probes (40
+//! each), as a capacity search is, and the check by its pairs.
 //!
 //! Not for: loading both at once (duet benchmarking: not measured yet, #48's note).
 
 pub mod capacity;
+pub mod check;
 pub mod searches;
 pub mod trial;
 

@@ -53,6 +53,10 @@ pub struct AbTrials {
     dir: Option<std::path::PathBuf>,
 }
 
+/// The capacity part's probes at most: two searches', and the check's pairs.
+const SEARCH_PROBES: usize =
+    2 * crate::capacity::experiment::MOST_PROBES + 2 * super::check::MOST_TRIED;
+
 /// The file a trial's disturbance goes to, when the machine was disturbed beyond the limits.
 const DISTURBED: &str = "disturbed.txt";
 
@@ -108,8 +112,7 @@ impl Sweep for AbTrials {
         let trials = limits.as_ref().is_none_or(|l| !l.trials.is_empty());
         let searches = limits.as_ref().is_some_and(|l| l.capacity.is_some());
         Points::Adaptive {
-            most: usize::from(trials) * 2 * MOST_ROUNDS
-                + usize::from(searches) * 2 * crate::capacity::experiment::MOST_PROBES,
+            most: usize::from(trials) * 2 * MOST_ROUNDS + usize::from(searches) * SEARCH_PROBES,
         }
     }
 
@@ -119,9 +122,7 @@ impl Sweep for AbTrials {
 
     /// The capacity searches follow the rounds' stop: the bar keeps their room.
     fn after_stop(&self) -> usize {
-        self.searches
-            .as_ref()
-            .map_or(0, |_| 2 * crate::capacity::experiment::MOST_PROBES)
+        self.searches.as_ref().map_or(0, |_| SEARCH_PROBES)
     }
 
     fn start(ctx: &Ctx<'_>) -> anyhow::Result<AbTrials> {
@@ -177,8 +178,8 @@ impl Sweep for AbTrials {
             trials_over: limits.trials.is_empty(),
             searches: limits
                 .capacity
-                .is_some()
-                .then(|| Searches::new(ctx.options)),
+                .clone()
+                .map(|threshold| Searches::new(ctx.options, threshold)),
             thresholds: limits.trials,
             settings,
             order: super::Order::new(),

@@ -157,6 +157,9 @@ pub struct AbCapacity {
     pub b: Option<super::RpsEnding>,
     /// Steps the searches took in lockstep (each probes both sides).
     pub steps: usize,
+    /// The check of the searches' crossing by paired probes, when one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<crate::ab::check::Tally>,
 }
 
 #[cfg(test)]
@@ -173,6 +176,7 @@ mod tests {
                 a: None,
                 b: None,
                 steps: 3,
+                check: None,
             }),
         };
         let v = serde_json::to_value(&report).unwrap();

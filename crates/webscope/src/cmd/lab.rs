@@ -250,7 +250,8 @@ pub struct Args {
     candidate_serve_args: Option<String>,
     /// The ab experiment's limits on B's change against A, in per cent (metrics as compare's):
     /// exit 1 when one is crossed, 3 when one cannot be decided. capacity>-5% adds two capacity
-    /// searches at --slo in lockstep (after the rounds; bounded by their probes, not --max-time)
+    /// searches at --slo in lockstep (after the rounds; bounded by their probes, not --max-time),
+    /// a crossing confirmed by paired probes at A's lower edge before it is said
     #[arg(long, value_name = "LIST", default_value = lab::ab::DEFAULT_THRESHOLDS)]
     threshold: String,
     /// The ab experiment's rounds stop here, decided or not
