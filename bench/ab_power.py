@@ -219,6 +219,11 @@ def experiment(ws, a, b, fileset, out, args):
     for side in ("a", "b"):
         ending = searched.get(side) or {}
         verdicts[f"L_{side}"] = ending.get("capacity_rps", ending.get("kind"))
+    # A crossing of the brackets is checked by paired probes: B missed alone / A missed alone /
+    # both met / both missed.
+    check = searched.get("check")
+    if check:
+        verdicts["check"] = "/".join(str(check[k]) for k in ("b_missed", "a_missed", "both_met", "both_missed"))
     # Rounds kept and rounds disturbed (taken again, never used): a hog shows in the second.
     return code, verdicts, rows, (ab["verdict"]["rounds"], ab["verdict"].get("disturbed", 0)), elapsed
 

@@ -374,6 +374,10 @@ fn a_server_of_half_the_capacity_is_found_by_two_searches_in_lockstep() {
         page.contains("Each search&#39;s probes, step by step")
             || page.contains("Each search's probes, step by step")
     );
+    assert!(
+        page.contains("The crossing checked"),
+        "no table of the check's pairs"
+    );
     let runs: Vec<String> = std::fs::read_dir(out.join("ab"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
