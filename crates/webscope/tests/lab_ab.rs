@@ -351,6 +351,14 @@ fn a_server_of_half_the_capacity_is_found_by_two_searches_in_lockstep() {
     let (a, b) = (capacity("a").unwrap(), capacity("b").unwrap());
     // Each near its construction (a short probe above it holds a small queue), B below A.
     assert!(a <= 130.0 && b <= 65.0 && b < a, "A {a}, B {b}: {sentence}");
+    let check = &entry["capacity"]["check"];
+    if said["verdict"] == "undecided" && check["not_counted"].as_u64().unwrap_or(0) > 0 {
+        // Pairs of the check disturbed by the machine are not counted: too many, and the
+        // crossing stays unconfirmed, which is the right answer on a busy machine.
+        assert_eq!(code, Some(3), "{stderr}");
+        lab_support::unchecked(&format!("the check's pairs were disturbed: {sentence}"));
+        return;
+    }
     assert_eq!(code, Some(1), "{stderr}\n{verdict:#}");
     assert_eq!(said["verdict"], "crossed", "{sentence}");
     assert!(
@@ -362,7 +370,6 @@ fn a_server_of_half_the_capacity_is_found_by_two_searches_in_lockstep() {
     // The crossing is said only once paired probes confirmed it: B at 95 % of A's lower
     // edge misses where A meets the objective.
     assert!(sentence.contains("; confirmed by "), "{sentence}");
-    let check = &entry["capacity"]["check"];
     assert!(
         check["b_missed"].as_u64().unwrap_or(0) >= 5 && check["a_missed"] == 0,
         "{check:#}"
