@@ -13,12 +13,13 @@ use webscope_report::{Block, Table};
 
 use super::page::ExperimentPage;
 use webscope_lab::ab::capacity::{verdict, SideProbe};
-use webscope_lab::ab::check::{self, Rates, Tally};
+use webscope_lab::ab::check::{self, Rates};
 use webscope_lab::ab::Side;
 use webscope_lab::capacity::experiment::{replay, Recorded};
 use webscope_lab::capacity::search::Ending;
 use webscope_lab::objective::Outcome;
 use webscope_lab::results::ab::AbVerdict;
+use webscope_lab::results::ab::Tally;
 use webscope_lab::results::RpsEnding;
 use webscope_lab::step::Judged;
 use webscope_record::{read_json, ExperimentRecord};

@@ -33,7 +33,7 @@ pub struct SideProbe {
     /// The step (from 1) it belongs to: both searches' probes of a step run back to back
     /// (a check's pair, for a check's probe).
     pub step: usize,
-    /// A probe of the check after the searches ([`super::check`]), not of a search.
+    /// A probe of the check after the searches (`ab::check`), not of a search.
     pub check: bool,
     /// Its place in its side's search, its rate and its length.
     pub probe: Probe,

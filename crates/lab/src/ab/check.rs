@@ -30,7 +30,7 @@ use super::{Order, Side};
 use crate::capacity::probe::Probe;
 use crate::capacity::search::Ending;
 use crate::objective::Outcome;
-use crate::results::ab::{AbVerdict, Said};
+use crate::results::ab::{AbVerdict, Said, Tally};
 use crate::results::{EndingRecord, RpsEnding};
 use webscope_report::human;
 
@@ -73,73 +73,42 @@ impl Rates {
     }
 }
 
-/// What the counted pairs said, and how many were not counted.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tally {
-    /// A met the objective and B missed it.
-    pub b_missed: usize,
-    /// B met it and A missed it.
-    pub a_missed: usize,
-    /// Both met it.
-    pub both_met: usize,
-    /// Both missed it.
-    pub both_missed: usize,
-    /// Pairs with a probe that was neither a pass nor a miss (disturbed, undecided, the
-    /// generator's), or cut short.
-    pub not_counted: usize,
-}
-
-impl Tally {
-    /// The tally of `pairs`, each (A's outcome, B's).
-    pub fn of(pairs: &[(Outcome, Outcome)]) -> Tally {
-        let mut t = Tally::default();
-        for pair in pairs {
-            match pair {
-                (Outcome::Pass, Outcome::Fail) => t.b_missed += 1,
-                (Outcome::Fail, Outcome::Pass) => t.a_missed += 1,
-                (Outcome::Pass, Outcome::Pass) => t.both_met += 1,
-                (Outcome::Fail, Outcome::Fail) => t.both_missed += 1,
-                _ => t.not_counted += 1,
-            }
-        }
-        t
-    }
-
-    /// Pairs counted.
-    pub fn counted(&self) -> usize {
-        self.b_missed + self.a_missed + self.both_met + self.both_missed
-    }
-
-    /// The sign test's p with `more_b` and `more_a` pairs added where one side alone missed.
-    fn p_with(&self, more_b: usize, more_a: usize) -> f64 {
-        let b = self.b_missed + more_b;
-        webscope_model::stats::sign_test(b as u32, (b + self.a_missed + more_a) as u32)
-            .unwrap_or(1.0)
-    }
-
+/// The sign test on a tally: its p, and whether the check is over.
+pub trait Decide {
     /// The one-sided sign test's p on the pairs where one side alone missed: the chance of
     /// B missing alone this often or more were the two equally likely to.
-    pub fn p(&self) -> f64 {
-        self.p_with(0, 0)
-    }
-
+    fn p(&self) -> f64;
     /// Whether the check is over, and what it found: Some(true) confirmed, Some(false) not,
     /// None to go on. Over after [`PAIRS`] counted or [`MOST_TRIED`] taken, or sooner where
     /// the pairs left could not change the answer.
-    pub fn settled(&self) -> Option<bool> {
+    fn settled(&self) -> Option<bool>;
+}
+
+impl Decide for Tally {
+    fn p(&self) -> f64 {
+        p_with(self, 0, 0)
+    }
+
+    fn settled(&self) -> Option<bool> {
         let tried = self.counted() + self.not_counted;
         let left = PAIRS.saturating_sub(self.counted());
         if left == 0 || tried >= MOST_TRIED {
             return Some(self.p() <= ALPHA);
         }
-        if self.p_with(left, 0) > ALPHA {
+        if p_with(self, left, 0) > ALPHA {
             return Some(false);
         }
-        if self.p_with(0, left) <= ALPHA {
+        if p_with(self, 0, left) <= ALPHA {
             return Some(true);
         }
         None
     }
+}
+
+/// The sign test's p with `more_b` and `more_a` pairs added where one side alone missed.
+fn p_with(t: &Tally, more_b: usize, more_a: usize) -> f64 {
+    let b = t.b_missed + more_b;
+    webscope_model::stats::sign_test(b as u32, (b + t.a_missed + more_a) as u32).unwrap_or(1.0)
 }
 
 /// The check under way: its rates, the pairs' outcomes, the probes of the pair under way.

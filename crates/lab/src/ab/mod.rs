@@ -24,7 +24,7 @@
 //! lockstep after the trials ([`capacity`]): each step probes both searches' next rates back
 //! to back in a random order, and the two brackets are judged as `compare` judges two
 //! searches; a crossing is said only once paired probes at A's lower edge confirm it
-//! ([`check`]). `--max-time` bounds the trials; the searches are bounded by their probes (40
+//! ([`mod@check`]). `--max-time` bounds the trials; the searches are bounded by their probes (40
 //! each), as a capacity search is, and the check by its pairs.
 //!
 //! Not for: loading both at once (duet benchmarking: not measured yet, #48's note).

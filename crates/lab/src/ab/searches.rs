@@ -3,7 +3,7 @@
 //! probe (`capacity::probe::run`: warm-up, the open loop, the objective's verdict, the
 //! machine watched, the cool-down) against its side's server, and its outcome handed back to
 //! its side's search ([`Probing`]). When the two brackets cross the threshold, paired probes
-//! check the crossing before it is said ([`super::check`]). The plan is written once as the
+//! check the crossing before it is said ([`mod@super::check`]). The plan is written once as the
 //! experiment's `capacity.json`, so that the page replays both searches from the probes'
 //! `probe.json` files, as the capacity page replays one.
 

@@ -10,6 +10,8 @@ use webscope_model::stats::Decision;
 
 use webscope_compare::Threshold;
 
+use crate::objective::Outcome;
+
 /// What the experiment was asked, for its page to judge by the same limits.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AbPlan {
@@ -159,7 +161,46 @@ pub struct AbCapacity {
     pub steps: usize,
     /// The check of the searches' crossing by paired probes, when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check: Option<crate::ab::check::Tally>,
+    pub check: Option<Tally>,
+}
+
+/// What the pairs of the check of a capacity crossing said (`ab::check`), and how many
+/// were not counted: report.json's `ab.capacity.check`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    /// A met the objective and B missed it.
+    pub b_missed: usize,
+    /// B met it and A missed it.
+    pub a_missed: usize,
+    /// Both met it.
+    pub both_met: usize,
+    /// Both missed it.
+    pub both_missed: usize,
+    /// Pairs with a probe that was neither a pass nor a miss (disturbed, undecided, the
+    /// generator's), or cut short.
+    pub not_counted: usize,
+}
+
+impl Tally {
+    /// The tally of `pairs`, each (A's outcome, B's).
+    pub fn of(pairs: &[(Outcome, Outcome)]) -> Tally {
+        let mut t = Tally::default();
+        for pair in pairs {
+            match pair {
+                (Outcome::Pass, Outcome::Fail) => t.b_missed += 1,
+                (Outcome::Fail, Outcome::Pass) => t.a_missed += 1,
+                (Outcome::Pass, Outcome::Pass) => t.both_met += 1,
+                (Outcome::Fail, Outcome::Fail) => t.both_missed += 1,
+                _ => t.not_counted += 1,
+            }
+        }
+        t
+    }
+
+    /// Pairs counted.
+    pub fn counted(&self) -> usize {
+        self.b_missed + self.a_missed + self.both_met + self.both_missed
+    }
 }
 
 #[cfg(test)]
