@@ -1,5 +1,5 @@
 //! Figures read out of a run's record: the CPU shares of a machine, a run's accept-queue
-//! wait and connection lifetimes (the kernel module), and which machine is the server's (a remote one scraped through
+//! wait (the kernel module), and which machine is the server's (a remote one scraped through
 //! node_exporter, else this one). Not for judging them: that is the evidence's and
 //! this crate's work.
 
@@ -66,31 +66,5 @@ pub fn queue_wait(run: &RunRecord) -> Option<QueueWait> {
         port: figures.port,
         wait,
         per_request_ms,
-    })
-}
-
-/// One run's connection lifetimes on the server's port (the monitor's kernel module, #49):
-/// what WebMonitor counted connections by state for, to see how long they lived and how many
-/// the server left in TIME_WAIT.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Lifetimes {
-    /// The server's port.
-    pub port: u16,
-    /// From ESTABLISHED to CLOSE, of the connections born and closed while watched (count,
-    /// mean, percentiles), milliseconds.
-    pub lifetime: Latency,
-    /// Connections the server's side closed into TIME_WAIT (it closed first).
-    pub time_wait_entered: u64,
-}
-
-/// The run's connection lifetimes on its port, where the kernel module timed any.
-pub fn lifetimes(run: &RunRecord) -> Option<Lifetimes> {
-    let os = run.local_os()?;
-    let port = *os.ports.first()?;
-    let figures = os.kernel.as_ref()?.ports.iter().find(|p| p.port == port)?;
-    Some(Lifetimes {
-        port: figures.port,
-        lifetime: figures.lifetime?,
-        time_wait_entered: figures.time_wait,
     })
 }

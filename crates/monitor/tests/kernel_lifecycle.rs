@@ -2,11 +2,16 @@
 //! and without privilege one line says why while the rest is sampled. Root and bpftool
 //! as `kernel.rs` (WEBSCOPE_REQUIRE_KERNEL makes a skip a failure).
 //!
+//! Each test follows its own monitors' programs by ID (the descriptors the process holds,
+//! from /proc/PID/fdinfo), not the machine's count of them: another monitor with the kernel
+//! module (another test binary, a lab run) may load and unload its own meanwhile.
+//!
 //! Built with the `kernel` feature only, as `kernel.rs`.
 #![cfg(feature = "kernel")]
 
 mod kernel_support;
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -14,16 +19,18 @@ use std::time::{Duration, Instant};
 use kernel_support::{finish, kernel_monitor, serial, tool};
 use webscope_monitor::{Config, Monitor};
 
-/// How many programs named `on_state` (the module's state hook) the kernel holds now, from
-/// `bpftool prog` (None, with a note, where bpftool is missing).
-fn loaded_programs() -> Option<usize> {
+/// The IDs of the programs named `on_state` (the module's state hook, one per load of the
+/// program) loaded now, from `bpftool prog` (None, with a note, where bpftool is missing).
+fn state_programs() -> Option<BTreeSet<u32>> {
     let out = tool("bpftool").args(["prog", "show"]).output();
     match out {
+        // "123: tracing  name on_state  tag ...".
         Ok(out) if out.status.success() => Some(
             String::from_utf8_lossy(&out.stdout)
                 .lines()
                 .filter(|l| l.contains(" name on_state "))
-                .count(),
+                .filter_map(|l| l.split(':').next()?.trim().parse().ok())
+                .collect(),
         ),
         other => {
             assert!(
@@ -36,14 +43,35 @@ fn loaded_programs() -> Option<usize> {
     }
 }
 
-/// Polls until `loaded_programs()` is `n` (a closed program is freed after an RCU grace
-/// period, not at once), for at most 5 s.
-fn programs_become(n: usize) -> usize {
+/// The module's state programs that process `pid` holds, by ID: of [`state_programs`], those
+/// a descriptor of `pid` refers to (a program's or a link's fdinfo names its `prog_id`).
+fn held_by(pid: u32) -> BTreeSet<u32> {
+    let loaded = state_programs().unwrap_or_default();
+    let fdinfo = format!("/proc/{pid}/fdinfo");
+    let Ok(fds) = std::fs::read_dir(&fdinfo) else {
+        return BTreeSet::new();
+    };
+    fds.filter_map(|fd| std::fs::read_to_string(fd.ok()?.path()).ok())
+        .filter_map(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("prog_id:")?.trim().parse().ok())
+        })
+        .filter(|id| loaded.contains(id))
+        .collect()
+}
+
+/// Polls until none of `ids` is loaded any more (a closed program is freed after an RCU
+/// grace period, not at once), for at most 5 s: those still loaded then.
+fn unloaded(ids: &BTreeSet<u32>) -> BTreeSet<u32> {
     let until = Instant::now() + Duration::from_secs(5);
     loop {
-        let now = loaded_programs().unwrap_or(n);
-        if now == n || Instant::now() > until {
-            return now;
+        let left: BTreeSet<u32> = state_programs()
+            .unwrap_or_default()
+            .intersection(ids)
+            .copied()
+            .collect();
+        if left.is_empty() || Instant::now() > until {
+            return left;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -106,22 +134,18 @@ fn child_process() {
 #[test]
 fn a_monitor_that_stops_or_is_killed_leaves_no_program_loaded() {
     let _serial = serial();
-    if loaded_programs().is_none() {
+    if state_programs().is_none() {
         return;
     }
-    // The tests before this one unloaded theirs; the kernel frees them after a grace period.
-    let before = programs_become(0);
-    // Stopped in order.
+    let me = std::process::id();
+    // Stopped in order. The tests before this one stopped theirs (they take turns).
     let Some(monitor) = kernel_monitor(&[9], &[]) else {
         return;
     };
-    assert_eq!(
-        loaded_programs(),
-        Some(before + 1),
-        "the monitor's program is loaded"
-    );
+    let ours = held_by(me);
+    assert_eq!(ours.len(), 1, "the monitor's program is loaded: {ours:?}");
     finish(monitor);
-    assert_eq!(programs_become(before), before, "stopping unloads it");
+    assert_eq!(unloaded(&ours), BTreeSet::new(), "stopping unloads it");
     // Killed (SIGKILL, as a crash): the kernel closes its descriptors and frees it.
     let mut holder = child("hold").spawn().unwrap();
     let mut out = holder.stdout.take().unwrap();
@@ -140,16 +164,13 @@ fn a_monitor_that_stops_or_is_killed_leaves_no_program_loaded() {
             }
         }
     }
-    assert_eq!(
-        loaded_programs(),
-        Some(before + 1),
-        "the child's program is loaded"
-    );
+    let childs = held_by(holder.id());
+    assert_eq!(childs.len(), 1, "the child's program is loaded: {childs:?}");
     holder.kill().unwrap();
     holder.wait().unwrap();
     assert_eq!(
-        programs_become(before),
-        before,
+        unloaded(&childs),
+        BTreeSet::new(),
         "a killed monitor leaves nothing behind"
     );
 }
@@ -175,10 +196,9 @@ fn connections(listener: &std::net::TcpListener, n: usize) {
 #[test]
 fn two_monitors_at_once_count_their_own_ports_and_leave_nothing_loaded() {
     let _serial = serial();
-    if loaded_programs().is_none() {
+    if state_programs().is_none() {
         return;
     }
-    let before = programs_become(0);
     let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let (port_a, port_b) = (
@@ -191,7 +211,8 @@ fn two_monitors_at_once_count_their_own_ports_and_leave_nothing_loaded() {
     let Some(monitor_b) = kernel_monitor(&[port_b], &[]) else {
         return;
     };
-    assert_eq!(loaded_programs(), Some(before + 2), "two loads at once");
+    let ours = held_by(std::process::id());
+    assert_eq!(ours.len(), 2, "two loads at once: {ours:?}");
     // Interleaved, so that both programs see both ports' events while both are attached.
     for _ in 0..3 {
         connections(&a, 3);
@@ -212,8 +233,8 @@ fn two_monitors_at_once_count_their_own_ports_and_leave_nothing_loaded() {
         assert_eq!(p.accept_wait.map(|w| w.count), Some(n), "{p:?}");
     }
     assert_eq!(
-        programs_become(before),
-        before,
+        unloaded(&ours),
+        BTreeSet::new(),
         "stopping both unloads both"
     );
 }

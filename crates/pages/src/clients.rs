@@ -47,6 +47,11 @@ pub fn render(dir: &Path, exp: &ExperimentRecord, out: &mut Rendered) -> anyhow:
         ));
         // Where they are there, what the kernel module that measured them costs.
         page.extend(super::kernel_cost::note(points.iter().map(|p| &p.run)));
+        let kernel: Vec<_> = points
+            .iter()
+            .map(|p| (p.x, p.connections.as_ref()))
+            .collect();
+        page.extend(super::connections::table(&kernel, "clients"));
         page.table(
             "Per run (goodput: responses with an expected status; bound by: the verdict of each run)",
             per_run::table(&points, "clients"),

@@ -12,6 +12,7 @@
 //!        ├─ charts, sweep, cells       shared charts, fits, table cells
 //!        ├─ per_run                    a sweep's table of runs (clients; any x)
 //!        ├─ queue_wait                 the accept-queue wait (kernel module), time split
+//!        ├─ connections                the kernel's lifetimes, TIME_WAIT, retransmits
 //!        ├─ kernel_cost                what the kernel module costs (the run's, the bench's)
 //!        ├─ paper_panels, published    the paper's numbers beside ours
 //!        │    └─ papers                the five papers' findings as data, and comparisons
@@ -35,6 +36,7 @@ pub mod characterize;
 pub mod charts;
 pub mod clients;
 pub mod compare;
+pub mod connections;
 pub mod degradation;
 pub mod filesize;
 pub mod kernel_cost;

@@ -1,7 +1,8 @@
 //! A sweep's runs one by one: the table (and its report.json form) with every figure of each
-//! point — goodput, latency, the accept-queue wait and the connections' lifetimes (where the
-//! kernel module measured them), the
+//! point — goodput, latency, the accept-queue wait (where the kernel module measured it), the
 //! server's and the generator's CPU, the machine, errors, the verdict, validity and repeats.
+//! The kernel's other figures of the connections (lifetimes, TIME_WAIT, retransmits) are a
+//! table of their own ([`super::connections`]), in report.json beside these.
 //! The clients sweep shows it; any experiment whose runs are points over some x (offered
 //! rate, speed-up) can, with its own x. Not for judging a sweep as a whole (`sweep`).
 
@@ -15,13 +16,9 @@ pub fn table(points: &[Point], x: &str) -> Table {
     // The accept-queue wait only where a run has it (the kernel module): a lab without it
     // renders as it always did.
     let queue = points.iter().any(|p| p.queue_wait.is_some());
-    let lives = points.iter().any(|p| p.lifetimes.is_some());
     let mut header = vec![x, "goodput/s", "Mbit/s", "p50 ms", "p90 ms", "p99 ms"];
     if queue {
         header.push("accept queue p50/p99 ms");
-    }
-    if lives {
-        header.extend(["lifetime p50/p99 ms", "into TIME_WAIT"]);
     }
     header.extend([
         "server ms",
@@ -49,9 +46,6 @@ pub fn table(points: &[Point], x: &str) -> Table {
         ];
         if queue {
             row.push(super::queue_wait::cell(p.queue_wait.as_ref()));
-        }
-        if lives {
-            row.extend(lifetime_cells(p));
         }
         row.extend([
             p.server_ms.map_or("-".into(), |v| format!("{v:.3}")),
@@ -82,21 +76,6 @@ pub fn table(points: &[Point], x: &str) -> Table {
     t
 }
 
-/// A run's lifetime cells: "p50/p99" of its connections' lifetimes and how many the server
-/// closed into TIME_WAIT, `-` where it has none.
-fn lifetime_cells(p: &Point) -> [String; 2] {
-    p.lifetimes.map_or(["-".into(), "-".into()], |l| {
-        [
-            format!(
-                "{}/{}",
-                super::queue_wait::ms(l.lifetime.p50_ms),
-                super::queue_wait::ms(l.lifetime.p99_ms)
-            ),
-            l.time_wait_entered.to_string(),
-        ]
-    })
-}
-
 /// The points as report.json's `runs`: the figures of [`table`], unrounded, each point's x
 /// under the key `x` names.
 pub fn json(points: &[Point], x: &str) -> Vec<SweepRun> {
@@ -123,56 +102,8 @@ pub fn json(points: &[Point], x: &str) -> Vec<SweepRun> {
             accept_wait_p50_ms: p.queue_wait.as_ref().map(|q| q.wait.p50_ms),
             accept_wait_p99_ms: p.queue_wait.as_ref().map(|q| q.wait.p99_ms),
             accept_wait_per_request_ms: p.queue_wait.as_ref().map(|q| q.per_request_ms),
-            lifetimes: p.lifetimes.map(|l| l.lifetime.count),
-            lifetime_p50_ms: p.lifetimes.map(|l| l.lifetime.p50_ms),
-            lifetime_p99_ms: p.lifetimes.map(|l| l.lifetime.p99_ms),
-            time_wait_entered: p.lifetimes.map(|l| l.time_wait_entered),
+            ..super::connections::figures(p.connections.as_ref())
         },
     };
     points.iter().map(run).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::point::test_sweep;
-    use webscope_bottleneck::os_figures::Lifetimes;
-    use webscope_monitor::kernel::Latency;
-
-    fn lives(count: u64, p50: f64, p99: f64, time_wait: u64) -> Option<Lifetimes> {
-        Some(Lifetimes {
-            port: 80,
-            lifetime: Latency {
-                count,
-                mean_ms: p50,
-                p50_ms: p50,
-                p90_ms: p99,
-                p99_ms: p99,
-                p999_ms: p99,
-                max_ms: p99,
-            },
-            time_wait_entered: time_wait,
-        })
-    }
-
-    #[test]
-    fn lifetimes_are_columns_and_json_only_where_a_run_has_them() {
-        let mut points = test_sweep(&[(1.0, 100.0), (2.0, 200.0)], 0.3, Some(0.5));
-        let as_value = |p: &[Point]| serde_json::to_value(json(p, "clients")).unwrap();
-        let before = (table(&points, "clients"), as_value(&points));
-        assert!(!before.0.header.iter().any(|h| h.contains("lifetime")));
-        assert!(before.1[0].get("lifetime_p50_ms").is_none());
-
-        points[1].lifetimes = lives(412, 0.25, 1.5, 410);
-        let t = table(&points, "clients");
-        let col = |name: &str| t.header.iter().position(|h| h == name).unwrap();
-        let (life, tw) = (col("lifetime p50/p99 ms"), col("into TIME_WAIT"));
-        assert_eq!((&*t.rows[1][life], &*t.rows[1][tw]), ("0.250/1.50", "410"));
-        assert_eq!((&*t.rows[0][life], &*t.rows[0][tw]), ("-", "-"));
-        let j = as_value(&points);
-        assert!(j[0].get("lifetimes").is_none(), "{}", j[0]);
-        assert_eq!(j[1]["lifetimes"], 412);
-        assert_eq!(j[1]["lifetime_p99_ms"], 1.5);
-        assert_eq!(j[1]["time_wait_entered"], 410);
-    }
 }

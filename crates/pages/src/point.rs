@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
+use super::connections::Connections;
 use super::queue_wait::QueueWait;
 use super::rendered::Rendered;
 use webscope_bottleneck::evidence::{evidence, run_time_wait};
-use webscope_bottleneck::os_figures::{lifetimes, server_machine, Lifetimes};
+use webscope_bottleneck::os_figures::server_machine;
 use webscope_bottleneck::{self as bottleneck, Verdict};
 use webscope_record::health::{Expect, Health, Judge};
 use webscope_record::{read_json, ExperimentRecord, RunRecord};
@@ -54,9 +55,9 @@ pub struct Point {
     /// The connections' wait in the server's accept queue (the monitor's kernel module),
     /// where it was measured.
     pub queue_wait: Option<QueueWait>,
-    /// How long the connections lived and how many the server left in TIME_WAIT (the
-    /// monitor's kernel module), where it was measured.
-    pub lifetimes: Option<Lifetimes>,
+    /// How long the connections lived, their TIME_WAITs and retransmits (the monitor's
+    /// kernel module), where it watched the run's port.
+    pub connections: Option<Connections>,
     /// Valid runs behind the point (`--repeat`): 1 for a single run.
     pub repeats: usize,
     /// Lowest and highest goodput of the repeats, when there were several.
@@ -125,7 +126,7 @@ impl Point {
             time_wait: run_time_wait(&run),
             disk_util: server_machine(&run).and_then(|os| os.busiest("disk", "util_pct")),
             queue_wait: super::queue_wait::of(&run),
-            lifetimes: lifetimes(&run),
+            connections: super::connections::of(&run),
             run,
         }
     }
@@ -243,7 +244,7 @@ pub fn test_point(x: f64, rps: f64, gen: f64, cores: Option<f64>) -> Point {
         time_wait: None,
         disk_util: None,
         queue_wait: None,
-        lifetimes: None,
+        connections: None,
         run: RunRecord {
             x,
             load_description: String::new(),

@@ -121,8 +121,25 @@ fn every_connection_of_a_run_is_timed_in_the_accept_queue_or_the_page_says_once_
             row["lifetime_p99_ms"].as_f64().unwrap(),
         );
         assert!(p50 > 0.0 && p99 >= p50, "{run}: {row}");
+        // From the SYN: the same lives and the handshake before them (of those whose
+        // SYN-ACK went once: all of them on loopback).
+        let syn = row["lifetime_from_syn_p50_ms"].as_f64().unwrap();
+        assert!(syn >= p50 * 0.96, "{run}: {row}");
+        // How the TIME_WAITs ended, as the monitor counted them, and the segments sent again.
+        for (key, figure) in [
+            ("time_wait_expired", "time_wait_expired"),
+            ("time_wait_cut", "time_wait_cut"),
+            ("time_wait_reset", "time_wait_reset"),
+            ("retrans_segs", "retrans_segs"),
+        ] {
+            assert_eq!(row[key], port[figure], "{run}: {key}: {row}");
+        }
     }
     assert!(html.contains(LIFETIME), "no lifetime column");
+    assert!(
+        html.contains("from the SYN p50/p99 ms") && html.contains("time in TIME_WAIT p50/p99 s"),
+        "no kernel table of the connections"
+    );
     // Each run's interval log of the kernel's histograms is in its run directory.
     assert!(out.join("clients/clients-001/monitor/kernel.hlog").exists());
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use webscope_bottleneck::Bound;
+use webscope_monitor::kernel::Retransmitting;
 
 /// One run of a sweep (report.json's `runs`): the figures of the page's table, unrounded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,8 +45,9 @@ pub struct SweepRun {
     pub goodput_min: Option<f64>,
     /// Highest goodput of the repeats.
     pub goodput_max: Option<f64>,
-    /// The accept-queue wait and connection lifetimes, where the kernel module measured them
-    /// (absent otherwise, so a lab without it keeps its report.json).
+    /// The accept-queue wait, the connections' lifetimes, TIME_WAIT and retransmits, where
+    /// the kernel module measured them (absent otherwise, so a lab without it keeps its
+    /// report.json).
     #[serde(flatten)]
     pub kernel: KernelFigures,
     /// The run's x under the name the sweep varies (`clients`, `files`, ...): one key. After
@@ -75,9 +77,37 @@ pub struct KernelFigures {
     /// 99th-percentile connection lifetime, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifetime_p99_ms: Option<f64>,
+    /// Median lifetime from the SYN, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime_from_syn_p50_ms: Option<f64>,
+    /// 99th-percentile lifetime from the SYN, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime_from_syn_p99_ms: Option<f64>,
     /// Connections the server closed into TIME_WAIT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_wait_entered: Option<u64>,
+    /// TIME_WAIT sockets whose 60 s ran out during the run (earlier runs' included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_wait_expired: Option<u64>,
+    /// TIME_WAIT sockets cut short by a new SYN on their address pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_wait_cut: Option<u64>,
+    /// TIME_WAIT sockets ended by an RST.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_wait_reset: Option<u64>,
+    /// Median time in TIME_WAIT of those that ended, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_in_time_wait_p50_ms: Option<f64>,
+    /// 99th-percentile time in TIME_WAIT, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_in_time_wait_p99_ms: Option<f64>,
+    /// Segments the server's port retransmitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrans_segs: Option<u64>,
+    /// The connections that retransmitted most, most first (at most ten, as the monitor
+    /// keeps them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub most_retransmitting: Vec<Retransmitting>,
 }
 
 /// `report.json`'s `clients`.
@@ -278,9 +308,20 @@ mod tests {
         let mut run: SweepRun = serde_json::from_str(STORED_RUN).unwrap();
         run.kernel.lifetimes = Some(412);
         run.kernel.accept_wait_p99_ms = Some(1.5);
+        run.kernel.time_wait_cut = Some(7);
+        run.kernel.time_in_time_wait_p99_ms = Some(61_236.8);
+        run.kernel.most_retransmitting = vec![Retransmitting {
+            local: "127.0.0.1:8080".parse().unwrap(),
+            peer: "[::1]:40001".parse().unwrap(),
+            retrans: 12,
+        }];
         let (again, v) = back(&run);
-        assert_eq!(again, run);
+        assert_eq!(
+            again, run,
+            "a list of connections beside the flattened x: {v}"
+        );
         assert_eq!(v["lifetimes"], 412);
+        assert_eq!(v["most_retransmitting"][0]["peer"], "[::1]:40001");
         assert!(v.get("lifetime_p50_ms").is_none(), "{v}");
         // The x is one key of the run's own, not a map under a name.
         assert!(v.get("x").is_none() && v["clients"] == 1.0, "{v}");

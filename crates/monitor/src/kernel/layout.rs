@@ -60,6 +60,8 @@ pub enum Counter {
     /// Connections displaced from the program's table of open connections by another
     /// (both entries of their index taken): no queue wait or lifetime for them.
     ConnDisplaced,
+    /// TIME_WAIT sockets ended by an RST (with `net.ipv4.tcp_rfc1337` = 0, the default).
+    TimeWaitReset,
 }
 
 /// Counters per port in the C struct (`COUNTERS`).

@@ -38,7 +38,10 @@
 //!   at that connection's ESTABLISHED: the pair's hash, which the kernel keeps for both,
 //!   indexes a table of the entries seen (time from the close to the new SYN). Its timer's
 //!   `timer_cancel` would show it too, but that tracepoint fires at every re-arming of any
-//!   pending timer, 9 times per request at close; one an RST ends is not seen;
+//!   pending timer, 9 times per request at close. One an RST ends (in window, with
+//!   `net.ipv4.tcp_rfc1337` = 0, the default: RFC 1337's TIME_WAIT assassination) is seen
+//!   at the RST's drop (`kfree_skb` with the timewait socket as its receiver, its timer shut
+//!   down), timed like an expired one and counted apart (`time_wait_reset`);
 //!   connections closed while still queued;
 //! - **TCP state transitions**, counted by the state entered;
 //! - **retransmitted segments** (as `TcpRetransSegs` counts them), retransmission timeouts

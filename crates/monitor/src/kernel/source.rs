@@ -257,6 +257,7 @@ impl Kernel {
                     time_wait: c(Counter::TimeWait),
                     time_wait_expired: c(Counter::TimeWaitExpired),
                     time_wait_cut: c(Counter::TimeWaitCut),
+                    time_wait_reset: c(Counter::TimeWaitReset),
                     time_wait_fin_wait2: c(Counter::TimeWaitFinWait2),
                     time_in_time_wait: Latency::of(&to_hdr(&diff(&b.time_wait, &a.time_wait))),
                     retrans_segs: c(Counter::RetransSegs),
@@ -383,7 +384,11 @@ impl Source for Kernel {
                     ms(&life_syn, 0.5),
                     ms(&life_syn, 0.99),
                     rate(c(Counter::TimeWait)),
-                    rate(c(Counter::TimeWaitExpired) + c(Counter::TimeWaitCut)),
+                    rate(
+                        c(Counter::TimeWaitExpired)
+                            + c(Counter::TimeWaitCut)
+                            + c(Counter::TimeWaitReset),
+                    ),
                     ms(&tw, 0.5),
                     ms(&tw, 1.0),
                     rate(c(Counter::ClosedWaiting)),

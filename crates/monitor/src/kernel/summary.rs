@@ -91,16 +91,20 @@ pub struct PortFigures {
     #[serde(default)]
     pub time_wait_expired: u64,
     /// TIME_WAIT sockets ended early by a new connection on their address pair (the
-    /// client's port coming round again: the kernel lets its SYN end the TIME_WAIT). One an
-    /// RST ends is not seen (until that pair's next connection within 60 s, taken for a cut).
+    /// client's port coming round again: the kernel lets its SYN end the TIME_WAIT).
     #[serde(default)]
     pub time_wait_cut: u64,
-    /// Timewait sockets that ended still in FIN_WAIT2: the peer's FIN never came (no time
-    /// in TIME_WAIT).
+    /// TIME_WAIT sockets ended early by an RST in window (RFC 1337's TIME_WAIT
+    /// assassination: with `net.ipv4.tcp_rfc1337` = 0, Linux's default, the RST ends it).
+    /// Zero in a summary written before it was counted (such an end went unseen then).
+    #[serde(default)]
+    pub time_wait_reset: u64,
+    /// Timewait sockets that ended still in FIN_WAIT2 (their timer fired, or an RST ended
+    /// them): the peer's FIN never came (no time in TIME_WAIT).
     #[serde(default)]
     pub time_wait_fin_wait2: u64,
-    /// Time in TIME_WAIT of those that ended: expired, from the kernel's own entry stamp
-    /// (whole milliseconds; kernel 6.14 on); cut short, from the close to the new SYN.
+    /// Time in TIME_WAIT of those that ended: expired or reset, from the kernel's own entry
+    /// stamp (whole milliseconds; kernel 6.14 on); cut short, from the close to the new SYN.
     #[serde(default)]
     pub time_in_time_wait: Option<Latency>,
     /// Segments retransmitted (as the kernel's TcpRetransSegs counts them).
@@ -256,12 +260,14 @@ impl KernelSummary {
                     p.port, p.displaced
                 ));
             }
-            if p.time_wait_expired + p.time_wait_cut + p.time_wait_fin_wait2 > 0 {
+            if p.time_wait_expired + p.time_wait_cut + p.time_wait_reset + p.time_wait_fin_wait2 > 0
+            {
                 out.push_str(&format!(
-                    "           :{} TIME_WAIT ended: {} ran their course, {} cut short, {} still in FIN_WAIT2; time in it {}\n",
+                    "           :{} TIME_WAIT ended: {} ran their course, {} cut short by a new SYN, {} by an RST, {} still in FIN_WAIT2; time in it {}\n",
                     p.port,
                     p.time_wait_expired,
                     p.time_wait_cut,
+                    p.time_wait_reset,
                     p.time_wait_fin_wait2,
                     spread(&p.time_in_time_wait)
                 ));

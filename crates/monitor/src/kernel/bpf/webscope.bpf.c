@@ -18,13 +18,14 @@
  *   sock_recv_length      the first receive on a connection not seen leaving by accept():
  *                         io_uring's accepts (the embedded server's), which no syscall shows.
  *   kfree_skb             at a watched listener: the last ACK of a handshake dropped for a
- *                         full accept queue, or a bare ACK dropped under TCP_DEFER_ACCEPT.
+ *                         full accept queue, or a bare ACK dropped under TCP_DEFER_ACCEPT;
+ *                         at a TIME_WAIT socket: the RST that ended it.
  *   tcp_retransmit_skb    retransmitted segments; tcp_cong_state_set into Loss: a timeout.
  *   tcp_retransmit_synack SYN-ACKs sent again (the client's ACK lost, or dropped on overflow).
  *   timer_expire_entry    a TIME_WAIT socket's timer (tw_timer_handler's) firing: it ran its
  *                         course, from the kernel's own entry stamp to now. One cut short
  *                         by a new connection on its address pair is seen at that
- *                         connection's ESTABLISHED (tw_table).
+ *                         connection's ESTABLISHED (tw_table); one an RST ended, at kfree_skb.
  *   sched_wakeup(_new), sched_switch
  *                         run-queue latency of the watched processes' threads: from the
  *                         wake-up (or a preemption) to running.
@@ -66,6 +67,7 @@ enum counter {
 	C_TW_UNTIMED,        /* TIME_WAIT ended on a kernel without tw_entry_stamp (before 6.14) */
 	C_RETRANS_UNLISTED,  /* retransmitting connections the ring had no room for */
 	C_CONN_DISPLACED,    /* connections displaced from the table by another: untimed */
+	C_TW_RESET,          /* TIME_WAIT ended by an RST (net.ipv4.tcp_rfc1337 = 0) */
 	COUNTERS = 32,
 };
 
@@ -210,9 +212,8 @@ static __always_inline struct conn *conn_find(const struct sock *sk)
 /* TIME_WAIT entries of watched ports by the hash of their address pair, which the kernel
  * keeps for the timewait socket and gives the next connection on the same pair: when that
  * connection reaches ESTABLISHED, the TIME_WAIT it reused (the kernel lets a SYN end it)
- * lasted from the close to its SYN. One entry per index, the later taking it. An entry left
- * by a TIME_WAIT an RST ended (not seen) is taken for one cut short at the pair's next
- * connection within 60 s. */
+ * lasted from the close to its SYN. One entry per index, the later taking it; a TIME_WAIT
+ * that expires or is reset frees its own. */
 #define TW_SLOTS (1 << 14)
 struct tw_entry {
 	__u32 hash;
@@ -440,10 +441,59 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
+/* A timewait socket of a watched port ended (`how`: its timer fired, C_TW_EXPIRED, or an RST
+ * ended it, C_TW_RESET). Its time in TIME_WAIT runs from the kernel's own stamp
+ * (tw_entry_stamp, ms, set when it entered and refreshed when a FIN_WAIT2 timewait gets the
+ * peer's FIN) to now. One still in FIN_WAIT2 had no TIME_WAIT: counted apart, untimed. Its
+ * entry in tw_table, if it has one, goes. */
+static __always_inline void time_wait_ended(const struct inet_timewait_sock *tw, int how)
+{
+	__u32 s = port_slot[bpf_ntohs(tw->tw_sport)];
+	if (s == 0 || s > MAX_PORTS)
+		return;
+	__u32 slot = (s - 1) & (MAX_PORTS - 1);
+	__u32 hash = tw->__tw_common.skc_hash;
+	struct tw_entry *e = &tw_table[hash & (TW_SLOTS - 1)];
+	if (e->hash == hash && e->entered)
+		e->entered = 0;
+	if (tw->tw_substate != TCP_TIME_WAIT) {
+		count(slot, C_TW_FIN_WAIT2);
+		return;
+	}
+	count(slot, how);
+	if (!bpf_core_field_exists(tw->tw_entry_stamp)) {
+		count(slot, C_TW_UNTIMED);
+		return;
+	}
+	__u32 ms = (__u32)(bpf_ktime_get_ns() / 1000000) - tw->tw_entry_stamp;
+	record(ports[slot].time_wait, (__u64)ms * 1000000);
+}
+
+/* A segment that reached a timewait socket, dropped after it (tcp_v4_rcv's and tcp_v6_rcv's
+ * discard, the timewait socket as rx_sk): the RST that ended it (with net.ipv4.tcp_rfc1337 =
+ * 0, the default, an RST in window ends a TIME_WAIT), or one it answered or ignored. Ended,
+ * its timer was shut down (inet_twsk_deschedule_put's timer_shutdown leaves it no function);
+ * answered, its timer still runs tw_timer_handler. The socket may be freed by now, but its
+ * slab is SLAB_TYPESAFE_BY_RCU and this runs under the receive path's RCU read lock: the
+ * memory is still a timewait socket's. Reused at once by a new one on another CPU, the end
+ * goes uncounted. */
+static __always_inline void time_wait_dropped(const struct sock *sk)
+{
+	const struct inet_timewait_sock *tw = bpf_core_cast(sk, struct inet_timewait_sock);
+
+	if (tw->tw_timer.function)
+		return;
+	time_wait_ended(tw, C_TW_RESET);
+}
+
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(on_drop, struct sk_buff *skb, void *location, enum skb_drop_reason reason,
 	     struct sock *rx_sk)
 {
+	if (rx_sk && rx_sk->__sk_common.skc_state == TCP_TIME_WAIT) {
+		time_wait_dropped(rx_sk);
+		return 0;
+	}
 	bool overflow = bpf_core_enum_value_exists(enum skb_drop_reason,
 						   SKB_DROP_REASON_TCP_LISTEN_OVERFLOW) &&
 			reason == bpf_core_enum_value(enum skb_drop_reason,
@@ -519,44 +569,19 @@ int BPF_PROG(on_synack, const struct sock *sk, const struct request_sock *req)
 	return 0;
 }
 
-/* A TIME_WAIT socket's timer fired: its 60 s ran out. Its time in TIME_WAIT runs from the
- * kernel's own stamp (tw_entry_stamp, ms, set when it entered and refreshed when a FIN_WAIT2
- * timewait gets the peer's FIN) to now. Its entry in tw_table, if it has one, goes. */
-static __always_inline void time_wait_expired(const struct timer_list *timer)
-{
-	const struct inet_timewait_sock *tw = bpf_core_cast(
-		(void *)timer - bpf_core_field_offset(struct inet_timewait_sock, tw_timer),
-		struct inet_timewait_sock);
-	__u32 s = port_slot[bpf_ntohs(tw->tw_sport)];
-	if (s == 0 || s > MAX_PORTS)
-		return;
-	__u32 slot = (s - 1) & (MAX_PORTS - 1);
-	__u32 hash = tw->__tw_common.skc_hash;
-	struct tw_entry *e = &tw_table[hash & (TW_SLOTS - 1)];
-	if (e->hash == hash && e->entered)
-		e->entered = 0;
-	if (tw->tw_substate != TCP_TIME_WAIT) {
-		count(slot, C_TW_FIN_WAIT2);
-		return;
-	}
-	count(slot, C_TW_EXPIRED);
-	if (!bpf_core_field_exists(tw->tw_entry_stamp)) {
-		count(slot, C_TW_UNTIMED);
-		return;
-	}
-	__u32 ms = (__u32)(bpf_ktime_get_ns() / 1000000) - tw->tw_entry_stamp;
-	record(ports[slot].time_wait, (__u64)ms * 1000000);
-}
-
 /* Runs for every timer that fires on the machine (a few hundred a second here): the
  * handler's compare comes first. A TIME_WAIT cut short cancels its timer instead, but
  * timer_cancel fires at every re-arming of any pending timer (9 per request at close, every
- * TCP timer pushed back): those are seen from the new connection instead (tw_table). */
+ * TCP timer pushed back): those are seen from the new connection instead (tw_table), and
+ * one an RST ends at the RST's drop. */
 SEC("tp_btf/timer_expire_entry")
 int BPF_PROG(on_timer_fire, struct timer_list *timer, unsigned long baseclk)
 {
 	if ((__u64)timer->function == tw_timer_fn)
-		time_wait_expired(timer);
+		time_wait_ended(bpf_core_cast((void *)timer - bpf_core_field_offset(
+						      struct inet_timewait_sock, tw_timer),
+					      struct inet_timewait_sock),
+				C_TW_EXPIRED);
 	return 0;
 }
 
