@@ -35,7 +35,10 @@ it indirectly (cache lines taken, a slower client feeding it at a lower rate). T
 clock ticks in interrupts, which are held off while interrupts are: code running with them
 off is seen at its end, and so counted with what follows.
 
-Usage (as root, from the repository): python3 bench/kernel_cost.py [--rounds 8] [--seconds 5]
+With --rate the pairs run open loop at a fixed rate per mode, so that the module cannot move
+the server's CPU per request through the rate a slower client would feed it at.
+
+Usage (as root, from the repository): python3 bench/kernel_cost.py [--rounds 8] [--seconds 5] [--rate keep-alive=40000,close=12000]
        python3 bench/kernel_cost.py --bpf-stats [--rounds 3] [--seconds 5]
        python3 bench/kernel_cost.py --perf [--rounds 3] [--seconds 5]
 It builds `webscope` in release first unless --binary is given.
@@ -102,6 +105,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--rate", default=None,
+                    help="open loop at a fixed rate per mode, e.g. 'keep-alive=40000,close=12000' (default: closed "
+                         "loop): the same requests a second on and off, so a module that slows the client cannot "
+                         "move the server's CPU per request through its rate")
     ap.add_argument("--modes", default="keep-alive,close", help="comma-separated: keep-alive, close")
     ap.add_argument("--binary", default=None)
     ap.add_argument("--monitor-binary", default=None,
@@ -112,6 +119,10 @@ def main():
     ap.add_argument("--perf", action="store_true",
                     help="the hooks' share of the server's own CPU samples (perf record -e cpu-clock) instead of pairs")
     args = ap.parse_args()
+    try:
+        rates = dict((m, float(r)) for m, r in (kv.split("=") for kv in args.rate.split(","))) if args.rate else {}
+    except ValueError:
+        sys.exit(f"--rate {args.rate!r}: give MODE=REQUESTS_PER_S pairs, e.g. 'keep-alive=40000,close=12000'")
     binary = args.binary
     if binary is None:
         # The module is compiled only with the `kernel` feature: without it --kernel is refused.
@@ -157,6 +168,8 @@ def main():
                             "-d", f"{args.seconds}s", "--json", out, url]
                     if mode == "close":
                         load.insert(-1, "--close")
+                    if mode in rates:
+                        load[-1:-1] = ["--rate", str(rates[mode])]
                     subprocess.run(load, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     after = cpu_seconds(server.pid)
                     monitor.send_signal(signal.SIGINT)
