@@ -10,9 +10,10 @@
 //! which neither quinn nor h3 says, is read from its messages: each connection's crypto
 //! session is rustls's watched (`webscope_quic::Watched`) for a Certificate message from the
 //! server, which a full TLS 1.3 handshake sends and a resumed one does not (RFC 8446 §2.2),
-//! and for its session tickets.
+//! and for its session tickets. Whether any connection of the run can be opened at all
+//! ([`FirstHandshakes`]), so that a run against a port nothing answers on ends early.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,6 +43,50 @@ pub(crate) struct Client {
     pub(crate) name: String,
     /// `--0rtt`: a resumed connection's first requests go before the handshake ends.
     pub(crate) zero_rtt: bool,
+    /// How the connections' first attempts ended, shared by the run's threads.
+    pub(crate) first: FirstHandshakes,
+}
+
+/// Whether any of the run's connections could be opened (its QUIC handshake and HTTP/3's
+/// set-up): once every connection's first attempt has failed and none ever succeeded, nothing
+/// on the way answers QUIC (a silent or blocked UDP port, a server without h3) and the run
+/// stops then, rather than retrying to the end of `-d` (a `-d 60s` run against a dropping
+/// port took its minute and the timeout for one line). Counted only for the connections
+/// engine: `--users` begin over the run, and a failed first user says little of the later.
+#[derive(Debug, Default)]
+pub(crate) struct FirstHandshakes {
+    /// Connections whose first attempt has not ended (0: nothing expected, never hopeless).
+    left: AtomicUsize,
+    /// Some connection was opened.
+    reached: AtomicBool,
+    /// Every first attempt failed, none succeeded.
+    hopeless: AtomicBool,
+}
+
+impl FirstHandshakes {
+    /// Expects `connections` first attempts (this process's, before any begins).
+    pub(crate) fn expect(&self, connections: usize) {
+        self.left.store(connections, Ordering::Release);
+    }
+
+    /// A connection's first attempt ended, opened (`ok`) or not.
+    pub(crate) fn ended(&self, ok: bool) {
+        if ok {
+            self.reached.store(true, Ordering::Release);
+        }
+        // AcqRel on the count: the attempt that takes it to 0 sees every earlier `reached`.
+        let before = self
+            .left
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        if before == Ok(1) && !self.reached.load(Ordering::Acquire) {
+            self.hopeless.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether every first attempt failed and none succeeded: no point going on.
+    pub(crate) fn hopeless(&self) -> bool {
+        self.hopeless.load(Ordering::Acquire)
+    }
 }
 
 /// What one connection's handshake showed.
@@ -117,6 +162,7 @@ impl Client {
             transport: Arc::new(transport),
             name: name.to_string(),
             zero_rtt,
+            first: FirstHandshakes::default(),
         })
     }
 
@@ -270,6 +316,30 @@ mod tests {
         let (_, verified) = client.connection();
         assert!(!verified.full());
         assert_eq!(verified.refused(), None);
+    }
+
+    #[test]
+    fn the_run_is_hopeless_only_when_every_first_attempt_failed() {
+        let first = FirstHandshakes::default();
+        // Nothing expected (the users' engine): never hopeless, however many fail.
+        first.ended(false);
+        assert!(!first.hopeless());
+        first.expect(3);
+        first.ended(false);
+        first.ended(false);
+        assert!(!first.hopeless());
+        first.ended(false);
+        assert!(first.hopeless());
+
+        let some = FirstHandshakes::default();
+        some.expect(3);
+        some.ended(false);
+        some.ended(true);
+        some.ended(false);
+        assert!(!some.hopeless());
+        // More endings than expected (none should come) change nothing.
+        some.ended(false);
+        assert!(!some.hopeless());
     }
 
     #[test]

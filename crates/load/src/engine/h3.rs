@@ -144,11 +144,15 @@ async fn connection(
     mut rng: Rng,
     (in_flight, base): (InFlight, usize),
 ) {
+    let mut first = true;
     while Instant::now() < shared.end {
         shared.recorder.borrow_mut().connections += 1;
         in_flight.borrow_mut()[base] = Some((Instant::now(), 0));
         let opened = open(&shared, &endpoint, &client).await;
         in_flight.borrow_mut()[base] = None;
+        if std::mem::take(&mut first) {
+            client.first.ended(opened.is_ok());
+        }
         let (quic, sender, verified) = match opened {
             Ok(opened) => opened,
             Err(failure) => {

@@ -65,6 +65,9 @@ pub fn run(
         (Some(streams), Some(name)) => {
             let client =
                 crate::quic::Client::new(&config.tls, name, config.zero_rtt, config.timeout)?;
+            if config.users.is_none() {
+                client.first.expect(config.connections_here());
+            }
             Some((streams, Arc::new(client)))
         }
         _ => None,
@@ -92,6 +95,7 @@ pub fn run(
     let (feed, schedules) = start_feed(config)?;
     let (handles, connections) = start_workers(config, &common, schedules, tx, stop_rx)?;
     let mut gathered = Gather::new(config, start);
+    gathered.quic = common.http3.as_ref().map(|(_, client)| Arc::clone(client));
     gathered.until_done(&rx, &stop_tx, interrupt, on_interval, &mut outputs)?;
     let _ = stop_tx.send(true);
     for handle in handles {
@@ -326,6 +330,8 @@ struct Gather<'a> {
     stopped: bool,
     /// A worker that could not start.
     failure: Option<Error>,
+    /// HTTP/3: the run stops once no connection can be opened (`quic::FirstHandshakes`).
+    quic: Option<Arc<crate::quic::Client>>,
 }
 
 impl Gather<'_> {
@@ -345,6 +351,7 @@ impl Gather<'_> {
             thread_wait: vec![Duration::ZERO; config.threads],
             stopped: false,
             failure: None,
+            quic: None,
         }
     }
 
@@ -359,6 +366,12 @@ impl Gather<'_> {
         outputs: &mut Outputs,
     ) -> Result<(), Error> {
         loop {
+            // Every first QUIC handshake failed and none succeeded: the workers stop now and
+            // report what failed, as at the run's end (not an interrupt).
+            if self.quic.as_ref().is_some_and(|c| c.first.hopeless()) {
+                self.quic = None;
+                let _ = stop.send(true);
+            }
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(Message::Interval(snapshot)) => {
                     self.take(*snapshot, outputs, on_interval)?;
