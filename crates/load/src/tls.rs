@@ -54,6 +54,21 @@ pub(crate) fn client(
     Ok((Arc::new(config), name))
 }
 
+/// `provider` with TLS 1.3's AES-128-GCM-SHA256 offered first, as Chrome, Firefox and Go's
+/// crypto/tls order them (rustls offers AES-256-GCM-SHA384 first): the suite a server that
+/// follows the client's order picks is a browser's. It is also the cheaper handshake: its key
+/// schedule's HMACs are SHA-256 (SHA-NI where the CPU has it) where SHA-384's ran ring's
+/// SHA-512 without hardware help, 6-9 % of either side's CPU in full QUIC handshakes
+/// (`--close --no-tls-resume`, perf).
+fn browser_order(mut provider: CryptoProvider) -> CryptoProvider {
+    use rustls::CipherSuite::TLS13_AES_128_GCM_SHA256;
+    // Stable: the other suites keep rustls's order.
+    provider
+        .cipher_suites
+        .sort_by_key(|s| s.suite() != TLS13_AES_128_GCM_SHA256);
+    provider
+}
+
 /// The trust decision `settings` ask for (`--insecure`, `--cacert`, or the bundled Mozilla
 /// roots through webpki, as `with_root_certificates` would build it), and the provider it
 /// checks signatures with. Apart from the configuration so that the HTTP/3 engine can wrap it
@@ -62,7 +77,7 @@ pub(crate) fn client(
 pub(crate) fn verifier(
     settings: &TlsSettings,
 ) -> Result<(Arc<dyn ServerCertVerifier>, Arc<CryptoProvider>), Error> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(browser_order(rustls::crypto::ring::default_provider()));
     let verifier: Arc<dyn ServerCertVerifier> = if settings.insecure {
         Arc::new(AnyCertificate(Arc::clone(&provider)))
     } else if let Some(path) = &settings.cacert {
@@ -200,5 +215,31 @@ pub fn cause(error: &rustls::Error) -> String {
             format!("the server refused the handshake ({error}): protocol versions or ciphers in common?")
         }
         other => format!("TLS failed: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aes_128_gcm_is_offered_first_and_no_suite_is_lost() {
+        let rustls_order = rustls::crypto::ring::default_provider();
+        let before: Vec<_> = rustls_order
+            .cipher_suites
+            .iter()
+            .map(|s| s.suite())
+            .collect();
+        let ordered = browser_order(rustls::crypto::ring::default_provider());
+        let after: Vec<_> = ordered.cipher_suites.iter().map(|s| s.suite()).collect();
+        assert_ne!(before[0], rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+        assert_eq!(after[0], rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+        // The rest in rustls's order.
+        let rest: Vec<_> = before
+            .iter()
+            .copied()
+            .filter(|s| *s != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256)
+            .collect();
+        assert_eq!(after[1..], rest[..]);
     }
 }
