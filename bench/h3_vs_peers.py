@@ -208,6 +208,9 @@ def client_oha(exe, server, args, work, perf=None):
         raise RuntimeError(f"oha failed ({code})")
     with open(out) as f:
         r = json.load(f)
+    # The bytes checked as far as oha tells them: every response the file's size.
+    if r["summary"]["sizePerRequest"] not in (None, 1024):
+        raise RuntimeError(f"oha read {r['summary']['sizePerRequest']} bytes a response, not 1024")
     ok = sum(r["statusCodeDistribution"].values())
     latency = r["latencyPercentiles"]
     return {"requests": ok, "seconds": r["summary"]["total"], "cpu": cpu,
