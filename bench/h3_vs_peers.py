@@ -17,8 +17,8 @@ figures kept) and oha built with HTTP/3 (`--oha PATH`, else `oha` on PATH or /wo
 said and left out when missing: `cargo install oha --version 1.16.0 --features http3 --locked`
 takes ~9 min, too long for CI). Per run: requests per second and the client's requests per
 CPU-second (its utime+stime from wait4, the same measure for the three), and the p50/p99 of
-the two that keep latencies (oha's req/s carries a fixed tail: it waits for ongoing requests
-after -z, ~30 s against Caddy, so its CPU-second figure is the one to read). `--perf DIR`
+the two that keep latencies (issue 50 saw oha's req/s against Caddy carry a fixed ~30 s
+tail; against `serve --http3` without GOAWAY it ended with -z here). `--perf DIR`
 adds one run of each client under `perf record -g` and prints its top symbols (self time).
 
 Usage: bench/h3_vs_peers.py [--binary PATH] [--runs 3] [--duration 5s] [-c 4] [-M 16]
