@@ -433,7 +433,7 @@ fn a_flood_of_new_connection_ids_holds_bounded_memory_and_others_are_served() {
                 held.push(h3_client(&endpoint, config.clone(), addr).await);
             }
             // At least 2 s (the honest run's second within it), until 2 000 new IDs have
-            // gone (about 800 a second here), for at most 15 s.
+            // gone (about 800 a second here), for at most 90 s.
             let started = tokio::time::Instant::now();
             loop {
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -446,7 +446,9 @@ fn a_flood_of_new_connection_ids_holds_bounded_memory_and_others_are_served() {
                 }
                 let elapsed = started.elapsed();
                 let enough = issued >= 2000 && elapsed >= Duration::from_secs(2);
-                if enough || elapsed >= Duration::from_secs(15) {
+                // Waits for the flood's size, not for a speed: a host with steal sent 1 981
+                // in 15 s. The bound only stops a flood that cannot grow at all.
+                if enough || elapsed >= Duration::from_secs(90) {
                     break (issued, retired, open);
                 }
             }
@@ -462,7 +464,7 @@ fn a_flood_of_new_connection_ids_holds_bounded_memory_and_others_are_served() {
     );
     assert!(
         issued >= 2000,
-        "only {issued} new connection IDs sent in 15 s"
+        "only {issued} new connection IDs sent in 90 s"
     );
     assert!(retired >= 1000, "the server retired only {retired}");
     assert_eq!(open, 32, "the server closed a flooding connection");
