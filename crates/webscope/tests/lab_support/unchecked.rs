@@ -2,8 +2,8 @@
 //! that refused a capacity search, one CPU where the test pins two. Such a test passes (its
 //! claim is neither shown nor refuted), but it must not pass silently: it prints why, and,
 //! where CI asks for it (`WEBSCOPE_UNCHECKED_LOG` names a file), adds a line to that file.
-//! `.ci/run` counts the lines after the suite, lists them, and fails past its stated
-//! allowance.
+//! `.ci/run` runs each such test once more after the suite (a shared host's steal comes and
+//! goes), then counts what is still unchecked, lists it, and fails past its stated allowance.
 
 use std::io::Write;
 
@@ -16,7 +16,12 @@ pub fn unchecked(why: &str) {
         return;
     };
     // One short write with O_APPEND: lines from test binaries run at once do not interleave.
-    let line = format!("{test}: {}\n", why.replace('\n', " "));
+    // Tab-separated, the test binary first, so that `.ci/run` can run the test again alone.
+    let line = format!(
+        "{}\t{test}\t{}\n",
+        test_binary(),
+        why.replace(['\n', '\t'], " ")
+    );
     let written = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
@@ -27,4 +32,19 @@ pub fn unchecked(why: &str) {
         "cannot record an unchecked test in {}: {written:?}",
         std::path::Path::new(&path).display()
     );
+}
+
+/// The name cargo gives this test binary (`--test NAME`): the executable's name without the
+/// hash cargo appends (`lab_ab-99d4141f8d6b73d5` is `lab_ab`).
+fn test_binary() -> String {
+    let exe = std::env::current_exe().ok();
+    let stem = exe
+        .as_deref()
+        .and_then(|p| p.file_stem())
+        .and_then(|s| s.to_str())
+        .unwrap_or("unknown");
+    match stem.rsplit_once('-') {
+        Some((name, hash)) if hash.chars().all(|c| c.is_ascii_hexdigit()) => name.to_string(),
+        _ => stem.to_string(),
+    }
 }
