@@ -38,7 +38,11 @@ off is seen at its end, and so counted with what follows.
 With --rate the pairs run open loop at a fixed rate per mode, so that the module cannot move
 the server's CPU per request through the rate a slower client would feed it at.
 
+With two --monitor-binary the pairs compare two builds of the program, each with --kernel,
+side by side (a change to a hook, before and after).
+
 Usage (as root, from the repository): python3 bench/kernel_cost.py [--rounds 8] [--seconds 5] [--rate keep-alive=40000,close=12000]
+       python3 bench/kernel_cost.py --rate close=10000 --modes close --monitor-binary OLD/webscope,NEW/webscope
        python3 bench/kernel_cost.py --bpf-stats [--rounds 3] [--seconds 5]
        python3 bench/kernel_cost.py --perf [--rounds 3] [--seconds 5]
 It builds `webscope` in release first unless --binary is given.
@@ -113,7 +117,8 @@ def main():
     ap.add_argument("--binary", default=None)
     ap.add_argument("--monitor-binary", default=None,
                     help="the webscope that runs the monitor (default: --binary), e.g. a debug build of a changed program; "
-                         "with --bpf-stats several, comma-separated, compared round by round")
+                         "with --bpf-stats several, comma-separated, compared round by round; in pairs two, each with "
+                         "--kernel, against each other (two builds of the program side by side)")
     ap.add_argument("--bpf-stats", action="store_true",
                     help="the programs' own run time per request (kernel.bpf_stats_enabled) instead of pairs")
     ap.add_argument("--perf", action="store_true",
@@ -148,66 +153,76 @@ def main():
             return bpf_stats(args, binary, port, server, url, root)
         if args.perf:
             return perf_share(args, binary, port, server, url, root)
-        for mode in args.modes.split(","):
-            pairs = []
-            for r in range(args.rounds):
-                order = ["off", "on"] if r % 2 == 0 else ["on", "off"]
-                got = {}
-                for side in order:
-                    cmd = ["taskset", "-c", "1", args.monitor_binary or binary, "monitor", "--port", str(port), "--pid", str(server.pid),
-                           "--interval", "100ms", "-q"]
-                    if side == "on":
-                        cmd.append("--kernel")
-                    monitor = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                    time.sleep(1.0)
-                    if monitor.poll() is not None:
-                        sys.exit(f"the monitor ended: {monitor.stderr.read()}")
-                    out = os.path.join(root, "load.json")
-                    before = cpu_seconds(server.pid)
-                    load = ["taskset", "-c", "1", binary, "load", "-c", str(args.connections), "-t", "1",
-                            "-d", f"{args.seconds}s", "--json", out, url]
-                    if mode == "close":
-                        load.insert(-1, "--close")
-                    if mode in rates:
-                        load[-1:-1] = ["--rate", str(rates[mode])]
-                    subprocess.run(load, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                    after = cpu_seconds(server.pid)
-                    monitor.send_signal(signal.SIGINT)
-                    text, err = monitor.communicate(timeout=30)
-                    if side == "on" and "no kernel figures" in text + err:
-                        sys.exit(f"the kernel module did not load: {text}{err}")
-                    with open(out) as f:
-                        requests = json.load(f)["requests"]
-                    got[side] = (after - before) * 1e6 / max(requests, 1)
-                    print(f"{mode:10} round {r + 1} {side:3}: {requests / args.seconds:8.0f} req/s, "
-                          f"{got[side]:6.2f} us server CPU per request", flush=True)
-                pairs.append((got["off"], got["on"]))
-            results[mode] = pairs
+        results = pairs(args, binary, port, server, url, root, rates)
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
-    for mode, pairs in results.items():
-        off = [p[0] for p in pairs]
-        on = [p[1] for p in pairs]
-        ratios = [b / a for a, b in pairs]
+    a, b = results.pop("sides")
+    for mode, got in results.items():
+        first = [p[0] for p in got]
+        second = [p[1] for p in got]
+        ratios = [y / x for x, y in got]
         q1, q3 = quartiles(ratios)
-        diffs = [b - a for a, b in pairs]
+        diffs = [y - x for x, y in got]
         se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else float("nan")
-        print(f"{mode:10}: server CPU per request off {statistics.median(off):.2f} us, "
-              f"on {statistics.median(on):.2f} us; on/off median {statistics.median(ratios):.3f} "
-              f"(quartiles {q1:.3f}-{q3:.3f}) over {len(pairs)} pairs; on - off mean "
+        print(f"{mode:10}: server CPU per request {a} {statistics.median(first):.2f} us, "
+              f"{b} {statistics.median(second):.2f} us; {b}/{a} median {statistics.median(ratios):.3f} "
+              f"(quartiles {q1:.3f}-{q3:.3f}) over {len(got)} pairs; {b} - {a} mean "
               f"{statistics.mean(diffs):+.3f} us (standard error {se:.3f}), "
-              f"{100 * statistics.mean(diffs) / statistics.median(off):+.2f} % of off's median")
+              f"{100 * statistics.mean(diffs) / statistics.median(first):+.2f} % of {a}'s median")
 
 
-def load_run(args, binary, url, root, mode):
-    """One load run: its requests."""
+def pairs(args, binary, port, server, url, root, rates):
+    """Per mode, pairs of load runs whose order alternates: the monitor without --kernel and
+    with it ("off", "on"); or, given two --monitor-binary, each build's monitor with --kernel
+    (named by their paths' last two parts), so that two programs are compared side by side.
+    Returns {mode: [(first side's us per request, second's)], "sides": (first, second)}."""
+    monitors = (args.monitor_binary or binary).split(",")
+    if len(monitors) == 2:
+        sides = [("/".join(m.rstrip("/").split("/")[-2:]), m, True) for m in monitors]
+        if sides[0][0] == sides[1][0]:
+            sys.exit("--monitor-binary: two builds at two different paths")
+    elif len(monitors) == 1:
+        sides = [("off", monitors[0], False), ("on", monitors[0], True)]
+    else:
+        sys.exit("--monitor-binary: one build (off against on), or two (each on, against each other)")
+    results = {"sides": (sides[0][0], sides[1][0])}
+    for mode in args.modes.split(","):
+        got = []
+        for r in range(args.rounds):
+            per = {}
+            for name, monitor_binary, kernel in (sides if r % 2 == 0 else sides[::-1]):
+                cmd = ["taskset", "-c", "1", monitor_binary, "monitor", "--port", str(port), "--pid", str(server.pid),
+                       "--interval", "100ms", "-q"] + (["--kernel"] if kernel else [])
+                monitor = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(1.0)
+                if monitor.poll() is not None:
+                    sys.exit(f"the monitor ended: {monitor.stderr.read()}")
+                before = cpu_seconds(server.pid)
+                requests = load_run(args, binary, url, root, mode, rates.get(mode))
+                after = cpu_seconds(server.pid)
+                monitor.send_signal(signal.SIGINT)
+                text, err = monitor.communicate(timeout=30)
+                if kernel and "no kernel figures" in text + err:
+                    sys.exit(f"the kernel module did not load: {text}{err}")
+                per[name] = (after - before) * 1e6 / max(requests, 1)
+                print(f"{mode:10} round {r + 1} {name}: {requests / args.seconds:8.0f} req/s, "
+                      f"{per[name]:6.2f} us server CPU per request", flush=True)
+            got.append((per[sides[0][0]], per[sides[1][0]]))
+        results[mode] = got
+    return results
+
+
+def load_run(args, binary, url, root, mode, rate=None):
+    """One load run (open loop at `rate` requests a second if given): its requests."""
     out = os.path.join(root, "load.json")
     load = ["taskset", "-c", "1", binary, "load", "-c", str(args.connections), "-t", "1",
             "-d", f"{args.seconds}s", "--json", out, url]
     if mode == "close":
         load.insert(-1, "--close")
+    if rate:
+        load[-1:-1] = ["--rate", str(rate)]
     subprocess.run(load, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out) as f:
         return json.load(f)["requests"]

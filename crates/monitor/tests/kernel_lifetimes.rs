@@ -329,6 +329,19 @@ fn rfc1337(on: bool) {
         .expect("the namespace's net.ipv4.tcp_rfc1337");
 }
 
+/// A listener on 127.0.0.1 and one on ::1, each on a port of its own, and the two ports.
+fn listeners_v4_v6() -> ([TcpListener; 2], [u16; 2]) {
+    let listeners = [
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        TcpListener::bind("[::1]:0").unwrap(),
+    ];
+    let ports = [
+        listeners[0].local_addr().unwrap().port(),
+        listeners[1].local_addr().unwrap().port(),
+    ];
+    (listeners, ports)
+}
+
 #[test]
 fn an_rst_in_window_ends_time_wait_counted_apart_and_timed_from_its_start() {
     let _serial = serial();
@@ -337,14 +350,7 @@ fn an_rst_in_window_ends_time_wait_counted_apart_and_timed_from_its_start() {
     // In a namespace of its own: its tcp_rfc1337 is this test's to set, not the host's.
     let Some(Some((figures, holds))) = in_netns(|| {
         rfc1337(false);
-        let listeners = [
-            TcpListener::bind("127.0.0.1:0").unwrap(),
-            TcpListener::bind("[::1]:0").unwrap(),
-        ];
-        let ports: Vec<u16> = listeners
-            .iter()
-            .map(|l| l.local_addr().unwrap().port())
-            .collect();
+        let (listeners, ports) = listeners_v4_v6();
         let monitor = kernel_monitor(&ports, &[])?;
         let mut holds: Vec<Vec<Duration>> = Vec::new();
         for (listener, ip) in listeners.iter().zip(["127.0.0.1", "::1"]) {
@@ -417,14 +423,7 @@ fn an_rst_in_window_ends_time_wait_counted_apart_and_timed_from_its_start() {
 fn a_time_wait_that_runs_its_course_is_timed_at_its_timer_after_60_s() {
     // No lock: it idles for a minute beside the binary's other tests, on ports of its own.
     const N: usize = 2;
-    let listeners = [
-        TcpListener::bind("127.0.0.1:0").unwrap(),
-        TcpListener::bind("[::1]:0").unwrap(),
-    ];
-    let ports: Vec<u16> = listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect();
+    let (listeners, ports) = listeners_v4_v6();
     let Some(monitor) = kernel_monitor(&ports, &[]) else {
         return;
     };

@@ -67,8 +67,8 @@ pub enum Counter {
 /// Counters per port in the C struct (`COUNTERS`).
 pub const COUNTERS: usize = 32;
 
-/// Run-queue counters (`enum runq_counter`): waits timed, and threads switched in whose
-/// wake-up came before the monitor started.
+/// Run-queue counters (`enum runq_counter`): waits timed, and threads switched in without
+/// the scheduler's queueing stamp (untimed).
 pub const RUNQ_WAITS: usize = 0;
 /// See [`RUNQ_WAITS`].
 pub const RUNQ_MISSED: usize = 1;

@@ -215,8 +215,6 @@ impl Probe {
             ("tcp_retransmit_skb", &progs.on_retransmit),
             ("tcp_cong_state_set", &progs.on_ca_state),
             ("tcp_retransmit_synack", &progs.on_synack),
-            ("sched_wakeup", &progs.on_wakeup),
-            ("sched_wakeup_new", &progs.on_wakeup_new),
             ("sched_switch", &progs.on_switch),
             ("timer_expire_entry", &progs.on_timer_fire),
         ];

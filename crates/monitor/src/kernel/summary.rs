@@ -155,7 +155,8 @@ pub struct PortFigures {
 pub struct RunQueue {
     /// The processes whose threads were timed (the last set; it follows children).
     pub pids: Vec<u32>,
-    /// Threads switched in whose wake-up came before the monitor watched them (untimed).
+    /// Threads switched in with no queueing stamp of the scheduler's (untimed; none where
+    /// /proc/PID/schedstat exists, whose run_delay the stamp makes).
     pub untimed: u64,
     /// The waits timed.
     pub wait: Option<Latency>,

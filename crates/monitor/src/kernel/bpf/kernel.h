@@ -29,13 +29,6 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_RINGBUF = 27,
-	BPF_MAP_TYPE_TASK_STORAGE = 29,
-};
-enum {
-	BPF_F_NO_PREALLOC = 1,
-};
-enum {
-	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
 };
 enum {
 	BPF_ANY = 0,
@@ -123,10 +116,31 @@ struct socket {
 	struct sock *sk;
 };
 
+struct sched_info {
+	unsigned long long last_queued;
+};
+
+/* A CPU's run queue: its clock, which sched_info's stamps use. Reached from a task's
+ * scheduling entity (the per-CPU `runqueues` itself is not in this kernel's kallsyms, which
+ * the verifier needs for a __ksym variable). */
+struct rq {
+	unsigned long long clock;
+};
+
+struct cfs_rq {
+	struct rq *rq;
+};
+
+struct sched_entity {
+	struct cfs_rq *cfs_rq;
+};
+
 struct task_struct {
 	int pid;
 	int tgid;
 	struct files_struct *files;
+	struct sched_entity se;
+	struct sched_info sched_info;
 };
 
 struct pt_regs {

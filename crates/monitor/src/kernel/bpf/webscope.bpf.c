@@ -26,9 +26,8 @@
  *                         course, from the kernel's own entry stamp to now. One cut short
  *                         by a new connection on its address pair is seen at that
  *                         connection's ESTABLISHED (tw_table); one an RST ended, at kfree_skb.
- *   sched_wakeup(_new), sched_switch
- *                         run-queue latency of the watched processes' threads: from the
- *                         wake-up (or a preemption) to running.
+ *   sched_switch          run-queue latency of the watched processes' threads: from the
+ *                         wake-up (or a preemption) to running, by the scheduler's stamp.
  */
 #include "kernel.h"
 #include <bpf/bpf_helpers.h>
@@ -73,7 +72,7 @@ enum counter {
 
 enum runq_counter {
 	R_WAITS,             /* run-queue waits recorded */
-	R_MISSED,            /* switched in without a wake-up seen (started before us) */
+	R_MISSED,            /* switched in with no queueing stamp (the scheduler's sched_info off) */
 	RUNQ_COUNTERS = 4,
 };
 
@@ -585,5 +584,5 @@ int BPF_PROG(on_timer_fire, struct timer_list *timer, unsigned long baseclk)
 	return 0;
 }
 
-/* The run-queue hooks (sched_wakeup, sched_wakeup_new, sched_switch). */
+/* The run-queue hook (sched_switch). */
 #include "runq.bpf.h"
