@@ -121,6 +121,24 @@ fn a_slower_server_is_flagged_and_the_same_one_is_not() {
     );
     let slower = compare(&a, &c, &tmp.path().join("slower.json"));
     let stdout = String::from_utf8_lossy(&slower.stdout);
+    // A busy machine can widen the interval over 4 runs a side past the threshold (CI, with
+    // steal: cpu_us +44.0 %, 95 % interval −0.6 .. +108.6 %): "cannot be decided" is then
+    // compare's right answer, and this test could not check its claim. Never a naive server
+    // measured the cheaper of the two.
+    if slower.status.code() == Some(3) {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("cpu_us +") && l.contains("CANNOT BE DECIDED"));
+        assert!(
+            line.is_some(),
+            "undecided, but not a costlier naive server: {stdout}"
+        );
+        lab_support::unchecked(&format!(
+            "the naive server's cost could not be decided on this machine: {}",
+            line.unwrap_or_default().trim()
+        ));
+        return;
+    }
     assert_eq!(slower.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("CROSSED"), "{stdout}");
     // The one line on stderr names the crossed limit after the change it measured (since the
